@@ -1,0 +1,2 @@
+//! Buffer pool and page store (being written).
+pub struct Pager;

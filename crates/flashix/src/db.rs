@@ -1,0 +1,289 @@
+//! [`Db`]: the one API every engine is used through (DESIGN.md, Public API).
+
+use crate::engine::{self, Engine, RangeCursor};
+use crate::error::{Error, Result};
+use crate::io::{Device, DirVfs, FileDevice, MemDevice, Vfs};
+use crate::manifest::{Manifest, MANIFEST};
+use crate::options::{DeviceSpec, Options};
+use crate::stats::Stats;
+use std::ops::{Bound, RangeBounds};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Name of the data file of a [`DeviceSpec::File`] index.
+pub const DATA_FILE: &str = "data";
+
+/// The storage an index lives on: one page [`Device`] and the directory's small files.
+/// [`Db::create`] and [`Db::open`] build it from a directory; tests and embedders can pass
+/// their own (memory, fault injection) to [`Db::create_on`] and [`Db::open_on`].
+pub struct Storage {
+    pub device: Box<dyn Device>,
+    pub vfs: Arc<dyn Vfs>,
+}
+
+/// An ordered index `u64 -> u64`. One thread uses it at a time (`&mut self`).
+pub struct Db {
+    engine: Box<dyn Engine>,
+    poisoned: Option<String>,
+    closed: bool,
+}
+
+impl Db {
+    /// Create a new index in `dir`, which must be absent or empty.
+    pub fn create(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let dir = dir.as_ref();
+        opts.validate()?;
+        if dir.exists() {
+            let mut entries = std::fs::read_dir(dir)
+                .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
+            if entries.next().is_some() {
+                return Err(Error::AlreadyExists(dir.to_path_buf()));
+            }
+        } else {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        }
+        let device = device_for(dir, &opts.device, opts.page_size)?;
+        let vfs: Arc<dyn Vfs> = Arc::new(DirVfs::new(dir));
+        Db::create_on(Storage { device, vfs }, opts)
+    }
+
+    /// Open the index in `dir`; engine and options come from its manifest.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Db> {
+        let dir = dir.as_ref();
+        if !dir.is_dir() {
+            return Err(Error::NotFound(dir.to_path_buf()));
+        }
+        let vfs: Arc<dyn Vfs> = Arc::new(DirVfs::new(dir));
+        if !vfs.exists(MANIFEST)? {
+            return Err(Error::NotAnIndex(dir.to_path_buf()));
+        }
+        let manifest = Manifest::load(&*vfs)?;
+        if manifest.options.device == DeviceSpec::Memory {
+            return Err(Error::Unsupported(format!(
+                "the index in {} was created on a memory device, whose pages did not survive",
+                dir.display()
+            )));
+        }
+        let device = device_for(dir, &manifest.options.device, manifest.options.page_size)?;
+        Db::from_engine(engine::open(Storage { device, vfs }, manifest)?)
+    }
+
+    /// Create an index on given storage (`opts.device` is not used).
+    pub fn create_on(storage: Storage, opts: Options) -> Result<Db> {
+        opts.validate()?;
+        if storage.device.page_size() != opts.page_size {
+            return Err(Error::InvalidOptions(format!(
+                "device page size {} differs from the options' {}",
+                storage.device.page_size(),
+                opts.page_size
+            )));
+        }
+        if storage.vfs.exists(MANIFEST)? {
+            return Err(Error::AlreadyExists(PathBuf::from(MANIFEST)));
+        }
+        Db::from_engine(engine::create(storage, opts)?)
+    }
+
+    /// Open an index on given storage.
+    pub fn open_on(storage: Storage) -> Result<Db> {
+        if !storage.vfs.exists(MANIFEST)? {
+            return Err(Error::NotAnIndex(PathBuf::from(MANIFEST)));
+        }
+        let manifest = Manifest::load(&*storage.vfs)?;
+        if storage.device.page_size() != manifest.options.page_size {
+            return Err(Error::InvalidOptions(format!(
+                "device page size {} differs from the index's {}",
+                storage.device.page_size(),
+                manifest.options.page_size
+            )));
+        }
+        Db::from_engine(engine::open(storage, manifest)?)
+    }
+
+    fn from_engine(engine: Box<dyn Engine>) -> Result<Db> {
+        Ok(Db {
+            engine,
+            poisoned: None,
+            closed: false,
+        })
+    }
+
+    fn usable(&self) -> Result<()> {
+        match &self.poisoned {
+            Some(why) => Err(Error::Poisoned(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Run a mutating operation; an error leaves the in-memory state unknown, so the Db
+    /// refuses further work until it is reopened (recovery restores a consistent state).
+    fn mutate<T>(&mut self, f: impl FnOnce(&mut dyn Engine) -> Result<T>) -> Result<T> {
+        self.usable()?;
+        let r = f(&mut *self.engine);
+        if let Err(e) = &r {
+            if !matches!(e, Error::InvalidArgument(_)) {
+                self.poisoned = Some(e.to_string());
+            }
+        }
+        r
+    }
+
+    /// Insert or overwrite `key` (blind upsert).
+    pub fn insert(&mut self, key: u64, value: u64) -> Result<()> {
+        self.mutate(|e| e.insert(key, value))
+    }
+
+    /// Delete `key`; deleting an absent key is fine.
+    pub fn delete(&mut self, key: u64) -> Result<()> {
+        self.mutate(|e| e.delete(key))
+    }
+
+    /// The value of `key`.
+    pub fn get(&mut self, key: u64) -> Result<Option<u64>> {
+        self.usable()?;
+        self.engine.get(key)
+    }
+
+    /// The values of many keys, in the order given (batched by engines that can).
+    pub fn get_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+        self.usable()?;
+        self.engine.get_many(keys)
+    }
+
+    /// Entries with keys in `range`, ascending. The iterator reads lazily, a batch at a time.
+    pub fn range(&mut self, range: impl RangeBounds<u64>) -> Result<Range<'_>> {
+        self.usable()?;
+        let next = match range.start_bound() {
+            Bound::Included(&k) => Some(k),
+            Bound::Excluded(&k) => k.checked_add(1),
+            Bound::Unbounded => Some(0),
+        };
+        let hi = range.end_bound().cloned();
+        let mut cursor = RangeCursor {
+            next,
+            hi,
+            hint: None,
+        };
+        if let Some(n) = cursor.next {
+            if !cursor.below_hi(n) {
+                cursor.next = None;
+            }
+        }
+        Ok(Range {
+            db: self,
+            cursor,
+            buf: Vec::new(),
+            pos: 0,
+        })
+    }
+
+    /// Insert many pairs, in any order; for equal keys the last wins.
+    pub fn bulk_insert(&mut self, pairs: &[(u64, u64)]) -> Result<()> {
+        if pairs.is_empty() {
+            return self.usable();
+        }
+        let mut sorted: Vec<(u64, u64)> = pairs.to_vec();
+        sorted.sort_by_key(|p| p.0); // stable: equal keys keep input order
+        let mut dedup: Vec<(u64, u64)> = Vec::with_capacity(sorted.len());
+        for p in sorted {
+            match dedup.last_mut() {
+                Some(last) if last.0 == p.0 => *last = p,
+                _ => dedup.push(p),
+            }
+        }
+        self.mutate(|e| e.bulk_insert(&dedup))
+    }
+
+    /// Delete every key in `range`.
+    pub fn delete_range(&mut self, range: impl RangeBounds<u64>) -> Result<()> {
+        let lo = match range.start_bound() {
+            Bound::Included(&k) => Some(k),
+            Bound::Excluded(&k) => k.checked_add(1),
+            Bound::Unbounded => Some(0),
+        };
+        let hi = match range.end_bound() {
+            Bound::Included(&k) => Some(k),
+            Bound::Excluded(&k) => k.checked_sub(1),
+            Bound::Unbounded => Some(u64::MAX),
+        };
+        match (lo, hi) {
+            (Some(lo), Some(hi)) if lo <= hi => self.mutate(|e| e.delete_range(lo, hi)),
+            _ => self.usable(),
+        }
+    }
+
+    /// Make every operation before this call durable.
+    pub fn flush(&mut self) -> Result<()> {
+        self.mutate(|e| e.flush())
+    }
+
+    /// Flush, checkpoint and release the index.
+    pub fn close(mut self) -> Result<()> {
+        self.closed = true;
+        self.usable()?;
+        self.engine.close()
+    }
+
+    /// Counters: I/O, buffer pool, WAL, engine, memory.
+    pub fn stats(&self) -> Stats {
+        self.engine.stats()
+    }
+
+    /// Check the engine's structural invariants (documented in each engine's module).
+    pub fn check_integrity(&mut self) -> Result<()> {
+        self.usable()?;
+        self.engine.check_integrity()
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if !self.closed && self.poisoned.is_none() {
+            let _ = self.engine.flush();
+        }
+    }
+}
+
+/// Iterator over a key range: `Result<(key, value)>` items in ascending key order.
+pub struct Range<'a> {
+    db: &'a mut Db,
+    cursor: RangeCursor,
+    buf: Vec<(u64, u64)>,
+    pos: usize,
+}
+
+impl Iterator for Range<'_> {
+    type Item = Result<(u64, u64)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.pos == self.buf.len() {
+            self.cursor.next?;
+            self.buf.clear();
+            self.pos = 0;
+            while self.buf.is_empty() && self.cursor.next.is_some() {
+                if let Err(e) = self.db.engine.scan(&mut self.cursor, &mut self.buf) {
+                    self.cursor.next = None;
+                    return Some(Err(e));
+                }
+            }
+            if self.buf.is_empty() {
+                return None;
+            }
+        }
+        let kv = self.buf[self.pos];
+        self.pos += 1;
+        Some(Ok(kv))
+    }
+}
+
+fn device_for(dir: &Path, spec: &DeviceSpec, page_size: usize) -> Result<Box<dyn Device>> {
+    Ok(match spec {
+        DeviceSpec::File { direct_io } => Box::new(FileDevice::open(
+            &dir.join(DATA_FILE),
+            page_size,
+            *direct_io,
+        )?),
+        DeviceSpec::Memory => Box::new(MemDevice::new(page_size)),
+    })
+}

@@ -1,0 +1,75 @@
+//! The engines behind [`crate::Db`]. One folder each; every one implements [`Engine`].
+
+pub mod btree;
+
+use crate::error::{Error, Result};
+use crate::manifest::Manifest;
+use crate::options::{EngineKind, Options};
+use crate::stats::Stats;
+use crate::Storage;
+use std::ops::Bound;
+
+/// Where a range scan resumes. `next` is the smallest key not yet returned (`None`: done);
+/// `hint` is engine-defined (the B+-tree keeps the next leaf's page id there).
+#[derive(Debug, Clone)]
+pub struct RangeCursor {
+    pub next: Option<u64>,
+    pub hi: Bound<u64>,
+    pub hint: Option<u64>,
+}
+
+impl RangeCursor {
+    /// True if `key` is at or below the upper bound.
+    pub fn below_hi(&self, key: u64) -> bool {
+        match self.hi {
+            Bound::Included(h) => key <= h,
+            Bound::Excluded(h) => key < h,
+            Bound::Unbounded => true,
+        }
+    }
+}
+
+/// What every engine does. `Db` validates arguments and handles poisoning; engines log
+/// their operations in their own WAL so that recovery stays inside the engine.
+pub trait Engine: Send {
+    fn insert(&mut self, key: u64, value: u64) -> Result<()>;
+    fn delete(&mut self, key: u64) -> Result<()>;
+    fn get(&mut self, key: u64) -> Result<Option<u64>>;
+    fn get_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+        keys.iter().map(|&k| self.get(k)).collect()
+    }
+    /// Append to `out` at least one entry of the range from `cur.next`, unless the range is
+    /// exhausted, in which case set `cur.next = None`.
+    fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()>;
+    /// Sorted by key, no duplicate keys (Db prepares it).
+    fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> Result<()>;
+    /// A non-empty inclusive range.
+    fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()>;
+    fn flush(&mut self) -> Result<()>;
+    fn close(&mut self) -> Result<()>;
+    fn stats(&self) -> Stats;
+    fn check_integrity(&mut self) -> Result<()>;
+}
+
+/// A new engine of `opts.engine` on `storage`.
+pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
+    match opts.engine {
+        EngineKind::BTree => Ok(Box::new(btree::BTree::create(storage, opts)?)),
+        other => Err(not_built(other)),
+    }
+}
+
+/// Reopen an engine from its manifest, recovering from the WAL.
+pub fn open(storage: Storage, manifest: Manifest) -> Result<Box<dyn Engine>> {
+    match manifest.options.engine {
+        EngineKind::BTree => Ok(Box::new(btree::BTree::open(storage, manifest)?)),
+        other => Err(not_built(other)),
+    }
+}
+
+fn not_built(kind: EngineKind) -> Error {
+    Error::Unsupported(format!(
+        "engine {} ({kind:?}) is not built yet",
+        kind.name()
+    ))
+}

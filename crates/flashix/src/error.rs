@@ -1,0 +1,82 @@
+//! The crate's one error type (DESIGN.md, Contract 6: every failure is an `Error` that
+//! says what and where; nothing panics on bad input or I/O errors).
+
+use std::path::PathBuf;
+
+/// Result alias used throughout flashix.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in flashix.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system I/O error, with what flashix was doing when it happened.
+    #[error("I/O error while {context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Stored data failed a check (checksum, magic, structure). `file` names the file
+    /// (`data`, `MANIFEST`, `wal-000001.log`, ...) and `page` the page or byte offset.
+    #[error("corruption in {file}{}: {detail}", page.map(|p| format!(" at page {p}")).unwrap_or_default())]
+    Corruption {
+        file: String,
+        page: Option<u64>,
+        detail: String,
+    },
+    /// The options cannot be used (bad page size, buffer pool below the engine's minimum, ...).
+    #[error("invalid options: {0}")]
+    InvalidOptions(String),
+    /// `open` of a directory that does not exist.
+    #[error("no such directory: {}", .0.display())]
+    NotFound(PathBuf),
+    /// `create` over a directory that already holds an index or other files.
+    #[error("{} already exists and is not empty", .0.display())]
+    AlreadyExists(PathBuf),
+    /// `open` of a directory that holds no flashix index.
+    #[error("{} holds no flashix index (no MANIFEST)", .0.display())]
+    NotAnIndex(PathBuf),
+    /// The index was written by another on-disk format version.
+    #[error(
+        "on-disk format version {found} is not supported (this build reads version {supported})"
+    )]
+    UnsupportedVersion { found: u32, supported: u32 },
+    /// A feature or engine kind that this build does not provide.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// An earlier error left the in-memory state unusable; reopen the index.
+    #[error("the index is unusable after an earlier error ({0}); close it and open it again")]
+    Poisoned(String),
+    /// A bad argument to an operation.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+impl Error {
+    /// An I/O error with context.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// A corruption error naming a file and page.
+    pub fn corruption(
+        file: impl Into<String>,
+        page: Option<u64>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Error::Corruption {
+            file: file.into(),
+            page,
+            detail: detail.into(),
+        }
+    }
+
+    /// True for `Error::Io` whose OS error is ENOSPC.
+    pub fn is_no_space(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.raw_os_error() == Some(libc::ENOSPC))
+    }
+}

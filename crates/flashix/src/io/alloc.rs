@@ -1,0 +1,234 @@
+//! The extent allocator (DESIGN.md, Layers): contiguous page runs (sorted runs, components,
+//! ranges) and single pages (tree nodes) on one [`super::Device`].
+//!
+//! Shadow-paging rule: an extent freed now goes to a *pending* list and is handed out again
+//! only after [`ExtentAllocator::commit`], which the owner calls once a manifest that no
+//! longer refers to the extent is durable. So a crash never finds live data overwritten.
+//! The state saved with a manifest ([`AllocState`]) counts pending extents as free, because
+//! that manifest is exactly the one that stops referring to them.
+
+use super::PageId;
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A run of `len` pages starting at `start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Extent {
+    pub start: PageId,
+    pub len: u64,
+}
+
+impl Extent {
+    /// One past the last page.
+    pub fn end(&self) -> PageId {
+        self.start + self.len
+    }
+}
+
+/// The allocator's durable state, saved in the manifest.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocState {
+    /// Pages at or above this were never handed out.
+    pub high_water: PageId,
+    /// Free extents, sorted and coalesced.
+    pub free: Vec<Extent>,
+}
+
+/// First-fit extent allocator over a page space that grows at its end.
+#[derive(Debug, Clone, Default)]
+pub struct ExtentAllocator {
+    high_water: PageId,
+    /// start -> len, coalesced.
+    free: BTreeMap<PageId, u64>,
+    /// Freed since the last commit; not reusable yet.
+    pending: Vec<Extent>,
+}
+
+impl ExtentAllocator {
+    /// An allocator whose first page is `first` (pages below it are reserved).
+    pub fn new(first: PageId) -> Self {
+        ExtentAllocator {
+            high_water: first,
+            ..Self::default()
+        }
+    }
+
+    /// Rebuild from a manifest's state, checking it.
+    pub fn from_state(state: &AllocState) -> Result<Self> {
+        let mut a = ExtentAllocator {
+            high_water: state.high_water,
+            ..Self::default()
+        };
+        let mut prev_end = 0;
+        for e in &state.free {
+            if e.len == 0 || e.start < prev_end || e.end() > state.high_water {
+                return Err(Error::corruption(
+                    "MANIFEST",
+                    None,
+                    format!("allocator free list is inconsistent at extent {e:?}"),
+                ));
+            }
+            prev_end = e.end();
+            a.insert_free(*e);
+        }
+        Ok(a)
+    }
+
+    /// The state to save with the next manifest (pending extents count as free).
+    pub fn state(&self) -> AllocState {
+        let mut all = self.clone();
+        all.commit();
+        AllocState {
+            high_water: all.high_water,
+            free: all
+                .free
+                .iter()
+                .map(|(&start, &len)| Extent { start, len })
+                .collect(),
+        }
+    }
+
+    /// Make pending frees reusable: call after the manifest that dropped them is durable.
+    pub fn commit(&mut self) {
+        for e in std::mem::take(&mut self.pending) {
+            self.insert_free(e);
+        }
+    }
+
+    /// A run of `len` contiguous pages.
+    pub fn alloc(&mut self, len: u64) -> Extent {
+        debug_assert!(len > 0);
+        let found = self
+            .free
+            .iter()
+            .find(|(_, &l)| l >= len)
+            .map(|(&s, &l)| (s, l));
+        if let Some((start, have)) = found {
+            self.free.remove(&start);
+            if have > len {
+                self.free.insert(start + len, have - len);
+            }
+            return Extent { start, len };
+        }
+        // Grow at the end; a free extent touching the end is absorbed first.
+        let mut start = self.high_water;
+        if let Some((&s, &l)) = self.free.iter().next_back() {
+            if s + l == self.high_water {
+                self.free.remove(&s);
+                start = s;
+            }
+        }
+        self.high_water = start + len;
+        Extent { start, len }
+    }
+
+    /// One page.
+    pub fn alloc_page(&mut self) -> PageId {
+        self.alloc(1).start
+    }
+
+    /// Free an extent; it becomes reusable after the next [`commit`](Self::commit).
+    pub fn free(&mut self, e: Extent) {
+        if e.len > 0 {
+            self.pending.push(e);
+        }
+    }
+
+    /// Pages ever handed out (the device's used length).
+    pub fn high_water(&self) -> PageId {
+        self.high_water
+    }
+
+    /// Free pages, committed and pending.
+    pub fn free_pages(&self) -> u64 {
+        self.free.values().sum::<u64>() + self.pending.iter().map(|e| e.len).sum::<u64>()
+    }
+
+    /// True if `page` is free or pending (integrity checks).
+    pub fn is_free(&self, page: PageId) -> bool {
+        let in_free = self
+            .free
+            .range(..=page)
+            .next_back()
+            .is_some_and(|(&s, &l)| page < s + l);
+        in_free
+            || self
+                .pending
+                .iter()
+                .any(|e| e.start <= page && page < e.end())
+    }
+
+    fn insert_free(&mut self, e: Extent) {
+        let mut start = e.start;
+        let mut len = e.len;
+        if let Some((&ps, &pl)) = self.free.range(..start).next_back() {
+            if ps + pl == start {
+                self.free.remove(&ps);
+                start = ps;
+                len += pl;
+            }
+        }
+        if let Some(&nl) = self.free.get(&(start + len)) {
+            self.free.remove(&(start + len));
+            len += nl;
+        }
+        self.free.insert(start, len);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn freed_extents_wait_for_commit() {
+        let mut a = ExtentAllocator::new(1);
+        let x = a.alloc(4);
+        assert_eq!(x, Extent { start: 1, len: 4 });
+        a.free(x);
+        assert_eq!(a.alloc(2).start, 5, "pending extent must not be reused");
+        a.commit();
+        assert_eq!(a.alloc(2).start, 1);
+        assert_eq!(a.alloc(2).start, 3);
+    }
+
+    #[test]
+    fn state_round_trips_and_coalesces() {
+        let mut a = ExtentAllocator::new(0);
+        let e1 = a.alloc(3);
+        let e2 = a.alloc(3);
+        let _e3 = a.alloc(1);
+        a.free(e1);
+        a.free(e2);
+        let s = a.state();
+        assert_eq!(s.free, vec![Extent { start: 0, len: 6 }]);
+        let mut b = ExtentAllocator::from_state(&s).unwrap();
+        assert_eq!(b.alloc(6).start, 0);
+        assert!(!b.is_free(0));
+    }
+
+    #[test]
+    fn tail_free_extent_is_absorbed_when_growing() {
+        let mut a = ExtentAllocator::new(0);
+        let _ = a.alloc(2);
+        let t = a.alloc(2);
+        a.free(t);
+        a.commit();
+        let big = a.alloc(5);
+        assert_eq!(big, Extent { start: 2, len: 5 });
+        assert_eq!(a.high_water(), 7);
+    }
+
+    #[test]
+    fn inconsistent_state_is_corruption() {
+        let s = AllocState {
+            high_water: 4,
+            free: vec![Extent { start: 2, len: 5 }],
+        };
+        assert!(matches!(
+            ExtentAllocator::from_state(&s),
+            Err(Error::Corruption { .. })
+        ));
+    }
+}

@@ -1,0 +1,231 @@
+//! The I/O seam (DESIGN.md, Layers): [`Device`] for page I/O and [`Vfs`] for the small
+//! named files of an index directory.
+//!
+//! A `Device` is a linear array of pages, as the FD-tree paper's storage manager treats a
+//! large file (App. D). Requests are page-aligned: a request names a first page and carries a
+//! buffer whose length is a whole number of pages. A multi-page request is **one** request
+//! all the way down (the multi-page I/O of the FD-tree and bulk index; 512 KiB by default).
+//! [`Device::submit`] hands a whole batch to the device at once and returns when every
+//! request is done: the psync I/O of the PIO B-tree paper (§2.3).
+//!
+//! Counters ([`DeviceStats`]) separate reads and writes, pages and requests, bytes, and
+//! random vs sequential: a request is sequential when it starts at the page where the
+//! previous request of its kind ended.
+
+mod aligned;
+pub mod alloc;
+pub mod fault;
+mod file;
+mod mem;
+mod vfs;
+
+pub use aligned::AlignedBuf;
+pub use alloc::{Extent, ExtentAllocator};
+pub use fault::{FaultPlan, Faults, FaultyDevice, FaultyVfs};
+pub use file::FileDevice;
+pub use mem::MemDevice;
+pub use vfs::{DirVfs, MemVfs, Vfs};
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// A page address on a [`Device`].
+pub type PageId = u64;
+
+/// Sector size used for torn-write modelling and `O_DIRECT` alignment checks.
+pub const SECTOR: usize = 512;
+
+/// One request of a batch given to [`Device::submit`].
+#[derive(Debug)]
+pub enum IoReq<'a> {
+    /// Read `buf.len() / page_size` pages starting at `page` into `buf`.
+    Read { page: PageId, buf: &'a mut [u8] },
+    /// Write `buf` to `buf.len() / page_size` pages starting at `page`.
+    Write { page: PageId, buf: &'a [u8] },
+}
+
+impl IoReq<'_> {
+    /// First page of the request.
+    pub fn page(&self) -> PageId {
+        match self {
+            IoReq::Read { page, .. } | IoReq::Write { page, .. } => *page,
+        }
+    }
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            IoReq::Read { buf, .. } => buf.len(),
+            IoReq::Write { buf, .. } => buf.len(),
+        }
+    }
+    /// True when the request carries no bytes (never valid).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// True for writes.
+    pub fn is_write(&self) -> bool {
+        matches!(self, IoReq::Write { .. })
+    }
+}
+
+/// Page I/O on one index's storage. Implementations: [`FileDevice`], [`MemDevice`],
+/// [`FaultyDevice`] (tests), and the simulated SSD.
+pub trait Device: Send {
+    /// Page size in bytes (a power of two, at least 512).
+    fn page_size(&self) -> usize;
+
+    /// Submit every request of `batch` at once and return when all are done.
+    /// The batch may mix reads and writes; engines that follow the PIO paper's
+    /// principle 3 keep them apart themselves.
+    fn submit(&mut self, batch: &mut [IoReq<'_>]) -> Result<()>;
+
+    /// Make every completed write durable.
+    fn sync(&mut self) -> Result<()>;
+
+    /// Tell the device that `pages` pages from `page` hold no live data.
+    fn trim(&mut self, page: PageId, pages: u64) -> Result<()>;
+
+    /// Counters since the device was opened.
+    fn stats(&self) -> DeviceStats;
+
+    /// Read pages starting at `page` into `buf` (one request).
+    fn read(&mut self, page: PageId, buf: &mut [u8]) -> Result<()> {
+        self.submit(&mut [IoReq::Read { page, buf }])
+    }
+
+    /// Write `buf` to pages starting at `page` (one request).
+    fn write(&mut self, page: PageId, buf: &[u8]) -> Result<()> {
+        self.submit(&mut [IoReq::Write { page, buf }])
+    }
+}
+
+impl Device for Box<dyn Device> {
+    fn page_size(&self) -> usize {
+        (**self).page_size()
+    }
+    fn submit(&mut self, batch: &mut [IoReq<'_>]) -> Result<()> {
+        (**self).submit(batch)
+    }
+    fn sync(&mut self) -> Result<()> {
+        (**self).sync()
+    }
+    fn trim(&mut self, page: PageId, pages: u64) -> Result<()> {
+        (**self).trim(page, pages)
+    }
+    fn stats(&self) -> DeviceStats {
+        (**self).stats()
+    }
+}
+
+/// I/O counters of a [`Device`]. Pages and bytes count what was transferred; requests count
+/// calls as the device saw them (a 512 KiB read is one request of 128 pages).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceStats {
+    /// How requests reach the medium: `io_uring+O_DIRECT`, `pread+O_DIRECT`, `buffered`, `memory`, ...
+    pub backend: String,
+    pub reads: u64,
+    pub read_requests: u64,
+    pub read_bytes: u64,
+    pub sequential_reads: u64,
+    pub random_reads: u64,
+    pub writes: u64,
+    pub write_requests: u64,
+    pub write_bytes: u64,
+    pub sequential_writes: u64,
+    pub random_writes: u64,
+    pub syncs: u64,
+    pub trims: u64,
+    /// Batches given to `submit`.
+    pub batches: u64,
+    /// Largest number of requests in flight at once.
+    pub max_queue_depth: u64,
+}
+
+/// Shared counting and validation for `Device` implementations.
+#[derive(Debug, Clone, Default)]
+pub struct Counters {
+    pub stats: DeviceStats,
+    next_read: Option<PageId>,
+    next_write: Option<PageId>,
+}
+
+impl Counters {
+    /// Counters for a backend named `backend`.
+    pub fn new(backend: impl Into<String>) -> Self {
+        Counters {
+            stats: DeviceStats {
+                backend: backend.into(),
+                ..DeviceStats::default()
+            },
+            ..Counters::default()
+        }
+    }
+
+    /// Check a batch (lengths whole pages, non-empty) and count it.
+    pub fn record_batch(&mut self, page_size: usize, batch: &[IoReq<'_>]) -> Result<()> {
+        for req in batch {
+            validate(page_size, req.page(), req.len())?;
+        }
+        self.stats.batches += 1;
+        self.stats.max_queue_depth = self.stats.max_queue_depth.max(batch.len() as u64);
+        for req in batch {
+            let pages = (req.len() / page_size) as u64;
+            let (next, s) = if req.is_write() {
+                (&mut self.next_write, &mut self.stats)
+            } else {
+                (&mut self.next_read, &mut self.stats)
+            };
+            let sequential = *next == Some(req.page());
+            *next = Some(req.page() + pages);
+            if req.is_write() {
+                s.writes += pages;
+                s.write_requests += 1;
+                s.write_bytes += req.len() as u64;
+                if sequential {
+                    s.sequential_writes += 1;
+                } else {
+                    s.random_writes += 1;
+                }
+            } else {
+                s.reads += pages;
+                s.read_requests += 1;
+                s.read_bytes += req.len() as u64;
+                if sequential {
+                    s.sequential_reads += 1;
+                } else {
+                    s.random_reads += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Check that a request is whole pages and addresses a sane page range.
+pub fn validate(page_size: usize, page: PageId, len: usize) -> Result<()> {
+    if len == 0 || len % page_size != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "I/O of {len} bytes at page {page} is not a whole number of {page_size}-byte pages"
+        )));
+    }
+    let pages = (len / page_size) as u64;
+    let end = page
+        .checked_add(pages)
+        .and_then(|e| e.checked_mul(page_size as u64));
+    if end.is_none_or(|e| e > i64::MAX as u64) {
+        return Err(Error::InvalidArgument(format!(
+            "page {page} is out of range"
+        )));
+    }
+    Ok(())
+}
+
+/// Check a page size: a power of two, at least 512 bytes, at most 1 MiB.
+pub fn check_page_size(page_size: usize) -> Result<()> {
+    if !page_size.is_power_of_two() || !(SECTOR..=1 << 20).contains(&page_size) {
+        return Err(Error::InvalidOptions(format!(
+            "page size {page_size} must be a power of two between 512 and 1048576 bytes"
+        )));
+    }
+    Ok(())
+}

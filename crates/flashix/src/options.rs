@@ -1,0 +1,204 @@
+//! [`Options`]: the builder every index is created with. The options are saved in the
+//! manifest, so [`crate::Db::open`] needs only the directory.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// The index structures flashix provides (DESIGN.md, Public API).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum EngineKind {
+    /// Classic B+-tree updated in place through an LRU buffer pool (Comer 1979).
+    BTree,
+    /// LSM-tree of stepped B+-tree components (FD-tree paper, App. D).
+    Lsm,
+    /// FD-tree (Li et al., VLDB 2010).
+    FdTree,
+    /// PIO B-tree (Roh et al., VLDB 2011).
+    PioBTree,
+    /// Bulk index (Lehtonen 2014).
+    BulkIndex,
+    /// BFTL (Wu, Kuo, Chang).
+    Bftl,
+    /// LA-tree (Agrawal et al.).
+    LaTree,
+    /// IPL B+-tree (Lee and Moon).
+    IplBTree,
+    /// d-IPL B+-tree (Na, Lee, Moon, TKDE 2011).
+    DiplBTree,
+}
+
+impl EngineKind {
+    /// Every kind, in DESIGN.md's order.
+    pub const ALL: [EngineKind; 9] = [
+        EngineKind::BTree,
+        EngineKind::Lsm,
+        EngineKind::FdTree,
+        EngineKind::PioBTree,
+        EngineKind::BulkIndex,
+        EngineKind::Bftl,
+        EngineKind::LaTree,
+        EngineKind::IplBTree,
+        EngineKind::DiplBTree,
+    ];
+
+    /// Short name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::BTree => "btree",
+            EngineKind::Lsm => "lsm",
+            EngineKind::FdTree => "fdtree",
+            EngineKind::PioBTree => "pio",
+            EngineKind::BulkIndex => "bulk",
+            EngineKind::Bftl => "bftl",
+            EngineKind::LaTree => "latree",
+            EngineKind::IplBTree => "ipl",
+            EngineKind::DiplBTree => "dipl",
+        }
+    }
+}
+
+impl fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for EngineKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        EngineKind::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(s) || format!("{k:?}").eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                let names: Vec<_> = EngineKind::ALL.iter().map(|k| k.name()).collect();
+                Error::InvalidArgument(format!(
+                    "unknown engine {s:?}; expected one of {}",
+                    names.join(", ")
+                ))
+            })
+    }
+}
+
+/// Where an index's pages live.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum DeviceSpec {
+    /// One file `data` in the index directory; `direct_io` asks for `O_DIRECT` (the
+    /// default, so the page cache does not help; Contract 5).
+    File { direct_io: bool },
+    /// Pages in memory (tests). Such an index cannot be reopened by [`crate::Db::open`].
+    Memory,
+}
+
+/// B+-tree sub-options.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BTreeOptions {
+    /// Fill factor of bulk loading (FD-tree paper, App. D: 0.7).
+    pub bulk_fill: f64,
+}
+
+impl Default for BTreeOptions {
+    fn default() -> Self {
+        BTreeOptions { bulk_fill: 0.7 }
+    }
+}
+
+/// Options of an index: a builder, e.g.
+/// `Options::new(EngineKind::BTree).page_size(4096).buffer_pool_bytes(16 << 20)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    pub(crate) engine: EngineKind,
+    pub(crate) page_size: usize,
+    pub(crate) buffer_pool_bytes: u64,
+    pub(crate) device: DeviceSpec,
+    pub(crate) checkpoint_wal_bytes: u64,
+    pub(crate) btree: BTreeOptions,
+}
+
+/// Default page size: the SSD's 4 KiB page.
+pub const DEFAULT_PAGE_SIZE: usize = 4096;
+
+impl Options {
+    /// Defaults for `engine`: 4 KiB pages, 16 MiB buffer pool, a file with `O_DIRECT`.
+    pub fn new(engine: EngineKind) -> Self {
+        Options {
+            engine,
+            page_size: DEFAULT_PAGE_SIZE,
+            buffer_pool_bytes: 16 << 20,
+            device: DeviceSpec::File { direct_io: true },
+            checkpoint_wal_bytes: 128 << 20,
+            btree: BTreeOptions::default(),
+        }
+    }
+
+    /// Page (node) size in bytes: a power of two, at least 512.
+    pub fn page_size(mut self, bytes: usize) -> Self {
+        self.page_size = bytes;
+        self
+    }
+
+    /// Buffer pool budget in bytes.
+    pub fn buffer_pool_bytes(mut self, bytes: u64) -> Self {
+        self.buffer_pool_bytes = bytes;
+        self
+    }
+
+    /// Where the pages live.
+    pub fn device(mut self, device: DeviceSpec) -> Self {
+        self.device = device;
+        self
+    }
+
+    /// WAL size (bytes) after which the index takes a checkpoint, bounding recovery time.
+    pub fn checkpoint_wal_bytes(mut self, bytes: u64) -> Self {
+        self.checkpoint_wal_bytes = bytes;
+        self
+    }
+
+    /// B+-tree sub-options.
+    pub fn btree(mut self, btree: BTreeOptions) -> Self {
+        self.btree = btree;
+        self
+    }
+
+    /// The engine kind.
+    pub fn engine(&self) -> EngineKind {
+        self.engine
+    }
+    /// The page size.
+    pub fn get_page_size(&self) -> usize {
+        self.page_size
+    }
+    /// The buffer pool budget.
+    pub fn get_buffer_pool_bytes(&self) -> u64 {
+        self.buffer_pool_bytes
+    }
+    /// The device.
+    pub fn get_device(&self) -> &DeviceSpec {
+        &self.device
+    }
+    /// B+-tree sub-options.
+    pub fn get_btree(&self) -> &BTreeOptions {
+        &self.btree
+    }
+
+    /// Check what does not depend on the engine.
+    pub(crate) fn validate(&self) -> Result<()> {
+        crate::io::check_page_size(self.page_size)?;
+        if self.checkpoint_wal_bytes < self.page_size as u64 * 4 {
+            return Err(Error::InvalidOptions(format!(
+                "checkpoint_wal_bytes {} is below four pages",
+                self.checkpoint_wal_bytes
+            )));
+        }
+        if !(0.1..=1.0).contains(&self.btree.bulk_fill) {
+            return Err(Error::InvalidOptions(format!(
+                "btree bulk_fill {} must be within 0.1..=1.0",
+                self.btree.bulk_fill
+            )));
+        }
+        Ok(())
+    }
+}

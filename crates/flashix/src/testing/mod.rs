@@ -1,0 +1,1 @@
+//! Conformance harness (being written).
