@@ -1,3 +1,14 @@
-//! flashix-bench: device probe, workloads, runner and report behind the `flashix` binary.
+//! flashix-bench: device probe, workloads, runner and report behind the `flashix` binary
+//! (DESIGN.md, Benchmarks).
+//!
+//! - [`probe`]: measures the device (`flashix probe`);
+//! - [`workload`]: keys, key distributions and operation mixes;
+//! - [`runner`]: preparation of the aged index and the measured phase (`flashix bench`);
+//! - [`report`]: result records, percentiles, the terminal table and `results.json`;
+//! - [`units`]: byte sizes on the command line.
 
 pub mod probe;
+pub mod report;
+pub mod runner;
+pub mod units;
+pub mod workload;

@@ -1,0 +1,493 @@
+//! The benchmark runner: device profile, preparation of the aged index (once per engine),
+//! and the measured phase of each workload on a fresh copy of that image.
+
+use crate::probe::{self, DeviceProfile, ProbeConfig};
+use crate::report::{self, Latency, Record, Results, RunOptions};
+use crate::units::format_size;
+use crate::workload::{rng_for, KeyDist, KeyGen, KeySpace, OpKind, Workload};
+use anyhow::{bail, Context, Result};
+use flashix::{Db, DeviceSpec, EngineKind, Options, Stats};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Pairs given to one `bulk_insert` call while loading.
+pub const BULK_CHUNK: usize = 1 << 20;
+/// Share of the bulk-loaded leaves that aging makes split (FD-tree paper, App. D).
+pub const AGING_SPLIT_SHARE: f64 = 0.2;
+/// Share of `entries` inserted by aging when an engine reports no leaf counters.
+pub const AGING_FALLBACK_SHARE: f64 = 0.1;
+
+/// The preparation rule, as printed and saved in `results.json`.
+pub const AGING_RULE: &str = "bulk_insert of the first ENTRIES keys in ascending key order \
+(chunks of 1M pairs), then insert new keys one by one until engine_counters[\"leaf_splits\"] \
+has grown by 20% of engine_counters[\"leaves\"] measured right after the bulk load (FD-tree \
+paper App. D: bulk load with load factor 0.7, then insert entries to make 20% of the leaves \
+split), at most ENTRIES inserts; engines without these counters get ENTRIES/10 inserts; then \
+flush. The aged index is prepared once per engine and every workload starts from a fresh copy \
+of it, after warming the buffer pool with min(OPS/10, 10000) unmeasured searches.";
+
+/// Everything `flashix bench` needs.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub engines: Vec<EngineKind>,
+    pub workloads: Vec<Workload>,
+    /// Entries of the bulk-loaded index.
+    pub entries: u64,
+    /// Measured operations per workload.
+    pub ops: u64,
+    pub buffer_pool_bytes: u64,
+    pub page_size: usize,
+    pub key_dist: KeyDist,
+    pub seed: u64,
+    /// Where indexes are built.
+    pub dir: PathBuf,
+    /// Where results go.
+    pub out: PathBuf,
+    /// Device profile; `None` means `out/device-profile.json`.
+    pub profile: Option<PathBuf>,
+    pub direct_io: bool,
+    /// Show progress bars and messages on the terminal.
+    pub verbose: bool,
+}
+
+impl BenchConfig {
+    /// The defaults of `flashix bench`.
+    pub fn new() -> Self {
+        BenchConfig {
+            engines: vec![EngineKind::BTree],
+            workloads: Workload::DEFAULT.to_vec(),
+            entries: 1_000_000,
+            ops: 100_000,
+            buffer_pool_bytes: 16 << 20,
+            page_size: 4096,
+            key_dist: KeyDist::Uniform,
+            seed: 42,
+            dir: PathBuf::from("./bench-out/data"),
+            out: PathBuf::from("./bench-out"),
+            profile: None,
+            direct_io: true,
+            verbose: true,
+        }
+    }
+
+    fn options(&self, engine: EngineKind) -> Options {
+        Options::new(engine)
+            .page_size(self.page_size)
+            .buffer_pool_bytes(self.buffer_pool_bytes)
+            .device(DeviceSpec::File {
+                direct_io: self.direct_io,
+            })
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.engines.is_empty() {
+            bail!("no engine given");
+        }
+        if self.workloads.is_empty() {
+            bail!("no workload given");
+        }
+        if self.entries == 0 {
+            bail!("--entries must be at least 1");
+        }
+        if self.ops == 0 {
+            bail!("--ops must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        BenchConfig::new()
+    }
+}
+
+fn say(cfg: &BenchConfig, msg: &str) {
+    if cfg.verbose {
+        eprintln!("{msg}");
+    }
+}
+
+fn bar(cfg: &BenchConfig, len: u64, msg: String) -> ProgressBar {
+    if !cfg.verbose {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(len);
+    if let Ok(style) =
+        ProgressStyle::with_template("{msg:<28} [{bar:30}] {pos}/{len} {per_sec} eta {eta}")
+    {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb.set_message(msg);
+    pb
+}
+
+/// Load the device profile, or measure and save a short one when the file is missing.
+pub fn device_profile(cfg: &BenchConfig) -> Result<DeviceProfile> {
+    let path = cfg
+        .profile
+        .clone()
+        .unwrap_or_else(|| cfg.out.join("device-profile.json"));
+    if path.exists() {
+        return probe::load_profile(&path)
+            .with_context(|| format!("loading the device profile {}", path.display()));
+    }
+    say(
+        cfg,
+        &format!(
+            "no device profile at {}: measuring a short one (256 MiB file, 0.5 s per test)",
+            path.display()
+        ),
+    );
+    let pcfg = ProbeConfig {
+        dir: cfg.dir.join("probe"),
+        file_bytes: 256 << 20,
+        seconds_per_test: 0.5,
+        seed: cfg.seed,
+    };
+    let verbose = cfg.verbose;
+    let profile = probe::run_probe(&pcfg, &mut |m: &str| {
+        if verbose {
+            eprintln!("  probe: {m}");
+        }
+    })
+    .context("measuring the device (pass --profile FILE to use a saved profile)")?;
+    let _ = std::fs::remove_dir_all(&pcfg.dir);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    probe::save_profile(&profile, &path)
+        .with_context(|| format!("saving the device profile to {}", path.display()))?;
+    if cfg.verbose {
+        probe::print_table(&profile);
+    }
+    Ok(profile)
+}
+
+/// Run every (engine, workload) of `cfg`, print the table, and write `out/results.json`.
+pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
+    cfg.check()?;
+    std::fs::create_dir_all(&cfg.out)
+        .with_context(|| format!("creating the output directory {}", cfg.out.display()))?;
+    std::fs::create_dir_all(&cfg.dir)
+        .with_context(|| format!("creating the data directory {}", cfg.dir.display()))?;
+    let profile = device_profile(cfg)?;
+    say(
+        cfg,
+        &format!(
+            "flashix bench: {} entries, {} ops/workload, {} keys, page {} B, buffer pool {}, {}",
+            cfg.entries,
+            cfg.ops,
+            cfg.key_dist,
+            cfg.page_size,
+            format_size(cfg.buffer_pool_bytes),
+            if cfg.direct_io {
+                "O_DIRECT"
+            } else {
+                "buffered I/O"
+            }
+        ),
+    );
+    say(cfg, &format!("preparation: {AGING_RULE}"));
+
+    let mut records = Vec::new();
+    for &engine in &cfg.engines {
+        let prep = prepare(cfg, engine).with_context(|| format!("preparing the {engine} index"))?;
+        for &w in &cfg.workloads {
+            let rec = run_workload(cfg, engine, &prep, w)
+                .with_context(|| format!("running {w} on {engine}"))?;
+            say(
+                cfg,
+                &format!(
+                    "{engine} {w}: {:.0} ops/s, p50 {:.1} us, p99 {:.1} us, {:.3} reads/op, {:.3} writes/op",
+                    rec.ops_per_sec,
+                    rec.latency_us.p50,
+                    rec.latency_us.p99,
+                    rec.reads_per_op,
+                    rec.writes_per_op
+                ),
+            );
+            records.push(rec);
+        }
+        let engine_dir = cfg.dir.join(engine.name());
+        std::fs::remove_dir_all(&engine_dir)
+            .with_context(|| format!("removing {}", engine_dir.display()))?;
+    }
+
+    let results = Results {
+        flashix_version: env!("CARGO_PKG_VERSION").to_string(),
+        git_commit: report::git_commit(),
+        device_profile: profile,
+        options: RunOptions {
+            page_size: cfg.page_size,
+            buffer_pool_bytes: cfg.buffer_pool_bytes,
+            direct_io: cfg.direct_io,
+            entries: cfg.entries,
+            ops: cfg.ops,
+            key_dist: cfg.key_dist.to_string(),
+            seed: cfg.seed,
+        },
+        aging_rule: AGING_RULE.to_string(),
+        results: records,
+    };
+    let path = cfg.out.join("results.json");
+    results.save(&path)?;
+    if cfg.verbose {
+        println!("{}", report::format_table(&results.results));
+        println!("results: {}", path.display());
+    }
+    Ok(results)
+}
+
+/// An aged index image of one engine.
+pub struct Prepared {
+    pub aged_dir: PathBuf,
+    /// Entries the image holds: `entries + aging_inserts`.
+    pub live: u64,
+    pub aging_inserts: u64,
+    pub prepare_s: f64,
+}
+
+fn counter(s: &Stats, name: &str) -> Option<u64> {
+    s.engine_counters.get(name).copied()
+}
+
+/// Build the aged index of `engine` in `dir/<engine>/aged` (AGING_RULE).
+pub fn prepare(cfg: &BenchConfig, engine: EngineKind) -> Result<Prepared> {
+    let engine_dir = cfg.dir.join(engine.name());
+    if engine_dir.exists() {
+        std::fs::remove_dir_all(&engine_dir)
+            .with_context(|| format!("removing the old {}", engine_dir.display()))?;
+    }
+    let aged_dir = engine_dir.join("aged");
+    let t0 = Instant::now();
+    let mut db = Db::create(&aged_dir, cfg.options(engine))
+        .with_context(|| format!("creating a {engine} index in {}", aged_dir.display()))?;
+    let gen = KeyGen::new(cfg.key_dist, cfg.seed);
+
+    // Bulk load, in ascending key order, a chunk at a time.
+    let mut keys: Vec<u64> = (0..cfg.entries).map(|i| gen.key_of(i)).collect();
+    keys.sort_unstable();
+    let pb = bar(cfg, cfg.entries, format!("{engine}: bulk load"));
+    let mut pairs = Vec::with_capacity(BULK_CHUNK.min(keys.len()));
+    for chunk in keys.chunks(BULK_CHUNK) {
+        pairs.clear();
+        pairs.extend(chunk.iter().map(|&k| (k, gen.value_of(k, 0))));
+        db.bulk_insert(&pairs).context("bulk_insert")?;
+        pb.inc(chunk.len() as u64);
+    }
+    pb.finish_and_clear();
+    drop(keys);
+    drop(pairs);
+
+    // Age.
+    let s0 = db.stats();
+    let mut ks = KeySpace::with_entries(gen, cfg.entries);
+    let limit = cfg.entries;
+    let (target, splits0) = match (counter(&s0, "leaves"), counter(&s0, "leaf_splits")) {
+        (Some(leaves), Some(splits)) => (
+            Some((leaves as f64 * AGING_SPLIT_SHARE).ceil() as u64),
+            splits,
+        ),
+        _ => (None, 0),
+    };
+    let planned = match target {
+        Some(_) => limit,
+        None => ((cfg.entries as f64 * AGING_FALLBACK_SHARE).round() as u64).min(limit),
+    };
+    let pb = bar(
+        cfg,
+        target.unwrap_or(planned),
+        match target {
+            Some(_) => format!("{engine}: aging (leaf splits)"),
+            None => format!("{engine}: aging (inserts)"),
+        },
+    );
+    let mut inserts = 0u64;
+    loop {
+        if let Some(t) = target {
+            let grown = counter(&db.stats(), "leaf_splits")
+                .unwrap_or(splits0)
+                .saturating_sub(splits0);
+            if inserts % 256 == 0 {
+                pb.set_position(grown.min(t));
+            }
+            if grown >= t || inserts >= limit {
+                break;
+            }
+        } else if inserts >= planned {
+            break;
+        }
+        let k = ks.insert_new();
+        db.insert(k, gen.value_of(k, 1)).context("aging insert")?;
+        inserts += 1;
+        if target.is_none() && inserts % 256 == 0 {
+            pb.set_position(inserts);
+        }
+    }
+    pb.finish_and_clear();
+    db.flush().context("flush after aging")?;
+    if let Some(t) = target {
+        let grown = counter(&db.stats(), "leaf_splits")
+            .unwrap_or(splits0)
+            .saturating_sub(splits0);
+        say(
+            cfg,
+            &format!(
+                "{engine}: aged with {inserts} inserts ({grown} leaf splits of {t} wanted, {} leaves after bulk load)",
+                counter(&s0, "leaves").unwrap_or(0)
+            ),
+        );
+    } else {
+        say(
+            cfg,
+            &format!("{engine}: no leaf counters; aged with {inserts} inserts"),
+        );
+    }
+    db.close().context("closing the aged index")?;
+    let prepare_s = t0.elapsed().as_secs_f64();
+    say(cfg, &format!("{engine}: prepared in {prepare_s:.1} s"));
+    Ok(Prepared {
+        aged_dir,
+        live: ks.live(),
+        aging_inserts: inserts,
+        prepare_s,
+    })
+}
+
+/// Copy every file of `from` into a fresh `to`.
+pub fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    if to.exists() {
+        std::fs::remove_dir_all(to).with_context(|| format!("removing {}", to.display()))?;
+    }
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("listing {}", from.display()))? {
+        let entry = entry.with_context(|| format!("listing {}", from.display()))?;
+        let src = entry.path();
+        let dst = to.join(entry.file_name());
+        let ty = entry
+            .file_type()
+            .with_context(|| format!("reading {}", src.display()))?;
+        if ty.is_dir() {
+            copy_dir(&src, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst)
+                .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Run workload `w` on a fresh copy of the aged image and measure it.
+pub fn run_workload(
+    cfg: &BenchConfig,
+    engine: EngineKind,
+    prep: &Prepared,
+    w: Workload,
+) -> Result<Record> {
+    let run_dir = cfg.dir.join(engine.name()).join("run");
+    copy_dir(&prep.aged_dir, &run_dir)?;
+    let rec = measure(cfg, engine, prep, w, &run_dir);
+    let removed = std::fs::remove_dir_all(&run_dir)
+        .with_context(|| format!("removing {}", run_dir.display()));
+    let rec = rec?;
+    removed?;
+    Ok(rec)
+}
+
+fn measure(
+    cfg: &BenchConfig,
+    engine: EngineKind,
+    prep: &Prepared,
+    w: Workload,
+    run_dir: &Path,
+) -> Result<Record> {
+    let mut db = Db::open(run_dir).with_context(|| format!("opening {}", run_dir.display()))?;
+    let gen = KeyGen::new(cfg.key_dist, cfg.seed);
+    let mut ks = KeySpace::with_entries(gen, prep.live);
+    let mut rng = rng_for(cfg.seed, 1 + w as u64);
+
+    // Warm the buffer pool (not measured).
+    let warm = (cfg.ops / 10).min(10_000);
+    for _ in 0..warm {
+        if let Some(k) = ks.pick_existing(&mut rng) {
+            db.get(k).context("warm-up search")?;
+        }
+    }
+
+    let pb = bar(cfg, cfg.ops, format!("{engine}: {w}"));
+    let mut lat: Vec<u64> = Vec::with_capacity(cfg.ops as usize);
+    let s0 = db.stats();
+    let t0 = Instant::now();
+    for n in 0..cfg.ops {
+        let kind = w.draw(&mut rng);
+        // Choose the key before starting the clock; a missing existing key (empty index)
+        // becomes a key that was never inserted.
+        let missing = gen.key_of(ks.next_index());
+        let (key, value) = match kind {
+            OpKind::Search => (ks.pick_existing(&mut rng).unwrap_or(missing), 0),
+            OpKind::Insert => {
+                let k = ks.insert_new();
+                (k, gen.value_of(k, n + 2))
+            }
+            OpKind::Delete => (ks.delete_existing(&mut rng).unwrap_or(missing), 0),
+            OpKind::Update => {
+                let k = ks.pick_existing(&mut rng).unwrap_or(missing);
+                (k, gen.value_of(k, n + 2))
+            }
+        };
+        let start = Instant::now();
+        match kind {
+            OpKind::Search => {
+                let v = db.get(key).context("search")?;
+                if v.is_none() && ks.live() > 0 {
+                    bail!("the engine lost key {key:#x}: get returned nothing for a live key");
+                }
+            }
+            OpKind::Insert | OpKind::Update => db.insert(key, value).context("insert")?,
+            OpKind::Delete => db.delete(key).context("delete")?,
+        }
+        lat.push(start.elapsed().as_nanos() as u64);
+        if n % 1000 == 999 {
+            pb.set_position(n + 1);
+        }
+    }
+    db.flush()
+        .context("flush at the end of the measured phase")?;
+    let elapsed = t0.elapsed().as_secs_f64();
+    pb.finish_and_clear();
+    let s1 = db.stats();
+    db.close().context("closing the index")?;
+
+    let ops = cfg.ops as f64;
+    let d0 = &s0.device;
+    let d1 = &s1.device;
+    let per_op = |a: u64, b: u64| b.saturating_sub(a) as f64 / ops;
+    let hits = s1.buffer.hits.saturating_sub(s0.buffer.hits);
+    let misses = s1.buffer.misses.saturating_sub(s0.buffer.misses);
+    Ok(Record {
+        engine: engine.name().to_string(),
+        workload: w.name().to_string(),
+        entries: cfg.entries,
+        ops: cfg.ops,
+        ops_per_sec: ops / elapsed.max(1e-9),
+        latency_us: Latency::from_nanos(&mut lat),
+        reads_per_op: per_op(d0.reads, d1.reads),
+        writes_per_op: per_op(d0.writes, d1.writes),
+        read_requests_per_op: per_op(d0.read_requests, d1.read_requests),
+        write_requests_per_op: per_op(d0.write_requests, d1.write_requests),
+        bytes_written_per_op: per_op(d0.write_bytes, d1.write_bytes),
+        memory_bytes: s1.memory_bytes,
+        buffer_hit_ratio: if hits + misses == 0 {
+            0.0
+        } else {
+            hits as f64 / (hits + misses) as f64
+        },
+        elapsed_s: elapsed,
+        prepare_s: prep.prepare_s,
+        aging_inserts: prep.aging_inserts,
+        key_dist: cfg.key_dist.to_string(),
+    })
+}
