@@ -1,8 +1,9 @@
-//! Fault injection over a [`Device`] and a [`Vfs`] with one clock (being written).
+//! Fault injection over a [`Device`] and a [`Vfs`] with one clock (being written: for now
+//! a pass-through).
 
 use super::{Device, DeviceStats, IoReq, PageId, Vfs};
 use crate::error::Result;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// What to inject.
 #[derive(Debug, Clone, Default)]
@@ -10,8 +11,18 @@ pub struct FaultPlan {}
 
 /// The shared fault clock and crash state.
 #[derive(Clone, Default)]
-pub struct Faults {
-    _state: Arc<Mutex<FaultPlan>>,
+pub struct Faults {}
+
+impl Faults {
+    pub fn new(_seed: u64) -> Faults {
+        Faults {}
+    }
+    pub fn wrap_device(&self, inner: Box<dyn Device>) -> FaultyDevice {
+        FaultyDevice { inner }
+    }
+    pub fn wrap_vfs(&self, inner: Arc<dyn Vfs>) -> FaultyVfs {
+        FaultyVfs { inner }
+    }
 }
 
 /// A [`Device`] wrapped by [`Faults`].
@@ -39,5 +50,41 @@ impl Device for FaultyDevice {
 
 /// A [`Vfs`] wrapped by [`Faults`].
 pub struct FaultyVfs {
-    _inner: Arc<dyn Vfs>,
+    inner: Arc<dyn Vfs>,
+}
+
+impl Vfs for FaultyVfs {
+    fn create(&self, name: &str) -> Result<()> {
+        self.inner.create(name)
+    }
+    fn append(&self, name: &str, data: &[u8]) -> Result<()> {
+        self.inner.append(name, data)
+    }
+    fn read(&self, name: &str) -> Result<Vec<u8>> {
+        self.inner.read(name)
+    }
+    fn len(&self, name: &str) -> Result<u64> {
+        self.inner.len(name)
+    }
+    fn truncate(&self, name: &str, len: u64) -> Result<()> {
+        self.inner.truncate(name, len)
+    }
+    fn sync(&self, name: &str) -> Result<()> {
+        self.inner.sync(name)
+    }
+    fn rename(&self, from: &str, to: &str) -> Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, name: &str) -> Result<()> {
+        self.inner.remove(name)
+    }
+    fn exists(&self, name: &str) -> Result<bool> {
+        self.inner.exists(name)
+    }
+    fn list(&self) -> Result<Vec<String>> {
+        self.inner.list()
+    }
+    fn sync_dir(&self) -> Result<()> {
+        self.inner.sync_dir()
+    }
 }
