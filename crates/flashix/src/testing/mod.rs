@@ -238,8 +238,8 @@ pub fn run(h: &History) -> Result<Report, String> {
         report.ops += 1;
         let roll = rng.below(100);
         let op: Option<Op> = match roll {
-            0..=34 => Some(Op::Insert(keys.key(&mut rng, &model), rng.next())),
-            35..=49 => Some(Op::Delete(keys.key(&mut rng, &model))),
+            0..=35 => Some(Op::Insert(keys.key(&mut rng, &model), rng.next())),
+            36..=49 => Some(Op::Delete(keys.key(&mut rng, &model))),
             50..=52 => {
                 let big = rng.below(4) == 0;
                 let n = rng.below(if big { 600 } else { 40 }) as usize;
@@ -248,8 +248,14 @@ pub fn run(h: &History) -> Result<Report, String> {
                     .collect();
                 Some(Op::Bulk(pairs))
             }
-            53..=55 => {
-                let (lo, hi) = keys.bound(&mut rng, &model);
+            53..=54 => {
+                // Mostly narrow ranges, so that trees grow large enough to be deep.
+                let (lo, hi) = if rng.below(4) == 0 {
+                    keys.bound(&mut rng, &model)
+                } else {
+                    let a = keys.key(&mut rng, &model);
+                    (Bound::Included(a), Bound::Included(a.saturating_add(rng.below(200))))
+                };
                 Some(Op::DeleteRange(lo, hi))
             }
             _ => None,
