@@ -957,6 +957,54 @@ impl VfsModel {
         }
     }
 
+    /// Apply a crash-point create, truncate, rename or remove to the durable image.
+    fn apply_dir_op(
+        &self,
+        op: &VfsOp,
+        dir: &mut BTreeMap<String, FileId>,
+        content: &mut HashMap<FileId, Img>,
+    ) -> Result<()> {
+        match op {
+            VfsOp::Append { .. } => {}
+            VfsOp::Create(name) => match self.names.get(name) {
+                Some(&id) => {
+                    if let Some(img) = content.get_mut(&id) {
+                        *img = Img::Bytes(Vec::new());
+                    }
+                }
+                None => {
+                    let id = self.next_id + 1;
+                    dir.insert(name.clone(), id);
+                    content.insert(id, Img::Bytes(Vec::new()));
+                }
+            },
+            VfsOp::Truncate { name, len } => {
+                if let Some(&id) = self.names.get(name) {
+                    if let Some(img) = content.get_mut(&id) {
+                        self.materialize(id, img)?.resize(*len as usize, 0);
+                    }
+                }
+            }
+            VfsOp::Rename { from, to } => {
+                if let (Some(&id), false) = (self.names.get(from), from == to) {
+                    let bytes = match content.remove(&id) {
+                        Some(Img::Bytes(b)) => b,
+                        _ => self.durable_content(id)?,
+                    };
+                    content.insert(id, Img::Bytes(bytes));
+                    dir.retain(|_, v| *v != id);
+                    dir.insert(to.clone(), id);
+                }
+            }
+            VfsOp::Remove(name) => {
+                if let Some(&id) = self.names.get(name) {
+                    dir.retain(|_, v| *v != id);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The crash image: durable name -> contents.
     fn image(&self, op: Option<&VfsOp>, rng: &mut Rng) -> Result<BTreeMap<String, Img>> {
         let mut dir = self.durable.clone();
@@ -988,51 +1036,9 @@ impl VfsModel {
                     }
                 }
             }
-            Some(VfsOp::Create(name)) => {
-                if rng.coin() {
-                    match self.names.get(name) {
-                        Some(&id) => {
-                            if let Some(img) = content.get_mut(&id) {
-                                *img = Img::Bytes(Vec::new());
-                            }
-                        }
-                        None => {
-                            let id = self.next_id + 1;
-                            dir.insert(name.clone(), id);
-                            content.insert(id, Img::Bytes(Vec::new()));
-                        }
-                    }
-                }
-            }
-            Some(VfsOp::Truncate { name, len }) => {
-                if rng.coin() {
-                    if let Some(&id) = self.names.get(name) {
-                        if let Some(img) = content.get_mut(&id) {
-                            self.materialize(id, img)?.resize(*len as usize, 0);
-                        }
-                    }
-                }
-            }
-            Some(VfsOp::Rename { from, to }) => {
-                if rng.coin() && from != to {
-                    if let Some(&id) = self.names.get(from) {
-                        let bytes = match content.remove(&id) {
-                            Some(Img::Bytes(b)) => b,
-                            _ => self.durable_content(id)?,
-                        };
-                        content.insert(id, Img::Bytes(bytes));
-                        dir.retain(|_, v| *v != id);
-                        dir.insert(to.clone(), id);
-                    }
-                }
-            }
-            Some(VfsOp::Remove(name)) => {
-                if rng.coin() {
-                    if let Some(&id) = self.names.get(name) {
-                        dir.retain(|_, v| *v != id);
-                    }
-                }
-            }
+            // Create, truncate, rename, remove: applied or not, on a coin flip.
+            Some(dir_op) if rng.coin() => self.apply_dir_op(dir_op, &mut dir, &mut content)?,
+            Some(_) => {}
         }
         let mut out = BTreeMap::new();
         for (name, id) in dir {
