@@ -1,90 +1,1846 @@
-//! Fault injection over a [`Device`] and a [`Vfs`] with one clock (being written: for now
-//! a pass-through).
+//! Fault injection over a [`Device`] and a [`Vfs`] with **one clock** (DESIGN.md, Testing):
+//! simulated power cuts that leave the crash image a real machine could leave, and injected
+//! I/O errors (`EIO`, `ENOSPC`, any errno).
+//!
+//! A [`Faults`] value is one injector: a seeded random source, a clock, a crash point and a
+//! list of pending failures, shared (behind a mutex) by every [`FaultyDevice`] and
+//! [`FaultyVfs`] made with [`Faults::wrap_device`] and [`Faults::wrap_vfs`]. Nothing is
+//! global: two injectors never see each other, so tests run in parallel.
+//!
+//! # The clock
+//!
+//! One tick per operation that can change storage:
+//! - every **write request** given to [`Device::submit`] (a batch of three writes is three
+//!   ticks, in batch order; reads never tick), and every [`Device::sync`];
+//! - every [`Vfs::create`], [`Vfs::append`], [`Vfs::truncate`], [`Vfs::rename`],
+//!   [`Vfs::remove`], [`Vfs::sync`] and [`Vfs::sync_dir`].
+//!
+//! [`Device::trim`], device reads and vfs reads (`read`, `len`, `exists`, `list`) do not
+//! tick. An operation refused by an injected failure does not tick either (it never reached
+//! the medium). [`Faults::ticks`] tells how many ticks happened, so a harness can run a
+//! history once, read the tick count, and then replay it with a crash at every tick.
+//!
+//! # Durability model
+//!
+//! The injector tracks a *durable* image beside the *volatile* one (the inner device and
+//! vfs, which always hold the latest data, so reads see every completed write).
+//! - **Device.** A written page is durable after the next [`Device::sync`] of that device.
+//!   Before the first overwrite of a page since the last sync the injector reads the page's
+//!   durable contents from the inner device (its pre-image) and keeps it until the next
+//!   sync; nothing else is copied. **Trim** is forwarded at once and is durable at once: a
+//!   trimmed page reads as zeros before and after a crash (the strict choice: an engine
+//!   that trims a page the durable state still references loses it).
+//! - **Vfs.** Files are tracked by identity (a rename moves the identity). A file's contents
+//!   are durable after [`Vfs::sync`] of that file; the directory (which names exist and
+//!   which file each names, i.e. creations, removals and renames) is durable after
+//!   [`Vfs::sync_dir`]. So a file created and synced without a later `sync_dir` does not
+//!   exist after a crash, a rename without a later `sync_dir` is undone, and a file whose
+//!   creation is durable but whose contents were never synced is empty. A file removed (or
+//!   replaced by a rename) keeps its durable contents until the removal is made durable.
+//!   Files present when the vfs is wrapped are taken as durable.
+//!
+//! # The crash
+//!
+//! [`Faults::crash_after`]`(n)` makes the `n`-th next tick the crash point. At that instant
+//! the inner device(s) and vfs(es) are **rewritten in place** to the crash image, and that
+//! operation and every later one (on every wrapped device and vfs, including reads) fails
+//! with `Error::Io` whose source has kind `Other` and message `simulated power loss`. The
+//! crash image is the durable image plus the crash-point operation as follows:
+//! - a device **write request**: torn: each 512-byte sector of the request independently
+//!   holds either the new bytes or the durable old bytes (earlier requests of the same batch
+//!   are unsynced, so dropped; later ones never ran);
+//! - a vfs **append** at file offset `off`: a prefix of the appended bytes ending at `off`,
+//!   at a multiple of 512 inside the append, or at its end (so possibly nothing, possibly
+//!   everything), written at `off` over the file's durable contents (zero-filled if those are
+//!   shorter, which happens when earlier appends were not synced); nothing if the file's
+//!   name is not durable;
+//! - a vfs **create, truncate, rename or remove**: applied to the durable image or not, on a
+//!   coin flip (`create` of a new name adds the name with empty contents; of an existing
+//!   file, empties it; `truncate` cuts or zero-extends the durable contents; `rename` points
+//!   `to` at the moved file, with its durable contents, and drops its old durable name;
+//!   `remove` drops the file's durable name);
+//! - a device **sync**, vfs **sync** or **sync_dir**: it takes effect (the image includes
+//!   it), but the call still returns the power-loss error.
+//!
+//! [`Faults::crash_now`] cuts power between operations: the image is exactly the durable one.
+//! Every choice above comes from the random source seeded by [`Faults::new`], so a seed and a
+//! crash point reproduce an image exactly.
+//!
+//! After the crash a test reopens the storage with a new handle on the same medium
+//! ([`super::MemDevice::reopen`], a clone of the [`super::MemVfs`], the same file path or
+//! directory): the injector's own wrappers stay dead. The injector keeps the wrapped inner
+//! device and vfs until the last clone of the [`Faults`] is dropped, so a crash still builds
+//! the image after the wrappers were dropped. If rewriting the inner storage fails (a real
+//! I/O error), [`Faults::image_error`] says so.
+//!
+//! # Injected errors
+//!
+//! [`Faults::fail_nth`]`(kind, n, errno, sticky)` fails the `n`-th next operation of `kind`
+//! (counted from the call; every attempted operation of that kind counts, and for batches
+//! every request counts separately) with `Error::Io` whose source has
+//! `raw_os_error() == Some(errno)`; with `sticky`, every later operation of that kind fails
+//! too, until [`Faults::clear_failures`]. The failed operation has no effect. In a batch,
+//! the requests before the failing one complete and the failing one and those after it are
+//! not executed. Order of checks for each operation (each request of a batch): refused if
+//! power is already lost, then counted against injected failures (and refused if one
+//! fires), then it ticks (and is the crash point if its tick is).
+//!
+//! [`FaultyDevice::stats`] forwards the inner device's counters, except that reads, batches
+//! and queue depth count what the caller submitted, so the injector's pre-image reads do not
+//! show.
 
-use super::{Device, DeviceStats, IoReq, PageId, Vfs};
-use crate::error::Result;
-use std::sync::Arc;
+use super::{validate, AlignedBuf, Counters, Device, DeviceStats, IoReq, PageId, Vfs, SECTOR};
+use crate::error::{Error, Result};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-/// What to inject.
-#[derive(Debug, Clone, Default)]
-pub struct FaultPlan {}
+/// Kinds of operation that [`Faults::fail_nth`] can target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    /// A read request of a device batch.
+    DeviceRead,
+    /// A write request of a device batch.
+    DeviceWrite,
+    /// A device `sync`.
+    DeviceSync,
+    /// A vfs `create`, `append`, `truncate`, `rename` or `remove`.
+    VfsWrite,
+    /// A vfs `sync` or `sync_dir`.
+    VfsSync,
+    /// `DeviceWrite` or `VfsWrite`.
+    AnyWrite,
+    /// `DeviceSync` or `VfsSync`.
+    AnySync,
+}
 
-/// The shared fault clock and crash state.
-#[derive(Clone, Default)]
-pub struct Faults {}
-
-impl Faults {
-    pub fn new(_seed: u64) -> Faults {
-        Faults {}
-    }
-    pub fn wrap_device(&self, inner: Box<dyn Device>) -> FaultyDevice {
-        FaultyDevice { inner }
-    }
-    pub fn wrap_vfs(&self, inner: Arc<dyn Vfs>) -> FaultyVfs {
-        FaultyVfs { inner }
+impl OpKind {
+    /// True when a failure aimed at `self` applies to an operation of kind `op`.
+    fn covers(self, op: OpKind) -> bool {
+        self == op
+            || (self == OpKind::AnyWrite && matches!(op, OpKind::DeviceWrite | OpKind::VfsWrite))
+            || (self == OpKind::AnySync && matches!(op, OpKind::DeviceSync | OpKind::VfsSync))
     }
 }
 
-/// A [`Device`] wrapped by [`Faults`].
-pub struct FaultyDevice {
+/// One injected failure (see [`Faults::fail_nth`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FailSpec {
+    /// Which operations count and fail.
+    pub kind: OpKind,
+    /// The `n`-th next operation of `kind` fails (1-based; 0 is taken as 1).
+    pub n: u64,
+    /// The OS error number of the failure (`libc::EIO`, `libc::ENOSPC`, ...).
+    pub errno: i32,
+    /// Every later operation of `kind` fails too.
+    pub sticky: bool,
+}
+
+/// A whole injection plan as plain data, for harnesses that generate, print and replay
+/// plans: `Faults::with_plan(&plan)` equals `Faults::new(plan.seed)` followed by
+/// `crash_after` and `fail_nth` calls.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FaultPlan {
+    /// Seed of the random source (torn sectors, torn append prefixes, coin flips).
+    pub seed: u64,
+    /// Crash at this tick (1-based, counted from creation).
+    pub crash_after: Option<u64>,
+    /// Injected failures.
+    pub failures: Vec<FailSpec>,
+}
+
+/// The shared clock and crash state of one injector. Clones share it.
+#[derive(Clone)]
+pub struct Faults {
+    state: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for Faults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = self.lock();
+        f.debug_struct("Faults")
+            .field("ticks", &st.ticks)
+            .field("crash_at", &st.crash_at)
+            .field("crashed", &st.crashed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Faults {
+    /// A fresh injector: no crash planned, no failures, clock at 0.
+    pub fn new(seed: u64) -> Faults {
+        Faults {
+            state: Arc::new(Mutex::new(State {
+                rng: Rng(seed),
+                ticks: 0,
+                crash_at: None,
+                crashed: false,
+                image_error: None,
+                failures: Vec::new(),
+                devices: Vec::new(),
+                vfses: Vec::new(),
+            })),
+        }
+    }
+
+    /// An injector following `plan`.
+    pub fn with_plan(plan: &FaultPlan) -> Faults {
+        let f = Faults::new(plan.seed);
+        if let Some(n) = plan.crash_after {
+            f.crash_after(n);
+        }
+        for s in &plan.failures {
+            f.fail_nth(s.kind, s.n, s.errno, s.sticky);
+        }
+        f
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A poisoned lock only means another thread panicked mid-test; the state is usable.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Wrap a device. Its current contents are taken as durable.
+    pub fn wrap_device(&self, inner: Box<dyn Device>) -> FaultyDevice {
+        let page_size = inner.page_size();
+        let mut st = self.lock();
+        st.devices.push(DevSlot {
+            inner,
+            page_size,
+            pre: BTreeMap::new(),
+        });
+        FaultyDevice {
+            faults: self.clone(),
+            idx: st.devices.len() - 1,
+            page_size,
+            counters: Counters::new("fault"),
+        }
+    }
+
+    /// Wrap a vfs. The files it holds now are taken as durable.
+    pub fn wrap_vfs(&self, inner: Arc<dyn Vfs>) -> FaultyVfs {
+        let model = VfsModel::new(inner);
+        let mut st = self.lock();
+        st.vfses.push(model);
+        FaultyVfs {
+            faults: self.clone(),
+            idx: st.vfses.len() - 1,
+        }
+    }
+
+    /// Power cut at the `n`-th next tick (`n >= 1`; 0 means [`Faults::crash_now`]). That
+    /// operation is the crash point; it and every later operation fail. Replaces an earlier
+    /// plan; does nothing after a crash.
+    pub fn crash_after(&self, n: u64) {
+        let mut st = self.lock();
+        if st.crashed {
+            return;
+        }
+        if n == 0 {
+            st.crash(None);
+        } else {
+            st.crash_at = Some(st.ticks.saturating_add(n));
+        }
+    }
+
+    /// Power cut now, between operations: the inner storage becomes the durable image.
+    pub fn crash_now(&self) {
+        self.lock().crash(None);
+    }
+
+    /// True once power is lost.
+    pub fn crashed(&self) -> bool {
+        self.lock().crashed
+    }
+
+    /// Fail the `n`-th next operation of `kind` (1-based, counted from this call; 0 is taken
+    /// as 1) with OS error `errno`; with `sticky`, every later one of that kind fails too.
+    pub fn fail_nth(&self, kind: OpKind, n: u64, errno: i32, sticky: bool) {
+        self.lock().failures.push(Failure {
+            spec: FailSpec {
+                kind,
+                n,
+                errno,
+                sticky,
+            },
+            remaining: n.max(1),
+            fired: false,
+        });
+    }
+
+    /// Drop every pending and sticky failure.
+    pub fn clear_failures(&self) {
+        self.lock().failures.clear();
+    }
+
+    /// Clock ticks so far.
+    pub fn ticks(&self) -> u64 {
+        self.lock().ticks
+    }
+
+    /// If rewriting the inner storage to the crash image failed, what went wrong.
+    pub fn image_error(&self) -> Option<String> {
+        self.lock().image_error.clone()
+    }
+}
+
+/// Splitmix64: small, seedable, good enough for coin flips.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn coin(&mut self) -> bool {
+        self.next() & 1 == 1
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+}
+
+struct Failure {
+    spec: FailSpec,
+    remaining: u64,
+    fired: bool,
+}
+
+/// The operation at the crash point, for building the crash image.
+enum CrashOp {
+    DeviceWrite {
+        dev: usize,
+        page: PageId,
+        data: Vec<u8>,
+    },
+    Vfs {
+        vfs: usize,
+        op: VfsOp,
+    },
+}
+
+enum VfsOp {
+    Create(String),
+    Append {
+        name: String,
+        off: u64,
+        data: Vec<u8>,
+    },
+    Truncate {
+        name: String,
+        len: u64,
+    },
+    Rename {
+        from: String,
+        to: String,
+    },
+    Remove(String),
+}
+
+struct State {
+    rng: Rng,
+    ticks: u64,
+    crash_at: Option<u64>,
+    crashed: bool,
+    image_error: Option<String>,
+    failures: Vec<Failure>,
+    devices: Vec<DevSlot>,
+    vfses: Vec<VfsModel>,
+}
+
+impl State {
+    /// Refuse the operation if power is lost or an injected failure fires.
+    fn admit(&mut self, op: OpKind, what: impl FnOnce() -> String) -> Result<()> {
+        if self.crashed {
+            return Err(power_loss(&what()));
+        }
+        match self.check_failure(op) {
+            Some(errno) => Err(injected(&what(), errno)),
+            None => Ok(()),
+        }
+    }
+
+    /// Count one operation of kind `op` against the pending failures; the errno if it fails.
+    fn check_failure(&mut self, op: OpKind) -> Option<i32> {
+        let mut hit = None;
+        for f in &mut self.failures {
+            if !f.spec.kind.covers(op) {
+                continue;
+            }
+            if f.fired {
+                // Only sticky failures stay in the list once fired.
+                hit.get_or_insert(f.spec.errno);
+                continue;
+            }
+            f.remaining = f.remaining.saturating_sub(1);
+            if f.remaining == 0 {
+                f.fired = true;
+                hit.get_or_insert(f.spec.errno);
+            }
+        }
+        self.failures.retain(|f| !f.fired || f.spec.sticky);
+        hit
+    }
+
+    /// Advance the clock; true when this tick is the crash point.
+    fn tick(&mut self) -> bool {
+        self.ticks += 1;
+        self.crash_at == Some(self.ticks)
+    }
+
+    /// Cut power: rewrite every inner device and vfs to its crash image.
+    fn crash(&mut self, op: Option<CrashOp>) {
+        if self.crashed {
+            return;
+        }
+        self.crashed = true;
+        self.crash_at = None;
+        self.failures.clear();
+        let mut errors = Vec::new();
+        for (i, d) in self.devices.iter_mut().enumerate() {
+            let torn = match &op {
+                Some(CrashOp::DeviceWrite { dev, page, data }) if *dev == i => {
+                    Some((*page, data.as_slice()))
+                }
+                _ => None,
+            };
+            if let Err(e) = d.restore(torn, &mut self.rng) {
+                errors.push(format!("device {i}: {e}"));
+            }
+        }
+        for (i, v) in self.vfses.iter_mut().enumerate() {
+            let vop = match &op {
+                Some(CrashOp::Vfs { vfs, op }) if *vfs == i => Some(op),
+                _ => None,
+            };
+            if let Err(e) = v.restore(vop, &mut self.rng) {
+                errors.push(format!("vfs {i}: {e}"));
+            }
+        }
+        if !errors.is_empty() {
+            self.image_error = Some(errors.join("; "));
+        }
+    }
+}
+
+fn power_loss(what: &str) -> Error {
+    Error::io(
+        format!("{what} (fault injection)"),
+        std::io::Error::other("simulated power loss"),
+    )
+}
+
+fn injected(what: &str, errno: i32) -> Error {
+    Error::io(
+        format!("{what} (injected failure)"),
+        std::io::Error::from_raw_os_error(errno),
+    )
+}
+
+fn lost_handle(what: &str) -> Error {
+    Error::InvalidArgument(format!("{what}: the fault injector lost this handle"))
+}
+
+// ---------------------------------------------------------------------------------------
+// Device
+
+/// One wrapped device: the inner device and the pre-images of pages written since the
+/// last sync.
+struct DevSlot {
     inner: Box<dyn Device>,
+    page_size: usize,
+    pre: BTreeMap<PageId, Vec<u8>>,
+}
+
+impl DevSlot {
+    /// Read and keep the durable contents of every page that `reqs` write and that has no
+    /// pre-image yet.
+    fn save_pre_images(&mut self, reqs: &[IoReq<'_>]) -> Result<()> {
+        let ps = self.page_size;
+        let mut missing: Vec<PageId> = Vec::new();
+        for req in reqs.iter().filter(|r| r.is_write()) {
+            let first = req.page();
+            for p in first..first + (req.len() / ps) as u64 {
+                if !self.pre.contains_key(&p) {
+                    missing.push(p);
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        missing.sort_unstable();
+        missing.dedup();
+        // Contiguous runs, one read request each.
+        let mut runs: Vec<(PageId, u64)> = Vec::new();
+        for p in missing {
+            match runs.last_mut() {
+                Some((start, n)) if *start + *n == p => *n += 1,
+                _ => runs.push((p, 1)),
+            }
+        }
+        let mut bufs: Vec<AlignedBuf> = runs
+            .iter()
+            .map(|&(_, n)| AlignedBuf::zeroed(n as usize * ps))
+            .collect();
+        let mut reqs: Vec<IoReq<'_>> = runs
+            .iter()
+            .zip(bufs.iter_mut())
+            .map(|(&(page, _), buf)| IoReq::Read {
+                page,
+                buf: &mut buf[..],
+            })
+            .collect();
+        self.inner.submit(&mut reqs)?;
+        drop(reqs);
+        for (&(start, _), buf) in runs.iter().zip(bufs.iter()) {
+            for (i, chunk) in buf.chunks(ps).enumerate() {
+                self.pre.insert(start + i as u64, chunk.to_vec());
+            }
+        }
+        Ok(())
+    }
+
+    /// Rewrite the inner device to the durable image, plus the torn request if any.
+    fn restore(&mut self, torn: Option<(PageId, &[u8])>, rng: &mut Rng) -> Result<()> {
+        let ps = self.page_size;
+        let pre = std::mem::take(&mut self.pre);
+        let bufs: Vec<(PageId, AlignedBuf)> = pre
+            .iter()
+            .map(|(&p, d)| {
+                let mut b = AlignedBuf::zeroed(ps);
+                b.copy_from_slice(d);
+                (p, b)
+            })
+            .collect();
+        if !bufs.is_empty() {
+            let mut reqs: Vec<IoReq<'_>> = bufs
+                .iter()
+                .map(|(p, b)| IoReq::Write {
+                    page: *p,
+                    buf: &b[..],
+                })
+                .collect();
+            self.inner.submit(&mut reqs)?;
+        }
+        if let Some((page, data)) = torn {
+            let mut b = AlignedBuf::zeroed(data.len());
+            for (s, chunk) in b.chunks_mut(SECTOR).enumerate() {
+                let off = s * SECTOR;
+                if rng.coin() {
+                    chunk.copy_from_slice(&data[off..off + SECTOR]);
+                } else {
+                    // The durable old bytes: the pre-image (always saved before the crash
+                    // write); zeros if it is somehow missing.
+                    let p = page + (off / ps) as u64;
+                    let within = off % ps;
+                    if let Some(old) = pre.get(&p) {
+                        chunk.copy_from_slice(&old[within..within + SECTOR]);
+                    }
+                }
+            }
+            self.inner.write(page, &b)?;
+        }
+        self.inner.sync()
+    }
+}
+
+/// A [`Device`] wrapped by [`Faults`]: ticks the shared clock, keeps pre-images, fails and
+/// crashes as planned.
+pub struct FaultyDevice {
+    faults: Faults,
+    idx: usize,
+    page_size: usize,
+    counters: Counters,
+}
+
+impl FaultyDevice {
+    /// The injector this device belongs to.
+    pub fn faults(&self) -> &Faults {
+        &self.faults
+    }
+}
+
+enum Stop {
+    Fail(i32),
+    Crash,
 }
 
 impl Device for FaultyDevice {
     fn page_size(&self) -> usize {
-        self.inner.page_size()
+        self.page_size
     }
+
     fn submit(&mut self, batch: &mut [IoReq<'_>]) -> Result<()> {
-        self.inner.submit(batch)
+        let mut guard = self.faults.lock();
+        let st = &mut *guard;
+        if st.crashed {
+            return Err(power_loss("submitting a device batch"));
+        }
+        for req in batch.iter() {
+            validate(self.page_size, req.page(), req.len())?;
+        }
+        let mut stop = None;
+        for (i, req) in batch.iter().enumerate() {
+            let op = if req.is_write() {
+                OpKind::DeviceWrite
+            } else {
+                OpKind::DeviceRead
+            };
+            if let Some(errno) = st.check_failure(op) {
+                stop = Some((i, Stop::Fail(errno)));
+                break;
+            }
+            if req.is_write() && st.tick() {
+                stop = Some((i, Stop::Crash));
+                break;
+            }
+        }
+        let run = stop.as_ref().map_or(batch.len(), |(i, _)| *i);
+        let with_crash = match stop {
+            Some((i, Stop::Crash)) => i + 1,
+            _ => run,
+        };
+        let slot = st
+            .devices
+            .get_mut(self.idx)
+            .ok_or_else(|| lost_handle("device"))?;
+        let saved = slot.save_pre_images(&batch[..with_crash]);
+        if let Some((i, Stop::Crash)) = stop {
+            let what = format!("writing page {}", batch[i].page());
+            let op = match &batch[i] {
+                IoReq::Write { page, buf } => Some(CrashOp::DeviceWrite {
+                    dev: self.idx,
+                    page: *page,
+                    data: buf.to_vec(),
+                }),
+                IoReq::Read { .. } => None,
+            };
+            st.crash(op);
+            return Err(power_loss(&what));
+        }
+        saved?;
+        if run > 0 {
+            self.counters.record_batch(self.page_size, &batch[..run])?;
+            slot.inner.submit(&mut batch[..run])?;
+        }
+        match stop {
+            Some((i, Stop::Fail(errno))) => {
+                let verb = if batch[i].is_write() {
+                    "writing"
+                } else {
+                    "reading"
+                };
+                Err(injected(&format!("{verb} page {}", batch[i].page()), errno))
+            }
+            _ => Ok(()),
+        }
     }
+
     fn sync(&mut self) -> Result<()> {
-        self.inner.sync()
+        let mut guard = self.faults.lock();
+        let st = &mut *guard;
+        st.admit(OpKind::DeviceSync, || "syncing the device".into())?;
+        let crash = st.tick();
+        let slot = st
+            .devices
+            .get_mut(self.idx)
+            .ok_or_else(|| lost_handle("device"))?;
+        let synced = slot.inner.sync();
+        if synced.is_ok() {
+            slot.pre.clear();
+        }
+        if crash {
+            st.crash(None);
+            return Err(power_loss("syncing the device"));
+        }
+        synced
     }
+
     fn trim(&mut self, page: PageId, pages: u64) -> Result<()> {
-        self.inner.trim(page, pages)
+        let mut guard = self.faults.lock();
+        let st = &mut *guard;
+        if st.crashed {
+            return Err(power_loss(&format!("trimming page {page}")));
+        }
+        let slot = st
+            .devices
+            .get_mut(self.idx)
+            .ok_or_else(|| lost_handle("device"))?;
+        slot.inner.trim(page, pages)?;
+        // Trim is durable at once: the durable contents of trimmed pages are zeros.
+        for (_, old) in slot.pre.range_mut(page..page.saturating_add(pages)) {
+            old.fill(0);
+        }
+        Ok(())
     }
+
     fn stats(&self) -> DeviceStats {
-        self.inner.stats()
+        let inner = {
+            let st = self.faults.lock();
+            st.devices.get(self.idx).map(|d| d.inner.stats())
+        };
+        let own = &self.counters.stats;
+        let mut s = inner.unwrap_or_else(|| own.clone());
+        s.reads = own.reads;
+        s.read_requests = own.read_requests;
+        s.read_bytes = own.read_bytes;
+        s.sequential_reads = own.sequential_reads;
+        s.random_reads = own.random_reads;
+        s.batches = own.batches;
+        s.max_queue_depth = own.max_queue_depth;
+        s
     }
 }
 
-/// A [`Vfs`] wrapped by [`Faults`].
-pub struct FaultyVfs {
+// ---------------------------------------------------------------------------------------
+// Vfs
+
+type FileId = u64;
+
+/// What the injector knows about a file's durable contents.
+enum Durable {
+    /// Durable contents equal the volatile file.
+    Clean,
+    /// Durable contents are the volatile file's first `common` bytes followed by `tail`.
+    Dirty { common: u64, tail: Vec<u8> },
+    /// The file has no volatile name any more; these are its durable contents.
+    Detached(Vec<u8>),
+}
+
+/// One wrapped vfs: volatile and durable directories (name -> file id) and per-file
+/// durable state. Invariant: ids named in `names` are `Clean` or `Dirty`; ids named only in
+/// `durable` are `Detached`; other ids are forgotten.
+struct VfsModel {
     inner: Arc<dyn Vfs>,
+    init_error: Option<String>,
+    next_id: FileId,
+    names: BTreeMap<String, FileId>,
+    durable: BTreeMap<String, FileId>,
+    files: HashMap<FileId, Durable>,
+}
+
+/// A file of the crash image.
+enum Img {
+    /// The volatile file of the same name is already right.
+    Keep,
+    Bytes(Vec<u8>),
+}
+
+impl VfsModel {
+    fn new(inner: Arc<dyn Vfs>) -> Self {
+        let mut m = VfsModel {
+            inner,
+            init_error: None,
+            next_id: 0,
+            names: BTreeMap::new(),
+            durable: BTreeMap::new(),
+            files: HashMap::new(),
+        };
+        match m.inner.list() {
+            Ok(list) => {
+                for name in list {
+                    let id = m.fresh();
+                    m.names.insert(name, id);
+                    m.files.insert(id, Durable::Clean);
+                }
+                m.durable = m.names.clone();
+            }
+            Err(e) => m.init_error = Some(e.to_string()),
+        }
+        m
+    }
+
+    fn fresh(&mut self) -> FileId {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn check_init(&self, what: &str) -> Result<()> {
+        match &self.init_error {
+            Some(e) => Err(Error::io(
+                what.to_string(),
+                std::io::Error::other(format!("listing the directory when wrapping it: {e}")),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn vname(&self, id: FileId) -> Option<&str> {
+        self.names
+            .iter()
+            .find(|(_, &v)| v == id)
+            .map(|(n, _)| n.as_str())
+    }
+
+    fn is_durable(&self, id: FileId) -> bool {
+        self.durable.values().any(|&v| v == id)
+    }
+
+    /// The durable contents of file `id`.
+    fn durable_content(&self, id: FileId) -> Result<Vec<u8>> {
+        if let Some(Durable::Detached(d)) = self.files.get(&id) {
+            return Ok(d.clone());
+        }
+        let name = self.vname(id).ok_or_else(|| lost_handle("vfs file"))?;
+        let mut v = self.inner.read(name)?;
+        if let Some(Durable::Dirty { common, tail }) = self.files.get(&id) {
+            v.truncate(*common as usize);
+            v.extend_from_slice(tail);
+        }
+        Ok(v)
+    }
+
+    /// Durable state of `id` (volatile `name`) after cutting the volatile file to `len`.
+    fn after_cut(&self, id: FileId, name: &str, len: u64) -> Result<Option<Durable>> {
+        match self.files.get(&id) {
+            Some(Durable::Dirty { common, tail }) => {
+                if len >= *common {
+                    return Ok(None);
+                }
+                let v = self.inner.read(name)?;
+                let end = (*common as usize).min(v.len());
+                let start = (len as usize).min(end);
+                let mut t = v[start..end].to_vec();
+                t.extend_from_slice(tail);
+                Ok(Some(Durable::Dirty {
+                    common: len,
+                    tail: t,
+                }))
+            }
+            _ => {
+                let cur = self.inner.len(name)?;
+                if len >= cur {
+                    return Ok(Some(Durable::Dirty {
+                        common: cur,
+                        tail: Vec::new(),
+                    }));
+                }
+                let v = self.inner.read(name)?;
+                let start = (len as usize).min(v.len());
+                Ok(Some(Durable::Dirty {
+                    common: len,
+                    tail: v[start..].to_vec(),
+                }))
+            }
+        }
+    }
+
+    fn create(&mut self, name: &str) -> Result<()> {
+        match self.names.get(name).copied() {
+            Some(id) => {
+                let st = self.after_cut(id, name, 0)?;
+                self.inner.create(name)?;
+                if let Some(st) = st {
+                    self.files.insert(id, st);
+                }
+            }
+            None => {
+                self.inner.create(name)?;
+                let id = self.fresh();
+                self.names.insert(name.to_string(), id);
+                self.files.insert(
+                    id,
+                    Durable::Dirty {
+                        common: 0,
+                        tail: Vec::new(),
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, name: &str, data: &[u8]) -> Result<()> {
+        let Some(&id) = self.names.get(name) else {
+            return self.inner.append(name, data);
+        };
+        if let Some(Durable::Clean) = self.files.get(&id) {
+            let cur = self.inner.len(name)?;
+            self.files.insert(
+                id,
+                Durable::Dirty {
+                    common: cur,
+                    tail: Vec::new(),
+                },
+            );
+        }
+        self.inner.append(name, data)
+    }
+
+    fn truncate(&mut self, name: &str, len: u64) -> Result<()> {
+        let Some(&id) = self.names.get(name) else {
+            return self.inner.truncate(name, len);
+        };
+        let st = self.after_cut(id, name, len)?;
+        self.inner.truncate(name, len)?;
+        if let Some(st) = st {
+            self.files.insert(id, st);
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self, name: &str) -> Result<()> {
+        self.inner.sync(name)?;
+        if let Some(&id) = self.names.get(name) {
+            self.files.insert(id, Durable::Clean);
+        }
+        Ok(())
+    }
+
+    /// `id` loses its volatile name: keep its durable contents if its name is durable.
+    fn detach_content(&self, id: Option<FileId>) -> Result<Option<Vec<u8>>> {
+        match id {
+            Some(d) if self.is_durable(d) => Ok(Some(self.durable_content(d)?)),
+            _ => Ok(None),
+        }
+    }
+
+    fn detach(&mut self, id: Option<FileId>, content: Option<Vec<u8>>) {
+        if let Some(d) = id {
+            match content {
+                Some(c) => self.files.insert(d, Durable::Detached(c)),
+                None => self.files.remove(&d),
+            };
+        }
+    }
+
+    fn rename(&mut self, from: &str, to: &str) -> Result<()> {
+        let Some(&id) = self.names.get(from) else {
+            return self.inner.rename(from, to);
+        };
+        if from == to {
+            return self.inner.rename(from, to);
+        }
+        let displaced = self.names.get(to).copied();
+        let keep = self.detach_content(displaced)?;
+        self.inner.rename(from, to)?;
+        self.names.remove(from);
+        self.names.insert(to.to_string(), id);
+        self.detach(displaced, keep);
+        Ok(())
+    }
+
+    fn remove(&mut self, name: &str) -> Result<()> {
+        let Some(&id) = self.names.get(name) else {
+            return self.inner.remove(name);
+        };
+        let keep = self.detach_content(Some(id))?;
+        self.inner.remove(name)?;
+        self.names.remove(name);
+        self.detach(Some(id), keep);
+        Ok(())
+    }
+
+    fn sync_dir(&mut self) -> Result<()> {
+        self.inner.sync_dir()?;
+        self.durable = self.names.clone();
+        let live: HashSet<FileId> = self.names.values().copied().collect();
+        self.files.retain(|id, _| live.contains(id));
+        Ok(())
+    }
+
+    /// Make `img` hold bytes (the durable contents of `id`).
+    fn materialize<'a>(&self, id: FileId, img: &'a mut Img) -> Result<&'a mut Vec<u8>> {
+        if let Img::Keep = img {
+            *img = Img::Bytes(self.durable_content(id)?);
+        }
+        match img {
+            Img::Bytes(b) => Ok(b),
+            Img::Keep => Err(lost_handle("vfs file")),
+        }
+    }
+
+    /// Apply a crash-point create, truncate, rename or remove to the durable image.
+    fn apply_dir_op(
+        &self,
+        op: &VfsOp,
+        dir: &mut BTreeMap<String, FileId>,
+        content: &mut HashMap<FileId, Img>,
+    ) -> Result<()> {
+        match op {
+            VfsOp::Append { .. } => {}
+            VfsOp::Create(name) => match self.names.get(name) {
+                Some(&id) => {
+                    if let Some(img) = content.get_mut(&id) {
+                        *img = Img::Bytes(Vec::new());
+                    }
+                }
+                None => {
+                    let id = self.next_id + 1;
+                    dir.insert(name.clone(), id);
+                    content.insert(id, Img::Bytes(Vec::new()));
+                }
+            },
+            VfsOp::Truncate { name, len } => {
+                if let Some(&id) = self.names.get(name) {
+                    if let Some(img) = content.get_mut(&id) {
+                        self.materialize(id, img)?.resize(*len as usize, 0);
+                    }
+                }
+            }
+            VfsOp::Rename { from, to } => {
+                if let (Some(&id), false) = (self.names.get(from), from == to) {
+                    let bytes = match content.remove(&id) {
+                        Some(Img::Bytes(b)) => b,
+                        _ => self.durable_content(id)?,
+                    };
+                    content.insert(id, Img::Bytes(bytes));
+                    dir.retain(|_, v| *v != id);
+                    dir.insert(to.clone(), id);
+                }
+            }
+            VfsOp::Remove(name) => {
+                if let Some(&id) = self.names.get(name) {
+                    dir.retain(|_, v| *v != id);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The crash image: durable name -> contents.
+    fn image(&self, op: Option<&VfsOp>, rng: &mut Rng) -> Result<BTreeMap<String, Img>> {
+        let mut dir = self.durable.clone();
+        let mut content: HashMap<FileId, Img> = HashMap::new();
+        for (name, &id) in &dir {
+            let keep = matches!(self.files.get(&id), Some(Durable::Clean))
+                && self.names.get(name) == Some(&id);
+            let img = if keep {
+                Img::Keep
+            } else {
+                Img::Bytes(self.durable_content(id)?)
+            };
+            content.insert(id, img);
+        }
+        match op {
+            None => {}
+            Some(VfsOp::Append { name, off, data }) => {
+                let k = torn_prefix(*off, data.len() as u64, rng) as usize;
+                if let Some(&id) = self.names.get(name) {
+                    if let Some(img) = content.get_mut(&id) {
+                        if k > 0 {
+                            let c = self.materialize(id, img)?;
+                            let off = *off as usize;
+                            if c.len() < off + k {
+                                c.resize(off + k, 0);
+                            }
+                            c[off..off + k].copy_from_slice(&data[..k]);
+                        }
+                    }
+                }
+            }
+            // Create, truncate, rename, remove: applied or not, on a coin flip.
+            Some(dir_op) if rng.coin() => self.apply_dir_op(dir_op, &mut dir, &mut content)?,
+            Some(_) => {}
+        }
+        let mut out = BTreeMap::new();
+        for (name, id) in dir {
+            if let Some(img) = content.remove(&id) {
+                out.insert(name, img);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Rewrite the inner vfs to the crash image.
+    fn restore(&mut self, op: Option<&VfsOp>, rng: &mut Rng) -> Result<()> {
+        self.check_init("building the crash image")?;
+        let image = self.image(op, rng)?;
+        for name in self.inner.list()? {
+            if !matches!(image.get(&name), Some(Img::Keep)) {
+                self.inner.remove(&name)?;
+            }
+        }
+        for (name, img) in &image {
+            if let Img::Bytes(b) = img {
+                self.inner.create(name)?;
+                if !b.is_empty() {
+                    self.inner.append(name, b)?;
+                }
+                self.inner.sync(name)?;
+            }
+        }
+        self.inner.sync_dir()?;
+        self.files.clear();
+        self.names.clear();
+        self.durable.clear();
+        Ok(())
+    }
+}
+
+/// Bytes of an append of `len` bytes at file offset `off` that reach the crash image: 0,
+/// `len`, or a cut at a multiple of 512 inside the append, uniformly among those.
+fn torn_prefix(off: u64, len: u64, rng: &mut Rng) -> u64 {
+    if len == 0 {
+        return 0;
+    }
+    let s = SECTOR as u64;
+    let inside = (off + len - 1) / s - off / s; // multiples of 512 strictly inside
+    let r = rng.below(inside + 2);
+    if r == 0 {
+        0
+    } else if r == inside + 1 {
+        len
+    } else {
+        (off / s + r) * s - off
+    }
+}
+
+/// A [`Vfs`] wrapped by [`Faults`]: ticks the shared clock, tracks durable contents and
+/// names, fails and crashes as planned.
+pub struct FaultyVfs {
+    faults: Faults,
+    idx: usize,
+}
+
+impl FaultyVfs {
+    /// The injector this vfs belongs to.
+    pub fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// Run a clock-ticking operation: admit, tick (crashing with `crash_op` at the crash
+    /// point, after `before_crash`), else `f` on the model.
+    fn ticking(
+        &self,
+        kind: OpKind,
+        what: impl Fn() -> String,
+        crash_op: impl FnOnce(&VfsModel) -> Result<Option<VfsOp>>,
+        f: impl FnOnce(&mut VfsModel) -> Result<()>,
+    ) -> Result<()> {
+        let mut guard = self.faults.lock();
+        let st = &mut *guard;
+        st.admit(kind, &what)?;
+        let model = st
+            .vfses
+            .get_mut(self.idx)
+            .ok_or_else(|| lost_handle("vfs"))?;
+        model.check_init(&what())?;
+        if st.tick() {
+            let op = st
+                .vfses
+                .get(self.idx)
+                .map(crash_op)
+                .transpose()
+                .ok()
+                .flatten()
+                .flatten();
+            if op.is_none() && kind == OpKind::VfsSync {
+                // Syncs take effect at the crash point.
+                if let Some(m) = st.vfses.get_mut(self.idx) {
+                    let _ = f(m);
+                }
+            }
+            st.crash(op.map(|op| CrashOp::Vfs { vfs: self.idx, op }));
+            return Err(power_loss(&what()));
+        }
+        let model = st
+            .vfses
+            .get_mut(self.idx)
+            .ok_or_else(|| lost_handle("vfs"))?;
+        f(model)
+    }
+
+    /// Run a non-ticking operation (reads): refused only after a crash.
+    fn reading<T>(
+        &self,
+        what: impl Fn() -> String,
+        f: impl FnOnce(&dyn Vfs) -> Result<T>,
+    ) -> Result<T> {
+        let st = self.faults.lock();
+        if st.crashed {
+            return Err(power_loss(&what()));
+        }
+        let model = st.vfses.get(self.idx).ok_or_else(|| lost_handle("vfs"))?;
+        model.check_init(&what())?;
+        f(&*model.inner)
+    }
 }
 
 impl Vfs for FaultyVfs {
     fn create(&self, name: &str) -> Result<()> {
-        self.inner.create(name)
+        self.ticking(
+            OpKind::VfsWrite,
+            || format!("creating {name}"),
+            |_| Ok(Some(VfsOp::Create(name.to_string()))),
+            |m| m.create(name),
+        )
     }
+
     fn append(&self, name: &str, data: &[u8]) -> Result<()> {
-        self.inner.append(name, data)
+        self.ticking(
+            OpKind::VfsWrite,
+            || format!("appending to {name}"),
+            |m| {
+                Ok(if m.names.contains_key(name) {
+                    Some(VfsOp::Append {
+                        name: name.to_string(),
+                        off: m.inner.len(name)?,
+                        data: data.to_vec(),
+                    })
+                } else {
+                    None
+                })
+            },
+            |m| m.append(name, data),
+        )
     }
+
     fn read(&self, name: &str) -> Result<Vec<u8>> {
-        self.inner.read(name)
+        self.reading(|| format!("reading {name}"), |v| v.read(name))
     }
+
     fn len(&self, name: &str) -> Result<u64> {
-        self.inner.len(name)
+        self.reading(|| format!("reading the length of {name}"), |v| v.len(name))
     }
+
     fn truncate(&self, name: &str, len: u64) -> Result<()> {
-        self.inner.truncate(name, len)
+        self.ticking(
+            OpKind::VfsWrite,
+            || format!("truncating {name}"),
+            |_| {
+                Ok(Some(VfsOp::Truncate {
+                    name: name.to_string(),
+                    len,
+                }))
+            },
+            |m| m.truncate(name, len),
+        )
     }
+
     fn sync(&self, name: &str) -> Result<()> {
-        self.inner.sync(name)
+        self.ticking(
+            OpKind::VfsSync,
+            || format!("syncing {name}"),
+            |_| Ok(None),
+            |m| m.sync(name),
+        )
     }
+
     fn rename(&self, from: &str, to: &str) -> Result<()> {
-        self.inner.rename(from, to)
+        self.ticking(
+            OpKind::VfsWrite,
+            || format!("renaming {from} to {to}"),
+            |_| {
+                Ok(Some(VfsOp::Rename {
+                    from: from.to_string(),
+                    to: to.to_string(),
+                }))
+            },
+            |m| m.rename(from, to),
+        )
     }
+
     fn remove(&self, name: &str) -> Result<()> {
-        self.inner.remove(name)
+        self.ticking(
+            OpKind::VfsWrite,
+            || format!("removing {name}"),
+            |_| Ok(Some(VfsOp::Remove(name.to_string()))),
+            |m| m.remove(name),
+        )
     }
+
     fn exists(&self, name: &str) -> Result<bool> {
-        self.inner.exists(name)
+        self.reading(|| format!("looking up {name}"), |v| v.exists(name))
     }
+
     fn list(&self) -> Result<Vec<String>> {
-        self.inner.list()
+        self.reading(|| "listing the directory".to_string(), |v| v.list())
     }
+
     fn sync_dir(&self) -> Result<()> {
-        self.inner.sync_dir()
+        self.ticking(
+            OpKind::VfsSync,
+            || "syncing the directory".to_string(),
+            |_| Ok(None),
+            |m| m.sync_dir(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::{MemDevice, MemVfs};
+    use std::collections::BTreeSet;
+
+    fn is_power_loss(e: &Error) -> bool {
+        matches!(e, Error::Io { source, .. }
+            if source.kind() == std::io::ErrorKind::Other
+                && source.to_string() == "simulated power loss")
+    }
+
+    fn errno_of(e: &Error) -> Option<i32> {
+        match e {
+            Error::Io { source, .. } => source.raw_os_error(),
+            _ => None,
+        }
+    }
+
+    fn setup_dev(seed: u64, ps: usize) -> (Faults, MemDevice, FaultyDevice) {
+        let f = Faults::new(seed);
+        let mem = MemDevice::new(ps);
+        let d = f.wrap_device(Box::new(mem.clone()));
+        (f, mem, d)
+    }
+
+    fn setup_vfs(seed: u64, mem: &MemVfs) -> (Faults, FaultyVfs) {
+        let f = Faults::new(seed);
+        let v = f.wrap_vfs(Arc::new(mem.clone()));
+        (f, v)
+    }
+
+    /// Page `p` of the storage behind `mem`, through a fresh handle (a reopen).
+    fn page(mem: &MemDevice, p: PageId) -> Vec<u8> {
+        let mut d = mem.reopen();
+        let mut b = vec![0u8; d.page_size()];
+        d.read(p, &mut b).unwrap();
+        b
+    }
+
+    fn fill(ps: usize, byte: u8) -> Vec<u8> {
+        vec![byte; ps]
+    }
+
+    // 1. Unsynced device writes are dropped at a crash; synced ones survive.
+    #[test]
+    fn device_unsynced_writes_dropped_synced_survive() {
+        let (f, mem, mut d) = setup_dev(1, 4096);
+        d.write(0, &fill(4096, 0xA1)).unwrap();
+        d.write(1, &fill(4096, 0xA2)).unwrap();
+        d.sync().unwrap();
+        d.write(0, &fill(4096, 0xB1)).unwrap(); // overwrite of a synced page
+        d.write(0, &fill(4096, 0xC1)).unwrap(); // second overwrite before the sync
+        d.write(2, &fill(4096, 0xB3)).unwrap(); // new page, never synced
+                                                // Reads see the volatile data before the crash.
+        let mut b = vec![0; 4096];
+        d.read(0, &mut b).unwrap();
+        assert_eq!(b, fill(4096, 0xC1));
+        f.crash_now();
+        assert!(f.crashed());
+        assert_eq!(f.image_error(), None);
+        assert_eq!(page(&mem, 0), fill(4096, 0xA1));
+        assert_eq!(page(&mem, 1), fill(4096, 0xA2));
+        assert_eq!(page(&mem, 2), fill(4096, 0));
+    }
+
+    #[test]
+    fn device_writes_synced_twice_survive_and_trim_is_durable_at_once() {
+        let (f, mem, mut d) = setup_dev(2, 512);
+        d.write(0, &fill(512, 1)).unwrap();
+        d.sync().unwrap();
+        d.write(0, &fill(512, 2)).unwrap();
+        d.sync().unwrap();
+        d.write(3, &fill(512, 3)).unwrap();
+        d.sync().unwrap();
+        d.write(3, &fill(512, 4)).unwrap(); // unsynced, then trimmed
+        d.trim(3, 1).unwrap();
+        d.write(4, &fill(512, 5)).unwrap();
+        d.sync().unwrap();
+        d.trim(4, 1).unwrap(); // synced, then trimmed without a sync
+        assert_eq!(f.ticks(), 9, "trim does not tick");
+        f.crash_now();
+        assert_eq!(page(&mem, 0), fill(512, 2));
+        assert_eq!(page(&mem, 3), fill(512, 0));
+        assert_eq!(page(&mem, 4), fill(512, 0));
+    }
+
+    // 2. The torn last write: sectors are old or new, and both mixes appear across seeds.
+    #[test]
+    fn torn_device_write_mixes_old_and_new_sectors() {
+        let ps = 4096;
+        let mut mixed = 0;
+        let mut all_old = 0;
+        let mut all_new = 0;
+        let (mut old_sectors, mut new_sectors) = (0, 0);
+        let mut images = Vec::new();
+        for seed in 0..64 {
+            let (f, mem, mut d) = setup_dev(seed, ps);
+            d.write(2, &fill(ps, 0x11)).unwrap();
+            d.sync().unwrap();
+            d.write(5, &fill(ps, 0x55)).unwrap(); // unsynced: dropped
+            f.crash_after(1);
+            let e = d.write(2, &fill(ps, 0x22)).unwrap_err();
+            assert!(is_power_loss(&e), "{e}");
+            assert_eq!(f.ticks(), 4);
+            assert_eq!(page(&mem, 5), fill(ps, 0));
+            let p = page(&mem, 2);
+            let mut news = 0;
+            for s in p.chunks(SECTOR) {
+                if s == &fill(SECTOR, 0x22)[..] {
+                    news += 1;
+                } else {
+                    assert_eq!(
+                        s,
+                        &fill(SECTOR, 0x11)[..],
+                        "seed {seed}: a sector is neither"
+                    );
+                }
+            }
+            new_sectors += news;
+            old_sectors += 8 - news;
+            match news {
+                0 => all_old += 1,
+                8 => all_new += 1,
+                _ => mixed += 1,
+            }
+            images.push(p);
+        }
+        // 8 sectors: nearly every seed mixes; both kinds of sector occur.
+        assert!(mixed > 0, "mixed {mixed}");
+        assert!(all_old + all_new < 64);
+        assert!(old_sectors > 0 && new_sectors > 0);
+        // The same seed gives the same image.
+        let distinct: BTreeSet<&Vec<u8>> = images.iter().collect();
+        assert!(distinct.len() > 2);
+        let (f, mem, mut d) = setup_dev(0, ps);
+        d.write(2, &fill(ps, 0x11)).unwrap();
+        d.sync().unwrap();
+        d.write(5, &fill(ps, 0x55)).unwrap();
+        f.crash_after(1);
+        assert!(d.write(2, &fill(ps, 0x22)).is_err());
+        assert_eq!(page(&mem, 2), images[0]);
+    }
+
+    #[test]
+    fn torn_request_inside_a_batch() {
+        let ps = 512;
+        let mut seen_new = false;
+        let mut seen_old = false;
+        for seed in 0..32 {
+            let (f, mem, mut d) = setup_dev(seed, ps);
+            d.write(1, &[7u8; 1024]).unwrap();
+            d.sync().unwrap();
+            f.crash_after(2);
+            let a = fill(ps, 0xAA);
+            let b = [0xBBu8; 1024];
+            let c = fill(ps, 0xCC);
+            let mut batch = [
+                IoReq::Write { page: 0, buf: &a },
+                IoReq::Write { page: 1, buf: &b },
+                IoReq::Write { page: 3, buf: &c },
+            ];
+            let e = d.submit(&mut batch).unwrap_err();
+            assert!(is_power_loss(&e));
+            assert_eq!(f.ticks(), 4);
+            assert_eq!(page(&mem, 0), fill(ps, 0), "earlier request unsynced");
+            assert_eq!(page(&mem, 3), fill(ps, 0), "later request never ran");
+            for p in [1, 2] {
+                let got = page(&mem, p);
+                if got == fill(ps, 0xBB) {
+                    seen_new = true;
+                } else {
+                    assert_eq!(got, fill(ps, 7));
+                    seen_old = true;
+                }
+            }
+        }
+        assert!(seen_new && seen_old);
+    }
+
+    // 3. Vfs durability.
+    #[test]
+    fn vfs_unsynced_appends_dropped_synced_survive() {
+        let mem = MemVfs::new();
+        let (f, v) = setup_vfs(3, &mem);
+        v.create("wal").unwrap();
+        v.sync_dir().unwrap();
+        v.append("wal", &[1u8; 600]).unwrap();
+        v.sync("wal").unwrap();
+        v.append("wal", &[2u8; 900]).unwrap();
+        assert_eq!(v.len("wal").unwrap(), 1500);
+        f.crash_now();
+        assert_eq!(mem.read("wal").unwrap(), vec![1u8; 600]);
+    }
+
+    #[test]
+    fn vfs_created_file_without_dir_sync_is_empty_or_absent() {
+        let mem = MemVfs::new();
+        let (f, v) = setup_vfs(4, &mem);
+        v.create("c").unwrap();
+        v.append("c", b"cccc").unwrap();
+        v.sync("c").unwrap();
+        v.sync_dir().unwrap();
+        v.create("b").unwrap();
+        v.append("b", b"bbbb").unwrap();
+        v.sync_dir().unwrap(); // the name is durable, contents are not
+        v.create("a").unwrap();
+        v.append("a", b"aaaa").unwrap();
+        v.sync("a").unwrap(); // contents synced, the name is not
+        assert_eq!(v.list().unwrap(), vec!["a", "b", "c"]);
+        f.crash_now();
+        assert_eq!(mem.list().unwrap(), vec!["b".to_string(), "c".to_string()]);
+        assert_eq!(mem.read("b").unwrap(), b"");
+        assert_eq!(mem.read("c").unwrap(), b"cccc");
+    }
+
+    #[test]
+    fn torn_append_is_a_512_aligned_prefix() {
+        let x = vec![0x58u8; 700];
+        let y: Vec<u8> = (0..2000u32).map(|i| (i % 251) as u8).collect();
+        let mut lens = BTreeSet::new();
+        for seed in 0..64 {
+            let mem = MemVfs::new();
+            let (f, v) = setup_vfs(seed, &mem);
+            v.create("wal").unwrap();
+            v.append("wal", &x).unwrap();
+            v.sync("wal").unwrap();
+            v.sync_dir().unwrap();
+            f.crash_after(1);
+            assert!(is_power_loss(&v.append("wal", &y).unwrap_err()));
+            let got = mem.read("wal").unwrap();
+            let n = got.len();
+            assert!(
+                n == 700 || n == 2700 || (n % 512 == 0 && n > 700 && n < 2700),
+                "{n}"
+            );
+            assert_eq!(&got[..700], &x[..]);
+            assert_eq!(&got[700..], &y[..n - 700]);
+            lens.insert(n);
+        }
+        assert!(lens.contains(&700) && lens.contains(&2700), "{lens:?}");
+        assert!(lens.iter().any(|&n| n != 700 && n != 2700), "{lens:?}");
+    }
+
+    #[test]
+    fn rename_and_remove_need_sync_dir() {
+        let mem = MemVfs::new();
+        mem.put("x", b"X".to_vec());
+        mem.put("y", b"Y".to_vec());
+        mem.put("z", b"Z".to_vec());
+        let (f, v) = setup_vfs(5, &mem);
+        v.rename("x", "y").unwrap(); // replaces y, not durable
+        v.remove("z").unwrap(); // not durable
+        assert_eq!(v.list().unwrap(), vec!["y".to_string()]);
+        f.crash_now();
+        assert_eq!(mem.list().unwrap(), vec!["x", "y", "z"]);
+        assert_eq!(mem.read("x").unwrap(), b"X");
+        assert_eq!(mem.read("y").unwrap(), b"Y");
+        assert_eq!(mem.read("z").unwrap(), b"Z");
+
+        let mem = MemVfs::new();
+        mem.put("x", b"X".to_vec());
+        mem.put("y", b"Y".to_vec());
+        mem.put("z", b"Z".to_vec());
+        let (f, v) = setup_vfs(5, &mem);
+        v.rename("x", "y").unwrap();
+        v.remove("z").unwrap();
+        v.sync_dir().unwrap();
+        v.append("y", b"more").unwrap(); // unsynced
+        f.crash_now();
+        assert_eq!(mem.list().unwrap(), vec!["y"]);
+        assert_eq!(mem.read("y").unwrap(), b"X");
+    }
+
+    #[test]
+    fn unsynced_truncate_and_recreate_are_undone() {
+        let d: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+        let mem = MemVfs::new();
+        mem.put("f", d.clone());
+        mem.put("g", d.clone());
+        let (f, v) = setup_vfs(6, &mem);
+        v.append("f", b"tail").unwrap();
+        v.truncate("f", 100).unwrap();
+        v.append("f", b"zzz").unwrap();
+        v.truncate("f", 50).unwrap();
+        v.create("g").unwrap();
+        v.append("g", b"new").unwrap();
+        assert_eq!(v.read("f").unwrap(), &d[..50]);
+        f.crash_now();
+        assert_eq!(mem.read("f").unwrap(), d);
+        assert_eq!(mem.read("g").unwrap(), d);
+    }
+
+    /// Write MANIFEST through a temporary file; `sync_tmp` false is the classic bug.
+    fn replace_manifest(v: &FaultyVfs, new: &[u8], sync_tmp: bool) -> Result<()> {
+        v.create("MANIFEST.tmp")?;
+        v.append("MANIFEST.tmp", new)?;
+        if sync_tmp {
+            v.sync("MANIFEST.tmp")?;
+        }
+        v.rename("MANIFEST.tmp", "MANIFEST")?;
+        v.sync_dir()
+    }
+
+    #[test]
+    fn manifest_replacement_is_atomic_at_every_tick() {
+        let old = vec![0x0Fu8; 1300];
+        let new = vec![0xF0u8; 1500];
+        let mut seen = BTreeSet::new();
+        for seed in 0..16 {
+            for t in 1..=5 {
+                let mem = MemVfs::new();
+                mem.put("MANIFEST", old.clone());
+                let (f, v) = setup_vfs(seed, &mem);
+                f.crash_after(t);
+                let e = replace_manifest(&v, &new, true).unwrap_err();
+                assert!(is_power_loss(&e));
+                assert_eq!(f.ticks(), t);
+                let got = mem.read("MANIFEST").unwrap();
+                assert!(got == old || got == new, "seed {seed} tick {t}: a mix");
+                seen.insert(got == new);
+            }
+        }
+        assert_eq!(seen.len(), 2, "both old and new must occur");
+
+        // Without the sync of the temporary file, some crash leaves an empty MANIFEST:
+        // the model must catch the bug.
+        let mut caught = false;
+        for seed in 0..16 {
+            for t in 1..=4 {
+                let mem = MemVfs::new();
+                mem.put("MANIFEST", old.clone());
+                let (f, v) = setup_vfs(seed, &mem);
+                f.crash_after(t);
+                assert!(replace_manifest(&v, &new, false).is_err());
+                let got = mem.read("MANIFEST").unwrap();
+                caught |= got != old && got != new;
+            }
+        }
+        assert!(caught);
+    }
+
+    // 4. One clock over the device and the vfs.
+    fn mixed_history(d: &mut FaultyDevice, v: &FaultyVfs) -> Vec<Result<()>> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 512];
+        out.push(d.write(0, &[1u8; 512])); // tick 1
+        out.push(v.create("f")); // tick 2
+        out.push(d.read(0, &mut buf)); // no tick
+        out.push(v.append("f", b"hello")); // tick 3
+        out.push(d.sync()); // tick 4
+        out.push(v.read("f").map(|_| ())); // no tick
+        out.push(v.sync("f")); // tick 5
+        out.push(d.write(1, &[2u8; 512])); // tick 6
+        out.push(v.sync_dir()); // tick 7
+        out
+    }
+
+    #[test]
+    fn one_clock_over_device_and_vfs() {
+        let f = Faults::new(9);
+        let mut d = f.wrap_device(Box::new(MemDevice::new(512)));
+        let v = f.wrap_vfs(Arc::new(MemVfs::new()));
+        assert!(mixed_history(&mut d, &v).iter().all(|r| r.is_ok()));
+        assert_eq!(f.ticks(), 7);
+
+        // Index in the history of the op that carries each tick.
+        let tick_op = [0, 1, 3, 4, 6, 7, 8];
+        for n in 1..=7u64 {
+            let f = Faults::new(n);
+            let mem = MemDevice::new(512);
+            let vmem = MemVfs::new();
+            let mut d = f.wrap_device(Box::new(mem.clone()));
+            let v = f.wrap_vfs(Arc::new(vmem.clone()));
+            f.crash_after(n);
+            let res = mixed_history(&mut d, &v);
+            let at = tick_op[n as usize - 1];
+            for (i, r) in res.iter().enumerate() {
+                assert_eq!(r.is_ok(), i < at, "crash_after({n}): op {i}");
+                if let Err(e) = r {
+                    assert!(is_power_loss(e));
+                }
+            }
+            assert_eq!(f.ticks(), n);
+            // The device sync (tick 4) makes page 0 durable, whichever side crashed.
+            let p0 = page(&mem, 0);
+            if n >= 4 {
+                assert_eq!(p0, vec![1u8; 512], "n {n}");
+            } else if n >= 2 {
+                assert_eq!(p0, vec![0u8; 512], "n {n}");
+            }
+            assert_eq!(page(&mem, 1), vec![0u8; 512]);
+            // Only the final sync_dir (tick 7, which takes effect) makes "f" exist.
+            if n == 7 {
+                assert_eq!(vmem.read("f").unwrap(), b"hello");
+            } else if n != 2 {
+                // (At n = 2 the crash-point create is applied or not.)
+                assert!(!vmem.exists("f").unwrap(), "n {n}");
+            }
+        }
+    }
+
+    // 5. Injected failures.
+    #[test]
+    fn eio_on_second_device_write_has_no_effect() {
+        let (f, mem, mut d) = setup_dev(10, 512);
+        f.fail_nth(OpKind::DeviceWrite, 2, libc::EIO, false);
+        d.write(0, &fill(512, 1)).unwrap();
+        let e = d.write(1, &fill(512, 2)).unwrap_err();
+        assert_eq!(errno_of(&e), Some(libc::EIO), "{e}");
+        assert!(!e.is_no_space());
+        assert_eq!(
+            page(&mem, 1),
+            fill(512, 0),
+            "the failed write had no effect"
+        );
+        assert_eq!(f.ticks(), 1, "a failed op does not tick");
+        d.write(1, &fill(512, 3)).unwrap(); // not sticky
+        assert_eq!(page(&mem, 1), fill(512, 3));
+        assert!(!f.crashed());
+        let s = d.stats();
+        assert_eq!((s.write_requests, s.reads), (2, 0));
+    }
+
+    #[test]
+    fn failure_inside_a_batch_stops_it_there() {
+        let (f, mem, mut d) = setup_dev(11, 512);
+        f.fail_nth(OpKind::AnyWrite, 2, libc::EIO, false);
+        let (a, b, c) = (fill(512, 1), fill(512, 2), fill(512, 3));
+        let mut batch = [
+            IoReq::Write { page: 0, buf: &a },
+            IoReq::Write { page: 1, buf: &b },
+            IoReq::Write { page: 2, buf: &c },
+        ];
+        let e = d.submit(&mut batch).unwrap_err();
+        assert_eq!(errno_of(&e), Some(libc::EIO));
+        assert_eq!(page(&mem, 0), a);
+        assert_eq!(page(&mem, 1), fill(512, 0));
+        assert_eq!(page(&mem, 2), fill(512, 0));
+        f.fail_nth(OpKind::DeviceRead, 1, libc::EIO, false);
+        let mut buf = vec![0u8; 512];
+        assert_eq!(errno_of(&d.read(0, &mut buf).unwrap_err()), Some(libc::EIO));
+        d.read(0, &mut buf).unwrap();
+        assert_eq!(buf, a);
+        f.fail_nth(OpKind::AnySync, 1, libc::EIO, false);
+        assert_eq!(errno_of(&d.sync().unwrap_err()), Some(libc::EIO));
+        d.sync().unwrap();
+    }
+
+    #[test]
+    fn sticky_enospc_on_vfs_writes() {
+        let mem = MemVfs::new();
+        mem.put("f", b"f".to_vec());
+        let (f, v) = setup_vfs(12, &mem);
+        f.fail_nth(OpKind::VfsWrite, 1, libc::ENOSPC, true);
+        let errs = [
+            v.create("a").unwrap_err(),
+            v.append("f", b"x").unwrap_err(),
+            v.truncate("f", 0).unwrap_err(),
+            v.rename("f", "g").unwrap_err(),
+            v.remove("f").unwrap_err(),
+            v.create("b").unwrap_err(),
+        ];
+        for e in &errs {
+            assert!(e.is_no_space(), "{e}");
+            assert_eq!(errno_of(e), Some(libc::ENOSPC));
+        }
+        assert_eq!(mem.list().unwrap(), vec!["f"]);
+        assert_eq!(mem.read("f").unwrap(), b"f");
+        v.sync("f").unwrap(); // syncs are not VfsWrite
+        v.sync_dir().unwrap();
+        assert_eq!(f.ticks(), 2);
+        f.clear_failures();
+        v.create("a").unwrap();
+        assert!(mem.exists("a").unwrap());
+    }
+
+    // 6. After a crash every operation fails.
+    #[test]
+    fn every_op_fails_after_a_crash() {
+        let f = Faults::new(13);
+        let mut d = f.wrap_device(Box::new(MemDevice::new(512)));
+        let vmem = MemVfs::new();
+        vmem.put("f", b"f".to_vec());
+        let v = f.wrap_vfs(Arc::new(vmem));
+        f.crash_after(2);
+        d.write(0, &[1; 512]).unwrap();
+        assert!(is_power_loss(&v.append("f", b"x").unwrap_err()));
+        assert!(f.crashed());
+        let mut buf = vec![0u8; 512];
+        let dev: Vec<Error> = vec![
+            d.read(0, &mut buf).unwrap_err(),
+            d.write(0, &buf).unwrap_err(),
+            d.sync().unwrap_err(),
+            d.trim(0, 1).unwrap_err(),
+        ];
+        let vfs: Vec<Error> = vec![
+            v.create("g").unwrap_err(),
+            v.append("f", b"x").unwrap_err(),
+            v.read("f").unwrap_err(),
+            v.len("f").unwrap_err(),
+            v.truncate("f", 0).unwrap_err(),
+            v.sync("f").unwrap_err(),
+            v.rename("f", "g").unwrap_err(),
+            v.remove("f").unwrap_err(),
+            v.exists("f").unwrap_err(),
+            v.list().unwrap_err(),
+            v.sync_dir().unwrap_err(),
+        ];
+        for e in dev.iter().chain(vfs.iter()) {
+            assert!(is_power_loss(e), "{e}");
+        }
+        assert_eq!(f.ticks(), 2, "nothing ticks after the crash");
+        // Failures and crash plans after the crash change nothing.
+        f.crash_after(1);
+        f.fail_nth(OpKind::DeviceSync, 1, libc::EIO, false);
+        assert!(is_power_loss(&d.sync().unwrap_err()));
+    }
+
+    // 7. Two injectors in parallel do not interfere.
+    #[test]
+    fn injectors_are_independent() {
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let run = |crash: Option<u64>, seed: u64| {
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                let f = Faults::new(seed);
+                let mem = MemDevice::new(512);
+                let mut d = f.wrap_device(Box::new(mem.clone()));
+                let v = f.wrap_vfs(Arc::new(MemVfs::new()));
+                if let Some(n) = crash {
+                    f.crash_after(n);
+                }
+                barrier.wait();
+                let mut ok = 0u64;
+                for i in 0..500u64 {
+                    let r = if i % 2 == 0 {
+                        d.write(i % 7, &[i as u8; 512])
+                    } else {
+                        v.create(&format!("f{}", i % 5))
+                    };
+                    if r.is_ok() {
+                        ok += 1;
+                    }
+                }
+                (ok, f.ticks(), f.crashed())
+            })
+        };
+        let a = run(Some(300), 1);
+        let b = run(None, 2);
+        assert_eq!(a.join().unwrap(), (299, 300, true));
+        assert_eq!(b.join().unwrap(), (500, 500, false));
+    }
+
+    #[test]
+    fn plan_replays_the_same_image() {
+        let plan = FaultPlan {
+            seed: 77,
+            crash_after: Some(3),
+            failures: vec![FailSpec {
+                kind: OpKind::DeviceWrite,
+                n: 1,
+                errno: libc::EIO,
+                sticky: false,
+            }],
+        };
+        let image = || {
+            let f = Faults::with_plan(&plan);
+            let mem = MemDevice::new(4096);
+            let mut d = f.wrap_device(Box::new(mem.clone()));
+            assert!(d.write(0, &[1; 4096]).is_err()); // injected, no tick
+            d.write(0, &[1; 4096]).unwrap(); // tick 1
+            d.sync().unwrap(); // tick 2
+            assert!(d.write(0, &[2; 4096]).is_err()); // tick 3: torn
+            page(&mem, 0)
+        };
+        assert_eq!(image(), image());
     }
 }

@@ -21,7 +21,7 @@ mod vfs;
 
 pub use aligned::AlignedBuf;
 pub use alloc::{Extent, ExtentAllocator};
-pub use fault::{FaultPlan, Faults, FaultyDevice, FaultyVfs};
+pub use fault::{FailSpec, FaultPlan, Faults, FaultyDevice, FaultyVfs, OpKind};
 pub use file::FileDevice;
 pub use mem::MemDevice;
 pub use vfs::{DirVfs, MemVfs, Vfs};
