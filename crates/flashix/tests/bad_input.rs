@@ -13,7 +13,9 @@ fn tmp() -> tempfile::TempDir {
 }
 
 fn small(engine: EngineKind) -> Options {
-    Options::new(engine).page_size(512).buffer_pool_bytes(16 * 512)
+    Options::new(engine)
+        .page_size(512)
+        .buffer_pool_bytes(16 * 512)
 }
 
 fn flip_bit(path: &Path, byte: u64, bit: u8) {
@@ -32,13 +34,25 @@ fn open_of_a_missing_directory_is_not_found() {
 #[test]
 fn create_over_an_existing_index_or_non_empty_directory_is_refused() {
     let d = tmp();
-    Db::create(d.path(), small(EngineKind::BTree)).unwrap().close().unwrap();
-    assert!(matches!(Db::create(d.path(), small(EngineKind::BTree)), Err(Error::AlreadyExists(_))));
+    Db::create(d.path(), small(EngineKind::BTree))
+        .unwrap()
+        .close()
+        .unwrap();
+    assert!(matches!(
+        Db::create(d.path(), small(EngineKind::BTree)),
+        Err(Error::AlreadyExists(_))
+    ));
     let other = tmp();
     std::fs::write(other.path().join("notes.txt"), b"mine").unwrap();
-    assert!(matches!(Db::create(other.path(), small(EngineKind::BTree)), Err(Error::AlreadyExists(_))));
+    assert!(matches!(
+        Db::create(other.path(), small(EngineKind::BTree)),
+        Err(Error::AlreadyExists(_))
+    ));
     // Nothing was touched.
-    assert_eq!(std::fs::read(other.path().join("notes.txt")).unwrap(), b"mine");
+    assert_eq!(
+        std::fs::read(other.path().join("notes.txt")).unwrap(),
+        b"mine"
+    );
 }
 
 #[test]
@@ -70,10 +84,16 @@ fn engines_not_built_yet_are_unsupported_by_name() {
 fn invalid_options_are_refused() {
     let d = tmp();
     for ps in [0usize, 256, 1000, 3000, 4097] {
-        let r = Db::create(d.path().join(format!("ps{ps}")), Options::new(EngineKind::BTree).page_size(ps));
+        let r = Db::create(
+            d.path().join(format!("ps{ps}")),
+            Options::new(EngineKind::BTree).page_size(ps),
+        );
         assert!(matches!(r, Err(Error::InvalidOptions(_))), "page size {ps}");
     }
-    let r = Db::create(d.path().join("pool"), Options::new(EngineKind::BTree).buffer_pool_bytes(4096));
+    let r = Db::create(
+        d.path().join("pool"),
+        Options::new(EngineKind::BTree).buffer_pool_bytes(4096),
+    );
     match r {
         Err(Error::InvalidOptions(msg)) => assert!(msg.contains("at least"), "{msg}"),
         other => panic!("expected InvalidOptions, got {:?}", other.err()),
@@ -88,10 +108,13 @@ fn invalid_options_are_refused() {
 #[test]
 fn a_memory_index_cannot_be_reopened_from_its_directory() {
     let d = tmp();
-    Db::create(d.path(), small(EngineKind::BTree).device(DeviceSpec::Memory))
-        .unwrap()
-        .close()
-        .unwrap();
+    Db::create(
+        d.path(),
+        small(EngineKind::BTree).device(DeviceSpec::Memory),
+    )
+    .unwrap()
+    .close()
+    .unwrap();
     assert!(matches!(Db::open(d.path()), Err(Error::Unsupported(_))));
 }
 
@@ -124,7 +147,11 @@ fn a_flipped_bit_in_any_data_page_is_corruption_naming_the_page() {
         std::fs::write(&data, &pristine).unwrap();
         flip_bit(&data, page * 512 + 40 + (page * 13) % 400, (page % 8) as u8);
         match read_all(d.path()) {
-            Err(Error::Corruption { file, page: Some(p), .. }) => {
+            Err(Error::Corruption {
+                file,
+                page: Some(p),
+                ..
+            }) => {
                 assert_eq!(file, "data");
                 assert_eq!(p, page);
                 detected += 1;
@@ -135,7 +162,10 @@ fn a_flipped_bit_in_any_data_page_is_corruption_naming_the_page() {
             Err(e) => panic!("page {page}: unexpected {e}"),
         }
     }
-    assert!(detected as u64 >= pages - 2, "only {detected} of {pages} flips detected");
+    assert!(
+        detected as u64 >= pages - 2,
+        "only {detected} of {pages} flips detected"
+    );
 }
 
 #[test]
@@ -200,7 +230,11 @@ fn injected(kind: OpKind, errno: i32) {
     faults.fail_nth(kind, 1, errno, true);
     let mut failure = None;
     for k in 2_000..200_000u64 {
-        let r = if k % 100 == 0 { db.flush() } else { db.insert(k, k) };
+        let r = if k % 100 == 0 {
+            db.flush()
+        } else {
+            db.insert(k, k)
+        };
         if let Err(e) = r {
             failure = Some(e);
             break;
@@ -219,16 +253,28 @@ fn injected(kind: OpKind, errno: i32) {
     let mut db = Db::open_on(storage(&faults)).unwrap();
     db.check_integrity().unwrap();
     for k in 0..2_000u64 {
-        assert_eq!(db.get(k).unwrap(), Some(k), "{kind:?}: flushed key {k} lost");
+        assert_eq!(
+            db.get(k).unwrap(),
+            Some(k),
+            "{kind:?}: flushed key {k} lost"
+        );
     }
     // Whatever else survived is a prefix: keys 2000.. without holes.
     let all: Vec<u64> = db.range(2_000..).unwrap().map(|kv| kv.unwrap().0).collect();
-    assert!(all.iter().enumerate().all(|(i, &k)| k == 2_000 + i as u64), "not a prefix");
+    assert!(
+        all.iter().enumerate().all(|(i, &k)| k == 2_000 + i as u64),
+        "not a prefix"
+    );
 }
 
 #[test]
 fn eio_and_enospc_during_writes_and_syncs() {
-    for kind in [OpKind::DeviceWrite, OpKind::DeviceSync, OpKind::VfsWrite, OpKind::VfsSync] {
+    for kind in [
+        OpKind::DeviceWrite,
+        OpKind::DeviceSync,
+        OpKind::VfsWrite,
+        OpKind::VfsSync,
+    ] {
         for errno in [libc::EIO, libc::ENOSPC] {
             injected(kind, errno);
         }

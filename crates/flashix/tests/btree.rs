@@ -35,7 +35,7 @@ fn counter(db: &Db, name: &str) -> u64 {
 fn grows_deep_and_shrinks_back_with_splits_merges_and_redistributions() {
     let (mut db, _, _) = mem_db(512, 8);
     let mut rng = Rng::new(7);
-    let mut keys: Vec<u64> = (0..20_000).map(|_| rng.next()).collect();
+    let mut keys: Vec<u64> = (0..20_000).map(|_| rng.next_u64()).collect();
     for (i, &k) in keys.iter().enumerate() {
         db.insert(k, !k).unwrap();
         if i % 4_000 == 0 {
@@ -43,7 +43,10 @@ fn grows_deep_and_shrinks_back_with_splits_merges_and_redistributions() {
         }
     }
     db.check_integrity().unwrap();
-    assert!(counter(&db, "height") >= 4, "20k entries in 512-byte pages must be at least 4 levels");
+    assert!(
+        counter(&db, "height") >= 4,
+        "20k entries in 512-byte pages must be at least 4 levels"
+    );
     assert!(counter(&db, "internal_splits") > 0 && counter(&db, "root_splits") >= 3);
     // Delete in another order.
     for i in (1..keys.len()).rev() {

@@ -90,7 +90,7 @@ fn range_is_valid(lo: Bound<u64>, hi: Bound<u64>) -> bool {
         (Bound::Included(a), Bound::Excluded(b)) | (Bound::Excluded(a), Bound::Included(b)) => {
             a < b
         }
-        (Bound::Excluded(a), Bound::Excluded(b)) => a < b && !(a + 1 == b),
+        (Bound::Excluded(a), Bound::Excluded(b)) => a < b && a + 1 != b,
         _ => true,
     }
 }
@@ -102,10 +102,16 @@ struct Env {
     mem_dev: MemDevice,
     mem_vfs: MemVfs,
     faults: Faults,
+    seed: u64,
+    opens: u64,
 }
 
 impl Env {
-    fn storage(&self) -> Result<Storage, Error> {
+    /// Fresh handles on the same data, under a fresh fault injector (an injector models
+    /// the files it has seen, so each open gets its own).
+    fn storage(&mut self) -> Result<Storage, Error> {
+        self.opens += 1;
+        self.faults = Faults::new(self.seed ^ self.opens.rotate_left(32));
         let (dev, vfs): (Box<dyn Device>, Arc<dyn Vfs>) = match &self.device {
             DeviceKind::Memory => (
                 Box::new(self.mem_dev.reopen()),
@@ -132,7 +138,7 @@ impl KeyGen {
     fn new(rng: &mut Rng) -> Self {
         let mut bases = vec![0, 1, 2, u64::MAX, u64::MAX - 1, u64::MAX - 2, 1 << 63];
         for _ in 0..24 {
-            bases.push(rng.next());
+            bases.push(rng.next_u64());
         }
         KeyGen { bases }
     }
@@ -146,7 +152,7 @@ impl KeyGen {
             }
             3..=5 if !model.is_empty() => {
                 // A repeat: near a random present key.
-                let probe = rng.next();
+                let probe = rng.next_u64();
                 let k = model
                     .range(probe..)
                     .next()
@@ -219,12 +225,14 @@ pub fn run(h: &History) -> Result<Report, String> {
     };
     let mut rng = Rng::new(h.seed);
     let opts = options_for(h.engine, &mut rng);
-    let env = Env {
+    let mut env = Env {
         device: h.device.clone(),
         page_size: opts.get_page_size(),
         mem_dev: MemDevice::new(opts.get_page_size()),
         mem_vfs: MemVfs::new(),
         faults: Faults::new(h.seed),
+        seed: h.seed,
+        opens: 0,
     };
     let keys = KeyGen::new(&mut rng);
     let mut report = Report::default();
@@ -233,45 +241,23 @@ pub fn run(h: &History) -> Result<Report, String> {
     let mut model: BTreeMap<u64, u64> = BTreeMap::new();
     let trace = std::env::var_os("FLASHIX_TRACE").is_some();
 
+    // The model at the last successful flush (or close), and the mutations since: after a
+    // crash the contents must equal `durable` plus some prefix of `since`.
+    let mut durable = model.clone();
+    let mut since: Vec<Op> = Vec::new();
+
     for step in 0..h.ops {
         let Some(d) = db.as_mut() else { break };
         report.ops += 1;
         let roll = rng.below(100);
-        let op: Option<Op> = match roll {
-            0..=35 => Some(Op::Insert(keys.key(&mut rng, &model), rng.next())),
-            36..=49 => Some(Op::Delete(keys.key(&mut rng, &model))),
-            50..=52 => {
-                let big = rng.below(4) == 0;
-                let n = rng.below(if big { 600 } else { 40 }) as usize;
-                let pairs: Vec<(u64, u64)> = (0..n)
-                    .map(|_| (keys.key(&mut rng, &model), rng.next()))
-                    .collect();
-                Some(Op::Bulk(pairs))
-            }
-            53..=54 => {
-                // Mostly narrow ranges, so that trees grow large enough to be deep.
-                let (lo, hi) = if rng.below(4) == 0 {
-                    keys.bound(&mut rng, &model)
-                } else {
-                    let a = keys.key(&mut rng, &model);
-                    (Bound::Included(a), Bound::Included(a.saturating_add(rng.below(200))))
-                };
-                Some(Op::DeleteRange(lo, hi))
-            }
-            _ => None,
-        };
+        let op = gen_mutation(roll, &mut rng, &keys, &model);
         if trace {
             eprintln!("step {step}: roll {roll} {op:?}");
         }
         if let Some(op) = op {
-            let r = match &op {
-                Op::Insert(k, v) => d.insert(*k, *v),
-                Op::Delete(k) => d.delete(*k),
-                Op::Bulk(p) => d.bulk_insert(p),
-                Op::DeleteRange(lo, hi) => d.delete_range((*lo, *hi)),
-            };
-            r.map_err(|e| ctx(&format!("{op:?}"), step, &e))?;
+            exec(d, &op).map_err(|e| ctx(&format!("{op:?}"), step, &e))?;
             apply(&mut model, &op);
+            since.push(op);
             continue;
         }
         match roll {
@@ -319,16 +305,90 @@ pub fn run(h: &History) -> Result<Report, String> {
                     ));
                 }
             }
-            87..=94 => d.flush().map_err(|e| ctx("flush", step, &e))?,
+            87..=94 => {
+                d.flush().map_err(|e| ctx("flush", step, &e))?;
+                durable = model.clone();
+                since.clear();
+            }
             95..=96 => {
                 if let Some(d) = db.take() {
                     d.close().map_err(|e| ctx("close", step, &e))?;
                 }
+                durable = model.clone();
+                since.clear();
                 let s = env.storage().map_err(|e| ctx("storage", step, &e))?;
                 let mut d = Db::open_on(s).map_err(|e| ctx("reopen", step, &e))?;
                 verify(&mut d, &model).map_err(|e| ctx("after reopen", step, &e))?;
                 db = Some(d);
                 report.reopens += 1;
+            }
+            97..=98 if h.crashes => {
+                // Power cut a few writes or syncs from now, while mutating and flushing.
+                env.faults.crash_after(1 + rng.below(80));
+                let mut in_flight = 0;
+                while !env.faults.crashed() && in_flight < 40 {
+                    in_flight += 1;
+                    let roll = rng.below(60);
+                    let Some(d) = db.as_mut() else { break };
+                    match gen_mutation(roll, &mut rng, &keys, &model) {
+                        Some(op) => {
+                            let r = exec(d, &op);
+                            apply(&mut model, &op);
+                            since.push(op.clone());
+                            if let Err(e) = r {
+                                if !env.faults.crashed() {
+                                    return Err(ctx(&format!("{op:?} before the crash"), step, &e));
+                                }
+                            }
+                        }
+                        None => match d.flush() {
+                            Ok(()) => {
+                                durable = model.clone();
+                                since.clear();
+                            }
+                            Err(_) if env.faults.crashed() => {}
+                            Err(e) => return Err(ctx("flush before the crash", step, &e)),
+                        },
+                    }
+                }
+                env.faults.crash_now();
+                drop(db.take());
+                if let Some(e) = env.faults.image_error() {
+                    return Err(ctx("building the crash image", step, &e));
+                }
+                let s = env.storage().map_err(|e| ctx("storage", step, &e))?;
+                let mut d = Db::open_on(s).map_err(|e| ctx("open after crash", step, &e))?;
+                d.check_integrity()
+                    .map_err(|e| ctx("check_integrity after crash", step, &e))?;
+                let got = contents(&mut d).map_err(|e| ctx("scan after crash", step, &e))?;
+                let mut candidate = durable.clone();
+                let mut matched = (candidate == got).then_some(0);
+                for (i, op) in since.iter().enumerate() {
+                    if matched.is_some() {
+                        break;
+                    }
+                    apply(&mut candidate, op);
+                    if candidate == got {
+                        matched = Some(i + 1);
+                    }
+                }
+                let Some(kept) = matched else {
+                    return Err(ctx(
+                        "prefix rule after crash",
+                        step,
+                        &format!(
+                            "recovered state is no prefix of the {} operations since the last flush ({})",
+                            since.len(),
+                            describe_diff(&got, &durable)
+                        ),
+                    ));
+                };
+                report.crashes += 1;
+                report.lost_after_crash += since.len() - kept;
+                model = got;
+                durable = model.clone();
+                since.clear();
+                db = Some(d);
             }
             _ => {
                 if let Some(d) = db.as_mut() {
@@ -347,6 +407,46 @@ pub fn run(h: &History) -> Result<Report, String> {
     verify(&mut d, &model).map_err(|e| ctx("after the final reopen", h.ops, &e))?;
     report.final_entries = model.len();
     Ok(report)
+}
+
+/// A mutation for `roll` (0..=54), or `None` for other rolls.
+fn gen_mutation(roll: u64, rng: &mut Rng, keys: &KeyGen, model: &BTreeMap<u64, u64>) -> Option<Op> {
+    match roll {
+        0..=35 => Some(Op::Insert(keys.key(rng, model), rng.next_u64())),
+        36..=49 => Some(Op::Delete(keys.key(rng, model))),
+        50..=52 => {
+            let big = rng.below(4) == 0;
+            let n = rng.below(if big { 600 } else { 40 }) as usize;
+            Some(Op::Bulk(
+                (0..n)
+                    .map(|_| (keys.key(rng, model), rng.next_u64()))
+                    .collect(),
+            ))
+        }
+        53..=54 => {
+            // Mostly narrow ranges, so that trees grow large enough to be deep.
+            let (lo, hi) = if rng.below(4) == 0 {
+                keys.bound(rng, model)
+            } else {
+                let a = keys.key(rng, model);
+                (
+                    Bound::Included(a),
+                    Bound::Included(a.saturating_add(rng.below(200))),
+                )
+            };
+            Some(Op::DeleteRange(lo, hi))
+        }
+        _ => None,
+    }
+}
+
+fn exec(db: &mut Db, op: &Op) -> Result<(), Error> {
+    match op {
+        Op::Insert(k, v) => db.insert(*k, *v),
+        Op::Delete(k) => db.delete(*k),
+        Op::Bulk(p) => db.bulk_insert(p),
+        Op::DeleteRange(lo, hi) => db.delete_range((*lo, *hi)),
+    }
 }
 
 /// Contents equal the model and the engine's invariants hold.
