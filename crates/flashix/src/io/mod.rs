@@ -212,7 +212,7 @@ pub fn validate(page_size: usize, page: PageId, len: usize) -> Result<()> {
     let end = page
         .checked_add(pages)
         .and_then(|e| e.checked_mul(page_size as u64));
-    if end.map_or(true, |e| e > i64::MAX as u64) {
+    if !matches!(end, Some(e) if e <= i64::MAX as u64) {
         return Err(Error::InvalidArgument(format!(
             "page {page} is out of range"
         )));
