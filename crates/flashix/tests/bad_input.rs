@@ -230,11 +230,10 @@ fn injected(kind: OpKind, errno: i32) {
     faults.fail_nth(kind, 1, errno, true);
     let mut failure = None;
     for k in 2_000..200_000u64 {
-        let r = if k % 100 == 0 {
-            db.flush()
-        } else {
-            db.insert(k, k)
-        };
+        let mut r = db.insert(k, k);
+        if r.is_ok() && k % 100 == 0 {
+            r = db.flush();
+        }
         if let Err(e) = r {
             failure = Some(e);
             break;
