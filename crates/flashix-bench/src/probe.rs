@@ -1,35 +1,80 @@
-//! Device probe. TEMPORARY STUB: the real probe is written on another branch and replaces
-//! this file at merge time. Same signatures; `run_probe` returns an error.
+//! `flashix probe`: measure the device under a directory (DESIGN.md, Benchmarks): 4 KiB
+//! random read and write IOPS at queue depth 1 and 32, sequential read and write bandwidth
+//! with 512 KiB requests, and mean QD1 read latency by request size. The result, a
+//! [`DeviceProfile`], feeds the cost models and the "share of the device's limit" column of
+//! benchmark reports.
+//!
+//! The probe runs on a [`FileDevice`] opened with `direct_io = true` (so the page cache does
+//! not help; the backend actually used is recorded) on a file `probe.dat` in the probed
+//! directory, which it fills first so that reads hit real blocks, and deletes at the end.
+//! Bandwidth is in MB/s with 1 MB = 10^6 bytes.
 
+use anyhow::{bail, Context};
+use flashix::io::{AlignedBuf, Device, FileDevice, IoReq};
+use rand::rngs::StdRng;
+use rand::{Rng, RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// Page size of the probe device.
+const PAGE: usize = 4096;
+/// Request size of the sequential tests.
+const SEQ_BYTES: usize = 512 * 1024;
+/// Queue depth of the "QD32" tests.
+const QD: usize = 32;
+/// Request sizes of the latency table.
+const LATENCY_SIZES: [u64; 8] = [
+    4 << 10,
+    8 << 10,
+    16 << 10,
+    32 << 10,
+    64 << 10,
+    128 << 10,
+    256 << 10,
+    512 << 10,
+];
+
+/// What `flashix probe` measured on one directory's device.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DeviceProfile {
+    /// Directory probed.
     pub path: String,
+    /// `FileDevice` backend used (`io_uring+O_DIRECT`, ...).
     pub backend: String,
+    /// Size of the test file.
     pub file_bytes: u64,
     pub rand_read_iops_qd1: f64,
     pub rand_read_iops_qd32: f64,
     pub rand_write_iops_qd1: f64,
     pub rand_write_iops_qd32: f64,
+    /// Sequential reads, 512 KiB requests, MB/s (10^6 bytes).
     pub seq_read_mb_s: f64,
+    /// Sequential writes, 512 KiB requests, MB/s (10^6 bytes).
     pub seq_write_mb_s: f64,
+    /// Request bytes -> mean QD1 random-read latency in microseconds.
     pub read_latency_us_by_size: Vec<(u64, f64)>,
+    /// UTC time of the measurement, `YYYY-MM-DDTHH:MM:SSZ`.
     pub measured_at: String,
 }
 
+/// What to probe and for how long.
+#[derive(Debug, Clone)]
 pub struct ProbeConfig {
+    /// Directory whose device is measured (created if absent).
     pub dir: PathBuf,
+    /// Size of the test file (rounded down to a multiple of 512 KiB; at least 512 KiB).
     pub file_bytes: u64,
+    /// Duration of each measurement.
     pub seconds_per_test: f64,
+    /// Seed of the random offsets.
     pub seed: u64,
 }
 
 impl Default for ProbeConfig {
     fn default() -> Self {
         ProbeConfig {
-            dir: PathBuf::from("./bench-out/probe-dir"),
+            dir: PathBuf::from("."),
             file_bytes: 1 << 30,
             seconds_per_test: 2.0,
             seed: 42,
@@ -37,19 +82,353 @@ impl Default for ProbeConfig {
     }
 }
 
+/// Removes the probe file when dropped (also on error).
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Measure the device under `cfg.dir`. `progress` receives one line per step.
 pub fn run_probe(
-    _cfg: &ProbeConfig,
-    _progress: &mut dyn FnMut(&str),
+    cfg: &ProbeConfig,
+    progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<DeviceProfile> {
-    anyhow::bail!("probe not merged yet")
+    let file_bytes = cfg.file_bytes / SEQ_BYTES as u64 * SEQ_BYTES as u64;
+    if file_bytes < SEQ_BYTES as u64 {
+        bail!(
+            "probe file size {} is too small: at least {} bytes are needed",
+            cfg.file_bytes,
+            SEQ_BYTES
+        );
+    }
+    if !cfg.seconds_per_test.is_finite() || cfg.seconds_per_test < 0.0 {
+        bail!(
+            "seconds per test must be a non-negative number, not {}",
+            cfg.seconds_per_test
+        );
+    }
+    let dur = Duration::from_secs_f64(cfg.seconds_per_test);
+    std::fs::create_dir_all(&cfg.dir)
+        .with_context(|| format!("creating probe directory {}", cfg.dir.display()))?;
+    let path = cfg.dir.join("probe.dat");
+    let _ = std::fs::remove_file(&path);
+    let guard = RemoveOnDrop(path.clone());
+    let mut dev = FileDevice::open(&path, PAGE, true)
+        .with_context(|| format!("opening probe file {}", path.display()))?;
+    let backend = dev.backend().to_string();
+    let pages = file_bytes / PAGE as u64;
+    let mut rng = StdRng::seed_from_u64(cfg.seed);
+    let measured_at = utc_timestamp(SystemTime::now());
+
+    progress(&format!(
+        "probing {} with a {} MiB file ({backend})",
+        cfg.dir.display(),
+        file_bytes >> 20
+    ));
+
+    // Fill sequentially with non-zero data so reads hit real blocks.
+    progress("filling the test file");
+    let mut big = AlignedBuf::zeroed(SEQ_BYTES);
+    rng.fill_bytes(&mut big);
+    let seq_pages = (SEQ_BYTES / PAGE) as u64;
+    let mut p = 0;
+    while p < pages {
+        dev.write(p, &big)?;
+        p += seq_pages;
+    }
+    dev.sync()?;
+
+    let mut small: Vec<AlignedBuf> = (0..QD).map(|_| AlignedBuf::zeroed(PAGE)).collect();
+    for b in &mut small {
+        rng.fill_bytes(b);
+    }
+
+    progress("random 4 KiB reads, QD1");
+    let rand_read_iops_qd1 = rate(timed(dur, |n| {
+        let page = rng.gen_range(0..pages);
+        dev.read(page, &mut small[0])?;
+        *n += 1;
+        Ok(())
+    })?);
+
+    progress("random 4 KiB reads, QD32");
+    let rand_read_iops_qd32 = rate(timed(dur, |n| {
+        let mut batch: Vec<IoReq<'_>> = small
+            .iter_mut()
+            .map(|buf| IoReq::Read {
+                page: rng.gen_range(0..pages),
+                buf,
+            })
+            .collect();
+        dev.submit(&mut batch)?;
+        *n += QD as u64;
+        Ok(())
+    })?);
+
+    // Write tests sync once at the end, inside the measured time.
+    progress("random 4 KiB writes, QD1");
+    let t = timed(dur, |n| {
+        let page = rng.gen_range(0..pages);
+        dev.write(page, &small[0])?;
+        *n += 1;
+        Ok(())
+    })?;
+    dev.sync()?;
+    let rand_write_iops_qd1 = rate(t);
+
+    progress("random 4 KiB writes, QD32");
+    let t = timed(dur, |n| {
+        let mut batch: Vec<IoReq<'_>> = small
+            .iter()
+            .map(|buf| IoReq::Write {
+                page: rng.gen_range(0..pages),
+                buf,
+            })
+            .collect();
+        dev.submit(&mut batch)?;
+        *n += QD as u64;
+        Ok(())
+    })?;
+    dev.sync()?;
+    let rand_write_iops_qd32 = rate(t);
+
+    progress("sequential 512 KiB reads");
+    let mut next = 0u64;
+    let seq_read_mb_s = rate(timed(dur, |n| {
+        dev.read(next, &mut big)?;
+        next = (next + seq_pages) % pages;
+        *n += 1;
+        Ok(())
+    })?) * SEQ_BYTES as f64
+        / 1e6;
+
+    progress("sequential 512 KiB writes");
+    let mut next = 0u64;
+    let t = timed(dur, |n| {
+        dev.write(next, &big)?;
+        next = (next + seq_pages) % pages;
+        *n += 1;
+        Ok(())
+    })?;
+    dev.sync()?;
+    let seq_write_mb_s = rate(t) * SEQ_BYTES as f64 / 1e6;
+
+    let mut read_latency_us_by_size = Vec::with_capacity(LATENCY_SIZES.len());
+    for size in LATENCY_SIZES {
+        progress(&format!("QD1 read latency, {} KiB requests", size >> 10));
+        let slots = file_bytes / size;
+        let size_pages = size / PAGE as u64;
+        let mut buf = AlignedBuf::zeroed(size as usize);
+        let per_sec = rate(timed(dur, |n| {
+            let page = rng.gen_range(0..slots) * size_pages;
+            dev.read(page, &mut buf)?;
+            *n += 1;
+            Ok(())
+        })?);
+        read_latency_us_by_size.push((size, 1e6 / per_sec));
+    }
+
+    drop(dev);
+    drop(guard);
+    progress("done");
+    Ok(DeviceProfile {
+        path: cfg.dir.display().to_string(),
+        backend,
+        file_bytes,
+        rand_read_iops_qd1,
+        rand_read_iops_qd32,
+        rand_write_iops_qd1,
+        rand_write_iops_qd32,
+        seq_read_mb_s,
+        seq_write_mb_s,
+        read_latency_us_by_size,
+        measured_at,
+    })
 }
 
-pub fn print_table(_p: &DeviceProfile) {}
-
-pub fn save_profile(_p: &DeviceProfile, _path: &Path) -> anyhow::Result<()> {
-    anyhow::bail!("probe not merged yet")
+/// Run `step` (which adds the operations it did to its counter) until `dur` has passed
+/// (at least once); return the operation count and the start time, so that the caller can
+/// add a final step (a sync) to the measured time before calling [`rate`].
+fn timed(
+    dur: Duration,
+    mut step: impl FnMut(&mut u64) -> anyhow::Result<()>,
+) -> anyhow::Result<(u64, Instant)> {
+    let mut n = 0u64;
+    let start = Instant::now();
+    loop {
+        step(&mut n)?;
+        if start.elapsed() >= dur {
+            break;
+        }
+    }
+    Ok((n, start))
 }
 
-pub fn load_profile(_path: &Path) -> anyhow::Result<DeviceProfile> {
-    anyhow::bail!("probe not merged yet")
+/// Operations per second since `start`.
+fn rate((n, start): (u64, Instant)) -> f64 {
+    n as f64 / start.elapsed().as_secs_f64().max(1e-9)
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for a time (UTC), without a date library.
+fn utc_timestamp(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Print a profile as a table.
+pub fn print_table(p: &DeviceProfile) {
+    println!("device profile of {}", p.path);
+    println!("  backend        {}", p.backend);
+    println!("  test file      {} MiB", p.file_bytes >> 20);
+    println!("  measured at    {}", p.measured_at);
+    println!();
+    println!("  {:<30} {:>14}", "test", "result");
+    println!("  {:-<30} {:->14}", "", "");
+    let rows = [
+        ("random 4 KiB read, QD1", p.rand_read_iops_qd1, "IOPS"),
+        ("random 4 KiB read, QD32", p.rand_read_iops_qd32, "IOPS"),
+        ("random 4 KiB write, QD1", p.rand_write_iops_qd1, "IOPS"),
+        ("random 4 KiB write, QD32", p.rand_write_iops_qd32, "IOPS"),
+        ("sequential 512 KiB read", p.seq_read_mb_s, "MB/s"),
+        ("sequential 512 KiB write", p.seq_write_mb_s, "MB/s"),
+    ];
+    for (name, v, unit) in rows {
+        println!("  {name:<30} {v:>9.0} {unit}");
+    }
+    println!();
+    println!("  {:<30} {:>14}", "QD1 read latency by size", "mean");
+    println!("  {:-<30} {:->14}", "", "");
+    for (size, us) in &p.read_latency_us_by_size {
+        let label = format!("{} KiB", size >> 10);
+        println!("  {label:<30} {us:>11.1} us");
+    }
+}
+
+/// Write a profile as pretty JSON.
+pub fn save_profile(p: &DeviceProfile, path: &Path) -> anyhow::Result<()> {
+    let json = serde_json::to_string_pretty(p).context("encoding the device profile")?;
+    std::fs::write(path, json + "\n")
+        .with_context(|| format!("writing device profile {}", path.display()))
+}
+
+/// Read a profile written by [`save_profile`].
+pub fn load_profile(path: &Path) -> anyhow::Result<DeviceProfile> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading device profile {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("parsing device profile {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+    }
+
+    #[test]
+    fn probe_small_file_and_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = ProbeConfig {
+            dir: dir.path().join("dev"),
+            file_bytes: 16 << 20,
+            seconds_per_test: 0.05,
+            seed: 7,
+        };
+        let mut lines = Vec::new();
+        let p = run_probe(&cfg, &mut |s| lines.push(s.to_string())).unwrap();
+        assert!(!lines.is_empty());
+        assert_eq!(p.file_bytes, 16 << 20);
+        assert!(!p.backend.is_empty());
+        for v in [
+            p.rand_read_iops_qd1,
+            p.rand_read_iops_qd32,
+            p.rand_write_iops_qd1,
+            p.rand_write_iops_qd32,
+            p.seq_read_mb_s,
+            p.seq_write_mb_s,
+        ] {
+            assert!(v.is_finite() && v > 0.0, "{p:?}");
+        }
+        assert_eq!(
+            p.read_latency_us_by_size
+                .iter()
+                .map(|x| x.0)
+                .collect::<Vec<_>>(),
+            LATENCY_SIZES.to_vec()
+        );
+        assert!(p.read_latency_us_by_size.iter().all(|x| x.1 > 0.0));
+        assert!(!cfg.dir.join("probe.dat").exists());
+        assert_eq!(p.measured_at.len(), 20, "{}", p.measured_at);
+        print_table(&p);
+
+        let file = dir.path().join("profile.json");
+        save_profile(&p, &file).unwrap();
+        let q = load_profile(&file).unwrap();
+        assert_eq!(q.path, p.path);
+        assert_eq!(q.backend, p.backend);
+        assert_eq!(q.file_bytes, p.file_bytes);
+        assert_eq!(q.measured_at, p.measured_at);
+        assert!(close(q.rand_read_iops_qd1, p.rand_read_iops_qd1));
+        assert!(close(q.rand_read_iops_qd32, p.rand_read_iops_qd32));
+        assert!(close(q.rand_write_iops_qd1, p.rand_write_iops_qd1));
+        assert!(close(q.rand_write_iops_qd32, p.rand_write_iops_qd32));
+        assert!(close(q.seq_read_mb_s, p.seq_read_mb_s));
+        assert!(close(q.seq_write_mb_s, p.seq_write_mb_s));
+        assert_eq!(
+            q.read_latency_us_by_size.len(),
+            p.read_latency_us_by_size.len()
+        );
+        for (a, b) in q
+            .read_latency_us_by_size
+            .iter()
+            .zip(&p.read_latency_us_by_size)
+        {
+            assert_eq!(a.0, b.0);
+            assert!(close(a.1, b.1));
+        }
+    }
+
+    #[test]
+    fn too_small_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = ProbeConfig {
+            dir: dir.path().to_path_buf(),
+            file_bytes: 4096,
+            ..ProbeConfig::default()
+        };
+        assert!(run_probe(&cfg, &mut |_| {}).is_err());
+    }
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(utc_timestamp(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = UNIX_EPOCH + Duration::from_secs(951_782_400 + 3661); // 2000-02-29 01:01:01
+        assert_eq!(utc_timestamp(t), "2000-02-29T01:01:01Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(utc_timestamp(t), "2023-11-14T22:13:20Z");
+    }
 }

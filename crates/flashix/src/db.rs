@@ -287,3 +287,44 @@ fn device_for(dir: &Path, spec: &DeviceSpec, page_size: usize) -> Result<Box<dyn
         DeviceSpec::Memory => Box::new(MemDevice::new(page_size)),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn db_is_send() {
+        fn send<T: Send>() {}
+        send::<Db>();
+    }
+
+    #[test]
+    fn bulk_insert_keeps_the_last_of_equal_keys_and_ranges_handle_edges() {
+        let s = Storage {
+            device: Box::new(MemDevice::new(512)),
+            vfs: Arc::new(crate::io::MemVfs::new()),
+        };
+        let opts = Options::new(crate::EngineKind::BTree)
+            .page_size(512)
+            .buffer_pool_bytes(8 * 512);
+        let mut db = Db::create_on(s, opts).unwrap();
+        db.bulk_insert(&[(5, 1), (u64::MAX, 2), (5, 3), (0, 4)])
+            .unwrap();
+        assert_eq!(db.get(5).unwrap(), Some(3));
+        let all: Vec<_> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(all, vec![(0, 4), (5, 3), (u64::MAX, 2)]);
+        assert_eq!(
+            db.range((Bound::Excluded(u64::MAX), Bound::Unbounded))
+                .unwrap()
+                .count(),
+            0
+        );
+        assert_eq!(db.range(6..5).unwrap().count(), 0);
+        assert_eq!(db.range(u64::MAX..).unwrap().count(), 1);
+        db.delete_range(..u64::MAX).unwrap();
+        let all: Vec<_> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(all, vec![(u64::MAX, 2)]);
+        db.delete_range(..).unwrap();
+        assert_eq!(db.range(..).unwrap().count(), 0);
+    }
+}

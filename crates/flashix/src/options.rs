@@ -193,9 +193,10 @@ impl Options {
                 self.checkpoint_wal_bytes
             )));
         }
-        if !(0.1..=1.0).contains(&self.btree.bulk_fill) {
+        // Below one half, bulk-loaded nodes would break the B+-tree's occupancy invariant.
+        if !(0.5..=1.0).contains(&self.btree.bulk_fill) {
             return Err(Error::InvalidOptions(format!(
-                "btree bulk_fill {} must be within 0.1..=1.0",
+                "btree bulk_fill {} must be within 0.5..=1.0",
                 self.btree.bulk_fill
             )));
         }

@@ -21,7 +21,7 @@ mod vfs;
 
 pub use aligned::AlignedBuf;
 pub use alloc::{Extent, ExtentAllocator};
-pub use fault::{FaultPlan, Faults, FaultyDevice, FaultyVfs};
+pub use fault::{FailSpec, FaultPlan, Faults, FaultyDevice, FaultyVfs, OpKind};
 pub use file::FileDevice;
 pub use mem::MemDevice;
 pub use vfs::{DirVfs, MemVfs, Vfs};
@@ -212,7 +212,7 @@ pub fn validate(page_size: usize, page: PageId, len: usize) -> Result<()> {
     let end = page
         .checked_add(pages)
         .and_then(|e| e.checked_mul(page_size as u64));
-    if end.is_none_or(|e| e > i64::MAX as u64) {
+    if !matches!(end, Some(e) if e <= i64::MAX as u64) {
         return Err(Error::InvalidArgument(format!(
             "page {page} is out of range"
         )));

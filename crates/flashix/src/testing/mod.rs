@@ -1,1 +1,479 @@
-//! Conformance harness (being written).
+//! The conformance harness (DESIGN.md, Testing): seeded random histories of every `Db`
+//! operation, checked against a `BTreeMap<u64, u64>` model, for any engine on any device,
+//! with `Reopen` and `Crash` steps. A crash step arms the fault injector so that a power cut
+//! happens a few writes or syncs later, rebuilds the storage as the cut left it, reopens,
+//! and checks the prefix rule of Contract 3: the contents equal the model after some prefix
+//! of the operations that contains every operation before the last successful `flush`.
+//! `check_integrity` runs after every reopen and at the end of each history.
+//!
+//! Adding an engine to the conformance tests is one line in `tests/conformance.rs`.
+
+mod rng;
+
+pub use rng::Rng;
+
+use crate::io::{Device, DirVfs, Faults, FileDevice, MemDevice, MemVfs, Vfs};
+use crate::{Db, EngineKind, Error, Options, Storage};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Where a history's index lives.
+#[derive(Debug, Clone)]
+pub enum DeviceKind {
+    /// `MemDevice` + `MemVfs`.
+    Memory,
+    /// `FileDevice` (O_DIRECT when the file system allows) + `DirVfs` in this directory.
+    File(PathBuf),
+}
+
+/// One history to run.
+#[derive(Debug, Clone)]
+pub struct History {
+    pub engine: EngineKind,
+    pub device: DeviceKind,
+    pub seed: u64,
+    pub ops: usize,
+    /// Include crash steps.
+    pub crashes: bool,
+}
+
+/// What a history did (for the test's summary).
+#[derive(Debug, Default, Clone)]
+pub struct Report {
+    pub ops: usize,
+    pub reopens: usize,
+    pub crashes: usize,
+    /// Operations after the last flush that a crash lost (allowed by the prefix rule).
+    pub lost_after_crash: usize,
+    pub final_entries: usize,
+}
+
+/// A mutating operation, as the model applies it.
+#[derive(Debug, Clone)]
+enum Op {
+    Insert(u64, u64),
+    Delete(u64),
+    Bulk(Vec<(u64, u64)>),
+    DeleteRange(Bound<u64>, Bound<u64>),
+}
+
+fn apply(model: &mut BTreeMap<u64, u64>, op: &Op) {
+    match op {
+        Op::Insert(k, v) => {
+            model.insert(*k, *v);
+        }
+        Op::Delete(k) => {
+            model.remove(k);
+        }
+        Op::Bulk(pairs) => {
+            for &(k, v) in pairs {
+                model.insert(k, v);
+            }
+        }
+        Op::DeleteRange(lo, hi) => {
+            if range_is_valid(*lo, *hi) {
+                let doomed: Vec<u64> = model.range((*lo, *hi)).map(|(&k, _)| k).collect();
+                for k in doomed {
+                    model.remove(&k);
+                }
+            }
+        }
+    }
+}
+
+/// `BTreeMap::range` panics on inverted bounds; `Db` treats them as empty.
+fn range_is_valid(lo: Bound<u64>, hi: Bound<u64>) -> bool {
+    match (lo, hi) {
+        (Bound::Included(a), Bound::Included(b)) => a <= b,
+        (Bound::Included(a), Bound::Excluded(b)) | (Bound::Excluded(a), Bound::Included(b)) => {
+            a < b
+        }
+        (Bound::Excluded(a), Bound::Excluded(b)) => a < b && a + 1 != b,
+        _ => true,
+    }
+}
+
+/// The storage of a history, able to make fresh handles on the same data.
+struct Env {
+    device: DeviceKind,
+    page_size: usize,
+    mem_dev: MemDevice,
+    mem_vfs: MemVfs,
+    faults: Faults,
+    seed: u64,
+    opens: u64,
+}
+
+impl Env {
+    /// Fresh handles on the same data, under a fresh fault injector (an injector models
+    /// the files it has seen, so each open gets its own).
+    fn storage(&mut self) -> Result<Storage, Error> {
+        self.opens += 1;
+        self.faults = Faults::new(self.seed ^ self.opens.rotate_left(32));
+        let (dev, vfs): (Box<dyn Device>, Arc<dyn Vfs>) = match &self.device {
+            DeviceKind::Memory => (
+                Box::new(self.mem_dev.reopen()),
+                Arc::new(self.mem_vfs.clone()),
+            ),
+            DeviceKind::File(dir) => (
+                Box::new(FileDevice::open(&dir.join("data"), self.page_size, true)?),
+                Arc::new(DirVfs::new(dir.clone())),
+            ),
+        };
+        Ok(Storage {
+            device: Box::new(self.faults.wrap_device(dev)),
+            vfs: Arc::new(self.faults.wrap_vfs(vfs)),
+        })
+    }
+}
+
+/// Keys drawn so that 0, u64::MAX, neighbours and repeats occur.
+struct KeyGen {
+    bases: Vec<u64>,
+}
+
+impl KeyGen {
+    fn new(rng: &mut Rng) -> Self {
+        let mut bases = vec![0, 1, 2, u64::MAX, u64::MAX - 1, u64::MAX - 2, 1 << 63];
+        for _ in 0..24 {
+            bases.push(rng.next_u64());
+        }
+        KeyGen { bases }
+    }
+
+    fn key(&self, rng: &mut Rng, model: &BTreeMap<u64, u64>) -> u64 {
+        match rng.below(10) {
+            0 | 1 => self.bases[rng.below(self.bases.len() as u64) as usize],
+            2 => {
+                let b = self.bases[rng.below(self.bases.len() as u64) as usize];
+                b.wrapping_add(rng.below(5)).wrapping_sub(2)
+            }
+            3..=5 if !model.is_empty() => {
+                // A repeat: near a random present key.
+                let probe = rng.next_u64();
+                let k = model
+                    .range(probe..)
+                    .next()
+                    .or_else(|| model.iter().next_back())
+                    .map(|(&k, _)| k)
+                    .unwrap_or(0);
+                k.wrapping_add(rng.below(3)).wrapping_sub(1)
+            }
+            // A dense region so that ranges cover many keys and nodes fill and split.
+            _ => 1_000_000 + rng.below(6_000),
+        }
+    }
+
+    fn bound(&self, rng: &mut Rng, model: &BTreeMap<u64, u64>) -> (Bound<u64>, Bound<u64>) {
+        let a = self.key(rng, model);
+        let b = if rng.below(2) == 0 {
+            a.saturating_add(rng.below(800))
+        } else {
+            self.key(rng, model)
+        };
+        let (lo, hi) = if rng.below(8) == 0 {
+            (b, a)
+        } else {
+            (a.min(b), a.max(b))
+        };
+        let lo = match rng.below(5) {
+            0 => Bound::Unbounded,
+            1 => Bound::Excluded(lo),
+            _ => Bound::Included(lo),
+        };
+        let hi = match rng.below(5) {
+            0 => Bound::Unbounded,
+            1 => Bound::Excluded(hi),
+            _ => Bound::Included(hi),
+        };
+        (lo, hi)
+    }
+}
+
+/// Options varied by seed: small pages and pools make deep trees and constant eviction.
+fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
+    let page_size = [512, 512, 1024, 4096][rng.below(4) as usize];
+    let frames = [8u64, 16, 64, 1024][rng.below(4) as usize];
+    Options::new(engine)
+        .page_size(page_size)
+        .buffer_pool_bytes(frames * page_size as u64)
+        .checkpoint_wal_bytes([64u64 << 10, 256 << 10, 4 << 20][rng.below(3) as usize])
+}
+
+fn contents(db: &mut Db) -> Result<BTreeMap<u64, u64>, Error> {
+    let mut m = BTreeMap::new();
+    for kv in db.range(..)? {
+        let (k, v) = kv?;
+        if m.insert(k, v).is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "range returned key {k} twice"
+            )));
+        }
+    }
+    Ok(m)
+}
+
+/// Run one history; `Err` describes the first divergence.
+pub fn run(h: &History) -> Result<Report, String> {
+    let ctx = |what: &str, step: usize, e: &dyn std::fmt::Display| {
+        format!(
+            "{:?} on {:?}, seed {}, step {step}: {what}: {e}",
+            h.engine, h.device, h.seed
+        )
+    };
+    let mut rng = Rng::new(h.seed);
+    let opts = options_for(h.engine, &mut rng);
+    let mut env = Env {
+        device: h.device.clone(),
+        page_size: opts.get_page_size(),
+        mem_dev: MemDevice::new(opts.get_page_size()),
+        mem_vfs: MemVfs::new(),
+        faults: Faults::new(h.seed),
+        seed: h.seed,
+        opens: 0,
+    };
+    let keys = KeyGen::new(&mut rng);
+    let mut report = Report::default();
+    let storage = env.storage().map_err(|e| ctx("storage", 0, &e))?;
+    let mut db = Some(Db::create_on(storage, opts).map_err(|e| ctx("create", 0, &e))?);
+    let mut model: BTreeMap<u64, u64> = BTreeMap::new();
+    let trace = std::env::var_os("FLASHIX_TRACE").is_some();
+
+    // The model at the last successful flush (or close), and the mutations since: after a
+    // crash the contents must equal `durable` plus some prefix of `since`.
+    let mut durable = model.clone();
+    let mut since: Vec<Op> = Vec::new();
+
+    for step in 0..h.ops {
+        let Some(d) = db.as_mut() else { break };
+        report.ops += 1;
+        let roll = rng.below(100);
+        let op = gen_mutation(roll, &mut rng, &keys, &model);
+        if trace {
+            eprintln!("step {step}: roll {roll} {op:?}");
+        }
+        if let Some(op) = op {
+            exec(d, &op).map_err(|e| ctx(&format!("{op:?}"), step, &e))?;
+            apply(&mut model, &op);
+            since.push(op);
+            continue;
+        }
+        match roll {
+            56..=70 => {
+                let k = keys.key(&mut rng, &model);
+                let got = d.get(k).map_err(|e| ctx("get", step, &e))?;
+                if got != model.get(&k).copied() {
+                    return Err(ctx(
+                        &format!("get({k})"),
+                        step,
+                        &format!("{got:?} != model {:?}", model.get(&k)),
+                    ));
+                }
+            }
+            71..=76 => {
+                let n = rng.below(50) as usize;
+                let ks: Vec<u64> = (0..n).map(|_| keys.key(&mut rng, &model)).collect();
+                let got = d.get_many(&ks).map_err(|e| ctx("get_many", step, &e))?;
+                let want: Vec<Option<u64>> = ks.iter().map(|k| model.get(k).copied()).collect();
+                if got != want {
+                    return Err(ctx(
+                        "get_many",
+                        step,
+                        &format!("{ks:?}: {got:?} != {want:?}"),
+                    ));
+                }
+            }
+            77..=86 => {
+                let (lo, hi) = keys.bound(&mut rng, &model);
+                let got: Vec<(u64, u64)> = d
+                    .range((lo, hi))
+                    .map_err(|e| ctx("range", step, &e))?
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| ctx("range", step, &e))?;
+                let want: Vec<(u64, u64)> = if range_is_valid(lo, hi) {
+                    model.range((lo, hi)).map(|(&k, &v)| (k, v)).collect()
+                } else {
+                    Vec::new()
+                };
+                if got != want {
+                    return Err(ctx(
+                        &format!("range({lo:?}, {hi:?})"),
+                        step,
+                        &format!("{} entries != model's {}", got.len(), want.len()),
+                    ));
+                }
+            }
+            87..=94 => {
+                d.flush().map_err(|e| ctx("flush", step, &e))?;
+                durable = model.clone();
+                since.clear();
+            }
+            95..=96 => {
+                if let Some(d) = db.take() {
+                    d.close().map_err(|e| ctx("close", step, &e))?;
+                }
+                durable = model.clone();
+                since.clear();
+                let s = env.storage().map_err(|e| ctx("storage", step, &e))?;
+                let mut d = Db::open_on(s).map_err(|e| ctx("reopen", step, &e))?;
+                verify(&mut d, &model).map_err(|e| ctx("after reopen", step, &e))?;
+                db = Some(d);
+                report.reopens += 1;
+            }
+            97..=98 if h.crashes => {
+                // Power cut a few writes or syncs from now, while mutating and flushing.
+                env.faults.crash_after(1 + rng.below(80));
+                let mut in_flight = 0;
+                while !env.faults.crashed() && in_flight < 40 {
+                    in_flight += 1;
+                    let roll = rng.below(60);
+                    let Some(d) = db.as_mut() else { break };
+                    match gen_mutation(roll, &mut rng, &keys, &model) {
+                        Some(op) => {
+                            let r = exec(d, &op);
+                            apply(&mut model, &op);
+                            since.push(op.clone());
+                            if let Err(e) = r {
+                                if !env.faults.crashed() {
+                                    return Err(ctx(&format!("{op:?} before the crash"), step, &e));
+                                }
+                            }
+                        }
+                        None => match d.flush() {
+                            Ok(()) => {
+                                durable = model.clone();
+                                since.clear();
+                            }
+                            Err(_) if env.faults.crashed() => {}
+                            Err(e) => return Err(ctx("flush before the crash", step, &e)),
+                        },
+                    }
+                }
+                env.faults.crash_now();
+                drop(db.take());
+                if let Some(e) = env.faults.image_error() {
+                    return Err(ctx("building the crash image", step, &e));
+                }
+                let s = env.storage().map_err(|e| ctx("storage", step, &e))?;
+                let mut d = Db::open_on(s).map_err(|e| ctx("open after crash", step, &e))?;
+                d.check_integrity()
+                    .map_err(|e| ctx("check_integrity after crash", step, &e))?;
+                let got = contents(&mut d).map_err(|e| ctx("scan after crash", step, &e))?;
+                let mut candidate = durable.clone();
+                let mut matched = (candidate == got).then_some(0);
+                for (i, op) in since.iter().enumerate() {
+                    if matched.is_some() {
+                        break;
+                    }
+                    apply(&mut candidate, op);
+                    if candidate == got {
+                        matched = Some(i + 1);
+                    }
+                }
+                let Some(kept) = matched else {
+                    return Err(ctx(
+                        "prefix rule after crash",
+                        step,
+                        &format!(
+                            "recovered state is no prefix of the {} operations since the last flush ({})",
+                            since.len(),
+                            describe_diff(&got, &durable)
+                        ),
+                    ));
+                };
+                report.crashes += 1;
+                report.lost_after_crash += since.len() - kept;
+                model = got;
+                durable = model.clone();
+                since.clear();
+                db = Some(d);
+            }
+            _ => {
+                if let Some(d) = db.as_mut() {
+                    d.check_integrity()
+                        .map_err(|e| ctx("check_integrity", step, &e))?;
+                }
+            }
+        }
+    }
+    if let Some(mut d) = db.take() {
+        verify(&mut d, &model).map_err(|e| ctx("at the end", h.ops, &e))?;
+        d.close().map_err(|e| ctx("close", h.ops, &e))?;
+    }
+    let s = env.storage().map_err(|e| ctx("storage", h.ops, &e))?;
+    let mut d = Db::open_on(s).map_err(|e| ctx("final reopen", h.ops, &e))?;
+    verify(&mut d, &model).map_err(|e| ctx("after the final reopen", h.ops, &e))?;
+    report.final_entries = model.len();
+    Ok(report)
+}
+
+/// A mutation for `roll` (0..=54), or `None` for other rolls.
+fn gen_mutation(roll: u64, rng: &mut Rng, keys: &KeyGen, model: &BTreeMap<u64, u64>) -> Option<Op> {
+    match roll {
+        0..=35 => Some(Op::Insert(keys.key(rng, model), rng.next_u64())),
+        36..=49 => Some(Op::Delete(keys.key(rng, model))),
+        50..=52 => {
+            let big = rng.below(4) == 0;
+            let n = rng.below(if big { 600 } else { 40 }) as usize;
+            Some(Op::Bulk(
+                (0..n)
+                    .map(|_| (keys.key(rng, model), rng.next_u64()))
+                    .collect(),
+            ))
+        }
+        53..=54 => {
+            // Mostly narrow ranges, so that trees grow large enough to be deep.
+            let (lo, hi) = if rng.below(4) == 0 {
+                keys.bound(rng, model)
+            } else {
+                let a = keys.key(rng, model);
+                (
+                    Bound::Included(a),
+                    Bound::Included(a.saturating_add(rng.below(200))),
+                )
+            };
+            Some(Op::DeleteRange(lo, hi))
+        }
+        _ => None,
+    }
+}
+
+fn exec(db: &mut Db, op: &Op) -> Result<(), Error> {
+    match op {
+        Op::Insert(k, v) => db.insert(*k, *v),
+        Op::Delete(k) => db.delete(*k),
+        Op::Bulk(p) => db.bulk_insert(p),
+        Op::DeleteRange(lo, hi) => db.delete_range((*lo, *hi)),
+    }
+}
+
+/// Contents equal the model and the engine's invariants hold.
+fn verify(db: &mut Db, model: &BTreeMap<u64, u64>) -> Result<(), String> {
+    db.check_integrity()
+        .map_err(|e| format!("check_integrity: {e}"))?;
+    let got = contents(db).map_err(|e| format!("scan: {e}"))?;
+    if &got != model {
+        return Err(describe_diff(&got, model));
+    }
+    Ok(())
+}
+
+fn describe_diff(got: &BTreeMap<u64, u64>, want: &BTreeMap<u64, u64>) -> String {
+    let missing: Vec<_> = want
+        .iter()
+        .filter(|(k, v)| got.get(k) != Some(v))
+        .take(5)
+        .collect();
+    let extra: Vec<_> = got
+        .iter()
+        .filter(|(k, _)| !want.contains_key(k))
+        .take(5)
+        .collect();
+    format!(
+        "contents differ: {} entries vs model's {}; missing or different: {missing:?}; extra: {extra:?}",
+        got.len(),
+        want.len()
+    )
+}

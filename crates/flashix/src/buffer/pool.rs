@@ -1,0 +1,424 @@
+//! LRU buffer pool with a budget in bytes (FD-tree paper, App. D: "an LRU buffer manager
+//! for caching recently accessed disk pages"; a dirty page is written when evicted).
+//!
+//! Frames are page-aligned ([`AlignedBuf`]) so `O_DIRECT` needs no copy. A frame is
+//! *pinned* while an engine holds it; pinned frames are never evicted. Every page that
+//! goes through the pool carries the page envelope of [`crate::page`]: the pool verifies it
+//! on a miss and seals it on write-back.
+//!
+//! Write-ahead rule: each dirty frame remembers an LSN; before the frame is written, the
+//! pool calls [`WriteBarrier::before_write`] with it, so the caller can make its WAL durable
+//! up to that point (the before-images of [`super::Pager`]).
+
+use crate::error::{Error, Result};
+use crate::io::{AlignedBuf, Device, IoReq, PageId};
+use crate::page;
+use crate::stats::BufferStats;
+use std::collections::HashMap;
+
+/// Called before dirty frames are written back.
+pub trait WriteBarrier {
+    /// Make everything up to `lsn` durable.
+    fn before_write(&mut self, lsn: u64) -> Result<()>;
+}
+
+/// A barrier for callers with nothing to make durable first.
+pub struct NoBarrier;
+
+impl WriteBarrier for NoBarrier {
+    fn before_write(&mut self, _lsn: u64) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Index of a frame in the pool.
+pub type FrameId = usize;
+
+const NIL: usize = usize::MAX;
+
+struct Frame {
+    page: PageId,
+    data: AlignedBuf,
+    dirty: bool,
+    pins: u32,
+    lsn: u64,
+    prev: usize,
+    next: usize,
+}
+
+/// An LRU pool of page frames.
+pub struct BufferPool {
+    page_size: usize,
+    frames: Vec<Frame>,
+    capacity: usize,
+    map: HashMap<PageId, FrameId>,
+    free: Vec<FrameId>,
+    /// Most recently used.
+    head: usize,
+    /// Least recently used.
+    tail: usize,
+    stats: BufferStats,
+}
+
+impl BufferPool {
+    /// A pool of `budget_bytes / page_size` frames; at least `min_frames` are required.
+    pub fn new(page_size: usize, budget_bytes: u64, min_frames: usize) -> Result<Self> {
+        let capacity = (budget_bytes / page_size as u64) as usize;
+        if capacity < min_frames {
+            return Err(Error::InvalidOptions(format!(
+                "buffer pool of {budget_bytes} bytes holds {capacity} pages of {page_size} bytes; \
+                 this engine needs at least {min_frames} ({} bytes)",
+                min_frames * page_size
+            )));
+        }
+        Ok(BufferPool {
+            page_size,
+            frames: Vec::new(),
+            capacity,
+            map: HashMap::with_capacity(capacity),
+            free: Vec::new(),
+            head: NIL,
+            tail: NIL,
+            stats: BufferStats {
+                capacity_bytes: (capacity * page_size) as u64,
+                frames: capacity as u64,
+                ..BufferStats::default()
+            },
+        })
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> BufferStats {
+        BufferStats {
+            resident: self.map.len() as u64,
+            ..self.stats.clone()
+        }
+    }
+
+    /// Bytes held by frames allocated so far.
+    pub fn memory_bytes(&self) -> u64 {
+        (self.frames.len() * self.page_size) as u64
+    }
+
+    fn unlink(&mut self, f: FrameId) {
+        let (prev, next) = (self.frames[f].prev, self.frames[f].next);
+        if prev != NIL {
+            self.frames[prev].next = next;
+        } else {
+            self.head = next;
+        }
+        if next != NIL {
+            self.frames[next].prev = prev;
+        } else {
+            self.tail = prev;
+        }
+        self.frames[f].prev = NIL;
+        self.frames[f].next = NIL;
+    }
+
+    fn push_front(&mut self, f: FrameId) {
+        self.frames[f].prev = NIL;
+        self.frames[f].next = self.head;
+        if self.head != NIL {
+            self.frames[self.head].prev = f;
+        }
+        self.head = f;
+        if self.tail == NIL {
+            self.tail = f;
+        }
+    }
+
+    fn touch(&mut self, f: FrameId) {
+        if self.head != f {
+            self.unlink(f);
+            self.push_front(f);
+        }
+    }
+
+    /// A frame to (re)use: a never-used one, a free one, or the LRU unpinned victim.
+    fn victim(&mut self, dev: &mut dyn Device, barrier: &mut dyn WriteBarrier) -> Result<FrameId> {
+        if let Some(f) = self.free.pop() {
+            return Ok(f);
+        }
+        if self.frames.len() < self.capacity {
+            self.frames.push(Frame {
+                page: 0,
+                data: AlignedBuf::zeroed(self.page_size),
+                dirty: false,
+                pins: 0,
+                lsn: 0,
+                prev: NIL,
+                next: NIL,
+            });
+            return Ok(self.frames.len() - 1);
+        }
+        let mut f = self.tail;
+        while f != NIL && self.frames[f].pins > 0 {
+            f = self.frames[f].prev;
+        }
+        if f == NIL {
+            return Err(Error::InvalidOptions(format!(
+                "buffer pool of {} pages is too small: every page is pinned",
+                self.capacity
+            )));
+        }
+        if self.frames[f].dirty {
+            self.write_back(dev, barrier, &[f])?;
+        }
+        self.unlink(f);
+        self.map.remove(&self.frames[f].page);
+        self.stats.evictions += 1;
+        Ok(f)
+    }
+
+    /// Write dirty frames (one batch), after the barrier for their largest LSN.
+    fn write_back(
+        &mut self,
+        dev: &mut dyn Device,
+        barrier: &mut dyn WriteBarrier,
+        fids: &[FrameId],
+    ) -> Result<()> {
+        if let Some(lsn) = fids.iter().map(|&f| self.frames[f].lsn).max() {
+            barrier.before_write(lsn)?;
+        }
+        for &f in fids {
+            let fr = &mut self.frames[f];
+            page::seal(fr.page, &mut fr.data);
+        }
+        let mut reqs: Vec<IoReq<'_>> = Vec::with_capacity(fids.len());
+        // Frames are distinct; collect shared borrows of each.
+        let frames = &self.frames;
+        for &f in fids {
+            reqs.push(IoReq::Write {
+                page: frames[f].page,
+                buf: &frames[f].data,
+            });
+        }
+        dev.submit(&mut reqs)?;
+        for &f in fids {
+            self.frames[f].dirty = false;
+            self.frames[f].lsn = 0;
+        }
+        self.stats.writebacks += fids.len() as u64;
+        Ok(())
+    }
+
+    /// Pin `page`, reading it on a miss.
+    pub fn fetch(
+        &mut self,
+        dev: &mut dyn Device,
+        barrier: &mut dyn WriteBarrier,
+        pid: PageId,
+    ) -> Result<FrameId> {
+        if let Some(&f) = self.map.get(&pid) {
+            self.stats.hits += 1;
+            self.frames[f].pins += 1;
+            self.touch(f);
+            return Ok(f);
+        }
+        self.stats.misses += 1;
+        let f = self.victim(dev, barrier)?;
+        let read = dev
+            .read(pid, &mut self.frames[f].data)
+            .and_then(|_| page::verify(pid, &self.frames[f].data));
+        if let Err(e) = read {
+            self.free.push(f);
+            return Err(e);
+        }
+        self.install(f, pid, false);
+        Ok(f)
+    }
+
+    /// Pin a frame for a new page without reading it (contents zeroed, marked dirty).
+    pub fn create(
+        &mut self,
+        dev: &mut dyn Device,
+        barrier: &mut dyn WriteBarrier,
+        pid: PageId,
+    ) -> Result<FrameId> {
+        if let Some(&f) = self.map.get(&pid) {
+            self.frames[f].pins += 1;
+            self.frames[f].dirty = true;
+            self.frames[f].data.fill(0);
+            self.touch(f);
+            return Ok(f);
+        }
+        let f = self.victim(dev, barrier)?;
+        self.frames[f].data.fill(0);
+        self.install(f, pid, true);
+        Ok(f)
+    }
+
+    fn install(&mut self, f: FrameId, pid: PageId, dirty: bool) {
+        let fr = &mut self.frames[f];
+        fr.page = pid;
+        fr.dirty = dirty;
+        fr.pins = 1;
+        fr.lsn = 0;
+        self.map.insert(pid, f);
+        self.push_front(f);
+    }
+
+    /// Release a pin.
+    pub fn unpin(&mut self, f: FrameId) {
+        let fr = &mut self.frames[f];
+        fr.pins = fr.pins.saturating_sub(1);
+    }
+
+    /// The page id held by a frame.
+    pub fn page_of(&self, f: FrameId) -> PageId {
+        self.frames[f].page
+    }
+
+    /// Read access to a pinned frame.
+    pub fn data(&self, f: FrameId) -> &[u8] {
+        &self.frames[f].data
+    }
+
+    /// Write access to a pinned frame; marks it dirty with at least `lsn`.
+    pub fn data_mut(&mut self, f: FrameId, lsn: u64) -> &mut [u8] {
+        let fr = &mut self.frames[f];
+        fr.dirty = true;
+        fr.lsn = fr.lsn.max(lsn);
+        &mut fr.data
+    }
+
+    /// True if `pid` is resident and dirty.
+    pub fn is_dirty(&self, pid: PageId) -> bool {
+        self.map.get(&pid).is_some_and(|&f| self.frames[f].dirty)
+    }
+
+    /// True if `pid` is resident.
+    pub fn contains(&self, pid: PageId) -> bool {
+        self.map.contains_key(&pid)
+    }
+
+    /// Drop a page without writing it (it was freed).
+    pub fn discard(&mut self, pid: PageId) {
+        if let Some(f) = self.map.remove(&pid) {
+            self.unlink(f);
+            let fr = &mut self.frames[f];
+            fr.dirty = false;
+            fr.pins = 0;
+            fr.lsn = 0;
+            self.free.push(f);
+        }
+    }
+
+    /// Drop every frame without writing (after an error or a recovery restore).
+    pub fn clear(&mut self) {
+        let pages: Vec<PageId> = self.map.keys().copied().collect();
+        for p in pages {
+            self.discard(p);
+        }
+    }
+
+    /// Write every dirty page, in page order, in batches.
+    pub fn flush_all(
+        &mut self,
+        dev: &mut dyn Device,
+        barrier: &mut dyn WriteBarrier,
+    ) -> Result<()> {
+        let mut dirty: Vec<FrameId> = self
+            .map
+            .values()
+            .copied()
+            .filter(|&f| self.frames[f].dirty)
+            .collect();
+        dirty.sort_by_key(|&f| self.frames[f].page);
+        for chunk in dirty.chunks(64) {
+            self.write_back(dev, barrier, chunk)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::MemDevice;
+
+    fn write_page(pool: &mut BufferPool, dev: &mut MemDevice, pid: PageId, byte: u8) {
+        let f = pool.create(dev, &mut NoBarrier, pid).unwrap();
+        pool.data_mut(f, 0)[page::HEADER] = byte;
+        pool.unpin(f);
+    }
+
+    #[test]
+    fn lru_evicts_least_recent_and_writes_dirty_pages_back() {
+        let mut dev = MemDevice::new(512);
+        let mut pool = BufferPool::new(512, 512 * 3, 2).unwrap();
+        for p in 0..3 {
+            write_page(&mut pool, &mut dev, p, p as u8 + 1);
+        }
+        // Touch page 0 so page 1 is the LRU one.
+        let f = pool.fetch(&mut dev, &mut NoBarrier, 0).unwrap();
+        pool.unpin(f);
+        write_page(&mut pool, &mut dev, 3, 4);
+        assert!(!pool.contains(1) && pool.contains(0));
+        assert_eq!(pool.stats().evictions, 1);
+        assert_eq!(pool.stats().writebacks, 1);
+        // Page 1 comes back from the device, intact.
+        let f = pool.fetch(&mut dev, &mut NoBarrier, 1).unwrap();
+        assert_eq!(pool.data(f)[page::HEADER], 2);
+        assert_eq!(pool.stats().misses, 1);
+        assert_eq!(pool.stats().hits, 1);
+    }
+
+    #[test]
+    fn pinned_frames_are_not_evicted() {
+        let mut dev = MemDevice::new(512);
+        let mut pool = BufferPool::new(512, 1024, 1).unwrap();
+        let a = pool.create(&mut dev, &mut NoBarrier, 0).unwrap();
+        let b = pool.create(&mut dev, &mut NoBarrier, 1).unwrap();
+        assert!(pool.create(&mut dev, &mut NoBarrier, 2).is_err());
+        pool.unpin(a);
+        let c = pool.create(&mut dev, &mut NoBarrier, 2).unwrap();
+        assert!(pool.contains(1) && !pool.contains(0));
+        pool.unpin(b);
+        pool.unpin(c);
+    }
+
+    #[test]
+    fn barrier_sees_the_largest_lsn_before_a_write() {
+        struct Rec(Vec<u64>);
+        impl WriteBarrier for Rec {
+            fn before_write(&mut self, lsn: u64) -> Result<()> {
+                self.0.push(lsn);
+                Ok(())
+            }
+        }
+        let mut dev = MemDevice::new(512);
+        let mut pool = BufferPool::new(512, 512, 1).unwrap();
+        let mut rec = Rec(Vec::new());
+        let f = pool.create(&mut dev, &mut rec, 0).unwrap();
+        pool.data_mut(f, 7);
+        pool.data_mut(f, 5);
+        pool.unpin(f);
+        let g = pool.create(&mut dev, &mut rec, 1).unwrap();
+        pool.unpin(g);
+        assert_eq!(rec.0, vec![7]);
+    }
+
+    #[test]
+    fn a_corrupt_page_is_reported_with_its_id() {
+        let mut dev = MemDevice::new(512);
+        let mut pool = BufferPool::new(512, 512, 1).unwrap();
+        write_page(&mut pool, &mut dev, 5, 9);
+        pool.flush_all(&mut dev, &mut NoBarrier).unwrap();
+        pool.clear();
+        dev.flip_bit(5 * 512 + 100, 3);
+        match pool.fetch(&mut dev, &mut NoBarrier, 5) {
+            Err(Error::Corruption { page: Some(5), .. }) => {}
+            other => panic!("expected corruption of page 5, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn budget_below_minimum_is_invalid_options() {
+        assert!(matches!(
+            BufferPool::new(4096, 4096, 4),
+            Err(Error::InvalidOptions(_))
+        ));
+    }
+}

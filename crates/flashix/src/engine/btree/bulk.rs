@@ -1,0 +1,108 @@
+//! Bulk insertion. Into an empty tree it is a bottom-up bulk load at the fill factor
+//! `BTreeOptions::bulk_fill` (0.7, FD-tree paper App. D); into a non-empty tree, a sorted
+//! sequence of single inserts (each leaf is visited once per run of keys it holds).
+
+use super::{node, BTree};
+use crate::error::Result;
+use crate::io::PageId;
+
+/// Cut `n` items into groups of `per` (at least `min` each, at most `cap`), as a bulk load
+/// does: full groups, with a short last group merged into or balanced with the one before.
+fn group_sizes(n: usize, per: usize, min: usize, cap: usize) -> Vec<usize> {
+    let mut sizes = vec![per; n / per];
+    let rest = n % per;
+    if rest > 0 {
+        sizes.push(rest);
+    }
+    if sizes.len() >= 2 && rest > 0 && rest < min {
+        let combined = sizes[sizes.len() - 2] + rest;
+        sizes.truncate(sizes.len() - 2);
+        if combined <= cap {
+            sizes.push(combined);
+        } else {
+            sizes.push(combined / 2);
+            sizes.push(combined - combined / 2);
+        }
+    }
+    sizes
+}
+
+impl BTree {
+    pub(super) fn bulk_unlogged(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        if sorted.is_empty() {
+            return Ok(());
+        }
+        if self.entries > 0 {
+            for &(k, v) in sorted {
+                self.insert_unlogged(k, v)?;
+            }
+            return Ok(());
+        }
+        self.bulk_load(sorted)
+    }
+
+    /// Build the tree bottom-up from sorted, distinct entries (the tree is empty).
+    fn bulk_load(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        let fill = self.pager.options().btree.bulk_fill;
+        let min = self.min();
+        let per = ((self.cap as f64 * fill) as usize).clamp(min.max(1), self.cap);
+        // The empty tree is a single empty root leaf.
+        let old_root = self.root;
+        self.pager.free_page(old_root);
+
+        // Leaves, allocated in key order and chained.
+        let sizes = group_sizes(sorted.len(), per, min, self.cap);
+        let pages: Vec<PageId> = (0..sizes.len())
+            .map(|_| self.pager.alloc_page())
+            .collect::<Result<_>>()?;
+        let mut level_nodes: Vec<(u64, PageId)> = Vec::with_capacity(pages.len());
+        let mut off = 0;
+        for (i, (&size, &pid)) in sizes.iter().zip(&pages).enumerate() {
+            let chunk = &sorted[off..off + size];
+            let link = pages.get(i + 1).copied().unwrap_or(node::NONE);
+            self.pager.write(pid, |b| node::init(b, 0, link, chunk))?;
+            level_nodes.push((chunk[0].0, pid));
+            off += size;
+        }
+        self.leaves = pages.len() as u64;
+
+        // Internal levels: groups of `per + 1` children (per separators).
+        let mut level = 0;
+        while level_nodes.len() > 1 {
+            level += 1;
+            let sizes: Vec<usize> = group_sizes(level_nodes.len(), per + 1, min + 1, self.cap + 1);
+            let mut upper = Vec::with_capacity(sizes.len());
+            let mut off = 0;
+            for size in sizes {
+                let group = &level_nodes[off..off + size];
+                let pid = self.pager.alloc_page()?;
+                let seps: Vec<(u64, u64)> = group[1..].to_vec();
+                self.pager
+                    .write(pid, |b| node::init(b, level, group[0].1, &seps))?;
+                upper.push((group[0].0, pid));
+                off += size;
+            }
+            level_nodes = upper;
+        }
+        self.root = level_nodes[0].1;
+        self.height = level + 1;
+        self.entries = sorted.len() as u64;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group_sizes;
+
+    #[test]
+    fn groups_respect_min_and_cap() {
+        for n in 1..2000 {
+            let s = group_sizes(n, 21, 15, 30);
+            assert_eq!(s.iter().sum::<usize>(), n);
+            if s.len() > 1 {
+                assert!(s.iter().all(|&x| (15..=30).contains(&x)), "n={n} {s:?}");
+            }
+        }
+    }
+}

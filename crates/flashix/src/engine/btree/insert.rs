@@ -1,0 +1,93 @@
+//! Insertion and node splits (Comer 1979, §"Insertion"; FD-tree paper App. D: "if a node is
+//! full, an insertion causes a split on the node").
+
+use super::{node, BTree};
+use crate::error::Result;
+use crate::io::PageId;
+
+impl BTree {
+    pub(super) fn insert_unlogged(&mut self, k: u64, v: u64) -> Result<()> {
+        let (path, leaf) = self.descend(k)?;
+        let cap = self.cap;
+        let (found, full) = self.pager.read(leaf, |b| match node::search(b, k) {
+            Ok(_) => (true, false),
+            Err(_) => (false, node::count(b) >= cap),
+        })?;
+        if !full {
+            self.pager.write(leaf, |b| match node::search(b, k) {
+                Ok(i) => node::set_val(b, i, v),
+                Err(i) => node::insert_at(b, i, k, v),
+            })?;
+            if !found {
+                self.entries += 1;
+            }
+            return Ok(());
+        }
+        debug_assert!(!found);
+        // Split the full leaf: the lower half stays, the upper half moves to a new right
+        // sibling, and the sibling's first key goes up as the separator.
+        let (mut es, link) = self
+            .pager
+            .read(leaf, |b| (node::entries(b), node::link(b)))?;
+        let pos = es.partition_point(|e| e.0 < k);
+        es.insert(pos, (k, v));
+        let mid = es.len() / 2;
+        let right = self.pager.alloc_page()?;
+        self.pager
+            .write(right, |b| node::init(b, 0, link, &es[mid..]))?;
+        self.pager
+            .write(leaf, |b| node::init(b, 0, right, &es[..mid]))?;
+        self.entries += 1;
+        self.leaves += 1;
+        self.counters.leaf_splits += 1;
+        self.insert_into_parent(path, es[mid].0, right, 1)
+    }
+
+    /// Insert separator `sep` with right child `right` into the parents on `path`,
+    /// splitting them as needed; a split root makes the tree one level taller.
+    fn insert_into_parent(
+        &mut self,
+        mut path: Vec<(PageId, usize)>,
+        mut sep: u64,
+        mut right: PageId,
+        mut level: u32,
+    ) -> Result<()> {
+        let cap = self.cap;
+        loop {
+            let Some((pid, slot)) = path.pop() else {
+                let new_root = self.pager.alloc_page()?;
+                let old_root = self.root;
+                self.pager.write(new_root, |b| {
+                    node::init(b, level, old_root, &[(sep, right)])
+                })?;
+                self.root = new_root;
+                self.height += 1;
+                self.counters.root_splits += 1;
+                return Ok(());
+            };
+            // The new node is the right neighbour of child slot `slot`: entry index `slot`.
+            let full = self.pager.read(pid, |b| node::count(b) >= cap)?;
+            if !full {
+                return self
+                    .pager
+                    .write(pid, |b| node::insert_at(b, slot, sep, right));
+            }
+            let (leftmost, mut es) = self
+                .pager
+                .read(pid, |b| (node::link(b), node::entries(b)))?;
+            es.insert(slot, (sep, right));
+            // The middle separator moves up; its child becomes the new node's leftmost.
+            let m = es.len() / 2;
+            let (up_key, up_child) = es[m];
+            let new = self.pager.alloc_page()?;
+            self.pager
+                .write(new, |b| node::init(b, level, up_child, &es[m + 1..]))?;
+            self.pager
+                .write(pid, |b| node::init(b, level, leftmost, &es[..m]))?;
+            self.counters.internal_splits += 1;
+            sep = up_key;
+            right = new;
+            level += 1;
+        }
+    }
+}
