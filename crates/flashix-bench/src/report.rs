@@ -56,7 +56,10 @@ pub struct Record {
     pub writes_per_op: f64,
     pub read_requests_per_op: f64,
     pub write_requests_per_op: f64,
+    /// Bytes written to the device per operation.
     pub bytes_written_per_op: f64,
+    /// Bytes appended to the write-ahead log per operation (a file beside the device).
+    pub wal_bytes_per_op: f64,
     pub memory_bytes: u64,
     pub buffer_hit_ratio: f64,
     /// Wall time of the measured phase, final flush included.
@@ -128,8 +131,9 @@ pub fn format_table(records: &[Record]) -> String {
         "reads/op",
         "writes/op",
         "KiB wr/op",
+        "WAL KiB/op",
     ];
-    let rows: Vec<[String; 9]> = records
+    let rows: Vec<[String; 10]> = records
         .iter()
         .map(|r| {
             [
@@ -142,6 +146,7 @@ pub fn format_table(records: &[Record]) -> String {
                 format!("{:.3}", r.reads_per_op),
                 format!("{:.3}", r.writes_per_op),
                 format!("{:.2}", r.bytes_written_per_op / 1024.0),
+                format!("{:.3}", r.wal_bytes_per_op / 1024.0),
             ]
         })
         .collect();
@@ -219,6 +224,7 @@ mod tests {
             read_requests_per_op: 1.0,
             write_requests_per_op: 0.0,
             bytes_written_per_op: 2048.0,
+            wal_bytes_per_op: 32.0,
             memory_bytes: 0,
             buffer_hit_ratio: 0.5,
             elapsed_s: 1.0,

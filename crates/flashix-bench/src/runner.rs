@@ -57,7 +57,7 @@ impl BenchConfig {
         BenchConfig {
             engines: vec![EngineKind::BTree],
             workloads: Workload::DEFAULT.to_vec(),
-            entries: 1_000_000,
+            entries: 1_500_000,
             ops: 100_000,
             buffer_pool_bytes: 16 << 20,
             page_size: 4096,
@@ -484,6 +484,7 @@ fn measure(
         read_requests_per_op: per_op(d0.read_requests, d1.read_requests),
         write_requests_per_op: per_op(d0.write_requests, d1.write_requests),
         bytes_written_per_op: per_op(d0.write_bytes, d1.write_bytes),
+        wal_bytes_per_op: per_op(s0.wal.bytes, s1.wal.bytes),
         memory_bytes: s1.memory_bytes,
         buffer_hit_ratio: if hits + misses == 0 {
             0.0
