@@ -110,13 +110,20 @@ fn say(cfg: &BenchConfig, msg: &str) {
 }
 
 fn bar(cfg: &BenchConfig, len: u64, msg: String) -> ProgressBar {
+    styled_bar(
+        cfg,
+        len,
+        msg,
+        "{msg:<28} [{bar:30}] {pos}/{len} {per_sec} eta {eta}",
+    )
+}
+
+fn styled_bar(cfg: &BenchConfig, len: u64, msg: String, template: &str) -> ProgressBar {
     if !cfg.verbose {
         return ProgressBar::hidden();
     }
     let pb = ProgressBar::new(len);
-    if let Ok(style) =
-        ProgressStyle::with_template("{msg:<28} [{bar:30}] {pos}/{len} {per_sec} eta {eta}")
-    {
+    if let Ok(style) = ProgressStyle::with_template(template) {
         pb.set_style(style.progress_chars("=> "));
     }
     pb.set_message(msg);
@@ -298,14 +305,17 @@ pub fn prepare(cfg: &BenchConfig, engine: EngineKind) -> Result<Prepared> {
         Some(_) => limit,
         None => ((cfg.entries as f64 * AGING_FALLBACK_SHARE).round() as u64).min(limit),
     };
-    let pb = bar(
-        cfg,
-        target.unwrap_or(planned),
-        match target {
-            Some(_) => format!("{engine}: aging (leaf splits)"),
-            None => format!("{engine}: aging (inserts)"),
-        },
-    );
+    // Leaf splits come late (leaves fill from the bulk fill factor first), so the aging bar
+    // shows splits and inserts, without an ETA.
+    let pb = match target {
+        Some(t) => styled_bar(
+            cfg,
+            t,
+            format!("{engine}: aging"),
+            "{msg:<28} [{bar:30}] {pos}/{len} leaf splits, {prefix} inserts, {elapsed}",
+        ),
+        None => bar(cfg, planned, format!("{engine}: aging (inserts)")),
+    };
     let mut inserts = 0u64;
     loop {
         if let Some(t) = target {
@@ -314,6 +324,7 @@ pub fn prepare(cfg: &BenchConfig, engine: EngineKind) -> Result<Prepared> {
                 .saturating_sub(splits0);
             if inserts % 256 == 0 {
                 pb.set_position(grown.min(t));
+                pb.set_prefix(inserts.to_string());
             }
             if grown >= t || inserts >= limit {
                 break;
