@@ -319,7 +319,12 @@ mod tests {
                 .count(),
             0
         );
-        assert_eq!(db.range(6..5).unwrap().count(), 0);
+        assert_eq!(
+            db.range((Bound::Included(6), Bound::Excluded(5)))
+                .unwrap()
+                .count(),
+            0
+        );
         assert_eq!(db.range(u64::MAX..).unwrap().count(), 1);
         db.delete_range(..u64::MAX).unwrap();
         let all: Vec<_> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
