@@ -119,3 +119,17 @@ fn updates_overwrite_in_place_without_growing() {
     assert_eq!(counter(&db, "entries"), 1000);
     assert!(db.range(..).unwrap().all(|kv| kv.unwrap().1 == 2));
 }
+
+/// Regression (conformance seed 0, step 14): inserts that did not split a leaf were not
+/// counted, so a later `bulk_insert` took the tree for empty and bulk-loaded over it.
+#[test]
+fn regression_bulk_insert_after_plain_inserts_keeps_them() {
+    let (mut db, _, _) = mem_db(512, 8);
+    db.insert(0, 1).unwrap();
+    db.insert(u64::MAX, 2).unwrap();
+    db.bulk_insert(&[(5, 3), (7, 4)]).unwrap();
+    let all: Vec<_> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
+    assert_eq!(all, vec![(0, 1), (5, 3), (7, 4), (u64::MAX, 2)]);
+    assert_eq!(counter(&db, "entries"), 4);
+    db.check_integrity().unwrap();
+}

@@ -68,6 +68,31 @@ impl BTree {
         Ok(())
     }
 
+    /// The entries of two adjacent siblings in key order, with the links of both. For
+    /// internal nodes the parent's separator comes down between them, carrying `right`'s
+    /// leftmost child, so that the result can be cut anywhere.
+    fn sibling_entries(
+        &mut self,
+        level: u32,
+        parent: PageId,
+        sep_idx: usize,
+        left: PageId,
+        right: PageId,
+    ) -> Result<(u64, u64, Vec<(u64, u64)>)> {
+        let (l_link, mut all) = self
+            .pager
+            .read(left, |b| (node::link(b), node::entries(b)))?;
+        let (r_link, r_es) = self
+            .pager
+            .read(right, |b| (node::link(b), node::entries(b)))?;
+        if level > 0 {
+            let sep = self.pager.read(parent, |b| node::key(b, sep_idx))?;
+            all.push((sep, r_link));
+        }
+        all.extend(r_es);
+        Ok((l_link, r_link, all))
+    }
+
     /// Even out `left` and `right` (adjacent children of `parent` around separator entry
     /// `sep_idx`) and update the separator.
     fn redistribute(
@@ -78,36 +103,19 @@ impl BTree {
         left: PageId,
         right: PageId,
     ) -> Result<()> {
-        let (l_link, l_es) = self
-            .pager
-            .read(left, |b| (node::link(b), node::entries(b)))?;
-        let (r_link, r_es) = self
-            .pager
-            .read(right, |b| (node::link(b), node::entries(b)))?;
-        let new_sep = if level == 0 {
-            let all: Vec<(u64, u64)> = l_es.into_iter().chain(r_es).collect();
-            let m = all.len() / 2;
-            self.pager
-                .write(left, |b| node::init(b, 0, l_link, &all[..m]))?;
+        let (l_link, r_link, all) = self.sibling_entries(level, parent, sep_idx, left, right)?;
+        let m = all.len() / 2;
+        let new_sep = all[m].0;
+        self.pager
+            .write(left, |b| node::init(b, level, l_link, &all[..m]))?;
+        if level == 0 {
             self.pager
                 .write(right, |b| node::init(b, 0, r_link, &all[m..]))?;
-            all[m].0
         } else {
-            // The parent's separator comes down between the two; a new one goes up.
-            let sep = self.pager.read(parent, |b| node::key(b, sep_idx))?;
-            let all: Vec<(u64, u64)> = l_es
-                .into_iter()
-                .chain([(sep, r_link)])
-                .chain(r_es)
-                .collect();
-            let m = all.len() / 2;
-            let (up, child) = all[m];
+            // Entry m goes up as the new separator; its child becomes right's leftmost.
             self.pager
-                .write(left, |b| node::init(b, level, l_link, &all[..m]))?;
-            self.pager
-                .write(right, |b| node::init(b, level, child, &all[m + 1..]))?;
-            up
-        };
+                .write(right, |b| node::init(b, level, all[m].1, &all[m + 1..]))?;
+        }
         self.pager
             .write(parent, |b| node::set_key(b, sep_idx, new_sep))
     }
@@ -121,25 +129,13 @@ impl BTree {
         left: PageId,
         right: PageId,
     ) -> Result<()> {
-        let (l_link, l_es) = self
-            .pager
-            .read(left, |b| (node::link(b), node::entries(b)))?;
-        let (r_link, r_es) = self
-            .pager
-            .read(right, |b| (node::link(b), node::entries(b)))?;
+        let (l_link, r_link, all) = self.sibling_entries(level, parent, sep_idx, left, right)?;
+        // A merged leaf takes over right's place in the leaf chain.
+        let link = if level == 0 { r_link } else { l_link };
+        self.pager
+            .write(left, |b| node::init(b, level, link, &all))?;
         if level == 0 {
-            let all: Vec<(u64, u64)> = l_es.into_iter().chain(r_es).collect();
-            self.pager.write(left, |b| node::init(b, 0, r_link, &all))?;
             self.leaves -= 1;
-        } else {
-            let sep = self.pager.read(parent, |b| node::key(b, sep_idx))?;
-            let all: Vec<(u64, u64)> = l_es
-                .into_iter()
-                .chain([(sep, r_link)])
-                .chain(r_es)
-                .collect();
-            self.pager
-                .write(left, |b| node::init(b, level, l_link, &all))?;
         }
         self.pager.free_page(right);
         self.pager.write(parent, |b| node::remove_at(b, sep_idx))
