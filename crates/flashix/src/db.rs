@@ -33,7 +33,8 @@ impl Db {
     pub fn create(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let dir = dir.as_ref();
         opts.validate()?;
-        if dir.exists() {
+        let existed = dir.exists();
+        if existed {
             let mut entries = std::fs::read_dir(dir)
                 .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
             if entries.next().is_some() {
@@ -43,9 +44,24 @@ impl Db {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
         }
-        let device = device_for(dir, &opts.device, opts.page_size)?;
-        let vfs: Arc<dyn Vfs> = Arc::new(DirVfs::new(dir));
-        Db::create_on(Storage { device, vfs }, opts)
+        let created = device_for(dir, &opts.device, opts.page_size).and_then(|device| {
+            let vfs: Arc<dyn Vfs> = Arc::new(DirVfs::new(dir));
+            Db::create_on(Storage { device, vfs }, opts)
+        });
+        if created.is_err() {
+            // Leave the directory as it was (absent or empty), so that a retry with
+            // corrected options works. Best effort: the original error is what matters.
+            if existed {
+                if let Ok(entries) = std::fs::read_dir(dir) {
+                    for e in entries.flatten() {
+                        let _ = std::fs::remove_file(e.path());
+                    }
+                }
+            } else {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+        created
     }
 
     /// Open the index in `dir`; engine and options come from its manifest.

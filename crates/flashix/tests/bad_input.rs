@@ -98,6 +98,19 @@ fn invalid_options_are_refused() {
         Err(Error::InvalidOptions(msg)) => assert!(msg.contains("at least"), "{msg}"),
         other => panic!("expected InvalidOptions, got {:?}", other.err()),
     }
+    // A refused create leaves nothing behind: the same directory takes a valid create.
+    assert!(!d.path().join("pool").exists());
+    let empty = d.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let r = Db::create(
+        &empty,
+        Options::new(EngineKind::BTree).buffer_pool_bytes(4096),
+    );
+    assert!(matches!(r, Err(Error::InvalidOptions(_))));
+    Db::create(&empty, small(EngineKind::BTree))
+        .unwrap()
+        .close()
+        .unwrap();
     let r = Db::create(
         d.path().join("fill"),
         Options::new(EngineKind::BTree).btree(BTreeOptions { bulk_fill: 0.3 }),
