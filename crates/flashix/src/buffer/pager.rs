@@ -231,6 +231,29 @@ impl Pager {
         self.alloc.free(Extent { start: pid, len: 1 });
     }
 
+    /// A run of `len` new contiguous pages for structures written sequentially and
+    /// read past the buffer pool (sorted runs, components). Such pages are written only
+    /// through [`Pager::device`] while they are new, never changed in place afterwards, and
+    /// become part of the durable state with the next checkpoint's manifest.
+    pub fn alloc_extent(&mut self, len: u64) -> Extent {
+        self.alloc.alloc(len)
+    }
+
+    /// Free a run; its pages are reused only after the next checkpoint (shadow paging).
+    pub fn free_extent(&mut self, e: Extent) {
+        for pid in e.start..e.end() {
+            self.pool.discard(pid);
+        }
+        self.alloc.free(e);
+    }
+
+    /// The device, for multi-page I/O that bypasses the buffer pool (FD-tree paper,
+    /// App. D: "the merge operation ... can skip the buffer layer"). Only pages of extents
+    /// from [`Pager::alloc_extent`] may be written this way.
+    pub fn device(&mut self) -> &mut dyn Device {
+        &mut *self.dev
+    }
+
     /// Group commit: every logged operation becomes durable.
     pub fn flush(&mut self) -> Result<()> {
         self.wal.sync()
