@@ -8,6 +8,13 @@ use super::{node, BTree};
 use crate::error::Result;
 use crate::io::PageId;
 
+/// Two adjacent siblings' links and their entries in key order.
+struct Siblings {
+    l_link: u64,
+    r_link: u64,
+    all: Vec<(u64, u64)>,
+}
+
 impl BTree {
     /// Remove `k`; true if it was present.
     pub(super) fn delete_unlogged(&mut self, k: u64) -> Result<bool> {
@@ -78,7 +85,7 @@ impl BTree {
         sep_idx: usize,
         left: PageId,
         right: PageId,
-    ) -> Result<(u64, u64, Vec<(u64, u64)>)> {
+    ) -> Result<Siblings> {
         let (l_link, mut all) = self
             .pager
             .read(left, |b| (node::link(b), node::entries(b)))?;
@@ -90,7 +97,11 @@ impl BTree {
             all.push((sep, r_link));
         }
         all.extend(r_es);
-        Ok((l_link, r_link, all))
+        Ok(Siblings {
+            l_link,
+            r_link,
+            all,
+        })
     }
 
     /// Even out `left` and `right` (adjacent children of `parent` around separator entry
@@ -103,7 +114,11 @@ impl BTree {
         left: PageId,
         right: PageId,
     ) -> Result<()> {
-        let (l_link, r_link, all) = self.sibling_entries(level, parent, sep_idx, left, right)?;
+        let Siblings {
+            l_link,
+            r_link,
+            all,
+        } = self.sibling_entries(level, parent, sep_idx, left, right)?;
         let m = all.len() / 2;
         let new_sep = all[m].0;
         self.pager
@@ -129,7 +144,11 @@ impl BTree {
         left: PageId,
         right: PageId,
     ) -> Result<()> {
-        let (l_link, r_link, all) = self.sibling_entries(level, parent, sep_idx, left, right)?;
+        let Siblings {
+            l_link,
+            r_link,
+            all,
+        } = self.sibling_entries(level, parent, sep_idx, left, right)?;
         // A merged leaf takes over right's place in the leaf chain.
         let link = if level == 0 { r_link } else { l_link };
         self.pager
