@@ -4,9 +4,11 @@
 //! - [`probe`]: measures the device (`flashix probe`);
 //! - [`workload`]: keys, key distributions and operation mixes;
 //! - [`runner`]: preparation of the aged index and the measured phase (`flashix bench`);
+//! - [`model`]: the FD-tree cost model on a device profile (`flashix fdtree-model`);
 //! - [`report`]: result records, percentiles, the terminal table and `results.json`;
 //! - [`units`]: byte sizes on the command line.
 
+pub mod model;
 pub mod probe;
 pub mod report;
 pub mod runner;

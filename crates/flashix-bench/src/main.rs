@@ -28,6 +28,8 @@ enum Cmd {
     Probe(ProbeArgs),
     /// Run workloads against engines on an aged index; writes a table and OUT/results.json.
     Bench(BenchArgs),
+    /// FD-tree cost model: choose k and the number of levels for a device profile and a mix.
+    FdtreeModel(flashix_bench::model::FdTreeModelArgs),
 }
 
 #[derive(clap::Args)]
@@ -159,6 +161,7 @@ fn run(cli: Cli) -> Result<()> {
             let cfg = a.config()?;
             runner::run_bench(&cfg).map(|_| ())
         }
+        Cmd::FdtreeModel(a) => flashix_bench::model::run(&a),
     }
 }
 

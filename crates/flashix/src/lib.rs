@@ -20,6 +20,7 @@
 //! redo log) and [`manifest`], the engines under `engine/`, and [`Db`] on top.
 
 pub mod buffer;
+pub mod cost;
 mod db;
 pub mod engine;
 mod error;

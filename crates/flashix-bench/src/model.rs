@@ -1,0 +1,391 @@
+//! `flashix fdtree-model`: the FD-tree cost model ([`flashix::cost::fdtree`], Li et al.,
+//! VLDB 2010, Appendix C) applied to a device profile written by `flashix probe`.
+//!
+//! The profile becomes a [`DeviceCosts`] for the page size `B` ([`device_costs`]): the random
+//! page read `B / W_rrnd(B)` is the probe's mean QD1 read latency at `B` bytes (linear
+//! between the measured request sizes), and the sequential page times `B / W_rseq`,
+//! `B / W_wseq` come from the 512 KiB sequential bandwidths (the FD-tree's multi-page I/O
+//! unit, Appendix D). The probe measures random writes at 4 KiB only; a page of `B` bytes is
+//! charged `B / 4 KiB` such writes (the FD-tree model does not use random writes).
+
+use crate::probe::{load_profile, DeviceProfile};
+use crate::units::{format_size, parse_size};
+use anyhow::{bail, Context, Result};
+use flashix::cost::fdtree::{self, FdTreeChoice, FdTreeWorkload};
+use flashix::cost::DeviceCosts;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// Request size of the probe's random-write test.
+const PROBE_WRITE_BYTES: f64 = 4096.0;
+
+/// Options of `flashix fdtree-model`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct FdTreeModelArgs {
+    /// Entries in the index (n).
+    #[arg(long, default_value_t = 10_000_000)]
+    pub entries: u64,
+    /// Share of searches in the workload (p_s); insertions are the rest (p_i = 1 - p_s).
+    #[arg(long = "search-fraction", default_value_t = 0.5)]
+    pub search_fraction: f64,
+    /// Page size B: bytes, or with a unit (4096, 4KiB).
+    #[arg(long = "page-size", default_value = "4096")]
+    pub page_size: String,
+    /// Head tree size |L0| (the paper's 512KB locality area).
+    #[arg(long = "head-tree", default_value = "512KiB")]
+    pub head_tree: String,
+    /// Buffer pool size M.
+    #[arg(long = "buffer-pool", default_value = "16MiB")]
+    pub buffer_pool: String,
+    /// Device profile written by `flashix probe`.
+    #[arg(long, default_value = "./bench-out/device-profile.json")]
+    pub profile: PathBuf,
+}
+
+/// The device costs of `profile` for pages of `page_size` bytes.
+pub fn device_costs(profile: &DeviceProfile, page_size: usize) -> Result<DeviceCosts> {
+    let b = page_size as f64;
+    let table = &profile.read_latency_us_by_size;
+    let exact = table.iter().find(|(size, _)| *size == page_size as u64);
+    let rand_read_us = match exact {
+        Some(&(_, us)) => us,
+        None => {
+            let below = table
+                .iter()
+                .filter(|(s, _)| (*s as f64) < b)
+                .max_by_key(|(s, _)| *s);
+            let above = table
+                .iter()
+                .filter(|(s, _)| (*s as f64) > b)
+                .min_by_key(|(s, _)| *s);
+            match (below, above) {
+                (Some(&(s0, t0)), Some(&(s1, t1))) => {
+                    t0 + (t1 - t0) * (b - s0 as f64) / (s1 as f64 - s0 as f64)
+                }
+                _ => bail!(
+                    "the profile measured read latency for requests of {} only; page size {page_size} is outside that range",
+                    table
+                        .iter()
+                        .map(|(s, _)| format_size(*s))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
+        }
+    };
+    let rand_write_us = 1e6 / profile.rand_write_iops_qd1 * (b / PROBE_WRITE_BYTES);
+    DeviceCosts::new(
+        page_size,
+        rand_read_us,
+        rand_write_us,
+        b / profile.seq_read_mb_s,
+        b / profile.seq_write_mb_s,
+    )
+    .context("converting the device profile into cost-model inputs")
+}
+
+impl FdTreeModelArgs {
+    /// The workload these options describe.
+    pub fn workload(&self) -> Result<FdTreeWorkload> {
+        let ps = self.search_fraction;
+        if !(0.0..=1.0).contains(&ps) {
+            bail!("--search-fraction must be between 0 and 1, not {ps}");
+        }
+        if self.entries == 0 {
+            bail!("--entries must be at least 1");
+        }
+        let page_size = parse_size(&self.page_size).context("--page-size")?;
+        let page_size = usize::try_from(page_size).context("--page-size: too large")?;
+        let mut w = FdTreeWorkload::new(self.entries, ps, page_size);
+        w.head_tree_bytes = parse_size(&self.head_tree).context("--head-tree")?;
+        w.buffer_bytes = parse_size(&self.buffer_pool).context("--buffer-pool")?;
+        Ok(w)
+    }
+}
+
+/// `flashix fdtree-model`: load the profile, run the model, print the answer.
+pub fn run(args: &FdTreeModelArgs) -> Result<()> {
+    let w = args.workload()?;
+    if !args.profile.exists() {
+        bail!(
+            "no device profile at {}: run `flashix probe` first (it writes ./bench-out/device-profile.json), or pass --profile FILE",
+            args.profile.display()
+        );
+    }
+    let profile = load_profile(&args.profile)?;
+    let dev = device_costs(&profile, w.page_size)?;
+    let source = format!(
+        "{} ({}, measured {})",
+        args.profile.display(),
+        profile.backend,
+        profile.measured_at
+    );
+    print!("{}", render(&source, &dev, &w)?);
+    Ok(())
+}
+
+/// The report: inputs, the chosen `k` and `l` with their costs, the best `k` of each level
+/// count, and the cost by `k` for the chosen level count.
+pub fn render(source: &str, dev: &DeviceCosts, w: &FdTreeWorkload) -> Result<String> {
+    let best = fdtree::choose(dev, w)?;
+    let mut all: Vec<FdTreeChoice> = Vec::new();
+    for (k, l) in fdtree::candidates(w) {
+        all.push(fdtree::evaluate(dev, w, k, l)?);
+    }
+    let mut o = String::new();
+    let b = w.page_size as u64;
+    writeln!(o, "FD-tree cost model (Li et al., VLDB 2010, Appendix C)")?;
+    writeln!(o, "device   {source}")?;
+    writeln!(
+        o,
+        "         random page read  {:8.2} us  (B / W_rrnd(B), QD1)",
+        dev.rand_read_page_us()
+    )?;
+    writeln!(
+        o,
+        "         seq. page read    {:8.2} us  (B / W_rseq, 512 KiB requests)",
+        dev.seq_read_page_us()
+    )?;
+    writeln!(
+        o,
+        "         seq. page write   {:8.2} us  (B / W_wseq, 512 KiB requests)",
+        dev.seq_write_page_us()
+    )?;
+    writeln!(
+        o,
+        "workload n = {} entries, p_s = {:.3} searches, p_i = {:.3} insertions",
+        w.entries, w.search_fraction, w.insert_fraction
+    )?;
+    writeln!(
+        o,
+        "tree     B = {}, f = {} entries/page, |L0| = {} entries ({} head tree), M = {} entries ({} buffer pool)",
+        format_size(b),
+        w.entries_per_page,
+        w.head_tree_entries(),
+        format_size(w.head_tree_bytes / b * b),
+        w.buffer_entries(),
+        format_size(w.buffer_bytes / b * b),
+    )?;
+    writeln!(o)?;
+    writeln!(
+        o,
+        "chosen   k = {}, l = {} levels (head tree + {} sorted runs), k < f - 1 = {}",
+        best.k,
+        best.levels,
+        best.levels - 1,
+        w.entries_per_page - 1
+    )?;
+    writeln!(
+        o,
+        "         search   {:10.3} us  (Eq. 10, buffer pool counted)",
+        best.search_cost_us
+    )?;
+    writeln!(
+        o,
+        "         insert   {:10.3} us  (t_headtree + Algorithm 5)",
+        best.insert_cost_us
+    )?;
+    writeln!(
+        o,
+        "         expected {:10.3} us per operation (p_s t_search + p_i t_insert)",
+        best.expected_cost_us
+    )?;
+
+    writeln!(o)?;
+    writeln!(o, "best k for each number of levels")?;
+    table_header(&mut o)?;
+    let mut levels: Vec<u32> = all.iter().map(|c| c.levels).collect();
+    levels.dedup();
+    for l in levels {
+        let row = all
+            .iter()
+            .filter(|c| c.levels == l)
+            .min_by(|a, b| a.expected_cost_us.total_cmp(&b.expected_cost_us));
+        if let Some(c) = row {
+            table_row(&mut o, c, c == &best)?;
+        }
+    }
+
+    writeln!(o)?;
+    writeln!(o, "cost by k, l = {} levels", best.levels)?;
+    table_header(&mut o)?;
+    let same: Vec<&FdTreeChoice> = all.iter().filter(|c| c.levels == best.levels).collect();
+    for c in sample(&same, best.k, 12) {
+        table_row(&mut o, c, c == &best)?;
+    }
+    Ok(o)
+}
+
+fn table_header(o: &mut String) -> std::fmt::Result {
+    writeln!(
+        o,
+        "  {:>5} {:>6} {:>12} {:>12} {:>12}",
+        "k", "levels", "search us", "insert us", "expected us"
+    )
+}
+
+fn table_row(o: &mut String, c: &FdTreeChoice, chosen: bool) -> std::fmt::Result {
+    writeln!(
+        o,
+        "  {:>5} {:>6} {:>12.3} {:>12.3} {:>12.3}{}",
+        c.k,
+        c.levels,
+        c.search_cost_us,
+        c.insert_cost_us,
+        c.expected_cost_us,
+        if chosen { "  <- chosen" } else { "" }
+    )
+}
+
+/// At most about `n` rows spread evenly over `rows` (sorted by `k`), always with the first,
+/// the last and the one with `k == chosen`.
+fn sample<'a>(rows: &[&'a FdTreeChoice], chosen: u64, n: usize) -> Vec<&'a FdTreeChoice> {
+    if rows.len() <= n {
+        return rows.to_vec();
+    }
+    let last = rows.len() - 1;
+    let mut picked: Vec<usize> = (0..n).map(|i| i * last / (n - 1)).collect();
+    if let Some(pos) = rows.iter().position(|c| c.k == chosen) {
+        picked.push(pos);
+    }
+    picked.sort_unstable();
+    picked.dedup();
+    picked.into_iter().map(|i| rows[i]).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile() -> DeviceProfile {
+        DeviceProfile {
+            path: "/dev/test".into(),
+            backend: "test".into(),
+            file_bytes: 1 << 30,
+            rand_read_iops_qd1: 20_000.0,
+            rand_read_iops_qd32: 100_000.0,
+            rand_write_iops_qd1: 10_000.0,
+            rand_write_iops_qd32: 50_000.0,
+            seq_read_mb_s: 2048.0,
+            seq_write_mb_s: 1024.0,
+            read_latency_us_by_size: vec![(4096, 60.0), (8192, 70.0), (16384, 90.0)],
+            measured_at: "2026-01-01T00:00:00Z".into(),
+        }
+    }
+
+    #[test]
+    fn profile_to_device_costs() {
+        let p = profile();
+        // 4 KiB: the measured 60 us; 4096 B / 2048 MB/s = 2 us; / 1024 MB/s = 4 us;
+        // 1e6 / 10 000 IOPS = 100 us per 4 KiB write.
+        let d = device_costs(&p, 4096).unwrap();
+        assert_eq!(d.rand_read_page_us(), 60.0);
+        assert_eq!(d.seq_read_page_us(), 2.0);
+        assert_eq!(d.seq_write_page_us(), 4.0);
+        assert_eq!(d.rand_write_page_us(), 100.0);
+        // 12 KiB: halfway between 8 KiB (70 us) and 16 KiB (90 us) -> 80 us; 12288 / 2048 = 6;
+        // 12288 / 1024 = 12; three 4 KiB writes = 300 us.
+        let d = device_costs(&p, 12288).unwrap();
+        assert_eq!(d.rand_read_page_us(), 80.0);
+        assert_eq!(d.seq_read_page_us(), 6.0);
+        assert_eq!(d.seq_write_page_us(), 12.0);
+        assert_eq!(d.rand_write_page_us(), 300.0);
+        // Outside the measured sizes: refused, not extrapolated.
+        let e = device_costs(&p, 2048).unwrap_err().to_string();
+        assert!(e.contains("2048"), "{e}");
+        assert!(device_costs(&p, 32768).is_err());
+    }
+
+    fn args(profile: PathBuf) -> FdTreeModelArgs {
+        FdTreeModelArgs {
+            entries: 10_000_000,
+            search_fraction: 0.5,
+            page_size: "4096".into(),
+            head_tree: "512KiB".into(),
+            buffer_pool: "16MiB".into(),
+            profile,
+        }
+    }
+
+    #[test]
+    fn options_become_the_workload() {
+        let a = args(PathBuf::from("x.json"));
+        let w = a.workload().unwrap();
+        assert_eq!(w.entries, 10_000_000);
+        assert_eq!(w.page_size, 4096);
+        assert_eq!(w.entries_per_page, 240);
+        assert_eq!(w.head_tree_bytes, 512 << 10);
+        assert_eq!(w.buffer_bytes, 16 << 20);
+        assert_eq!(w.insert_fraction, 0.5);
+        let bad = FdTreeModelArgs {
+            search_fraction: 1.5,
+            ..a.clone()
+        };
+        assert!(bad.workload().is_err());
+        let bad = FdTreeModelArgs {
+            head_tree: "lots".into(),
+            ..a
+        };
+        assert!(bad.workload().is_err());
+    }
+
+    #[test]
+    fn missing_profile_says_run_probe() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = run(&args(dir.path().join("none.json")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("flashix probe"), "{e}");
+        assert!(e.contains("none.json"), "{e}");
+    }
+
+    #[test]
+    fn report_shows_the_choice_and_the_table() {
+        let p = profile();
+        let w = args(PathBuf::new()).workload().unwrap();
+        let dev = device_costs(&p, 4096).unwrap();
+        let best = fdtree::choose(&dev, &w).unwrap();
+        let text = render("test profile", &dev, &w).unwrap();
+        assert!(
+            text.contains(&format!(
+                "chosen   k = {}, l = {} levels",
+                best.k, best.levels
+            )),
+            "{text}"
+        );
+        let chosen_rows: Vec<&str> = text.lines().filter(|l| l.ends_with("<- chosen")).collect();
+        // Once among the best per level count, once in the table by k.
+        assert_eq!(chosen_rows.len(), 2, "{text}");
+        for row in chosen_rows {
+            assert!(row.trim_start().starts_with(&best.k.to_string()), "{row}");
+        }
+        let table = text.split("cost by k").nth(1).unwrap();
+        let rows = table
+            .lines()
+            .filter(|l| l.starts_with("  ") && !l.contains("search us"));
+        assert!(rows.count() >= 2, "{text}");
+    }
+
+    #[test]
+    fn sample_keeps_ends_and_choice() {
+        let rows: Vec<FdTreeChoice> = (2..100)
+            .map(|k| FdTreeChoice {
+                k,
+                levels: 3,
+                search_cost_us: 0.0,
+                insert_cost_us: 0.0,
+                expected_cost_us: 0.0,
+            })
+            .collect();
+        let refs: Vec<&FdTreeChoice> = rows.iter().collect();
+        let s = sample(&refs, 37, 12);
+        let ks: Vec<u64> = s.iter().map(|c| c.k).collect();
+        assert_eq!(ks.first(), Some(&2));
+        assert_eq!(ks.last(), Some(&99));
+        assert!(ks.contains(&37));
+        assert!(
+            ks.len() <= 13 && ks.windows(2).all(|p| p[0] < p[1]),
+            "{ks:?}"
+        );
+    }
+}

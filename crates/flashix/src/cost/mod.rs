@@ -1,0 +1,146 @@
+//! Cost models that pick engine parameters for a device and a workload (DESIGN.md, Layers:
+//! "cost (FD-tree k, PIO node size and OPQ size, bulk M), fed by a device profile").
+//!
+//! The models take a [`DeviceCosts`]: the few per-page times they need, in the papers'
+//! terms. The library does not read device profiles itself; `flashix-bench` converts the
+//! `DeviceProfile` written by `flashix probe` into a `DeviceCosts`.
+//!
+//! - [`fdtree`]: FD-tree size ratio `k` and number of levels `l` (Li et al., VLDB 2010,
+//!   §4 and Appendix C).
+//!
+//! All times are in microseconds (`_us`), all sizes in bytes unless a name says entries.
+
+pub mod fdtree;
+
+use crate::{Error, Result};
+
+/// What a cost model needs to know about a device, for one page size `B`.
+///
+/// The FD-tree paper writes these as bandwidths (`W_rrnd(B)`, `W_rseq`, `W_wseq`, in bytes
+/// per second) and divides a byte count by them; here they are kept as the time to move one
+/// page of `B` bytes, so that `B / W_rrnd(B)` is [`DeviceCosts::rand_read_page_us`] and
+/// `B / W_rseq` is [`DeviceCosts::seq_read_page_us`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeviceCosts {
+    page_size: usize,
+    rand_read_page_us: f64,
+    rand_write_page_us: f64,
+    seq_read_page_us: f64,
+    seq_write_page_us: f64,
+}
+
+impl DeviceCosts {
+    /// Per-page times for pages of `page_size` bytes:
+    /// - `rand_read_page_us`: one random read of one page (`B / W_rrnd(B)`), queue depth 1;
+    /// - `rand_write_page_us`: one random write of one page (`B / W_wrnd(B)`), queue depth 1;
+    /// - `seq_read_page_us`, `seq_write_page_us`: the share of one page in a large sequential
+    ///   transfer (`B / W_rseq`, `B / W_wseq`; multi-page I/O, FD-tree §3.3).
+    ///
+    /// Every time must be finite and positive, and the page size non-zero.
+    pub fn new(
+        page_size: usize,
+        rand_read_page_us: f64,
+        rand_write_page_us: f64,
+        seq_read_page_us: f64,
+        seq_write_page_us: f64,
+    ) -> Result<Self> {
+        if page_size == 0 {
+            return Err(Error::InvalidArgument(
+                "device costs: the page size must be positive".into(),
+            ));
+        }
+        for (name, v) in [
+            ("random page read time", rand_read_page_us),
+            ("random page write time", rand_write_page_us),
+            ("sequential page read time", seq_read_page_us),
+            ("sequential page write time", seq_write_page_us),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(Error::InvalidArgument(format!(
+                    "device costs: the {name} must be a positive number of microseconds, not {v}"
+                )));
+            }
+        }
+        Ok(DeviceCosts {
+            page_size,
+            rand_read_page_us,
+            rand_write_page_us,
+            seq_read_page_us,
+            seq_write_page_us,
+        })
+    }
+
+    /// From rates: random reads and writes of one page per second (IOPS at queue depth 1,
+    /// with requests of `page_size` bytes) and sequential bandwidths in MB/s (10^6 bytes
+    /// per second, i.e. bytes per microsecond).
+    pub fn from_rates(
+        page_size: usize,
+        rand_read_iops: f64,
+        rand_write_iops: f64,
+        seq_read_mb_s: f64,
+        seq_write_mb_s: f64,
+    ) -> Result<Self> {
+        let b = page_size as f64;
+        DeviceCosts::new(
+            page_size,
+            1e6 / rand_read_iops,
+            1e6 / rand_write_iops,
+            b / seq_read_mb_s,
+            b / seq_write_mb_s,
+        )
+    }
+
+    /// Page size `B` in bytes the times are for.
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Time of one random page read, `B / W_rrnd(B)`, in microseconds.
+    pub fn rand_read_page_us(&self) -> f64 {
+        self.rand_read_page_us
+    }
+
+    /// Time of one random page write, `B / W_wrnd(B)`, in microseconds.
+    pub fn rand_write_page_us(&self) -> f64 {
+        self.rand_write_page_us
+    }
+
+    /// Time per page of a sequential read, `B / W_rseq`, in microseconds.
+    pub fn seq_read_page_us(&self) -> f64 {
+        self.seq_read_page_us
+    }
+
+    /// Time per page of a sequential write, `B / W_wseq`, in microseconds.
+    pub fn seq_write_page_us(&self) -> f64 {
+        self.seq_write_page_us
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_become_page_times() {
+        // 20 000 IOPS -> 50 us; 10 000 IOPS -> 100 us; 4096 B at 2048 MB/s (2048 B/us) -> 2 us;
+        // at 1024 MB/s -> 4 us.
+        let d = DeviceCosts::from_rates(4096, 20_000.0, 10_000.0, 2048.0, 1024.0).unwrap();
+        assert_eq!(d.page_size(), 4096);
+        assert_eq!(d.rand_read_page_us(), 50.0);
+        assert_eq!(d.rand_write_page_us(), 100.0);
+        assert_eq!(d.seq_read_page_us(), 2.0);
+        assert_eq!(d.seq_write_page_us(), 4.0);
+    }
+
+    #[test]
+    fn bad_numbers_are_refused() {
+        assert!(DeviceCosts::new(0, 1.0, 1.0, 1.0, 1.0).is_err());
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(DeviceCosts::new(4096, bad, 1.0, 1.0, 1.0).is_err());
+            assert!(DeviceCosts::new(4096, 1.0, bad, 1.0, 1.0).is_err());
+            assert!(DeviceCosts::new(4096, 1.0, 1.0, bad, 1.0).is_err());
+            assert!(DeviceCosts::new(4096, 1.0, 1.0, 1.0, bad).is_err());
+        }
+        assert!(DeviceCosts::from_rates(4096, 0.0, 1.0, 1.0, 1.0).is_err());
+    }
+}
