@@ -168,6 +168,12 @@ impl BTree {
     /// each, and the leaf.
     fn descend(&mut self, k: u64) -> Result<(Vec<(PageId, usize)>, PageId)> {
         let mut path = Vec::with_capacity(self.height as usize);
+        let leaf = self.walk_down(k, Some(&mut path))?;
+        Ok((path, leaf))
+    }
+
+    /// The leaf for `k`, one page read per level, recording the path if asked.
+    fn walk_down(&mut self, k: u64, mut path: Option<&mut Vec<(PageId, usize)>>) -> Result<PageId> {
         let mut pid = self.root;
         for depth in 0..self.height - 1 {
             let want = self.height - 1 - depth;
@@ -178,10 +184,12 @@ impl BTree {
             if lvl != want {
                 return Err(level_error(pid, lvl, want));
             }
-            path.push((pid, slot));
+            if let Some(p) = path.as_deref_mut() {
+                p.push((pid, slot));
+            }
             pid = child;
         }
-        Ok((path, pid))
+        Ok(pid)
     }
 
     /// Up to `limit` keys in `[lo, hi]`.
@@ -248,7 +256,7 @@ impl Engine for BTree {
         let Some(next) = cur.next else { return Ok(()) };
         let leaf = match cur.hint {
             Some(p) => p,
-            None => self.descend(next)?.1,
+            None => self.walk_down(next, None)?,
         };
         let before = out.len();
         let (link, hit_end) = self.pager.read(leaf, |b| {
