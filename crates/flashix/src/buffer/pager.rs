@@ -278,6 +278,9 @@ impl Pager {
         self.dev.sync()?;
         let gen = self.wal.generation() + 1;
         let mut new_wal = Wal::create(Arc::clone(&self.vfs), gen)?;
+        // The new WAL's name must be durable before the manifest that names it: a rename
+        // may reach the disk without a directory sync, a create may not.
+        self.vfs.sync_dir()?;
         let manifest = Manifest {
             options: self.options.clone(),
             generation: gen,
