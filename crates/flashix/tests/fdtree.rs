@@ -90,7 +90,10 @@ fn a_cold_point_search_reads_at_most_one_page_per_level() {
             "{} pages read for a head tree of height {head_height} and {runs} runs",
             after.reads - before.reads
         );
-        assert_eq!(after.reads - before.reads, after.read_requests - before.read_requests);
+        assert_eq!(
+            after.reads - before.reads,
+            after.read_requests - before.read_requests
+        );
         db.close().unwrap();
     }
 }
@@ -193,7 +196,11 @@ fn keys_zero_and_max_are_ordinary_keys() {
     db.check_integrity().unwrap();
     assert_eq!(db.get(u64::MAX).unwrap(), Some(199));
     assert_eq!(db.get(0).unwrap(), Some(199));
-    let all: Vec<_> = db.range(u64::MAX - 1..).unwrap().map(|kv| kv.unwrap()).collect();
+    let all: Vec<_> = db
+        .range(u64::MAX - 1..)
+        .unwrap()
+        .map(|kv| kv.unwrap())
+        .collect();
     assert_eq!(all, vec![(u64::MAX, 199)]);
 }
 
@@ -209,21 +216,4 @@ fn invalid_options_are_refused() {
         Db::create_on(s, o),
         Err(flashix::Error::InvalidOptions(_))
     ));
-}
-
-#[test]
-fn scratch_conformance_fdtree() {
-    use flashix::testing::{run, DeviceKind, History};
-    for seed in std::env::var("SEEDS").ok().and_then(|s| s.parse::<u64>().ok()).map_or(0..60, |s| s..s + 1) {
-        let h = History {
-            engine: EngineKind::FdTree,
-            device: DeviceKind::Memory,
-            seed,
-            ops: 2_000,
-            crashes: true,
-        };
-        if let Err(e) = run(&h) {
-            panic!("{e}");
-        }
-    }
 }

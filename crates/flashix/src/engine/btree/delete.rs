@@ -8,6 +8,9 @@ use super::{node, BTree};
 use crate::error::Result;
 use crate::io::PageId;
 
+/// Links of two siblings (left, right) and their entries in key order.
+type SiblingEntries = (u64, u64, Vec<(u64, u64)>);
+
 impl BTree {
     /// Remove `k`; true if it was present.
     pub(super) fn delete_unlogged(&mut self, k: u64) -> Result<bool> {
@@ -78,7 +81,7 @@ impl BTree {
         sep_idx: usize,
         left: PageId,
         right: PageId,
-    ) -> Result<(u64, u64, Vec<(u64, u64)>)> {
+    ) -> Result<SiblingEntries> {
         let (l_link, mut all) = self
             .pager
             .read(left, |b| (node::link(b), node::entries(b)))?;

@@ -10,7 +10,11 @@ use crate::page::DATA_FILE;
 use std::collections::HashSet;
 
 fn bad(pid: Option<PageId>, detail: String) -> Error {
-    Error::corruption(DATA_FILE, pid, format!("FD-tree invariant violated: {detail}"))
+    Error::corruption(
+        DATA_FILE,
+        pid,
+        format!("FD-tree invariant violated: {detail}"),
+    )
 }
 
 /// A level as the checks see it: every page's entries.
@@ -25,6 +29,9 @@ impl LevelView {
     }
 }
 
+/// A head-tree node to visit: page, level, and the bounds its entries must lie within.
+type Frame = (PageId, u32, Option<(u64, u8)>, Option<(u64, u8)>);
+
 struct HeadWalk {
     leaves: Vec<PageId>,
     entries: Vec<Entry>,
@@ -35,13 +42,20 @@ impl FdTree {
     pub(super) fn check(&mut self) -> Result<()> {
         let mut seen: HashSet<PageId> = HashSet::new();
         if self.frozen.is_some() != self.job.is_some() {
-            return Err(bad(None, "frozen head tree without a merge, or the reverse".into()));
+            return Err(bad(
+                None,
+                "frozen head tree without a merge, or the reverse".into(),
+            ));
         }
         let head = self.head.clone();
         let active = self.check_head(&head, &mut seen, "head tree")?;
         let nav = match self.frozen.clone() {
             Some(fr) => {
-                if let Some(f) = active.entries.iter().find(|e| e.is_fence() && e.val != NONE) {
+                if let Some(f) = active
+                    .entries
+                    .iter()
+                    .find(|e| e.is_fence() && e.val != NONE)
+                {
                     return Err(bad(
                         None,
                         format!("new head tree has a fence to page {} during a merge", f.val),
@@ -51,7 +65,8 @@ impl FdTree {
             }
             None => active,
         };
-        if (nav.entries.len() as u64) >= self.p.cap0 && nav.entries.iter().any(|e| !e.is_fence())
+        if (nav.entries.len() as u64) >= self.p.cap0
+            && nav.entries.iter().any(|e| !e.is_fence())
             && self.job.is_none()
         {
             return Err(bad(
@@ -93,7 +108,10 @@ impl FdTree {
             if count != v.run.entries {
                 return Err(bad(
                     Some(v.run.start),
-                    format!("L{lvl} holds {count} entries, the manifest says {}", v.run.entries),
+                    format!(
+                        "L{lvl} holds {count} entries, the manifest says {}",
+                        v.run.entries
+                    ),
                 ));
             }
             let cap = self.p.level_capacity(lvl);
@@ -115,7 +133,10 @@ impl FdTree {
                 }
                 for e in es {
                     if prev.is_some_and(|q| q.pos() > e.pos()) {
-                        return Err(bad(Some(pid), format!("L{lvl} is not sorted at key {}", e.key)));
+                        return Err(bad(
+                            Some(pid),
+                            format!("L{lvl} is not sorted at key {}", e.key),
+                        ));
                     }
                     prev = Some(*e);
                     if !e.is_fence() {
@@ -134,7 +155,12 @@ impl FdTree {
             }
         }
         // Fences: head tree -> L1, L(i) -> L(i+1).
-        let nav_fences: Vec<Entry> = nav.entries.iter().filter(|e| e.is_fence()).copied().collect();
+        let nav_fences: Vec<Entry> = nav
+            .entries
+            .iter()
+            .filter(|e| e.is_fence())
+            .copied()
+            .collect();
         check_fences("head tree", &nav_fences, views.first())?;
         for i in 0..views.len() {
             let fences: Vec<Entry> = views[i]
@@ -158,8 +184,7 @@ impl FdTree {
             pages: 0,
         };
         // (page, level, lower bound, upper bound) with positions (key, rank).
-        let mut stack: Vec<(PageId, u32, Option<(u64, u8)>, Option<(u64, u8)>)> =
-            vec![(h.root, h.height - 1, None, None)];
+        let mut stack: Vec<Frame> = vec![(h.root, h.height - 1, None, None)];
         let mut leaf_entries: Vec<(PageId, Vec<Entry>, u64)> = Vec::new();
         while let Some((pid, lvl, lo, hi)) = stack.pop() {
             if !seen.insert(pid) {
@@ -171,20 +196,33 @@ impl FdTree {
             }
             w.pages += 1;
             let (kind, nlvl, link, es) = head::node(&mut self.pager, cap, pid)?;
-            let want = if lvl == 0 { KIND_HEAD_LEAF } else { KIND_HEAD_INTERNAL };
+            let want = if lvl == 0 {
+                KIND_HEAD_LEAF
+            } else {
+                KIND_HEAD_INTERNAL
+            };
             if kind != want || nlvl != lvl {
-                return Err(bad(Some(pid), format!("{what} node kind {kind} level {nlvl}, expected level {lvl}")));
+                return Err(bad(
+                    Some(pid),
+                    format!("{what} node kind {kind} level {nlvl}, expected level {lvl}"),
+                ));
             }
             for pair in es.windows(2) {
                 if pair[0].pos() > pair[1].pos()
                     || (!pair[0].is_fence() && !pair[1].is_fence() && pair[0].key == pair[1].key)
                 {
-                    return Err(bad(Some(pid), format!("{what} node out of order at key {}", pair[1].key)));
+                    return Err(bad(
+                        Some(pid),
+                        format!("{what} node out of order at key {}", pair[1].key),
+                    ));
                 }
             }
             for e in &es {
                 if lo.is_some_and(|l| e.pos() < l) || hi.is_some_and(|h| e.pos() > h) {
-                    return Err(bad(Some(pid), format!("{what} key {} outside its parent's range", e.key)));
+                    return Err(bad(
+                        Some(pid),
+                        format!("{what} key {} outside its parent's range", e.key),
+                    ));
                 }
             }
             if lvl == 0 {
@@ -192,7 +230,10 @@ impl FdTree {
                 continue;
             }
             if es.is_empty() {
-                return Err(bad(Some(pid), format!("{what} internal node without separators")));
+                return Err(bad(
+                    Some(pid),
+                    format!("{what} internal node without separators"),
+                ));
             }
             // Push children right to left so that leaves come out in key order.
             for s in (0..=es.len()).rev() {
@@ -202,18 +243,30 @@ impl FdTree {
             }
         }
         if w.pages != h.pages {
-            return Err(bad(Some(h.root), format!("{what} has {} pages, state says {}", w.pages, h.pages)));
+            return Err(bad(
+                Some(h.root),
+                format!("{what} has {} pages, state says {}", w.pages, h.pages),
+            ));
         }
         if leaf_entries.first().map(|l| l.0) != Some(h.first_leaf) {
-            return Err(bad(Some(h.first_leaf), format!("{what} first leaf is wrong")));
+            return Err(bad(
+                Some(h.first_leaf),
+                format!("{what} first leaf is wrong"),
+            ));
         }
         for (i, (pid, es, link)) in leaf_entries.iter().enumerate() {
             let next = leaf_entries.get(i + 1).map_or(NONE, |l| l.0);
             if *link != next {
-                return Err(bad(Some(*pid), format!("{what} leaf links to {link}, not {next}")));
+                return Err(bad(
+                    Some(*pid),
+                    format!("{what} leaf links to {link}, not {next}"),
+                ));
             }
             if i > 0 && !es.first().is_some_and(|e| e.is_fence()) {
-                return Err(bad(Some(*pid), format!("{what} leaf does not begin with a fence (Invariant 1)")));
+                return Err(bad(
+                    Some(*pid),
+                    format!("{what} leaf does not begin with a fence (Invariant 1)"),
+                ));
             }
             if let (Some(a), Some(b)) = (w.entries.last(), es.first()) {
                 if a.pos() > b.pos() {
@@ -242,8 +295,17 @@ impl FdTree {
 /// Invariants 2 and 3 between a level's fences and the next level.
 fn check_fences(what: &str, fences: &[Entry], next: Option<&LevelView>) -> Result<()> {
     let Some(next) = next else {
-        if let Some(f) = fences.iter().find(|f| f.kind == Kind::External || f.val != NONE) {
-            return Err(bad(None, format!("{what} has fence {} to page {} but no next level", f.key, f.val)));
+        if let Some(f) = fences
+            .iter()
+            .find(|f| f.kind == Kind::External || f.val != NONE)
+        {
+            return Err(bad(
+                None,
+                format!(
+                    "{what} has fence {} to page {} but no next level",
+                    f.key, f.val
+                ),
+            ));
         }
         return Ok(());
     };
@@ -280,7 +342,10 @@ fn check_fences(what: &str, fences: &[Entry], next: Option<&LevelView>) -> Resul
             continue;
         }
         if !next.run.contains(f.val) {
-            return Err(bad(Some(f.val), format!("{what} fence {} points outside the next level", f.key)));
+            return Err(bad(
+                Some(f.val),
+                format!("{what} fence {} points outside the next level", f.key),
+            ));
         }
         let ok_lo = next.first_key(f.val) <= f.key;
         let ok_hi = match g {
@@ -290,7 +355,10 @@ fn check_fences(what: &str, fences: &[Entry], next: Option<&LevelView>) -> Resul
         if !ok_lo || !ok_hi {
             return Err(bad(
                 Some(f.val),
-                format!("{what} fence {} to page {} breaks Invariant 2", f.key, f.val),
+                format!(
+                    "{what} fence {} to page {} breaks Invariant 2",
+                    f.key, f.val
+                ),
             ));
         }
     }

@@ -56,7 +56,10 @@ impl Packer {
     pub fn push(&mut self, e: Entry) -> Option<Vec<Entry>> {
         let mut done = None;
         if self.cur.len() >= self.cap {
-            done = Some(std::mem::replace(&mut self.cur, Vec::with_capacity(self.cap)));
+            done = Some(std::mem::replace(
+                &mut self.cur,
+                Vec::with_capacity(self.cap),
+            ));
             self.pages += 1;
         }
         if self.cur.is_empty() && !e.is_fence() && (self.pages > 0 || self.fence_first_page) {
@@ -95,7 +98,8 @@ fn corrupt(pid: PageId, what: String) -> Error {
 fn read_node(pager: &mut Pager, pid: PageId, cap: usize) -> Result<(u16, u32, u64, Vec<Entry>)> {
     pager
         .read(pid, |b| {
-            entry::decode(b, cap).map(|es| (crate::page::kind(b), entry::level(b), entry::link(b), es))
+            entry::decode(b, cap)
+                .map(|es| (crate::page::kind(b), entry::level(b), entry::link(b), es))
         })?
         .map_err(|e| corrupt(pid, e))
 }
@@ -118,7 +122,9 @@ impl Head {
     /// An empty head tree: one empty root leaf.
     pub fn create(pager: &mut Pager) -> Result<Head> {
         let root = pager.alloc_page()?;
-        pager.write(root, |b| entry::init(b, entry::KIND_HEAD_LEAF, 0, NONE, &[]))?;
+        pager.write(root, |b| {
+            entry::init(b, entry::KIND_HEAD_LEAF, 0, NONE, &[])
+        })?;
         Ok(Head {
             root,
             height: 1,
@@ -142,7 +148,10 @@ impl Head {
             let want = self.height - 1 - depth;
             let (kind, lvl, leftmost, seps) = read_node(pager, pid, cap)?;
             if kind != entry::KIND_HEAD_INTERNAL || lvl != want {
-                return Err(corrupt(pid, format!("node at level {lvl}, expected {want}")));
+                return Err(corrupt(
+                    pid,
+                    format!("node at level {lvl}, expected {want}"),
+                ));
             }
             let s = child_slot(&seps, pos);
             path.push((pid, s));
@@ -217,13 +226,19 @@ impl Head {
         let mut right = es.split_off(mid);
         if !right[0].is_fence() {
             // Invariant 1 in the head: the new leaf starts with a fence.
-            let pid = es.iter().rev().find(|x| x.is_fence()).map_or(NONE, |x| x.val);
+            let pid = es
+                .iter()
+                .rev()
+                .find(|x| x.is_fence())
+                .map_or(NONE, |x| x.val);
             right.insert(0, Entry::new(right[0].key, pid, Kind::Internal));
             self.entries += 1;
         }
         let new = pager.alloc_page()?;
         self.pages += 1;
-        pager.write(new, |b| entry::init(b, entry::KIND_HEAD_LEAF, 0, link, &right))?;
+        pager.write(new, |b| {
+            entry::init(b, entry::KIND_HEAD_LEAF, 0, link, &right)
+        })?;
         pager.write(leaf, |b| entry::init(b, entry::KIND_HEAD_LEAF, 0, new, &es))?;
         let sep = Entry::new(right[0].key, new, right[0].kind);
         self.insert_into_parent(pager, cap, path, sep, 1)
@@ -347,7 +362,10 @@ impl Head {
         while let Some((pid, lvl)) = stack.pop() {
             out.push(pid);
             if out.len() as u64 > self.pages {
-                return Err(corrupt(pid, format!("more pages than the {} counted", self.pages)));
+                return Err(corrupt(
+                    pid,
+                    format!("more pages than the {} counted", self.pages),
+                ));
             }
             if lvl > 0 {
                 let (_, _, leftmost, seps) = read_node(pager, pid, cap)?;

@@ -255,15 +255,12 @@ impl MergeJob {
             fences = f;
         }
         let replaced: Vec<Run> = self.levels.iter().take(i).copied().collect();
-        let mut levels: Vec<Run> = Vec::with_capacity(self.levels.len().max(i));
-        for lvl in 0..self.levels.len().max(i) {
-            let r = if lvl < i { new[lvl] } else { Some(self.levels[lvl]) };
-            // An empty level means every level below it is empty too.
-            match r {
-                Some(r) => levels.push(r),
-                None => break,
-            }
-        }
+        // An empty level means every level below it is empty too.
+        let levels: Vec<Run> = new
+            .into_iter()
+            .chain(self.levels.iter().skip(i).copied().map(Some))
+            .map_while(|r| r)
+            .collect();
         if levels.is_empty() {
             fences.clear();
         }

@@ -277,8 +277,11 @@ impl FdTree {
 
     /// Algorithm 2: insert into L0, then merge when it reaches its capacity.
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
-        self.head
-            .upsert(&mut self.pager, self.p.cap, Entry::new(key, value, Kind::Normal))?;
+        self.head.upsert(
+            &mut self.pager,
+            self.p.cap,
+            Entry::new(key, value, Kind::Normal),
+        )?;
         self.after_mutation()
     }
 
@@ -296,8 +299,11 @@ impl FdTree {
         }
         match below {
             Some(b) if b.kind == Kind::Normal => {
-                self.head
-                    .upsert(&mut self.pager, self.p.cap, Entry::new(key, b.val, Kind::Filter))?;
+                self.head.upsert(
+                    &mut self.pager,
+                    self.p.cap,
+                    Entry::new(key, b.val, Kind::Filter),
+                )?;
                 self.counters.filters_inserted += 1;
             }
             _ => {
@@ -445,7 +451,8 @@ impl FdTree {
         let mut levels: Vec<Option<Run>> = vec![None; depth];
         levels[depth - 1] = bottom;
         for lvl in (1..depth).rev() {
-            let (r, f) = run::write_fence_run(&mut self.pager, self.p.cap, self.p.io_unit, &fences)?;
+            let (r, f) =
+                run::write_fence_run(&mut self.pager, self.p.cap, self.p.io_unit, &fences)?;
             levels[lvl - 1] = r;
             fences = f;
         }

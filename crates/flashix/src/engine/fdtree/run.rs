@@ -31,13 +31,14 @@ impl Run {
     }
 }
 
+/// The external fences of a run's pages: (first key, page), in order.
+pub type Fences = Vec<(u64, PageId)>;
+
+/// A finished run (`None` if empty) and its fences.
+pub type Written = (Option<Run>, Fences);
+
 /// Read `n` pages of a run from `first` in ONE request and decode them.
-pub fn read_pages(
-    pager: &mut Pager,
-    cap: usize,
-    first: PageId,
-    n: u64,
-) -> Result<Vec<Vec<Entry>>> {
+pub fn read_pages(pager: &mut Pager, cap: usize, first: PageId, n: u64) -> Result<Vec<Vec<Entry>>> {
     let ps = pager.page_size();
     let mut buf = AlignedBuf::zeroed(ps * n as usize);
     pager.device().read(first, &mut buf)?;
@@ -53,10 +54,15 @@ pub fn read_pages(
                     format!("FD-tree run page has kind {}", page::kind(b)),
                 ));
             }
-            let es = entry::decode(b, cap)
-                .map_err(|e| Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}")))?;
+            let es = entry::decode(b, cap).map_err(|e| {
+                Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}"))
+            })?;
             if es.is_empty() {
-                return Err(Error::corruption(DATA_FILE, Some(pid), "empty FD-tree run page"));
+                return Err(Error::corruption(
+                    DATA_FILE,
+                    Some(pid),
+                    "empty FD-tree run page",
+                ));
             }
             Ok(es)
         })
@@ -110,14 +116,13 @@ impl RunReader {
 pub struct RunWriter {
     extent: Extent,
     packer: Packer,
-    io_unit: u64,
     chunk: AlignedBuf,
     chunk_pages: u64,
     chunk_start: u64,
     pages: u64,
     pub entries: u64,
     /// (first key, page) of every page written, in order.
-    pub fences: Vec<(u64, PageId)>,
+    pub fences: Fences,
 }
 
 impl RunWriter {
@@ -129,7 +134,6 @@ impl RunWriter {
         RunWriter {
             extent,
             packer: Packer::new(cap, true),
-            io_unit,
             chunk: AlignedBuf::zeroed(ps * io_unit.min(max_pages) as usize),
             chunk_pages: 0,
             chunk_start: 0,
@@ -185,13 +189,12 @@ impl RunWriter {
             .write(self.extent.start + self.chunk_start, &self.chunk[..len])?;
         self.chunk_start += self.chunk_pages;
         self.chunk_pages = 0;
-        let _ = self.io_unit;
         Ok(())
     }
 
     /// Write the last pages and return the run (`None` if it is empty); the unused tail of
     /// the extent is freed.
-    pub fn finish(mut self, pager: &mut Pager) -> Result<(Option<Run>, Vec<(u64, PageId)>)> {
+    pub fn finish(mut self, pager: &mut Pager) -> Result<Written> {
         if let Some(page) = self.packer.finish() {
             self.emit(pager, &page)?;
         }
@@ -222,7 +225,7 @@ pub fn write_fence_run(
     cap: usize,
     io_unit: u64,
     fences: &[(u64, PageId)],
-) -> Result<(Option<Run>, Vec<(u64, PageId)>)> {
+) -> Result<Written> {
     let mut w = RunWriter::new(pager, cap, io_unit, fences.len() as u64);
     for &(k, p) in fences {
         w.push(pager, Entry::new(k, p, entry::Kind::External))?;
