@@ -114,6 +114,18 @@ impl FdTree {
                     ),
                 ));
             }
+            let all: Vec<&Entry> = v.pages.iter().flatten().collect();
+            let index = all.iter().filter(|e| !e.is_fence()).count() as u64;
+            let filters = all.iter().filter(|e| e.kind == Kind::Filter).count() as u64;
+            if index != v.run.index_entries || filters != v.run.filters {
+                return Err(bad(
+                    Some(v.run.start),
+                    format!(
+                        "L{lvl} holds {index} index entries ({filters} filters), the manifest says {} ({})",
+                        v.run.index_entries, v.run.filters
+                    ),
+                ));
+            }
             let cap = self.p.level_capacity(lvl);
             if count > cap {
                 return Err(bad(

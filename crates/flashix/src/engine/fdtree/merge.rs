@@ -50,6 +50,24 @@ impl Params {
     }
 }
 
+/// Input entries a merge of `incoming` entries into level `from` (1-based) of `levels`
+/// will process, following the cascade as it would go without cancellations (an upper
+/// bound), internal fences included.
+fn estimate(p: &Params, mut incoming: u64, levels: &[Run], from: usize) -> u64 {
+    let mut work = 0u64;
+    for i in from.. {
+        let here = levels.get(i - 1).map_or(0, |r| r.entries);
+        let out = incoming + here;
+        work = work.saturating_add(out);
+        let stored = out + out.div_ceil(p.cap as u64 - 1) + 1;
+        if stored < p.level_capacity(i) || levels.get(i - 1).is_none() {
+            break;
+        }
+        incoming = out;
+    }
+    work
+}
+
 enum Upper {
     /// The index entries of the (frozen) head tree.
     Head { entries: Vec<Entry>, pos: usize },
@@ -84,18 +102,7 @@ pub struct Outcome {
 impl MergeJob {
     /// Start merging the head tree's index entries `head` into `levels`.
     pub fn start(pager: &mut Pager, p: &Params, head: Vec<Entry>, levels: Vec<Run>) -> MergeJob {
-        // Work estimate: the cascade as it would go without cancellations.
-        let mut work = 0u64;
-        let mut incoming = head.len() as u64;
-        for i in 1.. {
-            let here = levels.get(i - 1).map_or(0, |r| r.entries);
-            let out = incoming + here;
-            work += out;
-            if out < p.level_capacity(i) || levels.get(i - 1).is_none() {
-                break;
-            }
-            incoming = out;
-        }
+        let work = estimate(p, head.len() as u64, &levels, 1);
         let max = head.len() as u64 + levels.first().map_or(0, |r| r.entries);
         let writer = RunWriter::new(pager, p.cap, p.io_unit, max);
         let lower = levels.first().copied().map(RunReader::new);
@@ -232,6 +239,7 @@ impl MergeJob {
         if let Some(run) = run {
             if run.entries >= p.level_capacity(i) {
                 // L'(i) reached its capacity: Merge(L'(i), L(i+1)).
+                self.work = self.work.max(estimate(p, run.entries, &self.levels, i + 1));
                 self.level = i + 1;
                 let lower = self.levels.get(i).copied();
                 let max = run.entries + lower.map_or(0, |r| r.entries);

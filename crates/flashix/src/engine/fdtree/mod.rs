@@ -169,8 +169,6 @@ pub struct FdTree {
     /// The head tree being merged (deamortized merge in progress).
     frozen: Option<Head>,
     job: Option<MergeJob>,
-    /// Input entries the merge advances by per mutation.
-    step_units: u64,
     levels: Vec<Run>,
     checkpoint_due: bool,
     counters: Counters,
@@ -191,7 +189,6 @@ impl FdTree {
             head,
             frozen: None,
             job: None,
-            step_units: 0,
             levels: Vec::new(),
             checkpoint_due: false,
             counters: Counters::default(),
@@ -218,7 +215,6 @@ impl FdTree {
             head: state.head,
             frozen: None,
             job: None,
-            step_units: 0,
             levels: state.levels,
             checkpoint_due: false,
             counters: Counters::default(),
@@ -344,7 +340,11 @@ impl FdTree {
                 self.counters.forced_merge_completions += 1;
                 u64::MAX
             } else {
-                self.step_units
+                // The work left, spread over half the insertions the new head tree has
+                // room for (§3.4: the merge is divided over the insertions into L'0).
+                let room = (self.p.cap0 - self.head.entries) / 2;
+                let work = self.job.as_ref().map_or(0, |j| j.work);
+                work.div_ceil(room.max(1)).max(1)
             };
             self.advance_job(units)?;
         }
@@ -366,8 +366,6 @@ impl FdTree {
             .filter(|e| !e.is_fence())
             .collect();
         let job = MergeJob::start(&mut self.pager, &self.p, entries, self.levels.clone());
-        // Spread the work over half the insertions that fill the new head tree (§3.4).
-        self.step_units = job.work.div_ceil((self.p.cap0 / 2).max(1)).max(1);
         self.job = Some(job);
         self.frozen = Some(frozen);
         Ok(())
@@ -546,6 +544,16 @@ impl Engine for FdTree {
                     + self.frozen.as_ref().map_or(0, |h| h.entries)
                     + self.levels.iter().map(|r| r.entries).sum::<u64>(),
             ),
+            (
+                "index_entries",
+                self.head.index_entries
+                    + self.frozen.as_ref().map_or(0, |h| h.index_entries)
+                    + self.levels.iter().map(|r| r.index_entries).sum::<u64>(),
+            ),
+            (
+                "filter_entries_in_runs",
+                self.levels.iter().map(|r| r.filters).sum::<u64>(),
+            ),
             ("head_entries", self.head.entries),
             ("head_height", u64::from(self.head.height)),
             ("head_pages", self.head.pages),
@@ -563,6 +571,7 @@ impl Engine for FdTree {
         for (i, r) in self.levels.iter().enumerate() {
             engine_counters.insert(format!("level_{}_entries", i + 1), r.entries);
             engine_counters.insert(format!("level_{}_pages", i + 1), r.pages);
+            engine_counters.insert(format!("level_{}_filters", i + 1), r.filters);
         }
         Stats {
             engine: EngineKind::FdTree,

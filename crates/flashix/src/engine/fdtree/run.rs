@@ -10,12 +10,15 @@ use crate::io::{AlignedBuf, Extent, PageId};
 use crate::page::{self, DATA_FILE};
 use serde::{Deserialize, Serialize};
 
-/// One level's run: `pages` pages from `start`, holding `entries` entries.
+/// One level's run: `pages` pages from `start`, holding `entries` entries (fences
+/// included), of which `index_entries` are index entries and `filters` filter entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Run {
     pub start: PageId,
     pub pages: u64,
     pub entries: u64,
+    pub index_entries: u64,
+    pub filters: u64,
 }
 
 impl Run {
@@ -121,6 +124,8 @@ pub struct RunWriter {
     chunk_start: u64,
     pages: u64,
     pub entries: u64,
+    index_entries: u64,
+    filters: u64,
     /// (first key, page) of every page written, in order.
     pub fences: Fences,
 }
@@ -139,6 +144,8 @@ impl RunWriter {
             chunk_start: 0,
             pages: 0,
             entries: 0,
+            index_entries: 0,
+            filters: 0,
             fences: Vec::new(),
         }
     }
@@ -170,6 +177,8 @@ impl RunWriter {
         page::seal(pid, b);
         self.fences.push((es[0].key, pid));
         self.entries += es.len() as u64;
+        self.index_entries += es.iter().filter(|e| !e.is_fence()).count() as u64;
+        self.filters += es.iter().filter(|e| e.kind == entry::Kind::Filter).count() as u64;
         self.pages += 1;
         self.chunk_pages += 1;
         if self.chunk_pages as usize * ps == self.chunk.len() {
@@ -208,6 +217,8 @@ impl RunWriter {
             start: self.extent.start,
             pages: self.pages,
             entries: self.entries,
+            index_entries: self.index_entries,
+            filters: self.filters,
         });
         Ok((run, self.fences))
     }
