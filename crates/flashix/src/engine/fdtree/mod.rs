@@ -50,9 +50,11 @@
 //!
 //! # Deamortized merge (§3.4)
 //! With `FdTreeOptions::deamortize` (the default) a full head tree is frozen and merged
-//! while a second head tree takes new entries; each mutation advances the merge by about
-//! `work / (|L0|/2)` input entries, so it completes while the new head tree fills up to
-//! half. Searches look in the new head tree, then the frozen one, then the levels (which
+//! while a second head tree takes new entries; each mutation advances the merge by the
+//! work left (input entries, estimated as the cascade would go without cancellations)
+//! divided by half the room left in the new head tree, about `N_merge / (|L0|/2)` at
+//! first, so it completes before the new head tree is full. Run pages still go out in
+//! whole multi-page writes of `io_unit_bytes`. Searches look in the new head tree, then the frozen one, then the levels (which
 //! the merge does not change until it completes). When the merge completes, the new head
 //! tree is rebuilt with its entries and the fences of the new L1 (bulk-loaded, at most
 //! |L0| entries; the paper inserts them one by one) and the frozen one is freed. Also done

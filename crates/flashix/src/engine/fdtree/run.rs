@@ -165,10 +165,15 @@ impl RunWriter {
     fn emit(&mut self, pager: &mut Pager, es: &[Entry]) -> Result<()> {
         let ps = pager.page_size();
         if self.pages >= self.extent.len {
-            return Err(Error::InvalidArgument(format!(
-                "FD-tree run outgrew its extent of {} pages",
-                self.extent.len
-            )));
+            // The inputs held more entries than their counts said.
+            return Err(Error::corruption(
+                DATA_FILE,
+                Some(self.extent.start),
+                format!(
+                    "FD-tree run outgrew its extent of {} pages",
+                    self.extent.len
+                ),
+            ));
         }
         let pid = self.extent.start + self.pages;
         let slot = self.chunk_pages as usize;

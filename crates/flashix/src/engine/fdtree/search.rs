@@ -107,7 +107,16 @@ impl FdTree {
         };
         let mut first = true;
         let mut start_found = false;
+        let mut steps = 0u64;
         while pid != NONE {
+            steps += 1;
+            if steps > head.pages {
+                return Err(Error::corruption(
+                    DATA_FILE,
+                    Some(pid),
+                    "FD-tree head leaf chain longer than the tree",
+                ));
+            }
             let (es, link) = Head::leaf(&mut self.pager, cap, pid)?;
             for e in es {
                 if e.key > hi {
