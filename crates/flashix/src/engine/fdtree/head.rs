@@ -411,3 +411,51 @@ pub fn node(pager: &mut Pager, cap: usize, pid: PageId) -> Result<(u16, u32, u64
 pub fn child(leftmost: u64, seps: &[Entry], s: usize) -> u64 {
     child_at(leftmost, seps, s)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Invariant 1 (§3.2): every packed run page begins with a fence, and an internal
+        /// fence carries the page id of the last external fence before it (or NONE).
+        #[test]
+        fn packed_pages_begin_with_fences(
+            items in proptest::collection::btree_map(any::<u64>(), any::<bool>(), 0..200),
+            cap in 3usize..25,
+        ) {
+            let es: Vec<Entry> = items
+                .iter()
+                .enumerate()
+                .map(|(i, (&k, &fence))| if fence {
+                    Entry::new(k, i as u64, Kind::External)
+                } else {
+                    Entry::new(k, k ^ 1, Kind::Normal)
+                })
+                .collect();
+            let mut p = Packer::new(cap, true);
+            let mut pages: Vec<Vec<Entry>> = Vec::new();
+            for &e in &es {
+                pages.extend(p.push(e));
+            }
+            pages.extend(p.finish());
+            let flat: Vec<Entry> = pages.iter().flatten().filter(|e| e.kind != Kind::Internal).copied().collect();
+            prop_assert_eq!(flat, es);
+            let mut last = NONE;
+            for page in &pages {
+                prop_assert!(!page.is_empty() && page.len() <= cap);
+                prop_assert!(page[0].is_fence());
+                if page[0].kind == Kind::Internal {
+                    prop_assert_eq!(page[0].val, last);
+                    prop_assert_eq!(page[0].key, page[1].key);
+                }
+                for e in page {
+                    if e.kind == Kind::External {
+                        last = e.val;
+                    }
+                }
+            }
+        }
+    }
+}
