@@ -133,6 +133,16 @@ impl MergeJob {
         v
     }
 
+    /// Bytes held: the frozen head tree's index entries and the page fences collected.
+    pub fn memory_bytes(&self) -> u64 {
+        let upper = match &self.upper {
+            Upper::Head { entries, .. } => entries.capacity() * 24,
+            Upper::Run { .. } => 0,
+        };
+        let fences = self.writer.as_ref().map_or(0, |w| w.fences.capacity() * 16);
+        (upper + fences) as u64
+    }
+
     fn is_last(&self) -> bool {
         self.levels.get(self.level).is_none()
     }

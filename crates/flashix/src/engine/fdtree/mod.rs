@@ -70,6 +70,14 @@
 //! crash finds either the old levels or the new ones. Recovery = `Pager::open` + replay.
 //! A merge in progress at a checkpoint is restarted on open (its partial extents freed).
 //!
+//! # Counters (`Stats::engine_counters`)
+//! `levels` (l of the paper: the head tree and the runs), `entries` and `index_entries`
+//! (stored, all levels), `filter_entries_in_runs`, `head_entries`, `head_height`,
+//! `head_pages`, `head_capacity` (|L0|), `merges` (completed merges, cascades included),
+//! `merge_in_progress`, `merge_pages_read`, `merge_pages_written`,
+//! `forced_merge_completions` (deamortized merges finished early because the new head tree
+//! filled), `filters_inserted`, and per level `level_<i>_entries`, `_pages`, `_filters`.
+//!
 //! # Memory
 //! The buffer pool, plus during a merge the frozen head tree's index entries (at most |L0|,
 //! 24 bytes each) and the page fences of the rewritten levels (16 bytes per page), plus a
@@ -472,9 +480,7 @@ impl FdTree {
     }
 
     fn memory_bytes(&self) -> u64 {
-        let job = self.job.as_ref().map_or(0, |_| self.p.cap0 * 24);
-        let fences = self.levels.first().map_or(0, |r| r.pages * 16);
-        self.pager.memory_bytes() + job + fences
+        self.pager.memory_bytes() + self.job.as_ref().map_or(0, MergeJob::memory_bytes)
     }
 }
 
