@@ -60,6 +60,7 @@
 //! |L0| entries; the paper inserts them one by one) and the frozen one is freed. Also done
 //! in the completing step: the fence-only levels above the merged level (1/f of its size).
 //! If the new head tree fills before the merge completes, the merge is finished at once.
+//! While a merge runs the index thus holds two head trees, each within `head_tree_bytes`.
 //!
 //! # Durability
 //! The shared [`crate::buffer::Pager`] mechanism: every operation is logged (logical redo)
