@@ -35,5 +35,7 @@ pub mod wal;
 pub use db::{Db, Range, Storage};
 pub use error::{Error, Result};
 pub use io::DeviceStats;
-pub use options::{BTreeOptions, DeviceSpec, EngineKind, Options, DEFAULT_PAGE_SIZE};
+pub use options::{
+    BTreeOptions, DeviceSpec, EngineKind, FdTreeOptions, Options, DEFAULT_PAGE_SIZE,
+};
 pub use stats::{BufferStats, Stats, WalStats};

@@ -105,6 +105,35 @@ impl Default for BTreeOptions {
     }
 }
 
+/// FD-tree sub-options (FD-tree paper §3.2, §3.4, App. D). `k` and the head-tree size are
+/// taken as given here; choosing `k` from a device profile is the cost model's job (§4,
+/// App. C.3), not the engine's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FdTreeOptions {
+    /// Logarithmic size ratio between adjacent levels, |L(i+1)| = k·|L(i)| (§3.2). Must
+    /// satisfy `2 <= k < f - 1`, f the entries of a page (§3.2: "obtaining k < f - 1").
+    pub k: u32,
+    /// Maximum size of the head tree L0 in bytes: the flash "locality area" (§3.1 P2;
+    /// App. D: 512 KiB). At least two pages.
+    pub head_tree_bytes: u64,
+    /// Deamortized merge with two head trees (§3.4).
+    pub deamortize: bool,
+    /// Size of one multi-page I/O request of merges and range scans (App. D: 512 KiB);
+    /// a whole number of pages.
+    pub io_unit_bytes: u64,
+}
+
+impl Default for FdTreeOptions {
+    fn default() -> Self {
+        FdTreeOptions {
+            k: 8,
+            head_tree_bytes: 512 << 10,
+            deamortize: true,
+            io_unit_bytes: 512 << 10,
+        }
+    }
+}
+
 /// Options of an index: a builder, e.g.
 /// `Options::new(EngineKind::BTree).page_size(4096).buffer_pool_bytes(16 << 20)`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -115,6 +144,8 @@ pub struct Options {
     pub(crate) device: DeviceSpec,
     pub(crate) checkpoint_wal_bytes: u64,
     pub(crate) btree: BTreeOptions,
+    #[serde(default)]
+    pub(crate) fdtree: FdTreeOptions,
 }
 
 /// Default page size: the SSD's 4 KiB page.
@@ -130,6 +161,7 @@ impl Options {
             device: DeviceSpec::File { direct_io: true },
             checkpoint_wal_bytes: 128 << 20,
             btree: BTreeOptions::default(),
+            fdtree: FdTreeOptions::default(),
         }
     }
 
@@ -163,6 +195,12 @@ impl Options {
         self
     }
 
+    /// FD-tree sub-options.
+    pub fn fdtree(mut self, fdtree: FdTreeOptions) -> Self {
+        self.fdtree = fdtree;
+        self
+    }
+
     /// The engine kind.
     pub fn engine(&self) -> EngineKind {
         self.engine
@@ -184,7 +222,12 @@ impl Options {
         &self.btree
     }
 
-    /// Check what does not depend on the engine.
+    /// FD-tree sub-options.
+    pub fn get_fdtree(&self) -> &FdTreeOptions {
+        &self.fdtree
+    }
+
+    /// Check what does not depend on the engine, and the options of the chosen engine.
     pub(crate) fn validate(&self) -> Result<()> {
         crate::io::check_page_size(self.page_size)?;
         if self.checkpoint_wal_bytes < self.page_size as u64 * 4 {
@@ -199,6 +242,9 @@ impl Options {
                 "btree bulk_fill {} must be within 0.5..=1.0",
                 self.btree.bulk_fill
             )));
+        }
+        if self.engine == EngineKind::FdTree {
+            crate::engine::fdtree::validate(self)?;
         }
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! The engines behind [`crate::Db`]. One folder each; every one implements [`Engine`].
 
 pub mod btree;
+pub mod fdtree;
 
 use crate::error::{Error, Result};
 use crate::manifest::Manifest;
@@ -55,6 +56,7 @@ pub trait Engine: Send {
 pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
     match opts.engine {
         EngineKind::BTree => Ok(Box::new(btree::BTree::create(storage, opts)?)),
+        EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::create(storage, opts)?)),
         other => Err(not_built(other)),
     }
 }
@@ -63,6 +65,7 @@ pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
 pub fn open(storage: Storage, manifest: Manifest) -> Result<Box<dyn Engine>> {
     match manifest.options.engine {
         EngineKind::BTree => Ok(Box::new(btree::BTree::open(storage, manifest)?)),
+        EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::open(storage, manifest)?)),
         other => Err(not_built(other)),
     }
 }

@@ -196,10 +196,22 @@ impl KeyGen {
 fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
     let page_size = [512, 512, 1024, 4096][rng.below(4) as usize];
     let frames = [8u64, 16, 64, 1024][rng.below(4) as usize];
-    Options::new(engine)
+    let opts = Options::new(engine)
         .page_size(page_size)
         .buffer_pool_bytes(frames * page_size as u64)
-        .checkpoint_wal_bytes([64u64 << 10, 256 << 10, 4 << 20][rng.below(3) as usize])
+        .checkpoint_wal_bytes([64u64 << 10, 256 << 10, 4 << 20][rng.below(3) as usize]);
+    if engine == EngineKind::FdTree {
+        // A head tree of two pages (its minimum) and small k, so that histories of a few
+        // thousand operations build 3+ levels and merge often; multi-page requests of a
+        // few pages so that merges and scans cross request boundaries.
+        return opts.fdtree(crate::FdTreeOptions {
+            k: 2 + rng.below(3) as u32,
+            head_tree_bytes: 2 * page_size as u64,
+            deamortize: rng.below(4) != 0,
+            io_unit_bytes: [1u64, 3, 128][rng.below(3) as usize] * page_size as u64,
+        });
+    }
+    opts
 }
 
 fn contents(db: &mut Db) -> Result<BTreeMap<u64, u64>, Error> {

@@ -1,0 +1,461 @@
+//! The head tree L0 (§3.2): a small B+-tree of pages kept through the buffer pool and
+//! updated in place (random writes confined to the locality area, §3.1 P2).
+//!
+//! Leaves hold index entries (normal and filter) and the fences of L1, sorted by
+//! [`Entry::pos`]. Fractional cascading continues into the head: every leaf but the first
+//! begins with a fence (Invariant 1, §3.2), so the backward scan of a search stops in the
+//! leaf it starts in. A leaf split that would start the new leaf with an index entry puts an
+//! internal fence in front of it, copying the page id of the last fence before it (§3.2,
+//! "Internal fence"), or [`NONE`] when no fence precedes it (keys below every key of L1).
+//! Deleting an index entry does not rebalance: the head tree is rebuilt at every merge.
+
+use super::entry::{self, Entry, Kind, NONE};
+use crate::buffer::Pager;
+use crate::error::{Error, Result};
+use crate::io::PageId;
+use crate::page::DATA_FILE;
+use serde::{Deserialize, Serialize};
+
+/// A head tree's durable roots and counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Head {
+    pub root: PageId,
+    pub height: u32,
+    pub first_leaf: PageId,
+    /// Leaf entries: index entries and fences.
+    pub entries: u64,
+    /// Index entries (normal and filter) among them.
+    pub index_entries: u64,
+    pub pages: u64,
+}
+
+/// Packs a sorted stream of entries into pages of `cap` entries while keeping Invariant 1:
+/// a page that would begin with an index entry begins with an internal fence instead
+/// (§3.2), whose page id is that of the last fence seen (Algorithm 3, lines 17-21).
+pub struct Packer {
+    cap: usize,
+    cur: Vec<Entry>,
+    last_fence_pid: u64,
+    pages: u64,
+    fence_first_page: bool,
+}
+
+impl Packer {
+    /// `fence_first_page`: runs need a fence on every page; the head's first leaf does not.
+    pub fn new(cap: usize, fence_first_page: bool) -> Self {
+        Packer {
+            cap,
+            cur: Vec::with_capacity(cap),
+            last_fence_pid: NONE,
+            pages: 0,
+            fence_first_page,
+        }
+    }
+
+    /// Add `e`; returns a completed page when `e` starts a new one.
+    pub fn push(&mut self, e: Entry) -> Option<Vec<Entry>> {
+        let mut done = None;
+        if self.cur.len() >= self.cap {
+            done = Some(std::mem::replace(
+                &mut self.cur,
+                Vec::with_capacity(self.cap),
+            ));
+            self.pages += 1;
+        }
+        if self.cur.is_empty() && !e.is_fence() && (self.pages > 0 || self.fence_first_page) {
+            self.cur
+                .push(Entry::new(e.key, self.last_fence_pid, Kind::Internal));
+        }
+        if e.is_fence() {
+            self.last_fence_pid = e.val;
+        }
+        self.cur.push(e);
+        done
+    }
+
+    /// The last, partly filled page (if any).
+    pub fn finish(&mut self) -> Option<Vec<Entry>> {
+        if self.cur.is_empty() {
+            return None;
+        }
+        self.pages += 1;
+        Some(std::mem::take(&mut self.cur))
+    }
+}
+
+/// The result of looking `key` up in a head tree.
+pub struct Found {
+    /// The index entry of `key` in this head tree.
+    pub entry: Option<Entry>,
+    /// The page of L1 to search next: the last fence at or below `key` (`NONE` if none).
+    pub fence: u64,
+}
+
+fn corrupt(pid: PageId, what: String) -> Error {
+    Error::corruption(DATA_FILE, Some(pid), format!("FD-tree head tree: {what}"))
+}
+
+fn read_node(pager: &mut Pager, pid: PageId, cap: usize) -> Result<(u16, u32, u64, Vec<Entry>)> {
+    pager
+        .read(pid, |b| {
+            entry::decode(b, cap)
+                .map(|es| (crate::page::kind(b), entry::level(b), entry::link(b), es))
+        })?
+        .map_err(|e| corrupt(pid, e))
+}
+
+/// Child slot for position `pos`: 0 is the leftmost child, `s >= 1` the child of
+/// separator `s - 1`.
+fn child_slot(seps: &[Entry], pos: (u64, u8)) -> usize {
+    seps.partition_point(|s| s.pos() <= pos)
+}
+
+fn child_at(leftmost: u64, seps: &[Entry], s: usize) -> u64 {
+    if s == 0 {
+        leftmost
+    } else {
+        seps[s - 1].val
+    }
+}
+
+impl Head {
+    /// An empty head tree: one empty root leaf.
+    pub fn create(pager: &mut Pager) -> Result<Head> {
+        let root = pager.alloc_page()?;
+        pager.write(root, |b| {
+            entry::init(b, entry::KIND_HEAD_LEAF, 0, NONE, &[])
+        })?;
+        Ok(Head {
+            root,
+            height: 1,
+            first_leaf: root,
+            entries: 0,
+            index_entries: 0,
+            pages: 1,
+        })
+    }
+
+    /// Descend to the leaf for `pos`: the internal pages and child slots passed, and the leaf.
+    fn descend(
+        &self,
+        pager: &mut Pager,
+        cap: usize,
+        pos: (u64, u8),
+    ) -> Result<(Vec<(PageId, usize)>, PageId)> {
+        let mut path = Vec::with_capacity(self.height as usize);
+        let mut pid = self.root;
+        for depth in 0..self.height.saturating_sub(1) {
+            let want = self.height - 1 - depth;
+            let (kind, lvl, leftmost, seps) = read_node(pager, pid, cap)?;
+            if kind != entry::KIND_HEAD_INTERNAL || lvl != want {
+                return Err(corrupt(
+                    pid,
+                    format!("node at level {lvl}, expected {want}"),
+                ));
+            }
+            let s = child_slot(&seps, pos);
+            path.push((pid, s));
+            pid = child_at(leftmost, &seps, s);
+        }
+        Ok((path, pid))
+    }
+
+    /// Look `key` up: its index entry here, and the fence to follow into L1 (§3.3, Search;
+    /// Algorithm 1, lines 2-3).
+    pub fn find(&self, pager: &mut Pager, cap: usize, key: u64) -> Result<Found> {
+        let pos = entry::index_pos(key);
+        let (_, leaf) = self.descend(pager, cap, pos)?;
+        let (_, _, _, es) = read_node(pager, leaf, cap)?;
+        let end = es.partition_point(|e| e.pos() <= pos);
+        let entry = es[..end]
+            .last()
+            .filter(|e| e.key == key && !e.is_fence())
+            .copied();
+        // Scan backward to the fence (Invariant 1 stops it within this leaf).
+        let fence = es[..end]
+            .iter()
+            .rev()
+            .find(|e| e.is_fence())
+            .map_or(NONE, |e| e.val);
+        Ok(Found { entry, fence })
+    }
+
+    /// The leaf for `key` (range scans start there).
+    pub fn leaf_for(&self, pager: &mut Pager, cap: usize, key: u64) -> Result<PageId> {
+        Ok(self.descend(pager, cap, (key, 0))?.1)
+    }
+
+    /// A leaf's entries and its right neighbour.
+    pub fn leaf(pager: &mut Pager, cap: usize, pid: PageId) -> Result<(Vec<Entry>, u64)> {
+        let (kind, _, link, es) = read_node(pager, pid, cap)?;
+        if kind != entry::KIND_HEAD_LEAF {
+            return Err(corrupt(pid, "leaf chain reaches a non-leaf page".into()));
+        }
+        Ok((es, link))
+    }
+
+    /// Insert or overwrite the index entry `e` (normal or filter) of its key (§3.3,
+    /// Insertion; a newer entry of a key replaces an older one in the same level).
+    pub fn upsert(&mut self, pager: &mut Pager, cap: usize, e: Entry) -> Result<()> {
+        debug_assert!(!e.is_fence());
+        let pos = e.pos();
+        let (path, leaf) = self.descend(pager, cap, pos)?;
+        let (found, full) = pager.read(leaf, |b| {
+            let n = entry::count(b);
+            let found = (0..n).find(|&i| entry::get(b, i).is_some_and(|x| x.pos() == pos));
+            (found, n >= cap)
+        })?;
+        if let Some(i) = found {
+            return pager.write(leaf, |b| entry::set(b, i, e));
+        }
+        self.entries += 1;
+        self.index_entries += 1;
+        if !full {
+            return pager.write(leaf, |b| {
+                let n = entry::count(b);
+                let i = (0..n)
+                    .find(|&i| entry::get(b, i).is_some_and(|x| x.pos() > pos))
+                    .unwrap_or(n);
+                entry::insert_at(b, i, e)
+            });
+        }
+        let (_, _, link, mut es) = read_node(pager, leaf, cap)?;
+        let i = es.partition_point(|x| x.pos() <= pos);
+        es.insert(i, e);
+        let mid = es.len() / 2;
+        let mut right = es.split_off(mid);
+        if !right[0].is_fence() {
+            // Invariant 1 in the head: the new leaf starts with a fence.
+            let pid = es
+                .iter()
+                .rev()
+                .find(|x| x.is_fence())
+                .map_or(NONE, |x| x.val);
+            right.insert(0, Entry::new(right[0].key, pid, Kind::Internal));
+            self.entries += 1;
+        }
+        let new = pager.alloc_page()?;
+        self.pages += 1;
+        pager.write(new, |b| {
+            entry::init(b, entry::KIND_HEAD_LEAF, 0, link, &right)
+        })?;
+        pager.write(leaf, |b| entry::init(b, entry::KIND_HEAD_LEAF, 0, new, &es))?;
+        let sep = Entry::new(right[0].key, new, right[0].kind);
+        self.insert_into_parent(pager, cap, path, sep, 1)
+    }
+
+    fn insert_into_parent(
+        &mut self,
+        pager: &mut Pager,
+        cap: usize,
+        mut path: Vec<(PageId, usize)>,
+        mut sep: Entry,
+        mut level: u32,
+    ) -> Result<()> {
+        loop {
+            let Some((pid, slot)) = path.pop() else {
+                let root = pager.alloc_page()?;
+                let old = self.root;
+                pager.write(root, |b| {
+                    entry::init(b, entry::KIND_HEAD_INTERNAL, level, old, &[sep])
+                })?;
+                self.root = root;
+                self.height += 1;
+                self.pages += 1;
+                return Ok(());
+            };
+            let (_, _, leftmost, mut seps) = read_node(pager, pid, cap)?;
+            seps.insert(slot, sep);
+            if seps.len() <= cap {
+                return pager.write(pid, |b| {
+                    entry::init(b, entry::KIND_HEAD_INTERNAL, level, leftmost, &seps)
+                });
+            }
+            let m = seps.len() / 2;
+            let up = seps[m];
+            let new = pager.alloc_page()?;
+            self.pages += 1;
+            pager.write(new, |b| {
+                entry::init(b, entry::KIND_HEAD_INTERNAL, level, up.val, &seps[m + 1..])
+            })?;
+            pager.write(pid, |b| {
+                entry::init(b, entry::KIND_HEAD_INTERNAL, level, leftmost, &seps[..m])
+            })?;
+            sep = Entry::new(up.key, new, up.kind);
+            level += 1;
+        }
+    }
+
+    /// Remove the index entry of `key` if present (§3.3, Deletion: "first performed on the
+    /// head tree").
+    pub fn remove(&mut self, pager: &mut Pager, cap: usize, key: u64) -> Result<bool> {
+        let pos = entry::index_pos(key);
+        let (_, leaf) = self.descend(pager, cap, pos)?;
+        let slot = pager.read(leaf, |b| {
+            (0..entry::count(b)).find(|&i| entry::get(b, i).is_some_and(|x| x.pos() == pos))
+        })?;
+        let Some(i) = slot else { return Ok(false) };
+        pager.write(leaf, |b| entry::remove_at(b, i))?;
+        self.entries -= 1;
+        self.index_entries -= 1;
+        Ok(true)
+    }
+
+    /// Build a head tree bottom-up from entries sorted by position (bulk loading, §3.3
+    /// Merge: "the new levels L_j (0 <= j < i) are rebuilt with the external fences").
+    pub fn bulk_load(pager: &mut Pager, cap: usize, sorted: &[Entry]) -> Result<Head> {
+        if sorted.is_empty() {
+            return Head::create(pager);
+        }
+        let mut packer = Packer::new(cap, false);
+        let mut leaves: Vec<Vec<Entry>> = Vec::new();
+        for &e in sorted {
+            leaves.extend(packer.push(e));
+        }
+        leaves.extend(packer.finish());
+        let pids: Vec<PageId> = (0..leaves.len())
+            .map(|_| pager.alloc_page())
+            .collect::<Result<_>>()?;
+        let mut head = Head {
+            root: NONE,
+            height: 1,
+            first_leaf: pids[0],
+            entries: 0,
+            index_entries: 0,
+            pages: pids.len() as u64,
+        };
+        let mut level_nodes: Vec<(Entry, PageId)> = Vec::with_capacity(pids.len());
+        for (i, (es, &pid)) in leaves.iter().zip(&pids).enumerate() {
+            let link = pids.get(i + 1).copied().unwrap_or(NONE);
+            pager.write(pid, |b| entry::init(b, entry::KIND_HEAD_LEAF, 0, link, es))?;
+            head.entries += es.len() as u64;
+            head.index_entries += es.iter().filter(|e| !e.is_fence()).count() as u64;
+            level_nodes.push((es[0], pid));
+        }
+        let mut level = 0;
+        while level_nodes.len() > 1 {
+            level += 1;
+            let mut upper = Vec::new();
+            for group in level_nodes.chunks(cap + 1) {
+                let pid = pager.alloc_page()?;
+                head.pages += 1;
+                let seps: Vec<Entry> = group[1..]
+                    .iter()
+                    .map(|(e, p)| Entry::new(e.key, *p, e.kind))
+                    .collect();
+                pager.write(pid, |b| {
+                    entry::init(b, entry::KIND_HEAD_INTERNAL, level, group[0].1, &seps)
+                })?;
+                upper.push((group[0].0, pid));
+            }
+            level_nodes = upper;
+        }
+        head.root = level_nodes[0].1;
+        head.height = level + 1;
+        Ok(head)
+    }
+
+    /// Every page of the tree (freeing and integrity checks), with each node's level.
+    pub fn pages(&self, pager: &mut Pager, cap: usize) -> Result<Vec<PageId>> {
+        let mut out = Vec::new();
+        let mut stack = vec![(self.root, self.height - 1)];
+        while let Some((pid, lvl)) = stack.pop() {
+            out.push(pid);
+            if out.len() as u64 > self.pages {
+                return Err(corrupt(
+                    pid,
+                    format!("more pages than the {} counted", self.pages),
+                ));
+            }
+            if lvl > 0 {
+                let (_, _, leftmost, seps) = read_node(pager, pid, cap)?;
+                stack.push((leftmost, lvl - 1));
+                stack.extend(seps.iter().map(|s| (s.val, lvl - 1)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Free every page (after a merge replaced this head tree).
+    pub fn free(&self, pager: &mut Pager, cap: usize) -> Result<()> {
+        for pid in self.pages(pager, cap)? {
+            pager.free_page(pid);
+        }
+        Ok(())
+    }
+
+    /// All leaf entries in order (merges and head rebuilds; at most the head-tree size).
+    pub fn all_entries(&self, pager: &mut Pager, cap: usize) -> Result<Vec<Entry>> {
+        let mut out = Vec::with_capacity(self.entries as usize);
+        let mut pid = self.first_leaf;
+        let mut steps = 0u64;
+        while pid != NONE {
+            steps += 1;
+            if steps > self.pages {
+                return Err(corrupt(pid, "leaf chain longer than the tree".into()));
+            }
+            let (es, link) = Head::leaf(pager, cap, pid)?;
+            out.extend(es);
+            pid = link;
+        }
+        Ok(out)
+    }
+}
+
+/// Used by the integrity check: a node's contents.
+pub fn node(pager: &mut Pager, cap: usize, pid: PageId) -> Result<(u16, u32, u64, Vec<Entry>)> {
+    read_node(pager, pid, cap)
+}
+
+/// Used by the integrity check: the child of slot `s`.
+pub fn child(leftmost: u64, seps: &[Entry], s: usize) -> u64 {
+    child_at(leftmost, seps, s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Invariant 1 (§3.2): every packed run page begins with a fence, and an internal
+        /// fence carries the page id of the last external fence before it (or NONE).
+        #[test]
+        fn packed_pages_begin_with_fences(
+            items in proptest::collection::btree_map(any::<u64>(), any::<bool>(), 0..200),
+            cap in 3usize..25,
+        ) {
+            let es: Vec<Entry> = items
+                .iter()
+                .enumerate()
+                .map(|(i, (&k, &fence))| if fence {
+                    Entry::new(k, i as u64, Kind::External)
+                } else {
+                    Entry::new(k, k ^ 1, Kind::Normal)
+                })
+                .collect();
+            let mut p = Packer::new(cap, true);
+            let mut pages: Vec<Vec<Entry>> = Vec::new();
+            for &e in &es {
+                pages.extend(p.push(e));
+            }
+            pages.extend(p.finish());
+            let flat: Vec<Entry> = pages.iter().flatten().filter(|e| e.kind != Kind::Internal).copied().collect();
+            prop_assert_eq!(flat, es);
+            let mut last = NONE;
+            for page in &pages {
+                prop_assert!(!page.is_empty() && page.len() <= cap);
+                prop_assert!(page[0].is_fence());
+                if page[0].kind == Kind::Internal {
+                    prop_assert_eq!(page[0].val, last);
+                    prop_assert_eq!(page[0].key, page[1].key);
+                }
+                for e in page {
+                    if e.kind == Kind::External {
+                        last = e.val;
+                    }
+                }
+            }
+        }
+    }
+}

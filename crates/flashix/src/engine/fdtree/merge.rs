@@ -1,0 +1,291 @@
+//! The merge (§3.3 Merge, Algorithm 3) as a resumable job, so that the deamortized scheme
+//! (§3.4) can advance it by a bounded number of entries per insertion; the amortized scheme
+//! runs the same job to completion at once.
+//!
+//! Merge(L(i-1), L(i)) reads both inputs sequentially (`io_unit` pages per request) and
+//! writes the new L'(i) sequentially into a fresh extent:
+//! - from L(i-1) it takes the index entries only (its fences pointed into the old L(i));
+//! - from L(i) it takes the index entries and the external fences (L(i+1) is unchanged, so
+//!   they stay valid), dropping the internal fences (Algorithm 3, lines 3-6);
+//! - a page that would begin with an index entry gets a new internal fence (lines 17-21);
+//! - for entries of the same key the newer one (from L(i-1)) wins; a filter that meets its
+//!   phantom removes it (lines 7-8). Under upserts a key may also have older versions in
+//!   levels below L(i) that the phantom was shadowing, so the filter itself is dropped only
+//!   when L'(i) is the last level (which therefore holds no filters, §3.3 Deletion);
+//! - if L'(i) reaches its capacity k^i·|L0|, it is merged with L(i+1) in turn (line 28-29).
+//!
+//! When the cascade stops at level j, the levels L(j-1)..L1 are rebuilt from the external
+//! fences of the level below (Property 1, App. C.2: they hold only external fences) and the
+//! head tree is rebuilt with the fences of the new L1 (§3.3: "the merge process generates
+//! i + 1 new sorted runs"). The old runs are freed by the caller; nothing is published
+//! before the job completes, so searches keep using the old levels meanwhile (§3.4).
+
+use super::entry::{Entry, Kind};
+use super::run::{write_fence_run, Run, RunReader, RunWriter};
+use crate::buffer::Pager;
+use crate::error::Result;
+use crate::io::{Extent, PageId};
+
+/// Sizes the job needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Params {
+    /// Entries per page (f).
+    pub cap: usize,
+    /// Pages per multi-page request.
+    pub io_unit: u64,
+    /// Size ratio k.
+    pub k: u64,
+    /// |L0| in entries.
+    pub cap0: u64,
+}
+
+impl Params {
+    /// Capacity of level `i` (1-based): k^i·|L0| (§3.2).
+    pub fn level_capacity(&self, i: usize) -> u64 {
+        let mut c = self.cap0;
+        for _ in 0..i {
+            c = c.saturating_mul(self.k);
+        }
+        c
+    }
+}
+
+/// Input entries a merge of `incoming` entries into level `from` (1-based) of `levels`
+/// will process, following the cascade as it would go without cancellations (an upper
+/// bound), internal fences included.
+fn estimate(p: &Params, mut incoming: u64, levels: &[Run], from: usize) -> u64 {
+    let mut work = 0u64;
+    for i in from.. {
+        let here = levels.get(i - 1).map_or(0, |r| r.entries);
+        let out = incoming + here;
+        work = work.saturating_add(out);
+        let stored = out + out.div_ceil(p.cap as u64 - 1) + 1;
+        if stored < p.level_capacity(i) || levels.get(i - 1).is_none() {
+            break;
+        }
+        incoming = out;
+    }
+    work
+}
+
+enum Upper {
+    /// The index entries of the (frozen) head tree.
+    Head { entries: Vec<Entry>, pos: usize },
+    /// A level just written by this job that reached its capacity.
+    Run { reader: RunReader, temp: Run },
+}
+
+/// A merge in progress.
+pub struct MergeJob {
+    levels: Vec<Run>,
+    upper: Upper,
+    lower: Option<RunReader>,
+    /// Output level (1-based).
+    level: usize,
+    writer: Option<RunWriter>,
+    pub pages_read: u64,
+    pub pages_written: u64,
+    /// Estimated entries still to process (for the deamortized step size).
+    pub work: u64,
+}
+
+/// The result of a completed merge.
+pub struct Outcome {
+    /// The new levels L1..
+    pub levels: Vec<Run>,
+    /// External fences of the new L1, for the new head tree.
+    pub head_fences: Vec<(u64, PageId)>,
+    /// Old runs replaced by the merge (to free).
+    pub replaced: Vec<Run>,
+}
+
+impl MergeJob {
+    /// Start merging the head tree's index entries `head` into `levels`.
+    pub fn start(pager: &mut Pager, p: &Params, head: Vec<Entry>, levels: Vec<Run>) -> MergeJob {
+        let work = estimate(p, head.len() as u64, &levels, 1);
+        let max = head.len() as u64 + levels.first().map_or(0, |r| r.entries);
+        let writer = RunWriter::new(pager, p.cap, p.io_unit, max);
+        let lower = levels.first().copied().map(RunReader::new);
+        MergeJob {
+            upper: Upper::Head {
+                entries: head,
+                pos: 0,
+            },
+            lower,
+            level: 1,
+            writer: Some(writer),
+            levels,
+            pages_read: 0,
+            pages_written: 0,
+            work,
+        }
+    }
+
+    /// Extents this job holds that no manifest refers to (freed if the job is abandoned).
+    pub fn owned(&self) -> Vec<Extent> {
+        let mut v = Vec::new();
+        if let Upper::Run { temp, .. } = &self.upper {
+            v.push(temp.extent());
+        }
+        if let Some(w) = &self.writer {
+            v.push(w.extent());
+        }
+        v
+    }
+
+    /// Bytes held: the frozen head tree's index entries and the page fences collected.
+    pub fn memory_bytes(&self) -> u64 {
+        let upper = match &self.upper {
+            Upper::Head { entries, .. } => entries.capacity() * 24,
+            Upper::Run { .. } => 0,
+        };
+        let fences = self.writer.as_ref().map_or(0, |w| w.fences.capacity() * 16);
+        (upper + fences) as u64
+    }
+
+    fn is_last(&self) -> bool {
+        self.levels.get(self.level).is_none()
+    }
+
+    fn upper_peek(&mut self, pager: &mut Pager, p: &Params) -> Result<Option<Entry>> {
+        match &mut self.upper {
+            Upper::Head { entries, pos } => Ok(entries.get(*pos).copied()),
+            Upper::Run { reader, .. } => loop {
+                match reader.peek(pager, p.cap, p.io_unit)? {
+                    // Algorithm 3, lines 3-4: the fences of L(i-1) are not carried over.
+                    Some(e) if e.is_fence() => reader.advance(),
+                    other => return Ok(other),
+                }
+            },
+        }
+    }
+
+    fn upper_advance(&mut self) {
+        match &mut self.upper {
+            Upper::Head { pos, .. } => *pos += 1,
+            Upper::Run { reader, .. } => reader.advance(),
+        }
+    }
+
+    fn lower_peek(&mut self, pager: &mut Pager, p: &Params) -> Result<Option<Entry>> {
+        let Some(r) = &mut self.lower else {
+            return Ok(None);
+        };
+        loop {
+            match r.peek(pager, p.cap, p.io_unit)? {
+                // Lines 5-6: internal fences are rebuilt for the new pages.
+                Some(e) if e.kind == Kind::Internal => r.advance(),
+                other => return Ok(other),
+            }
+        }
+    }
+
+    fn emit(&mut self, pager: &mut Pager, e: Entry) -> Result<()> {
+        if e.kind == Kind::Filter && self.is_last() {
+            return Ok(());
+        }
+        match &mut self.writer {
+            Some(w) => w.push(pager, e),
+            None => Ok(()),
+        }
+    }
+
+    /// Process up to `units` input entries; `Some` when the whole merge is complete.
+    pub fn step(&mut self, pager: &mut Pager, p: &Params, units: u64) -> Result<Option<Outcome>> {
+        let mut done = 0u64;
+        while done < units {
+            let u = self.upper_peek(pager, p)?;
+            let l = self.lower_peek(pager, p)?;
+            done += 1;
+            self.work = self.work.saturating_sub(1);
+            match (u, l) {
+                (None, None) => {
+                    if let Some(out) = self.finish_level(pager, p)? {
+                        return Ok(Some(out));
+                    }
+                }
+                (Some(u), None) => {
+                    self.upper_advance();
+                    self.emit(pager, u)?;
+                }
+                (None, Some(l)) => {
+                    self.lower.as_mut().map(RunReader::advance);
+                    self.emit(pager, l)?;
+                }
+                (Some(u), Some(l)) => {
+                    if l.pos() < u.pos() {
+                        self.lower.as_mut().map(RunReader::advance);
+                        self.emit(pager, l)?;
+                    } else if u.pos() < l.pos() {
+                        self.upper_advance();
+                        self.emit(pager, u)?;
+                    } else {
+                        // Same key, both index entries: the newer (upper) one wins; a filter
+                        // meeting its phantom discards it (Algorithm 3, lines 7-8).
+                        self.upper_advance();
+                        self.lower.as_mut().map(RunReader::advance);
+                        self.emit(pager, u)?;
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The output level is complete: cascade or finish.
+    fn finish_level(&mut self, pager: &mut Pager, p: &Params) -> Result<Option<Outcome>> {
+        let Some(w) = self.writer.take() else {
+            return Ok(None);
+        };
+        self.pages_written += w.pages();
+        self.pages_read += self.lower.as_ref().map_or(0, |r| r.pages_read);
+        let (run, fences) = w.finish(pager)?;
+        if let Upper::Run { reader, temp } = &self.upper {
+            self.pages_read += reader.pages_read;
+            // The intermediate L'(i-1) is consumed; it was never published.
+            pager.free_extent(temp.extent());
+        }
+        let i = self.level;
+        if let Some(run) = run {
+            if run.entries >= p.level_capacity(i) {
+                // L'(i) reached its capacity: Merge(L'(i), L(i+1)).
+                self.work = self.work.max(estimate(p, run.entries, &self.levels, i + 1));
+                self.level = i + 1;
+                let lower = self.levels.get(i).copied();
+                let max = run.entries + lower.map_or(0, |r| r.entries);
+                self.writer = Some(RunWriter::new(pager, p.cap, p.io_unit, max));
+                self.lower = lower.map(RunReader::new);
+                self.upper = Upper::Run {
+                    reader: RunReader::new(run),
+                    temp: run,
+                };
+                return Ok(None);
+            }
+        }
+        // The cascade stops at level i: rebuild L(i-1)..L1 from external fences.
+        let mut new: Vec<Option<Run>> = vec![None; i];
+        new[i - 1] = run;
+        let mut fences = fences;
+        for lvl in (1..i).rev() {
+            let (r, f) = write_fence_run(pager, p.cap, p.io_unit, &fences)?;
+            self.pages_written += r.map_or(0, |r| r.pages);
+            new[lvl - 1] = r;
+            fences = f;
+        }
+        let replaced: Vec<Run> = self.levels.iter().take(i).copied().collect();
+        // An empty level means every level below it is empty too.
+        let levels: Vec<Run> = new
+            .into_iter()
+            .chain(self.levels.iter().skip(i).copied().map(Some))
+            .map_while(|r| r)
+            .collect();
+        if levels.is_empty() {
+            fences.clear();
+        }
+        Ok(Some(Outcome {
+            levels,
+            head_fences: fences,
+            replaced,
+        }))
+    }
+}

@@ -1,0 +1,250 @@
+//! Sorted runs L1..L(l-1) (§3.2): each level is one contiguous extent of run pages, written
+//! once, sequentially, in multi-page requests of `io_unit` pages (§3.3 Merge, P3), and read
+//! past the buffer pool with single-page or multi-page requests (App. D).
+
+use super::entry::{self, Entry, KIND_RUN, NONE};
+use super::head::Packer;
+use crate::buffer::Pager;
+use crate::error::{Error, Result};
+use crate::io::{AlignedBuf, Extent, PageId};
+use crate::page::{self, DATA_FILE};
+use serde::{Deserialize, Serialize};
+
+/// One level's run: `pages` pages from `start`, holding `entries` entries (fences
+/// included), of which `index_entries` are index entries and `filters` filter entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    pub start: PageId,
+    pub pages: u64,
+    pub entries: u64,
+    pub index_entries: u64,
+    pub filters: u64,
+}
+
+impl Run {
+    pub fn extent(&self) -> Extent {
+        Extent {
+            start: self.start,
+            len: self.pages,
+        }
+    }
+
+    pub fn contains(&self, pid: PageId) -> bool {
+        self.start <= pid && pid < self.start + self.pages
+    }
+}
+
+/// The external fences of a run's pages: (first key, page), in order.
+pub type Fences = Vec<(u64, PageId)>;
+
+/// A finished run (`None` if empty) and its fences.
+pub type Written = (Option<Run>, Fences);
+
+/// Read `n` pages of a run from `first` in ONE request and decode them.
+pub fn read_pages(pager: &mut Pager, cap: usize, first: PageId, n: u64) -> Result<Vec<Vec<Entry>>> {
+    let ps = pager.page_size();
+    let mut buf = AlignedBuf::zeroed(ps * n as usize);
+    pager.device().read(first, &mut buf)?;
+    buf.chunks(ps)
+        .enumerate()
+        .map(|(i, b)| {
+            let pid = first + i as u64;
+            page::verify(pid, b)?;
+            if page::kind(b) != KIND_RUN {
+                return Err(Error::corruption(
+                    DATA_FILE,
+                    Some(pid),
+                    format!("FD-tree run page has kind {}", page::kind(b)),
+                ));
+            }
+            let es = entry::decode(b, cap).map_err(|e| {
+                Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}"))
+            })?;
+            if es.is_empty() {
+                return Err(Error::corruption(
+                    DATA_FILE,
+                    Some(pid),
+                    "empty FD-tree run page",
+                ));
+            }
+            Ok(es)
+        })
+        .collect()
+}
+
+/// A sequential reader of a run: `io_unit` pages per request.
+pub struct RunReader {
+    run: Run,
+    next_page: u64,
+    buf: Vec<Entry>,
+    pos: usize,
+    pub pages_read: u64,
+}
+
+impl RunReader {
+    pub fn new(run: Run) -> Self {
+        RunReader {
+            run,
+            next_page: 0,
+            buf: Vec::new(),
+            pos: 0,
+            pages_read: 0,
+        }
+    }
+
+    /// The next entry, or `None` at the end of the run.
+    pub fn peek(&mut self, pager: &mut Pager, cap: usize, io_unit: u64) -> Result<Option<Entry>> {
+        while self.pos >= self.buf.len() {
+            if self.next_page >= self.run.pages {
+                return Ok(None);
+            }
+            let n = io_unit.min(self.run.pages - self.next_page);
+            let pages = read_pages(pager, cap, self.run.start + self.next_page, n)?;
+            self.next_page += n;
+            self.pages_read += n;
+            self.buf = pages.into_iter().flatten().collect();
+            self.pos = 0;
+        }
+        Ok(Some(self.buf[self.pos]))
+    }
+
+    pub fn advance(&mut self) {
+        self.pos += 1;
+    }
+}
+
+/// Writes a new run into a fresh extent: packs entries into pages (Invariant 1 via
+/// [`Packer`]), writes `io_unit` pages per request, and records the external fence of every
+/// page for the level above (§3.2, "We create a fence for each page of L(i+1)").
+pub struct RunWriter {
+    extent: Extent,
+    packer: Packer,
+    chunk: AlignedBuf,
+    chunk_pages: u64,
+    chunk_start: u64,
+    pages: u64,
+    pub entries: u64,
+    index_entries: u64,
+    filters: u64,
+    /// (first key, page) of every page written, in order.
+    pub fences: Fences,
+}
+
+impl RunWriter {
+    /// A writer for at most `max_entries` entries (one internal fence per page extra).
+    pub fn new(pager: &mut Pager, cap: usize, io_unit: u64, max_entries: u64) -> Self {
+        let max_pages = max_entries.div_ceil(cap as u64 - 1).max(1) + 1;
+        let extent = pager.alloc_extent(max_pages);
+        let ps = pager.page_size();
+        RunWriter {
+            extent,
+            packer: Packer::new(cap, true),
+            chunk: AlignedBuf::zeroed(ps * io_unit.min(max_pages) as usize),
+            chunk_pages: 0,
+            chunk_start: 0,
+            pages: 0,
+            entries: 0,
+            index_entries: 0,
+            filters: 0,
+            fences: Vec::new(),
+        }
+    }
+
+    /// The extent reserved so far (to free it if the writer is abandoned).
+    pub fn extent(&self) -> Extent {
+        self.extent
+    }
+
+    pub fn push(&mut self, pager: &mut Pager, e: Entry) -> Result<()> {
+        if let Some(page) = self.packer.push(e) {
+            self.emit(pager, &page)?;
+        }
+        Ok(())
+    }
+
+    fn emit(&mut self, pager: &mut Pager, es: &[Entry]) -> Result<()> {
+        let ps = pager.page_size();
+        if self.pages >= self.extent.len {
+            // The inputs held more entries than their counts said.
+            return Err(Error::corruption(
+                DATA_FILE,
+                Some(self.extent.start),
+                format!(
+                    "FD-tree run outgrew its extent of {} pages",
+                    self.extent.len
+                ),
+            ));
+        }
+        let pid = self.extent.start + self.pages;
+        let slot = self.chunk_pages as usize;
+        let b = &mut self.chunk[slot * ps..(slot + 1) * ps];
+        entry::init(b, KIND_RUN, 0, NONE, es);
+        page::seal(pid, b);
+        self.fences.push((es[0].key, pid));
+        self.entries += es.len() as u64;
+        self.index_entries += es.iter().filter(|e| !e.is_fence()).count() as u64;
+        self.filters += es.iter().filter(|e| e.kind == entry::Kind::Filter).count() as u64;
+        self.pages += 1;
+        self.chunk_pages += 1;
+        if self.chunk_pages as usize * ps == self.chunk.len() {
+            self.write_chunk(pager)?;
+        }
+        Ok(())
+    }
+
+    fn write_chunk(&mut self, pager: &mut Pager) -> Result<()> {
+        if self.chunk_pages == 0 {
+            return Ok(());
+        }
+        let ps = pager.page_size();
+        let len = self.chunk_pages as usize * ps;
+        pager
+            .device()
+            .write(self.extent.start + self.chunk_start, &self.chunk[..len])?;
+        self.chunk_start += self.chunk_pages;
+        self.chunk_pages = 0;
+        Ok(())
+    }
+
+    /// Write the last pages and return the run (`None` if it is empty); the unused tail of
+    /// the extent is freed.
+    pub fn finish(mut self, pager: &mut Pager) -> Result<Written> {
+        if let Some(page) = self.packer.finish() {
+            self.emit(pager, &page)?;
+        }
+        self.write_chunk(pager)?;
+        let tail = Extent {
+            start: self.extent.start + self.pages,
+            len: self.extent.len - self.pages,
+        };
+        pager.free_extent(tail);
+        let run = (self.pages > 0).then_some(Run {
+            start: self.extent.start,
+            pages: self.pages,
+            entries: self.entries,
+            index_entries: self.index_entries,
+            filters: self.filters,
+        });
+        Ok((run, self.fences))
+    }
+
+    /// Pages written so far.
+    pub fn pages(&self) -> u64 {
+        self.pages
+    }
+}
+
+/// Write a run made only of the external fences `fences` (the upper levels rebuilt after a
+/// merge, §3.3 Merge; Property 1 of App. C.2).
+pub fn write_fence_run(
+    pager: &mut Pager,
+    cap: usize,
+    io_unit: u64,
+    fences: &[(u64, PageId)],
+) -> Result<Written> {
+    let mut w = RunWriter::new(pager, cap, io_unit, fences.len() as u64);
+    for &(k, p) in fences {
+        w.push(pager, Entry::new(k, p, entry::Kind::External))?;
+    }
+    w.finish(pager)
+}

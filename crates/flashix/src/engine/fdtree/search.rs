@@ -1,0 +1,266 @@
+//! Point and range search (§3.3 Search, Algorithm 1).
+//!
+//! Point search: the head tree(s), then ONE page per level, following at each level the
+//! fence found by scanning backward from the greatest entry at or below the key (Invariant
+//! 1 stops the scan in that page; Invariant 2 makes the fence's page the only one of the
+//! next level that can hold the key). The first index entry of the key met top-down is the
+//! newest: a normal entry is the answer, a filter cancels its phantoms below.
+//!
+//! Range search: at each level, the fences of the level above say exactly which contiguous
+//! pages hold the range; they are fetched in ONE multi-page request per level (P3). A batch
+//! covers at most `io_unit` pages per level (bounded memory); when a level's pages exceed
+//! that, the batch ends just below the first key of the first page left out, and the
+//! cursor resumes there. The levels' streams are merged newest first, filters cancelling.
+
+use super::entry::{index_pos, Entry, Kind, NONE};
+use super::head::Head;
+use super::run::read_pages;
+use super::FdTree;
+use crate::engine::RangeCursor;
+use crate::error::{Error, Result};
+use crate::page::DATA_FILE;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// What a head tree contributes to a range batch.
+struct HeadRange {
+    entries: Vec<Entry>,
+    start: u64,
+    fences: Vec<Entry>,
+}
+
+impl FdTree {
+    /// Search the levels for `key` from page `pid` of L1: the newest index entry of `key`.
+    pub(super) fn search_levels(&mut self, key: u64, mut pid: u64) -> Result<Option<Entry>> {
+        let pos = index_pos(key);
+        for lvl in 0..self.levels.len() {
+            if pid == NONE {
+                return Ok(None);
+            }
+            let run = self.levels[lvl];
+            if !run.contains(pid) {
+                return Err(Error::corruption(
+                    DATA_FILE,
+                    Some(pid),
+                    format!("FD-tree fence points outside level {}", lvl + 1),
+                ));
+            }
+            let es = read_pages(&mut self.pager, self.p.cap, pid, 1)?
+                .pop()
+                .unwrap_or_default();
+            let end = es.partition_point(|e| e.pos() <= pos);
+            let mut fence = None;
+            for e in es[..end].iter().rev() {
+                if e.is_fence() {
+                    fence = Some(e.val);
+                    break;
+                }
+                if e.key == key {
+                    return Ok(Some(*e));
+                }
+            }
+            pid = fence.ok_or_else(|| {
+                Error::corruption(
+                    DATA_FILE,
+                    Some(pid),
+                    "FD-tree page does not begin with a fence (Invariant 1)",
+                )
+            })?;
+        }
+        Ok(None)
+    }
+
+    /// The newest index entry of `key` below the active head tree: the frozen head tree
+    /// (while a deamortized merge runs) and the levels. `fence` is the active head's.
+    pub(super) fn find_below_head(&mut self, key: u64, fence: u64) -> Result<Option<Entry>> {
+        let fence = match self.frozen.clone() {
+            Some(fr) => {
+                let f = fr.find(&mut self.pager, self.p.cap, key)?;
+                if f.entry.is_some() {
+                    return Ok(f.entry);
+                }
+                f.fence
+            }
+            None => fence,
+        };
+        self.search_levels(key, fence)
+    }
+
+    /// Point search: the value of `key`.
+    pub(super) fn lookup(&mut self, key: u64) -> Result<Option<u64>> {
+        let head = self.head.clone();
+        let f = head.find(&mut self.pager, self.p.cap, key)?;
+        let e = match f.entry {
+            Some(e) => Some(e),
+            None => self.find_below_head(key, f.fence)?,
+        };
+        Ok(e.filter(|e| e.kind == Kind::Normal).map(|e| e.val))
+    }
+
+    fn head_range(&mut self, head: &Head, lo: u64, hi: u64) -> Result<HeadRange> {
+        let cap = self.p.cap;
+        let mut pid = head.leaf_for(&mut self.pager, cap, lo)?;
+        let mut out = HeadRange {
+            entries: Vec::new(),
+            start: NONE,
+            fences: Vec::new(),
+        };
+        let mut first = true;
+        let mut start_found = false;
+        let mut steps = 0u64;
+        while pid != NONE {
+            steps += 1;
+            if steps > head.pages {
+                return Err(Error::corruption(
+                    DATA_FILE,
+                    Some(pid),
+                    "FD-tree head leaf chain longer than the tree",
+                ));
+            }
+            let (es, link) = Head::leaf(&mut self.pager, cap, pid)?;
+            for e in es {
+                if e.key > hi {
+                    return Ok(out);
+                }
+                if e.pos() <= index_pos(lo) {
+                    if e.is_fence() {
+                        out.start = e.val;
+                        start_found = true;
+                    } else if e.key == lo {
+                        out.entries.push(e);
+                    }
+                } else if e.is_fence() {
+                    out.fences.push(e);
+                } else {
+                    out.entries.push(e);
+                }
+            }
+            if first && !start_found && pid != head.first_leaf {
+                // Only the first leaf may lack a leading fence (module doc of head.rs).
+                return Err(Error::corruption(
+                    DATA_FILE,
+                    Some(pid),
+                    "FD-tree head leaf does not begin with a fence",
+                ));
+            }
+            first = false;
+            pid = link;
+        }
+        Ok(out)
+    }
+
+    /// One batch of a range scan (see the module doc).
+    pub(super) fn scan_batch(
+        &mut self,
+        cur: &mut RangeCursor,
+        out: &mut Vec<(u64, u64)>,
+    ) -> Result<()> {
+        let Some(lo) = cur.next else { return Ok(()) };
+        let hi = match cur.hi {
+            Bound::Included(h) => h,
+            Bound::Excluded(0) => {
+                cur.next = None;
+                return Ok(());
+            }
+            Bound::Excluded(h) => h - 1,
+            Bound::Unbounded => u64::MAX,
+        };
+        if lo > hi {
+            cur.next = None;
+            return Ok(());
+        }
+        let mut batch_hi = hi;
+        // Sources newest first: active head, frozen head, L1, L2, ...
+        let mut sources: Vec<Vec<Entry>> = Vec::new();
+        let head = self.head.clone();
+        let active = self.head_range(&head, lo, hi)?;
+        sources.push(active.entries);
+        let nav = match self.frozen.clone() {
+            Some(fr) => {
+                let f = self.head_range(&fr, lo, hi)?;
+                sources.push(f.entries);
+                (f.start, f.fences)
+            }
+            None => (active.start, active.fences),
+        };
+        let (mut start, mut fences) = nav;
+        for lvl in 0..self.levels.len() {
+            fences.retain(|f| f.key <= batch_hi);
+            let run = self.levels[lvl];
+            let first = if start != NONE {
+                start
+            } else {
+                match fences.iter().find(|f| f.val != NONE) {
+                    Some(f) => f.val,
+                    None => break,
+                }
+            };
+            let mut last = fences
+                .iter()
+                .rev()
+                .find(|f| f.val != NONE)
+                .map_or(first, |f| f.val);
+            if !run.contains(first) || !run.contains(last) || last < first {
+                return Err(Error::corruption(
+                    DATA_FILE,
+                    Some(first),
+                    format!("FD-tree fences point outside level {}", lvl + 1),
+                ));
+            }
+            if last - first + 1 > self.p.io_unit {
+                last = first + self.p.io_unit - 1;
+                // The first page left out begins with the external fence of the level above.
+                let cut = fences
+                    .iter()
+                    .filter(|f| f.val != NONE && f.val > last)
+                    .map(|f| f.key)
+                    .min()
+                    .unwrap_or(batch_hi.saturating_add(1));
+                batch_hi = batch_hi.min(cut.saturating_sub(1)).max(lo);
+            }
+            let pages = read_pages(&mut self.pager, self.p.cap, first, last - first + 1)?;
+            let mut entries = Vec::new();
+            let mut next_fences = Vec::new();
+            let mut next_start = NONE;
+            for e in pages.into_iter().flatten() {
+                if e.key > batch_hi {
+                    break;
+                }
+                if e.pos() <= index_pos(lo) {
+                    if e.is_fence() {
+                        next_start = e.val;
+                    } else if e.key == lo {
+                        entries.push(e);
+                    }
+                } else if e.is_fence() {
+                    next_fences.push(e);
+                } else {
+                    entries.push(e);
+                }
+            }
+            sources.push(entries);
+            start = next_start;
+            fences = next_fences;
+        }
+        let mut merged: BTreeMap<u64, Entry> = BTreeMap::new();
+        for src in sources {
+            for e in src {
+                if e.key >= lo && e.key <= batch_hi {
+                    merged.entry(e.key).or_insert(e);
+                }
+            }
+        }
+        out.extend(
+            merged
+                .values()
+                .filter(|e| e.kind == Kind::Normal)
+                .map(|e| (e.key, e.val)),
+        );
+        cur.next = if batch_hi >= hi {
+            None
+        } else {
+            Some(batch_hi + 1)
+        };
+        Ok(())
+    }
+}
