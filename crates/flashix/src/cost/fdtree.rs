@@ -23,10 +23,6 @@
 use super::DeviceCosts;
 use crate::{Error, Result};
 
-/// Bytes of one FD-tree entry in a page: 8-byte key, 8-byte rid or pid, 1-byte type
-/// (normal, filter, internal fence, external fence; §3.2).
-pub const ENTRY_BYTES: usize = 17;
-
 /// Head-tree size of the paper's experiments (Appendix D: "fixed to 512KB").
 pub const DEFAULT_HEAD_TREE_BYTES: u64 = 512 << 10;
 
@@ -37,10 +33,13 @@ pub const DEFAULT_BUFFER_BYTES: u64 = 16 << 20;
 /// simulation of a sane shape needs about `k^(l-2)`, at most `n / |L_0|` times a small factor.
 const MAX_SIMULATED_FILLS: u64 = 100_000_000;
 
-/// `f`: entries in a page of `page_size` bytes after the page envelope
-/// ([`crate::page::HEADER`]).
+/// `f`: entries in a page of `page_size` bytes, as the FD-tree engine lays its pages out
+/// ([`crate::engine::fdtree::entry`]: 24-byte entries after a 32-byte header).
 pub fn entries_per_page(page_size: usize) -> u64 {
-    (page_size.saturating_sub(crate::page::HEADER) / ENTRY_BYTES) as u64
+    if page_size < 512 {
+        return 0;
+    }
+    crate::engine::fdtree::entry::capacity(page_size) as u64
 }
 
 /// An index and its workload, as the cost model sees them.
@@ -470,15 +469,15 @@ mod tests {
 
     #[test]
     fn entries_per_page_after_envelope() {
-        // (4096 - 16) / 17 = 4080 / 17 = 240; (2048 - 16) / 17 = 119.5 -> 119.
-        assert_eq!(entries_per_page(4096), 240);
-        assert_eq!(entries_per_page(2048), 119);
+        // (4096 - 32) / 24 = 4064 / 24 = 169.3 -> 169; (2048 - 32) / 24 = 84.
+        assert_eq!(entries_per_page(4096), 169);
+        assert_eq!(entries_per_page(2048), 84);
         assert_eq!(entries_per_page(10), 0);
         let w = FdTreeWorkload::new(10_000_000, 0.5, 4096);
-        // 512 KiB / 4 KiB = 128 pages * 240 = 30 720; 16 MiB / 4 KiB = 4096 pages * 240.
-        assert_eq!(w.head_tree_entries(), 30_720.0);
-        assert_eq!(w.buffer_entries(), 983_040.0);
-        assert_eq!(w.max_k(), 238);
+        // 512 KiB / 4 KiB = 128 pages * 169 = 21 632; 16 MiB / 4 KiB = 4096 pages * 169.
+        assert_eq!(w.head_tree_entries(), 21_632.0);
+        assert_eq!(w.buffer_entries(), 692_224.0);
+        assert_eq!(w.max_k(), 167);
     }
 
     #[test]
@@ -494,11 +493,11 @@ mod tests {
             ..w.clone()
         };
         assert_eq!(levels_for(&w65, 2), 4);
-        // 10M entries, |L_0| = 30 720: n / |L_0| = 325.5; 18^2 = 324 < 325.5 <= 19^2 = 361.
+        // 10M entries, |L_0| = 21 632: n / |L_0| = 462.3; 21^2 = 441 < 462.3 <= 22^2 = 484.
         let big = FdTreeWorkload::new(10_000_000, 0.5, 4096);
-        assert_eq!(levels_for(&big, 18), 4);
-        assert_eq!(levels_for(&big, 19), 3);
-        assert_eq!(levels_for(&big, 238), 3);
+        assert_eq!(levels_for(&big, 21), 4);
+        assert_eq!(levels_for(&big, 22), 3);
+        assert_eq!(levels_for(&big, 167), 3);
     }
 
     #[test]
