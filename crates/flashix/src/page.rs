@@ -86,6 +86,21 @@ pub fn write_u32(buf: &mut [u8], off: usize, v: u32) {
     buf[off..off + 4].copy_from_slice(&v.to_le_bytes());
 }
 
+/// Open a gap for one entry at slot `i` of an array of `n` fixed-width entries that
+/// starts at byte `base` (slotted pages of fixed-length records; the caller checked room).
+pub fn open_slot(buf: &mut [u8], base: usize, width: usize, n: usize, i: usize) {
+    let start = base + i * width;
+    buf.copy_within(start..base + n * width, start + width);
+}
+
+/// Close the gap of slot `i` in an array of `n` fixed-width entries at `base`, zeroing the
+/// freed last slot.
+pub fn close_slot(buf: &mut [u8], base: usize, width: usize, n: usize, i: usize) {
+    let start = base + i * width;
+    buf.copy_within(start + width..base + n * width, start);
+    buf[base + (n - 1) * width..base + n * width].fill(0);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,9 @@
 
 pub mod btree;
 pub mod fdtree;
+mod logged;
+
+pub(crate) use logged::Logged;
 
 use crate::error::{Error, Result};
 use crate::manifest::Manifest;

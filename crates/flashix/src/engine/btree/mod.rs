@@ -35,7 +35,7 @@ mod insert;
 pub mod node;
 
 use crate::buffer::Pager;
-use crate::engine::{Engine, RangeCursor};
+use crate::engine::{Engine, Logged, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::manifest::Manifest;
@@ -118,11 +118,7 @@ impl BTree {
             return Err(Error::corruption("MANIFEST", None, "B+-tree height 0"));
         }
         if !ops.is_empty() {
-            t.pager.set_replaying(true);
-            for op in &ops {
-                t.apply(op)?;
-            }
-            t.pager.set_replaying(false);
+            t.replay(&ops)?;
             t.checkpoint()?;
         }
         Ok(t)
@@ -137,31 +133,9 @@ impl BTree {
         })
     }
 
-    fn checkpoint(&mut self) -> Result<()> {
-        let s = self.state();
-        self.pager.checkpoint(s)
-    }
-
-    fn after_op(&mut self) -> Result<()> {
-        if self.pager.needs_checkpoint() {
-            self.checkpoint()?;
-        }
-        Ok(())
-    }
-
     /// Minimum entries of a non-root node.
     fn min(&self) -> usize {
         self.cap / 2
-    }
-
-    /// Apply a logged operation (replay, and the live path after logging).
-    fn apply(&mut self, op: &LogicalOp) -> Result<()> {
-        match op {
-            LogicalOp::Insert(k, v) => self.insert_unlogged(*k, *v),
-            LogicalOp::Delete(k) => self.delete_unlogged(*k).map(|_| ()),
-            LogicalOp::BulkInsert(pairs) => self.bulk_unlogged(pairs),
-            LogicalOp::DeleteRange(lo, hi) => self.delete_range_unlogged(*lo, *hi),
-        }
     }
 
     /// Descend to the leaf for `k`: the internal pages passed and the child slot taken in
@@ -233,17 +207,33 @@ fn level_error(pid: PageId, found: u32, want: u32) -> Error {
     )
 }
 
+impl Logged for BTree {
+    fn pager(&mut self) -> &mut Pager {
+        &mut self.pager
+    }
+
+    fn apply(&mut self, op: &LogicalOp) -> Result<()> {
+        match op {
+            LogicalOp::Insert(k, v) => self.insert_unlogged(*k, *v),
+            LogicalOp::Delete(k) => self.delete_unlogged(*k).map(|_| ()),
+            LogicalOp::BulkInsert(pairs) => self.bulk_unlogged(pairs),
+            LogicalOp::DeleteRange(lo, hi) => self.delete_range_unlogged(*lo, *hi),
+        }
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        let s = self.state();
+        self.pager.checkpoint(s)
+    }
+}
+
 impl Engine for BTree {
     fn insert(&mut self, key: u64, value: u64) -> Result<()> {
-        self.pager.log(&LogicalOp::Insert(key, value))?;
-        self.insert_unlogged(key, value)?;
-        self.after_op()
+        self.logged(LogicalOp::Insert(key, value))
     }
 
     fn delete(&mut self, key: u64) -> Result<()> {
-        self.pager.log(&LogicalOp::Delete(key))?;
-        self.delete_unlogged(key)?;
-        self.after_op()
+        self.logged(LogicalOp::Delete(key))
     }
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {
@@ -291,15 +281,11 @@ impl Engine for BTree {
             self.bulk_unlogged(sorted)?;
             return self.checkpoint();
         }
-        self.pager.log(&LogicalOp::BulkInsert(sorted.to_vec()))?;
-        self.bulk_unlogged(sorted)?;
-        self.after_op()
+        self.logged(LogicalOp::BulkInsert(sorted.to_vec()))
     }
 
     fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
-        self.pager.log(&LogicalOp::DeleteRange(lo, hi))?;
-        self.delete_range_unlogged(lo, hi)?;
-        self.after_op()
+        self.logged(LogicalOp::DeleteRange(lo, hi))
     }
 
     fn flush(&mut self) -> Result<()> {

@@ -122,8 +122,7 @@ pub fn init(b: &mut [u8], level: u32, link: u64, entries: &[(u64, u64)]) {
 /// Insert an entry at position `i` (the caller checked there is room).
 pub fn insert_at(b: &mut [u8], i: usize, k: u64, v: u64) {
     let n = count(b);
-    let start = ENTRIES + i * ENTRY;
-    b.copy_within(start..ENTRIES + n * ENTRY, start + ENTRY);
+    page::open_slot(b, ENTRIES, ENTRY, n, i);
     set_key(b, i, k);
     set_val(b, i, v);
     write_u32(b, COUNT, (n + 1) as u32);
@@ -132,9 +131,7 @@ pub fn insert_at(b: &mut [u8], i: usize, k: u64, v: u64) {
 /// Remove the entry at position `i`.
 pub fn remove_at(b: &mut [u8], i: usize) {
     let n = count(b);
-    let start = ENTRIES + i * ENTRY;
-    b.copy_within(start + ENTRY..ENTRIES + n * ENTRY, start);
-    b[ENTRIES + (n - 1) * ENTRY..ENTRIES + n * ENTRY].fill(0);
+    page::close_slot(b, ENTRIES, ENTRY, n, i);
     write_u32(b, COUNT, (n - 1) as u32);
 }
 

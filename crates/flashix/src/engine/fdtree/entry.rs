@@ -169,8 +169,7 @@ pub fn init(b: &mut [u8], kind: u16, level: u32, link: u64, entries: &[Entry]) {
 /// Insert at slot `i` (room checked by the caller).
 pub fn insert_at(b: &mut [u8], i: usize, e: Entry) {
     let n = count(b);
-    let start = ENTRIES + i * ENTRY;
-    b.copy_within(start..ENTRIES + n * ENTRY, start + ENTRY);
+    page::open_slot(b, ENTRIES, ENTRY, n, i);
     set(b, i, e);
     write_u32(b, COUNT, (n + 1) as u32);
 }
@@ -178,9 +177,7 @@ pub fn insert_at(b: &mut [u8], i: usize, e: Entry) {
 /// Remove slot `i`.
 pub fn remove_at(b: &mut [u8], i: usize) {
     let n = count(b);
-    let start = ENTRIES + i * ENTRY;
-    b.copy_within(start + ENTRY..ENTRIES + n * ENTRY, start);
-    b[ENTRIES + (n - 1) * ENTRY..ENTRIES + n * ENTRY].fill(0);
+    page::close_slot(b, ENTRIES, ENTRY, n, i);
     write_u32(b, COUNT, (n - 1) as u32);
 }
 

@@ -92,7 +92,7 @@ mod run;
 mod search;
 
 use crate::buffer::Pager;
-use crate::engine::{Engine, RangeCursor};
+use crate::engine::{Engine, Logged, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::Extent;
 use crate::manifest::Manifest;
@@ -233,11 +233,7 @@ impl FdTree {
         if let Some(fr) = state.frozen {
             t.start_job(fr)?;
         }
-        t.pager.set_replaying(true);
-        for op in &ops {
-            t.apply(op)?;
-        }
-        t.pager.set_replaying(false);
+        t.replay(&ops)?;
         if !ops.is_empty() || !state.merge_extents.is_empty() {
             t.checkpoint()?;
         }
@@ -251,35 +247,6 @@ impl FdTree {
             merge_extents: self.job.as_ref().map(MergeJob::owned).unwrap_or_default(),
             levels: self.levels.clone(),
         })
-    }
-
-    fn checkpoint(&mut self) -> Result<()> {
-        let s = self.state();
-        self.pager.checkpoint(s)?;
-        self.checkpoint_due = false;
-        Ok(())
-    }
-
-    /// Between operations: publish completed merges and bound the WAL.
-    fn after_op(&mut self) -> Result<()> {
-        if self.checkpoint_due || self.pager.needs_checkpoint() {
-            self.checkpoint()?;
-        }
-        Ok(())
-    }
-
-    fn apply(&mut self, op: &LogicalOp) -> Result<()> {
-        match op {
-            LogicalOp::Insert(k, v) => self.insert_unlogged(*k, *v),
-            LogicalOp::Delete(k) => self.delete_unlogged(*k),
-            LogicalOp::BulkInsert(pairs) => {
-                for &(k, v) in pairs {
-                    self.insert_unlogged(k, v)?;
-                }
-                Ok(())
-            }
-            LogicalOp::DeleteRange(lo, hi) => self.delete_range_unlogged(*lo, *hi),
-        }
     }
 
     /// Algorithm 2: insert into L0, then merge when it reaches its capacity.
@@ -485,17 +452,45 @@ impl FdTree {
     }
 }
 
+impl Logged for FdTree {
+    fn pager(&mut self) -> &mut Pager {
+        &mut self.pager
+    }
+
+    fn apply(&mut self, op: &LogicalOp) -> Result<()> {
+        match op {
+            LogicalOp::Insert(k, v) => self.insert_unlogged(*k, *v),
+            LogicalOp::Delete(k) => self.delete_unlogged(*k),
+            LogicalOp::BulkInsert(pairs) => {
+                for &(k, v) in pairs {
+                    self.insert_unlogged(k, v)?;
+                }
+                Ok(())
+            }
+            LogicalOp::DeleteRange(lo, hi) => self.delete_range_unlogged(*lo, *hi),
+        }
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        let s = self.state();
+        self.pager.checkpoint(s)?;
+        self.checkpoint_due = false;
+        Ok(())
+    }
+
+    /// A completed merge publishes its new runs (and frees the old) with a checkpoint.
+    fn checkpoint_due(&self) -> bool {
+        self.checkpoint_due
+    }
+}
+
 impl Engine for FdTree {
     fn insert(&mut self, key: u64, value: u64) -> Result<()> {
-        self.pager.log(&LogicalOp::Insert(key, value))?;
-        self.insert_unlogged(key, value)?;
-        self.after_op()
+        self.logged(LogicalOp::Insert(key, value))
     }
 
     fn delete(&mut self, key: u64) -> Result<()> {
-        self.pager.log(&LogicalOp::Delete(key))?;
-        self.delete_unlogged(key)?;
-        self.after_op()
+        self.logged(LogicalOp::Delete(key))
     }
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {
@@ -523,16 +518,11 @@ impl Engine for FdTree {
             }
             return self.checkpoint();
         }
-        let op = LogicalOp::BulkInsert(sorted.to_vec());
-        self.pager.log(&op)?;
-        self.apply(&op)?;
-        self.after_op()
+        self.logged(LogicalOp::BulkInsert(sorted.to_vec()))
     }
 
     fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
-        self.pager.log(&LogicalOp::DeleteRange(lo, hi))?;
-        self.delete_range_unlogged(lo, hi)?;
-        self.after_op()
+        self.logged(LogicalOp::DeleteRange(lo, hi))
     }
 
     fn flush(&mut self) -> Result<()> {

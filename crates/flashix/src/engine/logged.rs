@@ -1,0 +1,48 @@
+//! The operation cycle every engine on the shared [`Pager`] follows (DESIGN.md, Contract 3):
+//! log the logical operation, apply it, take a checkpoint when one is due; and on open,
+//! replay the logged operations without logging them again.
+
+use crate::buffer::Pager;
+use crate::error::Result;
+use crate::wal::LogicalOp;
+
+/// An engine whose durability is the pager's logical redo WAL plus checkpoints.
+pub(crate) trait Logged {
+    fn pager(&mut self) -> &mut Pager;
+
+    /// Apply an operation to the structure without logging it (live, after logging, and
+    /// during replay).
+    fn apply(&mut self, op: &LogicalOp) -> Result<()>;
+
+    /// Write the engine's state into a new manifest (`Pager::checkpoint`).
+    fn checkpoint(&mut self) -> Result<()>;
+
+    /// True when the engine needs a checkpoint for its own reasons (a completed merge
+    /// whose new runs must be published), besides the WAL's size.
+    fn checkpoint_due(&self) -> bool {
+        false
+    }
+
+    /// Log `op`, apply it, and checkpoint if due.
+    fn logged(&mut self, op: LogicalOp) -> Result<()> {
+        self.pager().log(&op)?;
+        self.apply(&op)?;
+        self.after_op()
+    }
+
+    /// Between operations: checkpoint when due.
+    fn after_op(&mut self) -> Result<()> {
+        if self.checkpoint_due() || self.pager().needs_checkpoint() {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// Recovery: apply the operations `Pager::open` returned, in order, unlogged.
+    fn replay(&mut self, ops: &[LogicalOp]) -> Result<()> {
+        self.pager().set_replaying(true);
+        let r = ops.iter().try_for_each(|op| self.apply(op));
+        self.pager().set_replaying(false);
+        r
+    }
+}
