@@ -2,6 +2,7 @@
 
 pub mod btree;
 pub mod fdtree;
+pub mod lsm;
 
 use crate::error::{Error, Result};
 use crate::manifest::Manifest;
@@ -57,6 +58,7 @@ pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
     match opts.engine {
         EngineKind::BTree => Ok(Box::new(btree::BTree::create(storage, opts)?)),
         EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::create(storage, opts)?)),
+        EngineKind::Lsm => Ok(Box::new(lsm::Lsm::create(storage, opts)?)),
         other => Err(not_built(other)),
     }
 }
@@ -66,6 +68,7 @@ pub fn open(storage: Storage, manifest: Manifest) -> Result<Box<dyn Engine>> {
     match manifest.options.engine {
         EngineKind::BTree => Ok(Box::new(btree::BTree::open(storage, manifest)?)),
         EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::open(storage, manifest)?)),
+        EngineKind::Lsm => Ok(Box::new(lsm::Lsm::open(storage, manifest)?)),
         other => Err(not_built(other)),
     }
 }
