@@ -201,20 +201,3 @@ fn invalid_options_are_refused() {
         assert!(Db::create_on(s, o).is_err());
     }
 }
-
-#[test]
-fn conformance_histories_on_memory() {
-    use flashix::testing::{run, DeviceKind, History};
-    for seed in 0..40 {
-        let h = History {
-            engine: EngineKind::Lsm,
-            device: DeviceKind::Memory,
-            seed,
-            ops: 2_000,
-            crashes: true,
-        };
-        if let Err(e) = run(&h) {
-            panic!("{e}");
-        }
-    }
-}
