@@ -63,6 +63,15 @@ impl Lsm {
     fn check_c0(&mut self, seen: &mut HashSet<PageId>) -> Result<()> {
         let cap = self.p.cap;
         let c0 = self.c0.clone();
+        if c0.index_entries > 0 && c0.entries >= self.p.cap0 {
+            return Err(corrupt(
+                Some(c0.root),
+                format!(
+                    "C0 holds {} entries, |C0| = {} (Invariant 2)",
+                    c0.entries, self.p.cap0
+                ),
+            ));
+        }
         let pages = c0.pages(&mut self.pager, cap)?;
         if pages.len() as u64 != c0.pages {
             return Err(corrupt(

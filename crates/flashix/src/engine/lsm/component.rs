@@ -139,7 +139,7 @@ pub fn leaf_for(pager: &mut Pager, cap: usize, c: &Component, key: u64) -> Resul
     for want in (1..c.height).rev() {
         let nd = read_nodes(pager, cap, pid, 1)?
             .pop()
-            .expect("one page read");
+            .ok_or_else(|| corrupt(Some(pid), "no page read"))?;
         if nd.kind != KIND_LSM_INTERNAL || nd.level != want {
             return Err(corrupt(
                 Some(pid),
@@ -151,6 +151,9 @@ pub fn leaf_for(pager: &mut Pager, cap: usize, c: &Component, key: u64) -> Resul
             return Err(corrupt(Some(pid), "child outside the component"));
         }
     }
+    if !c.is_leaf(pid) {
+        return Err(corrupt(Some(pid), "descent ends outside the leaves"));
+    }
     Ok(pid)
 }
 
@@ -159,7 +162,7 @@ pub fn find(pager: &mut Pager, cap: usize, c: &Component, key: u64) -> Result<Op
     let leaf = leaf_for(pager, cap, c, key)?;
     let es = read_leaves(pager, cap, c, leaf, 1)?
         .pop()
-        .expect("one leaf read");
+        .ok_or_else(|| corrupt(Some(leaf), "no leaf read"))?;
     Ok(es.binary_search_by_key(&key, |e| e.key).ok().map(|i| es[i]))
 }
 

@@ -27,8 +27,8 @@
 //!    strictly increasing across them, no empty leaf; internal levels after them, each
 //!    separator the first key of its child's subtree, all leaves on one depth, every page
 //!    of the extent reached exactly once, the root the extent's last page.
-//! 2. |Ci| ≤ k^i·|C0| for every level i ≥ 1, and C0 within its page budget between
-//!    operations (it is merged when it reaches |C0| entries).
+//! 2. |Ci| ≤ k^i·|C0| for every level i ≥ 1, and C0 below |C0| entries between
+//!    operations (it is merged when it reaches |C0|).
 //! 3. The last (oldest) non-empty component holds no tombstone.
 //! 4. C0 is a valid head tree (order, one depth, counts).
 //! 5. Counts in the manifest state equal the structure; no two structures share a page,
