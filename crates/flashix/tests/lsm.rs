@@ -251,3 +251,48 @@ fn a_flipped_bit_in_any_page_is_corruption_naming_the_page() {
     // Many pages are free (old components and C0 trees), so only the live ones count.
     assert!(detected >= 10, "{detected} of {pages}");
 }
+
+#[test]
+fn a_short_range_search_reads_one_leaf_per_component_on_a_cold_pool() {
+    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 128));
+    for k in 0..8_000u64 {
+        db.insert(k.wrapping_mul(0x9E37_79B9_7F4A_7C15), k).unwrap();
+    }
+    for k in 0..8_000u64 {
+        db.insert(1 << 40 | k, k).unwrap();
+    }
+    db.check_integrity().unwrap();
+    assert!(counter(&db, "components") >= 3);
+    db.close().unwrap();
+    let mut db = reopen(&dev, &vfs);
+    let levels: u64 = counter(&db, "c0_height")
+        + 1
+        + (1..=20)
+            .map(|i| {
+                let h = counter(&db, &format!("component_{i}_height"));
+                if h > 0 {
+                    h + 1
+                } else {
+                    0
+                }
+            })
+            .sum::<u64>();
+    let before = db.stats().device;
+    let lo = (1 << 40) + 4_000;
+    let got: Vec<(u64, u64)> = db
+        .range(lo..lo + 5)
+        .unwrap()
+        .map(|kv| kv.unwrap())
+        .collect();
+    assert_eq!(
+        got,
+        (4_000..4_005).map(|k| (1 << 40 | k, k)).collect::<Vec<_>>()
+    );
+    let after = db.stats().device;
+    // C0's leaf chain may cross one leaf boundary, a component's range one leaf boundary.
+    assert!(
+        after.reads - before.reads <= levels,
+        "{} pages read, at most {levels} expected",
+        after.reads - before.reads
+    );
+}

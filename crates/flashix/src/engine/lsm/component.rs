@@ -157,6 +157,48 @@ pub fn leaf_for(pager: &mut Pager, cap: usize, c: &Component, key: u64) -> Resul
     Ok(pid)
 }
 
+/// The leaves that may hold keys in [lo, hi]: the leaf of `lo` (one descent, one
+/// single-page read per internal level) and the last leaf that may hold a key at or below
+/// `hi` — exact when `hi` falls under the same lowest internal node, else the last leaf.
+pub fn leaf_span(
+    pager: &mut Pager,
+    cap: usize,
+    c: &Component,
+    lo: u64,
+    hi: u64,
+) -> Result<(PageId, PageId)> {
+    let mut pid = c.root;
+    let mut last = c.start + c.leaves - 1;
+    // Keys of the current subtree are below `upper` (None: unbounded).
+    let mut upper: Option<u64> = None;
+    for want in (1..c.height).rev() {
+        let nd = read_nodes(pager, cap, pid, 1)?
+            .pop()
+            .ok_or_else(|| corrupt(Some(pid), "no page read"))?;
+        if nd.kind != KIND_LSM_INTERNAL || nd.level != want {
+            return Err(corrupt(
+                Some(pid),
+                format!("node at level {}, expected {want}", nd.level),
+            ));
+        }
+        let s = nd.entries.partition_point(|e| e.key <= lo);
+        if let Some(next) = nd.entries.get(s) {
+            upper = Some(next.key);
+        }
+        if want == 1 && !matches!(upper, Some(u) if u <= hi) {
+            last = child_for(&nd, hi);
+        }
+        pid = child_for(&nd, lo);
+        if !c.contains(pid) {
+            return Err(corrupt(Some(pid), "child outside the component"));
+        }
+    }
+    if !c.is_leaf(pid) || !c.is_leaf(last) || last < pid {
+        return Err(corrupt(Some(pid), "descent ends outside the leaves"));
+    }
+    Ok((pid, last))
+}
+
 /// Point search: the entry of `key` in `c` (height single-page reads).
 pub fn find(pager: &mut Pager, cap: usize, c: &Component, key: u64) -> Result<Option<Entry>> {
     let leaf = leaf_for(pager, cap, c, key)?;

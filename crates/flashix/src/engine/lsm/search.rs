@@ -56,7 +56,8 @@ impl Lsm {
     }
 
     /// One batch of a range scan: C0's entries of the range and at most `io_unit` leaves
-    /// of each component (past the pool), cut at the smallest last key read of a component
+    /// of each component (past the pool, from a descent to `lo`; only the leaves that may
+    /// hold keys up to `hi`), cut at the smallest last key read of a component
     /// that was not read to the end of the range, so that every source is complete up to
     /// the cut.
     pub(super) fn scan_batch(
@@ -82,18 +83,18 @@ impl Lsm {
         let mut batch_hi = hi;
         let mut sources: Vec<Vec<Entry>> = vec![self.c0_range(lo, hi)?];
         for c in self.components.clone().iter().flatten() {
-            let end = c.start + c.leaves;
-            let mut first = component::leaf_for(&mut self.pager, cap, c, lo)?;
+            let (mut first, last) = component::leaf_span(&mut self.pager, cap, c, lo, hi)?;
             loop {
-                let n = self.p.io_unit.min(end - first);
+                let n = self.p.io_unit.min(last - first + 1);
                 let pages = component::read_leaves(&mut self.pager, cap, c, first, n)?;
                 let last_key = pages.last().and_then(|p| p.last()).map_or(lo, |e| e.key);
-                if last_key < lo && first + n < end {
+                let more = first + n <= last;
+                if last_key < lo && more {
                     // The range begins after these leaves: read on.
                     first += n;
                     continue;
                 }
-                if first + n < end && last_key < hi {
+                if more && last_key < hi {
                     batch_hi = batch_hi.min(last_key);
                 }
                 sources.push(
