@@ -134,6 +134,32 @@ impl Default for FdTreeOptions {
     }
 }
 
+/// LSM-tree sub-options (FD-tree paper, App. D: "the size ratio between two tree components
+/// the same as the k value in FD-tree", "the smallest tree the locality area size").
+/// Defaults equal [`FdTreeOptions`]' so that the two engines compare like for like.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LsmOptions {
+    /// Size ratio between adjacent components, |C(i+1)| = k·|C(i)|. At least 2.
+    pub k: u32,
+    /// Maximum size of C0, the in-pool B+-tree, in bytes (the locality area, 512 KiB). At
+    /// least two pages.
+    pub c0_bytes: u64,
+    /// Size of one multi-page I/O request of merges and range scans (512 KiB); a whole
+    /// number of pages.
+    pub io_unit_bytes: u64,
+}
+
+impl Default for LsmOptions {
+    fn default() -> Self {
+        let f = FdTreeOptions::default();
+        LsmOptions {
+            k: f.k,
+            c0_bytes: f.head_tree_bytes,
+            io_unit_bytes: f.io_unit_bytes,
+        }
+    }
+}
+
 /// Options of an index: a builder, e.g.
 /// `Options::new(EngineKind::BTree).page_size(4096).buffer_pool_bytes(16 << 20)`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -146,6 +172,8 @@ pub struct Options {
     pub(crate) btree: BTreeOptions,
     #[serde(default)]
     pub(crate) fdtree: FdTreeOptions,
+    #[serde(default)]
+    pub(crate) lsm: LsmOptions,
 }
 
 /// Default page size: the SSD's 4 KiB page.
@@ -162,6 +190,7 @@ impl Options {
             checkpoint_wal_bytes: 128 << 20,
             btree: BTreeOptions::default(),
             fdtree: FdTreeOptions::default(),
+            lsm: LsmOptions::default(),
         }
     }
 
@@ -201,6 +230,12 @@ impl Options {
         self
     }
 
+    /// LSM-tree sub-options.
+    pub fn lsm(mut self, lsm: LsmOptions) -> Self {
+        self.lsm = lsm;
+        self
+    }
+
     /// The engine kind.
     pub fn engine(&self) -> EngineKind {
         self.engine
@@ -227,6 +262,11 @@ impl Options {
         &self.fdtree
     }
 
+    /// LSM-tree sub-options.
+    pub fn get_lsm(&self) -> &LsmOptions {
+        &self.lsm
+    }
+
     /// Check what does not depend on the engine, and the options of the chosen engine.
     pub(crate) fn validate(&self) -> Result<()> {
         crate::io::check_page_size(self.page_size)?;
@@ -245,6 +285,9 @@ impl Options {
         }
         if self.engine == EngineKind::FdTree {
             crate::engine::fdtree::validate(self)?;
+        }
+        if self.engine == EngineKind::Lsm {
+            crate::engine::lsm::validate(self)?;
         }
         Ok(())
     }

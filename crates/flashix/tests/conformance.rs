@@ -5,7 +5,7 @@
 use flashix::testing::{run, DeviceKind, History};
 use flashix::EngineKind;
 
-const ENGINES: &[EngineKind] = &[EngineKind::BTree, EngineKind::FdTree];
+const ENGINES: &[EngineKind] = &[EngineKind::BTree, EngineKind::FdTree, EngineKind::Lsm];
 
 fn long() -> bool {
     std::env::var_os("FLASHIX_CONFORMANCE_LONG").is_some()

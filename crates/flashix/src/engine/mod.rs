@@ -3,6 +3,7 @@
 pub mod btree;
 pub mod fdtree;
 mod logged;
+pub mod lsm;
 
 pub(crate) use logged::Logged;
 
@@ -60,6 +61,7 @@ pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
     match opts.engine {
         EngineKind::BTree => Ok(Box::new(btree::BTree::create(storage, opts)?)),
         EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::create(storage, opts)?)),
+        EngineKind::Lsm => Ok(Box::new(lsm::Lsm::create(storage, opts)?)),
         other => Err(not_built(other)),
     }
 }
@@ -69,6 +71,7 @@ pub fn open(storage: Storage, manifest: Manifest) -> Result<Box<dyn Engine>> {
     match manifest.options.engine {
         EngineKind::BTree => Ok(Box::new(btree::BTree::open(storage, manifest)?)),
         EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::open(storage, manifest)?)),
+        EngineKind::Lsm => Ok(Box::new(lsm::Lsm::open(storage, manifest)?)),
         other => Err(not_built(other)),
     }
 }

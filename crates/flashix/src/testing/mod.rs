@@ -211,6 +211,15 @@ fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
             io_unit_bytes: [1u64, 3, 128][rng.below(3) as usize] * page_size as u64,
         });
     }
+    if engine == EngineKind::Lsm {
+        // The same small sizes as the FD-tree: C0 of two pages and small k build several
+        // components in a few thousand operations; multi-page requests of a few pages.
+        return opts.lsm(crate::LsmOptions {
+            k: 2 + rng.below(3) as u32,
+            c0_bytes: 2 * page_size as u64,
+            io_unit_bytes: [1u64, 3, 128][rng.below(3) as usize] * page_size as u64,
+        });
+    }
     opts
 }
 

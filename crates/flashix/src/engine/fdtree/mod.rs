@@ -86,9 +86,9 @@
 
 mod check;
 pub mod entry;
-mod head;
+pub(crate) mod head;
 mod merge;
-mod run;
+pub(crate) mod run;
 mod search;
 
 use crate::buffer::Pager;

@@ -1,0 +1,423 @@
+//! Components C1..Cn: B+-trees built bottom-up in one contiguous extent, never changed in
+//! place. Pages use the FD-tree page format ([`entry`]) with their own page kinds:
+//!
+//! - leaves (`KIND_LSM_LEAF`, level 0): pages `start .. start + leaves`, normal entries
+//!   and tombstones sorted by key, one entry per key, every leaf non-empty; the link is
+//!   unused ([`NONE`]): leaves are contiguous, so the next leaf is the next page.
+//! - internal nodes (`KIND_LSM_INTERNAL`, level >= 1): after the leaves, level by level;
+//!   the link is the leftmost child, entry `i` is (first key of child `i + 1`, child page).
+//!   The root is the last page of the extent (a one-leaf component's root is its leaf).
+//!
+//! Components are read past the buffer pool (single-page requests for a descent,
+//! `io_unit`-page requests for merges and scans): their pages are freed and reused as
+//! whole extents written through the device, which the pool must never cache stale.
+
+use crate::buffer::Pager;
+use crate::engine::fdtree::entry::{self, Entry, Kind, NONE};
+use crate::error::{Error, Result};
+use crate::io::{AlignedBuf, Extent, PageId};
+use crate::page::{self, DATA_FILE};
+use serde::{Deserialize, Serialize};
+
+pub const KIND_LSM_LEAF: u16 = 0x21;
+pub const KIND_LSM_INTERNAL: u16 = 0x22;
+
+/// A tombstone: the FD-tree's filter entry type (the key is deleted in older components).
+pub const TOMBSTONE: Kind = Kind::Filter;
+
+/// One component's durable description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Component {
+    pub start: PageId,
+    /// All pages of the extent: leaves, then internal nodes.
+    pub pages: u64,
+    pub leaves: u64,
+    /// Levels of the B+-tree (1: the root is the only leaf).
+    pub height: u32,
+    pub root: PageId,
+    /// Entries (normal and tombstones) and, among them, tombstones.
+    pub entries: u64,
+    pub tombstones: u64,
+}
+
+impl Component {
+    pub fn extent(&self) -> Extent {
+        Extent {
+            start: self.start,
+            len: self.pages,
+        }
+    }
+
+    pub fn contains(&self, pid: PageId) -> bool {
+        self.start <= pid && pid < self.start + self.pages
+    }
+
+    fn is_leaf(&self, pid: PageId) -> bool {
+        self.start <= pid && pid < self.start + self.leaves
+    }
+}
+
+pub fn corrupt(pid: Option<PageId>, what: impl Into<String>) -> Error {
+    Error::corruption(DATA_FILE, pid, format!("LSM component: {}", what.into()))
+}
+
+/// A decoded page: kind, level, link, entries.
+pub struct Node {
+    pub kind: u16,
+    pub level: u32,
+    pub link: u64,
+    pub entries: Vec<Entry>,
+}
+
+fn decode(pid: PageId, b: &[u8], cap: usize) -> Result<Node> {
+    page::verify(pid, b)?;
+    let kind = page::kind(b);
+    if kind != KIND_LSM_LEAF && kind != KIND_LSM_INTERNAL {
+        return Err(corrupt(Some(pid), format!("page kind {kind}")));
+    }
+    let entries = entry::decode(b, cap).map_err(|e| corrupt(Some(pid), e))?;
+    Ok(Node {
+        kind,
+        level: entry::level(b),
+        link: entry::link(b),
+        entries,
+    })
+}
+
+/// Read `n` pages from `first` in ONE request.
+pub fn read_nodes(pager: &mut Pager, cap: usize, first: PageId, n: u64) -> Result<Vec<Node>> {
+    let ps = pager.page_size();
+    let mut buf = AlignedBuf::zeroed(ps * n as usize);
+    pager.device().read(first, &mut buf)?;
+    buf.chunks(ps)
+        .enumerate()
+        .map(|(i, b)| decode(first + i as u64, b, cap))
+        .collect()
+}
+
+/// Read `n` leaves of `c` from `first` in one request, checked to be non-empty leaves.
+pub fn read_leaves(
+    pager: &mut Pager,
+    cap: usize,
+    c: &Component,
+    first: PageId,
+    n: u64,
+) -> Result<Vec<Vec<Entry>>> {
+    if !c.is_leaf(first) || !c.is_leaf(first + n - 1) {
+        return Err(corrupt(
+            Some(first),
+            "leaf read outside the component's leaves",
+        ));
+    }
+    read_nodes(pager, cap, first, n)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, nd)| {
+            let pid = first + i as u64;
+            if nd.kind != KIND_LSM_LEAF || nd.level != 0 || nd.entries.is_empty() {
+                return Err(corrupt(Some(pid), "not a non-empty leaf"));
+            }
+            Ok(nd.entries)
+        })
+        .collect()
+}
+
+/// The child of `node` for `key`: the last separator at or below `key`, else the leftmost.
+fn child_for(nd: &Node, key: u64) -> u64 {
+    let s = nd.entries.partition_point(|e| e.key <= key);
+    if s == 0 {
+        nd.link
+    } else {
+        nd.entries[s - 1].val
+    }
+}
+
+/// Descend from the root to the leaf that holds `key` if any component entry does: one
+/// single-page read per internal level.
+pub fn leaf_for(pager: &mut Pager, cap: usize, c: &Component, key: u64) -> Result<PageId> {
+    let mut pid = c.root;
+    for want in (1..c.height).rev() {
+        let nd = read_nodes(pager, cap, pid, 1)?
+            .pop()
+            .ok_or_else(|| corrupt(Some(pid), "no page read"))?;
+        if nd.kind != KIND_LSM_INTERNAL || nd.level != want {
+            return Err(corrupt(
+                Some(pid),
+                format!("node at level {}, expected {want}", nd.level),
+            ));
+        }
+        pid = child_for(&nd, key);
+        if !c.contains(pid) {
+            return Err(corrupt(Some(pid), "child outside the component"));
+        }
+    }
+    if !c.is_leaf(pid) {
+        return Err(corrupt(Some(pid), "descent ends outside the leaves"));
+    }
+    Ok(pid)
+}
+
+/// The leaves that may hold keys in [lo, hi]: the leaf of `lo` (one descent, one
+/// single-page read per internal level) and the last leaf that may hold a key at or below
+/// `hi` — exact when `hi` falls under the same lowest internal node, else the last leaf.
+pub fn leaf_span(
+    pager: &mut Pager,
+    cap: usize,
+    c: &Component,
+    lo: u64,
+    hi: u64,
+) -> Result<(PageId, PageId)> {
+    let mut pid = c.root;
+    let mut last = c.start + c.leaves - 1;
+    // Keys of the current subtree are below `upper` (None: unbounded).
+    let mut upper: Option<u64> = None;
+    for want in (1..c.height).rev() {
+        let nd = read_nodes(pager, cap, pid, 1)?
+            .pop()
+            .ok_or_else(|| corrupt(Some(pid), "no page read"))?;
+        if nd.kind != KIND_LSM_INTERNAL || nd.level != want {
+            return Err(corrupt(
+                Some(pid),
+                format!("node at level {}, expected {want}", nd.level),
+            ));
+        }
+        let s = nd.entries.partition_point(|e| e.key <= lo);
+        if let Some(next) = nd.entries.get(s) {
+            upper = Some(next.key);
+        }
+        if want == 1 && !matches!(upper, Some(u) if u <= hi) {
+            last = child_for(&nd, hi);
+        }
+        pid = child_for(&nd, lo);
+        if !c.contains(pid) {
+            return Err(corrupt(Some(pid), "child outside the component"));
+        }
+    }
+    if !c.is_leaf(pid) || !c.is_leaf(last) || last < pid {
+        return Err(corrupt(Some(pid), "descent ends outside the leaves"));
+    }
+    Ok((pid, last))
+}
+
+/// Point search: the entry of `key` in `c` (height single-page reads).
+pub fn find(pager: &mut Pager, cap: usize, c: &Component, key: u64) -> Result<Option<Entry>> {
+    let leaf = leaf_for(pager, cap, c, key)?;
+    let es = read_leaves(pager, cap, c, leaf, 1)?
+        .pop()
+        .ok_or_else(|| corrupt(Some(leaf), "no leaf read"))?;
+    Ok(es.binary_search_by_key(&key, |e| e.key).ok().map(|i| es[i]))
+}
+
+/// A sequential reader of a component's leaves: `io_unit` pages per request.
+pub struct LeafReader {
+    c: Component,
+    next_leaf: u64,
+    buf: Vec<Entry>,
+    pos: usize,
+    pub pages_read: u64,
+}
+
+impl LeafReader {
+    pub fn new(c: Component) -> Self {
+        LeafReader {
+            c,
+            next_leaf: 0,
+            buf: Vec::new(),
+            pos: 0,
+            pages_read: 0,
+        }
+    }
+
+    pub fn peek(&mut self, pager: &mut Pager, cap: usize, io_unit: u64) -> Result<Option<Entry>> {
+        while self.pos >= self.buf.len() {
+            if self.next_leaf >= self.c.leaves {
+                return Ok(None);
+            }
+            let n = io_unit.min(self.c.leaves - self.next_leaf);
+            let pages = read_leaves(pager, cap, &self.c, self.c.start + self.next_leaf, n)?;
+            self.next_leaf += n;
+            self.pages_read += n;
+            self.buf = pages.into_iter().flatten().collect();
+            self.pos = 0;
+        }
+        Ok(Some(self.buf[self.pos]))
+    }
+
+    pub fn advance(&mut self) {
+        self.pos += 1;
+    }
+}
+
+/// Builds a component bottom-up into one fresh extent: leaves as entries arrive, then the
+/// internal levels from the leaves' first keys; all pages go out in sequential requests of
+/// `io_unit` pages.
+pub struct ComponentWriter {
+    extent: Extent,
+    cap: usize,
+    cur: Vec<Entry>,
+    chunk: AlignedBuf,
+    chunk_pages: u64,
+    chunk_start: u64,
+    pages: u64,
+    entries: u64,
+    tombstones: u64,
+    last_key: Option<u64>,
+    /// (first key, page) of every node of the level being written.
+    firsts: Vec<(u64, PageId)>,
+}
+
+/// Upper bound of the pages of a component of `n` entries with `cap` per node.
+fn max_pages(n: u64, cap: u64) -> u64 {
+    let mut level = n.div_ceil(cap).max(1);
+    let mut total = level;
+    while level > 1 {
+        level = level.div_ceil(cap + 1);
+        total += level;
+    }
+    total
+}
+
+impl ComponentWriter {
+    /// A writer for at most `max_entries` entries.
+    pub fn new(pager: &mut Pager, cap: usize, io_unit: u64, max_entries: u64) -> Self {
+        let max = max_pages(max_entries, cap as u64);
+        let extent = pager.alloc_extent(max);
+        let ps = pager.page_size();
+        ComponentWriter {
+            extent,
+            cap,
+            cur: Vec::with_capacity(cap),
+            chunk: AlignedBuf::zeroed(ps * io_unit.min(max) as usize),
+            chunk_pages: 0,
+            chunk_start: 0,
+            pages: 0,
+            entries: 0,
+            tombstones: 0,
+            last_key: None,
+            firsts: Vec::new(),
+        }
+    }
+
+    /// Pages written so far.
+    pub fn pages(&self) -> u64 {
+        self.pages
+    }
+
+    /// Append the next entry (keys strictly increasing).
+    pub fn push(&mut self, pager: &mut Pager, e: Entry) -> Result<()> {
+        if self.last_key.is_some_and(|k| k >= e.key) {
+            return Err(corrupt(
+                None,
+                format!("merge output out of order at key {}", e.key),
+            ));
+        }
+        self.last_key = Some(e.key);
+        self.entries += 1;
+        self.tombstones += u64::from(e.kind == TOMBSTONE);
+        self.cur.push(e);
+        if self.cur.len() == self.cap {
+            self.flush_leaf(pager)?;
+        }
+        Ok(())
+    }
+
+    fn flush_leaf(&mut self, pager: &mut Pager) -> Result<()> {
+        if self.cur.is_empty() {
+            return Ok(());
+        }
+        let es = std::mem::take(&mut self.cur);
+        let pid = self.emit(pager, KIND_LSM_LEAF, 0, NONE, &es)?;
+        self.firsts.push((es[0].key, pid));
+        Ok(())
+    }
+
+    fn emit(
+        &mut self,
+        pager: &mut Pager,
+        kind: u16,
+        level: u32,
+        link: u64,
+        es: &[Entry],
+    ) -> Result<PageId> {
+        let ps = pager.page_size();
+        if self.pages >= self.extent.len {
+            return Err(corrupt(
+                Some(self.extent.start),
+                format!("component outgrew its extent of {} pages", self.extent.len),
+            ));
+        }
+        let pid = self.extent.start + self.pages;
+        let slot = self.chunk_pages as usize;
+        let b = &mut self.chunk[slot * ps..(slot + 1) * ps];
+        entry::init(b, kind, level, link, es);
+        page::seal(pid, b);
+        self.pages += 1;
+        self.chunk_pages += 1;
+        if self.chunk_pages as usize * ps == self.chunk.len() {
+            self.write_chunk(pager)?;
+        }
+        Ok(pid)
+    }
+
+    fn write_chunk(&mut self, pager: &mut Pager) -> Result<()> {
+        if self.chunk_pages == 0 {
+            return Ok(());
+        }
+        let len = self.chunk_pages as usize * pager.page_size();
+        pager
+            .device()
+            .write(self.extent.start + self.chunk_start, &self.chunk[..len])?;
+        self.chunk_start += self.chunk_pages;
+        self.chunk_pages = 0;
+        Ok(())
+    }
+
+    /// Write the last leaf and the internal levels; `None` if no entry was pushed. The
+    /// unused tail of the extent is freed.
+    pub fn finish(mut self, pager: &mut Pager) -> Result<Option<Component>> {
+        self.flush_leaf(pager)?;
+        let leaves = self.pages;
+        let mut height = 1;
+        let mut level_nodes = std::mem::take(&mut self.firsts);
+        while level_nodes.len() > 1 {
+            let mut upper = Vec::with_capacity(level_nodes.len().div_ceil(self.cap + 1));
+            for group in level_nodes.chunks(self.cap + 1) {
+                let seps: Vec<Entry> = group[1..]
+                    .iter()
+                    .map(|&(k, p)| Entry::new(k, p, Kind::Internal))
+                    .collect();
+                let pid = self.emit(pager, KIND_LSM_INTERNAL, height, group[0].1, &seps)?;
+                upper.push((group[0].0, pid));
+            }
+            level_nodes = upper;
+            height += 1;
+        }
+        self.write_chunk(pager)?;
+        pager.free_extent(Extent {
+            start: self.extent.start + self.pages,
+            len: self.extent.len - self.pages,
+        });
+        Ok(level_nodes.first().map(|&(_, root)| Component {
+            start: self.extent.start,
+            pages: self.pages,
+            leaves,
+            height,
+            root,
+            entries: self.entries,
+            tombstones: self.tombstones,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::max_pages;
+
+    #[test]
+    fn max_pages_counts_every_level() {
+        assert_eq!(max_pages(0, 20), 1);
+        assert_eq!(max_pages(20, 20), 1);
+        assert_eq!(max_pages(21, 20), 3);
+        assert_eq!(max_pages(20 * 21 + 1, 20), 22 + 2 + 1);
+    }
+}

@@ -1,0 +1,108 @@
+//! Rolling merge of a newer input (C0's entries, or component C(i-1)) into component C(i):
+//! both inputs read sequentially in `io_unit`-page requests, the output built bottom-up
+//! into a fresh extent (App. D: "multi-page I/O optimization applied to the merge between
+//! tree components"). For a key in both inputs the newer entry wins; tombstones are dropped
+//! when the output is the last component (nothing older remains for them to hide).
+
+use super::component::{Component, ComponentWriter, LeafReader, TOMBSTONE};
+use crate::buffer::Pager;
+use crate::engine::fdtree::entry::Entry;
+use crate::error::Result;
+
+/// A sorted input stream.
+pub enum Input {
+    /// C0's entries, already in memory (at most |C0|).
+    Memory(std::vec::IntoIter<Entry>, Option<Entry>),
+    Component(Box<LeafReader>),
+}
+
+impl Input {
+    pub fn memory(es: Vec<Entry>) -> Input {
+        let mut it = es.into_iter();
+        let first = it.next();
+        Input::Memory(it, first)
+    }
+
+    pub fn component(c: Component) -> Input {
+        Input::Component(Box::new(LeafReader::new(c)))
+    }
+
+    fn peek(&mut self, pager: &mut Pager, cap: usize, io_unit: u64) -> Result<Option<Entry>> {
+        match self {
+            Input::Memory(_, cur) => Ok(*cur),
+            Input::Component(r) => r.peek(pager, cap, io_unit),
+        }
+    }
+
+    fn advance(&mut self) {
+        match self {
+            Input::Memory(it, cur) => *cur = it.next(),
+            Input::Component(r) => r.advance(),
+        }
+    }
+
+    fn pages_read(&self) -> u64 {
+        match self {
+            Input::Memory(..) => 0,
+            Input::Component(r) => r.pages_read,
+        }
+    }
+}
+
+/// What a merge produced.
+pub struct Merged {
+    pub component: Option<Component>,
+    pub pages_read: u64,
+    pub pages_written: u64,
+}
+
+/// Merge `newer` into `older` (either may be empty) as one new component.
+pub fn merge(
+    pager: &mut Pager,
+    cap: usize,
+    io_unit: u64,
+    mut newer: Input,
+    mut older: Input,
+    max_entries: u64,
+    drop_tombstones: bool,
+) -> Result<Merged> {
+    let mut w = ComponentWriter::new(pager, cap, io_unit, max_entries);
+    loop {
+        let a = newer.peek(pager, cap, io_unit)?;
+        let b = older.peek(pager, cap, io_unit)?;
+        let e = match (a, b) {
+            (None, None) => break,
+            (Some(x), None) => {
+                newer.advance();
+                x
+            }
+            (None, Some(y)) => {
+                older.advance();
+                y
+            }
+            (Some(x), Some(y)) => {
+                if x.key <= y.key {
+                    newer.advance();
+                    if x.key == y.key {
+                        older.advance();
+                    }
+                    x
+                } else {
+                    older.advance();
+                    y
+                }
+            }
+        };
+        if drop_tombstones && e.kind == TOMBSTONE {
+            continue;
+        }
+        w.push(pager, e)?;
+    }
+    let pages_written = w.pages();
+    let component = w.finish(pager)?;
+    Ok(Merged {
+        pages_written: component.map_or(pages_written, |c| c.pages),
+        component,
+        pages_read: newer.pages_read() + older.pages_read(),
+    })
+}

@@ -1,0 +1,487 @@
+//! The LSM-tree (`EngineKind::Lsm`; O'Neil et al. 1996) as the FD-tree paper implements its
+//! competitor (App. D): "a forest consisting of multiple B+-tree components" of stepped
+//! sizes, the size ratio between two components equal to the FD-tree's k, the smallest
+//! tree the size of the locality area (the FD-tree's head tree), and multi-page I/O in the
+//! merges between components.
+//!
+//! # Structure
+//! - **C0**: a small B+-tree of typed entries through the buffer pool, updated in place:
+//!   the FD-tree's head tree ([`crate::engine::fdtree::head::Head`]) holding only index
+//!   entries (normal entries and tombstones; a split may add an internal fence, which C0
+//!   ignores). At most `LsmOptions::c0_bytes` (default 512 KiB); its capacity |C0| is
+//!   `c0_pages · f / 2` entries, as for the FD-tree's head tree (f: entries per page).
+//! - **C1..Cn** ([`component`]): B+-trees built bottom-up, each in ONE contiguous extent
+//!   (leaves first, then the internal levels), written once in sequential requests of
+//!   `io_unit_bytes` and never changed in place. Capacities |Ci| = k^i·|C0|. A level may
+//!   be empty (its component merged into the next one).
+//! - **Entries**: the FD-tree's 24-byte typed entries (key, value, type outside the key,
+//!   so every u64 is a user key); a tombstone is the FD-tree's filter type.
+//!
+//! # On-disk format
+//! C0 nodes: the FD-tree head-tree format. Component pages: see [`component`]. The
+//! manifest's engine state holds C0 (root, height, first leaf, counts) and for every level
+//! its component (extent, leaves, height, root, entries, tombstones) or nothing.
+//!
+//! # Invariants (checked by `check_integrity`)
+//! 1. Every component is a B+-tree: leaves contiguous at the start of its extent, keys
+//!    strictly increasing across them, no empty leaf; internal levels after them, each
+//!    separator the first key of its child's subtree, all leaves on one depth, every page
+//!    of the extent reached exactly once, the root the extent's last page.
+//! 2. |Ci| ≤ k^i·|C0| for every level i ≥ 1, and C0 below |C0| entries between
+//!    operations (it is merged when it reaches |C0|).
+//! 3. The last (oldest) non-empty component holds no tombstone.
+//! 4. C0 is a valid head tree (order, one depth, counts).
+//! 5. Counts in the manifest state equal the structure; no two structures share a page,
+//!    and no reachable page is free in the extent allocator.
+//!
+//! # Operations
+//! Search ([`search`]): C0, then C1, C2, ... (newest first); the first entry found decides,
+//! a tombstone meaning absent. A component is searched by a descent from its root: one
+//! single-page read per level, past the buffer pool (see [`component`]). Range scans merge
+//! the sources newest first in bounded batches (at most `io_unit` leaves per component).
+//! Insert: an upsert into C0. Delete: a blind tombstone into C0 (no read), or a plain
+//! removal from C0 while no component exists. When C0 reaches |C0| entries it is merged
+//! into C1 ([`merge`]), and while Ci exceeds its capacity it is merged into C(i+1)
+//! (rolling merges of whole components). Tombstones are dropped by a merge whose output is
+//! the last component. `bulk_insert` into an empty index builds one component directly (at
+//! the first level whose capacity holds it); otherwise it is a sequence of inserts logged
+//! as one record. `delete_range`: a tombstone per present key.
+//!
+//! # Durability
+//! The shared [`crate::buffer::Pager`]: every operation is logged (logical redo) before it
+//! is applied; `flush` syncs the log. C0 pages change in place under before-images.
+//! Components are shadow-paged: a merge writes new extents, frees the old ones (reused
+//! only after the next checkpoint) and the new set is published by the checkpoint taken
+//! after the operation that merged, so a crash finds the old set or the new one. Recovery
+//! = `Pager::open` + replay of the WAL.
+//!
+//! # Counters (`Stats::engine_counters`)
+//! `components` (non-empty ones), `entries` (stored: C0 and components, tombstones
+//! included), `c0_entries`, `c0_height`, `c0_pages`, `c0_capacity`, `merges`,
+//! `merge_pages_read`, `merge_pages_written`, and per level i `component_<i>_entries`,
+//! `_tombstones`, `_pages`, `_height`, `_capacity`.
+//!
+//! # Memory
+//! The buffer pool; during a merge into C1 the entries of C0 (at most |C0|, 24 bytes
+//! each), the first keys of the written nodes (16 bytes per page) and one `io_unit` buffer
+//! per input and output; during a range scan at most `io_unit` leaves per component.
+
+mod check;
+pub mod component;
+mod merge;
+mod search;
+
+use crate::buffer::Pager;
+use crate::engine::fdtree::entry::{self, Entry, Kind};
+use crate::engine::fdtree::head::Head;
+use crate::engine::{Engine, Logged, RangeCursor};
+use crate::error::{Error, Result};
+use crate::manifest::Manifest;
+use crate::options::{EngineKind, Options};
+use crate::stats::Stats;
+use crate::wal::LogicalOp;
+use crate::Storage;
+use component::{Component, ComponentWriter, TOMBSTONE};
+use merge::Input;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Frames the engine needs at least: C0 splits touch a few pages at once.
+const MIN_FRAMES: usize = 8;
+
+/// Durable roots, saved in the manifest.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct State {
+    c0: Head,
+    /// Level i + 1 at index i; `None`: empty level.
+    components: Vec<Option<Component>>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Counters {
+    merges: u64,
+    merge_pages_read: u64,
+    merge_pages_written: u64,
+}
+
+/// Sizes derived from the options.
+#[derive(Debug, Clone, Copy)]
+struct Params {
+    /// Entries per page (f).
+    cap: usize,
+    io_unit: u64,
+    k: u64,
+    /// |C0| in entries.
+    cap0: u64,
+}
+
+impl Params {
+    /// |Ci| = k^i·|C0| (i ≥ 1).
+    fn capacity(&self, i: usize) -> u64 {
+        let mut c = self.cap0;
+        for _ in 0..i {
+            c = c.saturating_mul(self.k);
+        }
+        c
+    }
+}
+
+/// Check LSM-tree options against the page size (called by `Options::validate`).
+pub fn validate(opts: &Options) -> Result<()> {
+    let o = &opts.lsm;
+    let ps = opts.page_size as u64;
+    if o.k < 2 {
+        return Err(Error::InvalidOptions(format!(
+            "lsm k {} must be at least 2",
+            o.k
+        )));
+    }
+    if o.c0_bytes < 2 * ps {
+        return Err(Error::InvalidOptions(format!(
+            "lsm c0_bytes {} is below two pages of {ps} bytes",
+            o.c0_bytes
+        )));
+    }
+    if o.io_unit_bytes < ps || o.io_unit_bytes % ps != 0 || o.io_unit_bytes > 64 << 20 {
+        return Err(Error::InvalidOptions(format!(
+            "lsm io_unit_bytes {} must be a whole number of {ps}-byte pages, at most 64 MiB",
+            o.io_unit_bytes
+        )));
+    }
+    Ok(())
+}
+
+fn params(opts: &Options) -> Params {
+    let cap = entry::capacity(opts.page_size);
+    let o = &opts.lsm;
+    Params {
+        cap,
+        io_unit: o.io_unit_bytes / opts.page_size as u64,
+        k: u64::from(o.k),
+        cap0: o.c0_bytes / opts.page_size as u64 * cap as u64 / 2,
+    }
+}
+
+/// The LSM-tree engine.
+pub struct Lsm {
+    pager: Pager,
+    p: Params,
+    c0: Head,
+    components: Vec<Option<Component>>,
+    checkpoint_due: bool,
+    counters: Counters,
+}
+
+impl Lsm {
+    /// A new empty LSM-tree: an empty C0, no components.
+    pub fn create(storage: Storage, options: Options) -> Result<Lsm> {
+        validate(&options)?;
+        let p = params(&options);
+        let mut pager = Pager::create(storage, options, MIN_FRAMES)?;
+        let c0 = Head::create(&mut pager)?;
+        let mut t = Lsm {
+            pager,
+            p,
+            c0,
+            components: Vec::new(),
+            checkpoint_due: false,
+            counters: Counters::default(),
+        };
+        t.checkpoint()?;
+        Ok(t)
+    }
+
+    /// Reopen: restore the checkpoint image and replay the WAL.
+    pub fn open(storage: Storage, manifest: Manifest) -> Result<Lsm> {
+        validate(&manifest.options)?;
+        let state: State = serde_json::from_value(manifest.engine.clone())
+            .map_err(|e| Error::corruption("MANIFEST", None, format!("bad LSM state: {e}")))?;
+        let p = params(&manifest.options);
+        let (pager, ops) = Pager::open(storage, &manifest, MIN_FRAMES)?;
+        let mut t = Lsm {
+            pager,
+            p,
+            c0: state.c0,
+            components: state.components,
+            checkpoint_due: false,
+            counters: Counters::default(),
+        };
+        t.replay(&ops)?;
+        if !ops.is_empty() {
+            t.checkpoint()?;
+        }
+        Ok(t)
+    }
+
+    fn state(&self) -> serde_json::Value {
+        serde_json::json!(State {
+            c0: self.c0.clone(),
+            components: self.components.clone(),
+        })
+    }
+
+    fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
+        self.c0.upsert(
+            &mut self.pager,
+            self.p.cap,
+            Entry::new(key, value, Kind::Normal),
+        )?;
+        self.after_mutation()
+    }
+
+    /// A blind tombstone; with no component, nothing older can hold the key.
+    fn delete_unlogged(&mut self, key: u64) -> Result<()> {
+        if self.components.iter().all(Option::is_none) {
+            self.c0.remove(&mut self.pager, self.p.cap, key)?;
+            return Ok(());
+        }
+        self.c0
+            .upsert(&mut self.pager, self.p.cap, Entry::new(key, 0, TOMBSTONE))?;
+        self.after_mutation()
+    }
+
+    fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
+        let mut from = lo;
+        loop {
+            let mut cur = RangeCursor {
+                next: Some(from),
+                hi: std::ops::Bound::Included(hi),
+                hint: None,
+            };
+            let mut keys = Vec::new();
+            while keys.len() < 4096 && cur.next.is_some() {
+                self.scan_batch(&mut cur, &mut keys)?;
+            }
+            let resume = cur.next;
+            for &(k, _) in &keys {
+                self.delete_unlogged(k)?;
+            }
+            match resume {
+                Some(n) => from = n,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// True if no component at a level above `i` (0-based index) is non-empty.
+    fn is_last(&self, i: usize) -> bool {
+        self.components[i + 1..].iter().all(Option::is_none)
+    }
+
+    /// Merge C0 into C1 when C0 is full, then cascade while a component exceeds its
+    /// capacity.
+    fn after_mutation(&mut self) -> Result<()> {
+        if self.c0.entries < self.p.cap0 || self.c0.index_entries == 0 {
+            return Ok(());
+        }
+        let cap = self.p.cap;
+        let newer: Vec<Entry> = self
+            .c0
+            .all_entries(&mut self.pager, cap)?
+            .into_iter()
+            .filter(|e| !e.is_fence())
+            .collect();
+        if self.components.is_empty() {
+            self.components.push(None);
+        }
+        let old_c0 = std::mem::replace(&mut self.c0, Head::create(&mut self.pager)?);
+        self.merge_into(0, Input::memory(newer), old_c0.index_entries)?;
+        old_c0.free(&mut self.pager, cap)?;
+        let mut i = 0;
+        while let Some(c) = self.components[i] {
+            if c.entries <= self.p.capacity(i + 1) {
+                break;
+            }
+            if self.components.len() == i + 1 {
+                self.components.push(None);
+            }
+            self.components[i] = None;
+            self.merge_into(i + 1, Input::component(c), c.entries)?;
+            self.pager.free_extent(c.extent());
+            i += 1;
+        }
+        while self.components.last().is_some_and(Option::is_none) {
+            self.components.pop();
+        }
+        self.checkpoint_due = !self.pager.replaying();
+        Ok(())
+    }
+
+    /// Merge `newer` (of at most `newer_entries` entries) into level `i` (0-based index).
+    fn merge_into(&mut self, i: usize, newer: Input, newer_entries: u64) -> Result<()> {
+        let older = self.components[i];
+        let drop = self.is_last(i);
+        let out = merge::merge(
+            &mut self.pager,
+            self.p.cap,
+            self.p.io_unit,
+            newer,
+            older.map_or_else(|| Input::memory(Vec::new()), Input::component),
+            newer_entries + older.map_or(0, |c| c.entries),
+            drop,
+        )?;
+        if let Some(o) = older {
+            self.pager.free_extent(o.extent());
+        }
+        self.components[i] = out.component;
+        self.counters.merges += 1;
+        self.counters.merge_pages_read += out.pages_read;
+        self.counters.merge_pages_written += out.pages_written;
+        Ok(())
+    }
+
+    /// Build one component of an empty index directly from sorted input.
+    fn bulk_load(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        let n = sorted.len() as u64;
+        let mut level = 1;
+        while n > self.p.capacity(level) {
+            level += 1;
+        }
+        let mut w = ComponentWriter::new(&mut self.pager, self.p.cap, self.p.io_unit, n);
+        for &(k, v) in sorted {
+            w.push(&mut self.pager, Entry::new(k, v, Kind::Normal))?;
+        }
+        let c = w.finish(&mut self.pager)?;
+        let mut components = vec![None; level];
+        components[level - 1] = c;
+        self.components = components;
+        Ok(())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.c0.entries == 0 && self.components.iter().all(Option::is_none)
+    }
+}
+
+impl Logged for Lsm {
+    fn pager(&mut self) -> &mut Pager {
+        &mut self.pager
+    }
+
+    fn apply(&mut self, op: &LogicalOp) -> Result<()> {
+        match op {
+            LogicalOp::Insert(k, v) => self.insert_unlogged(*k, *v),
+            LogicalOp::Delete(k) => self.delete_unlogged(*k),
+            LogicalOp::BulkInsert(pairs) => {
+                for &(k, v) in pairs {
+                    self.insert_unlogged(k, v)?;
+                }
+                Ok(())
+            }
+            LogicalOp::DeleteRange(lo, hi) => self.delete_range_unlogged(*lo, *hi),
+        }
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        let s = self.state();
+        self.pager.checkpoint(s)?;
+        self.checkpoint_due = false;
+        Ok(())
+    }
+
+    /// A merge publishes its new components (and frees the old) with a checkpoint.
+    fn checkpoint_due(&self) -> bool {
+        self.checkpoint_due
+    }
+}
+
+impl Engine for Lsm {
+    fn insert(&mut self, key: u64, value: u64) -> Result<()> {
+        self.logged(LogicalOp::Insert(key, value))
+    }
+
+    fn delete(&mut self, key: u64) -> Result<()> {
+        self.logged(LogicalOp::Delete(key))
+    }
+
+    fn get(&mut self, key: u64) -> Result<Option<u64>> {
+        self.lookup(key)
+    }
+
+    fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+        self.scan_batch(cur, out)
+    }
+
+    fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        if sorted.is_empty() {
+            return Ok(());
+        }
+        if self.is_empty() {
+            // Applied, then made durable by a checkpoint; a crash before it recovers the
+            // (empty) state before the call.
+            self.bulk_load(sorted)?;
+            return self.checkpoint();
+        }
+        let record_bytes = sorted.len() as u64 * 16;
+        if record_bytes > self.pager.options().checkpoint_wal_bytes / 4 {
+            for &(k, v) in sorted {
+                self.insert_unlogged(k, v)?;
+            }
+            return self.checkpoint();
+        }
+        self.logged(LogicalOp::BulkInsert(sorted.to_vec()))
+    }
+
+    fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
+        self.logged(LogicalOp::DeleteRange(lo, hi))
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.pager.flush()
+    }
+
+    fn close(&mut self) -> Result<()> {
+        self.checkpoint()
+    }
+
+    fn stats(&self) -> Stats {
+        let c = &self.counters;
+        let live: Vec<&Component> = self.components.iter().flatten().collect();
+        let mut engine_counters: BTreeMap<String, u64> = [
+            ("components", live.len() as u64),
+            (
+                "entries",
+                self.c0.index_entries + live.iter().map(|c| c.entries).sum::<u64>(),
+            ),
+            ("c0_entries", self.c0.index_entries),
+            ("c0_height", u64::from(self.c0.height)),
+            ("c0_pages", self.c0.pages),
+            ("c0_capacity", self.p.cap0),
+            ("merges", c.merges),
+            ("merge_pages_read", c.merge_pages_read),
+            ("merge_pages_written", c.merge_pages_written),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        for (i, comp) in self.components.iter().enumerate() {
+            let l = i + 1;
+            let comp = comp.unwrap_or(Component {
+                start: 0,
+                pages: 0,
+                leaves: 0,
+                height: 0,
+                root: 0,
+                entries: 0,
+                tombstones: 0,
+            });
+            engine_counters.insert(format!("component_{l}_entries"), comp.entries);
+            engine_counters.insert(format!("component_{l}_tombstones"), comp.tombstones);
+            engine_counters.insert(format!("component_{l}_pages"), comp.pages);
+            engine_counters.insert(format!("component_{l}_height"), u64::from(comp.height));
+            engine_counters.insert(format!("component_{l}_capacity"), self.p.capacity(l));
+        }
+        Stats {
+            engine: EngineKind::Lsm,
+            device: self.pager.device_stats(),
+            buffer: self.pager.buffer_stats(),
+            wal: self.pager.wal_stats(),
+            engine_counters,
+            memory_bytes: self.pager.memory_bytes(),
+        }
+    }
+
+    fn check_integrity(&mut self) -> Result<()> {
+        self.check()
+    }
+}

@@ -1,0 +1,131 @@
+//! Point and range search: C0, then the components newest first; the newest entry of a key
+//! decides, a tombstone meaning absent.
+
+use super::component::{self, TOMBSTONE};
+use super::Lsm;
+use crate::engine::fdtree::entry::{Entry, Kind, NONE};
+use crate::engine::fdtree::head::Head;
+use crate::engine::RangeCursor;
+use crate::error::Result;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+impl Lsm {
+    /// The newest entry of `key`: C0 through the pool, then one descent per component.
+    pub(super) fn lookup(&mut self, key: u64) -> Result<Option<u64>> {
+        let f = self.c0.find(&mut self.pager, self.p.cap, key)?;
+        let mut found = f.entry;
+        if found.is_none() {
+            for c in self.components.clone().iter().flatten() {
+                found = component::find(&mut self.pager, self.p.cap, c, key)?;
+                if found.is_some() {
+                    break;
+                }
+            }
+        }
+        Ok(found.filter(|e| e.kind == Kind::Normal).map(|e| e.val))
+    }
+
+    /// C0's index entries with key in [lo, hi] (at most |C0|).
+    fn c0_range(&mut self, lo: u64, hi: u64) -> Result<Vec<Entry>> {
+        let cap = self.p.cap;
+        let head = self.c0.clone();
+        let mut pid = head.leaf_for(&mut self.pager, cap, lo)?;
+        let mut out = Vec::new();
+        let mut steps = 0u64;
+        while pid != NONE {
+            steps += 1;
+            if steps > head.pages {
+                return Err(component::corrupt(
+                    Some(pid),
+                    "C0 leaf chain longer than C0",
+                ));
+            }
+            let (es, link) = Head::leaf(&mut self.pager, cap, pid)?;
+            for e in es {
+                if e.key > hi {
+                    return Ok(out);
+                }
+                if e.key >= lo && !e.is_fence() {
+                    out.push(e);
+                }
+            }
+            pid = link;
+        }
+        Ok(out)
+    }
+
+    /// One batch of a range scan: C0's entries of the range and at most `io_unit` leaves
+    /// of each component (past the pool, from a descent to `lo`; only the leaves that may
+    /// hold keys up to `hi`), cut at the smallest last key read of a component
+    /// that was not read to the end of the range, so that every source is complete up to
+    /// the cut.
+    pub(super) fn scan_batch(
+        &mut self,
+        cur: &mut RangeCursor,
+        out: &mut Vec<(u64, u64)>,
+    ) -> Result<()> {
+        let Some(lo) = cur.next else { return Ok(()) };
+        let hi = match cur.hi {
+            Bound::Included(h) => h,
+            Bound::Excluded(0) => {
+                cur.next = None;
+                return Ok(());
+            }
+            Bound::Excluded(h) => h - 1,
+            Bound::Unbounded => u64::MAX,
+        };
+        if lo > hi {
+            cur.next = None;
+            return Ok(());
+        }
+        let cap = self.p.cap;
+        let mut batch_hi = hi;
+        let mut sources: Vec<Vec<Entry>> = vec![self.c0_range(lo, hi)?];
+        for c in self.components.clone().iter().flatten() {
+            let (mut first, last) = component::leaf_span(&mut self.pager, cap, c, lo, hi)?;
+            loop {
+                let n = self.p.io_unit.min(last - first + 1);
+                let pages = component::read_leaves(&mut self.pager, cap, c, first, n)?;
+                let last_key = pages.last().and_then(|p| p.last()).map_or(lo, |e| e.key);
+                let more = first + n <= last;
+                if last_key < lo && more {
+                    // The range begins after these leaves: read on.
+                    first += n;
+                    continue;
+                }
+                if more && last_key < hi {
+                    batch_hi = batch_hi.min(last_key);
+                }
+                sources.push(
+                    pages
+                        .into_iter()
+                        .flatten()
+                        .filter(|e| e.key >= lo && e.key <= hi)
+                        .collect(),
+                );
+                break;
+            }
+        }
+        let mut merged: BTreeMap<u64, Entry> = BTreeMap::new();
+        for src in sources {
+            for e in src {
+                if e.key <= batch_hi {
+                    merged.entry(e.key).or_insert(e);
+                }
+            }
+        }
+        out.extend(
+            merged
+                .values()
+                .filter(|e| e.kind != TOMBSTONE)
+                .map(|e| (e.key, e.val)),
+        );
+        cur.next = if batch_hi >= hi {
+            None
+        } else {
+            Some(batch_hi + 1)
+        };
+        Ok(())
+    }
+}
