@@ -212,6 +212,14 @@ impl Logged for BTree {
         &mut self.pager
     }
 
+    fn holds_nothing(&self) -> bool {
+        self.entries == 0
+    }
+
+    fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        self.bulk_unlogged(sorted)
+    }
+
     fn apply(&mut self, op: &LogicalOp) -> Result<()> {
         match op {
             LogicalOp::Insert(k, v) => self.insert_unlogged(*k, *v),
@@ -274,14 +282,7 @@ impl Engine for BTree {
     }
 
     fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
-        let record_bytes = sorted.len() as u64 * 16;
-        if self.entries == 0 || record_bytes > self.pager.options().checkpoint_wal_bytes / 4 {
-            // Too big for the log (or a bulk load): apply, then make it durable with a
-            // checkpoint. A crash before the checkpoint recovers the state before the call.
-            self.bulk_unlogged(sorted)?;
-            return self.checkpoint();
-        }
-        self.logged(LogicalOp::BulkInsert(sorted.to_vec()))
+        self.bulk_logged(sorted)
     }
 
     fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {

@@ -457,6 +457,14 @@ impl Logged for FdTree {
         &mut self.pager
     }
 
+    fn holds_nothing(&self) -> bool {
+        self.is_empty()
+    }
+
+    fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        self.bulk_load(sorted)
+    }
+
     fn apply(&mut self, op: &LogicalOp) -> Result<()> {
         match op {
             LogicalOp::Insert(k, v) => self.insert_unlogged(*k, *v),
@@ -502,23 +510,7 @@ impl Engine for FdTree {
     }
 
     fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
-        if sorted.is_empty() {
-            return Ok(());
-        }
-        if self.is_empty() {
-            // A bulk load: applied, then made durable by a checkpoint. A crash before the
-            // checkpoint recovers the (empty) state before the call.
-            self.bulk_load(sorted)?;
-            return self.checkpoint();
-        }
-        let record_bytes = sorted.len() as u64 * 16;
-        if record_bytes > self.pager.options().checkpoint_wal_bytes / 4 {
-            for &(k, v) in sorted {
-                self.insert_unlogged(k, v)?;
-            }
-            return self.checkpoint();
-        }
-        self.logged(LogicalOp::BulkInsert(sorted.to_vec()))
+        self.bulk_logged(sorted)
     }
 
     fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
