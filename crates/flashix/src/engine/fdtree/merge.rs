@@ -238,10 +238,10 @@ impl MergeJob {
             return Ok(None);
         };
         self.pages_written += w.pages();
-        self.pages_read += self.lower.as_ref().map_or(0, |r| r.pages_read);
+        self.pages_read += self.lower.as_ref().map_or(0, |r| r.pages_read());
         let (run, fences) = w.finish(pager)?;
         if let Upper::Run { reader, temp } = &self.upper {
-            self.pages_read += reader.pages_read;
+            self.pages_read += reader.pages_read();
             // The intermediate L'(i-1) is consumed; it was never published.
             pager.free_extent(temp.extent());
         }

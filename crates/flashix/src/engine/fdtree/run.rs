@@ -72,35 +72,45 @@ pub fn read_pages(pager: &mut Pager, cap: usize, first: PageId, n: u64) -> Resul
         .collect()
 }
 
-/// A sequential reader of a run: `io_unit` pages per request.
-pub struct RunReader {
-    run: Run,
-    next_page: u64,
+/// A sequential reader of a contiguous page range of decoded entries, `io_unit` pages per
+/// request (the multi-page I/O of merges, FD-tree App. D). Shared by FD-tree runs and
+/// LSM components, which differ only in how a page range is read and decoded.
+pub(crate) struct SeqReader {
+    first: PageId,
+    pages: u64,
+    next: u64,
     buf: Vec<Entry>,
     pos: usize,
-    pub pages_read: u64,
+    pages_read: u64,
 }
 
-impl RunReader {
-    pub fn new(run: Run) -> Self {
-        RunReader {
-            run,
-            next_page: 0,
+impl SeqReader {
+    pub(crate) fn new(first: PageId, pages: u64) -> Self {
+        SeqReader {
+            first,
+            pages,
+            next: 0,
             buf: Vec::new(),
             pos: 0,
             pages_read: 0,
         }
     }
 
-    /// The next entry, or `None` at the end of the run.
-    pub fn peek(&mut self, pager: &mut Pager, cap: usize, io_unit: u64) -> Result<Option<Entry>> {
+    /// The next entry, or `None` at the end; `read(pager, first, n)` reads and decodes `n`
+    /// pages from `first` in one request.
+    pub(crate) fn peek(
+        &mut self,
+        pager: &mut Pager,
+        io_unit: u64,
+        read: impl Fn(&mut Pager, PageId, u64) -> Result<Vec<Vec<Entry>>>,
+    ) -> Result<Option<Entry>> {
         while self.pos >= self.buf.len() {
-            if self.next_page >= self.run.pages {
+            if self.next >= self.pages {
                 return Ok(None);
             }
-            let n = io_unit.min(self.run.pages - self.next_page);
-            let pages = read_pages(pager, cap, self.run.start + self.next_page, n)?;
-            self.next_page += n;
+            let n = io_unit.min(self.pages - self.next);
+            let pages = read(pager, self.first + self.next, n)?;
+            self.next += n;
             self.pages_read += n;
             self.buf = pages.into_iter().flatten().collect();
             self.pos = 0;
@@ -108,8 +118,37 @@ impl RunReader {
         Ok(Some(self.buf[self.pos]))
     }
 
-    pub fn advance(&mut self) {
+    pub(crate) fn advance(&mut self) {
         self.pos += 1;
+    }
+
+    /// Pages read so far.
+    pub(crate) fn pages_read(&self) -> u64 {
+        self.pages_read
+    }
+}
+
+/// A sequential reader of a run.
+pub struct RunReader(SeqReader);
+
+impl RunReader {
+    pub fn new(run: Run) -> Self {
+        RunReader(SeqReader::new(run.start, run.pages))
+    }
+
+    /// The next entry, or `None` at the end of the run.
+    pub fn peek(&mut self, pager: &mut Pager, cap: usize, io_unit: u64) -> Result<Option<Entry>> {
+        self.0
+            .peek(pager, io_unit, |p, first, n| read_pages(p, cap, first, n))
+    }
+
+    pub fn advance(&mut self) {
+        self.0.advance();
+    }
+
+    /// Pages read so far.
+    pub fn pages_read(&self) -> u64 {
+        self.0.pages_read()
     }
 }
 

@@ -14,6 +14,7 @@
 
 use crate::buffer::Pager;
 use crate::engine::fdtree::entry::{self, Entry, Kind, NONE};
+use crate::engine::fdtree::run::SeqReader;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId};
 use crate::page::{self, DATA_FILE};
@@ -208,43 +209,34 @@ pub fn find(pager: &mut Pager, cap: usize, c: &Component, key: u64) -> Result<Op
     Ok(es.binary_search_by_key(&key, |e| e.key).ok().map(|i| es[i]))
 }
 
-/// A sequential reader of a component's leaves: `io_unit` pages per request.
+/// A sequential reader of a component's leaves (the first `leaves` pages of its extent).
 pub struct LeafReader {
     c: Component,
-    next_leaf: u64,
-    buf: Vec<Entry>,
-    pos: usize,
-    pub pages_read: u64,
+    seq: SeqReader,
 }
 
 impl LeafReader {
     pub fn new(c: Component) -> Self {
         LeafReader {
+            seq: SeqReader::new(c.start, c.leaves),
             c,
-            next_leaf: 0,
-            buf: Vec::new(),
-            pos: 0,
-            pages_read: 0,
         }
     }
 
     pub fn peek(&mut self, pager: &mut Pager, cap: usize, io_unit: u64) -> Result<Option<Entry>> {
-        while self.pos >= self.buf.len() {
-            if self.next_leaf >= self.c.leaves {
-                return Ok(None);
-            }
-            let n = io_unit.min(self.c.leaves - self.next_leaf);
-            let pages = read_leaves(pager, cap, &self.c, self.c.start + self.next_leaf, n)?;
-            self.next_leaf += n;
-            self.pages_read += n;
-            self.buf = pages.into_iter().flatten().collect();
-            self.pos = 0;
-        }
-        Ok(Some(self.buf[self.pos]))
+        let c = self.c;
+        self.seq.peek(pager, io_unit, |p, first, n| {
+            read_leaves(p, cap, &c, first, n)
+        })
     }
 
     pub fn advance(&mut self) {
-        self.pos += 1;
+        self.seq.advance();
+    }
+
+    /// Pages read so far.
+    pub fn pages_read(&self) -> u64 {
+        self.seq.pages_read()
     }
 }
 

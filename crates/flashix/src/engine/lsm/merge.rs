@@ -44,7 +44,7 @@ impl Input {
     fn pages_read(&self) -> u64 {
         match self {
             Input::Memory(..) => 0,
-            Input::Component(r) => r.pages_read,
+            Input::Component(r) => r.pages_read(),
         }
     }
 }
