@@ -66,7 +66,18 @@ impl Db {
 
     /// Open the index in `dir`; engine and options come from its manifest.
     pub fn open(dir: impl AsRef<Path>) -> Result<Db> {
-        let dir = dir.as_ref();
+        Db::open_inner(dir.as_ref(), None)
+    }
+
+    /// Open the index in `dir` with a buffer pool of `bytes` instead of the one in its
+    /// manifest (the pool's size is a runtime setting: the on-disk format does not depend
+    /// on it). The new size is saved with the next checkpoint. Benchmarks use it to build
+    /// an index with a large pool and measure it with a small one.
+    pub fn open_with_buffer_pool(dir: impl AsRef<Path>, bytes: u64) -> Result<Db> {
+        Db::open_inner(dir.as_ref(), Some(bytes))
+    }
+
+    fn open_inner(dir: &Path, pool_bytes: Option<u64>) -> Result<Db> {
         if !dir.is_dir() {
             return Err(Error::NotFound(dir.to_path_buf()));
         }
@@ -74,7 +85,11 @@ impl Db {
         if !vfs.exists(MANIFEST)? {
             return Err(Error::NotAnIndex(dir.to_path_buf()));
         }
-        let manifest = Manifest::load(&*vfs)?;
+        let mut manifest = Manifest::load(&*vfs)?;
+        if let Some(bytes) = pool_bytes {
+            manifest.options = manifest.options.buffer_pool_bytes(bytes);
+            manifest.options.validate()?;
+        }
         if manifest.options.device == DeviceSpec::Memory {
             return Err(Error::Unsupported(format!(
                 "the index in {} was created on a memory device, whose pages did not survive",

@@ -36,6 +36,7 @@ pub use db::{Db, Range, Storage};
 pub use error::{Error, Result};
 pub use io::DeviceStats;
 pub use options::{
-    BTreeOptions, DeviceSpec, EngineKind, FdTreeOptions, LsmOptions, Options, DEFAULT_PAGE_SIZE,
+    BTreeOptions, DeviceSpec, EngineKind, FdTreeOptions, LsmOptions, Options, Tuning,
+    DEFAULT_PAGE_SIZE,
 };
 pub use stats::{BufferStats, Stats, WalStats};

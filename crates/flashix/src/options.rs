@@ -1,6 +1,7 @@
 //! [`Options`]: the builder every index is created with. The options are saved in the
 //! manifest, so [`crate::Db::open`] needs only the directory.
 
+use crate::cost::DeviceCosts;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -105,14 +106,16 @@ impl Default for BTreeOptions {
     }
 }
 
-/// FD-tree sub-options (FD-tree paper §3.2, §3.4, App. D). `k` and the head-tree size are
-/// taken as given here; choosing `k` from a device profile is the cost model's job (§4,
-/// App. C.3), not the engine's.
+/// FD-tree sub-options (FD-tree paper §3.2, §3.4, App. D).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FdTreeOptions {
     /// Logarithmic size ratio between adjacent levels, |L(i+1)| = k·|L(i)| (§3.2). Must
     /// satisfy `2 <= k < f - 1`, f the entries of a page (§3.2: "obtaining k < f - 1").
-    pub k: u32,
+    /// `None` (the default): the cost model's answer (§4, App. C.3,
+    /// [`crate::cost::fdtree::choose`]) for the index's page size, head tree and buffer
+    /// pool and the [`Options::tuning`] (device, expected entries, search share), chosen
+    /// when the index is created and saved in its manifest.
+    pub k: Option<u32>,
     /// Maximum size of the head tree L0 in bytes: the flash "locality area" (§3.1 P2;
     /// App. D: 512 KiB). At least two pages.
     pub head_tree_bytes: u64,
@@ -126,7 +129,7 @@ pub struct FdTreeOptions {
 impl Default for FdTreeOptions {
     fn default() -> Self {
         FdTreeOptions {
-            k: 8,
+            k: None,
             head_tree_bytes: 512 << 10,
             deamortize: true,
             io_unit_bytes: 512 << 10,
@@ -139,8 +142,9 @@ impl Default for FdTreeOptions {
 /// Defaults equal [`FdTreeOptions`]' so that the two engines compare like for like.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LsmOptions {
-    /// Size ratio between adjacent components, |C(i+1)| = k·|C(i)|. At least 2.
-    pub k: u32,
+    /// Size ratio between adjacent components, |C(i+1)| = k·|C(i)|. At least 2. `None`
+    /// (the default): the FD-tree's k for the same index (App. D), from the cost model.
+    pub k: Option<u32>,
     /// Maximum size of C0, the in-pool B+-tree, in bytes (the locality area, 512 KiB). At
     /// least two pages.
     pub c0_bytes: u64,
@@ -160,6 +164,30 @@ impl Default for LsmOptions {
     }
 }
 
+/// What the cost models tune an index for when its sub-options leave a parameter to them
+/// (DESIGN.md: sub-options default "to the cost model's answer for the device profile").
+/// `flashix bench` fills it from the `flashix probe` profile and the benchmark's size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tuning {
+    /// The device's per-page costs, for the index's page size.
+    pub device: DeviceCosts,
+    /// Entries the index is expected to hold.
+    pub expected_entries: u64,
+    /// Share of operations that are searches (the rest are updates), 0..=1.
+    pub search_fraction: f64,
+}
+
+impl Tuning {
+    /// [`DeviceCosts::reference`], 10 million entries, half searches.
+    pub fn reference(page_size: usize) -> Tuning {
+        Tuning {
+            device: DeviceCosts::reference(page_size),
+            expected_entries: 10_000_000,
+            search_fraction: 0.5,
+        }
+    }
+}
+
 /// Options of an index: a builder, e.g.
 /// `Options::new(EngineKind::BTree).page_size(4096).buffer_pool_bytes(16 << 20)`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -174,6 +202,9 @@ pub struct Options {
     pub(crate) fdtree: FdTreeOptions,
     #[serde(default)]
     pub(crate) lsm: LsmOptions,
+    /// `None`: [`Tuning::reference`] for the page size.
+    #[serde(default)]
+    pub(crate) tuning: Option<Tuning>,
 }
 
 /// Default page size: the SSD's 4 KiB page.
@@ -191,6 +222,7 @@ impl Options {
             btree: BTreeOptions::default(),
             fdtree: FdTreeOptions::default(),
             lsm: LsmOptions::default(),
+            tuning: None,
         }
     }
 
@@ -234,6 +266,19 @@ impl Options {
     pub fn lsm(mut self, lsm: LsmOptions) -> Self {
         self.lsm = lsm;
         self
+    }
+
+    /// What the cost models tune parameters left unset for (FD-tree and LSM `k`).
+    pub fn tuning(mut self, tuning: Tuning) -> Self {
+        self.tuning = Some(tuning);
+        self
+    }
+
+    /// The tuning in effect: the one given, else [`Tuning::reference`].
+    pub fn get_tuning(&self) -> Tuning {
+        self.tuning
+            .clone()
+            .unwrap_or_else(|| Tuning::reference(self.page_size))
     }
 
     /// The engine kind.

@@ -12,7 +12,7 @@ fn opts(page_size: usize, frames: u64, k: u32, head_pages: u64, deamortize: bool
         .page_size(page_size)
         .buffer_pool_bytes(frames * page_size as u64)
         .fdtree(FdTreeOptions {
-            k,
+            k: Some(k),
             head_tree_bytes: head_pages * page_size as u64,
             deamortize,
             io_unit_bytes: 128 * page_size as u64,
@@ -321,4 +321,73 @@ fn a_flipped_bit_in_any_page_is_corruption_naming_the_page() {
     }
     // Many pages are free (old runs and head trees), so only the live ones count.
     assert!(detected >= 20, "{detected} of {pages}");
+}
+
+/// An unset k is the cost model's choice for the index's page size, pool and tuning,
+/// saved in the manifest; the LSM takes the same k for the same sizes (App. D).
+#[test]
+fn unset_k_comes_from_the_cost_model_and_survives_reopen() {
+    use flashix::cost::{fdtree, DeviceCosts};
+    use flashix::{LsmOptions, Tuning};
+    // Two tunings far apart: searches only on a device with costly random reads (few
+    // levels win), and inserts only (many levels win), must give different k.
+    for (search_fraction, rand_read_us) in [(1.0, 500.0), (0.0, 50.0)] {
+        let tuning = Tuning {
+            device: DeviceCosts::new(4096, rand_read_us, 100.0, 2.0, 2.0).unwrap(),
+            expected_entries: 50_000_000,
+            search_fraction,
+        };
+        let o = Options::new(EngineKind::FdTree)
+            .buffer_pool_bytes(16 << 20)
+            .tuning(tuning.clone());
+        let want = fdtree::default_k(&o, o.get_fdtree().head_tree_bytes).unwrap();
+        let chosen = fdtree::choose(&tuning.device, &fdtree::workload_for(&o, 512 << 10)).unwrap();
+        assert_eq!(u64::from(want), chosen.k);
+        let (mut db, dev, vfs) = mem_db(o.clone());
+        assert_eq!(counter(&db, "k"), u64::from(want));
+        db.insert(1, 2).unwrap();
+        db.close().unwrap();
+        let db = reopen(&dev, &vfs);
+        assert_eq!(counter(&db, "k"), u64::from(want));
+
+        let lo = Options::new(EngineKind::Lsm)
+            .buffer_pool_bytes(16 << 20)
+            .tuning(tuning)
+            .lsm(LsmOptions::default());
+        let (db, _, _) = mem_db(lo);
+        assert_eq!(counter(&db, "k"), u64::from(want));
+    }
+    let ks: Vec<u64> = [(1.0, 500.0), (0.0, 50.0)]
+        .iter()
+        .map(|&(p, r)| {
+            let o = Options::new(EngineKind::FdTree).tuning(Tuning {
+                device: DeviceCosts::new(4096, r, 100.0, 2.0, 2.0).unwrap(),
+                expected_entries: 50_000_000,
+                search_fraction: p,
+            });
+            u64::from(fdtree::default_k(&o, 512 << 10).unwrap())
+        })
+        .collect();
+    assert_ne!(ks[0], ks[1], "the tuning must change the choice");
+}
+
+/// A tuning for another page size is refused with a clear error.
+#[test]
+fn tuning_for_another_page_size_is_refused() {
+    use flashix::cost::DeviceCosts;
+    use flashix::Tuning;
+    let o = Options::new(EngineKind::FdTree)
+        .page_size(4096)
+        .tuning(Tuning {
+            device: DeviceCosts::reference(8192),
+            expected_entries: 1_000_000,
+            search_fraction: 0.5,
+        });
+    let dev = MemDevice::new(4096);
+    let s = Storage {
+        device: Box::new(dev),
+        vfs: Arc::new(MemVfs::new()),
+    };
+    let err = Db::create_on(s, o).err().expect("must fail");
+    assert!(err.to_string().contains("page size"), "{err}");
 }

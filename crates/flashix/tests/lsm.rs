@@ -13,7 +13,7 @@ fn opts(page_size: usize, frames: u64, k: u32, c0_pages: u64, io_unit_pages: u64
         .page_size(page_size)
         .buffer_pool_bytes(frames * page_size as u64)
         .lsm(LsmOptions {
-            k,
+            k: Some(k),
             c0_bytes: c0_pages * page_size as u64,
             io_unit_bytes: io_unit_pages * page_size as u64,
         })
@@ -188,7 +188,7 @@ fn invalid_options_are_refused() {
         opts(512, 16, 1, 2, 1),
         opts(512, 16, 3, 1, 1),
         Options::new(EngineKind::Lsm).lsm(LsmOptions {
-            k: 3,
+            k: Some(3),
             c0_bytes: 8192,
             io_unit_bytes: 1000,
         }),

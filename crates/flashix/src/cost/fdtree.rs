@@ -440,6 +440,34 @@ pub fn choose(dev: &DeviceCosts, w: &FdTreeWorkload) -> Result<FdTreeChoice> {
     })
 }
 
+/// The workload the model sees for an index created with `opts` whose head tree (or LSM
+/// C0) has `head_tree_bytes`: [`crate::Options::get_tuning`]'s entries and search share,
+/// the index's page size and buffer pool. The engines give their head tree a capacity of
+/// half its pages times f (a tree of half-full leaves stays within its bytes), so the model
+/// is given half the head tree's bytes: its |L_0| is then the engine's.
+pub fn workload_for(opts: &crate::Options, head_tree_bytes: u64) -> FdTreeWorkload {
+    let t = opts.get_tuning();
+    let mut w = FdTreeWorkload::new(
+        t.expected_entries.max(1),
+        t.search_fraction,
+        opts.get_page_size(),
+    );
+    w.head_tree_bytes = head_tree_bytes / 2;
+    w.buffer_bytes = opts.get_buffer_pool_bytes();
+    w
+}
+
+/// The `k` of an index created with `opts` that leaves it unset: the cost model's choice
+/// (C.3) for [`workload_for`] on the tuning's device.
+pub fn default_k(opts: &crate::Options, head_tree_bytes: u64) -> Result<u32> {
+    let t = opts.get_tuning();
+    let w = workload_for(opts, head_tree_bytes);
+    let c = choose(&t.device, &w).map_err(|e| {
+        Error::InvalidOptions(format!("choosing k with the FD-tree cost model: {e}"))
+    })?;
+    u32::try_from(c.k).map_err(|_| Error::InvalidOptions(format!("cost model chose k = {}", c.k)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -205,7 +205,7 @@ fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
         // thousand operations build 3+ levels and merge often; multi-page requests of a
         // few pages so that merges and scans cross request boundaries.
         return opts.fdtree(crate::FdTreeOptions {
-            k: 2 + rng.below(3) as u32,
+            k: Some(2 + rng.below(3) as u32),
             head_tree_bytes: 2 * page_size as u64,
             deamortize: rng.below(4) != 0,
             io_unit_bytes: [1u64, 3, 128][rng.below(3) as usize] * page_size as u64,
@@ -215,7 +215,7 @@ fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
         // The same small sizes as the FD-tree: C0 of two pages and small k build several
         // components in a few thousand operations; multi-page requests of a few pages.
         return opts.lsm(crate::LsmOptions {
-            k: 2 + rng.below(3) as u32,
+            k: Some(2 + rng.below(3) as u32),
             c0_bytes: 2 * page_size as u64,
             io_unit_bytes: [1u64, 3, 128][rng.below(3) as usize] * page_size as u64,
         });

@@ -8,8 +8,9 @@
 //!   `head_pages · f / 2` entries (index entries and fences), so that a tree of half-full
 //!   leaves stays within the budget; f is the entries per page.
 //! - **L1..L(l-1), the sorted runs** ([`run`]): each one contiguous extent, written once
-//!   sequentially in requests of `io_unit_bytes` (default 512 KiB = 128 pages of 4 KiB) and
-//!   read past the buffer pool. Capacities |Li| = k^i·|L0| (`FdTreeOptions::k`).
+//!   sequentially in requests of `io_unit_bytes` (default 512 KiB = 128 pages of 4 KiB),
+//!   read through the pool by point searches and past it by merges and range scans.
+//!   Capacities |Li| = k^i·|L0| (`FdTreeOptions::k`).
 //! - **Entries** ([`entry`]): key, value (index entries) or page id (fences), and a type —
 //!   normal, filter, internal fence, external fence — kept outside the key, so every u64 is
 //!   a user key. Within a level entries are sorted by key, fences before index entries of
@@ -72,12 +73,12 @@
 //! A merge in progress at a checkpoint is restarted on open (its partial extents freed).
 //!
 //! # Counters (`Stats::engine_counters`)
-//! `levels` (l of the paper: the head tree and the runs), `entries` and `index_entries`
+//! `levels` (l of the paper: the head tree and the runs), `k`, `entries` and `index_entries`
 //! (stored, all levels), `filter_entries_in_runs`, `head_entries`, `head_height`,
 //! `head_pages`, `head_capacity` (|L0|), `merges` (completed merges, cascades included),
 //! `merge_in_progress`, `merge_pages_read`, `merge_pages_written`,
 //! `forced_merge_completions` (deamortized merges finished early because the new head tree
-//! filled), `filters_inserted`, and per level `level_<i>_entries`, `_pages`, `_filters`.
+//! filled), `filters_inserted`, and per level `level_<i>_entries`, `_pages`, `_filters`, `_capacity`.
 //!
 //! # Memory
 //! The buffer pool, plus during a merge the frozen head tree's index entries (at most |L0|,
@@ -135,13 +136,13 @@ pub fn validate(opts: &Options) -> Result<()> {
     let o = &opts.fdtree;
     let ps = opts.page_size as u64;
     let f = entry::capacity(opts.page_size) as u64;
-    if o.k < 2 || u64::from(o.k) + 1 >= f {
-        return Err(Error::InvalidOptions(format!(
-            "fdtree k {} must be at least 2 and below f - 1 = {} for {}-byte pages (FD-tree §3.2)",
-            o.k,
-            f - 1,
-            ps
-        )));
+    if let Some(k) = o.k {
+        if k < 2 || u64::from(k) + 1 >= f {
+            return Err(Error::InvalidOptions(format!(
+                "fdtree k {k} must be at least 2 and below f - 1 = {} for {ps}-byte pages (FD-tree §3.2)",
+                f - 1,
+            )));
+        }
     }
     if o.head_tree_bytes < 2 * ps {
         return Err(Error::InvalidOptions(format!(
@@ -158,16 +159,30 @@ pub fn validate(opts: &Options) -> Result<()> {
     Ok(())
 }
 
-fn params(opts: &Options) -> Params {
+/// `opts` with `k` decided: the given one, else the cost model's (§4, App. C.3).
+fn resolve(mut opts: Options) -> Result<Options> {
+    if opts.fdtree.k.is_none() {
+        opts.fdtree.k = Some(crate::cost::fdtree::default_k(
+            &opts,
+            opts.fdtree.head_tree_bytes,
+        )?);
+    }
+    Ok(opts)
+}
+
+/// The engine's parameters from resolved options (a manifest always holds a `k`).
+fn params(opts: &Options) -> Result<Params> {
     let cap = entry::capacity(opts.page_size);
     let o = &opts.fdtree;
     let head_pages = o.head_tree_bytes / opts.page_size as u64;
-    Params {
+    let k =
+        o.k.ok_or_else(|| Error::corruption("MANIFEST", None, "FD-tree options without k"))?;
+    Ok(Params {
         cap,
         io_unit: o.io_unit_bytes / opts.page_size as u64,
-        k: u64::from(o.k),
+        k: u64::from(k),
         cap0: head_pages * cap as u64 / 2,
-    }
+    })
 }
 
 /// The FD-tree engine.
@@ -189,7 +204,8 @@ impl FdTree {
     /// A new empty FD-tree (an empty head tree, no levels).
     pub fn create(storage: Storage, options: Options) -> Result<FdTree> {
         validate(&options)?;
-        let p = params(&options);
+        let options = resolve(options)?;
+        let p = params(&options)?;
         let deamortize = options.fdtree.deamortize;
         let mut pager = Pager::create(storage, options, MIN_FRAMES)?;
         let head = Head::create(&mut pager)?;
@@ -213,7 +229,7 @@ impl FdTree {
         validate(&manifest.options)?;
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad FD-tree state: {e}")))?;
-        let p = params(&manifest.options);
+        let p = params(&manifest.options)?;
         let deamortize = manifest.options.fdtree.deamortize;
         let (mut pager, ops) = Pager::open(storage, &manifest, MIN_FRAMES)?;
         for e in &state.merge_extents {
@@ -529,6 +545,7 @@ impl Engine for FdTree {
         let c = &self.counters;
         let mut engine_counters: BTreeMap<String, u64> = [
             ("levels", self.levels.len() as u64 + 1),
+            ("k", self.p.k),
             (
                 "entries",
                 self.head.entries
@@ -563,6 +580,10 @@ impl Engine for FdTree {
             engine_counters.insert(format!("level_{}_entries", i + 1), r.entries);
             engine_counters.insert(format!("level_{}_pages", i + 1), r.pages);
             engine_counters.insert(format!("level_{}_filters", i + 1), r.filters);
+            engine_counters.insert(
+                format!("level_{}_capacity", i + 1),
+                self.p.level_capacity(i + 1),
+            );
         }
         Stats {
             engine: EngineKind::FdTree,

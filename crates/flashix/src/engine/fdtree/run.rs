@@ -1,6 +1,7 @@
 //! Sorted runs L1..L(l-1) (§3.2): each level is one contiguous extent of run pages, written
-//! once, sequentially, in multi-page requests of `io_unit` pages (§3.3 Merge, P3), and read
-//! past the buffer pool with single-page or multi-page requests (App. D).
+//! once, sequentially, in multi-page requests of `io_unit` pages (§3.3 Merge, P3). Merges
+//! and range scans read them past the buffer pool in multi-page requests (App. D); point
+//! searches read one page per level through the pool, so the upper levels stay cached.
 
 use super::entry::{self, Entry, KIND_RUN, NONE};
 use super::head::Packer;
@@ -40,36 +41,45 @@ pub type Fences = Vec<(u64, PageId)>;
 /// A finished run (`None` if empty) and its fences.
 pub type Written = (Option<Run>, Fences);
 
-/// Read `n` pages of a run from `first` in ONE request and decode them.
+/// Read `n` pages of a run from `first` in ONE request, past the buffer pool (merges and
+/// range scans, App. D: "the merge operation ... can skip the buffer layer"), and decode them.
 pub fn read_pages(pager: &mut Pager, cap: usize, first: PageId, n: u64) -> Result<Vec<Vec<Entry>>> {
     let ps = pager.page_size();
     let mut buf = AlignedBuf::zeroed(ps * n as usize);
     pager.device().read(first, &mut buf)?;
     buf.chunks(ps)
         .enumerate()
-        .map(|(i, b)| {
-            let pid = first + i as u64;
-            page::verify(pid, b)?;
-            if page::kind(b) != KIND_RUN {
-                return Err(Error::corruption(
-                    DATA_FILE,
-                    Some(pid),
-                    format!("FD-tree run page has kind {}", page::kind(b)),
-                ));
-            }
-            let es = entry::decode(b, cap).map_err(|e| {
-                Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}"))
-            })?;
-            if es.is_empty() {
-                return Err(Error::corruption(
-                    DATA_FILE,
-                    Some(pid),
-                    "empty FD-tree run page",
-                ));
-            }
-            Ok(es)
-        })
+        .map(|(i, b)| decode_page(first + i as u64, b, cap))
         .collect()
+}
+
+/// Read one run page through the buffer pool (point searches: the pages of the upper
+/// levels stay cached, as the paper's cost model assumes, §4 Eq. 10). Run pages are never
+/// dirty in the pool and a freed run's pages are discarded from it
+/// ([`Pager::free_extent`]), so the pool and the past-the-pool reads agree.
+pub fn read_page_cached(pager: &mut Pager, cap: usize, pid: PageId) -> Result<Vec<Entry>> {
+    pager.read(pid, |b| decode_page(pid, b, cap))?
+}
+
+fn decode_page(pid: PageId, b: &[u8], cap: usize) -> Result<Vec<Entry>> {
+    page::verify(pid, b)?;
+    if page::kind(b) != KIND_RUN {
+        return Err(Error::corruption(
+            DATA_FILE,
+            Some(pid),
+            format!("FD-tree run page has kind {}", page::kind(b)),
+        ));
+    }
+    let es = entry::decode(b, cap)
+        .map_err(|e| Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}")))?;
+    if es.is_empty() {
+        return Err(Error::corruption(
+            DATA_FILE,
+            Some(pid),
+            "empty FD-tree run page",
+        ));
+    }
+    Ok(es)
 }
 
 /// A sequential reader of a contiguous page range of decoded entries, `io_unit` pages per

@@ -14,7 +14,7 @@
 
 use super::entry::{index_pos, Entry, Kind, NONE};
 use super::head::Head;
-use super::run::read_pages;
+use super::run::{read_page_cached, read_pages};
 use super::FdTree;
 use crate::engine::RangeCursor;
 use crate::error::{Error, Result};
@@ -45,9 +45,7 @@ impl FdTree {
                     format!("FD-tree fence points outside level {}", lvl + 1),
                 ));
             }
-            let es = read_pages(&mut self.pager, self.p.cap, pid, 1)?
-                .pop()
-                .unwrap_or_default();
+            let es = read_page_cached(&mut self.pager, self.p.cap, pid)?;
             let end = es.partition_point(|e| e.pos() <= pos);
             let mut fence = None;
             for e in es[..end].iter().rev() {

@@ -8,9 +8,10 @@
 //!   the link is the leftmost child, entry `i` is (first key of child `i + 1`, child page).
 //!   The root is the last page of the extent (a one-leaf component's root is its leaf).
 //!
-//! Components are read past the buffer pool (single-page requests for a descent,
-//! `io_unit`-page requests for merges and scans): their pages are freed and reused as
-//! whole extents written through the device, which the pool must never cache stale.
+//! A point search's descent reads one page per level through the buffer pool, so the
+//! upper nodes stay cached; merges and scans read past the pool in `io_unit`-page
+//! requests. Components are written only through the device as new extents, and a freed
+//! extent's pages are discarded from the pool, so the pool never holds a stale page.
 
 use crate::buffer::Pager;
 use crate::engine::fdtree::entry::{self, Entry, Kind, NONE};
@@ -96,6 +97,13 @@ pub fn read_nodes(pager: &mut Pager, cap: usize, first: PageId, n: u64) -> Resul
         .collect()
 }
 
+/// Read one page through the buffer pool (point searches: a component's upper nodes stay
+/// cached). Component pages are never dirty in the pool and a freed component's pages are
+/// discarded from it ([`Pager::free_extent`]), so the pool and past-the-pool reads agree.
+pub fn read_node_cached(pager: &mut Pager, cap: usize, pid: PageId) -> Result<Node> {
+    pager.read(pid, |b| decode(pid, b, cap))?
+}
+
 /// Read `n` leaves of `c` from `first` in one request, checked to be non-empty leaves.
 pub fn read_leaves(
     pager: &mut Pager,
@@ -138,9 +146,7 @@ fn child_for(nd: &Node, key: u64) -> u64 {
 pub fn leaf_for(pager: &mut Pager, cap: usize, c: &Component, key: u64) -> Result<PageId> {
     let mut pid = c.root;
     for want in (1..c.height).rev() {
-        let nd = read_nodes(pager, cap, pid, 1)?
-            .pop()
-            .ok_or_else(|| corrupt(Some(pid), "no page read"))?;
+        let nd = read_node_cached(pager, cap, pid)?;
         if nd.kind != KIND_LSM_INTERNAL || nd.level != want {
             return Err(corrupt(
                 Some(pid),
@@ -173,9 +179,7 @@ pub fn leaf_span(
     // Keys of the current subtree are below `upper` (None: unbounded).
     let mut upper: Option<u64> = None;
     for want in (1..c.height).rev() {
-        let nd = read_nodes(pager, cap, pid, 1)?
-            .pop()
-            .ok_or_else(|| corrupt(Some(pid), "no page read"))?;
+        let nd = read_node_cached(pager, cap, pid)?;
         if nd.kind != KIND_LSM_INTERNAL || nd.level != want {
             return Err(corrupt(
                 Some(pid),
@@ -203,9 +207,11 @@ pub fn leaf_span(
 /// Point search: the entry of `key` in `c` (height single-page reads).
 pub fn find(pager: &mut Pager, cap: usize, c: &Component, key: u64) -> Result<Option<Entry>> {
     let leaf = leaf_for(pager, cap, c, key)?;
-    let es = read_leaves(pager, cap, c, leaf, 1)?
-        .pop()
-        .ok_or_else(|| corrupt(Some(leaf), "no leaf read"))?;
+    let nd = read_node_cached(pager, cap, leaf)?;
+    if nd.kind != KIND_LSM_LEAF || nd.level != 0 || nd.entries.is_empty() {
+        return Err(corrupt(Some(leaf), "not a non-empty leaf"));
+    }
+    let es = nd.entries;
     Ok(es.binary_search_by_key(&key, |e| e.key).ok().map(|i| es[i]))
 }
 

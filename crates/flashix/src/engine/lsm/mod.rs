@@ -37,7 +37,7 @@
 //! # Operations
 //! Search ([`search`]): C0, then C1, C2, ... (newest first); the first entry found decides,
 //! a tombstone meaning absent. A component is searched by a descent from its root: one
-//! single-page read per level, past the buffer pool (see [`component`]). Range scans merge
+//! single-page read per level, through the buffer pool (see [`component`]). Range scans merge
 //! the sources newest first in bounded batches (at most `io_unit` leaves per component).
 //! Insert: an upsert into C0. Delete: a blind tombstone into C0 (no read), or a plain
 //! removal from C0 while no component exists. When C0 reaches |C0| entries it is merged
@@ -56,7 +56,7 @@
 //! = `Pager::open` + replay of the WAL.
 //!
 //! # Counters (`Stats::engine_counters`)
-//! `components` (non-empty ones), `entries` (stored: C0 and components, tombstones
+//! `components` (non-empty ones), `k`, `entries` (stored: C0 and components, tombstones
 //! included), `c0_entries`, `c0_height`, `c0_pages`, `c0_capacity`, `merges`,
 //! `merge_pages_read`, `merge_pages_written`, and per level i `component_<i>_entries`,
 //! `_tombstones`, `_pages`, `_height`, `_capacity`.
@@ -130,10 +130,9 @@ impl Params {
 pub fn validate(opts: &Options) -> Result<()> {
     let o = &opts.lsm;
     let ps = opts.page_size as u64;
-    if o.k < 2 {
+    if let Some(k) = o.k.filter(|&k| k < 2) {
         return Err(Error::InvalidOptions(format!(
-            "lsm k {} must be at least 2",
-            o.k
+            "lsm k {k} must be at least 2"
         )));
     }
     if o.c0_bytes < 2 * ps {
@@ -151,15 +150,27 @@ pub fn validate(opts: &Options) -> Result<()> {
     Ok(())
 }
 
-fn params(opts: &Options) -> Params {
+/// `opts` with `k` decided: the given one, else the FD-tree's for the same index, whose
+/// head tree is C0's size (FD-tree paper App. D: "the same as the k value in FD-tree").
+fn resolve(mut opts: Options) -> Result<Options> {
+    if opts.lsm.k.is_none() {
+        opts.lsm.k = Some(crate::cost::fdtree::default_k(&opts, opts.lsm.c0_bytes)?);
+    }
+    Ok(opts)
+}
+
+/// The engine's parameters from resolved options (a manifest always holds a `k`).
+fn params(opts: &Options) -> Result<Params> {
     let cap = entry::capacity(opts.page_size);
     let o = &opts.lsm;
-    Params {
+    let k =
+        o.k.ok_or_else(|| Error::corruption("MANIFEST", None, "LSM options without k"))?;
+    Ok(Params {
         cap,
         io_unit: o.io_unit_bytes / opts.page_size as u64,
-        k: u64::from(o.k),
+        k: u64::from(k),
         cap0: o.c0_bytes / opts.page_size as u64 * cap as u64 / 2,
-    }
+    })
 }
 
 /// The LSM-tree engine.
@@ -176,7 +187,8 @@ impl Lsm {
     /// A new empty LSM-tree: an empty C0, no components.
     pub fn create(storage: Storage, options: Options) -> Result<Lsm> {
         validate(&options)?;
-        let p = params(&options);
+        let options = resolve(options)?;
+        let p = params(&options)?;
         let mut pager = Pager::create(storage, options, MIN_FRAMES)?;
         let c0 = Head::create(&mut pager)?;
         let mut t = Lsm {
@@ -196,7 +208,7 @@ impl Lsm {
         validate(&manifest.options)?;
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad LSM state: {e}")))?;
-        let p = params(&manifest.options);
+        let p = params(&manifest.options)?;
         let (pager, ops) = Pager::open(storage, &manifest, MIN_FRAMES)?;
         let mut t = Lsm {
             pager,
@@ -431,6 +443,7 @@ impl Engine for Lsm {
         let live: Vec<&Component> = self.components.iter().flatten().collect();
         let mut engine_counters: BTreeMap<String, u64> = [
             ("components", live.len() as u64),
+            ("k", self.p.k),
             (
                 "entries",
                 self.c0.index_entries + live.iter().map(|c| c.entries).sum::<u64>(),
