@@ -62,9 +62,23 @@ struct BenchArgs {
     /// Measured operations per workload.
     #[arg(long, default_value_t = BenchConfig::new().ops)]
     ops: u64,
-    /// Buffer pool budget: bytes, or with a unit (16MiB, 4M, 1G).
+    /// Buffer pool budget of the measured phase: bytes, or with a unit (16MiB, 4M, 1G).
     #[arg(long = "buffer-pool", default_value = "16MiB")]
     buffer_pool: String,
+    /// Buffer pool while the aged index is built (not measured; the structure built does
+    /// not depend on it).
+    #[arg(long = "prep-buffer-pool", default_value = "256MiB")]
+    prep_buffer_pool: String,
+    /// FD-tree and LSM size ratio k [default: the FD-tree cost model's choice for the
+    /// device profile, --entries, --buffer-pool and --search-fraction].
+    #[arg(long)]
+    k: Option<u32>,
+    /// Turn off the FD-tree's deamortized merges (§3.4), for comparison.
+    #[arg(long = "no-deamortize")]
+    no_deamortize: bool,
+    /// Share of searches the cost models tune the engines for.
+    #[arg(long = "search-fraction", default_value_t = 0.5)]
+    search_fraction: f64,
     /// Page (node) size in bytes.
     #[arg(long = "page-size", default_value = "4096")]
     page_size: String,
@@ -112,6 +126,11 @@ impl BenchArgs {
             entries: self.entries,
             ops: self.ops,
             buffer_pool_bytes: parse_size(&self.buffer_pool).context("--buffer-pool")?,
+            prep_buffer_pool_bytes: parse_size(&self.prep_buffer_pool)
+                .context("--prep-buffer-pool")?,
+            k: self.k,
+            deamortize: !self.no_deamortize,
+            search_fraction: self.search_fraction,
             page_size: usize::try_from(page_size).context("--page-size: too large")?,
             key_dist: self.key_dist.parse::<KeyDist>().context("--key-dist")?,
             seed: self.seed,

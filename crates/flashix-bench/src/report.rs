@@ -9,6 +9,8 @@ use std::path::Path;
 /// Latency percentiles in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
+    #[serde(default)]
+    pub mean: f64,
     pub p50: f64,
     pub p99: f64,
     pub p999: f64,
@@ -20,7 +22,13 @@ impl Latency {
     pub fn from_nanos(ns: &mut [u64]) -> Latency {
         ns.sort_unstable();
         let us = |q: f64| percentile_sorted(ns, q) as f64 / 1000.0;
+        let mean = if ns.is_empty() {
+            0.0
+        } else {
+            ns.iter().map(|&x| x as f64).sum::<f64>() / ns.len() as f64 / 1000.0
+        };
         Latency {
+            mean,
             p50: us(0.50),
             p99: us(0.99),
             p999: us(0.999),
@@ -68,6 +76,23 @@ pub struct Record {
     pub prepare_s: f64,
     pub aging_inserts: u64,
     pub key_dist: String,
+    /// The engine's parameters in effect, e.g. `k=22 levels=4 deamortize=on`.
+    #[serde(default)]
+    pub engine_params: String,
+    /// The cost model's prediction for this engine, where one applies (FD-tree).
+    #[serde(default)]
+    pub model: Option<ModelPrediction>,
+}
+
+/// A cost model's predicted costs per operation, beside which the measured means stand.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelPrediction {
+    /// FD-tree §4 Eq. 10: search time with the buffer pool considered, microseconds.
+    pub search_us: f64,
+    /// FD-tree App. C.3: amortized insertion time (head tree + merges), microseconds.
+    pub insert_us: f64,
+    pub k: u64,
+    pub levels: u32,
 }
 
 /// Options recorded in `results.json`.
@@ -75,6 +100,10 @@ pub struct Record {
 pub struct RunOptions {
     pub page_size: usize,
     pub buffer_pool_bytes: u64,
+    #[serde(default)]
+    pub prep_buffer_pool_bytes: u64,
+    #[serde(default)]
+    pub search_fraction: f64,
     pub direct_io: bool,
     pub entries: u64,
     pub ops: u64,
@@ -125,6 +154,7 @@ pub fn format_table(records: &[Record]) -> String {
         "engine",
         "workload",
         "ops/s",
+        "mean us",
         "p50 us",
         "p99 us",
         "max us",
@@ -133,13 +163,14 @@ pub fn format_table(records: &[Record]) -> String {
         "KiB wr/op",
         "WAL KiB/op",
     ];
-    let rows: Vec<[String; 10]> = records
+    let rows: Vec<[String; 11]> = records
         .iter()
         .map(|r| {
             [
                 r.engine.clone(),
                 r.workload.clone(),
                 format!("{:.0}", r.ops_per_sec),
+                format!("{:.1}", r.latency_us.mean),
                 format!("{:.1}", r.latency_us.p50),
                 format!("{:.1}", r.latency_us.p99),
                 format!("{:.0}", r.latency_us.max),
@@ -204,6 +235,7 @@ mod tests {
     fn latency_from_nanos() {
         let mut ns: Vec<u64> = (1..=1000).rev().map(|x| x * 1000).collect();
         let l = Latency::from_nanos(&mut ns);
+        assert_eq!(l.mean, 500.5);
         assert_eq!(l.p50, 500.0);
         assert_eq!(l.p99, 990.0);
         assert_eq!(l.p999, 999.0);
@@ -231,6 +263,8 @@ mod tests {
             prepare_s: 1.0,
             aging_inserts: 0,
             key_dist: "uniform".into(),
+            engine_params: String::new(),
+            model: None,
         };
         let t = format_table(&[r.clone(), r]);
         assert_eq!(t.lines().count(), 4);

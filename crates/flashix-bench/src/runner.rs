@@ -2,12 +2,14 @@
 //! and the measured phase of each workload on a fresh copy of that image.
 
 use crate::probe::{self, DeviceProfile, ProbeConfig};
-use crate::report::{self, Latency, Record, Results, RunOptions};
+use crate::report::{self, Latency, ModelPrediction, Record, Results, RunOptions};
 use crate::units::format_size;
 use crate::workload::{rng_for, KeyDist, KeyGen, KeySpace, OpKind, Workload};
 use anyhow::{bail, Context, Result};
-use flashix::{Db, DeviceSpec, EngineKind, Options, Stats};
+use flashix::cost::fdtree as fd_model;
+use flashix::{Db, DeviceSpec, EngineKind, FdTreeOptions, LsmOptions, Options, Stats, Tuning};
 use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -17,13 +19,18 @@ pub const AGING_SPLIT_SHARE: f64 = 0.2;
 pub const AGING_FALLBACK_SHARE: f64 = 0.1;
 
 /// The preparation rule, as printed and saved in `results.json`.
-pub const AGING_RULE: &str = "one bulk_insert of the first ENTRIES keys (so that the engine \
-bulk-loads them: a B+-tree at fill factor 0.7), then insert new keys one by one until engine_counters[\"leaf_splits\"] \
-has grown by 20% of engine_counters[\"leaves\"] measured right after the bulk load (FD-tree \
-paper App. D: bulk load with load factor 0.7, then insert entries to make 20% of the leaves \
-split), at most ENTRIES inserts; engines without these counters get ENTRIES/10 inserts; then \
-flush. The aged index is prepared once per engine and every workload starts from a fresh copy \
-of it, after warming the buffer pool with min(OPS/10, 10000) unmeasured searches.";
+pub const AGING_RULE: &str = "the index is created with the measured buffer pool (so that \
+cost models tune it for that pool), then reopened with the preparation pool (PREP_POOL; \
+the structure built does not depend on it). One bulk_insert of the first ENTRIES keys (so \
+that the engine bulk-loads them: a B+-tree at fill factor 0.7), then new keys are inserted \
+one by one, at most ENTRIES of them, until: for an engine with leaf counters (B+-tree), \
+engine_counters[\"leaf_splits\"] has grown by 20% of engine_counters[\"leaves\"] measured \
+right after the bulk load (FD-tree paper App. D: bulk load with load factor 0.7, then insert \
+entries to make 20% of the leaves split); for an engine of stepped levels (FD-tree levels, \
+LSM components; counters <level|component>_<i>_entries and _capacity), every level above \
+the lowest is at least half full; other engines get ENTRIES/10 inserts. Then close. Every \
+workload starts from a fresh copy of the aged index, opened with the measured pool and \
+warmed with min(OPS/10, 10000) unmeasured searches.";
 
 /// Everything `flashix bench` needs.
 #[derive(Debug, Clone)]
@@ -35,8 +42,17 @@ pub struct BenchConfig {
     /// Measured operations per workload.
     pub ops: u64,
     pub buffer_pool_bytes: u64,
+    /// Buffer pool while the aged index is built (not measured).
+    pub prep_buffer_pool_bytes: u64,
     pub page_size: usize,
     pub key_dist: KeyDist,
+    /// FD-tree and LSM size ratio; `None`: the FD-tree cost model's choice for the device
+    /// profile, `entries`, the measured pool and `search_fraction`.
+    pub k: Option<u32>,
+    /// FD-tree deamortized merges (§3.4).
+    pub deamortize: bool,
+    /// Search share the cost models tune for.
+    pub search_fraction: f64,
     pub seed: u64,
     /// Where indexes are built.
     pub dir: PathBuf,
@@ -58,8 +74,12 @@ impl BenchConfig {
             entries: 1_500_000,
             ops: 100_000,
             buffer_pool_bytes: 16 << 20,
+            prep_buffer_pool_bytes: 256 << 20,
             page_size: 4096,
             key_dist: KeyDist::Uniform,
+            k: None,
+            deamortize: true,
+            search_fraction: 0.5,
             seed: 42,
             dir: PathBuf::from("./bench-out/data"),
             out: PathBuf::from("./bench-out"),
@@ -69,13 +89,32 @@ impl BenchConfig {
         }
     }
 
-    fn options(&self, engine: EngineKind) -> Options {
-        Options::new(engine)
+    /// The options an index is created with: the measured pool, and a cost-model tuning
+    /// from the device profile.
+    pub fn options(&self, engine: EngineKind, profile: &DeviceProfile) -> Result<Options> {
+        let tuning = Tuning {
+            device: crate::model::device_costs(profile, self.page_size)?,
+            expected_entries: self.entries,
+            search_fraction: self.search_fraction,
+        };
+        let fdtree = FdTreeOptions {
+            k: self.k,
+            deamortize: self.deamortize,
+            ..FdTreeOptions::default()
+        };
+        let lsm = LsmOptions {
+            k: self.k,
+            ..LsmOptions::default()
+        };
+        Ok(Options::new(engine)
             .page_size(self.page_size)
             .buffer_pool_bytes(self.buffer_pool_bytes)
             .device(DeviceSpec::File {
                 direct_io: self.direct_io,
             })
+            .tuning(tuning)
+            .fdtree(fdtree)
+            .lsm(lsm))
     }
 
     fn check(&self) -> Result<()> {
@@ -90,6 +129,9 @@ impl BenchConfig {
         }
         if self.ops == 0 {
             bail!("--ops must be at least 1");
+        }
+        if !(0.0..=1.0).contains(&self.search_fraction) {
+            bail!("--search-fraction must be within 0..=1");
         }
         Ok(())
     }
@@ -195,14 +237,18 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
         );
     }
     if cfg.verbose {
-        println!("preparation: {AGING_RULE}");
+        println!(
+            "preparation (PREP_POOL = {}): {AGING_RULE}",
+            format_size(cfg.prep_buffer_pool_bytes)
+        );
     }
 
     let mut records = Vec::new();
     for &engine in &cfg.engines {
-        let prep = prepare(cfg, engine).with_context(|| format!("preparing the {engine} index"))?;
+        let prep = prepare(cfg, engine, &profile)
+            .with_context(|| format!("preparing the {engine} index"))?;
         for &w in &cfg.workloads {
-            let rec = run_workload(cfg, engine, &prep, w)
+            let rec = run_workload(cfg, engine, &prep, w, &profile)
                 .with_context(|| format!("running {w} on {engine}"))?;
             say(
                 cfg,
@@ -229,6 +275,8 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
         options: RunOptions {
             page_size: cfg.page_size,
             buffer_pool_bytes: cfg.buffer_pool_bytes,
+            prep_buffer_pool_bytes: cfg.prep_buffer_pool_bytes,
+            search_fraction: cfg.search_fraction,
             direct_io: cfg.direct_io,
             entries: cfg.entries,
             ops: cfg.ops,
@@ -260,8 +308,59 @@ fn counter(s: &Stats, name: &str) -> Option<u64> {
     s.engine_counters.get(name).copied()
 }
 
+/// How aging decides it is done (AGING_RULE), from the counters after the bulk load.
+enum AgingGoal {
+    /// Until `leaf_splits` has grown by `target` from `splits0`.
+    LeafSplits { target: u64, splits0: u64 },
+    /// Until every level above the lowest is at least half full.
+    Levels,
+    /// A fixed number of inserts.
+    Inserts(u64),
+}
+
+/// (level, entries, capacity) of an engine of stepped levels, from its counters
+/// `<level|component>_<i>_entries` and `_capacity`, by level.
+pub fn level_fill(counters: &BTreeMap<String, u64>) -> Vec<(u64, u64, u64)> {
+    let mut out = Vec::new();
+    for prefix in ["level_", "component_"] {
+        for (name, &cap) in counters {
+            let Some(i) = name
+                .strip_prefix(prefix)
+                .and_then(|r| r.strip_suffix("_capacity"))
+                .and_then(|i| i.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            let entries = counters
+                .get(&format!("{prefix}{i}_entries"))
+                .copied()
+                .unwrap_or(0);
+            out.push((i, entries, cap));
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// True when every level above the lowest is at least half full (an index of one level
+/// or none counts as aged).
+pub fn levels_half_full(levels: &[(u64, u64, u64)]) -> bool {
+    match levels.split_last() {
+        None => true,
+        Some((_, upper)) => upper.iter().all(|&(_, e, cap)| e.saturating_mul(2) >= cap),
+    }
+}
+
+fn describe_levels(levels: &[(u64, u64, u64)]) -> String {
+    levels
+        .iter()
+        .map(|&(i, e, cap)| format!("L{i} {:.0}%", 100.0 * e as f64 / cap.max(1) as f64))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Build the aged index of `engine` in `dir/<engine>/aged` (AGING_RULE).
-pub fn prepare(cfg: &BenchConfig, engine: EngineKind) -> Result<Prepared> {
+pub fn prepare(cfg: &BenchConfig, engine: EngineKind, profile: &DeviceProfile) -> Result<Prepared> {
     let engine_dir = cfg.dir.join(engine.name());
     if engine_dir.exists() {
         std::fs::remove_dir_all(&engine_dir)
@@ -269,8 +368,12 @@ pub fn prepare(cfg: &BenchConfig, engine: EngineKind) -> Result<Prepared> {
     }
     let aged_dir = engine_dir.join("aged");
     let t0 = Instant::now();
-    let mut db = Db::create(&aged_dir, cfg.options(engine))
-        .with_context(|| format!("creating a {engine} index in {}", aged_dir.display()))?;
+    Db::create(&aged_dir, cfg.options(engine, profile)?)
+        .with_context(|| format!("creating a {engine} index in {}", aged_dir.display()))?
+        .close()
+        .context("closing the new index")?;
+    let mut db = Db::open_with_buffer_pool(&aged_dir, cfg.prep_buffer_pool_bytes)
+        .with_context(|| format!("opening {} with the preparation pool", aged_dir.display()))?;
     let gen = KeyGen::new(cfg.key_dist, cfg.seed);
 
     // Bulk load: one call, so that the engine builds the index bottom-up (a chunked load
@@ -292,70 +395,90 @@ pub fn prepare(cfg: &BenchConfig, engine: EngineKind) -> Result<Prepared> {
     let s0 = db.stats();
     let mut ks = KeySpace::with_entries(gen, cfg.entries);
     let limit = cfg.entries;
-    let (target, splits0) = match (counter(&s0, "leaves"), counter(&s0, "leaf_splits")) {
-        (Some(leaves), Some(splits)) => (
-            Some((leaves as f64 * AGING_SPLIT_SHARE).ceil() as u64),
-            splits,
+    let goal = match (counter(&s0, "leaves"), counter(&s0, "leaf_splits")) {
+        (Some(leaves), Some(splits0)) => AgingGoal::LeafSplits {
+            target: (leaves as f64 * AGING_SPLIT_SHARE).ceil() as u64,
+            splits0,
+        },
+        _ if !level_fill(&s0.engine_counters).is_empty() => AgingGoal::Levels,
+        _ => AgingGoal::Inserts(
+            ((cfg.entries as f64 * AGING_FALLBACK_SHARE).round() as u64).min(limit),
         ),
-        _ => (None, 0),
     };
-    let planned = match target {
-        Some(_) => limit,
-        None => ((cfg.entries as f64 * AGING_FALLBACK_SHARE).round() as u64).min(limit),
+    let grown = |db: &Db, splits0: u64| {
+        counter(&db.stats(), "leaf_splits")
+            .unwrap_or(splits0)
+            .saturating_sub(splits0)
     };
     // Leaf splits come late (leaves fill from the bulk fill factor first), so the aging bar
-    // shows splits and inserts, without an ETA.
-    let pb = match target {
-        Some(t) => styled_bar(
+    // shows splits and inserts, without an ETA; the level rule shows inserts.
+    let pb = match goal {
+        AgingGoal::LeafSplits { target, .. } => styled_bar(
             cfg,
-            t,
+            target,
             format!("{engine}: aging"),
             "{msg:<28} [{bar:30}] {pos}/{len} leaf splits, {prefix} inserts, {elapsed}",
         ),
-        None => bar(cfg, planned, format!("{engine}: aging (inserts)")),
+        AgingGoal::Levels => bar(cfg, limit, format!("{engine}: aging (levels)")),
+        AgingGoal::Inserts(n) => bar(cfg, n, format!("{engine}: aging (inserts)")),
     };
     let mut inserts = 0u64;
     loop {
-        if let Some(t) = target {
-            let grown = counter(&db.stats(), "leaf_splits")
-                .unwrap_or(splits0)
-                .saturating_sub(splits0);
-            if inserts % 256 == 0 {
-                pb.set_position(grown.min(t));
-                pb.set_prefix(inserts.to_string());
-            }
-            if grown >= t || inserts >= limit {
+        if inserts % 256 == 0 {
+            let done = match goal {
+                AgingGoal::LeafSplits { target, splits0 } => {
+                    let g = grown(&db, splits0);
+                    pb.set_position(g.min(target));
+                    pb.set_prefix(inserts.to_string());
+                    g >= target
+                }
+                AgingGoal::Levels => {
+                    pb.set_position(inserts);
+                    levels_half_full(&level_fill(&db.stats().engine_counters))
+                }
+                AgingGoal::Inserts(n) => {
+                    pb.set_position(inserts);
+                    inserts >= n
+                }
+            };
+            if done {
                 break;
             }
-        } else if inserts >= planned {
+        }
+        if inserts >= limit {
             break;
         }
         let k = ks.insert_new();
         db.insert(k, gen.value_of(k, 1)).context("aging insert")?;
         inserts += 1;
-        if target.is_none() && inserts % 256 == 0 {
-            pb.set_position(inserts);
-        }
     }
     pb.finish_and_clear();
     db.flush().context("flush after aging")?;
-    if let Some(t) = target {
-        let grown = counter(&db.stats(), "leaf_splits")
-            .unwrap_or(splits0)
-            .saturating_sub(splits0);
-        say(
-            cfg,
-            &format!(
-                "{engine}: aged with {inserts} inserts ({grown} leaf splits of {t} wanted, {} leaves after bulk load)",
-                counter(&s0, "leaves").unwrap_or(0)
-            ),
-        );
-    } else {
-        say(
-            cfg,
-            &format!("{engine}: no leaf counters; aged with {inserts} inserts"),
-        );
-    }
+    let s1 = db.stats();
+    let summary = match goal {
+        AgingGoal::LeafSplits { target, splits0 } => format!(
+            "{} leaf splits of {target} wanted, {} leaves after bulk load",
+            grown(&db, splits0),
+            counter(&s0, "leaves").unwrap_or(0)
+        ),
+        AgingGoal::Levels => {
+            let levels = level_fill(&s1.engine_counters);
+            format!(
+                "levels {}{}",
+                describe_levels(&levels),
+                if levels_half_full(&levels) {
+                    ""
+                } else {
+                    " (insert limit reached first)"
+                }
+            )
+        }
+        AgingGoal::Inserts(_) => "no leaf or level counters".to_string(),
+    };
+    say(
+        cfg,
+        &format!("{engine}: aged with {inserts} inserts ({summary})"),
+    );
     db.close().context("closing the aged index")?;
     let prepare_s = t0.elapsed().as_secs_f64();
     say(cfg, &format!("{engine}: prepared in {prepare_s:.1} s"));
@@ -400,10 +523,11 @@ pub fn run_workload(
     engine: EngineKind,
     prep: &Prepared,
     w: Workload,
+    profile: &DeviceProfile,
 ) -> Result<Record> {
     let run_dir = cfg.dir.join(engine.name()).join("run");
     copy_dir(&prep.aged_dir, &run_dir)?;
-    let rec = measure(cfg, engine, prep, w, &run_dir);
+    let rec = measure(cfg, engine, prep, w, &run_dir, profile);
     let removed = std::fs::remove_dir_all(&run_dir)
         .with_context(|| format!("removing {}", run_dir.display()));
     let rec = rec?;
@@ -417,8 +541,10 @@ fn measure(
     prep: &Prepared,
     w: Workload,
     run_dir: &Path,
+    profile: &DeviceProfile,
 ) -> Result<Record> {
-    let mut db = Db::open(run_dir).with_context(|| format!("opening {}", run_dir.display()))?;
+    let mut db = Db::open_with_buffer_pool(run_dir, cfg.buffer_pool_bytes)
+        .with_context(|| format!("opening {}", run_dir.display()))?;
     let gen = KeyGen::new(cfg.key_dist, cfg.seed);
     let mut ks = KeySpace::with_entries(gen, prep.live);
     let mut rng = rng_for(cfg.seed, 1 + w as u64);
@@ -474,6 +600,7 @@ fn measure(
     pb.finish_and_clear();
     let s1 = db.stats();
     db.close().context("closing the index")?;
+    let (engine_params, model) = engine_params(cfg, engine, &s1, ks.live(), profile)?;
 
     let ops = cfg.ops as f64;
     let d0 = &s0.device;
@@ -504,5 +631,85 @@ fn measure(
         prepare_s: prep.prepare_s,
         aging_inserts: prep.aging_inserts,
         key_dist: cfg.key_dist.to_string(),
+        engine_params,
+        model,
     })
+}
+
+/// The engine's parameters in effect (from its counters) and, for the FD-tree, the cost
+/// model's prediction for them: Eq. 10 search and App. C.3 insertion cost for the k and
+/// levels in use, the live entries and the measured pool.
+fn engine_params(
+    cfg: &BenchConfig,
+    engine: EngineKind,
+    s: &Stats,
+    live: u64,
+    profile: &DeviceProfile,
+) -> Result<(String, Option<ModelPrediction>)> {
+    let (Some(k), Some(levels)) = (
+        counter(s, "k"),
+        counter(s, "levels").or(counter(s, "components").map(|c| c + 1)),
+    ) else {
+        return Ok((String::new(), None));
+    };
+    let mut params = format!("k={k} levels={levels}");
+    if engine != EngineKind::FdTree {
+        return Ok((params, None));
+    }
+    params.push_str(if cfg.deamortize {
+        " deamortize=on"
+    } else {
+        " deamortize=off"
+    });
+    let opts = cfg.options(engine, profile)?;
+    let mut w = fd_model::workload_for(&opts, opts.get_fdtree().head_tree_bytes);
+    w.entries = live.max(1);
+    let dev = crate::model::device_costs(profile, cfg.page_size)?;
+    let levels = u32::try_from(levels).context("levels")?;
+    // The index may have fewer levels than the model needs for its entries (the lowest
+    // level's capacity must hold them): then the model has no prediction for it.
+    let model = fd_model::evaluate(&dev, &w, k, levels)
+        .ok()
+        .map(|c| ModelPrediction {
+            search_us: c.search_cost_us,
+            insert_us: c.insert_cost_us,
+            k,
+            levels,
+        });
+    Ok((params, model))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(counters: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        counters.iter().map(|&(k, v)| (k.to_string(), v)).collect()
+    }
+
+    #[test]
+    fn levels_are_read_from_either_counter_family() {
+        let s = stats(&[
+            ("level_2_entries", 50),
+            ("level_2_capacity", 100),
+            ("level_1_entries", 4),
+            ("level_1_capacity", 10),
+            ("level_1_pages", 1),
+            ("levels", 3),
+        ]);
+        assert_eq!(level_fill(&s), vec![(1, 4, 10), (2, 50, 100)]);
+        let s = stats(&[("component_1_capacity", 10), ("component_3_capacity", 1000)]);
+        assert_eq!(level_fill(&s), vec![(1, 0, 10), (3, 0, 1000)]);
+        assert!(level_fill(&stats(&[("leaves", 3)])).is_empty());
+    }
+
+    #[test]
+    fn half_full_ignores_the_lowest_level() {
+        assert!(levels_half_full(&[]));
+        assert!(levels_half_full(&[(1, 0, 100)]));
+        assert!(levels_half_full(&[(1, 5, 10), (2, 0, 100)]));
+        assert!(!levels_half_full(&[(1, 4, 10), (2, 100, 100)]));
+        assert!(!levels_half_full(&[(1, 5, 10), (2, 49, 100), (3, 1, 1000)]));
+        assert!(levels_half_full(&[(1, 9, 10), (2, 50, 100), (3, 1, 1000)]));
+    }
 }

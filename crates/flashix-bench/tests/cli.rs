@@ -32,7 +32,11 @@ fn bench_writes_one_sane_record() {
         entries: 20_000,
         ops: 2_000,
         buffer_pool_bytes: 1 << 20,
+        prep_buffer_pool_bytes: 4 << 20,
         page_size: 4096,
+        k: None,
+        deamortize: true,
+        search_fraction: 0.5,
         key_dist: KeyDist::Uniform,
         seed: 7,
         dir: tmp.path().join("data"),
@@ -137,5 +141,44 @@ fn bad_arguments_give_a_message_and_a_failure_code() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("error"), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+/// `flashix bench` runs the FD-tree and the LSM-tree on every workload; k comes from the
+/// cost model and the FD-tree's records carry the model's prediction.
+#[test]
+fn bench_runs_level_engines_on_every_workload() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = tmp.path().join("out");
+    let pcfg = ProbeConfig {
+        dir: tmp.path().join("probe"),
+        file_bytes: 16 << 20,
+        seconds_per_test: 0.05,
+        seed: 1,
+    };
+    let profile = run_probe(&pcfg, &mut |_| {}).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let profile_path = out.join("device-profile.json");
+    save_profile(&profile, &profile_path).unwrap();
+    let cfg = BenchConfig {
+        engines: vec![EngineKind::FdTree, EngineKind::Lsm],
+        workloads: Workload::ALL.to_vec(),
+        entries: 30_000,
+        ops: 500,
+        buffer_pool_bytes: 2 << 20,
+        profile: Some(profile_path),
+        dir: tmp.path().join("data"),
+        out,
+        verbose: false,
+        ..BenchConfig::new()
+    };
+    let res = run_bench(&cfg).unwrap();
+    assert_eq!(res.results.len(), 2 * Workload::ALL.len());
+    for r in &res.results {
+        assert!(r.engine_params.starts_with("k="), "{r:?}");
+        assert!(r.ops_per_sec > 0.0);
+        if r.engine == "fdtree" {
+            assert!(r.engine_params.contains("deamortize=on"), "{r:?}");
+        }
     }
 }
