@@ -2,11 +2,26 @@
 //! the binary's handling of bad arguments.
 
 use flashix::EngineKind;
-use flashix_bench::probe::{run_probe, save_profile, ProbeConfig};
+use flashix_bench::probe::{run_probe, save_profile, DeviceProfile, ProbeConfig};
 use flashix_bench::report::Results;
 use flashix_bench::runner::{run_bench, BenchConfig};
 use flashix_bench::workload::{KeyDist, Workload};
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// A real (short) device profile, measured in `tmp` and saved in `out`.
+fn short_profile(tmp: &Path, out: &Path) -> (DeviceProfile, PathBuf) {
+    let path = out.join("device-profile.json");
+    let pcfg = ProbeConfig {
+        dir: tmp.join("probe"),
+        file_bytes: 16 << 20,
+        seconds_per_test: 0.05,
+        seed: 1,
+    };
+    let profile = run_probe(&pcfg, &mut |_| {}).unwrap();
+    save_profile(&profile, &path).unwrap();
+    (profile, path)
+}
 
 #[test]
 fn bench_writes_one_sane_record() {
@@ -15,16 +30,7 @@ fn bench_writes_one_sane_record() {
     let out = tmp.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
 
-    // A real (short) device profile, measured here.
-    let profile_path = out.join("device-profile.json");
-    let pcfg = ProbeConfig {
-        dir: tmp.path().join("probe"),
-        file_bytes: 16 << 20,
-        seconds_per_test: 0.05,
-        seed: 1,
-    };
-    let profile = run_probe(&pcfg, &mut |_| {}).unwrap();
-    save_profile(&profile, &profile_path).unwrap();
+    let (profile, profile_path) = short_profile(tmp.path(), &out);
 
     let cfg = BenchConfig {
         engines: vec![EngineKind::BTree],
@@ -150,16 +156,8 @@ fn bad_arguments_give_a_message_and_a_failure_code() {
 fn bench_runs_level_engines_on_every_workload() {
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let out = tmp.path().join("out");
-    let pcfg = ProbeConfig {
-        dir: tmp.path().join("probe"),
-        file_bytes: 16 << 20,
-        seconds_per_test: 0.05,
-        seed: 1,
-    };
-    let profile = run_probe(&pcfg, &mut |_| {}).unwrap();
     std::fs::create_dir_all(&out).unwrap();
-    let profile_path = out.join("device-profile.json");
-    save_profile(&profile, &profile_path).unwrap();
+    let (_, profile_path) = short_profile(tmp.path(), &out);
     let cfg = BenchConfig {
         engines: vec![EngineKind::FdTree, EngineKind::Lsm],
         workloads: Workload::ALL.to_vec(),

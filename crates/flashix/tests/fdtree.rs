@@ -391,3 +391,62 @@ fn tuning_for_another_page_size_is_refused() {
     let err = Db::create_on(s, o).err().expect("must fail");
     assert!(err.to_string().contains("page size"), "{err}");
 }
+
+/// §4 Eq. 10: the top levels stay in the pool; the levels below the pool's reach are read
+/// past it, so a warm search costs about one read per uncached level and the upper
+/// levels' pages are not pushed out by the lowest level's.
+#[test]
+fn warm_searches_keep_the_upper_levels_in_the_pool() {
+    // 512-byte pages (f = 20), head tree of two pages (|L0| = 20), k = 4, a 64-frame pool.
+    let (mut db, _, _) = mem_db(opts(512, 64, 4, 2, false));
+    let mut rng = Rng::new(11);
+    let keys: Vec<u64> = (0..6_000).map(|_| rng.next_u64()).collect();
+    for &k in &keys {
+        db.insert(k, k).unwrap();
+    }
+    db.check_integrity().unwrap();
+    let runs = counter(&db, "levels") - 1;
+    let pages: Vec<u64> = (1..=runs)
+        .map(|i| counter(&db, &format!("level_{i}_pages")))
+        .collect();
+    // The levels the pool can reach: those with fewer than 64 pages above them (the head
+    // tree's two pages included).
+    let mut above = counter(&db, "head_pages");
+    let mut cached = 0;
+    for &p in &pages {
+        if above >= 64 {
+            break;
+        }
+        cached += 1;
+        above += p;
+    }
+    assert!(
+        cached >= 1 && cached < runs,
+        "the test needs cached and uncached levels: {pages:?}"
+    );
+    for &k in keys.iter().take(2_000) {
+        db.get(k).unwrap();
+    }
+    let s0 = db.stats();
+    let n = 2_000u64;
+    for &k in keys.iter().skip(2_000).take(n as usize) {
+        assert_eq!(db.get(k).unwrap(), Some(k));
+    }
+    let s1 = db.stats();
+    let reads = s1.device.reads - s0.device.reads;
+    let misses = s1.buffer.misses - s0.buffer.misses;
+    // Every read past the pool is a page of an uncached level: at most one per uncached
+    // level per search, and at least one for the searches that reach those levels.
+    let past = reads - misses;
+    assert!(
+        past <= n * (runs - cached),
+        "{past} reads past the pool for {n} searches and {} uncached levels",
+        runs - cached
+    );
+    assert!(past > 0, "no level was read past the pool");
+    // The cached levels' pages are mostly hits: far fewer misses than searches.
+    assert!(
+        misses < n / 2,
+        "{misses} pool misses for {n} warm searches: the upper levels were evicted"
+    );
+}

@@ -177,6 +177,11 @@ impl Pager {
         Ok(())
     }
 
+    /// Frames of the buffer pool.
+    pub fn pool_frames(&self) -> u64 {
+        self.pool.frames()
+    }
+
     /// Bytes in the current WAL.
     pub fn wal_bytes(&self) -> u64 {
         self.wal.end()

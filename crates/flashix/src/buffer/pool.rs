@@ -95,6 +95,11 @@ impl BufferPool {
         }
     }
 
+    /// Frames the pool may hold.
+    pub fn frames(&self) -> u64 {
+        self.capacity as u64
+    }
+
     /// Bytes held by frames allocated so far.
     pub fn memory_bytes(&self) -> u64 {
         (self.frames.len() * self.page_size) as u64

@@ -4,7 +4,9 @@
 //! fence found by scanning backward from the greatest entry at or below the key (Invariant
 //! 1 stops the scan in that page; Invariant 2 makes the fence's page the only one of the
 //! next level that can hold the key). The first index entry of the key met top-down is the
-//! newest: a normal entry is the answer, a filter cancels its phantoms below.
+//! newest: a normal entry is the answer, a filter cancels its phantoms below. Levels are
+//! read through the buffer pool from the top while the structures above them fit in it,
+//! and past it below (the top levels reside in the buffer, §4 Eq. 10).
 //!
 //! Range search: at each level, the fences of the level above say exactly which contiguous
 //! pages hold the range; they are fetched in ONE multi-page request per level (P3). A batch
@@ -33,6 +35,9 @@ impl FdTree {
     /// Search the levels for `key` from page `pid` of L1: the newest index entry of `key`.
     pub(super) fn search_levels(&mut self, key: u64, mut pid: u64) -> Result<Option<Entry>> {
         let pos = index_pos(key);
+        let frames = self.pager.pool_frames();
+        // Pages of the head tree(s) and the levels above the current one.
+        let mut above = self.head.pages + self.frozen.as_ref().map_or(0, |h| h.pages);
         for lvl in 0..self.levels.len() {
             if pid == NONE {
                 return Ok(None);
@@ -45,7 +50,18 @@ impl FdTree {
                     format!("FD-tree fence points outside level {}", lvl + 1),
                 ));
             }
-            let es = read_page_cached(&mut self.pager, self.p.cap, pid)?;
+            // §4, Eq. 10: the buffer pool holds the top levels. A level is read through
+            // the pool while the levels above it leave room there; the levels below are
+            // read past it, so that their pages (touched once per search, k times more of
+            // them than above) do not push the upper levels out of an LRU pool.
+            let es = if above < frames {
+                read_page_cached(&mut self.pager, self.p.cap, pid)?
+            } else {
+                read_pages(&mut self.pager, self.p.cap, pid, 1)?
+                    .pop()
+                    .unwrap_or_default()
+            };
+            above += run.pages;
             let end = es.partition_point(|e| e.pos() <= pos);
             let mut fence = None;
             for e in es[..end].iter().rev() {

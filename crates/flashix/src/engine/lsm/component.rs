@@ -8,9 +8,10 @@
 //!   the link is the leftmost child, entry `i` is (first key of child `i + 1`, child page).
 //!   The root is the last page of the extent (a one-leaf component's root is its leaf).
 //!
-//! A point search's descent reads one page per level through the buffer pool, so the
-//! upper nodes stay cached; merges and scans read past the pool in `io_unit`-page
-//! requests. Components are written only through the device as new extents, and a freed
+//! A point search's descent reads its internal nodes through the buffer pool, so they stay
+//! cached, and the leaf through the pool only for the components that the pool can hold
+//! after C0 and the newer components (see `Lsm::lookup`); merges and scans read past the
+//! pool in `io_unit`-page requests. Components are written only through the device as new extents, and a freed
 //! extent's pages are discarded from the pool, so the pool never holds a stale page.
 
 use crate::buffer::Pager;
@@ -204,14 +205,27 @@ pub fn leaf_span(
     Ok((pid, last))
 }
 
-/// Point search: the entry of `key` in `c` (height single-page reads).
-pub fn find(pager: &mut Pager, cap: usize, c: &Component, key: u64) -> Result<Option<Entry>> {
+/// Point search: the entry of `key` in `c` (height single-page reads). Internal nodes are
+/// read through the pool; the leaf too if `cache_leaf`, else past it.
+pub fn find(
+    pager: &mut Pager,
+    cap: usize,
+    c: &Component,
+    key: u64,
+    cache_leaf: bool,
+) -> Result<Option<Entry>> {
     let leaf = leaf_for(pager, cap, c, key)?;
-    let nd = read_node_cached(pager, cap, leaf)?;
-    if nd.kind != KIND_LSM_LEAF || nd.level != 0 || nd.entries.is_empty() {
-        return Err(corrupt(Some(leaf), "not a non-empty leaf"));
-    }
-    let es = nd.entries;
+    let es = if cache_leaf {
+        let nd = read_node_cached(pager, cap, leaf)?;
+        if nd.kind != KIND_LSM_LEAF || nd.level != 0 || nd.entries.is_empty() {
+            return Err(corrupt(Some(leaf), "not a non-empty leaf"));
+        }
+        nd.entries
+    } else {
+        read_leaves(pager, cap, c, leaf, 1)?
+            .pop()
+            .ok_or_else(|| corrupt(Some(leaf), "no leaf read"))?
+    };
     Ok(es.binary_search_by_key(&key, |e| e.key).ok().map(|i| es[i]))
 }
 

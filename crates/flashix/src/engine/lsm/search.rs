@@ -16,11 +16,16 @@ impl Lsm {
         let f = self.c0.find(&mut self.pager, self.p.cap, key)?;
         let mut found = f.entry;
         if found.is_none() {
+            // As the FD-tree's levels (§4 Eq. 10): a component's leaves are read through
+            // the pool while C0 and the newer components leave room there, past it below.
+            let frames = self.pager.pool_frames();
+            let mut above = self.c0.pages;
             for c in self.components.clone().iter().flatten() {
-                found = component::find(&mut self.pager, self.p.cap, c, key)?;
+                found = component::find(&mut self.pager, self.p.cap, c, key, above < frames)?;
                 if found.is_some() {
                     break;
                 }
+                above += c.pages;
             }
         }
         Ok(found.filter(|e| e.kind == Kind::Normal).map(|e| e.val))
