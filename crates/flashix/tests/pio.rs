@@ -137,3 +137,187 @@ fn matches_a_btreemap_through_splits_merges_and_shrinks() {
         db2.stats().engine_counters
     );
 }
+
+#[test]
+fn get_many_issues_one_psync_batch_per_level() {
+    let dev = MemDevice::new(512);
+    let vfs = MemVfs::new();
+    let o = opts(512, 4096, pio(2, 64, 64, 64));
+    let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
+    let pairs: Vec<(u64, u64)> = (0..100_000u64).map(|k| (k * 2, k)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    let height = counter(&db, "height");
+    assert_eq!(height, 4, "512-byte pages, 100k entries");
+    db.close().unwrap();
+    // Cold pool: 24 keys 4000 entries apart, each in its own leaf (28 entries per leaf).
+    let keys: Vec<u64> = (0..24u64).map(|i| i * 8_000 + 2).rev().collect();
+    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    let before = db.stats().device;
+    let got = db.get_many(&keys).unwrap();
+    let after = db.stats().device;
+    assert_eq!(got, keys.iter().map(|k| Some(k / 2)).collect::<Vec<_>>());
+    let batches = after.batches - before.batches;
+    let requests = after.read_requests - before.read_requests;
+    assert_eq!(batches, height, "one psync read per level");
+    // Root, then the distinct nodes of each level, then 24 leaves: far more requests than
+    // batches, and the leaf level alone is one batch of 24.
+    assert!(requests >= 1 + 24 + 2, "{requests} requests");
+    assert!(after.max_queue_depth >= 24);
+    assert_eq!(after.write_requests, before.write_requests);
+    // The same keys one `get` at a time: one batch per node read.
+    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    let before = db.stats().device;
+    for &k in &keys {
+        assert_eq!(db.get(k).unwrap(), Some(k / 2));
+    }
+    let after = db.stats().device;
+    assert_eq!(
+        after.batches - before.batches,
+        after.read_requests - before.read_requests
+    );
+    assert!(after.batches - before.batches > 24 + 2);
+}
+
+#[test]
+fn searches_see_the_opq_first() {
+    let dev = MemDevice::new(512);
+    let vfs = MemVfs::new();
+    // An OPQ of 1000 entries: nothing below reaches the tree before the close.
+    let mut db = Db::create_on(storage(&dev, &vfs), opts(512, 64, pio(2, 1000, 8, 1000))).unwrap();
+    let pairs: Vec<(u64, u64)> = (0..1000u64).map(|k| (k, k)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    db.insert(5, 50).unwrap(); // update of a key in the tree
+    db.delete(7).unwrap(); // delete of a key in the tree
+    db.insert(u64::MAX, 1).unwrap(); // a new key
+    db.insert(0, 9).unwrap();
+    db.delete(0).unwrap(); // newest entry of a key wins, in the appended region
+    db.insert(7, 70).unwrap();
+    db.delete(7).unwrap();
+    assert_eq!(counter(&db, "bupdates"), 0);
+    // The seventh append sorted the OPQ (speriod 7), keeping the newest entry per key.
+    assert_eq!(counter(&db, "opq_entries"), 4);
+    assert_eq!(db.get(5).unwrap(), Some(50));
+    assert_eq!(db.get(7).unwrap(), None);
+    assert_eq!(db.get(0).unwrap(), None);
+    assert_eq!(db.get(u64::MAX).unwrap(), Some(1));
+    assert_eq!(db.get(6).unwrap(), Some(6));
+    assert_eq!(
+        db.get_many(&[7, 5, u64::MAX, 6, 0, 5]).unwrap(),
+        vec![None, Some(50), Some(1), Some(6), None, Some(50)]
+    );
+    let r: Vec<(u64, u64)> = db.range(4..=8).unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(r, vec![(4, 4), (5, 50), (6, 6), (8, 8)]);
+    let tail: Vec<(u64, u64)> = db.range(998..).unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(tail, vec![(998, 998), (999, 999), (u64::MAX, 1)]);
+    assert!(counter(&db, "opq_hits") >= 5);
+    // The same answers once the OPQ is flushed into the tree by the close's checkpoint.
+    db.close().unwrap();
+    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    assert_eq!(counter(&db, "opq_entries"), 0);
+    assert_eq!(
+        db.get_many(&[7, 5, u64::MAX, 6, 0]).unwrap(),
+        vec![None, Some(50), Some(1), Some(6), None]
+    );
+    db.check_integrity().unwrap();
+}
+
+#[test]
+fn appends_write_the_last_segment_and_a_full_leaf_shrinks() {
+    let dev = MemDevice::new(512);
+    let vfs = MemVfs::new();
+    // Leaves of 4 segments (112 records); a batch update every 2 updates.
+    let mut db = Db::create_on(storage(&dev, &vfs), opts(512, 64, pio(4, 2, 8, 2))).unwrap();
+    for i in 0..2u64 {
+        db.insert(10, i).unwrap();
+    }
+    for round in 0..20u64 {
+        let before = db.stats().device;
+        db.insert(10, round).unwrap();
+        db.delete(11).unwrap(); // the OPQ is full: one batch update of two records
+        let after = db.stats().device;
+        let shrinks = counter(&db, "shrinks");
+        if shrinks == 0 {
+            // Append-only (§3.2.2): the last segment (or the next, when it spills), never
+            // the whole 4-page leaf.
+            assert!(after.writes - before.writes <= 2, "round {round}");
+        }
+    }
+    // 2 + 40 records fit in one leaf; now fill it past 112 records.
+    for i in 0..40u64 {
+        db.insert(10, 100 + i).unwrap();
+        db.delete(11).unwrap();
+    }
+    assert!(counter(&db, "shrinks") >= 1);
+    // The shrink cancelled every record but the newest put of key 10.
+    assert!(counter(&db, "leaf_records") < 112 / 2);
+    assert_eq!(counter(&db, "leaves"), 1);
+    assert_eq!(db.get(10).unwrap(), Some(139));
+    assert_eq!(db.get(11).unwrap(), None);
+    db.check_integrity().unwrap();
+}
+
+#[test]
+fn a_crash_inside_a_batch_update_applies_each_entry_exactly_once() {
+    let o = || opts(512, 16, pio(2, 64, 4, 64));
+    let base: Vec<(u64, u64)> = (0..2_000u64).map(|k| (k * 10, k)).collect();
+    let extra: Vec<(u64, u64)> = (0..64u64).map(|i| (i * 311 + 5, i)).collect();
+    // Reference runs without a crash: the leaf records after 63 and after 64 updates.
+    let reference = |n: usize| {
+        let (dev, vfs) = (MemDevice::new(512), MemVfs::new());
+        let mut db = Db::create_on(storage(&dev, &vfs), o()).unwrap();
+        db.bulk_insert(&base).unwrap();
+        for &(k, v) in &extra[..n] {
+            db.insert(k, v).unwrap();
+        }
+        db.close().unwrap();
+        let db = Db::open_on(storage(&dev, &vfs)).unwrap();
+        counter(&db, "leaf_records")
+    };
+    let (ref63, ref64) = (reference(63), reference(64));
+    let mut crashes = 0;
+    for n in 1.. {
+        let (dev, vfs) = (MemDevice::new(512), MemVfs::new());
+        let faults = Faults::new(n);
+        let mut db = Db::create_on(faulty(&faults, &dev, &vfs), o()).unwrap();
+        db.bulk_insert(&base).unwrap();
+        for &(k, v) in &extra[..63] {
+            db.insert(k, v).unwrap();
+        }
+        db.flush().unwrap();
+        assert_eq!(counter(&db, "bupdates"), 0);
+        faults.crash_after(n);
+        // The 64th update fills the OPQ: the batch update of all 64 is cut at tick n.
+        let r = db.insert(extra[63].0, extra[63].1);
+        if r.is_ok() {
+            assert!(!faults.crashed());
+            assert_eq!(counter(&db, "bupdates"), 1);
+            break;
+        }
+        assert!(faults.crashed(), "crash point {n}: {r:?}");
+        crashes += 1;
+        faults.crash_now();
+        drop(db);
+        assert_eq!(faults.image_error(), None);
+        let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+        db.check_integrity().unwrap();
+        let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
+        let mut want: BTreeMap<u64, u64> = base.iter().copied().collect();
+        want.extend(extra[..63].iter().copied());
+        let kept_last = got.contains_key(&extra[63].0);
+        if kept_last {
+            want.insert(extra[63].0, extra[63].1);
+        }
+        assert_eq!(got, want, "crash point {n}");
+        // Recovery replayed onto the checkpoint image: no entry is in the leaves twice.
+        let records = counter(&db, "leaf_records");
+        assert_eq!(
+            records,
+            if kept_last { ref64 } else { ref63 },
+            "crash point {n}"
+        );
+    }
+    assert!(
+        crashes >= 3,
+        "the batch update was cut only {crashes} times"
+    );
+}
