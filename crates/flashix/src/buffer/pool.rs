@@ -250,7 +250,6 @@ impl BufferPool {
             })
             .collect();
         if missing.is_empty() {
-            self.stats.hits += runs.iter().map(|r| r.1).sum::<u64>();
             return Ok(0);
         }
         // Decided before any eviction: a page resident now may be newer than the device,

@@ -176,10 +176,19 @@ impl Opq {
         if from >= n {
             from = 0;
         }
-        let to = (from + bcnt.max(1)).min(n);
-        let batch: Vec<OpqEntry> = self.entries.drain(from..to).collect();
+        let want = bcnt.max(1);
+        let to = (from + want).min(n);
+        let mut batch: Vec<OpqEntry> = self.entries.drain(from..to).collect();
+        let mut last = batch.last().map(|e| e.key);
+        // Short of bcnt at the top of the key space: wrap around to the smallest keys.
+        let more = (want - batch.len()).min(from);
+        if more > 0 {
+            let low: Vec<OpqEntry> = self.entries.drain(..more).collect();
+            last = low.last().map(|e| e.key);
+            batch.splice(0..0, low);
+        }
         self.sorted = self.entries.len();
-        self.cursor = batch.last().and_then(|e| e.key.checked_add(1)).unwrap_or(0);
+        self.cursor = last.and_then(|k| k.checked_add(1)).unwrap_or(0);
         batch
     }
 
@@ -235,10 +244,15 @@ mod tests {
         let b: Vec<u64> = q.take_batch(2).iter().map(|e| e.key).collect();
         assert_eq!(b, vec![5, 7]);
         q.push(put(2, 2));
+        // 9 is the last key: the batch wraps around to 2, and is still sorted.
         let b: Vec<u64> = q.take_batch(2).iter().map(|e| e.key).collect();
-        assert_eq!(b, vec![9]);
-        let b: Vec<u64> = q.take_batch(2).iter().map(|e| e.key).collect();
-        assert_eq!(b, vec![2]);
+        assert_eq!(b, vec![2, 9]);
         assert!(q.is_empty());
+        for k in [4u64, 8, 1] {
+            q.push(put(k, k));
+        }
+        // The cursor is past 2: 4 and 8 first, then 1.
+        let b: Vec<u64> = q.take_batch(5).iter().map(|e| e.key).collect();
+        assert_eq!(b, vec![1, 4, 8]);
     }
 }
