@@ -321,3 +321,45 @@ fn a_crash_inside_a_batch_update_applies_each_entry_exactly_once() {
         "the batch update was cut only {crashes} times"
     );
 }
+
+#[test]
+fn bad_options_are_refused_with_the_option_named() {
+    let bad = [
+        (pio(0, 64, 4, 4), "leaf_segments"),
+        (pio(65, 64, 4, 4), "leaf_segments"),
+        (pio(2, 1, 4, 4), "opq_bytes"),
+        (pio(2, 64, 0, 4), "pio_max"),
+        (pio(2, 64, 4, 0), "bcnt"),
+        (
+            PioOptions {
+                speriod: 0,
+                ..pio(2, 64, 4, 4)
+            },
+            "speriod",
+        ),
+    ];
+    for (p, name) in bad {
+        let r = Db::create_on(
+            storage(&MemDevice::new(512), &MemVfs::new()),
+            opts(512, 64, p),
+        );
+        match r {
+            Err(flashix::Error::InvalidOptions(m)) => assert!(m.contains(name), "{m}"),
+            other => panic!("{name}: expected InvalidOptions, got {:?}", other.err()),
+        }
+    }
+    // Leaves of 8 segments need a pool of at least 18 frames.
+    let r = Db::create_on(
+        storage(&MemDevice::new(512), &MemVfs::new()),
+        opts(512, 8, pio(8, 64, 4, 4)),
+    );
+    assert!(matches!(r, Err(flashix::Error::InvalidOptions(_))));
+    let s = Db::create_on(
+        storage(&MemDevice::new(512), &MemVfs::new()),
+        opts(512, 64, pio(2, 64, 4, 4)),
+    )
+    .unwrap()
+    .stats();
+    // The OPQ's 64 entries and the pool are in the reported memory.
+    assert!(s.memory_bytes >= 64 * PIO_OPQ_ENTRY_BYTES);
+}
