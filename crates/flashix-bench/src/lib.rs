@@ -5,10 +5,12 @@
 //! - [`workload`]: keys, key distributions and operation mixes;
 //! - [`runner`]: preparation of the aged index and the measured phase (`flashix bench`);
 //! - [`model`]: the FD-tree cost model on a device profile (`flashix fdtree-model`);
+//! - [`pio_model`]: the PIO B-tree leaf-size and OPQ model (`flashix pio-model`);
 //! - [`report`]: result records, percentiles, the terminal table and `results.json`;
 //! - [`units`]: byte sizes on the command line.
 
 pub mod model;
+pub mod pio_model;
 pub mod probe;
 pub mod report;
 pub mod runner;

@@ -30,6 +30,8 @@ enum Cmd {
     Bench(BenchArgs),
     /// FD-tree cost model: choose k and the number of levels for a device profile and a mix.
     FdtreeModel(flashix_bench::model::FdTreeModelArgs),
+    /// PIO B-tree cost model: choose the leaf size in segments and the OPQ size.
+    PioModel(flashix_bench::pio_model::PioModelArgs),
 }
 
 #[derive(clap::Args)]
@@ -181,6 +183,7 @@ fn run(cli: Cli) -> Result<()> {
             runner::run_bench(&cfg).map(|_| ())
         }
         Cmd::FdtreeModel(a) => flashix_bench::model::run(&a),
+        Cmd::PioModel(a) => flashix_bench::pio_model::run(&a),
     }
 }
 

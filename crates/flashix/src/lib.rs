@@ -36,7 +36,7 @@ pub use db::{Db, Range, Storage};
 pub use error::{Error, Result};
 pub use io::DeviceStats;
 pub use options::{
-    BTreeOptions, DeviceSpec, EngineKind, FdTreeOptions, LsmOptions, Options, Tuning,
-    DEFAULT_PAGE_SIZE,
+    BTreeOptions, DeviceSpec, EngineKind, FdTreeOptions, LsmOptions, Options, PioOptions, Tuning,
+    DEFAULT_PAGE_SIZE, PIO_OPQ_ENTRY_BYTES,
 };
 pub use stats::{BufferStats, Stats, WalStats};

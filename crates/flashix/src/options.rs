@@ -188,6 +188,46 @@ impl Tuning {
     }
 }
 
+/// PIO B-tree sub-options (Roh et al., VLDB 2011). Defaults: the paper's experimental
+/// settings (§4.1: "PioMax, speriod, and bcnt were fixed at 64, 5000, and 5000") and its
+/// §3.6 guidance for the leaf size; [`crate::cost::pio`] computes the model's choice of
+/// `leaf_segments` and `opq_bytes` for a measured device profile (`flashix pio-model`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PioOptions {
+    /// Leaf node size L in leaf segments (pages), §3.2.2. Internal nodes are one page.
+    /// Default 2: 8 KiB leaves at 4 KiB pages (§3.6: "the performance of most flashSSDs is
+    /// optimized with around 8KB I/O size"). 1..=64.
+    pub leaf_segments: u32,
+    /// Memory of the operation queue (OPQ, §3.1.3) in bytes; an OPQ entry takes
+    /// [`PIO_OPQ_ENTRY_BYTES`]. Default 1 MiB (256 pages of 4 KiB; §4.1.3 varies it from 1
+    /// to 4095 pages). At least two entries.
+    pub opq_bytes: u64,
+    /// Largest number of requests in one psync I/O call (`PioMax`, §3.1.1). Default 64.
+    /// 1..=4096.
+    pub pio_max: u32,
+    /// Sort period: the OPQ's appended region is sorted and merged into its sorted region
+    /// every `speriod` appends (§3.1.3). Default 5000. At least 1.
+    pub speriod: u32,
+    /// Batch count: entries one batch update (`bupdate`) takes from a full OPQ
+    /// (§3.1.3). Default 5000. At least 1.
+    pub bcnt: u32,
+}
+
+/// Bytes of one OPQ entry in memory: key, value and operation flag (§3.1.3, Figure 7).
+pub const PIO_OPQ_ENTRY_BYTES: u64 = 24;
+
+impl Default for PioOptions {
+    fn default() -> Self {
+        PioOptions {
+            leaf_segments: 2,
+            opq_bytes: 1 << 20,
+            pio_max: 64,
+            speriod: 5000,
+            bcnt: 5000,
+        }
+    }
+}
+
 /// Options of an index: a builder, e.g.
 /// `Options::new(EngineKind::BTree).page_size(4096).buffer_pool_bytes(16 << 20)`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -205,6 +245,8 @@ pub struct Options {
     /// `None`: [`Tuning::reference`] for the page size.
     #[serde(default)]
     pub(crate) tuning: Option<Tuning>,
+    #[serde(default)]
+    pub(crate) pio: PioOptions,
 }
 
 /// Default page size: the SSD's 4 KiB page.
@@ -223,6 +265,7 @@ impl Options {
             fdtree: FdTreeOptions::default(),
             lsm: LsmOptions::default(),
             tuning: None,
+            pio: PioOptions::default(),
         }
     }
 
@@ -281,6 +324,12 @@ impl Options {
             .unwrap_or_else(|| Tuning::reference(self.page_size))
     }
 
+    /// PIO B-tree sub-options.
+    pub fn pio(mut self, pio: PioOptions) -> Self {
+        self.pio = pio;
+        self
+    }
+
     /// The engine kind.
     pub fn engine(&self) -> EngineKind {
         self.engine
@@ -312,6 +361,11 @@ impl Options {
         &self.lsm
     }
 
+    /// PIO B-tree sub-options.
+    pub fn get_pio(&self) -> &PioOptions {
+        &self.pio
+    }
+
     /// Check what does not depend on the engine, and the options of the chosen engine.
     pub(crate) fn validate(&self) -> Result<()> {
         crate::io::check_page_size(self.page_size)?;
@@ -333,6 +387,9 @@ impl Options {
         }
         if self.engine == EngineKind::Lsm {
             crate::engine::lsm::validate(self)?;
+        }
+        if self.engine == EngineKind::PioBTree {
+            crate::engine::pio::validate(self)?;
         }
         Ok(())
     }

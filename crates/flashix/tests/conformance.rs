@@ -5,7 +5,12 @@
 use flashix::testing::{run, DeviceKind, History};
 use flashix::EngineKind;
 
-const ENGINES: &[EngineKind] = &[EngineKind::BTree, EngineKind::FdTree, EngineKind::Lsm];
+const ENGINES: &[EngineKind] = &[
+    EngineKind::BTree,
+    EngineKind::FdTree,
+    EngineKind::Lsm,
+    EngineKind::PioBTree,
+];
 
 fn long() -> bool {
     std::env::var_os("FLASHIX_CONFORMANCE_LONG").is_some()

@@ -219,6 +219,40 @@ impl Pager {
         Ok(out)
     }
 
+    /// Load the pages of `runs` that are not in the buffer pool with psync reads: each run
+    /// one request, at most `pio_max` requests per batch (PIO B-tree paper §2.3). Later
+    /// [`Pager::read`]s of these pages are pool hits. Returns the pages read.
+    pub fn prefetch(&mut self, runs: &[crate::io::psync::Run], pio_max: usize) -> Result<u64> {
+        self.pool.fetch_runs(
+            &mut *self.dev,
+            &mut WalBarrier(&mut self.wal),
+            runs,
+            pio_max,
+        )
+    }
+
+    /// Write every dirty page now, in psync groups of at most `pio_max` writes, after the
+    /// WAL rule's barrier (write-through of a batch update, PIO B-tree paper §3.4). The
+    /// pages stay resident and clean; this is not a checkpoint.
+    pub fn write_through(&mut self, pio_max: usize) -> Result<()> {
+        self.pool
+            .flush_dirty(&mut *self.dev, &mut WalBarrier(&mut self.wal), pio_max)
+    }
+
+    /// `len` new contiguous zeroed pages changed through the pool like
+    /// [`Pager::alloc_page`]'s (multi-page nodes: the PIO B-tree's leaf segments).
+    pub fn alloc_run(&mut self, len: u64) -> Result<Extent> {
+        let e = self.alloc.alloc(len);
+        for pid in e.start..e.end() {
+            self.fresh.insert(pid);
+            let fid = self
+                .pool
+                .create(&mut *self.dev, &mut WalBarrier(&mut self.wal), pid)?;
+            self.pool.unpin(fid);
+        }
+        Ok(e)
+    }
+
     /// A new zeroed page (not in the checkpoint image, so it needs no before-image).
     pub fn alloc_page(&mut self) -> Result<PageId> {
         let pid = self.alloc.alloc_page();

@@ -234,6 +234,60 @@ impl BufferPool {
         Ok(f)
     }
 
+    /// Load every page of `runs` that is not resident, reading each run that misses a page
+    /// as one request and all of them in psync groups of at most `pio_max` requests
+    /// ([`crate::io::psync`]; PIO B-tree paper §2.3). Resident pages are kept as they are
+    /// (they may be newer than the device). Loaded pages are verified and left unpinned;
+    /// the caller bounds the pages of one call by the pool's capacity. Returns the pages
+    /// loaded.
+    pub fn fetch_runs(
+        &mut self,
+        dev: &mut dyn Device,
+        barrier: &mut dyn WriteBarrier,
+        runs: &[crate::io::psync::Run],
+        pio_max: usize,
+    ) -> Result<u64> {
+        let missing: Vec<crate::io::psync::Run> = runs
+            .iter()
+            .copied()
+            .filter(|&(start, len)| {
+                (start..start.saturating_add(len)).any(|p| !self.map.contains_key(&p))
+            })
+            .collect();
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        // Decided before any eviction: a page resident now may be newer than the device,
+        // and evicting it below writes it back after the read, so its bytes read here are
+        // stale even if it is gone by the time its turn comes.
+        let absent: Vec<Vec<bool>> = missing
+            .iter()
+            .map(|&(start, len)| {
+                (start..start + len)
+                    .map(|p| !self.map.contains_key(&p))
+                    .collect()
+            })
+            .collect();
+        let bufs = crate::io::psync::read_runs(dev, &missing, pio_max)?;
+        let mut loaded = 0;
+        for ((&(start, len), buf), absent) in missing.iter().zip(&bufs).zip(&absent) {
+            for (i, pid) in (start..start + len).enumerate() {
+                if !absent[i] || self.map.contains_key(&pid) {
+                    continue;
+                }
+                let bytes = &buf[i * self.page_size..(i + 1) * self.page_size];
+                page::verify(pid, bytes)?;
+                self.stats.misses += 1;
+                let f = self.victim(dev, barrier)?;
+                self.frames[f].data.copy_from_slice(bytes);
+                self.install(f, pid, false);
+                self.unpin(f);
+                loaded += 1;
+            }
+        }
+        Ok(loaded)
+    }
+
     /// Pin a frame for a new page without reading it (contents zeroed, marked dirty).
     pub fn create(
         &mut self,
@@ -324,6 +378,17 @@ impl BufferPool {
         dev: &mut dyn Device,
         barrier: &mut dyn WriteBarrier,
     ) -> Result<()> {
+        self.flush_dirty(dev, barrier, 64)
+    }
+
+    /// Write every dirty page, in page order, in batches of at most `group` writes (the
+    /// psync writes of the PIO B-tree's batch update, §3.1.3).
+    pub fn flush_dirty(
+        &mut self,
+        dev: &mut dyn Device,
+        barrier: &mut dyn WriteBarrier,
+        group: usize,
+    ) -> Result<()> {
         let mut dirty: Vec<FrameId> = self
             .map
             .values()
@@ -331,7 +396,7 @@ impl BufferPool {
             .filter(|&f| self.frames[f].dirty)
             .collect();
         dirty.sort_by_key(|&f| self.frames[f].page);
-        for chunk in dirty.chunks(64) {
+        for chunk in dirty.chunks(group.max(1)) {
             self.write_back(dev, barrier, chunk)?;
         }
         Ok(())

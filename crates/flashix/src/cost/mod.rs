@@ -7,10 +7,14 @@
 //!
 //! - [`fdtree`]: FD-tree size ratio `k` and number of levels `l` (Li et al., VLDB 2010,
 //!   §4 and Appendix C).
+//! - [`pio`]: PIO B-tree leaf size in segments and OPQ size (Roh et al., VLDB 2011, §3.2.1,
+//!   §3.5–3.6 and the Appendix), from a [`pio::PioDeviceCosts`] (latency by request size,
+//!   throughput at the psync queue depth).
 //!
 //! All times are in microseconds (`_us`), all sizes in bytes unless a name says entries.
 
 pub mod fdtree;
+pub mod pio;
 
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};

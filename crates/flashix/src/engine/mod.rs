@@ -4,6 +4,7 @@ pub mod btree;
 pub mod fdtree;
 mod logged;
 pub mod lsm;
+pub mod pio;
 
 pub(crate) use logged::Logged;
 
@@ -62,6 +63,7 @@ pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
         EngineKind::BTree => Ok(Box::new(btree::BTree::create(storage, opts)?)),
         EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::create(storage, opts)?)),
         EngineKind::Lsm => Ok(Box::new(lsm::Lsm::create(storage, opts)?)),
+        EngineKind::PioBTree => Ok(Box::new(pio::PioBTree::create(storage, opts)?)),
         other => Err(not_built(other)),
     }
 }
@@ -72,6 +74,7 @@ pub fn open(storage: Storage, manifest: Manifest) -> Result<Box<dyn Engine>> {
         EngineKind::BTree => Ok(Box::new(btree::BTree::open(storage, manifest)?)),
         EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::open(storage, manifest)?)),
         EngineKind::Lsm => Ok(Box::new(lsm::Lsm::open(storage, manifest)?)),
+        EngineKind::PioBTree => Ok(Box::new(pio::PioBTree::open(storage, manifest)?)),
         other => Err(not_built(other)),
     }
 }

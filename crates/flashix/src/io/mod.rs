@@ -17,6 +17,7 @@ pub mod alloc;
 pub mod fault;
 mod file;
 mod mem;
+pub mod psync;
 mod vfs;
 
 pub use aligned::AlignedBuf;

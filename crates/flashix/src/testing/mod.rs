@@ -211,6 +211,17 @@ fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
             io_unit_bytes: [1u64, 3, 128][rng.below(3) as usize] * page_size as u64,
         });
     }
+    if engine == EngineKind::PioBTree {
+        // OPQs of a few entries so that batch updates, and crash points inside them, are
+        // frequent; leaves of 1-3 segments; small pio_max so that psync groups are cut.
+        return opts.pio(crate::PioOptions {
+            leaf_segments: 1 + rng.below(3) as u32,
+            opq_bytes: [2u64, 5, 16, 64][rng.below(4) as usize] * crate::PIO_OPQ_ENTRY_BYTES,
+            pio_max: [1u32, 2, 4, 64][rng.below(4) as usize],
+            speriod: [1u32, 3, 50][rng.below(3) as usize],
+            bcnt: [1u32, 4, 1000][rng.below(3) as usize],
+        });
+    }
     if engine == EngineKind::Lsm {
         // The same small sizes as the FD-tree: C0 of two pages and small k build several
         // components in a few thousand operations; multi-page requests of a few pages.

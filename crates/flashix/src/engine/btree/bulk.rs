@@ -8,7 +8,7 @@ use crate::io::PageId;
 
 /// Cut `n` items into groups of `per` (at least `min` each, at most `cap`), as a bulk load
 /// does: full groups, with a short last group merged into or balanced with the one before.
-fn group_sizes(n: usize, per: usize, min: usize, cap: usize) -> Vec<usize> {
+pub(crate) fn group_sizes(n: usize, per: usize, min: usize, cap: usize) -> Vec<usize> {
     let mut sizes = vec![per; n / per];
     let rest = n % per;
     if rest > 0 {

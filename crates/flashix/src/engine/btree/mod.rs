@@ -29,6 +29,7 @@
 //! The buffer pool (`buffer_pool_bytes`) plus the pager's page-id sets; nothing per entry.
 
 mod bulk;
+pub(crate) use bulk::group_sizes;
 mod check;
 mod delete;
 mod insert;

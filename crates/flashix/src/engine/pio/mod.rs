@@ -1,0 +1,549 @@
+//! The PIO B-tree (`EngineKind::PioBTree`; Roh, Park, Kim, Shin, Lee, VLDB 2011): a
+//! B+-tree that drives the SSD's internal parallelism from one thread.
+//!
+//! - **psync I/O** (§2.3, [`crate::io::psync`]): groups of page reads (or of writes, never
+//!   mixed: principle 3) submitted at once through [`crate::io::Device::submit`], at most
+//!   `pio_max` requests per group; the pages land in the buffer pool
+//!   ([`Pager::prefetch`]).
+//! - **MPSearch** (§3.1.1, Algorithm 1; [`mpsearch`]) serves `get_many` (and `get`, with one
+//!   key): level by level, one psync read per level for the nodes the sorted keys need,
+//!   depth-first in groups of `pio_max` nodes.
+//! - **Parallel range search** (§3.1.2): `scan` reads the internal nodes over the range level
+//!   by level and up to `pio_max` leaves in one psync read.
+//! - **OPQ and batch update** (§3.1.3, Algorithm 2; [`opq`], [`bupdate`]): updates append to
+//!   the in-memory operation queue; searches look there first; a full OPQ gives `bcnt`
+//!   entries to `bupdate`, which descends like MPSearch, appends to the leaves, shrinks,
+//!   splits, merges or redistributes them, propagates fence keys upward ([`internal`]) and
+//!   writes the changed pages in psync groups.
+//! - **Leaf segments** (§3.2.2–3.3, Algorithm 3; [`leaf`]): a leaf is `L` contiguous pages;
+//!   updates append to its last segment; the LSMap caches each leaf's last segment id; a
+//!   full leaf is shrunk (its records replayed, cancelled pairs dropped), then split or
+//!   rebalanced. Internal nodes are one page.
+//!
+//! # On-disk format
+//! Internal nodes: the B+-tree's node format ([`crate::engine::btree::node`], kind 2):
+//! separators and child page ids, `link` the leftmost child; a child of a level-1 node is the
+//! first page of a leaf. Leaves: [`leaf`] (kind 3, `L` segment pages). The manifest's engine
+//! state holds `root` (a page id; the first page of a leaf when `height` is 1), `height`
+//! (levels, leaves included), `leaves` and `leaf_records`.
+//!
+//! # Invariants (checked by `check_integrity`)
+//! 1. Internal nodes: keys strictly increasing; every key below child slot `s` lies in
+//!    `[separator(s), separator(s+1))` of its parent; non-root nodes hold at least
+//!    `capacity/2` separators, an internal root at least one; levels decrease by one per
+//!    step and all leaves are at depth `height - 1`.
+//! 2. Leaves: `L` segments with the right index and `L` in each header; every segment
+//!    before the last is full and every one after it empty; the first `base` records are
+//!    sorted puts; every record's key lies in the leaf's fence range; a non-root leaf's
+//!    `base` is at least `C/4` (C = `L` × records per segment), since every rewrite of a
+//!    non-root leaf leaves at least that many live entries.
+//! 3. The LSMap names only reachable leaves, each with its true last segment.
+//! 4. The OPQ's sorted region is strictly increasing, and the OPQ is within its capacity.
+//! 5. `leaves` and `leaf_records` equal the tree; no page is reachable twice and no
+//!    reachable page is free in the extent allocator.
+//!
+//! # Durability and recovery (§3.4)
+//! The shared [`Pager`]: every operation is appended to the WAL as a logical redo record
+//! *before* it enters the OPQ ([`crate::engine::Logged::logged`]), and `flush` syncs the WAL
+//! (group commit), so an OPQ entry is durable when `flush` returns — the paper's first WAL
+//! condition. Pages change in place under full-page before-images (the paper's "flush undo
+//! log"): the first change of a page after a checkpoint logs its checkpoint contents, and
+//! the WAL rule makes that durable before the page is written (the second condition).
+//! A checkpoint first empties the OPQ into the tree (§3.4: "PIO B-tree also flushes all the
+//! OPQ entries ... when the DBMS system needs to checkpoint"), so a checkpoint image never
+//! depends on queued entries. After a crash, recovery writes the before-images back —
+//! undoing every OPQ flush since the checkpoint, complete or torn, which makes each flush
+//! atomic — and replays every logical record since the checkpoint into the OPQ, re-running
+//! the batch updates. Each operation is thus applied to the tree exactly once: the image
+//! it is replayed onto holds none of the operations since the checkpoint. This replaces
+//! the paper's flush event log pair and key-range filtering of the redo phase, with the
+//! same outcome (no flushed entry redone twice, no torn flush visible).
+//!
+//! # Memory
+//! The buffer pool; the OPQ (`opq_bytes`, entries of [`crate::PIO_OPQ_ENTRY_BYTES`]); the
+//! LSMap (a hash map leaf → last segment, about 17 bytes per cached leaf; the paper packs
+//! it into `log2(L/2)` bits per leaf); during MPSearch and `bupdate` the page ids of at most
+//! `pio_max` × fan-out child nodes per level (the pages themselves are in the pool:
+//! psync groups are bounded by half the pool and by `pio_max`).
+
+mod bupdate;
+mod check;
+mod internal;
+pub mod leaf;
+mod mpsearch;
+pub mod opq;
+
+use crate::buffer::Pager;
+use crate::engine::btree::node;
+use crate::engine::{Engine, Logged, RangeCursor};
+use crate::error::{Error, Result};
+use crate::io::PageId;
+use crate::manifest::Manifest;
+use crate::options::{EngineKind, Options, PIO_OPQ_ENTRY_BYTES};
+use crate::stats::Stats;
+use crate::wal::LogicalOp;
+use crate::Storage;
+use opq::{Op, Opq, OpqEntry};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+/// Durable roots, saved in the manifest.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct State {
+    root: PageId,
+    height: u32,
+    leaves: u64,
+    leaf_records: u64,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Counters {
+    bupdates: u64,
+    bupdate_entries: u64,
+    leaf_appends: u64,
+    shrinks: u64,
+    leaf_splits: u64,
+    internal_splits: u64,
+    root_splits: u64,
+    merges: u64,
+    redistributions: u64,
+    mpsearches: u64,
+    psync_reads: u64,
+    opq_hits: u64,
+}
+
+/// Check PIO B-tree options (called by `Options::validate`).
+pub fn validate(opts: &Options) -> Result<()> {
+    let o = &opts.pio;
+    if !(1..=64).contains(&o.leaf_segments) {
+        return Err(Error::InvalidOptions(format!(
+            "pio leaf_segments {} must be within 1..=64",
+            o.leaf_segments
+        )));
+    }
+    if o.opq_bytes < 2 * PIO_OPQ_ENTRY_BYTES || o.opq_bytes > 1 << 36 {
+        return Err(Error::InvalidOptions(format!(
+            "pio opq_bytes {} must hold at least two {PIO_OPQ_ENTRY_BYTES}-byte entries and be at most 64 GiB",
+            o.opq_bytes
+        )));
+    }
+    if !(1..=4096).contains(&o.pio_max) {
+        return Err(Error::InvalidOptions(format!(
+            "pio pio_max {} must be within 1..=4096",
+            o.pio_max
+        )));
+    }
+    if o.speriod == 0 {
+        return Err(Error::InvalidOptions(
+            "pio speriod must be at least 1".into(),
+        ));
+    }
+    if o.bcnt == 0 {
+        return Err(Error::InvalidOptions("pio bcnt must be at least 1".into()));
+    }
+    Ok(())
+}
+
+/// Frames the engine needs: two leaves at once (a rebalance) and a few internal pages.
+fn min_frames(opts: &Options) -> usize {
+    (2 * opts.pio.leaf_segments as usize + 2).max(8)
+}
+
+/// Where a node sits: its page and its fence range `[lo, hi)` (`hi` `None`: unbounded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fenced {
+    pid: PageId,
+    lo: u64,
+    hi: Option<u64>,
+}
+
+/// The PIO B-tree engine.
+pub struct PioBTree {
+    pager: Pager,
+    root: PageId,
+    height: u32,
+    leaves: u64,
+    leaf_records: u64,
+    /// L: segments per leaf.
+    segs: u16,
+    /// Records per segment.
+    seg_cap: usize,
+    /// Separators per internal node.
+    cap: usize,
+    pio_max: usize,
+    bcnt: usize,
+    opq: Opq,
+    /// LSMap (§3.2.2): last segment id of leaves, by first page.
+    lsmap: HashMap<PageId, u16>,
+    counters: Counters,
+}
+
+impl PioBTree {
+    fn new(pager: Pager, options: &Options, s: State) -> PioBTree {
+        let o = &options.pio;
+        let opq_cap = (o.opq_bytes / PIO_OPQ_ENTRY_BYTES) as usize;
+        PioBTree {
+            pager,
+            root: s.root,
+            height: s.height,
+            leaves: s.leaves,
+            leaf_records: s.leaf_records,
+            segs: o.leaf_segments as u16,
+            seg_cap: leaf::segment_capacity(options.page_size),
+            cap: node::capacity(options.page_size),
+            pio_max: o.pio_max as usize,
+            bcnt: o.bcnt as usize,
+            opq: Opq::new(opq_cap, o.speriod as usize),
+            lsmap: HashMap::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    /// A new tree: one empty root leaf.
+    pub fn create(storage: Storage, options: Options) -> Result<PioBTree> {
+        validate(&options)?;
+        let mut pager = Pager::create(storage, options.clone(), min_frames(&options))?;
+        let segs = options.pio.leaf_segments as u16;
+        let root = pager.alloc_run(u64::from(segs))?.start;
+        leaf::rewrite(&mut pager, root, segs, &[])?;
+        let state = State {
+            root,
+            height: 1,
+            leaves: 1,
+            leaf_records: 0,
+        };
+        let mut t = PioBTree::new(pager, &options, state);
+        t.lsmap.insert(root, 0);
+        t.checkpoint()?;
+        Ok(t)
+    }
+
+    /// Reopen: restore the checkpoint image and replay the WAL into the OPQ (§3.4).
+    pub fn open(storage: Storage, manifest: Manifest) -> Result<PioBTree> {
+        validate(&manifest.options)?;
+        let state: State = serde_json::from_value(manifest.engine.clone()).map_err(|e| {
+            Error::corruption("MANIFEST", None, format!("bad PIO B-tree state: {e}"))
+        })?;
+        if state.height == 0 {
+            return Err(Error::corruption("MANIFEST", None, "PIO B-tree height 0"));
+        }
+        let (pager, ops) = Pager::open(storage, &manifest, min_frames(&manifest.options))?;
+        let mut t = PioBTree::new(pager, &manifest.options, state);
+        if !ops.is_empty() {
+            t.replay(&ops)?;
+            t.checkpoint()?;
+        }
+        Ok(t)
+    }
+
+    fn state(&self) -> serde_json::Value {
+        serde_json::json!(State {
+            root: self.root,
+            height: self.height,
+            leaves: self.leaves,
+            leaf_records: self.leaf_records,
+        })
+    }
+
+    /// C: records a leaf holds.
+    fn leaf_capacity(&self) -> usize {
+        usize::from(self.segs) * self.seg_cap
+    }
+
+    /// Fewest live entries a rewrite leaves in a non-root leaf.
+    fn leaf_min(&self) -> usize {
+        self.leaf_capacity() / 4
+    }
+
+    /// Most live entries a rewrite leaves in one leaf before it splits: a quarter of the
+    /// leaf stays free for appends, so a shrink is not followed at once by another.
+    fn leaf_max(&self) -> usize {
+        self.leaf_capacity() * 3 / 4
+    }
+
+    /// Nodes of `pages` pages each that one psync group may load: at most `pio_max`, and
+    /// at most half the pool, so the group is still resident when it is used.
+    fn group(&self, pages: u64) -> usize {
+        let half = self.pager.pool_frames() as usize / 2;
+        (half / pages.max(1) as usize).clamp(1, self.pio_max)
+    }
+
+    /// One psync read of whole nodes or leaf runs into the pool.
+    fn psync_read(&mut self, runs: &[(PageId, u64)]) -> Result<()> {
+        if self.pager.prefetch(runs, self.pio_max)? > 0 {
+            self.counters.psync_reads += 1;
+        }
+        Ok(())
+    }
+
+    /// The run of a leaf a search reads: segments up to the last one if the LSMap knows
+    /// it, else the whole leaf (§3.2.2).
+    fn search_run(&self, pid: PageId) -> (PageId, u64) {
+        match self.lsmap.get(&pid) {
+            Some(&last) => (pid, u64::from(last) + 1),
+            None => (pid, u64::from(self.segs)),
+        }
+    }
+
+    /// Read a leaf (already prefetched) and cache its last segment.
+    fn load_leaf(&mut self, pid: PageId) -> Result<leaf::LeafImage> {
+        let known = self.lsmap.get(&pid).copied();
+        let img = leaf::load(&mut self.pager, pid, self.segs, known)?;
+        self.lsmap.insert(pid, img.last);
+        Ok(img)
+    }
+
+    /// Append an update to the OPQ; a full OPQ is flushed by a batch update (§3.1.3).
+    fn enqueue(&mut self, e: OpqEntry) -> Result<()> {
+        self.opq.push(e);
+        if self.opq.is_full() {
+            let batch = self.opq.take_batch(self.bcnt);
+            self.bupdate(batch)?;
+        }
+        Ok(())
+    }
+
+    /// Apply every OPQ entry to the tree (before a checkpoint).
+    fn flush_opq(&mut self) -> Result<()> {
+        while !self.opq.is_empty() {
+            let batch = self.opq.take_batch(self.bcnt);
+            self.bupdate(batch)?;
+        }
+        Ok(())
+    }
+
+    fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
+        let mut cur = RangeCursor {
+            next: Some(lo),
+            hi: std::ops::Bound::Included(hi),
+            hint: None,
+        };
+        loop {
+            let mut keys = Vec::new();
+            while keys.len() < 4096 && cur.next.is_some() {
+                self.prange(&mut cur, &mut keys)?;
+            }
+            let resume = cur.next;
+            for &(k, _) in &keys {
+                self.enqueue(OpqEntry {
+                    key: k,
+                    value: 0,
+                    op: Op::Delete,
+                })?;
+            }
+            match resume {
+                // The deletes may have changed the tree: search again from where it stopped.
+                Some(n) => {
+                    cur = RangeCursor {
+                        next: Some(n),
+                        hi: std::ops::Bound::Included(hi),
+                        hint: None,
+                    }
+                }
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Bottom-up bulk load of the empty tree (the paper's bulk loader, §4.1): leaves at
+    /// half their capacity, internal nodes at 0.7 like the B+-tree's.
+    fn bulk_load(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        let c = self.leaf_capacity();
+        let old = self.root;
+        self.free_leaf(old);
+        let sizes = crate::engine::btree::group_sizes(
+            sorted.len(),
+            (c / 2).max(1),
+            self.leaf_min().max(1),
+            self.leaf_max().max(1),
+        );
+        let mut level_nodes: Vec<(u64, PageId)> = Vec::with_capacity(sizes.len());
+        let mut off = 0;
+        for size in sizes {
+            let chunk = &sorted[off..off + size];
+            let pid = self.pager.alloc_run(u64::from(self.segs))?.start;
+            let last = leaf::rewrite(&mut self.pager, pid, self.segs, chunk)?;
+            self.lsmap.insert(pid, last);
+            level_nodes.push((chunk[0].0, pid));
+            off += size;
+        }
+        self.leaves = level_nodes.len() as u64;
+        self.leaf_records = sorted.len() as u64;
+        let min = self.cap / 2;
+        let per = ((self.cap as f64 * 0.7) as usize).clamp(min.max(1), self.cap);
+        let mut level = 0;
+        while level_nodes.len() > 1 {
+            level += 1;
+            let sizes = crate::engine::btree::group_sizes(
+                level_nodes.len(),
+                per + 1,
+                min + 1,
+                self.cap + 1,
+            );
+            let mut upper = Vec::with_capacity(sizes.len());
+            let mut off = 0;
+            for size in sizes {
+                let group = &level_nodes[off..off + size];
+                let pid = self.pager.alloc_page()?;
+                self.pager
+                    .write(pid, |b| node::init(b, level, group[0].1, &group[1..]))?;
+                upper.push((group[0].0, pid));
+                off += size;
+            }
+            level_nodes = upper;
+        }
+        match level_nodes.first() {
+            Some(&(_, root)) => {
+                self.root = root;
+                self.height = level + 1;
+            }
+            None => {
+                let root = self.pager.alloc_run(u64::from(self.segs))?.start;
+                leaf::rewrite(&mut self.pager, root, self.segs, &[])?;
+                self.lsmap.insert(root, 0);
+                self.root = root;
+                self.height = 1;
+                self.leaves = 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Free a leaf's segments (reused after the next checkpoint) and forget it.
+    fn free_leaf(&mut self, pid: PageId) {
+        self.lsmap.remove(&pid);
+        self.pager.free_extent(crate::io::Extent {
+            start: pid,
+            len: u64::from(self.segs),
+        });
+    }
+
+    fn is_empty(&self) -> bool {
+        self.opq.is_empty() && self.leaf_records == 0 && self.height == 1
+    }
+}
+
+impl Logged for PioBTree {
+    fn pager(&mut self) -> &mut Pager {
+        &mut self.pager
+    }
+
+    fn holds_nothing(&self) -> bool {
+        self.is_empty()
+    }
+
+    fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        self.bulk_load(sorted)
+    }
+
+    fn apply(&mut self, op: &LogicalOp) -> Result<()> {
+        match op {
+            LogicalOp::Insert(k, v) => self.enqueue(OpqEntry {
+                key: *k,
+                value: *v,
+                op: Op::Put,
+            }),
+            LogicalOp::Delete(k) => self.enqueue(OpqEntry {
+                key: *k,
+                value: 0,
+                op: Op::Delete,
+            }),
+            LogicalOp::BulkInsert(pairs) => pairs.iter().try_for_each(|&(k, v)| {
+                self.enqueue(OpqEntry {
+                    key: k,
+                    value: v,
+                    op: Op::Put,
+                })
+            }),
+            LogicalOp::DeleteRange(lo, hi) => self.delete_range_unlogged(*lo, *hi),
+        }
+    }
+
+    /// Empty the OPQ into the tree, then publish the tree (§3.4).
+    fn checkpoint(&mut self) -> Result<()> {
+        self.flush_opq()?;
+        let s = self.state();
+        self.pager.checkpoint(s)
+    }
+}
+
+impl Engine for PioBTree {
+    fn insert(&mut self, key: u64, value: u64) -> Result<()> {
+        self.logged(LogicalOp::Insert(key, value))
+    }
+
+    fn delete(&mut self, key: u64) -> Result<()> {
+        self.logged(LogicalOp::Delete(key))
+    }
+
+    fn get(&mut self, key: u64) -> Result<Option<u64>> {
+        Ok(self.search_many(&[key])?.first().copied().flatten())
+    }
+
+    fn get_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+        self.search_many(keys)
+    }
+
+    fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+        self.prange(cur, out)
+    }
+
+    fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        self.bulk_logged(sorted)
+    }
+
+    fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
+        self.logged(LogicalOp::DeleteRange(lo, hi))
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.pager.flush()
+    }
+
+    fn close(&mut self) -> Result<()> {
+        self.checkpoint()
+    }
+
+    fn stats(&self) -> Stats {
+        let c = &self.counters;
+        let engine_counters: BTreeMap<String, u64> = [
+            ("height", u64::from(self.height)),
+            ("leaves", self.leaves),
+            ("leaf_records", self.leaf_records),
+            ("leaf_segments", u64::from(self.segs)),
+            ("opq_entries", self.opq.len() as u64),
+            ("opq_capacity", self.opq.capacity() as u64),
+            ("opq_sorts", self.opq.sorts),
+            ("opq_hits", c.opq_hits),
+            ("lsmap_entries", self.lsmap.len() as u64),
+            ("bupdates", c.bupdates),
+            ("bupdate_entries", c.bupdate_entries),
+            ("leaf_appends", c.leaf_appends),
+            ("shrinks", c.shrinks),
+            ("leaf_splits", c.leaf_splits),
+            ("internal_splits", c.internal_splits),
+            ("root_splits", c.root_splits),
+            ("merges", c.merges),
+            ("redistributions", c.redistributions),
+            ("mpsearches", c.mpsearches),
+            ("psync_reads", c.psync_reads),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let opq_bytes = self.opq.capacity() as u64 * PIO_OPQ_ENTRY_BYTES;
+        let lsmap_bytes = self.lsmap.capacity() as u64 * 17;
+        Stats {
+            engine: EngineKind::PioBTree,
+            device: self.pager.device_stats(),
+            buffer: self.pager.buffer_stats(),
+            wal: self.pager.wal_stats(),
+            engine_counters,
+            memory_bytes: self.pager.memory_bytes() + opq_bytes + lsmap_bytes,
+        }
+    }
+
+    fn check_integrity(&mut self) -> Result<()> {
+        self.check()
+    }
+}

@@ -1,0 +1,263 @@
+//! Multi-path search (PIO B-tree paper §3.1.1, Algorithm 1) and the parallel range search
+//! built on it (§3.1.2).
+//!
+//! MPSearch takes a sorted set of search keys S and descends level by level: the nodes of
+//! one level that the keys need are read with one psync read (at most `pio_max` of them);
+//! for each node the child pointers whose ranges hold a key of S are extracted
+//! (`CheckSearchNeeded`, Eq. 1); and the children are processed depth-first in groups of at
+//! most `pio_max` (Algorithm 1, lines 14–16). At the leaf level a caller-supplied visitor
+//! gets each group of leaves (reading them with one psync read of its own). The pages are
+//! held by the buffer pool; what MPSearch keeps per level is the list of child ids and
+//! fences of the current group (at most `pio_max` × fan-out), not pages.
+
+use super::leaf;
+use super::opq::Op;
+use super::{Fenced, PioBTree};
+use crate::engine::btree::node;
+use crate::engine::RangeCursor;
+use crate::error::{Error, Result};
+use crate::io::PageId;
+use crate::page::{self, DATA_FILE};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// A node MPSearch reached and the search keys it serves, `keys[from..to]`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Target {
+    pub at: Fenced,
+    pub from: usize,
+    pub to: usize,
+}
+
+/// Visitor of leaf groups.
+pub(super) type Visit<'a> = dyn FnMut(&mut PioBTree, &[Target]) -> Result<()> + 'a;
+
+/// An internal node's contents: leftmost child and (separator, child) entries.
+pub(super) struct Internal {
+    pub link: PageId,
+    pub entries: Vec<(u64, u64)>,
+}
+
+impl Internal {
+    /// Child slot `s` with its fence range inside the parent's `at`.
+    pub fn child(&self, at: Fenced, s: usize) -> Fenced {
+        let pid = if s == 0 {
+            self.link
+        } else {
+            self.entries[s - 1].1
+        };
+        let lo = if s == 0 { at.lo } else { self.entries[s - 1].0 };
+        let hi = self.entries.get(s).map(|e| e.0).or(at.hi);
+        Fenced { pid, lo, hi }
+    }
+
+    pub fn slots(&self) -> usize {
+        self.entries.len() + 1
+    }
+}
+
+impl PioBTree {
+    /// Read an internal node of `level` (from the pool), checking its kind and level.
+    pub(super) fn internal(&mut self, pid: PageId, level: u32) -> Result<Internal> {
+        let (kind, lvl, link, entries) = self.pager.read(pid, |b| {
+            (
+                page::kind(b),
+                node::level(b),
+                node::link(b),
+                node::entries(b),
+            )
+        })?;
+        if kind != node::KIND_INTERNAL || lvl != level || lvl == 0 {
+            return Err(Error::corruption(
+                DATA_FILE,
+                Some(pid),
+                format!("node of kind {kind} at level {lvl}, expected an internal node at level {level}"),
+            ));
+        }
+        Ok(Internal { link, entries })
+    }
+
+    /// MPSearch of the sorted, distinct `keys`: `visit` gets the leaves that hold them, in
+    /// key order, in groups of at most `pio_max`.
+    pub(super) fn mpsearch(&mut self, keys: &[u64], visit: &mut Visit<'_>) -> Result<()> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        self.counters.mpsearches += 1;
+        let root = Target {
+            at: Fenced {
+                pid: self.root,
+                lo: 0,
+                hi: None,
+            },
+            from: 0,
+            to: keys.len(),
+        };
+        if self.height == 1 {
+            return visit(self, &[root]);
+        }
+        self.descend(self.height - 1, &[root], keys, visit)
+    }
+
+    /// Algorithm 1 for one group of nodes at `level` (≥ 1).
+    fn descend(
+        &mut self,
+        level: u32,
+        nodes: &[Target],
+        keys: &[u64],
+        visit: &mut Visit<'_>,
+    ) -> Result<()> {
+        let runs: Vec<(PageId, u64)> = nodes.iter().map(|t| (t.at.pid, 1)).collect();
+        self.psync_read(&runs)?;
+        let mut children: Vec<Target> = Vec::new();
+        for t in nodes {
+            let n = self.internal(t.at.pid, level)?;
+            // CheckSearchNeeded (Eq. 1): consecutive keys of the same child form one target.
+            let mut i = t.from;
+            while i < t.to {
+                let s = match n.entries.binary_search_by_key(&keys[i], |e| e.0) {
+                    Ok(j) => j + 1,
+                    Err(j) => j,
+                };
+                let at = n.child(t.at, s);
+                let mut j = i + 1;
+                while j < t.to && at.hi.map_or(true, |h| keys[j] < h) {
+                    j += 1;
+                }
+                children.push(Target { at, from: i, to: j });
+                i = j;
+            }
+        }
+        if level == 1 {
+            let g = self.group(u64::from(self.segs));
+            for chunk in children.chunks(g) {
+                visit(self, chunk)?;
+            }
+        } else {
+            let g = self.group(1);
+            for chunk in children.chunks(g) {
+                self.descend(level - 1, chunk, keys, visit)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Point searches of many keys (`get_many`; `get` is one key): the OPQ first (§3.3),
+    /// then MPSearch for the rest, each leaf group read with one psync read.
+    pub(super) fn search_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+        let mut out = vec![None; keys.len()];
+        let mut pending: Vec<(u64, usize)> = Vec::new();
+        for (i, &k) in keys.iter().enumerate() {
+            match self.opq.lookup(k) {
+                Some(e) => {
+                    self.counters.opq_hits += 1;
+                    out[i] = (e.op == Op::Put).then_some(e.value);
+                }
+                None => pending.push((k, i)),
+            }
+        }
+        pending.sort_unstable();
+        let mut ks: Vec<u64> = pending.iter().map(|p| p.0).collect();
+        ks.dedup();
+        let mut found: Vec<Option<u64>> = vec![None; ks.len()];
+        let wanted = &ks;
+        self.mpsearch(&ks, &mut |t: &mut PioBTree, leaves: &[Target]| {
+            let runs: Vec<(PageId, u64)> = leaves.iter().map(|l| t.search_run(l.at.pid)).collect();
+            t.psync_read(&runs)?;
+            for l in leaves {
+                let img = t.load_leaf(l.at.pid)?;
+                let mine = &wanted[l.from..l.to];
+                // Replay the records in append order: the newest of a key decides.
+                for r in &img.records {
+                    if let Ok(j) = mine.binary_search(&r.key) {
+                        found[l.from + j] = (r.op == Op::Put).then_some(r.value);
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        for (k, i) in pending {
+            if let Ok(j) = ks.binary_search(&k) {
+                out[i] = found[j];
+            }
+        }
+        Ok(out)
+    }
+
+    /// Parallel range search (§3.1.2): from `cur.next`, the internal nodes over the range
+    /// level by level and then up to one psync group of leaves, merged with the OPQ's
+    /// entries of the range they cover. Sets `cur.next` to the first key after them.
+    pub(super) fn prange(
+        &mut self,
+        cur: &mut RangeCursor,
+        out: &mut Vec<(u64, u64)>,
+    ) -> Result<()> {
+        let Some(next) = cur.next else { return Ok(()) };
+        let hi = match cur.hi {
+            Bound::Included(h) => h,
+            Bound::Excluded(0) => {
+                cur.next = None;
+                return Ok(());
+            }
+            Bound::Excluded(h) => h - 1,
+            Bound::Unbounded => u64::MAX,
+        };
+        if next > hi {
+            cur.next = None;
+            return Ok(());
+        }
+        let meets = |f: &Fenced| f.lo <= hi && f.hi.map_or(true, |h| h > next);
+        let mut nodes = vec![Fenced {
+            pid: self.root,
+            lo: 0,
+            hi: None,
+        }];
+        for level in (1..self.height).rev() {
+            let runs: Vec<(PageId, u64)> = nodes.iter().map(|n| (n.pid, 1)).collect();
+            self.psync_read(&runs)?;
+            let g = self.group(if level == 1 { u64::from(self.segs) } else { 1 });
+            let mut children = Vec::new();
+            'nodes: for at in &nodes {
+                let n = self.internal(at.pid, level)?;
+                for s in 0..n.slots() {
+                    let c = n.child(*at, s);
+                    if meets(&c) {
+                        children.push(c);
+                        if children.len() >= g {
+                            break 'nodes;
+                        }
+                    }
+                }
+            }
+            nodes = children;
+        }
+        let runs: Vec<(PageId, u64)> = nodes.iter().map(|n| self.search_run(n.pid)).collect();
+        self.psync_read(&runs)?;
+        let covered = nodes.last().and_then(|n| n.hi);
+        let end = match covered {
+            Some(h) if h <= hi => h.saturating_sub(1),
+            _ => hi,
+        };
+        let mut merged: BTreeMap<u64, u64> = BTreeMap::new();
+        for n in &nodes {
+            let img = self.load_leaf(n.pid)?;
+            for (k, v) in leaf::live(img.records) {
+                if (next..=end).contains(&k) {
+                    merged.insert(k, v);
+                }
+            }
+        }
+        for (k, e) in self.opq.range(next, end) {
+            match e.op {
+                Op::Put => merged.insert(k, e.value),
+                Op::Delete => merged.remove(&k),
+            };
+        }
+        out.extend(merged);
+        cur.next = match covered {
+            Some(h) if h <= hi && h > next => Some(h),
+            _ => None,
+        };
+        Ok(())
+    }
+}

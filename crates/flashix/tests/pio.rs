@@ -1,0 +1,366 @@
+//! PIO B-tree behaviour beyond the conformance harness: a model check under many batch
+//! updates, MPSearch's one psync batch per level, OPQ lookup semantics, leaf-segment
+//! shrink, and exactly-once recovery of a crash inside a batch update.
+
+use flashix::io::{Device, Faults, MemDevice, MemVfs, Vfs};
+use flashix::testing::{run, DeviceKind, History, Rng};
+use flashix::{Db, EngineKind, Options, PioOptions, Storage, PIO_OPQ_ENTRY_BYTES};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+fn storage(dev: &MemDevice, vfs: &MemVfs) -> Storage {
+    Storage {
+        device: Box::new(dev.reopen()),
+        vfs: Arc::new(vfs.clone()),
+    }
+}
+
+fn faulty(faults: &Faults, dev: &MemDevice, vfs: &MemVfs) -> Storage {
+    let d: Box<dyn Device> = Box::new(dev.reopen());
+    let v: Arc<dyn Vfs> = Arc::new(vfs.clone());
+    Storage {
+        device: Box::new(faults.wrap_device(d)),
+        vfs: Arc::new(faults.wrap_vfs(v)),
+    }
+}
+
+fn opts(page_size: usize, frames: u64, pio: PioOptions) -> Options {
+    Options::new(EngineKind::PioBTree)
+        .page_size(page_size)
+        .buffer_pool_bytes(frames * page_size as u64)
+        .pio(pio)
+}
+
+fn pio(leaf_segments: u32, opq_entries: u64, pio_max: u32, bcnt: u32) -> PioOptions {
+    PioOptions {
+        leaf_segments,
+        opq_bytes: opq_entries * PIO_OPQ_ENTRY_BYTES,
+        pio_max,
+        speriod: 7,
+        bcnt,
+    }
+}
+
+fn counter(db: &Db, name: &str) -> u64 {
+    db.stats().engine_counters[name]
+}
+
+#[test]
+fn conformance_quick() {
+    for seed in 0..40 {
+        let h = History {
+            engine: EngineKind::PioBTree,
+            device: DeviceKind::Memory,
+            seed,
+            ops: 1500,
+            crashes: true,
+        };
+        if let Err(e) = run(&h) {
+            panic!("{e}");
+        }
+    }
+}
+
+#[test]
+fn matches_a_btreemap_through_splits_merges_and_shrinks() {
+    let dev = MemDevice::new(512);
+    let vfs = MemVfs::new();
+    let mut db = Db::create_on(storage(&dev, &vfs), opts(512, 32, pio(2, 40, 4, 25))).unwrap();
+    let mut model = BTreeMap::new();
+    let mut rng = Rng::new(11);
+    for i in 0..30_000u64 {
+        let k = match rng.below(10) {
+            0 => 0,
+            1 => u64::MAX,
+            _ => rng.below(6_000) * 7,
+        };
+        if rng.below(3) == 0 {
+            db.delete(k).unwrap();
+            model.remove(&k);
+        } else {
+            db.insert(k, i).unwrap();
+            model.insert(k, i);
+        }
+        if i % 5_000 == 0 {
+            db.check_integrity().unwrap();
+        }
+    }
+    db.check_integrity().unwrap();
+    let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(got, model);
+    let probe: Vec<u64> = (0..500).map(|i| i * 83).chain([0, u64::MAX]).collect();
+    let want: Vec<Option<u64>> = probe.iter().map(|k| model.get(k).copied()).collect();
+    assert_eq!(db.get_many(&probe).unwrap(), want);
+    assert!(counter(&db, "height") >= 3);
+    for c in [
+        "bupdates",
+        "shrinks",
+        "leaf_splits",
+        "internal_splits",
+        "leaf_appends",
+    ] {
+        assert!(counter(&db, c) > 0, "{c} never happened");
+    }
+    // Delete most keys so that leaves and internal nodes merge back.
+    let keys: Vec<u64> = model.keys().copied().collect();
+    for &k in &keys[..keys.len() - 10] {
+        db.delete(k).unwrap();
+        model.remove(&k);
+    }
+    db.close().unwrap();
+    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    db.check_integrity().unwrap();
+    let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(got, model);
+    // Counters start at zero on open; the close's checkpoint flushed the deletes.
+    let mut db2 = Db::create_on(
+        storage(&MemDevice::new(512), &MemVfs::new()),
+        opts(512, 32, pio(2, 40, 4, 25)),
+    )
+    .unwrap();
+    for &k in &keys {
+        db2.insert(k, k).unwrap();
+    }
+    // Deletes are appended blindly and cancel puts only when a full leaf shrinks (§3.2.2):
+    // the second pass overflows the leaves, whose shrinks leave them empty, so they merge.
+    for _ in 0..2 {
+        for &k in &keys {
+            db2.delete(k).unwrap();
+        }
+    }
+    db2.flush().unwrap();
+    db2.check_integrity().unwrap();
+    assert_eq!(db2.range(..).unwrap().count(), 0);
+    // Emptied leaves merged up to a single root leaf (internal merges collapsed the levels).
+    assert!(
+        counter(&db2, "merges") > 0 && counter(&db2, "height") == 1 && counter(&db2, "leaves") == 1,
+        "{:?}",
+        db2.stats().engine_counters
+    );
+}
+
+#[test]
+fn get_many_issues_one_psync_batch_per_level() {
+    let dev = MemDevice::new(512);
+    let vfs = MemVfs::new();
+    let o = opts(512, 4096, pio(2, 64, 64, 64));
+    let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
+    let pairs: Vec<(u64, u64)> = (0..100_000u64).map(|k| (k * 2, k)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    let height = counter(&db, "height");
+    assert_eq!(height, 4, "512-byte pages, 100k entries");
+    db.close().unwrap();
+    // Cold pool: 24 keys 4000 entries apart, each in its own leaf (28 entries per leaf).
+    let keys: Vec<u64> = (0..24u64).map(|i| i * 8_000 + 2).rev().collect();
+    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    let before = db.stats().device;
+    let got = db.get_many(&keys).unwrap();
+    let after = db.stats().device;
+    assert_eq!(got, keys.iter().map(|k| Some(k / 2)).collect::<Vec<_>>());
+    let batches = after.batches - before.batches;
+    let requests = after.read_requests - before.read_requests;
+    assert_eq!(batches, height, "one psync read per level");
+    // Root, then the distinct nodes of each level, then 24 leaves: far more requests than
+    // batches, and the leaf level alone is one batch of 24.
+    assert!(requests >= 1 + 24 + 2, "{requests} requests");
+    assert!(after.max_queue_depth >= 24);
+    assert_eq!(after.write_requests, before.write_requests);
+    // The same keys one `get` at a time: one batch per node read.
+    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    let before = db.stats().device;
+    for &k in &keys {
+        assert_eq!(db.get(k).unwrap(), Some(k / 2));
+    }
+    let after = db.stats().device;
+    assert_eq!(
+        after.batches - before.batches,
+        after.read_requests - before.read_requests
+    );
+    assert!(after.batches - before.batches > 24 + 2);
+}
+
+#[test]
+fn searches_see_the_opq_first() {
+    let dev = MemDevice::new(512);
+    let vfs = MemVfs::new();
+    // An OPQ of 1000 entries: nothing below reaches the tree before the close.
+    let mut db = Db::create_on(storage(&dev, &vfs), opts(512, 64, pio(2, 1000, 8, 1000))).unwrap();
+    let pairs: Vec<(u64, u64)> = (0..1000u64).map(|k| (k, k)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    db.insert(5, 50).unwrap(); // update of a key in the tree
+    db.delete(7).unwrap(); // delete of a key in the tree
+    db.insert(u64::MAX, 1).unwrap(); // a new key
+    db.insert(0, 9).unwrap();
+    db.delete(0).unwrap(); // newest entry of a key wins, in the appended region
+    db.insert(7, 70).unwrap();
+    db.delete(7).unwrap();
+    assert_eq!(counter(&db, "bupdates"), 0);
+    // The seventh append sorted the OPQ (speriod 7), keeping the newest entry per key.
+    assert_eq!(counter(&db, "opq_entries"), 4);
+    assert_eq!(db.get(5).unwrap(), Some(50));
+    assert_eq!(db.get(7).unwrap(), None);
+    assert_eq!(db.get(0).unwrap(), None);
+    assert_eq!(db.get(u64::MAX).unwrap(), Some(1));
+    assert_eq!(db.get(6).unwrap(), Some(6));
+    assert_eq!(
+        db.get_many(&[7, 5, u64::MAX, 6, 0, 5]).unwrap(),
+        vec![None, Some(50), Some(1), Some(6), None, Some(50)]
+    );
+    let r: Vec<(u64, u64)> = db.range(4..=8).unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(r, vec![(4, 4), (5, 50), (6, 6), (8, 8)]);
+    let tail: Vec<(u64, u64)> = db.range(998..).unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(tail, vec![(998, 998), (999, 999), (u64::MAX, 1)]);
+    assert!(counter(&db, "opq_hits") >= 5);
+    // The same answers once the OPQ is flushed into the tree by the close's checkpoint.
+    db.close().unwrap();
+    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    assert_eq!(counter(&db, "opq_entries"), 0);
+    assert_eq!(
+        db.get_many(&[7, 5, u64::MAX, 6, 0]).unwrap(),
+        vec![None, Some(50), Some(1), Some(6), None]
+    );
+    db.check_integrity().unwrap();
+}
+
+#[test]
+fn appends_write_the_last_segment_and_a_full_leaf_shrinks() {
+    let dev = MemDevice::new(512);
+    let vfs = MemVfs::new();
+    // Leaves of 4 segments (112 records); a batch update every 2 updates.
+    let mut db = Db::create_on(storage(&dev, &vfs), opts(512, 64, pio(4, 2, 8, 2))).unwrap();
+    for i in 0..2u64 {
+        db.insert(10, i).unwrap();
+    }
+    for round in 0..20u64 {
+        let before = db.stats().device;
+        db.insert(10, round).unwrap();
+        db.delete(11).unwrap(); // the OPQ is full: one batch update of two records
+        let after = db.stats().device;
+        let shrinks = counter(&db, "shrinks");
+        if shrinks == 0 {
+            // Append-only (§3.2.2): the last segment (or the next, when it spills), never
+            // the whole 4-page leaf.
+            assert!(after.writes - before.writes <= 2, "round {round}");
+        }
+    }
+    // 2 + 40 records fit in one leaf; now fill it past 112 records.
+    for i in 0..40u64 {
+        db.insert(10, 100 + i).unwrap();
+        db.delete(11).unwrap();
+    }
+    assert!(counter(&db, "shrinks") >= 1);
+    // The shrink cancelled every record but the newest put of key 10.
+    assert!(counter(&db, "leaf_records") < 112 / 2);
+    assert_eq!(counter(&db, "leaves"), 1);
+    assert_eq!(db.get(10).unwrap(), Some(139));
+    assert_eq!(db.get(11).unwrap(), None);
+    db.check_integrity().unwrap();
+}
+
+#[test]
+fn a_crash_inside_a_batch_update_applies_each_entry_exactly_once() {
+    let o = || opts(512, 16, pio(2, 64, 4, 64));
+    let base: Vec<(u64, u64)> = (0..2_000u64).map(|k| (k * 10, k)).collect();
+    let extra: Vec<(u64, u64)> = (0..64u64).map(|i| (i * 311 + 5, i)).collect();
+    // Reference runs without a crash: the leaf records after 63 and after 64 updates.
+    let reference = |n: usize| {
+        let (dev, vfs) = (MemDevice::new(512), MemVfs::new());
+        let mut db = Db::create_on(storage(&dev, &vfs), o()).unwrap();
+        db.bulk_insert(&base).unwrap();
+        for &(k, v) in &extra[..n] {
+            db.insert(k, v).unwrap();
+        }
+        db.close().unwrap();
+        let db = Db::open_on(storage(&dev, &vfs)).unwrap();
+        counter(&db, "leaf_records")
+    };
+    let (ref63, ref64) = (reference(63), reference(64));
+    let mut crashes = 0;
+    for n in 1.. {
+        let (dev, vfs) = (MemDevice::new(512), MemVfs::new());
+        let faults = Faults::new(n);
+        let mut db = Db::create_on(faulty(&faults, &dev, &vfs), o()).unwrap();
+        db.bulk_insert(&base).unwrap();
+        for &(k, v) in &extra[..63] {
+            db.insert(k, v).unwrap();
+        }
+        db.flush().unwrap();
+        assert_eq!(counter(&db, "bupdates"), 0);
+        faults.crash_after(n);
+        // The 64th update fills the OPQ: the batch update of all 64 is cut at tick n.
+        let r = db.insert(extra[63].0, extra[63].1);
+        if r.is_ok() {
+            assert!(!faults.crashed());
+            assert_eq!(counter(&db, "bupdates"), 1);
+            break;
+        }
+        assert!(faults.crashed(), "crash point {n}: {r:?}");
+        crashes += 1;
+        faults.crash_now();
+        drop(db);
+        assert_eq!(faults.image_error(), None);
+        let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+        db.check_integrity().unwrap();
+        let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
+        let mut want: BTreeMap<u64, u64> = base.iter().copied().collect();
+        want.extend(extra[..63].iter().copied());
+        let kept_last = got.contains_key(&extra[63].0);
+        if kept_last {
+            want.insert(extra[63].0, extra[63].1);
+        }
+        assert_eq!(got, want, "crash point {n}");
+        // Recovery replayed onto the checkpoint image: no entry is in the leaves twice.
+        let records = counter(&db, "leaf_records");
+        assert_eq!(
+            records,
+            if kept_last { ref64 } else { ref63 },
+            "crash point {n}"
+        );
+    }
+    assert!(
+        crashes >= 3,
+        "the batch update was cut only {crashes} times"
+    );
+}
+
+#[test]
+fn bad_options_are_refused_with_the_option_named() {
+    let bad = [
+        (pio(0, 64, 4, 4), "leaf_segments"),
+        (pio(65, 64, 4, 4), "leaf_segments"),
+        (pio(2, 1, 4, 4), "opq_bytes"),
+        (pio(2, 64, 0, 4), "pio_max"),
+        (pio(2, 64, 4, 0), "bcnt"),
+        (
+            PioOptions {
+                speriod: 0,
+                ..pio(2, 64, 4, 4)
+            },
+            "speriod",
+        ),
+    ];
+    for (p, name) in bad {
+        let r = Db::create_on(
+            storage(&MemDevice::new(512), &MemVfs::new()),
+            opts(512, 64, p),
+        );
+        match r {
+            Err(flashix::Error::InvalidOptions(m)) => assert!(m.contains(name), "{m}"),
+            other => panic!("{name}: expected InvalidOptions, got {:?}", other.err()),
+        }
+    }
+    // Leaves of 8 segments need a pool of at least 18 frames.
+    let r = Db::create_on(
+        storage(&MemDevice::new(512), &MemVfs::new()),
+        opts(512, 8, pio(8, 64, 4, 4)),
+    );
+    assert!(matches!(r, Err(flashix::Error::InvalidOptions(_))));
+    let s = Db::create_on(
+        storage(&MemDevice::new(512), &MemVfs::new()),
+        opts(512, 64, pio(2, 64, 4, 4)),
+    )
+    .unwrap()
+    .stats();
+    // The OPQ's 64 entries and the pool are in the reported memory.
+    assert!(s.memory_bytes >= 64 * PIO_OPQ_ENTRY_BYTES);
+}
