@@ -81,6 +81,10 @@ struct BenchArgs {
     /// Share of searches the cost models tune the engines for.
     #[arg(long = "search-fraction", default_value_t = 0.5)]
     search_fraction: f64,
+    /// LSM deletes search first and skip absent keys, as the FD-tree paper's baseline
+    /// does (default: blind tombstones).
+    #[arg(long = "lsm-search-before-delete")]
+    lsm_search_before_delete: bool,
     /// Page (node) size in bytes.
     #[arg(long = "page-size", default_value = "4096")]
     page_size: String,
@@ -133,6 +137,7 @@ impl BenchArgs {
             k: self.k,
             deamortize: !self.no_deamortize,
             search_fraction: self.search_fraction,
+            lsm_search_before_delete: self.lsm_search_before_delete,
             page_size: usize::try_from(page_size).context("--page-size: too large")?,
             key_dist: self.key_dist.parse::<KeyDist>().context("--key-dist")?,
             seed: self.seed,

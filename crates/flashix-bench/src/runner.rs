@@ -53,6 +53,8 @@ pub struct BenchConfig {
     pub deamortize: bool,
     /// Search share the cost models tune for.
     pub search_fraction: f64,
+    /// LSM deletes search first (the FD-tree paper's baseline) instead of blind tombstones.
+    pub lsm_search_before_delete: bool,
     pub seed: u64,
     /// Where indexes are built.
     pub dir: PathBuf,
@@ -80,6 +82,7 @@ impl BenchConfig {
             k: None,
             deamortize: true,
             search_fraction: 0.5,
+            lsm_search_before_delete: false,
             seed: 42,
             dir: PathBuf::from("./bench-out/data"),
             out: PathBuf::from("./bench-out"),
@@ -104,6 +107,7 @@ impl BenchConfig {
         };
         let lsm = LsmOptions {
             k: self.k,
+            search_before_delete: self.lsm_search_before_delete,
             ..LsmOptions::default()
         };
         Ok(Options::new(engine)
@@ -653,6 +657,9 @@ fn engine_params(
         return Ok((String::new(), None));
     };
     let mut params = format!("k={k} levels={levels}");
+    if engine == EngineKind::Lsm && cfg.lsm_search_before_delete {
+        params.push_str(" search_before_delete=on");
+    }
     if engine != EngineKind::FdTree {
         return Ok((params, None));
     }

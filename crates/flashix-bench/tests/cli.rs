@@ -43,6 +43,7 @@ fn bench_writes_one_sane_record() {
         k: None,
         deamortize: true,
         search_fraction: 0.5,
+        lsm_search_before_delete: false,
         key_dist: KeyDist::Uniform,
         seed: 7,
         dir: tmp.path().join("data"),

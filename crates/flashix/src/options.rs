@@ -151,6 +151,11 @@ pub struct LsmOptions {
     /// Size of one multi-page I/O request of merges and range scans (512 KiB); a whole
     /// number of pages.
     pub io_unit_bytes: u64,
+    /// A delete searches first and writes a tombstone only for a present key, as the
+    /// FD-tree paper's baselines delete ("a deletion is implemented by a search followed
+    /// by an insertion", §4). Off by default: a blind tombstone, no read.
+    #[serde(default)]
+    pub search_before_delete: bool,
 }
 
 impl Default for LsmOptions {
@@ -160,6 +165,7 @@ impl Default for LsmOptions {
             k: f.k,
             c0_bytes: f.head_tree_bytes,
             io_unit_bytes: f.io_unit_bytes,
+            search_before_delete: false,
         }
     }
 }

@@ -16,6 +16,7 @@ fn opts(page_size: usize, frames: u64, k: u32, c0_pages: u64, io_unit_pages: u64
             k: Some(k),
             c0_bytes: c0_pages * page_size as u64,
             io_unit_bytes: io_unit_pages * page_size as u64,
+            search_before_delete: false,
         })
 }
 
@@ -191,6 +192,7 @@ fn invalid_options_are_refused() {
             k: Some(3),
             c0_bytes: 8192,
             io_unit_bytes: 1000,
+            search_before_delete: false,
         }),
     ] {
         let dev = MemDevice::new(o.get_page_size());
@@ -295,4 +297,38 @@ fn a_short_range_search_reads_one_leaf_per_component_on_a_cold_pool() {
         "{} pages read, at most {levels} expected",
         after.reads - before.reads
     );
+}
+
+/// With `search_before_delete` (the FD-tree paper's baseline), a delete of an absent key
+/// writes nothing and a delete of a present key a tombstone; contents stay the model's.
+#[test]
+fn search_before_delete_skips_absent_keys() {
+    let mut o = opts(512, 16, 2, 2, 3);
+    o = o.lsm(LsmOptions {
+        search_before_delete: true,
+        ..o.get_lsm().clone()
+    });
+    let (mut db, _, _) = mem_db(o);
+    let mut model = std::collections::BTreeMap::new();
+    for k in 0..500u64 {
+        db.insert(k * 2, k).unwrap();
+        model.insert(k * 2, k);
+    }
+    let wal0 = db.stats().wal.bytes;
+    for k in 0..500u64 {
+        db.delete(k * 2 + 1).unwrap(); // absent: no log record, no tombstone
+    }
+    assert_eq!(
+        db.stats().wal.bytes,
+        wal0,
+        "deletes of absent keys were logged"
+    );
+    for k in (0..500u64).step_by(3) {
+        db.delete(k * 2).unwrap();
+        model.remove(&(k * 2));
+    }
+    assert!(db.stats().wal.bytes > wal0);
+    db.check_integrity().unwrap();
+    let got: Vec<(u64, u64)> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(got, model.into_iter().collect::<Vec<_>>());
 }

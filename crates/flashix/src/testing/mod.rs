@@ -229,6 +229,7 @@ fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
             k: Some(2 + rng.below(3) as u32),
             c0_bytes: 2 * page_size as u64,
             io_unit_bytes: [1u64, 3, 128][rng.below(3) as usize] * page_size as u64,
+            search_before_delete: rng.coin(),
         });
     }
     opts

@@ -40,7 +40,8 @@
 //! single-page read per level, through the buffer pool (see [`component`]). Range scans merge
 //! the sources newest first in bounded batches (at most `io_unit` leaves per component).
 //! Insert: an upsert into C0. Delete: a blind tombstone into C0 (no read), or a plain
-//! removal from C0 while no component exists. When C0 reaches |C0| entries it is merged
+//! removal from C0 while no component exists; with `LsmOptions::search_before_delete`
+//! (the FD-tree paper's baseline) a search first, and nothing for an absent key. When C0 reaches |C0| entries it is merged
 //! into C1 ([`merge`]), and while Ci exceeds its capacity it is merged into C(i+1)
 //! (rolling merges of whole components). Tombstones are dropped by a merge whose output is
 //! the last component. `bulk_insert` into an empty index builds one component directly (at
@@ -411,6 +412,9 @@ impl Engine for Lsm {
     }
 
     fn delete(&mut self, key: u64) -> Result<()> {
+        if self.pager.options().lsm.search_before_delete && self.lookup(key)?.is_none() {
+            return Ok(());
+        }
         self.logged(LogicalOp::Delete(key))
     }
 
