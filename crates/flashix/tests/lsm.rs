@@ -303,11 +303,12 @@ fn a_short_range_search_reads_one_leaf_per_component_on_a_cold_pool() {
 /// writes nothing and a delete of a present key a tombstone; contents stay the model's.
 #[test]
 fn search_before_delete_skips_absent_keys() {
-    let mut o = opts(512, 16, 2, 2, 3);
-    o = o.lsm(LsmOptions {
+    let o = opts(512, 16, 2, 2, 3);
+    let lsm = LsmOptions {
         search_before_delete: true,
         ..o.get_lsm().clone()
-    });
+    };
+    let o = o.lsm(lsm);
     let (mut db, _, _) = mem_db(o);
     let mut model = std::collections::BTreeMap::new();
     for k in 0..500u64 {
