@@ -33,6 +33,24 @@ impl RangeCursor {
             Bound::Unbounded => true,
         }
     }
+
+    /// The keys left to scan as an inclusive `[next, hi]`, or `None` (and the cursor marked
+    /// done) when none are left.
+    pub fn remaining(&mut self) -> Option<(u64, u64)> {
+        let lo = self.next?;
+        let hi = match self.hi {
+            Bound::Included(h) => Some(h),
+            Bound::Excluded(h) => h.checked_sub(1),
+            Bound::Unbounded => Some(u64::MAX),
+        };
+        match hi {
+            Some(hi) if lo <= hi => Some((lo, hi)),
+            _ => {
+                self.next = None;
+                None
+            }
+        }
+    }
 }
 
 /// What every engine does. `Db` validates arguments and handles poisoning; engines log
@@ -84,4 +102,37 @@ fn not_built(kind: EngineKind) -> Error {
         "engine {} ({kind:?}) is not built yet",
         kind.name()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cur(next: Option<u64>, hi: Bound<u64>) -> RangeCursor {
+        RangeCursor {
+            next,
+            hi,
+            hint: None,
+        }
+    }
+
+    #[test]
+    fn remaining_is_the_inclusive_rest_or_done() {
+        assert_eq!(cur(Some(3), Bound::Included(9)).remaining(), Some((3, 9)));
+        assert_eq!(cur(Some(3), Bound::Excluded(9)).remaining(), Some((3, 8)));
+        assert_eq!(
+            cur(Some(0), Bound::Unbounded).remaining(),
+            Some((0, u64::MAX))
+        );
+        assert_eq!(cur(Some(9), Bound::Included(9)).remaining(), Some((9, 9)));
+        for mut c in [
+            cur(Some(0), Bound::Excluded(0)),
+            cur(Some(10), Bound::Included(9)),
+            cur(Some(9), Bound::Excluded(9)),
+            cur(None, Bound::Unbounded),
+        ] {
+            assert_eq!(c.remaining(), None);
+            assert_eq!(c.next, None, "a finished cursor is marked done");
+        }
+    }
 }

@@ -22,7 +22,6 @@ use crate::engine::RangeCursor;
 use crate::error::{Error, Result};
 use crate::page::DATA_FILE;
 use std::collections::BTreeMap;
-use std::ops::Bound;
 
 /// What a head tree contributes to a range batch.
 struct HeadRange {
@@ -169,20 +168,9 @@ impl FdTree {
         cur: &mut RangeCursor,
         out: &mut Vec<(u64, u64)>,
     ) -> Result<()> {
-        let Some(lo) = cur.next else { return Ok(()) };
-        let hi = match cur.hi {
-            Bound::Included(h) => h,
-            Bound::Excluded(0) => {
-                cur.next = None;
-                return Ok(());
-            }
-            Bound::Excluded(h) => h - 1,
-            Bound::Unbounded => u64::MAX,
-        };
-        if lo > hi {
-            cur.next = None;
+        let Some((lo, hi)) = cur.remaining() else {
             return Ok(());
-        }
+        };
         let mut batch_hi = hi;
         // Sources newest first: active head, frozen head, L1, L2, ...
         let mut sources: Vec<Vec<Entry>> = Vec::new();

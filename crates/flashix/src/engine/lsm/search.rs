@@ -8,7 +8,6 @@ use crate::engine::fdtree::head::Head;
 use crate::engine::RangeCursor;
 use crate::error::Result;
 use std::collections::BTreeMap;
-use std::ops::Bound;
 
 impl Lsm {
     /// The newest entry of `key`: C0 through the pool, then one descent per component.
@@ -70,20 +69,9 @@ impl Lsm {
         cur: &mut RangeCursor,
         out: &mut Vec<(u64, u64)>,
     ) -> Result<()> {
-        let Some(lo) = cur.next else { return Ok(()) };
-        let hi = match cur.hi {
-            Bound::Included(h) => h,
-            Bound::Excluded(0) => {
-                cur.next = None;
-                return Ok(());
-            }
-            Bound::Excluded(h) => h - 1,
-            Bound::Unbounded => u64::MAX,
-        };
-        if lo > hi {
-            cur.next = None;
+        let Some((lo, hi)) = cur.remaining() else {
             return Ok(());
-        }
+        };
         let cap = self.p.cap;
         let mut batch_hi = hi;
         let mut sources: Vec<Vec<Entry>> = vec![self.c0_range(lo, hi)?];

@@ -19,7 +19,6 @@ use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::page::{self, DATA_FILE};
 use std::collections::BTreeMap;
-use std::ops::Bound;
 
 /// A node MPSearch reached and the search keys it serves, `keys[from..to]`.
 #[derive(Debug, Clone, Copy)]
@@ -192,20 +191,9 @@ impl PioBTree {
         cur: &mut RangeCursor,
         out: &mut Vec<(u64, u64)>,
     ) -> Result<()> {
-        let Some(next) = cur.next else { return Ok(()) };
-        let hi = match cur.hi {
-            Bound::Included(h) => h,
-            Bound::Excluded(0) => {
-                cur.next = None;
-                return Ok(());
-            }
-            Bound::Excluded(h) => h - 1,
-            Bound::Unbounded => u64::MAX,
-        };
-        if next > hi {
-            cur.next = None;
+        let Some((next, hi)) = cur.remaining() else {
             return Ok(());
-        }
+        };
         let meets = |f: &Fenced| f.lo <= hi && f.hi.map_or(true, |h| h > next);
         let mut nodes = vec![Fenced {
             pid: self.root,
