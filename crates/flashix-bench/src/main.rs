@@ -55,7 +55,11 @@ struct BenchArgs {
     /// Comma-separated engines (btree, lsm, fdtree, pio, bulk, bftl, latree, ipl, dipl).
     #[arg(long, default_value = "btree")]
     engines: String,
-    /// Comma-separated workloads: o-search, o-insert, o-delete, o-update, w-search, w-insert, w-delete.
+    /// Comma-separated workloads: o-search, o-insert, o-delete, o-update (100% of one kind);
+    /// w-search 80/10/5/5, w-insert 20/50/20/10, w-delete 20/20/50/10
+    /// (search/insert/delete/update); range-N (scans of N entries from a random existing
+    /// key; max(10, min(OPS, 4M/N)) scans); get-many-N (get_many of N random existing keys;
+    /// OPS/N calls); mix-S (S% searches, the rest inserts).
     #[arg(long, default_value = "o-search,o-insert,w-search,w-insert,w-delete")]
     workload: String,
     /// Entries bulk-loaded into the index before aging.

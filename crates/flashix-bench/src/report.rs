@@ -55,7 +55,11 @@ pub struct Record {
     pub workload: String,
     /// Live entries of the aged index the workload started from.
     pub entries: u64,
+    /// Operations measured: point operations, range scans or `get_many` calls.
     pub ops: u64,
+    /// Keys one operation covers (entries per scan, keys per `get_many`; 1 otherwise).
+    #[serde(default = "one")]
+    pub keys_per_op: u64,
     pub ops_per_sec: f64,
     pub latency_us: Latency,
     /// Device pages read per operation.
@@ -111,6 +115,10 @@ pub struct RunOptions {
     pub seed: u64,
 }
 
+fn one() -> u64 {
+    1
+}
+
 /// The content of `results.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Results {
@@ -154,6 +162,7 @@ pub fn format_table(records: &[Record]) -> String {
         "engine",
         "workload",
         "ops/s",
+        "keys/s",
         "mean us",
         "p50 us",
         "p99 us",
@@ -163,13 +172,14 @@ pub fn format_table(records: &[Record]) -> String {
         "KiB wr/op",
         "WAL KiB/op",
     ];
-    let rows: Vec<[String; 11]> = records
+    let rows: Vec<[String; 12]> = records
         .iter()
         .map(|r| {
             [
                 r.engine.clone(),
                 r.workload.clone(),
                 format!("{:.0}", r.ops_per_sec),
+                format!("{:.0}", r.ops_per_sec * r.keys_per_op as f64),
                 format!("{:.1}", r.latency_us.mean),
                 format!("{:.1}", r.latency_us.p50),
                 format!("{:.1}", r.latency_us.p99),
@@ -249,6 +259,7 @@ mod tests {
             workload: "o-search".into(),
             entries: 10,
             ops: 10,
+            keys_per_op: 1,
             ops_per_sec: 1234.5,
             latency_us: Latency::default(),
             reads_per_op: 1.0,

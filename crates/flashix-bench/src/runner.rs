@@ -551,7 +551,7 @@ fn measure(
         .with_context(|| format!("opening {}", run_dir.display()))?;
     let gen = KeyGen::new(cfg.key_dist, cfg.seed);
     let mut ks = KeySpace::with_entries(gen, prep.live);
-    let mut rng = rng_for(cfg.seed, 1 + w as u64);
+    let mut rng = rng_for(cfg.seed, 1 + w.seed_index());
 
     // Warm the buffer pool (not measured).
     let warm = (cfg.ops / 10).min(10_000);
@@ -561,17 +561,19 @@ fn measure(
         }
     }
 
-    let pb = bar(cfg, cfg.ops, format!("{engine}: {w}"));
-    let mut lat: Vec<u64> = Vec::with_capacity(cfg.ops as usize);
+    let nops = w.operations(cfg.ops);
+    let pb = bar(cfg, nops, format!("{engine}: {w}"));
+    let mut lat: Vec<u64> = Vec::with_capacity(nops as usize);
+    let mut batch: Vec<u64> = Vec::new();
     let s0 = db.stats();
     let t0 = Instant::now();
-    for n in 0..cfg.ops {
+    for n in 0..nops {
         let kind = w.draw(&mut rng);
-        // Choose the key before starting the clock; a missing existing key (empty index)
+        // Choose the keys before starting the clock; a missing existing key (empty index)
         // becomes a key that was never inserted.
         let missing = gen.key_of(ks.next_index());
         let (key, value) = match kind {
-            OpKind::Search => (ks.pick_existing(&mut rng).unwrap_or(missing), 0),
+            OpKind::Search | OpKind::Range(_) => (ks.pick_existing(&mut rng).unwrap_or(missing), 0),
             OpKind::Insert => {
                 let k = ks.insert_new();
                 (k, gen.value_of(k, n + 2))
@@ -580,6 +582,11 @@ fn measure(
             OpKind::Update => {
                 let k = ks.pick_existing(&mut rng).unwrap_or(missing);
                 (k, gen.value_of(k, n + 2))
+            }
+            OpKind::GetMany(b) => {
+                batch.clear();
+                batch.extend((0..b).map(|_| ks.pick_existing(&mut rng).unwrap_or(missing)));
+                (0, 0)
             }
         };
         let start = Instant::now();
@@ -592,9 +599,30 @@ fn measure(
             }
             OpKind::Insert | OpKind::Update => db.insert(key, value).context("insert")?,
             OpKind::Delete => db.delete(key).context("delete")?,
+            OpKind::Range(len) => {
+                let mut first = None;
+                for kv in db.range(key..).context("range")?.take(len as usize) {
+                    let (k, _) = kv.context("range scan")?;
+                    first.get_or_insert(k);
+                }
+                if ks.live() > 0 && first != Some(key) {
+                    bail!("the engine lost key {key:#x}: a range from it began at {first:?}");
+                }
+            }
+            OpKind::GetMany(_) => {
+                let vs = db.get_many(&batch).context("get_many")?;
+                if ks.live() > 0 {
+                    if let Some(i) = vs.iter().position(Option::is_none) {
+                        bail!(
+                            "the engine lost key {:#x}: get_many returned nothing for a live key",
+                            batch[i]
+                        );
+                    }
+                }
+            }
         }
         lat.push(start.elapsed().as_nanos() as u64);
-        if n % 1000 == 999 {
+        if n % 64 == 63 {
             pb.set_position(n + 1);
         }
     }
@@ -606,7 +634,7 @@ fn measure(
     db.close().context("closing the index")?;
     let (engine_params, model) = engine_params(cfg, engine, &s1, ks.live(), profile)?;
 
-    let ops = cfg.ops as f64;
+    let ops = nops as f64;
     let d0 = &s0.device;
     let d1 = &s1.device;
     let per_op = |a: u64, b: u64| b.saturating_sub(a) as f64 / ops;
@@ -614,9 +642,10 @@ fn measure(
     let misses = s1.buffer.misses.saturating_sub(s0.buffer.misses);
     Ok(Record {
         engine: engine.name().to_string(),
-        workload: w.name().to_string(),
+        workload: w.name(),
         entries: cfg.entries,
-        ops: cfg.ops,
+        ops: nops,
+        keys_per_op: w.keys_per_op(),
         ops_per_sec: ops / elapsed.max(1e-9),
         latency_us: Latency::from_nanos(&mut lat),
         reads_per_op: per_op(d0.reads, d1.reads),

@@ -66,7 +66,7 @@ impl KeyDist {
 
 impl fmt::Display for KeyDist {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.write_str(&self.name())
     }
 }
 
@@ -119,6 +119,10 @@ pub enum OpKind {
     Delete,
     /// Insert of an existing key with a new value.
     Update,
+    /// Range scan of this many entries from an existing key.
+    Range(u64),
+    /// `get_many` of this many existing keys.
+    GetMany(u32),
 }
 
 /// The named workloads.
@@ -131,9 +135,20 @@ pub enum Workload {
     WSearch,
     WInsert,
     WDelete,
+    /// `range-N`: range scans of N entries, each from a random existing key (FD-tree §5.5
+    /// Fig. 11, PIO B-tree §4.2.2 by selectivity).
+    Range(u64),
+    /// `get-many-N`: `get_many` calls of N random existing keys (PIO B-tree MPSearch).
+    GetMany(u32),
+    /// `mix-S`: S% point searches, the rest inserts (PIO B-tree §4.3's insert/search mixes).
+    Mix(u32),
 }
 
+/// Entries a `range-N` workload scans in all (its scans: `max(10, min(OPS, this / N))`).
+pub const RANGE_BUDGET_ENTRIES: u64 = 4_000_000;
+
 impl Workload {
+    /// The fixed-mix workloads.
     pub const ALL: [Workload; 7] = [
         Workload::OSearch,
         Workload::OInsert,
@@ -153,21 +168,41 @@ impl Workload {
         Workload::WDelete,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub fn name(self) -> String {
         match self {
-            Workload::OSearch => "o-search",
-            Workload::OInsert => "o-insert",
-            Workload::ODelete => "o-delete",
-            Workload::OUpdate => "o-update",
-            Workload::WSearch => "w-search",
-            Workload::WInsert => "w-insert",
-            Workload::WDelete => "w-delete",
+            Workload::OSearch => "o-search".into(),
+            Workload::OInsert => "o-insert".into(),
+            Workload::ODelete => "o-delete".into(),
+            Workload::OUpdate => "o-update".into(),
+            Workload::WSearch => "w-search".into(),
+            Workload::WInsert => "w-insert".into(),
+            Workload::WDelete => "w-delete".into(),
+            Workload::Range(n) => format!("range-{n}"),
+            Workload::GetMany(n) => format!("get-many-{n}"),
+            Workload::Mix(s) => format!("mix-{s}"),
         }
     }
 
-    /// Percentages of (search, insert, delete, update); they add up to 100.
-    pub fn mix(self) -> [u32; 4] {
+    /// A number distinguishing workloads, for seeding their operation draws.
+    pub fn seed_index(self) -> u64 {
         match self {
+            Workload::OSearch => 0,
+            Workload::OInsert => 1,
+            Workload::ODelete => 2,
+            Workload::OUpdate => 3,
+            Workload::WSearch => 4,
+            Workload::WInsert => 5,
+            Workload::WDelete => 6,
+            Workload::Range(n) => mix(7 ^ n.rotate_left(8)),
+            Workload::GetMany(n) => mix(8 ^ u64::from(n).rotate_left(8)),
+            Workload::Mix(s) => mix(9 ^ u64::from(s).rotate_left(8)),
+        }
+    }
+
+    /// Percentages of (search, insert, delete, update) of a point-operation workload;
+    /// they add up to 100. `None` for range and `get_many` workloads.
+    pub fn mix(self) -> Option<[u32; 4]> {
+        Some(match self {
             Workload::OSearch => [100, 0, 0, 0],
             Workload::OInsert => [0, 100, 0, 0],
             Workload::ODelete => [0, 0, 100, 0],
@@ -175,12 +210,39 @@ impl Workload {
             Workload::WSearch => [80, 10, 5, 5],
             Workload::WInsert => [20, 50, 20, 10],
             Workload::WDelete => [20, 20, 50, 10],
+            Workload::Mix(s) => [s, 100 - s, 0, 0],
+            Workload::Range(_) | Workload::GetMany(_) => return None,
+        })
+    }
+
+    /// Operations of the measured phase for `ops` (OPS): `ops` point operations, `ops / N`
+    /// `get_many` calls of N keys (the same keys in all), and
+    /// `max(10, min(ops, RANGE_BUDGET_ENTRIES / N))` range scans of N entries.
+    pub fn operations(self, ops: u64) -> u64 {
+        match self {
+            Workload::Range(n) => (RANGE_BUDGET_ENTRIES / n.max(1)).min(ops).max(10),
+            Workload::GetMany(n) => (ops / u64::from(n.max(1))).max(1),
+            _ => ops,
+        }
+    }
+
+    /// Keys one operation touches: N for `range-N` and `get-many-N`, else 1.
+    pub fn keys_per_op(self) -> u64 {
+        match self {
+            Workload::Range(n) => n,
+            Workload::GetMany(n) => u64::from(n),
+            _ => 1,
         }
     }
 
     /// Draw the kind of the next operation.
     pub fn draw(self, rng: &mut impl Rng) -> OpKind {
-        let [s, i, d, _u] = self.mix();
+        match self {
+            Workload::Range(n) => return OpKind::Range(n),
+            Workload::GetMany(n) => return OpKind::GetMany(n),
+            _ => {}
+        }
+        let [s, i, d, _u] = self.mix().unwrap_or([100, 0, 0, 0]);
         let x = rng.gen_range(0..100u32);
         if x < s {
             OpKind::Search
@@ -193,7 +255,7 @@ impl Workload {
         }
     }
 
-    /// Parse a comma-separated list, e.g. `o-search,w-insert`.
+    /// Parse a comma-separated list, e.g. `o-search,w-insert,range-1000`.
     pub fn parse_list(s: &str) -> Result<Vec<Workload>> {
         let mut out = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -211,7 +273,7 @@ impl Workload {
 
 impl fmt::Display for Workload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.write_str(&self.name())
     }
 }
 
@@ -219,16 +281,42 @@ impl FromStr for Workload {
     type Err = anyhow::Error;
     fn from_str(s: &str) -> Result<Self> {
         let norm = s.to_ascii_lowercase().replace('_', "-");
-        Workload::ALL
+        if let Some(w) = Workload::ALL
             .into_iter()
             .find(|w| w.name() == norm || w.name().replace('-', "") == norm)
-            .ok_or_else(|| {
-                let names: Vec<_> = Workload::ALL.iter().map(|w| w.name()).collect();
-                anyhow::anyhow!(
-                    "unknown workload {s:?}; expected one of {}",
-                    names.join(", ")
-                )
-            })
+        {
+            return Ok(w);
+        }
+        let num = |rest: &str, what: &str| -> Result<u64> {
+            rest.parse::<u64>()
+                .map_err(|_| anyhow::anyhow!("{s:?}: {what} must be a whole number"))
+        };
+        if let Some(rest) = norm.strip_prefix("range-") {
+            let n = num(rest, "the entries per scan")?;
+            if !(1..=1 << 30).contains(&n) {
+                bail!("{s:?}: a range scan covers 1 to 2^30 entries");
+            }
+            return Ok(Workload::Range(n));
+        }
+        if let Some(rest) = norm.strip_prefix("get-many-") {
+            let n = num(rest, "the keys per call")?;
+            if !(1..=1 << 20).contains(&n) {
+                bail!("{s:?}: a get_many call takes 1 to 2^20 keys");
+            }
+            return Ok(Workload::GetMany(n as u32));
+        }
+        if let Some(rest) = norm.strip_prefix("mix-") {
+            let n = num(rest, "the search percentage")?;
+            if n > 100 {
+                bail!("{s:?}: the search percentage is 0 to 100");
+            }
+            return Ok(Workload::Mix(n as u32));
+        }
+        let names: Vec<_> = Workload::ALL.iter().map(|w| w.name()).collect();
+        bail!(
+            "unknown workload {s:?}; expected one of {}, range-N, get-many-N or mix-S",
+            names.join(", ")
+        )
     }
 }
 
@@ -373,16 +461,26 @@ mod tests {
 
     #[test]
     fn mix_proportions() {
-        for w in Workload::ALL {
-            assert_eq!(w.mix().iter().sum::<u32>(), 100, "{w}");
-            let mut r = rng_for(9, w as u64);
+        let point = Workload::ALL
+            .into_iter()
+            .chain([Workload::Mix(30), Workload::Mix(100)]);
+        for w in point {
+            let mix = w.mix().unwrap();
+            assert_eq!(mix.iter().sum::<u32>(), 100, "{w}");
+            let mut r = rng_for(9, w.seed_index());
             let n = 200_000;
             let mut counts = [0u32; 4];
             for _ in 0..n {
-                let k = w.draw(&mut r);
-                counts[k as usize] += 1;
+                let i = match w.draw(&mut r) {
+                    OpKind::Search => 0,
+                    OpKind::Insert => 1,
+                    OpKind::Delete => 2,
+                    OpKind::Update => 3,
+                    other => panic!("{w} drew {other:?}"),
+                };
+                counts[i] += 1;
             }
-            for (c, p) in counts.iter().zip(w.mix()) {
+            for (c, p) in counts.iter().zip(mix) {
                 let share = *c as f64 / n as f64 * 100.0;
                 assert!((share - p as f64).abs() < 0.5, "{w}: {counts:?}");
             }
@@ -409,5 +507,36 @@ mod tests {
         assert!(Workload::parse_list("x-search").is_err());
         assert!(Workload::parse_list("").is_err());
         assert_eq!("ODELETE".parse::<Workload>().unwrap(), Workload::ODelete);
+        let l = Workload::parse_list("range-65536,get-many-64,mix-80").unwrap();
+        assert_eq!(
+            l,
+            vec![
+                Workload::Range(65536),
+                Workload::GetMany(64),
+                Workload::Mix(80)
+            ]
+        );
+        for bad in ["range-0", "range-x", "get-many-0", "mix-101", "mix-"] {
+            assert!(bad.parse::<Workload>().is_err(), "{bad}");
+        }
+        assert_eq!(Workload::Range(65536).name(), "range-65536");
+        assert_eq!(
+            Workload::Range(65536).draw(&mut rng_for(1, 1)),
+            OpKind::Range(65536)
+        );
+        assert_eq!(
+            Workload::GetMany(8).draw(&mut rng_for(1, 1)),
+            OpKind::GetMany(8)
+        );
+    }
+
+    #[test]
+    fn operation_counts_keep_the_keys_comparable() {
+        assert_eq!(Workload::OSearch.operations(100_000), 100_000);
+        assert_eq!(Workload::GetMany(64).operations(100_000), 1_562);
+        assert_eq!(Workload::GetMany(64).keys_per_op(), 64);
+        assert_eq!(Workload::Range(1).operations(100_000), 100_000);
+        assert_eq!(Workload::Range(65_536).operations(100_000), 61);
+        assert_eq!(Workload::Range(1 << 20).operations(100_000), 10);
     }
 }

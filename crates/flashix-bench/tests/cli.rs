@@ -151,17 +151,23 @@ fn bad_arguments_give_a_message_and_a_failure_code() {
     }
 }
 
-/// `flashix bench` runs the FD-tree and the LSM-tree on every workload; k comes from the
-/// cost model and the FD-tree's records carry the model's prediction.
+/// `flashix bench` runs the FD-tree, the LSM-tree and the PIO B-tree on every workload;
+/// FD-tree and LSM k come from the cost model.
 #[test]
-fn bench_runs_level_engines_on_every_workload() {
+fn bench_runs_fdtree_lsm_and_pio_on_every_workload() {
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let out = tmp.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
     let (_, profile_path) = short_profile(tmp.path(), &out);
+    let mut workloads = Workload::ALL.to_vec();
+    workloads.extend([
+        Workload::Range(1000),
+        Workload::GetMany(16),
+        Workload::Mix(50),
+    ]);
     let cfg = BenchConfig {
-        engines: vec![EngineKind::FdTree, EngineKind::Lsm],
-        workloads: Workload::ALL.to_vec(),
+        engines: vec![EngineKind::FdTree, EngineKind::Lsm, EngineKind::PioBTree],
+        workloads: workloads.clone(),
         entries: 30_000,
         ops: 500,
         buffer_pool_bytes: 2 << 20,
@@ -172,10 +178,19 @@ fn bench_runs_level_engines_on_every_workload() {
         ..BenchConfig::new()
     };
     let res = run_bench(&cfg).unwrap();
-    assert_eq!(res.results.len(), 2 * Workload::ALL.len());
+    assert_eq!(res.results.len(), 3 * workloads.len());
     for r in &res.results {
-        assert!(r.engine_params.starts_with("k="), "{r:?}");
         assert!(r.ops_per_sec > 0.0);
+        let want_keys = match r.workload.as_str() {
+            "range-1000" => 1000,
+            "get-many-16" => 16,
+            _ => 1,
+        };
+        assert_eq!(r.keys_per_op, want_keys, "{r:?}");
+        if r.engine == "pio" {
+            continue;
+        }
+        assert!(r.engine_params.starts_with("k="), "{r:?}");
         if r.engine == "fdtree" {
             assert!(r.engine_params.contains("deamortize=on"), "{r:?}");
         }
