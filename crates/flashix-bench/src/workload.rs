@@ -66,7 +66,7 @@ impl KeyDist {
 
 impl fmt::Display for KeyDist {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name())
+        f.write_str(self.name())
     }
 }
 
