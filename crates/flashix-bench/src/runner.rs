@@ -7,7 +7,10 @@ use crate::units::format_size;
 use crate::workload::{rng_for, KeyDist, KeyGen, KeySpace, OpKind, Workload};
 use anyhow::{bail, Context, Result};
 use flashix::cost::fdtree as fd_model;
-use flashix::{Db, DeviceSpec, EngineKind, FdTreeOptions, LsmOptions, Options, Stats, Tuning};
+use flashix::cost::pio::{self as pio_cost, PioWorkload};
+use flashix::{
+    Db, DeviceSpec, EngineKind, FdTreeOptions, LsmOptions, Options, PioOptions, Stats, Tuning,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,6 +18,8 @@ use std::time::Instant;
 
 /// Share of the bulk-loaded leaves that aging makes split (FD-tree paper, App. D).
 pub const AGING_SPLIT_SHARE: f64 = 0.2;
+/// Longest PIO leaf (in segments) the PIO cost model considers.
+pub const PIO_MAX_SEGMENTS: usize = 16;
 /// Share of `entries` inserted by aging when an engine reports no leaf counters.
 pub const AGING_FALLBACK_SHARE: f64 = 0.1;
 
@@ -110,7 +115,8 @@ impl BenchConfig {
             search_before_delete: self.lsm_search_before_delete,
             ..LsmOptions::default()
         };
-        Ok(Options::new(engine)
+        let (pio, pool) = self.pio_split(profile)?;
+        let opts = Options::new(engine)
             .page_size(self.page_size)
             .buffer_pool_bytes(self.buffer_pool_bytes)
             .device(DeviceSpec::File {
@@ -118,7 +124,42 @@ impl BenchConfig {
             })
             .tuning(tuning)
             .fdtree(fdtree)
-            .lsm(lsm))
+            .lsm(lsm);
+        Ok(match engine {
+            EngineKind::PioBTree => opts.pio(pio).buffer_pool_bytes(pool),
+            _ => opts,
+        })
+    }
+
+    /// The buffer pool of the measured phase: the memory budget, less what an engine keeps
+    /// outside the pool (the PIO B-tree's OPQ), so that every engine gets the same memory.
+    pub fn measured_pool(&self, engine: EngineKind, profile: &DeviceProfile) -> Result<u64> {
+        Ok(match engine {
+            EngineKind::PioBTree => self.pio_split(profile)?.1,
+            _ => self.buffer_pool_bytes,
+        })
+    }
+
+    /// The PIO B-tree's leaf size and OPQ size from its cost model (§3.2.1, §3.6 Eq. 10)
+    /// for the profile, the entries, the update share and the memory budget, and the pool
+    /// the OPQ leaves of the budget.
+    fn pio_split(&self, profile: &DeviceProfile) -> Result<(PioOptions, u64)> {
+        let dev = crate::pio_model::pio_costs(profile, self.page_size, PIO_MAX_SEGMENTS)?;
+        let defaults = PioOptions::default();
+        let w = PioWorkload {
+            insert_ratio: 1.0 - self.search_fraction,
+            entries: self.entries,
+            memory_bytes: self.buffer_pool_bytes,
+            bcnt: u64::from(defaults.bcnt),
+        };
+        let c = pio_cost::choose(&dev, &w).context("PIO B-tree cost model")?;
+        let opq_bytes = c.opq_pages * self.page_size as u64;
+        let pio = PioOptions {
+            leaf_segments: u32::try_from(c.leaf_segments).context("leaf segments")?,
+            opq_bytes,
+            ..defaults
+        };
+        Ok((pio, self.buffer_pool_bytes.saturating_sub(opq_bytes)))
     }
 
     fn check(&self) -> Result<()> {
@@ -547,7 +588,7 @@ fn measure(
     run_dir: &Path,
     profile: &DeviceProfile,
 ) -> Result<Record> {
-    let mut db = Db::open_with_buffer_pool(run_dir, cfg.buffer_pool_bytes)
+    let mut db = Db::open_with_buffer_pool(run_dir, cfg.measured_pool(engine, profile)?)
         .with_context(|| format!("opening {}", run_dir.display()))?;
     let gen = KeyGen::new(cfg.key_dist, cfg.seed);
     let mut ks = KeySpace::with_entries(gen, prep.live);
@@ -679,6 +720,18 @@ fn engine_params(
     live: u64,
     profile: &DeviceProfile,
 ) -> Result<(String, Option<ModelPrediction>)> {
+    if engine == EngineKind::PioBTree {
+        let c = |n: &str| counter(s, n).unwrap_or(0);
+        return Ok((
+            format!(
+                "leaf_segments={} opq_capacity={} height={}",
+                c("leaf_segments"),
+                c("opq_capacity"),
+                c("height")
+            ),
+            None,
+        ));
+    }
     let (Some(k), Some(levels)) = (
         counter(s, "k"),
         counter(s, "levels").or(counter(s, "components").map(|c| c + 1)),

@@ -188,6 +188,7 @@ fn bench_runs_fdtree_lsm_and_pio_on_every_workload() {
         };
         assert_eq!(r.keys_per_op, want_keys, "{r:?}");
         if r.engine == "pio" {
+            assert!(r.engine_params.starts_with("leaf_segments="), "{r:?}");
             continue;
         }
         assert!(r.engine_params.starts_with("k="), "{r:?}");
