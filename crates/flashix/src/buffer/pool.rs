@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Device, IoReq, PageId};
 use crate::page;
 use crate::stats::BufferStats;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// Called before dirty frames are written back.
 pub trait WriteBarrier {
@@ -52,6 +52,9 @@ pub struct BufferPool {
     frames: Vec<Frame>,
     capacity: usize,
     map: HashMap<PageId, FrameId>,
+    /// Pages of the dirty frames, in page order, so that a flush costs the dirty pages,
+    /// not the pool.
+    dirty: BTreeSet<PageId>,
     free: Vec<FrameId>,
     /// Most recently used.
     head: usize,
@@ -76,6 +79,7 @@ impl BufferPool {
             frames: Vec::new(),
             capacity,
             map: HashMap::with_capacity(capacity),
+            dirty: BTreeSet::new(),
             free: Vec::new(),
             head: NIL,
             tail: NIL,
@@ -203,6 +207,7 @@ impl BufferPool {
         for &f in fids {
             self.frames[f].dirty = false;
             self.frames[f].lsn = 0;
+            self.dirty.remove(&self.frames[f].page);
         }
         self.stats.writebacks += fids.len() as u64;
         Ok(())
@@ -297,7 +302,7 @@ impl BufferPool {
     ) -> Result<FrameId> {
         if let Some(&f) = self.map.get(&pid) {
             self.frames[f].pins += 1;
-            self.frames[f].dirty = true;
+            self.mark_dirty(f);
             self.frames[f].data.fill(0);
             self.touch(f);
             return Ok(f);
@@ -311,11 +316,22 @@ impl BufferPool {
     fn install(&mut self, f: FrameId, pid: PageId, dirty: bool) {
         let fr = &mut self.frames[f];
         fr.page = pid;
-        fr.dirty = dirty;
+        fr.dirty = false;
         fr.pins = 1;
         fr.lsn = 0;
+        if dirty {
+            self.mark_dirty(f);
+        }
         self.map.insert(pid, f);
         self.push_front(f);
+    }
+
+    fn mark_dirty(&mut self, f: FrameId) {
+        let fr = &mut self.frames[f];
+        if !fr.dirty {
+            fr.dirty = true;
+            self.dirty.insert(fr.page);
+        }
     }
 
     /// Release a pin.
@@ -336,8 +352,8 @@ impl BufferPool {
 
     /// Write access to a pinned frame; marks it dirty with at least `lsn`.
     pub fn data_mut(&mut self, f: FrameId, lsn: u64) -> &mut [u8] {
+        self.mark_dirty(f);
         let fr = &mut self.frames[f];
-        fr.dirty = true;
         fr.lsn = fr.lsn.max(lsn);
         &mut fr.data
     }
@@ -356,6 +372,7 @@ impl BufferPool {
     pub fn discard(&mut self, pid: PageId) {
         if let Some(f) = self.map.remove(&pid) {
             self.unlink(f);
+            self.dirty.remove(&pid);
             let fr = &mut self.frames[f];
             fr.dirty = false;
             fr.pins = 0;
@@ -389,13 +406,11 @@ impl BufferPool {
         barrier: &mut dyn WriteBarrier,
         group: usize,
     ) -> Result<()> {
-        let mut dirty: Vec<FrameId> = self
-            .map
-            .values()
-            .copied()
-            .filter(|&f| self.frames[f].dirty)
+        let dirty: Vec<FrameId> = self
+            .dirty
+            .iter()
+            .filter_map(|p| self.map.get(p).copied())
             .collect();
-        dirty.sort_by_key(|&f| self.frames[f].page);
         for chunk in dirty.chunks(group.max(1)) {
             self.write_back(dev, barrier, chunk)?;
         }
@@ -433,6 +448,38 @@ mod tests {
         assert_eq!(pool.data(f)[page::HEADER], 2);
         assert_eq!(pool.stats().misses, 1);
         assert_eq!(pool.stats().hits, 1);
+    }
+
+    #[test]
+    fn flush_writes_exactly_the_dirty_pages_in_page_order() {
+        let mut dev = MemDevice::new(512);
+        let mut pool = BufferPool::new(512, 512 * 4, 2).unwrap();
+        // Pages 9, 3, 7, 5 dirty; 7 discarded; 5 written back by an eviction of a 5th page.
+        for p in [9, 3, 7, 5] {
+            write_page(&mut pool, &mut dev, p, 1);
+        }
+        pool.discard(7);
+        let f = pool.fetch(&mut dev, &mut NoBarrier, 9).unwrap();
+        pool.unpin(f);
+        let f = pool.fetch(&mut dev, &mut NoBarrier, 3).unwrap();
+        pool.unpin(f);
+        write_page(&mut pool, &mut dev, 11, 2); // the free frame of 7
+        write_page(&mut pool, &mut dev, 1, 3); // evicts 5 (least recent), writing it
+        assert!(!pool.contains(5));
+        let before = dev.stats();
+        pool.flush_all(&mut dev, &mut NoBarrier).unwrap();
+        let after = dev.stats();
+        assert_eq!(after.writes - before.writes, 4, "pages 1, 3, 9, 11");
+        for p in [1, 3, 9, 11] {
+            assert!(!pool.is_dirty(p));
+        }
+        let again = dev.stats();
+        pool.flush_all(&mut dev, &mut NoBarrier).unwrap();
+        assert_eq!(dev.stats().writes, again.writes, "nothing left to write");
+        assert_eq!(
+            again.writes, 5,
+            "page 5 by the eviction, then 1, 3, 9, 11; never 7"
+        );
     }
 
     #[test]
