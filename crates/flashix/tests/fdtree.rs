@@ -450,3 +450,40 @@ fn warm_searches_keep_the_upper_levels_in_the_pool() {
         "{misses} pool misses for {n} warm searches: the upper levels were evicted"
     );
 }
+
+/// An open-ended range (`lo..`, taken in part) reads at each level only the pages that
+/// span the lowest level's batch, not a whole multi-page request of every level per batch.
+#[test]
+fn an_open_ended_range_reads_about_the_pages_it_returns() {
+    let (mut db, dev, vfs) = mem_db(opts(512, 64, 4, 2, false));
+    let pairs: Vec<(u64, u64)> = (0..40_000u64).map(|k| (k * 10, k)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    for k in 0..3_000u64 {
+        db.insert(k * 130 + 5, k).unwrap();
+    }
+    db.check_integrity().unwrap();
+    let runs = counter(&db, "levels") - 1;
+    assert!(runs >= 3, "{runs} runs");
+    let lowest = counter(&db, &format!("level_{runs}_pages"));
+    db.close().unwrap();
+    let mut db = reopen(&dev, &vfs);
+    let take = 1_500usize;
+    let before = db.stats().device;
+    let got: Vec<(u64, u64)> = db
+        .range(100_000..)
+        .unwrap()
+        .take(take)
+        .map(|r| r.unwrap())
+        .collect();
+    let after = db.stats().device;
+    assert_eq!(got.len(), take);
+    assert_eq!(got[0].0, 100_000);
+    // f = 20 entries per 512-byte page (19 index entries after the leading fence): the
+    // lowest level holds the 1,500 entries in about 80 pages; allow the batch's rounding,
+    // the levels above (k = 4: a quarter as many pages each) and the fences.
+    let pages = after.reads - before.reads;
+    assert!(
+        pages <= 2 * (take as u64 / 19) + 8 * runs,
+        "{pages} pages read for {take} entries ({runs} runs, {lowest} pages in the lowest)"
+    );
+}
