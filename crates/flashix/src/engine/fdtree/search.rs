@@ -11,10 +11,10 @@
 //! Range search: at each level, the fences of the level above say exactly which contiguous
 //! pages hold the range; they are fetched in ONE multi-page request per level (P3). A batch
 //! covers at most `io_unit` pages of the lowest level and the pages of each level above
-//! that span them (`io_unit / k^(levels below)`, at least two; bounded memory); when a
-//! level's pages exceed that, the batch ends just below the first key of the first page
-//! left out, and the cursor resumes there. The levels' streams are merged newest first,
-//! filters cancelling.
+//! that span them (`io_unit` times its share of the lowest level's pages, plus two for the
+//! range's ends; bounded memory); when a level's pages exceed that, the batch ends just
+//! below the first key of the first page left out, and the cursor resumes there. The
+//! levels' streams are merged newest first, filters cancelling.
 
 use super::entry::{index_pos, Entry, Kind, NONE};
 use super::head::Head;
@@ -188,8 +188,8 @@ impl FdTree {
             None => (active.start, active.fences),
         };
         let (mut start, mut fences) = nav;
-        let nlevels = self.levels.len();
-        for lvl in 0..nlevels {
+        let lowest = self.levels.last().map_or(1, |r| r.pages);
+        for lvl in 0..self.levels.len() {
             fences.retain(|f| f.key <= batch_hi);
             let run = self.levels[lvl];
             let first = if start != NONE {
@@ -212,16 +212,14 @@ impl FdTree {
                     format!("FD-tree fences point outside level {}", lvl + 1),
                 ));
             }
-            // A page of this level spans about k^(levels below) pages of the lowest level,
-            // so a batch reads here only what the lowest level's `io_unit` pages span:
-            // an open-ended range (`hi` unknown to the fences above) must not read a whole
-            // `io_unit` of every level for each batch of the lowest.
-            let below = u32::try_from(nlevels - 1 - lvl).unwrap_or(u32::MAX);
-            let budget = self
-                .p
-                .io_unit
-                .div_ceil(self.p.k.saturating_pow(below))
-                .max(2)
+            // A page of this level spans about `lowest / run.pages` pages of the lowest
+            // level, so a batch reads here only what the lowest level's `io_unit` pages
+            // span, plus two pages for the range's ends: an open-ended range (`hi` unknown
+            // to the fences above) must not read a whole `io_unit` of every level for each
+            // batch of the lowest.
+            let budget = (self.p.io_unit.saturating_mul(run.pages))
+                .div_ceil(lowest.max(1))
+                .saturating_add(2)
                 .min(self.p.io_unit);
             if last - first + 1 > budget {
                 last = first + budget - 1;
