@@ -10,11 +10,13 @@
 //!
 //! Range search: at each level, the fences of the level above say exactly which contiguous
 //! pages hold the range; they are fetched in ONE multi-page request per level (P3). A batch
-//! covers at most `io_unit` pages of the lowest level and the pages of each level above
-//! that span them (`io_unit` times its share of the lowest level's pages, plus two for the
-//! range's ends; bounded memory); when a level's pages exceed that, the batch ends just
-//! below the first key of the first page left out, and the cursor resumes there. The
-//! levels' streams are merged newest first, filters cancelling.
+//! covers at most `io_unit` pages of the lowest level (for an open-ended range, 16 in the
+//! first batch and 4x as many in each next one, so a scan stopped early reads little) and
+//! the pages of each level above that span them (the batch's pages times the level's share
+//! of the lowest level's pages, plus two for the range's ends; bounded memory); when a
+//! level's pages exceed that, the batch ends just below the first key of the first page
+//! left out, and the cursor resumes there. The levels' streams are merged newest first,
+//! filters cancelling.
 
 use super::entry::{index_pos, Entry, Kind, NONE};
 use super::head::Head;
@@ -24,6 +26,11 @@ use crate::engine::RangeCursor;
 use crate::error::{Error, Result};
 use crate::page::DATA_FILE;
 use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// Pages of the lowest level the first batch of an open-ended range scan reads (then 4x per
+/// batch, up to `io_unit`).
+const RAMP_PAGES: u64 = 16;
 
 /// What a head tree contributes to a range batch.
 struct HeadRange {
@@ -189,6 +196,21 @@ impl FdTree {
         };
         let (mut start, mut fences) = nav;
         let lowest = self.levels.last().map_or(1, |r| r.pages);
+        // A bounded range reads what the fences say, up to `io_unit` pages of the lowest
+        // level per batch. An open-ended one (`lo..`, its end decided by the caller) grows
+        // from RAMP_PAGES by 4x per batch up to `io_unit`, so a scan stopped early does not
+        // read a whole `io_unit` (the cursor's hint holds the next batch's size).
+        let unit = match cur.hi {
+            Bound::Unbounded => {
+                let u = cur
+                    .hint
+                    .unwrap_or(RAMP_PAGES)
+                    .clamp(1, self.p.io_unit.max(1));
+                cur.hint = Some(u.saturating_mul(4));
+                u
+            }
+            _ => self.p.io_unit.max(1),
+        };
         for lvl in 0..self.levels.len() {
             fences.retain(|f| f.key <= batch_hi);
             let run = self.levels[lvl];
@@ -217,10 +239,10 @@ impl FdTree {
             // span, plus two pages for the range's ends: an open-ended range (`hi` unknown
             // to the fences above) must not read a whole `io_unit` of every level for each
             // batch of the lowest.
-            let budget = (self.p.io_unit.saturating_mul(run.pages))
+            let budget = (unit.saturating_mul(run.pages))
                 .div_ceil(lowest.max(1))
                 .saturating_add(2)
-                .min(self.p.io_unit);
+                .min(unit);
             if last - first + 1 > budget {
                 last = first + budget - 1;
                 // The first page left out begins with the external fence of the level above.
