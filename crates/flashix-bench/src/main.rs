@@ -89,6 +89,13 @@ struct BenchArgs {
     /// does (default: blind tombstones).
     #[arg(long = "lsm-search-before-delete")]
     lsm_search_before_delete: bool,
+    /// PIO B-tree OPQ size, taken from the --buffer-pool budget [default: the PIO cost
+    /// model's choice for the profile, the budget and --search-fraction].
+    #[arg(long = "pio-opq")]
+    pio_opq: Option<String>,
+    /// PIO B-tree leaf size in segments (pages) [default: the PIO cost model's choice].
+    #[arg(long = "pio-leaf-segments")]
+    pio_leaf_segments: Option<u32>,
     /// Page (node) size in bytes.
     #[arg(long = "page-size", default_value = "4096")]
     page_size: String,
@@ -142,6 +149,13 @@ impl BenchArgs {
             deamortize: !self.no_deamortize,
             search_fraction: self.search_fraction,
             lsm_search_before_delete: self.lsm_search_before_delete,
+            pio_opq_bytes: self
+                .pio_opq
+                .as_deref()
+                .map(parse_size)
+                .transpose()
+                .context("--pio-opq")?,
+            pio_leaf_segments: self.pio_leaf_segments,
             page_size: usize::try_from(page_size).context("--page-size: too large")?,
             key_dist: self.key_dist.parse::<KeyDist>().context("--key-dist")?,
             seed: self.seed,

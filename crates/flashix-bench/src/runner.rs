@@ -60,6 +60,10 @@ pub struct BenchConfig {
     pub search_fraction: f64,
     /// LSM deletes search first (the FD-tree paper's baseline) instead of blind tombstones.
     pub lsm_search_before_delete: bool,
+    /// PIO B-tree OPQ bytes; `None`: its cost model's choice. Taken from the budget.
+    pub pio_opq_bytes: Option<u64>,
+    /// PIO B-tree leaf segments; `None`: its cost model's choice.
+    pub pio_leaf_segments: Option<u32>,
     pub seed: u64,
     /// Where indexes are built.
     pub dir: PathBuf,
@@ -88,6 +92,8 @@ impl BenchConfig {
             deamortize: true,
             search_fraction: 0.5,
             lsm_search_before_delete: false,
+            pio_opq_bytes: None,
+            pio_leaf_segments: None,
             seed: 42,
             dir: PathBuf::from("./bench-out/data"),
             out: PathBuf::from("./bench-out"),
@@ -153,13 +159,25 @@ impl BenchConfig {
             bcnt: u64::from(defaults.bcnt),
         };
         let c = pio_cost::choose(&dev, &w).context("PIO B-tree cost model")?;
-        let opq_bytes = c.opq_pages * self.page_size as u64;
+        let opq_bytes = self
+            .pio_opq_bytes
+            .unwrap_or(c.opq_pages * self.page_size as u64);
+        let leaf_segments = match self.pio_leaf_segments {
+            Some(l) => l,
+            None => u32::try_from(c.leaf_segments).context("leaf segments")?,
+        };
+        if opq_bytes >= self.buffer_pool_bytes {
+            bail!(
+                "the PIO OPQ ({opq_bytes} bytes) leaves no buffer pool in the budget of {} bytes",
+                self.buffer_pool_bytes
+            );
+        }
         let pio = PioOptions {
-            leaf_segments: u32::try_from(c.leaf_segments).context("leaf segments")?,
+            leaf_segments,
             opq_bytes,
             ..defaults
         };
-        Ok((pio, self.buffer_pool_bytes.saturating_sub(opq_bytes)))
+        Ok((pio, self.buffer_pool_bytes - opq_bytes))
     }
 
     fn check(&self) -> Result<()> {

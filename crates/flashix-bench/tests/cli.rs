@@ -44,6 +44,8 @@ fn bench_writes_one_sane_record() {
         deamortize: true,
         search_fraction: 0.5,
         lsm_search_before_delete: false,
+        pio_opq_bytes: None,
+        pio_leaf_segments: None,
         key_dist: KeyDist::Uniform,
         seed: 7,
         dir: tmp.path().join("data"),
