@@ -45,34 +45,7 @@ pub struct FdTreeModelArgs {
 /// The device costs of `profile` for pages of `page_size` bytes.
 pub fn device_costs(profile: &DeviceProfile, page_size: usize) -> Result<DeviceCosts> {
     let b = page_size as f64;
-    let table = &profile.read_latency_us_by_size;
-    let exact = table.iter().find(|(size, _)| *size == page_size as u64);
-    let rand_read_us = match exact {
-        Some(&(_, us)) => us,
-        None => {
-            let below = table
-                .iter()
-                .filter(|(s, _)| (*s as f64) < b)
-                .max_by_key(|(s, _)| *s);
-            let above = table
-                .iter()
-                .filter(|(s, _)| (*s as f64) > b)
-                .min_by_key(|(s, _)| *s);
-            match (below, above) {
-                (Some(&(s0, t0)), Some(&(s1, t1))) => {
-                    t0 + (t1 - t0) * (b - s0 as f64) / (s1 as f64 - s0 as f64)
-                }
-                _ => bail!(
-                    "the profile measured read latency for requests of {} only; page size {page_size} is outside that range",
-                    table
-                        .iter()
-                        .map(|(s, _)| format_size(*s))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            }
-        }
-    };
+    let rand_read_us = profile.read_latency_us(page_size as u64, false)?;
     let rand_write_us = 1e6 / profile.rand_write_iops_qd1 * (b / PROBE_WRITE_BYTES);
     DeviceCosts::new(
         page_size,
@@ -258,19 +231,7 @@ mod tests {
     use super::*;
 
     fn profile() -> DeviceProfile {
-        DeviceProfile {
-            path: "/dev/test".into(),
-            backend: "test".into(),
-            file_bytes: 1 << 30,
-            rand_read_iops_qd1: 20_000.0,
-            rand_read_iops_qd32: 100_000.0,
-            rand_write_iops_qd1: 10_000.0,
-            rand_write_iops_qd32: 50_000.0,
-            seq_read_mb_s: 2048.0,
-            seq_write_mb_s: 1024.0,
-            read_latency_us_by_size: vec![(4096, 60.0), (8192, 70.0), (16384, 90.0)],
-            measured_at: "2026-01-01T00:00:00Z".into(),
-        }
+        crate::probe::example_profile()
     }
 
     #[test]

@@ -40,29 +40,6 @@ pub struct PioModelArgs {
     pub profile: PathBuf,
 }
 
-/// Mean QD1 read latency for a request of `bytes`, from the probe's table.
-fn latency_at(profile: &DeviceProfile, bytes: u64) -> Result<f64> {
-    let mut t: Vec<(u64, f64)> = profile.read_latency_us_by_size.clone();
-    t.sort_by_key(|p| p.0);
-    if t.is_empty() {
-        bail!("the profile has no read latencies by request size");
-    }
-    if let Some(&(_, us)) = t.iter().find(|p| p.0 == bytes) {
-        return Ok(us);
-    }
-    let pair = match t.iter().position(|p| p.0 > bytes) {
-        Some(0) => bail!(
-            "the profile's smallest measured request is {}; the page size is below it",
-            format_size(t[0].0)
-        ),
-        Some(i) => (t[i - 1], t[i]),
-        None if t.len() >= 2 => (t[t.len() - 2], t[t.len() - 1]),
-        None => return Ok(t[0].1 * bytes as f64 / t[0].0 as f64),
-    };
-    let ((s0, t0), (s1, t1)) = pair;
-    Ok((t0 + (t1 - t0) * (bytes as f64 - s0 as f64) / (s1 as f64 - s0 as f64)).max(t0.min(t1)))
-}
-
 /// The model's device costs for pages of `page_size` bytes.
 pub fn pio_costs(
     profile: &DeviceProfile,
@@ -71,7 +48,7 @@ pub fn pio_costs(
 ) -> Result<PioDeviceCosts> {
     let b = page_size as u64;
     let read_us = (1..=max_segments.max(1) as u64)
-        .map(|l| latency_at(profile, l * b))
+        .map(|l| profile.read_latency_us(l * b, true))
         .collect::<Result<Vec<f64>>>()?;
     PioDeviceCosts::new(
         page_size,
@@ -171,19 +148,7 @@ mod tests {
     use super::*;
 
     fn profile() -> DeviceProfile {
-        DeviceProfile {
-            path: "/dev/test".into(),
-            backend: "test".into(),
-            file_bytes: 1 << 30,
-            rand_read_iops_qd1: 20_000.0,
-            rand_read_iops_qd32: 100_000.0,
-            rand_write_iops_qd1: 10_000.0,
-            rand_write_iops_qd32: 50_000.0,
-            seq_read_mb_s: 2048.0,
-            seq_write_mb_s: 1024.0,
-            read_latency_us_by_size: vec![(4096, 60.0), (8192, 70.0), (16384, 90.0)],
-            measured_at: "2026-01-01T00:00:00Z".into(),
-        }
+        crate::probe::example_profile()
     }
 
     #[test]

@@ -58,6 +58,64 @@ pub struct DeviceProfile {
     pub measured_at: String,
 }
 
+/// A fixed profile for unit tests: 60/70/90 us reads at 4/8/16 KiB, 20k/100k read IOPS,
+/// 10k/50k write IOPS, 2048/1024 MB/s sequential.
+#[cfg(test)]
+pub(crate) fn example_profile() -> DeviceProfile {
+    DeviceProfile {
+        path: "/dev/test".into(),
+        backend: "test".into(),
+        file_bytes: 1 << 30,
+        rand_read_iops_qd1: 20_000.0,
+        rand_read_iops_qd32: 100_000.0,
+        rand_write_iops_qd1: 10_000.0,
+        rand_write_iops_qd32: 50_000.0,
+        seq_read_mb_s: 2048.0,
+        seq_write_mb_s: 1024.0,
+        read_latency_us_by_size: vec![(4096, 60.0), (8192, 70.0), (16384, 90.0)],
+        measured_at: "2026-01-01T00:00:00Z".into(),
+    }
+}
+
+impl DeviceProfile {
+    /// Mean QD1 read latency of a request of `bytes`, linear between the measured request
+    /// sizes. Below the smallest measured size it is an error; above the largest, an error
+    /// too unless `extrapolate_up`, which extends the line through the last two sizes (or
+    /// scales the only one).
+    pub fn read_latency_us(&self, bytes: u64, extrapolate_up: bool) -> anyhow::Result<f64> {
+        let mut t: Vec<(u64, f64)> = self.read_latency_us_by_size.clone();
+        t.sort_by_key(|p| p.0);
+        let sizes = || {
+            t.iter()
+                .map(|(s, _)| crate::units::format_size(*s))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if let Some(&(_, us)) = t.iter().find(|p| p.0 == bytes) {
+            return Ok(us);
+        }
+        let pair = match t.iter().position(|p| p.0 > bytes) {
+            Some(0) | None if t.is_empty() => {
+                anyhow::bail!("the profile has no read latencies by request size")
+            }
+            Some(0) => anyhow::bail!(
+                "the profile measured read latency for requests of {} only; {bytes} bytes is below that range",
+                sizes()
+            ),
+            Some(i) => (t[i - 1], t[i]),
+            None if !extrapolate_up => anyhow::bail!(
+                "the profile measured read latency for requests of {} only; {bytes} bytes is above that range",
+                sizes()
+            ),
+            None if t.len() >= 2 => (t[t.len() - 2], t[t.len() - 1]),
+            None => return Ok(t[0].1 * bytes as f64 / t[0].0 as f64),
+        };
+        let ((s0, t0), (s1, t1)) = pair;
+        let x = bytes as f64;
+        Ok((t0 + (t1 - t0) * (x - s0 as f64) / (s1 as f64 - s0 as f64)).max(t0.min(t1)))
+    }
+}
+
 /// What to probe and for how long.
 #[derive(Debug, Clone)]
 pub struct ProbeConfig {

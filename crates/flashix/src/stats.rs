@@ -42,3 +42,8 @@ pub struct Stats {
     /// Bytes of memory the index holds: buffer pool plus the engine's documented structures.
     pub memory_bytes: u64,
 }
+
+/// Engine counters from `(name, value)` pairs.
+pub(crate) fn counters(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    pairs.iter().map(|&(k, v)| (k.to_string(), v)).collect()
+}

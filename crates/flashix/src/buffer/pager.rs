@@ -30,11 +30,13 @@ use super::pool::{BufferPool, WriteBarrier};
 use crate::error::{Error, Result};
 use crate::io::{Device, Extent, ExtentAllocator, PageId, Vfs};
 use crate::manifest::{wal_name, Manifest};
+use crate::options::EngineKind;
 use crate::options::Options;
 use crate::page;
-use crate::stats::{BufferStats, WalStats};
+use crate::stats::{BufferStats, Stats, WalStats};
 use crate::wal::{self, LogicalOp, Record, Wal};
 use crate::{DeviceStats, Storage};
+use std::collections::BTreeMap;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -363,6 +365,24 @@ impl Pager {
     }
 
     /// Memory held: pool frames and the page-id sets.
+    /// An engine's [`Stats`]: the pager's device, buffer and WAL counters with the
+    /// engine's own counters and memory (its pool included).
+    pub fn stats(
+        &self,
+        engine: EngineKind,
+        engine_counters: BTreeMap<String, u64>,
+        memory_bytes: u64,
+    ) -> Stats {
+        Stats {
+            engine,
+            device: self.device_stats(),
+            buffer: self.buffer_stats(),
+            wal: self.wal_stats(),
+            engine_counters,
+            memory_bytes,
+        }
+    }
+
     pub fn memory_bytes(&self) -> u64 {
         self.pool.memory_bytes() + 16 * (self.imaged.capacity() + self.fresh.capacity()) as u64
     }

@@ -74,3 +74,31 @@ pub(crate) trait Logged {
         r
     }
 }
+
+/// The [`crate::engine::Engine`] methods every [`Logged`] engine implements the same way:
+/// `insert`, `bulk_insert`, `delete_range` through the log, `flush` (group commit) and
+/// `close` (a checkpoint). Used inside `impl Engine for ...`.
+macro_rules! logged_engine_methods {
+    () => {
+        fn insert(&mut self, key: u64, value: u64) -> $crate::error::Result<()> {
+            $crate::engine::Logged::logged(self, $crate::wal::LogicalOp::Insert(key, value))
+        }
+
+        fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> $crate::error::Result<()> {
+            $crate::engine::Logged::bulk_logged(self, sorted)
+        }
+
+        fn delete_range(&mut self, lo: u64, hi: u64) -> $crate::error::Result<()> {
+            $crate::engine::Logged::logged(self, $crate::wal::LogicalOp::DeleteRange(lo, hi))
+        }
+
+        fn flush(&mut self) -> $crate::error::Result<()> {
+            $crate::engine::Logged::pager(self).flush()
+        }
+
+        fn close(&mut self) -> $crate::error::Result<()> {
+            $crate::engine::Logged::checkpoint(self)
+        }
+    };
+}
+pub(crate) use logged_engine_methods;

@@ -6,7 +6,7 @@ mod logged;
 pub mod lsm;
 pub mod pio;
 
-pub(crate) use logged::Logged;
+pub(crate) use logged::{logged_engine_methods, Logged};
 
 use crate::error::{Error, Result};
 use crate::manifest::Manifest;

@@ -36,17 +36,17 @@ mod insert;
 pub mod node;
 
 use crate::buffer::Pager;
-use crate::engine::{Engine, Logged, RangeCursor};
+use crate::engine::{logged_engine_methods, Engine, Logged, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::manifest::Manifest;
 use crate::options::{EngineKind, Options};
 use crate::page::DATA_FILE;
+use crate::stats::counters;
 use crate::stats::Stats;
 use crate::wal::LogicalOp;
 use crate::Storage;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Frames the tree needs at least: one page is pinned at a time, splits touch a handful.
 const MIN_FRAMES: usize = 8;
@@ -237,9 +237,7 @@ impl Logged for BTree {
 }
 
 impl Engine for BTree {
-    fn insert(&mut self, key: u64, value: u64) -> Result<()> {
-        self.logged(LogicalOp::Insert(key, value))
-    }
+    logged_engine_methods!();
 
     fn delete(&mut self, key: u64) -> Result<()> {
         self.logged(LogicalOp::Delete(key))
@@ -282,25 +280,9 @@ impl Engine for BTree {
         Ok(())
     }
 
-    fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
-        self.bulk_logged(sorted)
-    }
-
-    fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
-        self.logged(LogicalOp::DeleteRange(lo, hi))
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        self.pager.flush()
-    }
-
-    fn close(&mut self) -> Result<()> {
-        self.checkpoint()
-    }
-
     fn stats(&self) -> Stats {
         let c = &self.counters;
-        let engine_counters: BTreeMap<String, u64> = [
+        let engine_counters = counters(&[
             ("entries", self.entries),
             ("leaves", self.leaves),
             ("height", self.height as u64),
@@ -309,18 +291,12 @@ impl Engine for BTree {
             ("root_splits", c.root_splits),
             ("merges", c.merges),
             ("redistributions", c.redistributions),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        Stats {
-            engine: EngineKind::BTree,
-            device: self.pager.device_stats(),
-            buffer: self.pager.buffer_stats(),
-            wal: self.pager.wal_stats(),
+        ]);
+        self.pager.stats(
+            EngineKind::BTree,
             engine_counters,
-            memory_bytes: self.pager.memory_bytes(),
-        }
+            self.pager.memory_bytes(),
+        )
     }
 
     fn check_integrity(&mut self) -> Result<()> {

@@ -93,11 +93,12 @@ pub(crate) mod run;
 mod search;
 
 use crate::buffer::Pager;
-use crate::engine::{Engine, Logged, RangeCursor};
+use crate::engine::{logged_engine_methods, Engine, Logged, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::Extent;
 use crate::manifest::Manifest;
 use crate::options::{EngineKind, Options};
+use crate::stats::counters;
 use crate::stats::Stats;
 use crate::wal::LogicalOp;
 use crate::Storage;
@@ -106,7 +107,6 @@ use head::Head;
 use merge::{MergeJob, Outcome, Params};
 use run::{Run, RunWriter};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Frames the engine needs at least: head-tree splits touch a few pages at once.
 const MIN_FRAMES: usize = 8;
@@ -509,9 +509,7 @@ impl Logged for FdTree {
 }
 
 impl Engine for FdTree {
-    fn insert(&mut self, key: u64, value: u64) -> Result<()> {
-        self.logged(LogicalOp::Insert(key, value))
-    }
+    logged_engine_methods!();
 
     fn delete(&mut self, key: u64) -> Result<()> {
         self.logged(LogicalOp::Delete(key))
@@ -525,25 +523,9 @@ impl Engine for FdTree {
         self.scan_batch(cur, out)
     }
 
-    fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
-        self.bulk_logged(sorted)
-    }
-
-    fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
-        self.logged(LogicalOp::DeleteRange(lo, hi))
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        self.pager.flush()
-    }
-
-    fn close(&mut self) -> Result<()> {
-        self.checkpoint()
-    }
-
     fn stats(&self) -> Stats {
         let c = &self.counters;
-        let mut engine_counters: BTreeMap<String, u64> = [
+        let mut engine_counters = counters(&[
             ("levels", self.levels.len() as u64 + 1),
             ("k", self.p.k),
             (
@@ -572,10 +554,7 @@ impl Engine for FdTree {
             ("merge_pages_written", c.merge_pages_written),
             ("forced_merge_completions", c.forced_merge_completions),
             ("filters_inserted", c.filters_inserted),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+        ]);
         for (i, r) in self.levels.iter().enumerate() {
             engine_counters.insert(format!("level_{}_entries", i + 1), r.entries);
             engine_counters.insert(format!("level_{}_pages", i + 1), r.pages);
@@ -585,14 +564,8 @@ impl Engine for FdTree {
                 self.p.level_capacity(i + 1),
             );
         }
-        Stats {
-            engine: EngineKind::FdTree,
-            device: self.pager.device_stats(),
-            buffer: self.pager.buffer_stats(),
-            wal: self.pager.wal_stats(),
-            engine_counters,
-            memory_bytes: self.memory_bytes(),
-        }
+        self.pager
+            .stats(EngineKind::FdTree, engine_counters, self.memory_bytes())
     }
 
     fn check_integrity(&mut self) -> Result<()> {

@@ -75,17 +75,17 @@ mod search;
 use crate::buffer::Pager;
 use crate::engine::fdtree::entry::{self, Entry, Kind};
 use crate::engine::fdtree::head::Head;
-use crate::engine::{Engine, Logged, RangeCursor};
+use crate::engine::{logged_engine_methods, Engine, Logged, RangeCursor};
 use crate::error::{Error, Result};
 use crate::manifest::Manifest;
 use crate::options::{EngineKind, Options};
+use crate::stats::counters;
 use crate::stats::Stats;
 use crate::wal::LogicalOp;
 use crate::Storage;
 use component::{Component, ComponentWriter, TOMBSTONE};
 use merge::Input;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Frames the engine needs at least: C0 splits touch a few pages at once.
 const MIN_FRAMES: usize = 8;
@@ -407,9 +407,7 @@ impl Logged for Lsm {
 }
 
 impl Engine for Lsm {
-    fn insert(&mut self, key: u64, value: u64) -> Result<()> {
-        self.logged(LogicalOp::Insert(key, value))
-    }
+    logged_engine_methods!();
 
     fn delete(&mut self, key: u64) -> Result<()> {
         if self.pager.options().lsm.search_before_delete && self.lookup(key)?.is_none() {
@@ -426,26 +424,10 @@ impl Engine for Lsm {
         self.scan_batch(cur, out)
     }
 
-    fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
-        self.bulk_logged(sorted)
-    }
-
-    fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
-        self.logged(LogicalOp::DeleteRange(lo, hi))
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        self.pager.flush()
-    }
-
-    fn close(&mut self) -> Result<()> {
-        self.checkpoint()
-    }
-
     fn stats(&self) -> Stats {
         let c = &self.counters;
         let live: Vec<&Component> = self.components.iter().flatten().collect();
-        let mut engine_counters: BTreeMap<String, u64> = [
+        let mut engine_counters = counters(&[
             ("components", live.len() as u64),
             ("k", self.p.k),
             (
@@ -459,10 +441,7 @@ impl Engine for Lsm {
             ("merges", c.merges),
             ("merge_pages_read", c.merge_pages_read),
             ("merge_pages_written", c.merge_pages_written),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+        ]);
         for (i, comp) in self.components.iter().enumerate() {
             let l = i + 1;
             let comp = comp.unwrap_or(Component {
@@ -480,14 +459,8 @@ impl Engine for Lsm {
             engine_counters.insert(format!("component_{l}_height"), u64::from(comp.height));
             engine_counters.insert(format!("component_{l}_capacity"), self.p.capacity(l));
         }
-        Stats {
-            engine: EngineKind::Lsm,
-            device: self.pager.device_stats(),
-            buffer: self.pager.buffer_stats(),
-            wal: self.pager.wal_stats(),
-            engine_counters,
-            memory_bytes: self.pager.memory_bytes(),
-        }
+        self.pager
+            .stats(EngineKind::Lsm, engine_counters, self.pager.memory_bytes())
     }
 
     fn check_integrity(&mut self) -> Result<()> {

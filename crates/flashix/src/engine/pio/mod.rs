@@ -75,17 +75,18 @@ pub mod opq;
 
 use crate::buffer::Pager;
 use crate::engine::btree::node;
-use crate::engine::{Engine, Logged, RangeCursor};
+use crate::engine::{logged_engine_methods, Engine, Logged, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::manifest::Manifest;
 use crate::options::{EngineKind, Options, PIO_OPQ_ENTRY_BYTES};
+use crate::stats::counters;
 use crate::stats::Stats;
 use crate::wal::LogicalOp;
 use crate::Storage;
 use opq::{Op, Opq, OpqEntry};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// Durable roots, saved in the manifest.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -468,9 +469,7 @@ impl Logged for PioBTree {
 }
 
 impl Engine for PioBTree {
-    fn insert(&mut self, key: u64, value: u64) -> Result<()> {
-        self.logged(LogicalOp::Insert(key, value))
-    }
+    logged_engine_methods!();
 
     fn delete(&mut self, key: u64) -> Result<()> {
         self.logged(LogicalOp::Delete(key))
@@ -488,25 +487,9 @@ impl Engine for PioBTree {
         self.prange(cur, out)
     }
 
-    fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
-        self.bulk_logged(sorted)
-    }
-
-    fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
-        self.logged(LogicalOp::DeleteRange(lo, hi))
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        self.pager.flush()
-    }
-
-    fn close(&mut self) -> Result<()> {
-        self.checkpoint()
-    }
-
     fn stats(&self) -> Stats {
         let c = &self.counters;
-        let engine_counters: BTreeMap<String, u64> = [
+        let engine_counters = counters(&[
             ("height", u64::from(self.height)),
             ("leaves", self.leaves),
             ("leaf_records", self.leaf_records),
@@ -527,20 +510,14 @@ impl Engine for PioBTree {
             ("redistributions", c.redistributions),
             ("mpsearches", c.mpsearches),
             ("psync_reads", c.psync_reads),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+        ]);
         let opq_bytes = self.opq.capacity() as u64 * PIO_OPQ_ENTRY_BYTES;
         let lsmap_bytes = self.lsmap.capacity() as u64 * 17;
-        Stats {
-            engine: EngineKind::PioBTree,
-            device: self.pager.device_stats(),
-            buffer: self.pager.buffer_stats(),
-            wal: self.pager.wal_stats(),
+        self.pager.stats(
+            EngineKind::PioBTree,
             engine_counters,
-            memory_bytes: self.pager.memory_bytes() + opq_bytes + lsmap_bytes,
-        }
+            self.pager.memory_bytes() + opq_bytes + lsmap_bytes,
+        )
     }
 
     fn check_integrity(&mut self) -> Result<()> {
