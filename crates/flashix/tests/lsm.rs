@@ -207,18 +207,7 @@ fn invalid_options_are_refused() {
 #[test]
 fn a_flipped_bit_in_any_page_is_corruption_naming_the_page() {
     let (mut db, dev, vfs) = mem_db(opts(512, 8, 3, 2, 3));
-    let mut rng = Rng::new(9);
-    let mut model = BTreeMap::new();
-    for i in 0..1_500u64 {
-        let k = rng.below(4_000);
-        if i % 5 == 4 {
-            db.delete(k).unwrap();
-            model.remove(&k);
-        } else {
-            db.insert(k, i).unwrap();
-            model.insert(k, i);
-        }
-    }
+    let model = flashix::testing::insert_and_delete(&mut db, 9, 1_500, 4_000).unwrap();
     db.close().unwrap();
     let detected = flashix::testing::flip_a_bit_in_every_page(&dev, &vfs, 512, &model).unwrap();
     // Many pages are free (old components and C0 trees), so only the live ones count.

@@ -550,3 +550,26 @@ pub fn flip_a_bit_in_every_page(
     }
     Ok(detected)
 }
+
+/// `ops` operations on random keys below `keys` (every fifth a delete, the rest inserts of
+/// the operation's number), applied to `db` and to the returned model.
+pub fn insert_and_delete(
+    db: &mut Db,
+    seed: u64,
+    ops: u64,
+    keys: u64,
+) -> crate::Result<BTreeMap<u64, u64>> {
+    let mut rng = Rng::new(seed);
+    let mut model = BTreeMap::new();
+    for i in 0..ops {
+        let k = rng.below(keys);
+        if i % 5 == 4 {
+            db.delete(k)?;
+            model.remove(&k);
+        } else {
+            db.insert(k, i)?;
+            model.insert(k, i);
+        }
+    }
+    Ok(model)
+}
