@@ -7,7 +7,6 @@ use crate::units::format_size;
 use crate::workload::{rng_for, KeyDist, KeyGen, KeySpace, OpKind, Workload};
 use anyhow::{bail, Context, Result};
 use flashix::cost::fdtree as fd_model;
-use flashix::cost::pio::{self as pio_cost, PioWorkload};
 use flashix::{
     Db, DeviceSpec, EngineKind, FdTreeOptions, LsmOptions, Options, PioOptions, Stats, Tuning,
 };
@@ -103,13 +102,19 @@ impl BenchConfig {
         }
     }
 
-    /// The options an index is created with: the measured pool, and a cost-model tuning
-    /// from the device profile.
+    /// The options an index is created with: the measured memory budget, and a cost-model
+    /// tuning from the device profile (the engines' own models pick what is left unset:
+    /// FD-tree and LSM `k`, PIO B-tree leaf and OPQ size).
     pub fn options(&self, engine: EngineKind, profile: &DeviceProfile) -> Result<Options> {
         let tuning = Tuning {
             device: crate::model::device_costs(profile, self.page_size)?,
             expected_entries: self.entries,
             search_fraction: self.search_fraction,
+            pio_device: Some(crate::pio_model::pio_costs(
+                profile,
+                self.page_size,
+                PIO_MAX_SEGMENTS,
+            )?),
         };
         let fdtree = FdTreeOptions {
             k: self.k,
@@ -121,8 +126,12 @@ impl BenchConfig {
             search_before_delete: self.lsm_search_before_delete,
             ..LsmOptions::default()
         };
-        let (pio, pool) = self.pio_split(profile)?;
-        let opts = Options::new(engine)
+        let pio = PioOptions {
+            leaf_segments: self.pio_leaf_segments,
+            opq_bytes: self.pio_opq_bytes,
+            ..PioOptions::default()
+        };
+        Ok(Options::new(engine)
             .page_size(self.page_size)
             .buffer_pool_bytes(self.buffer_pool_bytes)
             .device(DeviceSpec::File {
@@ -130,54 +139,14 @@ impl BenchConfig {
             })
             .tuning(tuning)
             .fdtree(fdtree)
-            .lsm(lsm);
-        Ok(match engine {
-            EngineKind::PioBTree => opts.pio(pio).buffer_pool_bytes(pool),
-            _ => opts,
-        })
+            .lsm(lsm)
+            .pio(pio))
     }
 
-    /// The buffer pool of the measured phase: the memory budget, less what an engine keeps
-    /// outside the pool (the PIO B-tree's OPQ), so that every engine gets the same memory.
-    pub fn measured_pool(&self, engine: EngineKind, profile: &DeviceProfile) -> Result<u64> {
-        Ok(match engine {
-            EngineKind::PioBTree => self.pio_split(profile)?.1,
-            _ => self.buffer_pool_bytes,
-        })
-    }
-
-    /// The PIO B-tree's leaf size and OPQ size from its cost model (§3.2.1, §3.6 Eq. 10)
-    /// for the profile, the entries, the update share and the memory budget, and the pool
-    /// the OPQ leaves of the budget.
-    fn pio_split(&self, profile: &DeviceProfile) -> Result<(PioOptions, u64)> {
-        let dev = crate::pio_model::pio_costs(profile, self.page_size, PIO_MAX_SEGMENTS)?;
-        let defaults = PioOptions::default();
-        let w = PioWorkload {
-            insert_ratio: 1.0 - self.search_fraction,
-            entries: self.entries,
-            memory_bytes: self.buffer_pool_bytes,
-            bcnt: u64::from(defaults.bcnt),
-        };
-        let c = pio_cost::choose(&dev, &w).context("PIO B-tree cost model")?;
-        let opq_bytes = self
-            .pio_opq_bytes
-            .unwrap_or(c.opq_pages * self.page_size as u64);
-        let leaf_segments = match self.pio_leaf_segments {
-            Some(l) => l,
-            None => u32::try_from(c.leaf_segments).context("leaf segments")?,
-        };
-        if opq_bytes >= self.buffer_pool_bytes {
-            bail!(
-                "the PIO OPQ ({opq_bytes} bytes) leaves no buffer pool in the budget of {} bytes",
-                self.buffer_pool_bytes
-            );
-        }
-        let pio = PioOptions {
-            leaf_segments,
-            opq_bytes,
-            ..defaults
-        };
-        Ok((pio, self.buffer_pool_bytes - opq_bytes))
+    /// The memory budget of the measured phase. Every engine gets the same: an engine that
+    /// keeps a structure outside its pool takes it from this budget (the PIO B-tree's OPQ).
+    pub fn measured_pool(&self, _engine: EngineKind, _profile: &DeviceProfile) -> Result<u64> {
+        Ok(self.buffer_pool_bytes)
     }
 
     fn check(&self) -> Result<()> {

@@ -181,6 +181,11 @@ pub struct Tuning {
     pub expected_entries: u64,
     /// Share of operations that are searches (the rest are updates), 0..=1.
     pub search_fraction: f64,
+    /// The PIO B-tree model's device inputs (latency by request size, psync throughput);
+    /// `None`: derived from `device` with the reference SSD's queue-depth-32 throughput
+    /// ([`crate::cost::pio::PioDeviceCosts::derived`]).
+    #[serde(default)]
+    pub pio_device: Option<crate::cost::pio::PioDeviceCosts>,
 }
 
 impl Tuning {
@@ -190,24 +195,30 @@ impl Tuning {
             device: DeviceCosts::reference(page_size),
             expected_entries: 10_000_000,
             search_fraction: 0.5,
+            pio_device: None,
         }
     }
 }
 
 /// PIO B-tree sub-options (Roh et al., VLDB 2011). Defaults: the paper's experimental
-/// settings (§4.1: "PioMax, speriod, and bcnt were fixed at 64, 5000, and 5000") and its
-/// §3.6 guidance for the leaf size; [`crate::cost::pio`] computes the model's choice of
-/// `leaf_segments` and `opq_bytes` for a measured device profile (`flashix pio-model`).
+/// settings for `pio_max`, `speriod` and `bcnt` (§4.1: "PioMax, speriod, and bcnt were
+/// fixed at 64, 5000, and 5000"), and the cost model's choice (§3.6, Eq. 10;
+/// [`crate::cost::pio::resolve`]) for `leaf_segments` and `opq_bytes` left `None`, made
+/// when the index is created for the [`Options::tuning`] and saved in its manifest.
+///
+/// **Memory.** As in the paper (§4.1.3: "after allocating the main memory to OPQ and
+/// LSMap, the rest of main memory space was allocated to the buffer pool"), the PIO
+/// B-tree's [`Options::buffer_pool_bytes`] is its memory budget `M`: the OPQ takes
+/// `opq_bytes` of it and the buffer pool gets the rest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PioOptions {
-    /// Leaf node size L in leaf segments (pages), §3.2.2. Internal nodes are one page.
-    /// Default 2: 8 KiB leaves at 4 KiB pages (§3.6: "the performance of most flashSSDs is
-    /// optimized with around 8KB I/O size"). 1..=64.
-    pub leaf_segments: u32,
-    /// Memory of the operation queue (OPQ, §3.1.3) in bytes; an OPQ entry takes
-    /// [`PIO_OPQ_ENTRY_BYTES`]. Default 1 MiB (256 pages of 4 KiB; §4.1.3 varies it from 1
-    /// to 4095 pages). At least two entries.
-    pub opq_bytes: u64,
+    /// Leaf node size L in leaf segments (pages), §3.2.2, 1..=64. Internal nodes are one
+    /// page. `None`: the cost model's choice.
+    pub leaf_segments: Option<u32>,
+    /// Memory of the operation queue (OPQ, §3.1.3) in bytes, taken from the memory
+    /// budget; an OPQ entry takes [`PIO_OPQ_ENTRY_BYTES`]. At least two entries.
+    /// `None`: the cost model's choice.
+    pub opq_bytes: Option<u64>,
     /// Largest number of requests in one psync I/O call (`PioMax`, §3.1.1). Default 64.
     /// 1..=4096.
     pub pio_max: u32,
@@ -225,8 +236,8 @@ pub const PIO_OPQ_ENTRY_BYTES: u64 = 24;
 impl Default for PioOptions {
     fn default() -> Self {
         PioOptions {
-            leaf_segments: 2,
-            opq_bytes: 1 << 20,
+            leaf_segments: None,
+            opq_bytes: None,
             pio_max: 64,
             speriod: 5000,
             bcnt: 5000,
@@ -317,7 +328,8 @@ impl Options {
         self
     }
 
-    /// What the cost models tune parameters left unset for (FD-tree and LSM `k`).
+    /// What the cost models tune parameters left unset for (FD-tree and LSM `k`, PIO
+    /// B-tree leaf and OPQ size).
     pub fn tuning(mut self, tuning: Tuning) -> Self {
         self.tuning = Some(tuning);
         self
@@ -347,6 +359,16 @@ impl Options {
     /// The buffer pool budget.
     pub fn get_buffer_pool_bytes(&self) -> u64 {
         self.buffer_pool_bytes
+    }
+    /// Bytes of the buffer pool itself: the budget less what an engine takes from it for
+    /// its own structures (the PIO B-tree's OPQ; see [`PioOptions`]).
+    pub(crate) fn pool_bytes(&self) -> u64 {
+        match self.engine {
+            EngineKind::PioBTree => self
+                .buffer_pool_bytes
+                .saturating_sub(self.pio.opq_bytes.unwrap_or(0)),
+            _ => self.buffer_pool_bytes,
+        }
     }
     /// The device.
     pub fn get_device(&self) -> &DeviceSpec {

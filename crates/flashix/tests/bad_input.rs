@@ -155,8 +155,17 @@ fn a_flipped_bit_in_any_data_page_is_corruption_naming_the_page() {
     let pages = std::fs::metadata(&data).unwrap().len() / 512;
     assert!(pages > 100);
     let pristine = std::fs::read(&data).unwrap();
+    // The device grows its file ahead of the writes with zeros: those pages are no part
+    // of the index (never written by it), so only written pages are flipped.
+    let written: Vec<u64> = (0..pages)
+        .filter(|&p| {
+            let at = (p * 512) as usize;
+            pristine[at..at + 512].iter().any(|&b| b != 0)
+        })
+        .collect();
+    assert!(written.len() > 100);
     let mut detected = 0;
-    for page in 0..pages {
+    for &page in &written {
         std::fs::write(&data, &pristine).unwrap();
         flip_bit(&data, page * 512 + 40 + (page * 13) % 400, (page % 8) as u8);
         match read_all(d.path()) {
@@ -176,8 +185,9 @@ fn a_flipped_bit_in_any_data_page_is_corruption_naming_the_page() {
         }
     }
     assert!(
-        detected as u64 >= pages - 2,
-        "only {detected} of {pages} flips detected"
+        detected >= written.len() - 2,
+        "only {detected} of {} flips detected",
+        written.len()
     );
 }
 

@@ -296,6 +296,7 @@ fn unset_k_comes_from_the_cost_model_and_survives_reopen() {
             device: DeviceCosts::new(4096, rand_read_us, 100.0, 2.0, 2.0).unwrap(),
             expected_entries: 50_000_000,
             search_fraction,
+            pio_device: None,
         };
         let o = Options::new(EngineKind::FdTree)
             .buffer_pool_bytes(16 << 20)
@@ -324,6 +325,7 @@ fn unset_k_comes_from_the_cost_model_and_survives_reopen() {
                 device: DeviceCosts::new(4096, r, 100.0, 2.0, 2.0).unwrap(),
                 expected_entries: 50_000_000,
                 search_fraction: p,
+                pio_device: None,
             });
             u64::from(fdtree::default_k(&o, 512 << 10).unwrap())
         })
@@ -342,6 +344,7 @@ fn tuning_for_another_page_size_is_refused() {
             device: DeviceCosts::reference(8192),
             expected_entries: 1_000_000,
             search_fraction: 0.5,
+            pio_device: None,
         });
     let dev = MemDevice::new(4096);
     let s = Storage {

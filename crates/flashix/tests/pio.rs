@@ -24,17 +24,20 @@ fn faulty(faults: &Faults, dev: &MemDevice, vfs: &MemVfs) -> Storage {
     }
 }
 
+/// A pool of `frames` pages: the memory budget is the pool plus the OPQ, which the OPQ
+/// shares with the pool.
 fn opts(page_size: usize, frames: u64, pio: PioOptions) -> Options {
+    let opq = pio.opq_bytes.unwrap_or(0);
     Options::new(EngineKind::PioBTree)
         .page_size(page_size)
-        .buffer_pool_bytes(frames * page_size as u64)
+        .buffer_pool_bytes(frames * page_size as u64 + opq)
         .pio(pio)
 }
 
 fn pio(leaf_segments: u32, opq_entries: u64, pio_max: u32, bcnt: u32) -> PioOptions {
     PioOptions {
-        leaf_segments,
-        opq_bytes: opq_entries * PIO_OPQ_ENTRY_BYTES,
+        leaf_segments: Some(leaf_segments),
+        opq_bytes: Some(opq_entries * PIO_OPQ_ENTRY_BYTES),
         pio_max,
         speriod: 7,
         bcnt,
@@ -376,4 +379,80 @@ fn a_flipped_bit_in_any_page_is_corruption_naming_the_page() {
     db.close().unwrap();
     let detected = flashix::testing::flip_a_bit_in_every_page(&dev, &vfs, 512, &model).unwrap();
     assert!(detected >= 20, "{detected} pages detected");
+}
+
+/// Leaf and OPQ sizes left unset are the cost model's choice (§3.6, Eq. 10) for the
+/// tuning, saved in the manifest; the OPQ comes out of the memory budget and the pool gets
+/// the rest (§4.1.3).
+#[test]
+fn unset_sizes_come_from_the_cost_model_and_the_opq_shares_the_budget() {
+    use flashix::cost::pio::{resolve, PioDeviceCosts};
+    use flashix::cost::DeviceCosts;
+    use flashix::Tuning;
+    // Flat read latency up to 8 pages (package-level parallelism) and cheap psync I/O:
+    // searches-only prefers long leaves and the smallest OPQ; updates-only on few leaves
+    // prefers a large OPQ (Eq. 8: more updates share each node read).
+    let dev = PioDeviceCosts::new(4096, vec![100.0; 8], 200.0, 10.0, 20.0).unwrap();
+    let tuning = |search_fraction| Tuning {
+        device: DeviceCosts::reference(4096),
+        expected_entries: 200_000,
+        search_fraction,
+        pio_device: Some(dev.clone()),
+    };
+    let budget = 4u64 << 20;
+    let mut chosen = Vec::new();
+    for search_fraction in [1.0, 0.0] {
+        let o = Options::new(EngineKind::PioBTree)
+            .buffer_pool_bytes(budget)
+            .tuning(tuning(search_fraction));
+        let want = resolve(&o).unwrap();
+        let (l, q) = (want.leaf_segments.unwrap(), want.opq_bytes.unwrap());
+        let (dev, vfs) = (MemDevice::new(4096), MemVfs::new());
+        let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
+        assert_eq!(counter(&db, "leaf_segments"), u64::from(l));
+        assert_eq!(counter(&db, "opq_capacity"), q / PIO_OPQ_ENTRY_BYTES);
+        let pool = db.stats().buffer.capacity_bytes;
+        assert_eq!(
+            pool,
+            (budget - q) / 4096 * 4096,
+            "the pool is the budget less the OPQ"
+        );
+        db.insert(7, 70).unwrap();
+        db.close().unwrap();
+        let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+        assert_eq!(counter(&db, "leaf_segments"), u64::from(l));
+        assert_eq!(counter(&db, "opq_capacity"), q / PIO_OPQ_ENTRY_BYTES);
+        assert_eq!(db.get(7).unwrap(), Some(70));
+        chosen.push((l, q));
+    }
+    assert!(
+        chosen[0].0 >= 4 && chosen[0].1 == 4096,
+        "searches only: long leaves, one-page OPQ, got {chosen:?}"
+    );
+    assert!(
+        chosen[1].1 > 4096,
+        "updates only: a larger OPQ, got {chosen:?}"
+    );
+    // A fixed size is kept and the model picks the other for it.
+    let o = Options::new(EngineKind::PioBTree)
+        .buffer_pool_bytes(budget)
+        .tuning(tuning(0.0))
+        .pio(PioOptions {
+            leaf_segments: Some(3),
+            ..PioOptions::default()
+        });
+    assert_eq!(resolve(&o).unwrap().leaf_segments, Some(3));
+    // An OPQ as large as the budget leaves no pool.
+    let o = Options::new(EngineKind::PioBTree)
+        .buffer_pool_bytes(budget)
+        .pio(PioOptions {
+            opq_bytes: Some(budget),
+            ..PioOptions::default()
+        });
+    let (dev, vfs) = (MemDevice::new(4096), MemVfs::new());
+    let err = Db::create_on(storage(&dev, &vfs), o)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("opq_bytes"), "{err}");
 }

@@ -68,7 +68,22 @@ impl Pager {
     /// A new, empty index: WAL generation 1 and a first manifest with `engine_state`.
     /// The caller builds its initial pages and then calls [`Pager::checkpoint`].
     pub fn create(storage: Storage, options: Options, min_frames: usize) -> Result<Pager> {
-        let pool = BufferPool::new(options.page_size, options.buffer_pool_bytes, min_frames)?;
+        Pager::create_reserving(storage, options, min_frames, 0)
+    }
+
+    /// [`Pager::create`] with `reserved` bytes of the memory budget kept out of the pool
+    /// for an engine structure that grows with the index (the PIO B-tree's LSMap).
+    pub fn create_reserving(
+        storage: Storage,
+        options: Options,
+        min_frames: usize,
+        reserved: u64,
+    ) -> Result<Pager> {
+        let pool = BufferPool::new(
+            options.page_size,
+            options.pool_bytes().saturating_sub(reserved),
+            min_frames,
+        )?;
         let wal = Wal::create(Arc::clone(&storage.vfs), 1)?;
         Ok(Pager {
             dev: storage.device,
@@ -91,8 +106,23 @@ impl Pager {
         manifest: &Manifest,
         min_frames: usize,
     ) -> Result<(Pager, Vec<LogicalOp>)> {
+        Pager::open_reserving(storage, manifest, min_frames, 0)
+    }
+
+    /// [`Pager::open`] with `reserved` bytes of the memory budget kept out of the pool
+    /// (see [`Pager::create_reserving`]).
+    pub fn open_reserving(
+        storage: Storage,
+        manifest: &Manifest,
+        min_frames: usize,
+        reserved: u64,
+    ) -> Result<(Pager, Vec<LogicalOp>)> {
         let options = manifest.options.clone();
-        let pool = BufferPool::new(options.page_size, options.buffer_pool_bytes, min_frames)?;
+        let pool = BufferPool::new(
+            options.page_size,
+            options.pool_bytes().saturating_sub(reserved),
+            min_frames,
+        )?;
         let alloc = ExtentAllocator::from_state(&manifest.alloc)?;
         let Storage { mut device, vfs } = storage;
         let gen = manifest.generation;
@@ -231,6 +261,15 @@ impl Pager {
             runs,
             pio_max,
         )
+    }
+
+    /// Make the pages of `runs` the pool's next victims ([`BufferPool::demote`]).
+    pub fn demote(&mut self, runs: &[crate::io::psync::Run]) {
+        for &(start, len) in runs {
+            for pid in start..start + len {
+                self.pool.demote(pid);
+            }
+        }
     }
 
     /// Write every dirty page now, in psync groups of at most `pio_max` writes, after the

@@ -368,6 +368,27 @@ impl BufferPool {
         self.map.contains_key(&pid)
     }
 
+    /// Move a resident, unpinned page to the LRU end, so it is the next to be evicted: for
+    /// pages an engine has finished with and will not want soon (the PIO B-tree's leaves
+    /// after a batch update or a search), so that they do not push out the upper levels
+    /// a cost model expects the pool to hold. A dirty page stays dirty.
+    pub fn demote(&mut self, pid: PageId) {
+        if let Some(&f) = self.map.get(&pid) {
+            if self.frames[f].pins == 0 && self.tail != f {
+                self.unlink(f);
+                self.frames[f].prev = self.tail;
+                self.frames[f].next = NIL;
+                if self.tail != NIL {
+                    let t = self.tail;
+                    self.frames[t].next = f;
+                } else {
+                    self.head = f;
+                }
+                self.tail = f;
+            }
+        }
+    }
+
     /// Drop a page without writing it (it was freed).
     pub fn discard(&mut self, pid: PageId) {
         if let Some(f) = self.map.remove(&pid) {

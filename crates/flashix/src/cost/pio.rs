@@ -17,13 +17,25 @@
 //!   Reading a node of level ℓ then costs `(1 − Cvrg(ℓ))` reads.
 //! - **Search** (Eq. 7, first term): `Σ_ℓ (1 − Cvrg(ℓ))·Pr` over the internal levels, plus
 //!   `(1 − Cvrg(0))·Pr(L)` for the leaf, read whole as one request.
-//! - **Update** (Eq. 7 second term with Eq. 8 and 15): an update waits in the OPQ and is
-//!   applied by a batch update of `b = min(bcnt, O·B / e)` entries (`e` bytes per OPQ
-//!   entry). A node of level ℓ is read once for `u(ℓ) = max(1, b / n(ℓ))` updates (Eq. 8),
-//!   through psync I/O at the amortised per-page time `Pr'`: `(1 − Cvrg(ℓ))·Pr' / u(ℓ)` per
-//!   level; at the leaf only the last segment is read and written (§3.3):
-//!   `((1 − Cvrg(0))·Pr' + Pw') / u(0)`. A leaf is shrunk once every `L·s·(1 − U)` appends
-//!   (its free records), reading it whole and rewriting it: `(Pr(L) + L·Pw') / (L·s·(1 − U))`.
+//! - **Update** (Eq. 7 second term with Eq. 8 and 15): an update waits in the OPQ of
+//!   `Q = O·B / e` entries (`e` bytes per OPQ entry) and is applied by a batch update of
+//!   `b = min(bcnt, Q)` entries. Eq. 8 counts the updates that share one read of a node of
+//!   level ℓ as "the total number of OPQ entries divided by the total number of nodes in
+//!   the level", between 1 and `bcnt`: `u(ℓ) = Q / n(ℓ)` — the *whole* OPQ, not the batch,
+//!   because a batch is a contiguous key range of a full OPQ (the engine flushes the OPQ's
+//!   key space round robin), so it meets `n(ℓ)·b/Q` nodes with `Q/n(ℓ)` updates each.
+//!   Where the paper clamps at 1 (a node never serves less than one update), this model
+//!   counts the distinct nodes a batch meets when updates land on nodes at random:
+//!   `x = Q / n(ℓ)` updates per node on average, so a share `1 − e^(−x)` of the nodes in
+//!   the batch's range is met, and the reads per update are `r(ℓ) = (1 − e^(−x)) / x`
+//!   (→ `1/u(ℓ)` for large `x`, → 1 for small `x`; at least `1/b`). Measured on this
+//!   machine, the clamp misses what decides the OPQ size: at 4M entries, a 170-entry OPQ
+//!   and 94 level-1 nodes (`x` = 1.8), the engine read 0.47 level-1 pages per insert, and
+//!   `r` = 0.46 where the clamp says 1. Node reads go through psync I/O at the amortised
+//!   per-page time `Pr'`: `(1 − Cvrg(ℓ))·Pr'·r(ℓ)` per level; at the leaf only the last
+//!   segment is read and written (§3.3): `((1 − Cvrg(0))·Pr' + Pw')·r(0)`. A leaf is
+//!   shrunk once every `L·s·(1 − U)` appends (its free records), reading it whole and
+//!   rewriting it: `(Pr(L) + L·Pw') / (L·s·(1 − U))`.
 //!   (The paper ignores the amortised split cost, §3.2.1; so does this model.)
 //! - **Average** (Eq. 7): `C = Rs·search + Ri·update`, and (Eq. 10)
 //!   `(L, O) := argmin C` over `L` = 1 ..= the longest request the profile measures and `O`
@@ -37,6 +49,16 @@ use crate::options::PIO_OPQ_ENTRY_BYTES;
 use crate::{Error, Result};
 
 use super::DeviceCosts;
+use crate::options::{Options, PioOptions};
+use serde::{Deserialize, Serialize};
+
+/// Random 4 KiB reads per second at queue depth 32 of the reference SSD (the `flashix
+/// probe` figure of the project's benchmark machine, beside [`DeviceCosts::reference`]).
+pub const REFERENCE_PSYNC_READ_IOPS: f64 = 79_130.0;
+/// Random 4 KiB writes per second at queue depth 32 of the reference SSD.
+pub const REFERENCE_PSYNC_WRITE_IOPS: f64 = 83_673.0;
+/// Longest leaf, in segments, the model considers when it derives its inputs.
+pub const DERIVED_MAX_SEGMENTS: usize = 16;
 
 /// Node utilisation `U` (Table 1).
 pub const UTILIZATION: f64 = 0.7;
@@ -44,7 +66,7 @@ pub const UTILIZATION: f64 = 0.7;
 /// What the model needs to know about the device (§3.6: "PIO B-tree conducts a
 /// micro-benchmark to obtain the flashSSD specifications such as Pr, Pw, Pr(L), Pr' and
 /// Pw'").
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PioDeviceCosts {
     page_size: usize,
     /// `Pr(L)` for L = 1, 2, ...: one random read of L contiguous pages, queue depth 1.
@@ -117,6 +139,20 @@ impl PioDeviceCosts {
             d.rand_write_page_us(),
             1e6 / read_iops_qd,
             1e6 / write_iops_qd,
+        )
+    }
+
+    /// From a [`DeviceCosts`] alone, for a tuning that gives no PIO profile: the reference
+    /// SSD's queue-depth-32 throughput ([`REFERENCE_PSYNC_READ_IOPS`],
+    /// [`REFERENCE_PSYNC_WRITE_IOPS`]) scaled to the page size, leaves up to
+    /// [`DERIVED_MAX_SEGMENTS`].
+    pub fn derived(d: &DeviceCosts) -> Result<Self> {
+        let scale = 4096.0 / d.page_size() as f64;
+        PioDeviceCosts::from_device_costs(
+            d,
+            DERIVED_MAX_SEGMENTS,
+            REFERENCE_PSYNC_READ_IOPS * scale,
+            REFERENCE_PSYNC_WRITE_IOPS * scale,
         )
     }
 
@@ -197,6 +233,14 @@ pub fn coverage(nodes: &[f64], leaf_segments: usize, pool_pages: f64) -> Vec<f64
     cov
 }
 
+/// Reads of a level's nodes per update (Eq. 8 with distinct-node counting; see the module
+/// doc): an OPQ of `queued` entries over `nodes` nodes, flushed `batch` entries at a time.
+pub fn reads_per_update(queued: f64, batch: f64, nodes: f64) -> f64 {
+    let x = queued / nodes.max(1.0);
+    let r = if x < 1e-9 { 1.0 } else { -(-x).exp_m1() / x };
+    r.clamp(1.0 / batch.max(1.0), 1.0)
+}
+
 /// The cost of leaf size `leaf_segments` and an OPQ of `opq_pages` pages.
 pub fn cost(
     dev: &PioDeviceCosts,
@@ -224,13 +268,14 @@ pub fn cost(
     let search_us: f64 = (0..nodes.len())
         .map(|l| (1.0 - cov[l]) * if l == 0 { prl } else { pr })
         .sum();
-    let batch = (w.bcnt as f64).min(opq_pages as f64 * b as f64 / PIO_OPQ_ENTRY_BYTES as f64);
+    let queued = opq_pages as f64 * b as f64 / PIO_OPQ_ENTRY_BYTES as f64;
+    let batch = (w.bcnt as f64).min(queued);
     let mut update_us = 0.0;
     for (l, &n) in nodes.iter().enumerate() {
-        let u = (batch / n).max(1.0);
-        update_us += (1.0 - cov[l]) * dev.psync_read_us / u;
+        let r = reads_per_update(queued, batch, n);
+        update_us += (1.0 - cov[l]) * dev.psync_read_us * r;
         if l == 0 {
-            update_us += dev.psync_write_us / u;
+            update_us += dev.psync_write_us * r;
         }
     }
     let records = (leaf::segment_capacity(b) * leaf_segments) as f64;
@@ -251,17 +296,40 @@ pub fn cost(
 
 /// Eq. 10: the leaf size and OPQ size of least cost.
 pub fn choose(dev: &PioDeviceCosts, w: &PioWorkload) -> Result<PioCost> {
+    choose_within(dev, w, None, None)
+}
+
+/// Eq. 10 with either parameter fixed (`Some`): leaves of 1 ..= the longest the profile
+/// measures, OPQs of 1, 2, 4, ... pages, while the buffer pool keeps the frames the engine
+/// needs (two leaves and two internal pages, at least 8).
+pub fn choose_within(
+    dev: &PioDeviceCosts,
+    w: &PioWorkload,
+    leaf_segments: Option<usize>,
+    opq_pages: Option<u64>,
+) -> Result<PioCost> {
     let budget_pages = w.memory_bytes / dev.page_size as u64;
+    let leaves: Vec<usize> = match leaf_segments {
+        Some(l) => vec![l],
+        None => (1..=dev.max_segments()).collect(),
+    };
     let mut best: Option<PioCost> = None;
-    for l in 1..=dev.max_segments() {
-        let mut o = 1u64;
-        // The pool keeps at least two leaves and a few internal pages.
-        while o + 2 * l as u64 + 4 <= budget_pages {
+    for l in leaves {
+        let min_pool = (2 * l as u64 + 2).max(8);
+        let opqs: Vec<u64> = match opq_pages {
+            Some(o) => vec![o],
+            None => std::iter::successors(Some(1u64), |o| o.checked_mul(2))
+                .take_while(|o| o + min_pool <= budget_pages)
+                .collect(),
+        };
+        for o in opqs {
+            if o + min_pool > budget_pages {
+                continue;
+            }
             let c = cost(dev, w, l, o)?;
             if best.as_ref().map_or(true, |b| c.total_us < b.total_us) {
                 best = Some(c);
             }
-            o *= 2;
         }
     }
     best.ok_or_else(|| {
@@ -270,6 +338,45 @@ pub fn choose(dev: &PioDeviceCosts, w: &PioWorkload) -> Result<PioCost> {
             w.memory_bytes, dev.page_size
         ))
     })
+}
+
+/// `opts.pio` with `leaf_segments` and `opq_bytes` decided: the given ones, else the
+/// model's choice (§3.6: "PIO B-tree is able to automatically tune itself by using (10)
+/// when it is initially built") for [`Options::get_tuning`]: its PIO device profile (or
+/// one derived from its device costs), `N` = its expected entries, `Ri` = 1 − its search
+/// share, and `M` = the options' memory budget ([`Options::get_buffer_pool_bytes`], which
+/// the OPQ shares with the pool).
+pub fn resolve(opts: &Options) -> Result<PioOptions> {
+    let mut o = opts.get_pio().clone();
+    if o.leaf_segments.is_some() && o.opq_bytes.is_some() {
+        return Ok(o);
+    }
+    let t = opts.get_tuning();
+    let dev = match t.pio_device {
+        Some(d) => d,
+        None => PioDeviceCosts::derived(&t.device)?,
+    };
+    let page = opts.get_page_size();
+    if dev.page_size() != page {
+        return Err(Error::InvalidOptions(format!(
+            "the tuning's PIO device profile is for {}-byte pages, the index has {page}-byte pages",
+            dev.page_size()
+        )));
+    }
+    let w = PioWorkload {
+        insert_ratio: 1.0 - t.search_fraction,
+        entries: t.expected_entries.max(1),
+        memory_bytes: opts.get_buffer_pool_bytes(),
+        bcnt: u64::from(o.bcnt.max(1)),
+    };
+    let fixed_opq = o.opq_bytes.map(|b| (b / page as u64).max(1));
+    let c =
+        choose_within(&dev, &w, o.leaf_segments.map(|l| l as usize), fixed_opq).map_err(|e| {
+            Error::InvalidOptions(format!("choosing the PIO B-tree's leaf and OPQ size: {e}"))
+        })?;
+    o.leaf_segments.get_or_insert(c.leaf_segments as u32);
+    o.opq_bytes.get_or_insert(c.opq_pages * page as u64);
+    Ok(o)
 }
 
 #[cfg(test)]
@@ -324,22 +431,41 @@ mod tests {
         assert_eq!(c.height, 3);
         // Search: only the leaf level misses: 0.75 · Pr(1) = 75.
         assert!(close(c.search_us, 75.0), "{c:?}");
-        // Update: batch b = min(5000, 512 / 24 = 21.33); u(0) = max(1, 21.33 / 441) = 1;
-        // leaf: 0.75 · Pr' + Pw' = 15 + 40; shrink every 28 · 0.3 = 8.4 appends:
-        // (Pr(1) + 1 · Pw') / 8.4 = 140 / 8.4 = 16.667. Total 71.667.
-        assert!(close(c.update_us, 55.0 + 140.0 / 8.4), "{c:?}");
+        // Update: the OPQ holds Q = 512 / 24 = 21.33 entries, one batch; over 441 leaves
+        // x = 0.04837 updates per leaf, so r(0) = (1 − e^−x) / x = 0.97620 leaf reads and
+        // writes per update (the paper's clamp says 1); level 1 and the root are cached.
+        // Leaf: 0.75 · Pr' + Pw' = 15 + 40, times r(0); shrink every 28 · 0.3 = 8.4
+        // appends: (Pr(1) + 1 · Pw') / 8.4 = 140 / 8.4 = 16.667.
+        let r0 = 0.976_197_9;
         assert!(
-            close(c.total_us, 0.5 * 75.0 + 0.5 * (55.0 + 140.0 / 8.4)),
+            (c.update_us - (55.0 * r0 + 140.0 / 8.4)).abs() < 1e-4,
             "{c:?}"
         );
-        // A bigger OPQ: 64 pages hold 1365.33 entries: u(0) = 3.096, u(1) = 65.0; the pool
-        // shrinks to 69.25 pages: root, level 1, and 47.25 / 441 of the leaves.
+        assert!(
+            (c.total_us - (0.5 * 75.0 + 0.5 * (55.0 * r0 + 140.0 / 8.4))).abs() < 1e-4,
+            "{c:?}"
+        );
+        // A bigger OPQ: 64 pages hold Q = 1365.33 entries, x = 3.0960 per leaf:
+        // r(0) = (1 − e^−3.096) / 3.096 = 0.30839; the pool shrinks to 69.25 pages: root,
+        // level 1, and 47.25 / 441 of the leaves.
         let c = cost(&flat_dev(), &w, 1, 64).unwrap();
-        let b = 64.0 * 512.0 / 24.0;
+        let r0 = 0.308_388_8;
         let cov0 = 47.25 / 441.0;
-        let update = (1.0 - cov0) * 20.0 / (b / 441.0) + 40.0 / (b / 441.0) + 140.0 / 8.4;
-        assert!(close(c.update_us, update), "{c:?}");
+        let update = ((1.0 - cov0) * 20.0 + 40.0) * r0 + 140.0 / 8.4;
+        assert!((c.update_us - update).abs() < 1e-3, "{c:?}");
         assert!(close(c.search_us, (1.0 - cov0) * 100.0), "{c:?}");
+    }
+
+    #[test]
+    fn reads_per_update_counts_distinct_nodes() {
+        // Few updates per node: about one read each; many: one read per Q/n updates.
+        assert!((reads_per_update(1.0, 1.0, 1e6) - 1.0).abs() < 1e-6);
+        assert!((reads_per_update(10_000.0, 5000.0, 10.0) - 1e-3).abs() < 1e-9);
+        // x = 1: 1 − 1/e.
+        let r = reads_per_update(100.0, 100.0, 100.0);
+        assert!((r - (1.0 - (-1.0f64).exp())).abs() < 1e-12, "{r}");
+        // A batch never reads fewer than one node: at least 1/b per update.
+        assert!((reads_per_update(1e9, 10.0, 1.0) - 0.1).abs() < 1e-12);
     }
 
     #[test]
@@ -364,17 +490,20 @@ mod tests {
         assert_eq!(choose(&linear, &w(0.0)).unwrap().leaf_segments, 1);
         // Searches only: the OPQ takes memory from the pool and buys nothing.
         assert_eq!(choose(&flat, &w(0.0)).unwrap().opq_pages, 1);
-        // Mostly updates: a larger OPQ shares node reads among more updates (Eq. 8), as
-        // long as bcnt lets a batch grow with it and there are few enough leaves that a
-        // batch brings several updates to each.
+        // Mostly updates: a larger OPQ shares node reads among more updates (Eq. 8). A
+        // batch of bcnt entries is a contiguous key range of the whole OPQ, so the sharing
+        // grows with the OPQ even when bcnt is far below the number of leaves.
         let heavy = PioWorkload {
             entries: 2_000_000,
             bcnt: 1_000_000,
             ..w(0.9)
         };
         assert!(choose(&flat, &heavy).unwrap().opq_pages >= 64);
-        // With bcnt 5000 and 10^5 leaves no batch shares a leaf: no use for a larger OPQ.
-        assert_eq!(choose(&flat, &w(0.9)).unwrap().opq_pages, 1);
+        let big = choose(&flat, &w(0.9)).unwrap();
+        assert!(big.opq_pages >= 64, "{big:?}");
+        // Updates cost less with the larger OPQ than with one page, searches more.
+        let one = cost(&flat, &w(0.9), big.leaf_segments, 1).unwrap();
+        assert!(big.update_us < one.update_us && big.search_us >= one.search_us);
         let tiny = PioWorkload {
             memory_bytes: 4096 * 4,
             ..w(0.5)

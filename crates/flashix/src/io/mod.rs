@@ -140,6 +140,10 @@ pub struct DeviceStats {
     pub batches: u64,
     /// Largest number of requests in flight at once.
     pub max_queue_depth: u64,
+    /// Bytes of zeros the device wrote to grow its medium ahead of the requests (a
+    /// [`FileDevice`] keeps its file free of holes; not included in `write_bytes`).
+    #[serde(default)]
+    pub fill_bytes: u64,
 }
 
 /// Shared counting and validation for `Device` implementations.

@@ -214,13 +214,17 @@ fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
     if engine == EngineKind::PioBTree {
         // OPQs of a few entries so that batch updates, and crash points inside them, are
         // frequent; leaves of 1-3 segments; small pio_max so that psync groups are cut.
-        return opts.pio(crate::PioOptions {
-            leaf_segments: 1 + rng.below(3) as u32,
-            opq_bytes: [2u64, 5, 16, 64][rng.below(4) as usize] * crate::PIO_OPQ_ENTRY_BYTES,
-            pio_max: [1u32, 2, 4, 64][rng.below(4) as usize],
-            speriod: [1u32, 3, 50][rng.below(3) as usize],
-            bcnt: [1u32, 4, 1000][rng.below(3) as usize],
-        });
+        // The OPQ comes out of the memory budget: add it, so the pool keeps `frames`.
+        let opq_bytes = [2u64, 5, 16, 64][rng.below(4) as usize] * crate::PIO_OPQ_ENTRY_BYTES;
+        return opts
+            .buffer_pool_bytes(frames * page_size as u64 + opq_bytes)
+            .pio(crate::PioOptions {
+                leaf_segments: Some(1 + rng.below(3) as u32),
+                opq_bytes: Some(opq_bytes),
+                pio_max: [1u32, 2, 4, 64][rng.below(4) as usize],
+                speriod: [1u32, 3, 50][rng.below(3) as usize],
+                bcnt: [1u32, 4, 1000][rng.below(3) as usize],
+            });
     }
     if engine == EngineKind::Lsm {
         // The same small sizes as the FD-tree: C0 of two pages and small k build several

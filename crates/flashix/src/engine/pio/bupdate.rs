@@ -78,8 +78,8 @@ impl PioBTree {
         let segs = self.segs;
         let runs: Vec<(PageId, u64)> = leaves
             .iter()
-            .map(|l| match self.lsmap.get(&l.at.pid) {
-                Some(&last) => {
+            .map(|l| match self.lsmap.get(l.at.pid) {
+                Some(last) => {
                     let spill = (l.to - l.from).div_ceil(cap) as u64;
                     let n = (u64::from(segs - last)).min(1 + spill);
                     (l.at.pid + u64::from(last), n)
@@ -91,8 +91,8 @@ impl PioBTree {
         let mut full: Vec<Target> = Vec::new();
         for l in leaves {
             let pid = l.at.pid;
-            let last = match self.lsmap.get(&pid) {
-                Some(&last) => last,
+            let last = match self.lsmap.get(pid) {
+                Some(last) => last,
                 None => self.load_leaf(pid)?.last,
             };
             let count = leaf::tail(&mut self.pager, pid, segs, last)?;

@@ -44,7 +44,7 @@ impl PioBTree {
                 ),
             ));
         }
-        for (&pid, &last) in &self.lsmap {
+        for (pid, last) in self.lsmap.iter() {
             match w.lasts.get(&pid) {
                 None => {
                     return Err(bad(

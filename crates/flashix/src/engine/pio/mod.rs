@@ -60,16 +60,20 @@
 //! same outcome (no flushed entry redone twice, no torn flush visible).
 //!
 //! # Memory
-//! The buffer pool; the OPQ (`opq_bytes`, entries of [`crate::PIO_OPQ_ENTRY_BYTES`]); the
-//! LSMap (a hash map leaf → last segment, about 17 bytes per cached leaf; the paper packs
-//! it into `log2(L/2)` bits per leaf); during MPSearch and `bupdate` the page ids of at most
-//! `pio_max` × fan-out child nodes per level (the pages themselves are in the pool:
-//! psync groups are bounded by half the pool and by `pio_max`).
+//! [`Options::buffer_pool_bytes`] is the engine's memory budget `M`, shared as in the paper
+//! (§4.1.3: "after allocating the main memory to OPQ and LSMap, the rest of main memory
+//! space was allocated to the buffer pool"): the OPQ (`opq_bytes`, entries of
+//! [`crate::PIO_OPQ_ENTRY_BYTES`]); the LSMap ([`lsmap`]: a few bits per page of the
+//! index, sized at open for the index's pages and an eighth more); the buffer pool gets the
+//! rest. During MPSearch and `bupdate` the engine also holds the page ids of at most
+//! `pio_max` × fan-out child nodes per level (the pages themselves are in the pool: psync
+//! groups are bounded by half the pool and by `pio_max`).
 
 mod bupdate;
 mod check;
 mod internal;
 pub mod leaf;
+mod lsmap;
 mod mpsearch;
 pub mod opq;
 
@@ -84,9 +88,9 @@ use crate::stats::counters;
 use crate::stats::Stats;
 use crate::wal::LogicalOp;
 use crate::Storage;
+use lsmap::LsMap;
 use opq::{Op, Opq, OpqEntry};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// Durable roots, saved in the manifest.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -113,20 +117,29 @@ struct Counters {
     opq_hits: u64,
 }
 
-/// Check PIO B-tree options (called by `Options::validate`).
+/// Check PIO B-tree options (called by `Options::validate`); `None` sizes are the cost
+/// model's to choose at creation.
 pub fn validate(opts: &Options) -> Result<()> {
     let o = &opts.pio;
-    if !(1..=64).contains(&o.leaf_segments) {
-        return Err(Error::InvalidOptions(format!(
-            "pio leaf_segments {} must be within 1..=64",
-            o.leaf_segments
-        )));
+    if let Some(l) = o.leaf_segments {
+        if !(1..=64).contains(&l) {
+            return Err(Error::InvalidOptions(format!(
+                "pio leaf_segments {l} must be within 1..=64"
+            )));
+        }
     }
-    if o.opq_bytes < 2 * PIO_OPQ_ENTRY_BYTES || o.opq_bytes > 1 << 36 {
-        return Err(Error::InvalidOptions(format!(
-            "pio opq_bytes {} must hold at least two {PIO_OPQ_ENTRY_BYTES}-byte entries and be at most 64 GiB",
-            o.opq_bytes
-        )));
+    if let Some(q) = o.opq_bytes {
+        if !(2 * PIO_OPQ_ENTRY_BYTES..=1 << 36).contains(&q) {
+            return Err(Error::InvalidOptions(format!(
+                "pio opq_bytes {q} must hold at least two {PIO_OPQ_ENTRY_BYTES}-byte entries and be at most 64 GiB"
+            )));
+        }
+        if q >= opts.buffer_pool_bytes {
+            return Err(Error::InvalidOptions(format!(
+                "pio opq_bytes {q} must be less than the memory budget (buffer_pool_bytes {}), which the OPQ shares with the buffer pool",
+                opts.buffer_pool_bytes
+            )));
+        }
     }
     if !(1..=4096).contains(&o.pio_max) {
         return Err(Error::InvalidOptions(format!(
@@ -145,9 +158,31 @@ pub fn validate(opts: &Options) -> Result<()> {
     Ok(())
 }
 
+/// Leaf segments and OPQ entries of resolved options (a manifest always holds both).
+fn sizes(opts: &Options) -> Result<(u16, usize)> {
+    match (opts.pio.leaf_segments, opts.pio.opq_bytes) {
+        (Some(l), Some(q)) => Ok((l as u16, (q / PIO_OPQ_ENTRY_BYTES) as usize)),
+        _ => Err(Error::corruption(
+            "MANIFEST",
+            None,
+            "PIO B-tree options without leaf_segments or opq_bytes",
+        )),
+    }
+}
+
+/// Pages the LSMap is sized for when an index is opened: the extent allocator's high-water
+/// mark and an eighth more for growth. Its bytes come out of the buffer pool's share of the
+/// memory budget (§4.1.3: "after allocating the main memory to OPQ and LSMap, the rest of
+/// main memory space was allocated to the buffer pool").
+fn lsmap_pages(manifest: &Manifest) -> Result<u64> {
+    let alloc = crate::io::ExtentAllocator::from_state(&manifest.alloc)?;
+    let hw = alloc.high_water();
+    Ok(hw + hw / 8)
+}
+
 /// Frames the engine needs: two leaves at once (a rebalance) and a few internal pages.
-fn min_frames(opts: &Options) -> usize {
-    (2 * opts.pio.leaf_segments as usize + 2).max(8)
+fn min_frames(segs: u16) -> usize {
+    (2 * usize::from(segs) + 2).max(8)
 }
 
 /// Where a node sits: its page and its fence range `[lo, hi)` (`hi` `None`: unbounded).
@@ -175,36 +210,38 @@ pub struct PioBTree {
     bcnt: usize,
     opq: Opq,
     /// LSMap (§3.2.2): last segment id of leaves, by first page.
-    lsmap: HashMap<PageId, u16>,
+    lsmap: LsMap,
     counters: Counters,
 }
 
 impl PioBTree {
-    fn new(pager: Pager, options: &Options, s: State) -> PioBTree {
+    fn new(pager: Pager, options: &Options, s: State) -> Result<PioBTree> {
         let o = &options.pio;
-        let opq_cap = (o.opq_bytes / PIO_OPQ_ENTRY_BYTES) as usize;
-        PioBTree {
+        let (segs, opq_cap) = sizes(options)?;
+        Ok(PioBTree {
             pager,
             root: s.root,
             height: s.height,
             leaves: s.leaves,
             leaf_records: s.leaf_records,
-            segs: o.leaf_segments as u16,
+            segs,
             seg_cap: leaf::segment_capacity(options.page_size),
             cap: node::capacity(options.page_size),
             pio_max: o.pio_max as usize,
             bcnt: o.bcnt as usize,
             opq: Opq::new(opq_cap, o.speriod as usize),
-            lsmap: HashMap::new(),
+            lsmap: LsMap::new(segs),
             counters: Counters::default(),
-        }
+        })
     }
 
     /// A new tree: one empty root leaf.
     pub fn create(storage: Storage, options: Options) -> Result<PioBTree> {
         validate(&options)?;
-        let mut pager = Pager::create(storage, options.clone(), min_frames(&options))?;
-        let segs = options.pio.leaf_segments as u16;
+        let options = options.clone().pio(crate::cost::pio::resolve(&options)?);
+        validate(&options)?;
+        let (segs, _) = sizes(&options)?;
+        let mut pager = Pager::create(storage, options.clone(), min_frames(segs))?;
         let root = pager.alloc_run(u64::from(segs))?.start;
         leaf::rewrite(&mut pager, root, segs, &[])?;
         let state = State {
@@ -213,7 +250,7 @@ impl PioBTree {
             leaves: 1,
             leaf_records: 0,
         };
-        let mut t = PioBTree::new(pager, &options, state);
+        let mut t = PioBTree::new(pager, &options, state)?;
         t.lsmap.insert(root, 0);
         t.checkpoint()?;
         Ok(t)
@@ -228,8 +265,18 @@ impl PioBTree {
         if state.height == 0 {
             return Err(Error::corruption("MANIFEST", None, "PIO B-tree height 0"));
         }
-        let (pager, ops) = Pager::open(storage, &manifest, min_frames(&manifest.options))?;
-        let mut t = PioBTree::new(pager, &manifest.options, state);
+        let (segs, _) = sizes(&manifest.options)?;
+        let pages = lsmap_pages(&manifest)?;
+        // The LSMap never takes the frames the engine needs: an index that opened once
+        // opens again (past that point its bytes are reported in `Stats::memory_bytes`).
+        let o = &manifest.options;
+        let spare = o
+            .pool_bytes()
+            .saturating_sub(min_frames(segs) as u64 * o.page_size as u64);
+        let reserve = LsMap::bytes_for(segs, pages).min(spare);
+        let (pager, ops) = Pager::open_reserving(storage, &manifest, min_frames(segs), reserve)?;
+        let mut t = PioBTree::new(pager, &manifest.options, state)?;
+        t.lsmap.reserve_pages(pages);
         if !ops.is_empty() {
             t.replay(&ops)?;
             t.checkpoint()?;
@@ -280,15 +327,15 @@ impl PioBTree {
     /// The run of a leaf a search reads: segments up to the last one if the LSMap knows
     /// it, else the whole leaf (§3.2.2).
     fn search_run(&self, pid: PageId) -> (PageId, u64) {
-        match self.lsmap.get(&pid) {
-            Some(&last) => (pid, u64::from(last) + 1),
+        match self.lsmap.get(pid) {
+            Some(last) => (pid, u64::from(last) + 1),
             None => (pid, u64::from(self.segs)),
         }
     }
 
     /// Read a leaf (already prefetched) and cache its last segment.
     fn load_leaf(&mut self, pid: PageId) -> Result<leaf::LeafImage> {
-        let known = self.lsmap.get(&pid).copied();
+        let known = self.lsmap.get(pid);
         let img = leaf::load(&mut self.pager, pid, self.segs, known)?;
         self.lsmap.insert(pid, img.last);
         Ok(img)
@@ -412,7 +459,7 @@ impl PioBTree {
 
     /// Free a leaf's segments (reused after the next checkpoint) and forget it.
     fn free_leaf(&mut self, pid: PageId) {
-        self.lsmap.remove(&pid);
+        self.lsmap.remove(pid);
         self.pager.free_extent(crate::io::Extent {
             start: pid,
             len: u64::from(self.segs),
@@ -498,7 +545,7 @@ impl Engine for PioBTree {
             ("opq_capacity", self.opq.capacity() as u64),
             ("opq_sorts", self.opq.sorts),
             ("opq_hits", c.opq_hits),
-            ("lsmap_entries", self.lsmap.len() as u64),
+            ("lsmap_entries", self.lsmap.len()),
             ("bupdates", c.bupdates),
             ("bupdate_entries", c.bupdate_entries),
             ("leaf_appends", c.leaf_appends),
@@ -512,7 +559,7 @@ impl Engine for PioBTree {
             ("psync_reads", c.psync_reads),
         ]);
         let opq_bytes = self.opq.capacity() as u64 * PIO_OPQ_ENTRY_BYTES;
-        let lsmap_bytes = self.lsmap.capacity() as u64 * 17;
+        let lsmap_bytes = self.lsmap.memory_bytes();
         self.pager.stats(
             EngineKind::PioBTree,
             engine_counters,
