@@ -7,6 +7,8 @@
 //! `MemDevice` in tests, a `FileDevice` on the file `nand` of an index directory), so it
 //! persists across close/open and the fault injector's crash images apply to it unchanged.
 
+pub mod ftl;
 pub mod nand;
 
+pub use ftl::{Ftl, FtlConfig, FtlKind, FtlStats};
 pub use nand::{Nand, NandConfig, NandOp, NandStats, PageAddr, NAND_SECTOR};

@@ -50,8 +50,10 @@
 //! injector's image: synced writes plus the crash-point write torn at 512-byte sectors)
 //! every completed operation is on the medium and at most one program (data sectors or
 //! spare bytes partly written) or one erase is torn. [`Nand::set_sync_per_op`]`(false)`
-//! drops the per-operation `sync` (the simulated SSD syncs when its host syncs): a crash
-//! then loses the operations after the last [`Nand::sync`] and tears at most one.
+//! drops the per-operation `sync` (the simulated SSD syncs when its host syncs) except
+//! before an erase, which first syncs every earlier program (so the copies an FTL made of
+//! a block's valid pages are durable before the block is erased): a crash then loses the
+//! operations after the last sync and tears at most one.
 //!
 //! `open` rebuilds the in-memory state from the medium: a sector whose data and spare
 //! bytes all read 0xFF is erased, any other is programmed; a page's program count is the
@@ -358,6 +360,8 @@ pub struct Nand {
     sync_per_op: bool,
     /// Writes given to the backing device since its last sync.
     unsynced: bool,
+    /// Inside [`Nand::begin_batch`]: operations whose time is summed at `end_batch`.
+    pending: Option<Vec<Timed>>,
 }
 
 impl std::fmt::Debug for Nand {
@@ -463,6 +467,7 @@ impl Nand {
             stats: NandStats::default(),
             sync_per_op: true,
             unsynced: false,
+            pending: None,
             cfg,
         })
     }
@@ -533,8 +538,25 @@ impl Nand {
                 }
             }
         }
-        self.stats.time_us += self.batch_time(&timed);
+        match &mut self.pending {
+            Some(p) => p.extend(timed),
+            None => self.stats.time_us += self.batch_time(&timed),
+        }
         result
+    }
+
+    /// From now until [`Nand::end_batch`], every operation (of any number of `submit`
+    /// calls) is timed as one batch: a layer above that issues its operations one by one
+    /// (an FTL serving a batch of host requests) still gets the overlap of a batch.
+    pub fn begin_batch(&mut self) {
+        self.pending.get_or_insert_with(Vec::new);
+    }
+
+    /// End the batch begun by [`Nand::begin_batch`] and add its simulated time.
+    pub fn end_batch(&mut self) {
+        if let Some(p) = self.pending.take() {
+            self.stats.time_us += self.batch_time(&p);
+        }
     }
 
     /// Read a whole page (and its spare, unless `spare` is empty).
@@ -852,6 +874,11 @@ impl Nand {
                 "NAND erase of block {block}: out of range ({} blocks)",
                 self.cfg.blocks
             )));
+        }
+        if !self.sync_per_op {
+            // The programs before an erase (an FTL's copies of the block's valid pages)
+            // must be durable before the erase can reach the medium.
+            self.sync()?;
         }
         let pb = self.cfg.page_bytes;
         let mut buf = vec![0u8; self.block_span as usize * pb];
