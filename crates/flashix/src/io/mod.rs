@@ -140,6 +140,10 @@ pub struct DeviceStats {
     pub batches: u64,
     /// Largest number of requests in flight at once.
     pub max_queue_depth: u64,
+    /// Simulated flash counters of a simulated SSD (`erases`, `gc_page_copies`,
+    /// `max_erase_count`, `sim_time_us`, ...: `sim::SimStats::counters`); empty otherwise.
+    #[serde(default)]
+    pub flash: std::collections::BTreeMap<String, u64>,
 }
 
 /// Shared counting and validation for `Device` implementations.

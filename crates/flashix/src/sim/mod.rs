@@ -9,6 +9,8 @@
 
 pub mod ftl;
 pub mod nand;
+pub mod ssd;
 
 pub use ftl::{Ftl, FtlConfig, FtlKind, FtlStats};
 pub use nand::{Nand, NandConfig, NandOp, NandStats, PageAddr, NAND_SECTOR};
+pub use ssd::{SimSsd, SimSsdConfig, SimStats};

@@ -188,6 +188,10 @@ impl Ftl for FastFtl {
     fn nand_mut(&mut self) -> &mut Nand {
         &mut self.core.nand
     }
+    fn reset_stats(&mut self) {
+        self.core.stats = FtlStats::default();
+        self.core.nand.reset_stats();
+    }
     fn check(&self) -> Result<()> {
         self.core.check()?;
         for (lbn, d) in self.data.iter().enumerate() {

@@ -197,6 +197,8 @@ pub trait Ftl: Send {
     fn stats(&self) -> FtlStats;
     fn nand(&self) -> &Nand;
     fn nand_mut(&mut self) -> &mut Nand;
+    /// Zero the FTL's and the NAND's counters (wear stays).
+    fn reset_stats(&mut self);
     /// Check the mapping against the NAND and the FTL's invariants.
     fn check(&self) -> Result<()>;
 }
@@ -211,7 +213,7 @@ pub fn open(nand: Nand, cfg: &FtlConfig) -> Result<Box<dyn Ftl>> {
         FtlKind::Bast => Box::new(bast::BastFtl::open(core)?),
         FtlKind::Fast => Box::new(fast::FastFtl::open(core)?),
     };
-    ftl.nand_mut().reset_stats();
+    ftl.reset_stats();
     Ok(ftl)
 }
 

@@ -9,8 +9,11 @@
 //! fresh active block and one block is free again.
 //!
 //! After `open` the active block is the partially programmed block written last (its
-//! erased tail is used); other partially programmed blocks are treated as full until
-//! garbage collection takes them.
+//! erased tail is used); every other block without a current page (stale copies, or
+//! pages of an erase or programs a crash cut) is erased; other partially programmed blocks
+//! are treated as full until garbage collection takes them. If no block is free even so (a
+//! crash inside a garbage collection), the collection is finished into the active block's
+//! tail.
 
 use super::{Core, Ftl, FtlKind, FtlStats};
 use crate::error::{Error, Result};
@@ -30,6 +33,16 @@ impl PageFtl {
             })
             .max_by_key(|&b| core.block_seq[b as usize]);
         let mut ftl = PageFtl { core, active };
+        // Blocks without a current page (stale copies, an erase or programs a crash cut)
+        // are erased now, so the free list is whole again.
+        for b in 0..ftl.core.blocks {
+            if Some(b) != active
+                && ftl.core.valid[b as usize] == 0
+                && ftl.core.nand.highest_programmed_page(b).is_some()
+            {
+                ftl.core.erase(b)?;
+            }
+        }
         if ftl.core.free.is_empty() {
             // A crash cut a garbage collection: finish it into the active block's tail (the
             // victim's uncopied pages fit where the copies would have gone).
@@ -43,9 +56,13 @@ impl PageFtl {
             match (victim, active) {
                 (Some(v), Some(a)) if c.valid[v as usize] <= room => ftl.collect_into(v, a)?,
                 _ => {
-                    return Err(Error::InvalidArgument(
-                        "page FTL: no free block and no garbage collection victim at open".into(),
-                    ))
+                    return Err(Error::InvalidArgument(format!(
+                        "page FTL: no free block at open and no victim fits the active block \
+                         ({active:?}, room {room}; victim {victim:?} with {:?} current pages; \
+                         current pages per block {:?})",
+                        victim.map(|v| c.valid[v as usize]),
+                        c.valid
+                    )))
                 }
             }
         }
@@ -137,6 +154,10 @@ impl Ftl for PageFtl {
     }
     fn nand_mut(&mut self) -> &mut Nand {
         &mut self.core.nand
+    }
+    fn reset_stats(&mut self) {
+        self.core.stats = FtlStats::default();
+        self.core.nand.reset_stats();
     }
     fn check(&self) -> Result<()> {
         self.core.check()

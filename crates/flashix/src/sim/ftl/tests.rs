@@ -329,3 +329,75 @@ fn a_crash_at_any_point_keeps_every_completed_write() {
         }
     }
 }
+
+/// Like [`crash_run`] with programs synced only every few writes (the simulated SSD's
+/// mode): returns the medium, the versions at the last sync, the versions written since.
+fn deferred_crash_run(
+    kind: FtlKind,
+    seed: u64,
+    tick: u64,
+) -> (MemDevice, HashMap<u64, u32>, Vec<(u64, u32)>) {
+    let mem = MemDevice::new(2048);
+    let faults = Faults::new(seed);
+    let dev = faults.wrap_device(Box::new(mem.clone()));
+    let mut nand = Nand::create(Box::new(dev), geometry(kind)).unwrap();
+    nand.set_sync_per_op(false);
+    let mut ftl = open(nand, &cfg(kind)).unwrap();
+    faults.crash_after(tick);
+    let mut rng = Rng::new(seed);
+    let mut synced: HashMap<u64, u32> = HashMap::new();
+    let mut model = synced.clone();
+    let mut since = Vec::new();
+    for _ in 0..300 {
+        if rng.below(5) == 0 {
+            if ftl.nand_mut().sync().is_err() {
+                break;
+            }
+            synced = model.clone();
+            since.clear();
+        }
+        let l = rng.below(12);
+        let v = model.get(&l).copied().unwrap_or(0) + 1;
+        since.push((l, v));
+        if ftl.write(l, &page(l, v)).is_err() {
+            break;
+        }
+        model.insert(l, v);
+    }
+    (mem, synced, since)
+}
+
+#[test]
+fn a_crash_without_per_program_syncs_keeps_every_synced_write() {
+    for kind in FtlKind::ALL {
+        for seed in 0..4 {
+            for tick in (3..500).step_by(7) {
+                let (mem, synced, since) = deferred_crash_run(kind, seed, tick);
+                let nand = Nand::open(Box::new(mem.reopen())).unwrap();
+                let mut ftl = open(nand, &cfg(kind))
+                    .unwrap_or_else(|e| panic!("{kind} seed {seed} tick {tick}: open: {e}"));
+                ftl.check().unwrap();
+                let mut buf = vec![0u8; 2048];
+                for l in 0..12 {
+                    ftl.read(l, &mut buf).unwrap();
+                    let ok_synced = match synced.get(&l) {
+                        Some(&v) => buf == page(l, v),
+                        None => buf.iter().all(|&b| b == 0),
+                    };
+                    let ok_later = since.iter().any(|&(sl, v)| sl == l && buf == page(l, v));
+                    assert!(
+                        ok_synced || ok_later,
+                        "{kind} seed {seed} tick {tick}: logical page {l} holds neither its synced \
+                         version {:?} nor a later one",
+                        synced.get(&l)
+                    );
+                }
+                for l in 0..12 {
+                    ftl.write(l, &page(l, 99))
+                        .unwrap_or_else(|e| panic!("{kind} seed {seed} tick {tick}: {e}"));
+                }
+                ftl.check().unwrap();
+            }
+        }
+    }
+}
