@@ -35,14 +35,14 @@ pub enum DeviceKind {
 
 /// The simulated SSD of [`DeviceKind::SimSsd`] histories for pages of `page_size` bytes:
 /// NAND pages of `min(page_size, 2048)` bytes with 32 spare bytes per sector, 16 pages per
-/// block, 2 channels, 30% over-provisioning, and about 400 device pages of capacity, so
-/// that garbage collection and merges run within a history.
-pub fn sim_ssd_config(ftl: FtlKind, page_size: usize) -> SimSsdConfig {
+/// block, 2 channels, 30% over-provisioning, and at least `device_pages` pages of capacity
+/// (small, so that garbage collection and merges run within a history).
+pub fn sim_ssd_config(ftl: FtlKind, page_size: usize, device_pages: u32) -> SimSsdConfig {
     let nand_page = page_size.min(2048);
     let per = (page_size / nand_page) as u32;
     let ppb = 16;
-    // logical blocks * ppb / per = ~400 device pages; blocks = logical / 0.7.
-    let logical_blocks = (400 * per).div_ceil(ppb);
+    // logical blocks * ppb / per >= device_pages; blocks = logical / 0.7.
+    let logical_blocks = (device_pages * per).div_ceil(ppb);
     SimSsdConfig {
         nand: NandConfig {
             page_bytes: nand_page,
@@ -130,8 +130,9 @@ struct Env {
     page_size: usize,
     mem_dev: MemDevice,
     mem_vfs: MemVfs,
-    /// The NAND medium of a simulated SSD.
+    /// The NAND medium of a simulated SSD, and the SSD's capacity in pages.
     nand_dev: Option<MemDevice>,
+    sim_pages: u32,
     faults: Faults,
     seed: u64,
     opens: u64,
@@ -153,7 +154,7 @@ impl Env {
                 Arc::new(DirVfs::new(dir.clone())),
             ),
             DeviceKind::SimSsd(ftl) => {
-                let cfg = sim_ssd_config(*ftl, self.page_size);
+                let cfg = sim_ssd_config(*ftl, self.page_size, self.sim_pages);
                 let medium = match &self.nand_dev {
                     Some(m) => m.reopen(),
                     None => MemDevice::new(cfg.nand.page_bytes),
@@ -313,6 +314,13 @@ pub fn run(h: &History) -> Result<Report, String> {
         mem_dev: MemDevice::new(opts.get_page_size()),
         mem_vfs: MemVfs::new(),
         nand_dev: None,
+        // The B+-tree updates in place: 400 pages hold it and keep the FTL collecting.
+        // Out-of-place engines (runs, components) need room for old and new versions.
+        sim_pages: if h.engine == EngineKind::BTree {
+            400
+        } else {
+            4000
+        },
         faults: Faults::new(h.seed),
         seed: h.seed,
         opens: 0,
@@ -491,7 +499,7 @@ pub fn run(h: &History) -> Result<Report, String> {
     d.close().map_err(|e| ctx("final close", h.ops, &e))?;
     if let (DeviceKind::SimSsd(ftl), Some(medium)) = (&h.device, &env.nand_dev) {
         // The FTL's mapping and the NAND rules on the medium the history left.
-        let cfg = sim_ssd_config(*ftl, env.page_size);
+        let cfg = sim_ssd_config(*ftl, env.page_size, env.sim_pages);
         SimSsd::open(Box::new(medium.reopen()), &cfg, env.page_size)
             .and_then(|ssd| ssd.check())
             .map_err(|e| ctx("simulated SSD check", h.ops, &e))?;
