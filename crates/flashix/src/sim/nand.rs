@@ -51,9 +51,10 @@
 //! every completed operation is on the medium and at most one program (data sectors or
 //! spare bytes partly written) or one erase is torn. [`Nand::set_sync_per_op`]`(false)`
 //! drops the per-operation `sync` (the simulated SSD syncs when its host syncs) except
-//! before an erase, which first syncs every earlier program (so the copies an FTL made of
-//! a block's valid pages are durable before the block is erased): a crash then loses the
-//! operations after the last sync and tears at most one.
+//! around an erase: it first syncs every earlier program (so the copies an FTL made of a
+//! block's valid pages are durable before the block is erased), and is synced itself (so
+//! no later program lands on a block whose erase a crash could undo). A crash then loses
+//! the operations after the last sync and tears at most one.
 //!
 //! `open` rebuilds the in-memory state from the medium: a sector whose data and spare
 //! bytes all read 0xFF is erased, any other is programmed; a page's program count is the
@@ -887,9 +888,9 @@ impl Nand {
         buf[o..o + 8].copy_from_slice(&count.to_le_bytes());
         self.unsynced = true;
         self.backing.write(self.block_base(block), &buf)?;
-        if self.sync_per_op {
-            self.sync()?;
-        }
+        // Also when not syncing per operation: a program must never land on a block whose
+        // erase a crash could still undo (it would mix old and new sectors).
+        self.sync()?;
         let ppb = self.cfg.pages_per_block as usize;
         let first = block as usize * ppb;
         self.pages[first..first + ppb].fill(PageState::default());

@@ -36,12 +36,13 @@
 //! # Format (the spare area of every page an FTL programs)
 //!
 //! ```text
-//! offset size
-//! 0      8    logical page number (u64 LE)
-//! 8      8    sequence number (u64 LE): one counter over every program, host or copy
-//! 16     4    crc32c of the page's data
-//! 20     4    crc32c of bytes 0..20
-//! 24     ...  0xFF
+//! offset   size  (n = sectors per page)
+//! 0        8     logical page number (u64 LE)
+//! 8        8     sequence number (u64 LE): one counter over every program, host or copy
+//! 16       4     crc32c of the page's data
+//! 20       4n    crc32c of each 512-byte data sector
+//! 20+4n    4     crc32c of bytes 0..20+4n
+//! 24+4n    ...   0xFF
 //! ```
 //!
 //! # Recovery
@@ -51,8 +52,14 @@
 //! current version. This holds because a copy (garbage collection, merge) always gets a
 //! new, higher sequence number than the version it copies and a block is erased only when
 //! it holds no current version, after the copies are durable (`Nand` syncs before an
-//! erase). A torn program fails a checksum and is ignored, so the logical page keeps its
-//! previous version. The page-level FTL then continues in the most recently written
+//! erase, and after it, so a program never lands on a block whose erase a crash could
+//! undo). A torn program leaves an erased spare or a whole record whose data sectors are
+//! each either their programmed bytes (sector checksum) or erased: it is ignored and the
+//! logical page keeps its previous version. Anything else is damage (Contract 4): a spare
+//! record neither erased nor whole (when a page's spare lies in one 512-byte sector of the
+//! medium, which tears atomically), or a data sector that is neither, on a page newer than
+//! every whole version of its logical page, makes `open` fail with `Error::Corruption`
+//! naming `nand` and the page; damage to a stale version is ignored. The page-level FTL then continues in the most recently written
 //! partially programmed block; block-mapped FTLs erase blocks that hold no current version
 //! and consolidate each logical block whose current pages are not all at their own offsets
 //! in one block: completed in place when one block can take the rest in order (a merge cut
@@ -67,7 +74,7 @@ pub mod block;
 pub mod fast;
 pub mod page;
 
-use super::nand::{Nand, PageAddr};
+use super::nand::{Nand, PageAddr, NAND_SECTOR};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -219,8 +226,6 @@ pub fn open(nand: Nand, cfg: &FtlConfig) -> Result<Box<dyn Ftl>> {
 
 /// "No page" in the maps.
 const NONE: u64 = u64::MAX;
-/// Bytes of the FTL's spare record.
-pub const SPARE_RECORD: usize = 24;
 
 /// The state every FTL shares: the NAND, the page-level map of current versions (block
 /// mapped FTLs keep it too, so reads and merges find a page wherever it is), valid counts,
@@ -249,9 +254,10 @@ pub(crate) struct Core {
 impl Core {
     fn open(nand: Nand, cfg: &FtlConfig) -> Result<Core> {
         let nc = nand.config().clone();
-        if nc.spare_bytes_per_page() < SPARE_RECORD {
+        let need = spare_record_len(nc.sectors_per_page());
+        if nc.spare_bytes_per_page() < need {
             return Err(Error::InvalidOptions(format!(
-                "FTL needs {SPARE_RECORD} spare bytes per NAND page, the NAND has {}",
+                "FTL needs {need} spare bytes per NAND page, the NAND has {}",
                 nc.spare_bytes_per_page()
             )));
         }
@@ -317,6 +323,10 @@ impl Core {
         let mut best = vec![0u64; self.loc.len()];
         let mut data = vec![0u8; pb];
         let mut spare = vec![0u8; sp];
+        // A page's spare lies in one 512-byte sector of the medium when this holds, so a
+        // torn write leaves it erased or whole: anything else is damage.
+        let spare_atomic = NAND_SECTOR % sp == 0;
+        let mut damaged: Vec<(u64, u64, u64)> = Vec::new();
         for b in 0..self.blocks {
             let Some(top) = self.nand.highest_programmed_page(b) else {
                 self.free.push_back(b);
@@ -328,8 +338,21 @@ impl Core {
                     continue;
                 }
                 self.nand.read(addr, &mut data, &mut spare)?;
-                let Some((lpn, seq)) = parse_spare(&data, &spare) else {
-                    continue;
+                let (lpn, seq) = match check_page(&data, &spare) {
+                    PageCheck::Valid { lpn, seq } => (lpn, seq),
+                    PageCheck::Torn => continue,
+                    PageCheck::Damaged { lpn, seq } => {
+                        damaged.push((lpn, seq, self.ppn(b, p)));
+                        continue;
+                    }
+                    PageCheck::BadSpare if spare_atomic => {
+                        return Err(Error::corruption(
+                            "nand",
+                            Some(self.ppn(b, p)),
+                            format!("the FTL record in the spare area of {addr} is damaged"),
+                        ));
+                    }
+                    PageCheck::BadSpare => continue,
                 };
                 self.seq = self.seq.max(seq + 1);
                 self.block_seq[b as usize] = self.block_seq[b as usize].max(seq);
@@ -345,6 +368,20 @@ impl Core {
                     self.owner[ppn as usize] = lpn;
                     self.valid[b as usize] += 1;
                 }
+            }
+        }
+        // A damaged page newer than every whole version of its logical page was that
+        // page's current version: report it rather than fall back to an older one.
+        for (lpn, seq, ppn) in damaged {
+            if lpn < best.len() as u64 && seq > best[lpn as usize] {
+                return Err(Error::corruption(
+                    "nand",
+                    Some(ppn),
+                    format!(
+                        "the current version of logical page {lpn} at {} is damaged",
+                        self.addr(ppn)
+                    ),
+                ));
             }
         }
         Ok(())
@@ -670,32 +707,75 @@ impl Core {
     }
 }
 
+/// Bytes of the FTL's spare record for pages of `sectors` sectors.
+pub fn spare_record_len(sectors: usize) -> usize {
+    24 + 4 * sectors
+}
+
 /// The spare record of a page (module doc, Format).
 fn make_spare(len: usize, lpn: u64, seq: u64, data: &[u8]) -> Vec<u8> {
+    let n = data.len() / NAND_SECTOR;
+    let end = 20 + 4 * n;
     let mut s = vec![0xFFu8; len];
     s[0..8].copy_from_slice(&lpn.to_le_bytes());
     s[8..16].copy_from_slice(&seq.to_le_bytes());
     s[16..20].copy_from_slice(&crc32c::crc32c(data).to_le_bytes());
-    let c = crc32c::crc32c(&s[0..20]);
-    s[20..24].copy_from_slice(&c.to_le_bytes());
+    for (i, sector) in data.chunks(NAND_SECTOR).enumerate() {
+        s[20 + 4 * i..24 + 4 * i].copy_from_slice(&crc32c::crc32c(sector).to_le_bytes());
+    }
+    let c = crc32c::crc32c(&s[0..end]);
+    s[end..end + 4].copy_from_slice(&c.to_le_bytes());
     s
 }
 
-/// `(lpn, seq)` of a page whose spare record and data checksums hold.
-fn parse_spare(data: &[u8], s: &[u8]) -> Option<(u64, u64)> {
+/// What a programmed page holds (module doc, Recovery).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PageCheck {
+    /// A whole version of `lpn`.
+    Valid { lpn: u64, seq: u64 },
+    /// Nothing: erased spare, or a torn program (every data sector new or erased).
+    Torn,
+    /// The record is whole but a data sector is neither its programmed bytes nor erased.
+    Damaged { lpn: u64, seq: u64 },
+    /// The record is neither erased nor whole.
+    BadSpare,
+}
+
+fn check_page(data: &[u8], s: &[u8]) -> PageCheck {
+    let n = data.len() / NAND_SECTOR;
+    let end = 20 + 4 * n;
     let u32_at = |o: usize| u32::from_le_bytes([s[o], s[o + 1], s[o + 2], s[o + 3]]);
     let u64_at = |o: usize| {
         let mut b = [0u8; 8];
         b.copy_from_slice(&s[o..o + 8]);
         u64::from_le_bytes(b)
     };
-    if s.len() < SPARE_RECORD || u32_at(20) != crc32c::crc32c(&s[0..20]) {
-        return None;
+    if s.len() < end + 4 || s[..end + 4].iter().all(|&b| b == 0xFF) {
+        return PageCheck::Torn;
     }
-    if u32_at(16) != crc32c::crc32c(data) {
-        return None;
+    if u32_at(end) != crc32c::crc32c(&s[0..end]) {
+        return PageCheck::BadSpare;
     }
-    Some((u64_at(0), u64_at(8)))
+    let (lpn, seq) = (u64_at(0), u64_at(8));
+    if u32_at(16) == crc32c::crc32c(data) {
+        return PageCheck::Valid { lpn, seq };
+    }
+    let torn = data.chunks(NAND_SECTOR).enumerate().all(|(i, sector)| {
+        u32_at(20 + 4 * i) == crc32c::crc32c(sector) || sector.iter().all(|&b| b == 0xFF)
+    });
+    if torn {
+        PageCheck::Torn
+    } else {
+        PageCheck::Damaged { lpn, seq }
+    }
+}
+
+/// `(lpn, seq)` of a page holding a whole version.
+fn parse_spare(data: &[u8], s: &[u8]) -> Option<(u64, u64)> {
+    match check_page(data, s) {
+        PageCheck::Valid { lpn, seq } => Some((lpn, seq)),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

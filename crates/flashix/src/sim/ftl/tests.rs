@@ -401,3 +401,48 @@ fn a_crash_without_per_program_syncs_keeps_every_synced_write() {
         }
     }
 }
+
+/// Byte offset on the medium of page `p` of block `b` (data) or of its spare record, for
+/// the page-level test geometry: 4 data pages + 1 spare page per block after the header.
+fn medium_offset(b: u64, p: u64, spare: bool) -> u64 {
+    let base = (1 + b * 5) * 2048;
+    if spare {
+        base + 4 * 2048 + p * 64 + 9
+    } else {
+        base + p * 2048 + 700
+    }
+}
+
+#[test]
+fn damage_to_a_current_version_fails_open_and_damage_to_a_stale_one_is_ignored() {
+    let mut r = Run::new(FtlKind::Page);
+    r.write(&(0..12).collect::<Vec<_>>());
+    // Logical page 0's version 2 goes to B3 page 0; version 1 (B0 page 0) is stale.
+    r.write(&[0]);
+    let open_err = |r: &Run| {
+        let nand = Nand::open(Box::new(r.mem.reopen())).unwrap();
+        match open(nand, &cfg(FtlKind::Page)) {
+            Err(Error::Corruption { file, page, detail }) => (file, page, detail),
+            Err(e) => panic!("expected corruption, got {e}"),
+            Ok(_) => panic!("expected corruption, open succeeded"),
+        }
+    };
+    for (b, p, spare, ppn) in [(3, 0, false, 12), (1, 2, true, 6)] {
+        let at = medium_offset(b, p, spare);
+        r.mem.flip_bit(at, 2);
+        let (file, page, detail) = open_err(&r);
+        assert_eq!((file.as_str(), page), ("nand", Some(ppn)), "{detail}");
+        r.mem.flip_bit(at, 2);
+    }
+    let stale = medium_offset(0, 0, false);
+    r.mem.flip_bit(stale, 5);
+    r.reopen(FtlKind::Page);
+    r.mem.flip_bit(stale, 5);
+    // Damage after open is caught by the read's checksum.
+    r.mem.flip_bit(medium_offset(3, 0, false), 1);
+    let mut buf = vec![0u8; 2048];
+    assert!(matches!(
+        r.ftl.read(0, &mut buf),
+        Err(Error::Corruption { page: Some(12), .. })
+    ));
+}
