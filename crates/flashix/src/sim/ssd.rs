@@ -345,7 +345,7 @@ mod tests {
         let cfg = small(FtlKind::Page);
         let mut ssd = SimSsd::create(Box::new(MemDevice::new(2048)), &cfg, 2048).unwrap();
         let bufs: Vec<Vec<u8>> = (0..16u8).map(|i| vec![i; 2048]).collect();
-        // The page FTL fills block 0 (channel 0) then block 1 (channel 1).
+        // The page FTL alternates between block 0 (channel 0) and block 1 (channel 1).
         for (i, b) in bufs.iter().enumerate() {
             ssd.write(i as u64, b).unwrap();
         }

@@ -446,3 +446,36 @@ fn damage_to_a_current_version_fails_open_and_damage_to_a_stale_one_is_ignored()
         Err(Error::Corruption { page: Some(12), .. })
     ));
 }
+
+#[test]
+fn page_level_writes_alternate_between_chips_and_a_batch_overlaps() {
+    // 8 blocks on 2 channels (even blocks on channel 0): two stripes.
+    let nc = NandConfig {
+        pages_per_block: 4,
+        blocks: 8,
+        channels: 2,
+        ..NandConfig::default()
+    };
+    let nand = Nand::create(Box::new(MemDevice::new(2048)), nc).unwrap();
+    let mut ftl = open(nand, &cfg(FtlKind::Page)).unwrap();
+    // 0..8 alternate: even logical pages to B0 (channel 0), odd ones to B1 (channel 1).
+    ftl.nand_mut().begin_batch();
+    for l in 0..8 {
+        ftl.write(l, &page(l, 1)).unwrap();
+    }
+    ftl.nand_mut().end_batch();
+    for p in 0..4 {
+        assert!(!ftl.nand().is_page_erased(PageAddr::new(0, p)));
+        assert!(!ftl.nand().is_page_erased(PageAddr::new(1, p)));
+    }
+    assert_eq!(ftl.nand().highest_programmed_page(2), None);
+    // 8 programs of (2048 + 64) bytes: 4 per channel, each 52.8 us on the bus + 200 us.
+    let t = ftl.nand().stats().time_us;
+    assert!((t - 4.0 * 252.8).abs() < 1e-6, "{t}");
+    let mut buf = vec![0u8; 2048];
+    for l in 0..8 {
+        ftl.read(l, &mut buf).unwrap();
+        assert_eq!(buf, page(l, 1));
+    }
+    ftl.check().unwrap();
+}
