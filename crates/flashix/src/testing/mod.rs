@@ -496,9 +496,9 @@ pub fn run(h: &History) -> Result<Report, String> {
     let s = env.storage().map_err(|e| ctx("storage", h.ops, &e))?;
     let mut d = Db::open_on(s).map_err(|e| ctx("final reopen", h.ops, &e))?;
     verify(&mut d, &model).map_err(|e| ctx("after the final reopen", h.ops, &e))?;
-    d.close().map_err(|e| ctx("final close", h.ops, &e))?;
     if let (DeviceKind::SimSsd(ftl), Some(medium)) = (&h.device, &env.nand_dev) {
         // The FTL's mapping and the NAND rules on the medium the history left.
+        d.close().map_err(|e| ctx("final close", h.ops, &e))?;
         let cfg = sim_ssd_config(*ftl, env.page_size, env.sim_pages);
         SimSsd::open(Box::new(medium.reopen()), &cfg, env.page_size)
             .and_then(|ssd| ssd.check())
