@@ -6,6 +6,7 @@
 //! - [`runner`]: preparation of the aged index and the measured phase (`flashix bench`);
 //! - [`model`]: the FD-tree cost model on a device profile (`flashix fdtree-model`);
 //! - [`pio_model`]: the PIO B-tree leaf-size and OPQ model (`flashix pio-model`);
+//! - [`sim_cmd`]: random writes on a simulated SSD with each FTL (`flashix sim`);
 //! - [`report`]: result records, percentiles, the terminal table and `results.json`;
 //! - [`units`]: byte sizes on the command line.
 
@@ -14,5 +15,6 @@ pub mod pio_model;
 pub mod probe;
 pub mod report;
 pub mod runner;
+pub mod sim_cmd;
 pub mod units;
 pub mod workload;

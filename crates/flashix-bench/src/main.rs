@@ -32,6 +32,8 @@ enum Cmd {
     FdtreeModel(flashix_bench::model::FdTreeModelArgs),
     /// PIO B-tree cost model: choose the leaf size in segments and the OPQ size.
     PioModel(flashix_bench::pio_model::PioModelArgs),
+    /// Random page writes on a simulated SSD with each FTL: write amplification, erases, copies.
+    Sim(flashix_bench::sim_cmd::SimArgs),
 }
 
 #[derive(clap::Args)]
@@ -207,6 +209,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::FdtreeModel(a) => flashix_bench::model::run(&a),
         Cmd::PioModel(a) => flashix_bench::pio_model::run(&a),
+        Cmd::Sim(a) => flashix_bench::sim_cmd::run(&a).map(|_| ()),
     }
 }
 

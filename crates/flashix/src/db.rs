@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::io::{Device, DirVfs, FileDevice, MemDevice, Vfs};
 use crate::manifest::{Manifest, MANIFEST};
 use crate::options::{DeviceSpec, Options};
+use crate::sim::SimSsd;
 use crate::stats::Stats;
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
@@ -12,6 +13,10 @@ use std::sync::Arc;
 
 /// Name of the data file of a [`DeviceSpec::File`] index.
 pub const DATA_FILE: &str = "data";
+
+/// Name of the file holding the simulated flash of a [`DeviceSpec::SimulatedSsd`] or
+/// [`DeviceSpec::RawNand`] index.
+pub const NAND_FILE: &str = "nand";
 
 /// The storage an index lives on: one page [`Device`] and the directory's small files.
 /// [`Db::create`] and [`Db::open`] build it from a directory; tests and embedders can pass
@@ -44,7 +49,7 @@ impl Db {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
         }
-        let created = device_for(dir, &opts.device, opts.page_size).and_then(|device| {
+        let created = device_for(dir, &opts.device, opts.page_size, true).and_then(|device| {
             let vfs: Arc<dyn Vfs> = Arc::new(DirVfs::new(dir));
             Db::create_on(Storage { device, vfs }, opts)
         });
@@ -96,7 +101,12 @@ impl Db {
                 dir.display()
             )));
         }
-        let device = device_for(dir, &manifest.options.device, manifest.options.page_size)?;
+        let device = device_for(
+            dir,
+            &manifest.options.device,
+            manifest.options.page_size,
+            false,
+        )?;
         Db::from_engine(engine::open(Storage { device, vfs }, manifest)?)
     }
 
@@ -308,7 +318,15 @@ impl Iterator for Range<'_> {
     }
 }
 
-fn device_for(dir: &Path, spec: &DeviceSpec, page_size: usize) -> Result<Box<dyn Device>> {
+/// The device of an index in `dir`; `create` for a new index (a simulated SSD formats its
+/// flash then, and rebuilds its mapping from it on open). The simulated flash file is
+/// opened without `O_DIRECT`: its simulated counters, not wall time, are what it measures.
+fn device_for(
+    dir: &Path,
+    spec: &DeviceSpec,
+    page_size: usize,
+    create: bool,
+) -> Result<Box<dyn Device>> {
     Ok(match spec {
         DeviceSpec::File { direct_io } => Box::new(FileDevice::open(
             &dir.join(DATA_FILE),
@@ -316,6 +334,28 @@ fn device_for(dir: &Path, spec: &DeviceSpec, page_size: usize) -> Result<Box<dyn
             *direct_io,
         )?),
         DeviceSpec::Memory => Box::new(MemDevice::new(page_size)),
+        DeviceSpec::SimulatedSsd(cfg) => {
+            cfg.validate(page_size)?;
+            let backing = Box::new(FileDevice::open(
+                &dir.join(NAND_FILE),
+                cfg.nand.page_bytes,
+                false,
+            )?);
+            if create {
+                Box::new(SimSsd::create(backing, cfg, page_size)?)
+            } else {
+                Box::new(SimSsd::open(backing, cfg, page_size)?)
+            }
+        }
+        // The engine builds its `sim::Nand` on the backing file (create or open).
+        DeviceSpec::RawNand(cfg) => {
+            cfg.validate()?;
+            Box::new(FileDevice::open(
+                &dir.join(NAND_FILE),
+                cfg.page_bytes,
+                false,
+            )?)
+        }
     })
 }
 

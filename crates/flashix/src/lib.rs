@@ -28,6 +28,7 @@ pub mod io;
 pub mod manifest;
 mod options;
 pub mod page;
+pub mod sim;
 mod stats;
 pub mod testing;
 pub mod wal;

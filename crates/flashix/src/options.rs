@@ -83,7 +83,7 @@ impl FromStr for EngineKind {
 }
 
 /// Where an index's pages live.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum DeviceSpec {
     /// One file `data` in the index directory; `direct_io` asks for `O_DIRECT` (the
@@ -91,6 +91,13 @@ pub enum DeviceSpec {
     File { direct_io: bool },
     /// Pages in memory (tests). Such an index cannot be reopened by [`crate::Db::open`].
     Memory,
+    /// A simulated SSD ([`crate::sim::SimSsd`]: an FTL over simulated NAND) whose flash
+    /// lives in the file `nand` of the index directory. The page size must be a multiple
+    /// of the NAND page.
+    SimulatedSsd(crate::sim::SimSsdConfig),
+    /// Raw simulated NAND flash in the file `nand` of the index directory (IPL and d-IPL
+    /// B+-trees build their [`crate::sim::Nand`] on it; the device's page is the NAND page).
+    RawNand(crate::sim::NandConfig),
 }
 
 /// B+-tree sub-options.
@@ -409,6 +416,11 @@ impl Options {
                 "btree bulk_fill {} must be within 0.5..=1.0",
                 self.btree.bulk_fill
             )));
+        }
+        match &self.device {
+            DeviceSpec::SimulatedSsd(cfg) => cfg.validate(self.page_size)?,
+            DeviceSpec::RawNand(cfg) => cfg.validate()?,
+            _ => {}
         }
         if self.engine == EngineKind::FdTree {
             crate::engine::fdtree::validate(self)?;

@@ -2,6 +2,7 @@
 //! `FLASHIX_CONFORMANCE_LONG=1` runs the long mode (many more and longer histories).
 //! Adding an engine: one line in `ENGINES`.
 
+use flashix::sim::FtlKind;
 use flashix::testing::{run, DeviceKind, History};
 use flashix::EngineKind;
 
@@ -74,5 +75,23 @@ fn file_device_direct_io() {
     let (n, ops) = if long() { (2_000, 20_000) } else { (30, 2_000) };
     for &e in ENGINES {
         run_many(e, file_device, n, ops, true);
+    }
+}
+
+/// Every engine on a simulated SSD with each FTL, crash steps included (a crash tears a
+/// NAND operation of the SSD's medium). The B+-tree gets the most histories: it runs on a
+/// small SSD where garbage collection and merges are constant.
+#[test]
+fn simulated_ssd() {
+    let (n, ops): (u64, usize) = if long() { (400, 20_000) } else { (6, 1_500) };
+    for ftl in FtlKind::ALL {
+        for &e in ENGINES {
+            let n = if e == EngineKind::BTree {
+                n
+            } else {
+                n.div_ceil(3)
+            };
+            run_many(e, |_| (DeviceKind::SimSsd(ftl), None), n, ops, true);
+        }
     }
 }

@@ -144,6 +144,10 @@ pub struct DeviceStats {
     /// [`FileDevice`] keeps its file free of holes; not included in `write_bytes`).
     #[serde(default)]
     pub fill_bytes: u64,
+    /// Simulated flash counters of a simulated SSD (`erases`, `gc_page_copies`,
+    /// `max_erase_count`, `sim_time_us`, ...: `sim::SimStats::counters`); empty otherwise.
+    #[serde(default)]
+    pub flash: std::collections::BTreeMap<String, u64>,
 }
 
 /// Shared counting and validation for `Device` implementations.

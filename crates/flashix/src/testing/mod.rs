@@ -13,6 +13,7 @@ mod rng;
 pub use rng::Rng;
 
 use crate::io::{Device, DirVfs, Faults, FileDevice, MemDevice, MemVfs, Vfs};
+use crate::sim::{FtlKind, NandConfig, SimSsd, SimSsdConfig};
 use crate::{Db, EngineKind, Error, Options, Storage};
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -26,6 +27,34 @@ pub enum DeviceKind {
     Memory,
     /// `FileDevice` (O_DIRECT when the file system allows) + `DirVfs` in this directory.
     File(PathBuf),
+    /// A simulated SSD with this FTL ([`sim_ssd_config`]) over NAND kept in a `MemDevice`
+    /// (the fault injector wraps the NAND medium, so a crash tears a NAND operation),
+    /// + `MemVfs`.
+    SimSsd(FtlKind),
+}
+
+/// The simulated SSD of [`DeviceKind::SimSsd`] histories for pages of `page_size` bytes:
+/// NAND pages of `min(page_size, 2048)` bytes with 32 spare bytes per sector, 16 pages per
+/// block, 2 channels, 30% over-provisioning, and at least `device_pages` pages of capacity
+/// (small, so that garbage collection and merges run within a history).
+pub fn sim_ssd_config(ftl: FtlKind, page_size: usize, device_pages: u32) -> SimSsdConfig {
+    let nand_page = page_size.min(2048);
+    let per = (page_size / nand_page) as u32;
+    let ppb = 16;
+    // logical blocks * ppb / per >= device_pages; blocks = logical / 0.7.
+    let logical_blocks = (device_pages * per).div_ceil(ppb);
+    SimSsdConfig {
+        nand: NandConfig {
+            page_bytes: nand_page,
+            spare_bytes_per_sector: 32,
+            pages_per_block: ppb,
+            blocks: (logical_blocks as f64 / 0.7).ceil() as u32 + 1,
+            channels: 2,
+            ..NandConfig::default()
+        },
+        ftl,
+        ..SimSsdConfig::default()
+    }
 }
 
 /// One history to run.
@@ -101,6 +130,9 @@ struct Env {
     page_size: usize,
     mem_dev: MemDevice,
     mem_vfs: MemVfs,
+    /// The NAND medium of a simulated SSD, and the SSD's capacity in pages.
+    nand_dev: Option<MemDevice>,
+    sim_pages: u32,
     faults: Faults,
     seed: u64,
     opens: u64,
@@ -121,6 +153,24 @@ impl Env {
                 Box::new(FileDevice::open(&dir.join("data"), self.page_size, true)?),
                 Arc::new(DirVfs::new(dir.clone())),
             ),
+            DeviceKind::SimSsd(ftl) => {
+                let cfg = sim_ssd_config(*ftl, self.page_size, self.sim_pages);
+                let medium = match &self.nand_dev {
+                    Some(m) => m.reopen(),
+                    None => MemDevice::new(cfg.nand.page_bytes),
+                };
+                let backing = Box::new(self.faults.wrap_device(Box::new(medium.reopen())));
+                let ssd = if self.nand_dev.is_none() {
+                    SimSsd::create(backing, &cfg, self.page_size)?
+                } else {
+                    SimSsd::open(backing, &cfg, self.page_size)?
+                };
+                self.nand_dev = Some(medium);
+                return Ok(Storage {
+                    device: Box::new(ssd),
+                    vfs: Arc::new(self.faults.wrap_vfs(Arc::new(self.mem_vfs.clone()))),
+                });
+            }
         };
         Ok(Storage {
             device: Box::new(self.faults.wrap_device(dev)),
@@ -267,6 +317,14 @@ pub fn run(h: &History) -> Result<Report, String> {
         page_size: opts.get_page_size(),
         mem_dev: MemDevice::new(opts.get_page_size()),
         mem_vfs: MemVfs::new(),
+        nand_dev: None,
+        // The B+-tree updates in place: 400 pages hold it and keep the FTL collecting.
+        // Out-of-place engines (runs, components) need room for old and new versions.
+        sim_pages: if h.engine == EngineKind::BTree {
+            400
+        } else {
+            4000
+        },
         faults: Faults::new(h.seed),
         seed: h.seed,
         opens: 0,
@@ -442,6 +500,14 @@ pub fn run(h: &History) -> Result<Report, String> {
     let s = env.storage().map_err(|e| ctx("storage", h.ops, &e))?;
     let mut d = Db::open_on(s).map_err(|e| ctx("final reopen", h.ops, &e))?;
     verify(&mut d, &model).map_err(|e| ctx("after the final reopen", h.ops, &e))?;
+    if let (DeviceKind::SimSsd(ftl), Some(medium)) = (&h.device, &env.nand_dev) {
+        // The FTL's mapping and the NAND rules on the medium the history left.
+        d.close().map_err(|e| ctx("final close", h.ops, &e))?;
+        let cfg = sim_ssd_config(*ftl, env.page_size, env.sim_pages);
+        SimSsd::open(Box::new(medium.reopen()), &cfg, env.page_size)
+            .and_then(|ssd| ssd.check())
+            .map_err(|e| ctx("simulated SSD check", h.ops, &e))?;
+    }
     report.final_entries = model.len();
     Ok(report)
 }
