@@ -6,6 +6,7 @@
 //! - [`runner`]: preparation of the aged index and the measured phase (`flashix bench`);
 //! - [`model`]: the FD-tree cost model on a device profile (`flashix fdtree-model`);
 //! - [`pio_model`]: the PIO B-tree leaf-size and OPQ model (`flashix pio-model`);
+//! - [`repro`]: the d-IPL paper's experiments on the NAND simulator (`flashix repro dipl`);
 //! - [`report`]: result records, percentiles, the terminal table and `results.json`;
 //! - [`units`]: byte sizes on the command line.
 
@@ -13,6 +14,7 @@ pub mod model;
 pub mod pio_model;
 pub mod probe;
 pub mod report;
+pub mod repro;
 pub mod runner;
 pub mod units;
 pub mod workload;

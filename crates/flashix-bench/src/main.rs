@@ -32,6 +32,15 @@ enum Cmd {
     FdtreeModel(flashix_bench::model::FdTreeModelArgs),
     /// PIO B-tree cost model: choose the leaf size in segments and the OPQ size.
     PioModel(flashix_bench::pio_model::PioModelArgs),
+    /// Reproduce a paper's experiments on the simulator: `flashix repro dipl --out DIR`.
+    #[command(subcommand)]
+    Repro(Repro),
+}
+
+#[derive(Subcommand)]
+enum Repro {
+    /// The d-IPL paper (Na, Lee, Moon, TKDE 2011), §6.2: IPL vs d-IPL on raw NAND.
+    Dipl(flashix_bench::repro::DiplReproArgs),
 }
 
 #[derive(clap::Args)]
@@ -207,6 +216,9 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::FdtreeModel(a) => flashix_bench::model::run(&a),
         Cmd::PioModel(a) => flashix_bench::pio_model::run(&a),
+        Cmd::Repro(Repro::Dipl(a)) => {
+            flashix_bench::repro::run(&a).map(|r| flashix_bench::repro::print(&r))
+        }
     }
 }
 

@@ -77,9 +77,10 @@ impl DiplBTree {
         self.core.global_cleansing()
     }
 
-    /// Reset the NAND counters (the paper's measurements start from a built index).
-    pub fn reset_nand_stats(&mut self) {
-        self.core.nand.reset_stats();
+    /// Reset the NAND and engine counters (the paper's measurements start from an index
+    /// as built).
+    pub fn reset_counters(&mut self) {
+        self.core.reset_counters();
     }
 }
 

@@ -551,6 +551,9 @@ impl Core {
     /// (the block's log area has been written: page evaporation, §2.3.2) the new node is
     /// written as physical log records, one per entry (frequent log overflow, §2.3.1).
     fn split_ipl(&mut self, id: u64, new: u64) -> Result<u64> {
+        // Room for the new node's frame now: an eviction later could merge the block
+        // chosen for it.
+        self.make_room()?;
         self.log_record(id, Rec::SplitRemove(self.median_key(id)?))?;
         let (s, upper) = self.take_upper_half(id)?;
         let level = self.frame(id)?.img.level;

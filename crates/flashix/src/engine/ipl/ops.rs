@@ -123,6 +123,12 @@ impl Core {
         Ok(())
     }
 
+    /// Zero the NAND and engine counters.
+    pub fn reset_counters(&mut self) {
+        self.nand.reset_stats();
+        self.counters = super::core::Counters::default();
+    }
+
     pub fn stats(&self) -> Stats {
         let n = self.nand.stats();
         let c = &self.counters;
@@ -141,6 +147,12 @@ impl Core {
             .flat_map(|b| b.members.iter())
             .filter(|m| m.place == super::core::Place::Ghost)
             .count() as u64;
+        let max_ghosts = self
+            .blocks
+            .values()
+            .map(|b| b.members.iter().filter(|m| m.place == super::core::Place::Ghost).count())
+            .max()
+            .unwrap_or(0) as u64;
         let cleansings = match self.flavor {
             Flavor::Dipl => ("block_cleansings", c.block_cleansings),
             Flavor::Ipl => ("block_merges", c.block_merges),
@@ -155,6 +167,7 @@ impl Core {
             ("block_splits", c.block_splits),
             cleansings,
             ("ghost_nodes", ghosts),
+            ("max_ghosts_per_block", max_ghosts),
             ("ghost_nodes_created", c.ghost_nodes_created),
             ("ghosts_split_again", c.ghosts_split_again),
             ("node_reads", c.node_reads),
