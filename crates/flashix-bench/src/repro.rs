@@ -339,10 +339,15 @@ pub fn run(a: &DiplReproArgs) -> Result<DiplRepro> {
             let t0 = std::time::Instant::now();
             let mut t = Tree::new(index, 8192, frames)?;
             t.reset();
-            let pb = bar(a.quiet, n, format!("insert {} {frames} frames", index.name()));
+            let pb = bar(
+                a.quiet,
+                n,
+                format!("insert {} {frames} frames", index.name()),
+            );
             insert_all(&mut t, &keys, &pb)?;
             let s = t.engine().stats();
-            out.insert.push(insert_record(index, frames, &s, t0.elapsed().as_secs_f64()));
+            out.insert
+                .push(insert_record(index, frames, &s, t0.elapsed().as_secs_f64()));
             if index == Index::Dipl && frames == *a.frames.iter().max().unwrap_or(&500) {
                 let blocks = c(&s, "blocks_in_use").max(1);
                 out.ghosts = Some(GhostRecord {
@@ -431,7 +436,11 @@ pub fn run(a: &DiplReproArgs) -> Result<DiplRepro> {
         let frames = (800 * 1024 / node) as u32;
         let mut t = Tree::new(Index::Dipl, node, frames)?;
         t.reset();
-        let pb = bar(a.quiet, half.len() as u64, format!("d-IPL {} KiB nodes", node / 1024));
+        let pb = bar(
+            a.quiet,
+            half.len() as u64,
+            format!("d-IPL {} KiB nodes", node / 1024),
+        );
         insert_all(&mut t, &half, &pb)?;
         let s = t.engine().stats();
         out.node_size.push(NodeSizeRecord {
@@ -488,7 +497,10 @@ pub fn print(r: &DiplRepro) {
         r.keys, r.seconds
     );
     println!("\nFig. 12 (pages read / pages written / blocks erased; the paper gives a plot only)");
-    println!("{:>7} | {:>10} {:>10} {:>8} | {:>10} {:>10} {:>8}", "frames", "IPL read", "IPL write", "IPL ers", "dIPL read", "dIPL write", "dIPL ers");
+    println!(
+        "{:>7} | {:>10} {:>10} {:>8} | {:>10} {:>10} {:>8}",
+        "frames", "IPL read", "IPL write", "IPL ers", "dIPL read", "dIPL write", "dIPL ers"
+    );
     let mut frames: Vec<u32> = r.insert.iter().map(|x| x.buffer_frames).collect();
     frames.dedup();
     for &f in &frames {
@@ -501,22 +513,43 @@ pub fn print(r: &DiplRepro) {
     }
     let big = frames.iter().copied().max().unwrap_or(500);
     println!("\nTable 1 (buffer {big} frames; paper at 500)");
-    println!("{:>8} | {:>10} {:>10} {:>12} | paper: {:>6} {:>6} {:>8}", "", "node spl", "block spl", "cleans/merge", "node", "block", "cleans");
-    for (index, paper) in [(Index::Ipl, ("2,820", "N/A", "36,141")), (Index::Dipl, ("2,830", "277", "9,212"))] {
+    println!(
+        "{:>8} | {:>10} {:>10} {:>12} | paper: {:>6} {:>6} {:>8}",
+        "", "node spl", "block spl", "cleans/merge", "node", "block", "cleans"
+    );
+    for (index, paper) in [
+        (Index::Ipl, ("2,820", "N/A", "36,141")),
+        (Index::Dipl, ("2,830", "277", "9,212")),
+    ] {
         if let Some(x) = find(r, index, big) {
-            let bs = if index == Index::Ipl { "N/A".to_string() } else { x.block_splits.to_string() };
+            let bs = if index == Index::Ipl {
+                "N/A".to_string()
+            } else {
+                x.block_splits.to_string()
+            };
             println!(
                 "{:>8} | {:>10} {:>10} {:>12} | paper: {:>6} {:>6} {:>8}",
-                index.name(), x.node_splits, bs, x.block_cleansings, paper.0, paper.1, paper.2
+                index.name(),
+                x.node_splits,
+                bs,
+                x.block_cleansings,
+                paper.0,
+                paper.1,
+                paper.2
             );
         }
     }
     println!("\nTable 2 (write amplification, Eq. 1)");
-    println!("{:>7} | {:>6} {:>6} | paper: {:>6} {:>6}", "frames", "IPL", "d-IPL", "IPL", "d-IPL");
+    println!(
+        "{:>7} | {:>6} {:>6} | paper: {:>6} {:>6}",
+        "frames", "IPL", "d-IPL", "IPL", "d-IPL"
+    );
     for &f in &frames {
         let p = PAPER_WA.iter().find(|x| x.0 == f);
         if let (Some(i), Some(d)) = (find(r, Index::Ipl, f), find(r, Index::Dipl, f)) {
-            let (pi, pd) = p.map_or(("-".into(), "-".into()), |p| (format!("{:.2}", p.1), format!("{:.2}", p.2)));
+            let (pi, pd) = p.map_or(("-".into(), "-".into()), |p| {
+                (format!("{:.2}", p.1), format!("{:.2}", p.2))
+            });
             println!(
                 "{f:>7} | {:>6.2} {:>6.2} | paper: {pi:>6} {pd:>6}",
                 i.write_amplification, d.write_amplification
@@ -532,33 +565,69 @@ pub fn print(r: &DiplRepro) {
         ("dipl", "7:3", "1,914,706", "425,444", "4,174", "110"),
         ("dipl", "9:1", "4,462,403", "910,851", "9,051", "211"),
     ];
-    println!("{:>5} {:>5} | {:>10} {:>10} {:>7} {:>6} | paper: {:>10} {:>10} {:>7} {:>6}", "", "ratio", "read", "write", "erase", "blocks", "read", "write", "erase", "blocks");
+    println!(
+        "{:>5} {:>5} | {:>10} {:>10} {:>7} {:>6} | paper: {:>10} {:>10} {:>7} {:>6}",
+        "", "ratio", "read", "write", "erase", "blocks", "read", "write", "erase", "blocks"
+    );
     for m in &r.mix {
-        let p = paper3.iter().find(|p| p.0 == m.index.name() && p.1 == m.ratio);
+        let p = paper3
+            .iter()
+            .find(|p| p.0 == m.index.name() && p.1 == m.ratio);
         let p = p.copied().unwrap_or(("", "", "-", "-", "-", "-"));
         println!(
             "{:>5} {:>5} | {:>10} {:>10} {:>7} {:>6} | paper: {:>10} {:>10} {:>7} {:>6}",
-            m.index.name(), m.ratio, m.reads, m.writes, m.erases, m.blocks, p.2, p.3, p.4, p.5
+            m.index.name(),
+            m.ratio,
+            m.reads,
+            m.writes,
+            m.erases,
+            m.blocks,
+            p.2,
+            p.3,
+            p.4,
+            p.5
         );
     }
     if !r.search.is_empty() {
         println!("\nFig. 13 ({} random searches: pages read; (R) after a global cleansing; the paper gives a plot only)", r.searches);
-        println!("{:>7} | {:>10} {:>10} | {:>10} {:>10}", "frames", "IPL", "IPL (R)", "d-IPL", "d-IPL (R)");
+        println!(
+            "{:>7} | {:>10} {:>10} | {:>10} {:>10}",
+            "frames", "IPL", "IPL (R)", "d-IPL", "d-IPL (R)"
+        );
         for &f in &frames {
-            let g = |i| r.search.iter().find(|x| x.index == i && x.buffer_frames == f);
+            let g = |i| {
+                r.search
+                    .iter()
+                    .find(|x| x.index == i && x.buffer_frames == f)
+            };
             if let (Some(i), Some(d)) = (g(Index::Ipl), g(Index::Dipl)) {
                 println!(
                     "{f:>7} | {:>10} {:>10} | {:>10} {:>10}",
-                    i.reads, i.reads_after_global_cleansing, d.reads, d.reads_after_global_cleansing
+                    i.reads,
+                    i.reads_after_global_cleansing,
+                    d.reads,
+                    d.reads_after_global_cleansing
                 );
             }
         }
     }
     if let Some(g) = &r.ghosts {
-        println!("\nTable 4 (ghost nodes after the inserts, {} frames; paper at 500)", g.buffer_frames);
-        println!("  average ghosts per block   {:>8.2}   paper 0.28", g.average_ghosts_per_block);
-        println!("  maximum ghosts per block   {:>8}   paper 4", g.max_ghosts_per_block);
-        println!("  ghosts split again         {:>8}   paper 0", g.ghosts_split_again);
+        println!(
+            "\nTable 4 (ghost nodes after the inserts, {} frames; paper at 500)",
+            g.buffer_frames
+        );
+        println!(
+            "  average ghosts per block   {:>8.2}   paper 0.28",
+            g.average_ghosts_per_block
+        );
+        println!(
+            "  maximum ghosts per block   {:>8}   paper 4",
+            g.max_ghosts_per_block
+        );
+        println!(
+            "  ghosts split again         {:>8}   paper 0",
+            g.ghosts_split_again
+        );
         println!("  ghosts created             {:>8}", g.ghosts_created);
     }
     println!("\nTable 5 (d-IPL, {} inserts, 800 KB buffer)", r.keys / 2);
@@ -591,7 +660,10 @@ pub fn print(r: &DiplRepro) {
         "blocks erased",
         "blocks in use",
     ];
-    println!("{:>22} | {:>10} {:>10} {:>10} | paper: {:>10} {:>10} {:>10}", "", "2 KiB", "4 KiB", "8 KiB", "2 KiB", "4 KiB", "8 KiB");
+    println!(
+        "{:>22} | {:>10} {:>10} {:>10} | paper: {:>10} {:>10} {:>10}",
+        "", "2 KiB", "4 KiB", "8 KiB", "2 KiB", "4 KiB", "8 KiB"
+    );
     for (row, name) in names.iter().enumerate() {
         let v: Vec<u64> = r
             .node_size
@@ -614,7 +686,12 @@ pub fn print(r: &DiplRepro) {
         let cell = |i: usize| v.get(i).map_or("-".to_string(), |x| x.to_string());
         println!(
             "{name:>22} | {:>10} {:>10} {:>10} | paper: {:>10} {:>10} {:>10}",
-            cell(0), cell(1), cell(2), paper5[row][0], paper5[row][1], paper5[row][2]
+            cell(0),
+            cell(1),
+            cell(2),
+            paper5[row][0],
+            paper5[row][1],
+            paper5[row][2]
         );
     }
     println!("\nTable 6: {}", r.table6);

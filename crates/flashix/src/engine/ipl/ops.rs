@@ -150,7 +150,12 @@ impl Core {
         let max_ghosts = self
             .blocks
             .values()
-            .map(|b| b.members.iter().filter(|m| m.place == super::core::Place::Ghost).count())
+            .map(|b| {
+                b.members
+                    .iter()
+                    .filter(|m| m.place == super::core::Place::Ghost)
+                    .count()
+            })
             .max()
             .unwrap_or(0) as u64;
         let cleansings = match self.flavor {
