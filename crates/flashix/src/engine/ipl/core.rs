@@ -259,6 +259,9 @@ pub struct Core {
     pub replaying: bool,
 }
 
+/// The entries of a leaf from a key on, and the leaf's upper fence.
+pub type LeafRest = (Vec<(u64, u64)>, Option<u64>);
+
 /// A descent: (node, upper fence) from the root to a leaf.
 pub type Path = Vec<(u64, Option<u64>)>;
 
@@ -686,7 +689,7 @@ impl Core {
     }
 
     /// Entries of the leaf holding `from` that are `>= from`, and the leaf's upper fence.
-    pub fn leaf_from(&mut self, from: u64) -> Result<(Vec<(u64, u64)>, Option<u64>)> {
+    pub fn leaf_from(&mut self, from: u64) -> Result<LeafRest> {
         let path = self.descend(from);
         self.unpin();
         let path = path?;

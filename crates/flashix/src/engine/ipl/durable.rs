@@ -332,19 +332,8 @@ impl Core {
                 stale.push(b);
             }
         }
-        if std::env::var_os("IPL_DEBUG").is_some() {
-            eprintln!("open: stale {stale:?}, ops {}", ops.len());
-            if let Err(e) = c.check() {
-                eprintln!("check before recovery rebuild: {e}");
-            }
-        }
         for b in stale {
             c.rebuild(b, Rebuild::Recovery)?;
-        }
-        if std::env::var_os("IPL_DEBUG").is_some() {
-            if let Err(e) = c.check() {
-                eprintln!("check after recovery rebuild: {e}");
-            }
         }
         Ok((c, ops))
     }

@@ -85,7 +85,7 @@ impl Core {
             .sectors
             .iter()
             .copied()
-            .filter(|&s| upto.is_none_or(|u| s <= u))
+            .filter(|&s| upto.map_or(true, |u| s <= u))
             .collect();
         match self.flavor {
             Flavor::Dipl => {

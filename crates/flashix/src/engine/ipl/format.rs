@@ -183,6 +183,7 @@ impl Rec {
     }
 
     /// Encoded length.
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {
         match self {
             Rec::Put(..) => 17,

@@ -52,18 +52,7 @@ impl Core {
     /// Replay recovered operations, then checkpoint.
     pub fn replay(&mut self, ops: &[LogicalOp]) -> Result<()> {
         self.replaying = true;
-        let dbg = std::env::var_os("IPL_DEBUG").is_some();
-        let r = ops.iter().enumerate().try_for_each(|(i, op)| {
-            let r = self.apply_op(op);
-            if dbg {
-                if let Err(e) = &r {
-                    eprintln!("replay op {i} {op:?}: {e}");
-                } else if let Err(e) = self.check() {
-                    eprintln!("check after replay op {i} {op:?}: {e}");
-                }
-            }
-            r
-        });
+        let r = ops.iter().try_for_each(|op| self.apply_op(op));
         self.replaying = false;
         r?;
         self.checkpoint()
