@@ -120,7 +120,6 @@ impl Tree {
                     nand_blocks: NAND_BLOCKS,
                     pages_per_block: PAGES_PER_BLOCK,
                     log_area_bytes: ipl_log.unwrap_or(IplOptions::default().log_area_bytes),
-                    ..IplOptions::default()
                 }),
             )?),
             Index::Dipl => Tree::Dipl(DiplBTree::create(
@@ -724,4 +723,64 @@ pub fn print(r: &DiplRepro) {
         );
     }
     println!("\nTable 6: {}", r.table6);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_run_writes_every_table_to_the_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = DiplReproArgs {
+            out: dir.path().to_path_buf(),
+            keys: 3000,
+            searches: 500,
+            frames: vec![8, 16],
+            seed: 1,
+            quiet: true,
+            ipl_log_area: None,
+            only_insert: false,
+        };
+        let r = run(&a).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("repro-dipl.json")).unwrap())
+                .unwrap();
+        let insert = v["insert"].as_array().unwrap();
+        assert_eq!(insert.len(), 4);
+        for rec in insert {
+            for f in [
+                "index",
+                "buffer_frames",
+                "reads",
+                "writes",
+                "erases",
+                "node_splits",
+                "block_splits",
+                "block_cleansings",
+                "write_amplification",
+            ] {
+                assert!(rec.get(f).is_some(), "{f} missing");
+            }
+        }
+        // d-IPL writes less than IPL and never splits blocks in IPL.
+        let ipl = find(&r, Index::Ipl, 8).unwrap();
+        let dipl = find(&r, Index::Dipl, 8).unwrap();
+        assert!(
+            dipl.writes < ipl.writes,
+            "{} vs {}",
+            dipl.writes,
+            ipl.writes
+        );
+        assert_eq!(ipl.block_splits, 0);
+        assert!(ipl.node_splits > 0 && dipl.node_splits > 0);
+        assert_eq!(r.search.len(), 4);
+        assert_eq!(r.mix.len(), 6);
+        assert_eq!(r.node_size.len(), 3);
+        assert!(r.ghosts.is_some());
+        for s in &r.search {
+            assert!(s.reads_after_global_cleansing <= s.reads, "{s:?}");
+        }
+        print(&r);
+    }
 }
