@@ -328,6 +328,120 @@ fn searches(t: &mut Tree, keys: &[u64], quiet: bool, msg: String) -> Result<u64>
     Ok(c(&t.engine().stats(), "nand_page_reads"))
 }
 
+type InsertOutcome = (InsertRecord, Option<GhostRecord>, Option<SearchRecord>);
+
+/// One index at one buffer size: the inserts, then the searches before and after a
+/// global cleansing.
+fn insert_and_search(
+    a: &DiplReproArgs,
+    index: Index,
+    frames: u32,
+    keys: &[u64],
+    search_keys: &[u64],
+) -> Result<InsertOutcome> {
+    let n = keys.len() as u64;
+    let t0 = std::time::Instant::now();
+    let mut t = Tree::new(index, 8192, frames, a.ipl_log_area)?;
+    t.reset();
+    let pb = bar(
+        a.quiet,
+        n,
+        format!("insert {} {frames} frames", index.name()),
+    );
+    insert_all(&mut t, keys, &pb)?;
+    let s = t.engine().stats();
+    let rec = insert_record(index, frames, &s, t0.elapsed().as_secs_f64(), n);
+    let ghosts = (index == Index::Dipl).then(|| {
+        let blocks = c(&s, "blocks_in_use").max(1);
+        GhostRecord {
+            buffer_frames: frames,
+            average_ghosts_per_block: c(&s, "ghost_nodes") as f64 / blocks as f64,
+            max_ghosts_per_block: c(&s, "max_ghosts_per_block"),
+            ghosts_split_again: c(&s, "ghosts_split_again"),
+            ghosts_created: c(&s, "ghost_nodes_created"),
+        }
+    });
+    if search_keys.is_empty() {
+        return Ok((rec, ghosts, None));
+    }
+    let reads = searches(
+        &mut t,
+        search_keys,
+        a.quiet,
+        format!("search {} {frames}", index.name()),
+    )?;
+    t.reset();
+    t.global_cleansing()?;
+    let g = t.engine().stats();
+    let after = searches(
+        &mut t,
+        search_keys,
+        a.quiet,
+        format!("search {} {frames} (R)", index.name()),
+    )?;
+    let search = SearchRecord {
+        index,
+        buffer_frames: frames,
+        reads,
+        reads_after_global_cleansing: after,
+        cleansing_reads: c(&g, "nand_page_reads"),
+        cleansing_writes: c(&g, "nand_page_programs"),
+        cleansing_erases: c(&g, "nand_erases") + c(&g, "blocks_pending_erase"),
+    };
+    Ok((rec, ghosts, Some(search)))
+}
+
+/// Table 3: a million inserts with `n * del / ins` deletions of inserted keys, each step
+/// a deletion with probability (deletions left) / (steps left).
+fn mix(
+    a: &DiplReproArgs,
+    index: Index,
+    ratio: &str,
+    ins: u64,
+    del: u64,
+    keys: &[u64],
+) -> Result<MixRecord> {
+    let n = keys.len() as u64;
+    let deletes = n * del / ins;
+    let mut t = Tree::new(index, 8192, 500, a.ipl_log_area)?;
+    t.reset();
+    let mut rng = Rng::new(a.seed ^ ins);
+    let mut live: Vec<u64> = Vec::new();
+    let (mut next, mut left_del) = (0usize, deletes);
+    let total = n + deletes;
+    let pb = bar(a.quiet, total, format!("mix {ratio} {}", index.name()));
+    for step in 0..total {
+        let left = total - step;
+        let delete =
+            left_del > 0 && !live.is_empty() && (next == keys.len() || rng.below(left) < left_del);
+        if delete {
+            let i = rng.below(live.len() as u64) as usize;
+            let k = live.swap_remove(i);
+            t.engine().delete(k)?;
+            left_del -= 1;
+        } else if next < keys.len() {
+            t.engine().insert(keys[next], keys[next])?;
+            live.push(keys[next]);
+            next += 1;
+        }
+        if step % 4096 == 0 {
+            pb.set_position(step);
+        }
+    }
+    pb.finish_and_clear();
+    let s = t.engine().stats();
+    Ok(MixRecord {
+        index,
+        ratio: ratio.to_string(),
+        inserts: n,
+        deletes,
+        reads: c(&s, "nand_page_reads"),
+        writes: c(&s, "nand_page_programs"),
+        erases: c(&s, "nand_erases") + c(&s, "blocks_pending_erase"),
+        blocks: c(&s, "blocks_in_use"),
+    })
+}
+
 /// Run every experiment and write `OUT/repro-dipl.json`.
 pub fn run(a: &DiplReproArgs) -> Result<DiplRepro> {
     let start = std::time::Instant::now();
@@ -348,62 +462,24 @@ pub fn run(a: &DiplReproArgs) -> Result<DiplRepro> {
         table6: TABLE6_NOTE.to_string(),
         seconds: 0.0,
     };
-    // Fig. 12, Tables 1, 2, 4; Fig. 13 on the same indexes.
+    // Fig. 12, Tables 1, 2, 4; Fig. 13 on the same indexes. IPL and d-IPL run side by
+    // side on two threads (independent simulated devices).
+    let big = a.frames.iter().copied().max().unwrap_or(500);
     for &frames in &a.frames {
-        for index in [Index::Ipl, Index::Dipl] {
-            let t0 = std::time::Instant::now();
-            let mut t = Tree::new(index, 8192, frames, a.ipl_log_area)?;
-            t.reset();
-            let pb = bar(
-                a.quiet,
-                n,
-                format!("insert {} {frames} frames", index.name()),
-            );
-            insert_all(&mut t, &keys, &pb)?;
-            let s = t.engine().stats();
-            out.insert.push(insert_record(
-                index,
-                frames,
-                &s,
-                t0.elapsed().as_secs_f64(),
-                n,
-            ));
-            if index == Index::Dipl && frames == *a.frames.iter().max().unwrap_or(&500) {
-                let blocks = c(&s, "blocks_in_use").max(1);
-                out.ghosts = Some(GhostRecord {
-                    buffer_frames: frames,
-                    average_ghosts_per_block: c(&s, "ghost_nodes") as f64 / blocks as f64,
-                    max_ghosts_per_block: c(&s, "max_ghosts_per_block"),
-                    ghosts_split_again: c(&s, "ghosts_split_again"),
-                    ghosts_created: c(&s, "ghost_nodes_created"),
-                });
+        let (ri, rd) = std::thread::scope(|sc| {
+            let h = sc.spawn(|| insert_and_search(a, Index::Ipl, frames, &keys, &search_keys));
+            let d = insert_and_search(a, Index::Dipl, frames, &keys, &search_keys);
+            let i = h
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("the IPL run panicked")));
+            (i, d)
+        });
+        for (ins, ghosts, search) in [ri?, rd?] {
+            out.insert.push(ins);
+            if frames == big && ghosts.is_some() {
+                out.ghosts = ghosts;
             }
-            if a.searches > 0 {
-                let reads = searches(
-                    &mut t,
-                    &search_keys,
-                    a.quiet,
-                    format!("search {} {frames}", index.name()),
-                )?;
-                t.reset();
-                t.global_cleansing()?;
-                let g = t.engine().stats();
-                let after = searches(
-                    &mut t,
-                    &search_keys,
-                    a.quiet,
-                    format!("search {} {frames} (R)", index.name()),
-                )?;
-                out.search.push(SearchRecord {
-                    index,
-                    buffer_frames: frames,
-                    reads,
-                    reads_after_global_cleansing: after,
-                    cleansing_reads: c(&g, "nand_page_reads"),
-                    cleansing_writes: c(&g, "nand_page_programs"),
-                    cleansing_erases: c(&g, "nand_erases") + c(&g, "blocks_pending_erase"),
-                });
-            }
+            out.search.extend(search);
         }
     }
     if a.only_insert {
@@ -411,49 +487,18 @@ pub fn run(a: &DiplReproArgs) -> Result<DiplRepro> {
         save(&out, &a.out)?;
         return Ok(out);
     }
-    // Table 3: insert:delete mixes at 500 frames.
+    // Table 3: insert:delete mixes at 500 frames, IPL and d-IPL side by side.
     for (ratio, ins, del) in [("5:5", 5u64, 5u64), ("7:3", 7, 3), ("9:1", 9, 1)] {
-        let deletes = n * del / ins;
-        for index in [Index::Ipl, Index::Dipl] {
-            let mut t = Tree::new(index, 8192, 500, a.ipl_log_area)?;
-            t.reset();
-            let mut rng = Rng::new(a.seed ^ ins);
-            let mut live: Vec<u64> = Vec::new();
-            let (mut next, mut left_del) = (0usize, deletes);
-            let total = n + deletes;
-            let pb = bar(a.quiet, total, format!("mix {ratio} {}", index.name()));
-            for step in 0..total {
-                let left = total - step;
-                let delete = left_del > 0
-                    && !live.is_empty()
-                    && (next == keys.len() || rng.below(left) < left_del);
-                if delete {
-                    let i = rng.below(live.len() as u64) as usize;
-                    let k = live.swap_remove(i);
-                    t.engine().delete(k)?;
-                    left_del -= 1;
-                } else if next < keys.len() {
-                    t.engine().insert(keys[next], keys[next])?;
-                    live.push(keys[next]);
-                    next += 1;
-                }
-                if step % 4096 == 0 {
-                    pb.set_position(step);
-                }
-            }
-            pb.finish_and_clear();
-            let s = t.engine().stats();
-            out.mix.push(MixRecord {
-                index,
-                ratio: ratio.to_string(),
-                inserts: n,
-                deletes,
-                reads: c(&s, "nand_page_reads"),
-                writes: c(&s, "nand_page_programs"),
-                erases: c(&s, "nand_erases") + c(&s, "blocks_pending_erase"),
-                blocks: c(&s, "blocks_in_use"),
-            });
-        }
+        let (ri, rd) = std::thread::scope(|sc| {
+            let h = sc.spawn(|| mix(a, Index::Ipl, ratio, ins, del, &keys));
+            let d = mix(a, Index::Dipl, ratio, ins, del, &keys);
+            let i = h
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("the IPL run panicked")));
+            (i, d)
+        });
+        out.mix.push(ri?);
+        out.mix.push(rd?);
     }
     // Table 5: node sizes, 800 KB of buffer, half the keys.
     let half = permutation(n / 2, a.seed ^ 5);
