@@ -609,10 +609,10 @@ pub fn print(r: &DiplRepro) {
             );
         }
     }
-    println!("\nTable 2 (write amplification, Eq. 1)");
+    println!("\nTable 2 (write amplification, Eq. 1: C_n = node writes the buffer requested; per insert: C_n = one per insert)");
     println!(
-        "{:>7} | {:>6} {:>6} | paper: {:>6} {:>6}",
-        "frames", "IPL", "d-IPL", "IPL", "d-IPL"
+        "{:>7} | {:>6} {:>6} | per insert: {:>6} {:>6} | paper: {:>6} {:>6}",
+        "frames", "IPL", "d-IPL", "IPL", "d-IPL", "IPL", "d-IPL"
     );
     for &f in &frames {
         let p = PAPER_WA.iter().find(|x| x.0 == f);
