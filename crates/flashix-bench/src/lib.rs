@@ -7,6 +7,7 @@
 //! - [`model`]: the FD-tree cost model on a device profile (`flashix fdtree-model`);
 //! - [`pio_model`]: the PIO B-tree leaf-size and OPQ model (`flashix pio-model`);
 //! - [`sim_cmd`]: random writes on a simulated SSD with each FTL (`flashix sim`);
+//! - [`repro`]: the d-IPL paper's experiments on the NAND simulator (`flashix repro dipl`);
 //! - [`report`]: result records, percentiles, the terminal table and `results.json`;
 //! - [`units`]: byte sizes on the command line.
 
@@ -14,6 +15,7 @@ pub mod model;
 pub mod pio_model;
 pub mod probe;
 pub mod report;
+pub mod repro;
 pub mod runner;
 pub mod sim_cmd;
 pub mod units;

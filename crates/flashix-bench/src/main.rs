@@ -34,6 +34,15 @@ enum Cmd {
     PioModel(flashix_bench::pio_model::PioModelArgs),
     /// Random page writes on a simulated SSD with each FTL: write amplification, erases, copies.
     Sim(flashix_bench::sim_cmd::SimArgs),
+    /// Reproduce a paper's experiments on the simulator: `flashix repro dipl --out DIR`.
+    #[command(subcommand)]
+    Repro(Repro),
+}
+
+#[derive(Subcommand)]
+enum Repro {
+    /// The d-IPL paper (Na, Lee, Moon, TKDE 2011), §6.2: IPL vs d-IPL on raw NAND.
+    Dipl(flashix_bench::repro::DiplReproArgs),
 }
 
 #[derive(clap::Args)]
@@ -210,6 +219,9 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::FdtreeModel(a) => flashix_bench::model::run(&a),
         Cmd::PioModel(a) => flashix_bench::pio_model::run(&a),
         Cmd::Sim(a) => flashix_bench::sim_cmd::run(&a).map(|_| ()),
+        Cmd::Repro(Repro::Dipl(a)) => {
+            flashix_bench::repro::run(&a).map(|r| flashix_bench::repro::print(&r))
+        }
     }
 }
 

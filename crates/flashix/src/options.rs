@@ -252,6 +252,61 @@ impl Default for PioOptions {
     }
 }
 
+/// IPL B+-tree sub-options (d-IPL paper §2.2: in-page logging with a fixed log area per
+/// erase block, Lee and Moon, SIGMOD 2007). The NAND page is the index's `page_size`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IplOptions {
+    /// Node size in bytes, a whole number of NAND pages (§6.1: 8 KiB).
+    pub node_bytes: u64,
+    /// Buffer frames (one node each). `None`: `buffer_pool_bytes / node_bytes`. At least 8.
+    pub buffer_frames: Option<u32>,
+    /// The fixed log area at the end of every erase block, in bytes: whole pages (IPL's
+    /// 8 KiB of 16 log sectors per 128 KiB block).
+    pub log_area_bytes: u64,
+    /// Erase blocks of the simulated NAND when the storage is not a `RawNand` device
+    /// (`Db::create_on` with a plain backing device).
+    pub nand_blocks: u32,
+    /// Pages per erase block in that case (§6.1: 64 pages of 2 KiB = 128 KiB).
+    pub pages_per_block: u32,
+}
+
+impl Default for IplOptions {
+    fn default() -> Self {
+        IplOptions {
+            node_bytes: 8192,
+            buffer_frames: None,
+            log_area_bytes: 8192,
+            nand_blocks: 1024,
+            pages_per_block: 64,
+        }
+    }
+}
+
+/// d-IPL B+-tree sub-options (Na, Lee, Moon, TKDE 2011, §3-§5). The NAND page is the
+/// index's `page_size`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiplOptions {
+    /// Node size in bytes, a whole number of NAND pages (§6.1: 8 KiB).
+    pub node_bytes: u64,
+    /// Buffer frames (one node each). `None`: `buffer_pool_bytes / node_bytes`. At least 8.
+    pub buffer_frames: Option<u32>,
+    /// Erase blocks of the simulated NAND when the storage is not a `RawNand` device.
+    pub nand_blocks: u32,
+    /// Pages per erase block in that case (§6.1: 64).
+    pub pages_per_block: u32,
+}
+
+impl Default for DiplOptions {
+    fn default() -> Self {
+        DiplOptions {
+            node_bytes: 8192,
+            buffer_frames: None,
+            nand_blocks: 1024,
+            pages_per_block: 64,
+        }
+    }
+}
+
 /// Options of an index: a builder, e.g.
 /// `Options::new(EngineKind::BTree).page_size(4096).buffer_pool_bytes(16 << 20)`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -271,6 +326,10 @@ pub struct Options {
     pub(crate) tuning: Option<Tuning>,
     #[serde(default)]
     pub(crate) pio: PioOptions,
+    #[serde(default)]
+    pub(crate) ipl: IplOptions,
+    #[serde(default)]
+    pub(crate) dipl: DiplOptions,
 }
 
 /// Default page size: the SSD's 4 KiB page.
@@ -290,6 +349,8 @@ impl Options {
             lsm: LsmOptions::default(),
             tuning: None,
             pio: PioOptions::default(),
+            ipl: IplOptions::default(),
+            dipl: DiplOptions::default(),
         }
     }
 
@@ -353,6 +414,28 @@ impl Options {
     pub fn pio(mut self, pio: PioOptions) -> Self {
         self.pio = pio;
         self
+    }
+
+    /// IPL B+-tree sub-options.
+    pub fn ipl(mut self, ipl: IplOptions) -> Self {
+        self.ipl = ipl;
+        self
+    }
+
+    /// d-IPL B+-tree sub-options.
+    pub fn dipl(mut self, dipl: DiplOptions) -> Self {
+        self.dipl = dipl;
+        self
+    }
+
+    /// IPL B+-tree sub-options.
+    pub fn get_ipl(&self) -> &IplOptions {
+        &self.ipl
+    }
+
+    /// d-IPL B+-tree sub-options.
+    pub fn get_dipl(&self) -> &DiplOptions {
+        &self.dipl
     }
 
     /// The engine kind.
@@ -430,6 +513,9 @@ impl Options {
         }
         if self.engine == EngineKind::PioBTree {
             crate::engine::pio::validate(self)?;
+        }
+        if matches!(self.engine, EngineKind::IplBTree | EngineKind::DiplBTree) {
+            crate::engine::ipl::validate(self)?;
         }
         Ok(())
     }

@@ -11,6 +11,8 @@ const ENGINES: &[EngineKind] = &[
     EngineKind::FdTree,
     EngineKind::Lsm,
     EngineKind::PioBTree,
+    EngineKind::IplBTree,
+    EngineKind::DiplBTree,
 ];
 
 fn long() -> bool {

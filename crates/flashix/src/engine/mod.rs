@@ -1,7 +1,9 @@
 //! The engines behind [`crate::Db`]. One folder each; every one implements [`Engine`].
 
 pub mod btree;
+pub mod dipl;
 pub mod fdtree;
+pub mod ipl;
 mod logged;
 pub mod lsm;
 pub mod pio;
@@ -82,6 +84,8 @@ pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
         EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::create(storage, opts)?)),
         EngineKind::Lsm => Ok(Box::new(lsm::Lsm::create(storage, opts)?)),
         EngineKind::PioBTree => Ok(Box::new(pio::PioBTree::create(storage, opts)?)),
+        EngineKind::IplBTree => Ok(Box::new(ipl::IplBTree::create(storage, opts)?)),
+        EngineKind::DiplBTree => Ok(Box::new(dipl::DiplBTree::create(storage, opts)?)),
         other => Err(not_built(other)),
     }
 }
@@ -93,6 +97,8 @@ pub fn open(storage: Storage, manifest: Manifest) -> Result<Box<dyn Engine>> {
         EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::open(storage, manifest)?)),
         EngineKind::Lsm => Ok(Box::new(lsm::Lsm::open(storage, manifest)?)),
         EngineKind::PioBTree => Ok(Box::new(pio::PioBTree::open(storage, manifest)?)),
+        EngineKind::IplBTree => Ok(Box::new(ipl::IplBTree::open(storage, manifest)?)),
+        EngineKind::DiplBTree => Ok(Box::new(dipl::DiplBTree::open(storage, manifest)?)),
         other => Err(not_built(other)),
     }
 }

@@ -276,6 +276,30 @@ fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
                 bcnt: [1u32, 4, 1000][rng.below(3) as usize],
             });
     }
+    if matches!(engine, EngineKind::IplBTree | EngineKind::DiplBTree) {
+        // Raw NAND of 1-2 KiB pages and 16-page blocks, nodes of one or two pages: small
+        // fanouts, so that histories split nodes and blocks, cleanse and merge often.
+        let page = [1024usize, 2048][rng.below(2) as usize];
+        let node = page as u64 * (1 + rng.below(2));
+        let frames = Some([8u32, 12, 64][rng.below(3) as usize]);
+        let opts = opts.page_size(page);
+        return if engine == EngineKind::IplBTree {
+            opts.ipl(crate::IplOptions {
+                node_bytes: node,
+                buffer_frames: frames,
+                log_area_bytes: page as u64 * (1 + rng.below(3)),
+                nand_blocks: 256,
+                pages_per_block: 16,
+            })
+        } else {
+            opts.dipl(crate::DiplOptions {
+                node_bytes: node,
+                buffer_frames: frames,
+                nand_blocks: 256,
+                pages_per_block: 16,
+            })
+        };
+    }
     if engine == EngineKind::Lsm {
         // The same small sizes as the FD-tree: C0 of two pages and small k build several
         // components in a few thousand operations; multi-page requests of a few pages.

@@ -1,0 +1,89 @@
+//! The d-IPL B+-tree (`EngineKind::DiplBTree`; Na, Lee, Moon, TKDE 2011, §3-§5) on raw NAND
+//! flash ([`crate::sim::Nand`]). It shares its core with the IPL B+-tree
+//! ([`crate::engine::ipl`]: formats, buffer, tree operations, durability) and differs in:
+//!
+//! # Scheme
+//! - **Dynamic log area** (§3.2): a block holds its regular nodes from page 0 and its log
+//!   area right after them, to the end of the block; a block never holds more than
+//!   `pages_per_block / node_pages - 1` nodes, so the log area keeps at least one node's
+//!   worth of sectors.
+//! - **Ghost nodes** (N.a, §3.2): a node born from a split stays in its origin's block as
+//!   a ghost: its base is the record `GhostCreate(origin, key, sector)`, meaning "the
+//!   origin's entries >= key as of the origin's log sector `sector`", whose last record is
+//!   the origin's `SplitRemove(key)`. The two sectors are written together to the block's
+//!   log area at the split (**Rule 3**); Rules 1 and 2 are the IPL ones.
+//! - **Block split before node split** (B.d, §4.2, Algorithm 2): a full node in a full
+//!   block first splits the block: the current nodes are written to two fresh blocks, the
+//!   first `d` and the remaining `d + 1` of the `2d + 1`; the old block is erased.
+//! - **Block cleansing** (§4.3, Algorithm 3): a log sector that finds the log area full
+//!   rewrites the block's current nodes (ghosts embodied) into a fresh block instead; empty
+//!   nodes whose parent is buffered and keeps another child are released there (§4.4:
+//!   underflow allowed, no node merges), and a block left empty is released.
+//! - **Blocks of siblings** (B.b): the root has a block of its own; every other block holds
+//!   consecutive nodes of one level. A root split puts the new root in a new block.
+//! - **LLSD and LSLM** (§5.1): every log sector carries the LLSD (the last log sector of
+//!   every member of the block) and its owner's LSLM (a bitmap of its earlier sectors). A
+//!   node read reads the page of its last sector, follows the LSLM and reads only the other
+//!   pages holding its sectors. Recovery rebuilds each member's sector list from the LLSD of
+//!   the block's last sector and the members' LSLMs.
+//! - **Ghost fetch** (§5.2): a ghost's base is its origin's version as of the split,
+//!   computed from the origin's base and its log sectors up to the split's sector.
+//! - **Global cleansing** (§5.3): [`DiplBTree::global_cleansing`] cleanses every block that
+//!   holds log sectors, so later reads need no log.
+//!
+//! # Invariants (checked by `check_integrity`)
+//! The IPL ones (NAND rules; blocks partition the NAND; B+-tree order and fences; frames
+//! equal flash plus their log), and: (B.b) the root's block holds only the root, and the
+//! members of every block are consecutive nodes of one level in member order; a block
+//! holds at most `pages_per_block / node_pages - 1` nodes; regular nodes lie before the log
+//! area; every ghost has a log sector; the LSLM of each node's last sector names exactly
+//! its earlier sectors (checked on every read).
+//!
+//! # Durability and memory
+//! As the IPL B+-tree's ([`crate::engine::ipl`]): logical redo WAL, checkpoints switching
+//! the manifest, erases of checkpointed blocks deferred to the next checkpoint, recovery by
+//! rebuilding blocks with programs newer than the checkpoint, then WAL replay.
+
+use crate::engine::ipl::{core_engine_methods, Core, Flavor};
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::manifest::Manifest;
+use crate::options::Options;
+use crate::Storage;
+
+/// The d-IPL B+-tree engine.
+pub struct DiplBTree {
+    core: Core,
+}
+
+impl DiplBTree {
+    /// A new index (formats the NAND over `storage.device`).
+    pub fn create(storage: Storage, opts: Options) -> Result<DiplBTree> {
+        Ok(DiplBTree {
+            core: Core::create(Flavor::Dipl, storage, opts)?,
+        })
+    }
+
+    /// Reopen: the last checkpoint, then the WAL replayed.
+    pub fn open(storage: Storage, manifest: Manifest) -> Result<DiplBTree> {
+        let (core, ops) = Core::open(Flavor::Dipl, storage, manifest)?;
+        let mut t = DiplBTree { core };
+        t.core.replay(&ops)?;
+        Ok(t)
+    }
+
+    /// Global cleansing (§5.3): every block with log sectors is cleansed.
+    pub fn global_cleansing(&mut self) -> Result<()> {
+        self.core.global_cleansing()
+    }
+
+    /// Reset the NAND and engine counters (the paper's measurements start from an index
+    /// as built).
+    pub fn reset_counters(&mut self) {
+        self.core.reset_counters();
+    }
+}
+
+impl Engine for DiplBTree {
+    core_engine_methods!();
+}

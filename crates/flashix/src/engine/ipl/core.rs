@@ -1,0 +1,740 @@
+//! The engine core shared by the IPL and d-IPL B+-trees: geometry, the block table, the
+//! buffer of node frames with their in-memory log sectors, and the B+-tree operations.
+//! What differs between the two ([`Flavor`]) is where a node born from a split goes, how a
+//! full log area is handled (IPL merge vs d-IPL cleansing, plus d-IPL block split), and how
+//! a node's log sectors are found (IPL: the whole log area; d-IPL: LLSD and LSLM).
+
+use super::format::{self, NodeImage, Rec, SECTOR};
+use crate::error::{Error, Result};
+use crate::io::Vfs;
+use crate::options::{EngineKind, Options};
+use crate::sim::{Nand, NandConfig};
+use crate::stats::WalStats;
+use crate::wal::Wal;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// Which of the two schemes a [`Core`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Flavor {
+    /// IPL B+-tree (§2.2): fixed log area at the end of every block.
+    Ipl,
+    /// d-IPL B+-tree (§3-§5): dynamic log area, ghost nodes, block split and cleansing.
+    Dipl,
+}
+
+impl Flavor {
+    pub fn kind(self) -> EngineKind {
+        match self {
+            Flavor::Ipl => EngineKind::IplBTree,
+            Flavor::Dipl => EngineKind::DiplBTree,
+        }
+    }
+}
+
+/// Sizes derived from the options and the NAND geometry.
+#[derive(Debug, Clone)]
+pub struct Geometry {
+    pub page_bytes: usize,
+    /// Sectors per page.
+    pub spp: u32,
+    /// Pages per block.
+    pub ppb: u32,
+    /// Pages per node.
+    pub np: u32,
+    pub node_bytes: usize,
+    pub leaf_cap: usize,
+    pub internal_cap: usize,
+    /// Most nodes (regular and ghost) a block holds: d-IPL `ppb/np - 1` (the log area never
+    /// shrinks below one node, §3.2); IPL the slots before the fixed log area.
+    pub max_members: usize,
+    /// IPL: first page of the fixed log area.
+    pub ipl_log_start: u32,
+    /// Record bytes an in-memory log sector holds.
+    pub rec_cap: usize,
+    pub frames: usize,
+}
+
+impl Geometry {
+    pub fn new(flavor: Flavor, opts: &Options, nand: &NandConfig) -> Result<Geometry> {
+        let (node_bytes, frames_opt, log_bytes) = match flavor {
+            Flavor::Ipl => (
+                opts.ipl.node_bytes,
+                opts.ipl.buffer_frames,
+                opts.ipl.log_area_bytes,
+            ),
+            Flavor::Dipl => (opts.dipl.node_bytes, opts.dipl.buffer_frames, 0),
+        };
+        let page = nand.page_bytes as u64;
+        let bad = |m: String| {
+            Err(Error::InvalidOptions(format!(
+                "{}: {m}",
+                flavor.kind().name()
+            )))
+        };
+        if node_bytes == 0 || node_bytes % page != 0 {
+            return bad(format!(
+                "node_bytes {node_bytes} is not a whole number of {page}-byte NAND pages"
+            ));
+        }
+        let np = (node_bytes / page) as u32;
+        let ppb = nand.pages_per_block;
+        let spp = (nand.page_bytes / SECTOR) as u32;
+        if ppb * spp > 256 {
+            return bad(format!(
+                "{ppb} pages of {spp} sectors per block exceed the 256 log sectors an LSLM maps"
+            ));
+        }
+        if log_bytes % page != 0 {
+            return bad(format!(
+                "log_area_bytes {log_bytes} is not a whole number of pages"
+            ));
+        }
+        let log_pages = (log_bytes / page) as u32;
+        let (max_members, ipl_log_start) = match flavor {
+            Flavor::Ipl => {
+                if log_pages == 0 || log_pages + np > ppb {
+                    return bad(format!(
+                        "a {log_bytes}-byte log area and one {node_bytes}-byte node do not fit a block of {ppb} pages"
+                    ));
+                }
+                (((ppb - log_pages) / np) as usize, ppb - log_pages)
+            }
+            Flavor::Dipl => {
+                if 3 * np > ppb {
+                    return bad(format!(
+                        "a block of {ppb} pages holds fewer than three {node_bytes}-byte nodes"
+                    ));
+                }
+                ((ppb / np - 1) as usize, 0)
+            }
+        };
+        let frames = match frames_opt {
+            Some(f) => f as u64,
+            None => opts.buffer_pool_bytes / node_bytes,
+        };
+        if frames < 8 {
+            return bad(format!("{frames} buffer frames; at least 8 are needed"));
+        }
+        let nb = node_bytes as usize;
+        if format::leaf_capacity(nb) < 4 {
+            return bad(format!(
+                "node_bytes {node_bytes} holds fewer than 4 entries"
+            ));
+        }
+        let llsd = match flavor {
+            Flavor::Ipl => 0,
+            Flavor::Dipl => 2 * max_members,
+        };
+        Ok(Geometry {
+            page_bytes: nand.page_bytes,
+            spp,
+            ppb,
+            np,
+            node_bytes: nb,
+            leaf_cap: format::leaf_capacity(nb),
+            internal_cap: format::internal_capacity(nb),
+            max_members,
+            ipl_log_start,
+            rec_cap: SECTOR - format::SECTOR_HEADER - llsd,
+            frames: frames as usize,
+        })
+    }
+
+    pub fn cap(&self, level: u8) -> usize {
+        if level == 0 {
+            self.leaf_cap
+        } else {
+            self.internal_cap
+        }
+    }
+
+    /// Sectors per block.
+    pub fn sectors(&self) -> u16 {
+        (self.ppb * self.spp) as u16
+    }
+}
+
+/// Where a node's base version is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Place {
+    /// A regular node: its image starts at this page of the block.
+    Slot(u32),
+    /// Its base is in its first log record: a d-IPL ghost node (`GhostCreate`, §3.2) or an
+    /// IPL node written as physical log records (`Init`, §2.3.1).
+    Ghost,
+}
+
+/// A node stored in a block.
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub node: u64,
+    pub place: Place,
+    /// Its log sectors in the block, ascending (what LLSD and LSLM encode on flash).
+    pub sectors: Vec<u16>,
+}
+
+/// An erase block in use.
+#[derive(Debug, Clone)]
+pub struct Block {
+    /// d-IPL: consecutive siblings in key order (B.b); IPL: slot order.
+    pub members: Vec<Member>,
+    /// First page of the log area.
+    pub log_start: u32,
+    /// Next free log sector.
+    pub next_sector: u16,
+    /// The last log sector written.
+    pub last_sector: Option<u16>,
+    /// Next page that may be programmed as a whole (pages before it are programmed or
+    /// evaporated, §2.3.2).
+    pub write_point: u32,
+    /// Referenced by the last checkpoint: its erase waits for the next checkpoint.
+    pub checkpointed: bool,
+}
+
+impl Block {
+    pub fn pos(&self, node: u64) -> Option<usize> {
+        self.members.iter().position(|m| m.node == node)
+    }
+}
+
+/// A buffer frame: the current version of a node and its in-memory log sector (§2.2).
+#[derive(Debug, Clone)]
+pub struct Frame {
+    pub img: NodeImage,
+    /// Encoded records not yet on flash; non-empty means the frame is dirty.
+    pub log: Vec<u8>,
+    pub tick: u64,
+}
+
+/// Engine counters (STYLE.md naming).
+#[derive(Debug, Clone, Default)]
+pub struct Counters {
+    pub node_splits: u64,
+    pub block_splits: u64,
+    pub block_cleansings: u64,
+    pub block_merges: u64,
+    pub ghost_nodes_created: u64,
+    pub ghosts_split_again: u64,
+    pub node_reads: u64,
+    /// Node writes requested by the buffer (dirty frames evicted or flushed): C_n of Eq. (1).
+    pub node_writes: u64,
+    pub log_sector_writes: u64,
+    pub released_nodes: u64,
+    pub released_blocks: u64,
+    pub checkpoints: u64,
+    pub recovery_rebuilds: u64,
+    pub hits: u64,
+}
+
+/// The shared engine state.
+pub struct Core {
+    pub flavor: Flavor,
+    pub geo: Geometry,
+    pub nand: Nand,
+    pub vfs: Arc<dyn Vfs>,
+    pub wal: Wal,
+    pub wal_base: WalStats,
+    pub options: Options,
+    pub blocks: BTreeMap<u32, Block>,
+    pub free: BTreeSet<u32>,
+    /// Blocks released since the last checkpoint that it still references.
+    pub pending: Vec<u32>,
+    /// Node -> block.
+    pub location: HashMap<u64, u32>,
+    /// Node -> parent, learnt on the way down (used to release empty nodes, §4.4).
+    pub parent: HashMap<u64, u64>,
+    pub root: u64,
+    pub height: u32,
+    pub next_id: u64,
+    pub entries: u64,
+    pub frames: HashMap<u64, Frame>,
+    pub lru: BTreeMap<u64, u64>,
+    pub tick: u64,
+    pub pinned: Vec<u64>,
+    /// IPL: the block new nodes go to when their origin's block is full.
+    pub alloc_block: Option<u32>,
+    pub counters: Counters,
+    pub replaying: bool,
+}
+
+/// The entries of a leaf from a key on, and the leaf's upper fence.
+pub type LeafRest = (Vec<(u64, u64)>, Option<u64>);
+
+/// A descent: (node, upper fence) from the root to a leaf.
+pub type Path = Vec<(u64, Option<u64>)>;
+
+impl Core {
+    // ---- buffer -------------------------------------------------------------------
+
+    pub fn touch(&mut self, id: u64) {
+        self.tick += 1;
+        let t = self.tick;
+        if let Some(f) = self.frames.get_mut(&id) {
+            self.lru.remove(&f.tick);
+            f.tick = t;
+            self.lru.insert(t, id);
+        }
+    }
+
+    pub fn frame(&self, id: u64) -> Result<&Frame> {
+        self.frames
+            .get(&id)
+            .ok_or_else(|| Error::InvalidArgument(format!("node {id} is not in the buffer")))
+    }
+
+    pub fn frame_mut(&mut self, id: u64) -> Result<&mut Frame> {
+        self.frames
+            .get_mut(&id)
+            .ok_or_else(|| Error::InvalidArgument(format!("node {id} is not in the buffer")))
+    }
+
+    /// Put a node's current version in a frame, evicting the least recently used unpinned
+    /// frame first if the buffer is full (Rule 1: a dirty victim's log sector is written).
+    pub fn install(&mut self, id: u64, img: NodeImage, log: Vec<u8>) -> Result<()> {
+        self.make_room()?;
+        self.tick += 1;
+        self.lru.insert(self.tick, id);
+        self.frames.insert(
+            id,
+            Frame {
+                img,
+                log,
+                tick: self.tick,
+            },
+        );
+        Ok(())
+    }
+
+    fn make_room(&mut self) -> Result<()> {
+        while self.frames.len() >= self.geo.frames {
+            let victim = self
+                .lru
+                .values()
+                .copied()
+                .find(|id| !self.pinned.contains(id))
+                .ok_or_else(|| {
+                    Error::InvalidArgument("every buffer frame is pinned".to_string())
+                })?;
+            if !self.frame(victim)?.log.is_empty() {
+                self.counters.node_writes += 1;
+                self.flush_log(victim)?;
+            }
+            self.drop_frame(victim);
+        }
+        Ok(())
+    }
+
+    pub fn drop_frame(&mut self, id: u64) {
+        if let Some(f) = self.frames.remove(&id) {
+            self.lru.remove(&f.tick);
+        }
+    }
+
+    /// Bring a node into the buffer (a miss reads it from flash) and pin it.
+    pub fn load(&mut self, id: u64) -> Result<()> {
+        // Pinned first: the eviction that makes room may rebuild the node's block, which
+        // must not release it.
+        self.pinned.push(id);
+        if self.frames.contains_key(&id) {
+            self.counters.hits += 1;
+            self.touch(id);
+        } else {
+            let img = self.materialize(id, None)?;
+            self.counters.node_reads += 1;
+            self.install(id, img, Vec::new())?;
+        }
+        Ok(())
+    }
+
+    /// Append a record to a node's in-memory log sector; a full sector is written first
+    /// (Rule 2).
+    pub fn log_record(&mut self, id: u64, rec: Rec) -> Result<()> {
+        let len = self.frame(id)?.log.len();
+        if len + rec.len() > self.geo.rec_cap {
+            self.flush_log(id)?;
+        }
+        let f = self.frame_mut(id)?;
+        rec.encode(&mut f.log);
+        Ok(())
+    }
+
+    // ---- tree -------------------------------------------------------------------
+
+    /// Descend to the leaf for `k`, loading and pinning every node on the way.
+    pub fn descend(&mut self, k: u64) -> Result<Path> {
+        let mut path = Vec::with_capacity(self.height as usize);
+        let mut id = self.root;
+        let mut hi = None;
+        loop {
+            self.load(id)?;
+            path.push((id, hi));
+            let f = self.frame(id)?;
+            let want = self.height as usize - path.len();
+            if f.img.level as usize != want {
+                return Err(self.level_error(id, f.img.level, want));
+            }
+            if f.img.level == 0 {
+                return Ok(path);
+            }
+            let e = &f.img.entries;
+            if e.is_empty() {
+                return Err(Error::corruption(
+                    format::NAND_FILE,
+                    None,
+                    format!("internal node {id} has no children"),
+                ));
+            }
+            let i = child_index(e, k);
+            if let Some(next) = e.get(i + 1) {
+                hi = Some(next.0);
+            }
+            let child = e[i].1;
+            self.parent.insert(child, id);
+            id = child;
+        }
+    }
+
+    fn level_error(&self, id: u64, found: u8, want: usize) -> Error {
+        Error::corruption(
+            format::NAND_FILE,
+            None,
+            format!("node {id} is at level {found}, expected level {want}"),
+        )
+    }
+
+    pub fn unpin(&mut self) {
+        self.pinned.clear();
+    }
+
+    pub fn insert_unlogged(&mut self, k: u64, v: u64) -> Result<()> {
+        let path = self.descend(k)?;
+        let r = self.insert_at(&path, path.len() - 1, k, v);
+        self.unpin();
+        r
+    }
+
+    /// Insert `(k, v)` into the node at `path[depth]`, splitting it first if it is full.
+    fn insert_at(&mut self, path: &Path, depth: usize, k: u64, v: u64) -> Result<()> {
+        let id = path[depth].0;
+        let f = self.frame(id)?;
+        let level = f.img.level;
+        match f.img.entries.binary_search_by_key(&k, |e| e.0) {
+            Ok(i) => {
+                if f.img.entries[i].1 == v {
+                    return Ok(());
+                }
+                self.log_record(id, Rec::Put(k, v))?;
+                self.frame_mut(id)?.img.entries[i].1 = v;
+                Ok(())
+            }
+            Err(_) => {
+                let target = if f.img.entries.len() >= self.geo.cap(level) {
+                    let (s, new) = self.split(path, depth)?;
+                    if k >= s {
+                        new
+                    } else {
+                        id
+                    }
+                } else {
+                    id
+                };
+                self.log_record(target, Rec::Put(k, v))?;
+                format::apply(&mut self.frame_mut(target)?.img.entries, &Rec::Put(k, v));
+                if level == 0 {
+                    self.entries += 1;
+                } else {
+                    self.parent.insert(v, target);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Split the full node at `path[depth]` (Algorithm 1 lines 2-7): returns the separator
+    /// and the new node, whose entries are those `>= separator`.
+    fn split(&mut self, path: &Path, depth: usize) -> Result<(u64, u64)> {
+        let id = path[depth].0;
+        let new = self.next_id;
+        self.next_id += 1;
+        let s = match self.flavor {
+            Flavor::Dipl => self.split_dipl(id, new)?,
+            Flavor::Ipl => self.split_ipl(id, new)?,
+        };
+        self.counters.node_splits += 1;
+        let level = self.frame(id)?.img.level;
+        if level > 0 {
+            let moved: Vec<u64> = self.frame(new)?.img.entries.iter().map(|e| e.1).collect();
+            for c in moved {
+                self.parent.insert(c, new);
+            }
+        }
+        self.pinned.push(new);
+        if depth == 0 {
+            self.new_root(id, new, s, level + 1)?;
+        } else {
+            self.insert_at(path, depth - 1, s, new)?;
+        }
+        Ok((s, new))
+    }
+
+    /// Halve the entries of `id`'s frame: the upper half, and the separator.
+    fn take_upper_half(&mut self, id: u64) -> Result<(u64, Vec<(u64, u64)>)> {
+        let f = self.frame_mut(id)?;
+        let mid = f.img.entries.len() / 2;
+        let upper = f.img.entries.split_off(mid);
+        Ok((upper[0].0, upper))
+    }
+
+    /// d-IPL node split (§4.1, §4.2): block split first when the block is full, then the
+    /// new node is born a ghost in the same block; the two log sectors describing the split
+    /// (`SplitRemove` in the old node's, `GhostCreate` in the ghost's) go to the same log
+    /// area together (Rule 3).
+    fn split_dipl(&mut self, id: u64, new: u64) -> Result<u64> {
+        let mut b = self.block_of(id)?;
+        if self.blocks[&b].members.len() >= self.geo.max_members {
+            self.rebuild(b, super::flash::Rebuild::Split)?;
+            b = self.block_of(id)?;
+        }
+        // Room for the two sectors of the split; the old node's pending records go first,
+        // in the sector that ends with its SplitRemove.
+        let pending = self.frame(id)?.log.len();
+        if pending + Rec::SplitRemove(0).len() > self.geo.rec_cap {
+            self.flush_log(id)?;
+            b = self.block_of(id)?;
+        }
+        if self.free_sectors(b) < 2 {
+            self.rebuild(b, super::flash::Rebuild::Cleanse)?;
+            b = self.block_of(id)?;
+        }
+        let (s, upper) = self.take_upper_half(id)?;
+        let level = self.frame(id)?.img.level;
+        Rec::SplitRemove(s).encode(&mut self.frame_mut(id)?.log);
+        let blk = self.block_mut(b)?;
+        let pos = blk.pos(id).ok_or_else(|| lost(id, b))?;
+        if blk.members[pos].place == Place::Ghost {
+            self.counters.ghosts_split_again += 1;
+        }
+        let blk = self.block_mut(b)?;
+        blk.members.insert(
+            pos + 1,
+            Member {
+                node: new,
+                place: Place::Ghost,
+                sectors: Vec::new(),
+            },
+        );
+        self.location.insert(new, b);
+        self.counters.ghost_nodes_created += 1;
+        let old_log = std::mem::take(&mut self.frame_mut(id)?.log);
+        let x = self.blocks[&b].next_sector;
+        let mut ghost_log = Vec::new();
+        Rec::GhostCreate {
+            origin: id,
+            key: s,
+            sector: x,
+        }
+        .encode(&mut ghost_log);
+        self.write_sectors(b, &[(id, &old_log), (new, &ghost_log)])?;
+        self.install(
+            new,
+            NodeImage {
+                level,
+                entries: upper,
+            },
+            Vec::new(),
+        )?;
+        Ok(s)
+    }
+
+    /// IPL node split (§2.3): the old node logs a `SplitRemove`; the new node goes to a free
+    /// slot of the old node's block, else of the current allocation block, else of a new
+    /// block. If that slot can still be programmed it is written as a node image; otherwise
+    /// (the block's log area has been written: page evaporation, §2.3.2) the new node is
+    /// written as physical log records, one per entry (frequent log overflow, §2.3.1).
+    fn split_ipl(&mut self, id: u64, new: u64) -> Result<u64> {
+        // Room for the new node's frame now: an eviction later could merge the block
+        // chosen for it.
+        self.make_room()?;
+        self.log_record(id, Rec::SplitRemove(self.median_key(id)?))?;
+        let (s, upper) = self.take_upper_half(id)?;
+        let level = self.frame(id)?.img.level;
+        let home = self.block_of(id)?;
+        let has_slot = |c: &Core, b: u32| {
+            c.blocks
+                .get(&b)
+                .is_some_and(|x| x.members.len() < c.geo.max_members)
+        };
+        let b = if has_slot(self, home) {
+            home
+        } else if let Some(a) = self.alloc_block.filter(|&a| has_slot(self, a)) {
+            a
+        } else {
+            let a = self.new_block(self.geo.ipl_log_start)?;
+            self.alloc_block = Some(a);
+            a
+        };
+        let slot = self.blocks[&b].members.len() as u32;
+        let first = slot * self.geo.np;
+        let img = NodeImage {
+            level,
+            entries: upper,
+        };
+        let blk = &self.blocks[&b];
+        if blk.last_sector.is_none() && first >= blk.write_point {
+            self.write_node(b, first, new, &img)?;
+            let np = self.geo.np;
+            let blk = self.block_mut(b)?;
+            blk.members.push(Member {
+                node: new,
+                place: Place::Slot(first),
+                sectors: Vec::new(),
+            });
+            blk.write_point = first + np;
+            self.location.insert(new, b);
+            self.install(new, img, Vec::new())?;
+        } else {
+            let entries = img.entries.clone();
+            let mut log = Vec::new();
+            Rec::Init(level).encode(&mut log);
+            // Installed before it becomes a member: an eviction here may merge block `b`.
+            self.install(new, img, log)?;
+            self.pinned.push(new);
+            self.block_mut(b)?.members.push(Member {
+                node: new,
+                place: Place::Ghost,
+                sectors: Vec::new(),
+            });
+            self.location.insert(new, b);
+            for (k, v) in entries {
+                // A merge of the block on the way writes the whole node: stop there.
+                if self.place_of(new)? != Place::Ghost {
+                    break;
+                }
+                self.log_record(new, Rec::Put(k, v))?;
+            }
+        }
+        Ok(s)
+    }
+
+    fn median_key(&self, id: u64) -> Result<u64> {
+        let e = &self.frame(id)?.img.entries;
+        Ok(e[e.len() / 2].0)
+    }
+
+    /// A new root above `left` and `right` in a block of its own (B.b).
+    fn new_root(&mut self, left: u64, right: u64, s: u64, level: u8) -> Result<()> {
+        let r = self.next_id;
+        self.next_id += 1;
+        let img = NodeImage {
+            level,
+            entries: vec![(0, left), (s, right)],
+        };
+        let log_start = match self.flavor {
+            Flavor::Dipl => self.geo.np,
+            Flavor::Ipl => self.geo.ipl_log_start,
+        };
+        let b = self.new_block(log_start)?;
+        self.write_node(b, 0, r, &img)?;
+        let np = self.geo.np;
+        let blk = self.block_mut(b)?;
+        blk.members.push(Member {
+            node: r,
+            place: Place::Slot(0),
+            sectors: Vec::new(),
+        });
+        blk.write_point = np;
+        if self.flavor == Flavor::Ipl {
+            self.alloc_block = Some(b);
+        }
+        self.location.insert(r, b);
+        self.parent.insert(left, r);
+        self.parent.insert(right, r);
+        self.install(r, img, Vec::new())?;
+        self.root = r;
+        self.height += 1;
+        Ok(())
+    }
+
+    /// Delete `k` by a log record; underflow is allowed and nodes are never merged (§4.4).
+    pub fn delete_unlogged(&mut self, k: u64) -> Result<()> {
+        let path = self.descend(k)?;
+        let leaf = path[path.len() - 1].0;
+        let r = (|| {
+            if self
+                .frame(leaf)?
+                .img
+                .entries
+                .binary_search_by_key(&k, |e| e.0)
+                .is_ok()
+            {
+                self.log_record(leaf, Rec::Del(k))?;
+                format::apply(&mut self.frame_mut(leaf)?.img.entries, &Rec::Del(k));
+                self.entries -= 1;
+            }
+            Ok(())
+        })();
+        self.unpin();
+        r
+    }
+
+    pub fn get(&mut self, k: u64) -> Result<Option<u64>> {
+        let path = self.descend(k);
+        self.unpin();
+        let path = path?;
+        let leaf = path[path.len() - 1].0;
+        let e = &self.frame(leaf)?.img.entries;
+        Ok(e.binary_search_by_key(&k, |e| e.0).ok().map(|i| e[i].1))
+    }
+
+    /// Entries of the leaf holding `from` that are `>= from`, and the leaf's upper fence.
+    pub fn leaf_from(&mut self, from: u64) -> Result<LeafRest> {
+        let path = self.descend(from);
+        self.unpin();
+        let path = path?;
+        let (leaf, hi) = path[path.len() - 1];
+        let e = &self.frame(leaf)?.img.entries;
+        let i = e.partition_point(|x| x.0 < from);
+        Ok((e[i..].to_vec(), hi))
+    }
+
+    pub fn block_of(&self, id: u64) -> Result<u32> {
+        self.location.get(&id).copied().ok_or_else(|| {
+            Error::corruption(format::NAND_FILE, None, format!("node {id} is in no block"))
+        })
+    }
+
+    pub fn block_mut(&mut self, b: u32) -> Result<&mut Block> {
+        self.blocks.get_mut(&b).ok_or_else(|| {
+            Error::corruption(format::NAND_FILE, None, format!("block {b} is not in use"))
+        })
+    }
+
+    pub fn place_of(&self, id: u64) -> Result<Place> {
+        let b = self.block_of(id)?;
+        let blk = &self.blocks[&b];
+        blk.pos(id)
+            .map(|p| blk.members[p].place)
+            .ok_or_else(|| lost(id, b))
+    }
+
+    pub fn free_sectors(&self, b: u32) -> u16 {
+        self.blocks
+            .get(&b)
+            .map_or(0, |x| self.geo.sectors().saturating_sub(x.next_sector))
+    }
+}
+
+/// The child slot for `k` in an internal node: the last entry with key `<= k`, or the first.
+pub fn child_index(e: &[(u64, u64)], k: u64) -> usize {
+    e.partition_point(|x| x.0 <= k).saturating_sub(1)
+}
+
+pub fn lost(id: u64, b: u32) -> Error {
+    Error::corruption(
+        format::NAND_FILE,
+        None,
+        format!("node {id} is not among the members of block {b}"),
+    )
+}

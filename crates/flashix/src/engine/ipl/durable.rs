@@ -1,0 +1,445 @@
+//! Creation, checkpoints and recovery of the IPL / d-IPL core (DESIGN.md, Contract 3).
+//!
+//! The durable state is *checkpoint + logical redo WAL*:
+//! - A checkpoint writes the log sector of every dirty frame, so that flash holds the
+//!   current version of every node, then switches the manifest to a new WAL generation.
+//!   The manifest's engine state lists the blocks in use with, per block, its members
+//!   (node id and base page, or ghost), its log area start, the number of log sectors the
+//!   checkpoint covers and the last of them, plus the root, height and id counter.
+//! - Between checkpoints, nothing the checkpoint references is destroyed: a block it lists
+//!   that is cleansed, merged or split is erased only after the next manifest is durable
+//!   (blocks born and released in between are erased at once). Log sectors appended to a
+//!   listed block after the checkpoint lie beyond the sectors it covers.
+//! - Every `Db` operation is logged in the WAL before it is applied; `flush` syncs the WAL.
+//! - Recovery opens the NAND (every completed program survives a power cut, one may be
+//!   torn), takes the blocks of the manifest, rebuilds each node's log sector list from the
+//!   on-flash LLSD and LSLM (d-IPL) or by reading the log area (IPL), and rebuilds every
+//!   listed block that holds any programmed sector the checkpoint does not cover (appends
+//!   after the checkpoint, a torn program) into fresh blocks — which yields exactly the
+//!   checkpoint's contents. Blocks not listed are free; one left programmed is erased when
+//!   it is allocated. The WAL is then replayed and a checkpoint taken.
+
+use super::core::{Block, Core, Counters, Flavor, Geometry, Member, Place};
+use super::flash::Rebuild;
+use super::format::{self, NodeImage, NAND_FILE};
+use crate::error::{Error, Result};
+use crate::io::alloc::AllocState;
+use crate::manifest::{wal_name, Manifest};
+use crate::options::Options;
+use crate::sim::{Nand, NandConfig, PageAddr};
+use crate::stats::WalStats;
+use crate::wal::{self, LogicalOp, Record, Wal};
+use crate::Storage;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// A block as saved in the manifest.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct BlockState {
+    block: u32,
+    log_start: u32,
+    next_sector: u16,
+    last_sector: Option<u16>,
+    write_point: u32,
+    /// (node, base page) — `None` for a ghost.
+    members: Vec<(u64, Option<u32>)>,
+}
+
+/// The engine state saved in the manifest.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct State {
+    flavor: Flavor,
+    root: u64,
+    height: u32,
+    next_id: u64,
+    entries: u64,
+    alloc_block: Option<u32>,
+    blocks: Vec<BlockState>,
+}
+
+/// The NAND geometry for an index: the `RawNand` device's, else built from the sub-options.
+fn nand_config(flavor: Flavor, opts: &Options) -> NandConfig {
+    let (blocks, ppb) = match flavor {
+        Flavor::Ipl => (opts.ipl.nand_blocks, opts.ipl.pages_per_block),
+        Flavor::Dipl => (opts.dipl.nand_blocks, opts.dipl.pages_per_block),
+    };
+    NandConfig {
+        page_bytes: opts.page_size,
+        pages_per_block: ppb,
+        blocks,
+        ..NandConfig::default()
+    }
+}
+
+/// Check the options of an IPL or d-IPL index.
+pub fn validate(opts: &Options) -> Result<()> {
+    let flavor = if opts.engine == crate::EngineKind::IplBTree {
+        Flavor::Ipl
+    } else {
+        Flavor::Dipl
+    };
+    let cfg = nand_config(flavor, opts);
+    if cfg.page_bytes != opts.page_size {
+        return Err(Error::InvalidOptions(format!(
+            "page_size {} differs from the NAND page of {} bytes",
+            opts.page_size, cfg.page_bytes
+        )));
+    }
+    cfg.validate()?;
+    Geometry::new(flavor, opts, &cfg).map(|_| ())
+}
+
+impl Core {
+    fn empty(
+        flavor: Flavor,
+        opts: Options,
+        nand: Nand,
+        vfs: Arc<dyn crate::io::Vfs>,
+        wal: Wal,
+    ) -> Result<Core> {
+        let geo = Geometry::new(flavor, &opts, nand.config())?;
+        let free = (0..nand.config().blocks).collect();
+        Ok(Core {
+            flavor,
+            geo,
+            nand,
+            vfs,
+            wal,
+            wal_base: WalStats::default(),
+            options: opts,
+            blocks: BTreeMap::new(),
+            free,
+            pending: Vec::new(),
+            location: HashMap::new(),
+            parent: HashMap::new(),
+            root: 0,
+            height: 1,
+            next_id: 1,
+            entries: 0,
+            frames: HashMap::new(),
+            lru: BTreeMap::new(),
+            tick: 0,
+            pinned: Vec::new(),
+            alloc_block: None,
+            counters: Counters::default(),
+            replaying: false,
+        })
+    }
+
+    /// A new index: formats the NAND and writes an empty root leaf in a block of its own.
+    pub fn create(flavor: Flavor, storage: Storage, opts: Options) -> Result<Core> {
+        let cfg = nand_config(flavor, &opts);
+        Geometry::new(flavor, &opts, &cfg)?;
+        let nand = Nand::create(storage.device, cfg)?;
+        let wal = Wal::create(Arc::clone(&storage.vfs), 1)?;
+        let mut c = Core::empty(flavor, opts, nand, storage.vfs, wal)?;
+        let log_start = match flavor {
+            Flavor::Dipl => c.geo.np,
+            Flavor::Ipl => c.geo.ipl_log_start,
+        };
+        let b = c.new_block(log_start)?;
+        let img = NodeImage {
+            level: 0,
+            entries: Vec::new(),
+        };
+        c.root = c.next_id;
+        c.next_id += 1;
+        c.write_node(b, 0, c.root, &img)?;
+        let root = c.root;
+        let np = c.geo.np;
+        let blk = c.block_mut(b)?;
+        blk.members.push(Member {
+            node: root,
+            place: Place::Slot(0),
+            sectors: Vec::new(),
+        });
+        blk.write_point = np;
+        c.location.insert(c.root, b);
+        if flavor == Flavor::Ipl {
+            c.alloc_block = Some(b);
+        }
+        c.checkpoint()?;
+        Ok(c)
+    }
+
+    fn state(&self) -> serde_json::Value {
+        serde_json::json!(State {
+            flavor: self.flavor,
+            root: self.root,
+            height: self.height,
+            next_id: self.next_id,
+            entries: self.entries,
+            alloc_block: self.alloc_block,
+            blocks: self
+                .blocks
+                .iter()
+                .map(|(&b, x)| BlockState {
+                    block: b,
+                    log_start: x.log_start,
+                    next_sector: x.next_sector,
+                    last_sector: x.last_sector,
+                    write_point: x.write_point,
+                    members: x
+                        .members
+                        .iter()
+                        .map(|m| {
+                            (
+                                m.node,
+                                match m.place {
+                                    Place::Slot(p) => Some(p),
+                                    Place::Ghost => None,
+                                },
+                            )
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+    }
+
+    /// Make flash hold every node's current version, switch the manifest, then erase the
+    /// blocks the previous checkpoint referenced and that are no longer used.
+    pub fn checkpoint(&mut self) -> Result<()> {
+        self.write_dirty_frames()?;
+        self.wal.sync()?;
+        let gen = self.wal.generation() + 1;
+        let mut new_wal = Wal::create(Arc::clone(&self.vfs), gen)?;
+        self.vfs.sync_dir()?;
+        let manifest = Manifest {
+            options: self.options.clone(),
+            generation: gen,
+            alloc: AllocState::default(),
+            engine: self.state(),
+        };
+        manifest.store(&*self.vfs)?;
+        std::mem::swap(&mut self.wal, &mut new_wal);
+        let old = new_wal;
+        let s = old.stats();
+        self.wal_base.records += s.records;
+        self.wal_base.bytes += s.bytes;
+        self.wal_base.syncs += s.syncs;
+        self.wal_base.checkpoints += 1;
+        let _ = self.vfs.remove(old.name());
+        for b in std::mem::take(&mut self.pending) {
+            self.nand.erase(b)?;
+            self.free.insert(b);
+        }
+        for blk in self.blocks.values_mut() {
+            blk.checkpointed = true;
+        }
+        self.counters.checkpoints += 1;
+        Ok(())
+    }
+
+    /// Reopen: the checkpoint's blocks, then the WAL replayed (module doc).
+    pub fn open(
+        flavor: Flavor,
+        storage: Storage,
+        manifest: Manifest,
+    ) -> Result<(Core, Vec<LogicalOp>)> {
+        let bad = |d: String| Error::corruption("MANIFEST", None, d);
+        let state: State = serde_json::from_value(manifest.engine.clone())
+            .map_err(|e| bad(format!("bad {} state: {e}", flavor.kind().name())))?;
+        if state.flavor != flavor {
+            return Err(bad(format!(
+                "state of {:?}, expected {flavor:?}",
+                state.flavor
+            )));
+        }
+        let Storage { device, vfs } = storage;
+        let nand = Nand::open(device)?;
+        // WAL: drop leftovers, cut a torn tail.
+        let gen = manifest.generation;
+        let name = wal_name(gen);
+        for f in vfs.list()? {
+            if (f.starts_with("wal-") && f != name) || f == "MANIFEST.tmp" {
+                vfs.remove(&f)?;
+            }
+        }
+        if !vfs.exists(&name)? {
+            return Err(Error::corruption(
+                &name,
+                None,
+                "the WAL named by the manifest is missing",
+            ));
+        }
+        let replay = wal::read(&*vfs, gen)?;
+        if vfs.len(&name)? > replay.valid_len {
+            vfs.truncate(&name, replay.valid_len)?;
+            vfs.sync(&name)?;
+        }
+        let ops: Vec<LogicalOp> = replay
+            .records
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::Op(op) => Some(op),
+                Record::Image(..) => None,
+            })
+            .collect();
+        let wal = Wal::resume(Arc::clone(&vfs), gen, replay.valid_len);
+        let mut c = Core::empty(flavor, manifest.options.clone(), nand, vfs, wal)?;
+        if state.height == 0 {
+            return Err(bad("height 0".into()));
+        }
+        c.root = state.root;
+        c.height = state.height;
+        c.next_id = state.next_id;
+        c.entries = state.entries;
+        c.alloc_block = state.alloc_block;
+        let nblocks = c.nand.config().blocks;
+        for bs in &state.blocks {
+            if bs.block >= nblocks || !c.free.remove(&bs.block) {
+                return Err(bad(format!(
+                    "block {} is out of range or listed twice",
+                    bs.block
+                )));
+            }
+            let members = bs
+                .members
+                .iter()
+                .map(|&(node, p)| Member {
+                    node,
+                    place: p.map_or(Place::Ghost, Place::Slot),
+                    sectors: Vec::new(),
+                })
+                .collect();
+            for &(node, _) in &bs.members {
+                if c.location.insert(node, bs.block).is_some() {
+                    return Err(bad(format!("node {node} is listed twice")));
+                }
+            }
+            c.blocks.insert(
+                bs.block,
+                Block {
+                    members,
+                    log_start: bs.log_start,
+                    next_sector: bs.next_sector,
+                    last_sector: bs.last_sector,
+                    write_point: bs.write_point,
+                    checkpointed: true,
+                },
+            );
+        }
+        if !c.location.contains_key(&c.root) {
+            return Err(bad(format!("root node {} is in no block", c.root)));
+        }
+        let ids: Vec<u32> = c.blocks.keys().copied().collect();
+        let mut stale = Vec::new();
+        for &b in &ids {
+            c.recover_sectors(b)?;
+            if c.has_uncovered_programs(b) {
+                stale.push(b);
+            }
+        }
+        for b in stale {
+            c.rebuild(b, Rebuild::Recovery)?;
+        }
+        Ok((c, ops))
+    }
+
+    /// Rebuild the members' log sector lists of block `b` from flash.
+    fn recover_sectors(&mut self, b: u32) -> Result<()> {
+        let blk = &self.blocks[&b];
+        let Some(last) = blk.last_sector else {
+            return Ok(());
+        };
+        let spp = self.geo.spp as u16;
+        let read = |c: &mut Core, s: u16| -> Result<format::LogSector> {
+            let mut buf = vec![0u8; format::SECTOR];
+            c.nand.read_sectors(
+                PageAddr {
+                    block: b,
+                    page: (s / spp) as u32,
+                },
+                (s % spp) as u32,
+                &mut buf,
+                &mut [],
+            )?;
+            format::decode_sector(&buf, c.linear(b, (s / spp) as u32), s)
+        };
+        let lp = self.linear(b, blk.log_start);
+        match self.flavor {
+            Flavor::Dipl => {
+                // §5.1: the LLSD of the last sector names each member's last sector, whose
+                // LSLM names its earlier ones.
+                let llsd = read(self, last)?.llsd;
+                let n = self.blocks[&b].members.len();
+                if llsd.len() != n {
+                    return Err(Error::corruption(
+                        NAND_FILE,
+                        Some(lp),
+                        format!(
+                            "LLSD of block {b} has {} entries for {n} members",
+                            llsd.len()
+                        ),
+                    ));
+                }
+                for (j, &s) in llsd.iter().enumerate() {
+                    if s == format::NO_SECTOR {
+                        continue;
+                    }
+                    let sec = read(self, s)?;
+                    let node = self.blocks[&b].members[j].node;
+                    if sec.owner != node {
+                        return Err(Error::corruption(
+                            NAND_FILE,
+                            Some(lp),
+                            format!(
+                                "LLSD of block {b} names sector {s} of node {} for node {node}",
+                                sec.owner
+                            ),
+                        ));
+                    }
+                    let mut list = sec.earlier();
+                    list.push(s);
+                    self.block_mut(b)?.members[j].sectors = list;
+                }
+            }
+            Flavor::Ipl => {
+                let start = blk.log_start as u16 * spp;
+                for s in start..=last {
+                    let sec = read(self, s)?;
+                    let blk = self.block_mut(b)?;
+                    let pos = blk.pos(sec.owner).ok_or_else(|| {
+                        Error::corruption(
+                            NAND_FILE,
+                            Some(lp),
+                            format!(
+                                "log sector {s} of block {b} belongs to node {}, not a member",
+                                sec.owner
+                            ),
+                        )
+                    })?;
+                    blk.members[pos].sectors.push(s);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// True if block `b` holds a programmed sector the checkpoint does not cover.
+    fn has_uncovered_programs(&self, b: u32) -> bool {
+        let blk = &self.blocks[&b];
+        let spp = self.geo.spp;
+        let full = (1u32 << spp) - 1;
+        let mut expect = vec![0u32; self.geo.ppb as usize];
+        for m in &blk.members {
+            if let Place::Slot(p) = m.place {
+                for q in p..p + self.geo.np {
+                    if let Some(e) = expect.get_mut(q as usize) {
+                        *e = full;
+                    }
+                }
+            }
+            for &s in &m.sectors {
+                if let Some(e) = expect.get_mut((s as u32 / spp) as usize) {
+                    *e |= 1 << (s as u32 % spp);
+                }
+            }
+        }
+        (0..self.geo.ppb).any(|p| {
+            self.nand.programmed_sectors(PageAddr { block: b, page: p }) & !expect[p as usize] != 0
+        })
+    }
+}

@@ -1,0 +1,531 @@
+//! Flash operations of the core: reading a node's current version (base + log records,
+//! ghost reconstruction), writing log sectors, node images, and rebuilding a block (IPL
+//! merge, d-IPL block cleansing and block split), block allocation and release.
+
+use super::core::{lost, Block, Core, Flavor, Member, Place};
+use super::format::{self, LogSector, NodeImage, Rec, NAND_FILE, NO_SECTOR, SECTOR};
+use crate::error::{Error, Result};
+use crate::sim::PageAddr;
+use std::collections::BTreeMap;
+
+/// Why a block is rebuilt into fresh blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rebuild {
+    /// d-IPL block cleansing (§4.3, Algorithm 3) or IPL merge: one new block.
+    Cleanse,
+    /// d-IPL block split (§4.2, Algorithm 2): two new blocks, the first `d` nodes and the rest.
+    Split,
+    /// Global cleansing (§5.3) or recovery: like `Cleanse`, counted apart.
+    Global,
+    Recovery,
+}
+
+impl Core {
+    /// Linear NAND page number, for error messages.
+    pub fn linear(&self, b: u32, page: u32) -> u64 {
+        b as u64 * self.geo.ppb as u64 + page as u64
+    }
+
+    /// Read sectors of block `b`, one read operation per page touched.
+    fn read_sectors(&mut self, b: u32, idx: &[u16]) -> Result<BTreeMap<u16, LogSector>> {
+        let spp = self.geo.spp as u16;
+        let mut by_page: BTreeMap<u16, (u16, u16)> = BTreeMap::new();
+        for &i in idx {
+            let e = by_page.entry(i / spp).or_insert((i % spp, i % spp));
+            e.0 = e.0.min(i % spp);
+            e.1 = e.1.max(i % spp);
+        }
+        let mut out = BTreeMap::new();
+        for (page, (lo, hi)) in by_page {
+            let n = (hi - lo + 1) as usize;
+            let mut buf = vec![0u8; n * SECTOR];
+            self.nand.read_sectors(
+                PageAddr {
+                    block: b,
+                    page: page as u32,
+                },
+                lo as u32,
+                &mut buf,
+                &mut [],
+            )?;
+            let lp = self.linear(b, page as u32);
+            for &i in idx.iter().filter(|&&i| i / spp == page) {
+                let off = (i % spp - lo) as usize * SECTOR;
+                out.insert(i, format::decode_sector(&buf[off..off + SECTOR], lp, i)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Read and verify a node image at `first` page of block `b`.
+    pub fn read_node(&mut self, b: u32, first: u32, id: u64) -> Result<NodeImage> {
+        let mut buf = vec![0u8; self.geo.node_bytes];
+        for (i, chunk) in buf.chunks_mut(self.geo.page_bytes).enumerate() {
+            self.nand.read(
+                PageAddr {
+                    block: b,
+                    page: first + i as u32,
+                },
+                chunk,
+                &mut [],
+            )?;
+        }
+        format::decode_node(id, &buf, self.linear(b, first))
+    }
+
+    /// The log sectors of node `id` in block `b`, oldest first, up to and including
+    /// sector `upto` when given. d-IPL (§5.1): the node's last sector (its LLSD entry) is
+    /// read with the rest of its page, and its LSLM names the earlier ones, so only the
+    /// node's own sectors are fetched. IPL: the whole written log area is read and the
+    /// node's sectors picked out (§6.2.3: "reading log data as much as 4 KB on average").
+    fn node_log(&mut self, b: u32, id: u64, upto: Option<u16>) -> Result<Vec<LogSector>> {
+        let blk = &self.blocks[&b];
+        let pos = blk.pos(id).ok_or_else(|| lost(id, b))?;
+        let known: Vec<u16> = blk.members[pos]
+            .sectors
+            .iter()
+            .copied()
+            .filter(|&s| upto.map_or(true, |u| s <= u))
+            .collect();
+        match self.flavor {
+            Flavor::Dipl => {
+                let Some(&last) = known.last() else {
+                    return Ok(Vec::new());
+                };
+                let spp = self.geo.spp as u16;
+                let page_first = last - last % spp;
+                let lead: Vec<u16> =
+                    (page_first.max(self.blocks[&b].log_start as u16 * spp)..=last).collect();
+                let mut got = self.read_sectors(b, &lead)?;
+                let lp = self.linear(b, (last / spp) as u32);
+                let tail = got
+                    .remove(&last)
+                    .ok_or_else(|| Error::corruption(NAND_FILE, Some(lp), "log sector missing"))?;
+                let earlier = tail.earlier();
+                let mut want: Vec<u16> = earlier.clone();
+                want.push(last);
+                if want != known || tail.owner != id {
+                    return Err(Error::corruption(
+                        NAND_FILE,
+                        Some(lp),
+                        format!(
+                            "log sector {last} of block {b}: owner {} and LSLM {earlier:?} disagree with node {id}'s sectors {known:?}",
+                            tail.owner
+                        ),
+                    ));
+                }
+                let rest: Vec<u16> = earlier
+                    .iter()
+                    .copied()
+                    .filter(|&s| !got.contains_key(&s))
+                    .collect();
+                let mut more = self.read_sectors(b, &rest)?;
+                let mut out = Vec::with_capacity(want.len());
+                for s in earlier {
+                    let sec = got
+                        .remove(&s)
+                        .or_else(|| more.remove(&s))
+                        .ok_or_else(|| Error::corruption(NAND_FILE, None, "log sector missing"))?;
+                    if sec.owner != id {
+                        return Err(Error::corruption(
+                            NAND_FILE,
+                            Some(self.linear(b, (s / spp) as u32)),
+                            format!(
+                                "log sector {s} of block {b} belongs to node {}, not {id}",
+                                sec.owner
+                            ),
+                        ));
+                    }
+                    out.push(sec);
+                }
+                out.push(tail);
+                Ok(out)
+            }
+            Flavor::Ipl => {
+                let (log_start, next) = (self.blocks[&b].log_start, self.blocks[&b].next_sector);
+                let start = log_start as u16 * self.geo.spp as u16;
+                let all: Vec<u16> = (start..next).collect();
+                let got = self.read_sectors(b, &all)?;
+                let mut out = Vec::new();
+                for (s, sec) in got {
+                    if sec.owner == id {
+                        out.push(sec);
+                    } else if known.contains(&s) {
+                        return Err(Error::corruption(
+                            NAND_FILE,
+                            Some(self.linear(b, s as u32 / self.geo.spp)),
+                            format!("log sector {s} of block {b} should belong to node {id}"),
+                        ));
+                    }
+                }
+                if out.len() != known.len() {
+                    return Err(Error::corruption(
+                        NAND_FILE,
+                        Some(self.linear(b, log_start)),
+                        format!(
+                            "block {b} holds {} log sectors of node {id}, expected {}",
+                            out.len(),
+                            known.len()
+                        ),
+                    ));
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// The current version of node `id` as stored on flash (base + its log records).
+    /// With `upto = Some(x)`: the version just before the `SplitRemove` that ends its log
+    /// sector `x` (the version a ghost node was split from, §5.2).
+    pub fn materialize(&mut self, id: u64, upto: Option<u16>) -> Result<NodeImage> {
+        let b = self.block_of(id)?;
+        let blk = &self.blocks[&b];
+        let pos = blk.pos(id).ok_or_else(|| lost(id, b))?;
+        let place = blk.members[pos].place;
+        let log = self.node_log(b, id, upto)?;
+        let mut recs: Vec<Rec> = log.into_iter().flat_map(|s| s.records).collect();
+        if upto.is_some() {
+            if let Some(Rec::SplitRemove(_)) = recs.last() {
+                recs.pop();
+            }
+        }
+        let (mut img, skip) = match place {
+            Place::Slot(first) => (self.read_node(b, first, id)?, 0),
+            Place::Ghost => match recs.first() {
+                Some(&Rec::GhostCreate {
+                    origin,
+                    key,
+                    sector,
+                }) => {
+                    let o = self.materialize(origin, Some(sector))?;
+                    let i = o.entries.partition_point(|e| e.0 < key);
+                    (
+                        NodeImage {
+                            level: o.level,
+                            entries: o.entries[i..].to_vec(),
+                        },
+                        1,
+                    )
+                }
+                Some(&Rec::Init(level)) => (
+                    NodeImage {
+                        level,
+                        entries: Vec::new(),
+                    },
+                    1,
+                ),
+                _ => {
+                    return Err(Error::corruption(
+                        NAND_FILE,
+                        Some(self.linear(b, self.blocks[&b].log_start)),
+                        format!("node {id} of block {b} has no base: neither an image nor a GhostCreate/Init record"),
+                    ))
+                }
+            },
+        };
+        for r in &recs[skip..] {
+            format::apply(&mut img.entries, r);
+        }
+        Ok(img)
+    }
+
+    /// Write log sectors to block `b`'s log area, in order (§3.3): each carries the LSLM of
+    /// its owner's earlier sectors and (d-IPL) the block's LLSD. Sectors of one page go in
+    /// one (partial) program. The caller made sure they fit.
+    pub fn write_sectors(&mut self, b: u32, items: &[(u64, &[u8])]) -> Result<()> {
+        let gen = self.wal.generation();
+        let dipl = self.flavor == Flavor::Dipl;
+        let mut encoded: Vec<(u16, [u8; SECTOR])> = Vec::with_capacity(items.len());
+        for &(owner, recs) in items {
+            let blk = self.block_mut(b)?;
+            let idx = blk.next_sector;
+            let pos = blk.pos(owner).ok_or_else(|| lost(owner, b))?;
+            let earlier = blk.members[pos].sectors.clone();
+            blk.members[pos].sectors.push(idx);
+            blk.next_sector += 1;
+            blk.last_sector = Some(idx);
+            let llsd: Vec<u16> = if dipl {
+                blk.members
+                    .iter()
+                    .map(|m| m.sectors.last().copied().unwrap_or(NO_SECTOR))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            encoded.push((
+                idx,
+                format::encode_sector(owner, gen, &earlier, &llsd, recs),
+            ));
+        }
+        let spp = self.geo.spp as u16;
+        let mut i = 0;
+        while i < encoded.len() {
+            let page = encoded[i].0 / spp;
+            let mut j = i;
+            let mut data = Vec::new();
+            while j < encoded.len() && encoded[j].0 / spp == page {
+                data.extend_from_slice(&encoded[j].1);
+                j += 1;
+            }
+            self.nand.program_sectors(
+                PageAddr {
+                    block: b,
+                    page: page as u32,
+                },
+                (encoded[i].0 % spp) as u32,
+                &data,
+                &[],
+            )?;
+            i = j;
+        }
+        if let Some(&(last, _)) = encoded.last() {
+            let spp = self.geo.spp;
+            let blk = self.block_mut(b)?;
+            blk.write_point = blk.write_point.max(last as u32 / spp + 1);
+        }
+        self.counters.log_sector_writes += items.len() as u64;
+        Ok(())
+    }
+
+    /// Write a node image at `first` page of block `b` (whole-page programs).
+    pub fn write_node(&mut self, b: u32, first: u32, id: u64, img: &NodeImage) -> Result<()> {
+        let buf = format::encode_node(id, img, self.geo.node_bytes);
+        for (i, chunk) in buf.chunks(self.geo.page_bytes).enumerate() {
+            self.nand.program(
+                PageAddr {
+                    block: b,
+                    page: first + i as u32,
+                },
+                chunk,
+                &[],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Write a resident node's in-memory log sector to its block (Rules 1 and 2). A block
+    /// whose log area is full is cleansed (d-IPL, §4.3) or merged (IPL) instead, which
+    /// writes the node's current version.
+    pub fn flush_log(&mut self, id: u64) -> Result<()> {
+        if self.frame(id)?.log.is_empty() {
+            return Ok(());
+        }
+        let b = self.block_of(id)?;
+        if self.free_sectors(b) >= 1 {
+            let log = std::mem::take(&mut self.frame_mut(id)?.log);
+            self.write_sectors(b, &[(id, &log)])
+        } else {
+            self.rebuild(b, Rebuild::Cleanse)
+        }
+    }
+
+    /// A fresh erased block with an empty log area starting at `log_start`.
+    pub fn new_block(&mut self, log_start: u32) -> Result<u32> {
+        let Some(b) = self.free.pop_first() else {
+            return Err(Error::io(
+                format!(
+                    "allocating an erase block on the raw NAND ({} blocks in use, {} waiting for erase at the next checkpoint)",
+                    self.blocks.len(),
+                    self.pending.len()
+                ),
+                std::io::Error::from_raw_os_error(libc::ENOSPC),
+            ));
+        };
+        // A block left programmed by an interrupted run is erased before reuse.
+        if (0..self.geo.ppb).any(|p| !self.nand.is_page_erased(PageAddr { block: b, page: p })) {
+            self.nand.erase(b)?;
+        }
+        self.blocks.insert(
+            b,
+            Block {
+                members: Vec::new(),
+                log_start,
+                next_sector: (log_start * self.geo.spp) as u16,
+                last_sector: None,
+                write_point: 0,
+                checkpointed: false,
+            },
+        );
+        Ok(b)
+    }
+
+    /// Release a block: erased now, or at the next checkpoint if the last one references it.
+    fn release_block(&mut self, b: u32) -> Result<()> {
+        if let Some(blk) = self.blocks.remove(&b) {
+            if blk.checkpointed {
+                self.pending.push(b);
+            } else {
+                self.nand.erase(b)?;
+                self.free.insert(b);
+            }
+        }
+        if self.alloc_block == Some(b) {
+            self.alloc_block = None;
+        }
+        Ok(())
+    }
+
+    /// Rebuild block `b`: compute the current version of every node (buffer frame, or base
+    /// plus log records; ghosts are embodied), release empty nodes (§4.4), write the nodes
+    /// as regular nodes into one fresh block (cleansing / merge) or two (block split: the
+    /// first half of the nodes and the rest), and release the old block.
+    pub fn rebuild(&mut self, b: u32, why: Rebuild) -> Result<()> {
+        let ids: Vec<u64> = self.blocks[&b].members.iter().map(|m| m.node).collect();
+        let mut imgs: Vec<Option<NodeImage>> = Vec::with_capacity(ids.len());
+        for &id in &ids {
+            imgs.push(if self.frames.contains_key(&id) {
+                None
+            } else {
+                Some(self.materialize(id, None)?)
+            });
+        }
+        // Release empty nodes whose parent is in the buffer, keeps another child, and has
+        // room in its log sector for the removal.
+        let mut keep = Vec::with_capacity(ids.len());
+        for (i, &id) in ids.iter().enumerate() {
+            let empty = match &imgs[i] {
+                Some(img) => img.entries.is_empty(),
+                None => self.frame(id)?.img.entries.is_empty(),
+            };
+            if empty && id != self.root && !self.pinned.contains(&id) && self.release_node(id)? {
+                continue;
+            }
+            keep.push(i);
+        }
+        let groups: Vec<Vec<usize>> = if why == Rebuild::Split && keep.len() >= 2 {
+            let d = keep.len() / 2;
+            vec![keep[..d].to_vec(), keep[d..].to_vec()]
+        } else {
+            vec![keep]
+        };
+        let np = self.geo.np;
+        for g in groups {
+            if g.is_empty() {
+                continue;
+            }
+            let log_start = match self.flavor {
+                Flavor::Dipl => g.len() as u32 * np,
+                Flavor::Ipl => self.geo.ipl_log_start,
+            };
+            let nb = self.new_block(log_start)?;
+            let mut members = Vec::with_capacity(g.len());
+            for (slot, &i) in g.iter().enumerate() {
+                let id = ids[i];
+                let img = match imgs[i].take() {
+                    Some(img) => img,
+                    None => self.frame(id)?.img.clone(),
+                };
+                let first = slot as u32 * np;
+                self.write_node(nb, first, id, &img)?;
+                if let Some(f) = self.frames.get_mut(&id) {
+                    f.log.clear();
+                }
+                self.location.insert(id, nb);
+                members.push(Member {
+                    node: id,
+                    place: Place::Slot(first),
+                    sectors: Vec::new(),
+                });
+            }
+            let blk = self.block_mut(nb)?;
+            blk.write_point = members.len() as u32 * np;
+            blk.members = members;
+            if self.flavor == Flavor::Ipl && self.alloc_block == Some(b) {
+                self.alloc_block = Some(nb);
+            }
+        }
+        self.release_block(b)?;
+        match why {
+            Rebuild::Cleanse => match self.flavor {
+                Flavor::Dipl => self.counters.block_cleansings += 1,
+                Flavor::Ipl => self.counters.block_merges += 1,
+            },
+            Rebuild::Split => self.counters.block_splits += 1,
+            Rebuild::Global => {}
+            Rebuild::Recovery => self.counters.recovery_rebuilds += 1,
+        }
+        Ok(())
+    }
+
+    /// Remove empty node `id` from its parent if that is possible without I/O; true if
+    /// it was released.
+    fn release_node(&mut self, id: u64) -> Result<bool> {
+        let Some(&p) = self.parent.get(&id) else {
+            return Ok(false);
+        };
+        let cap = self.geo.rec_cap;
+        let Some(f) = self.frames.get_mut(&p) else {
+            return Ok(false);
+        };
+        let Some(i) = f.img.entries.iter().position(|e| e.1 == id) else {
+            return Ok(false);
+        };
+        if f.img.level == 0
+            || f.img.entries.len() < 2
+            || f.log.len() + Rec::Put(0, 0).len() + Rec::Del(0).len() > cap
+        {
+            return Ok(false);
+        }
+        if i == 0 {
+            // The first entry's key is the node's lower bound: the next child takes it
+            // over, so that later separators still sort after it.
+            let (k0, _) = f.img.entries[0];
+            let (k1, c1) = f.img.entries[1];
+            Rec::Put(k0, c1).encode(&mut f.log);
+            Rec::Del(k1).encode(&mut f.log);
+            f.img.entries[0].1 = c1;
+            f.img.entries.remove(1);
+        } else {
+            let key = f.img.entries[i].0;
+            Rec::Del(key).encode(&mut f.log);
+            f.img.entries.remove(i);
+        }
+        self.parent.remove(&id);
+        self.location.remove(&id);
+        self.drop_frame(id);
+        self.counters.released_nodes += 1;
+        Ok(true)
+    }
+
+    /// Global cleansing (§5.3): rebuild every block that has log sectors, so that no node
+    /// read needs its log. Dirty frames are written first.
+    pub fn global_cleansing(&mut self) -> Result<()> {
+        self.write_dirty_frames()?;
+        let ids: Vec<u32> = self
+            .blocks
+            .iter()
+            .filter(|(_, x)| {
+                x.last_sector.is_some() || x.members.iter().any(|m| m.place == Place::Ghost)
+            })
+            .map(|(&b, _)| b)
+            .collect();
+        for b in ids {
+            if self.blocks.contains_key(&b) {
+                self.rebuild(b, Rebuild::Global)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Write the log sector of every dirty frame (checkpoints, global cleansing).
+    pub fn write_dirty_frames(&mut self) -> Result<()> {
+        loop {
+            let mut dirty: Vec<u64> = self
+                .frames
+                .iter()
+                .filter(|(_, f)| !f.log.is_empty())
+                .map(|(&id, _)| id)
+                .collect();
+            if dirty.is_empty() {
+                return Ok(());
+            }
+            dirty.sort_unstable();
+            for id in dirty {
+                if self.frames.get(&id).is_some_and(|f| !f.log.is_empty()) {
+                    self.counters.node_writes += 1;
+                    self.flush_log(id)?;
+                }
+            }
+        }
+    }
+}

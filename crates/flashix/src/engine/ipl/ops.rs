@@ -1,0 +1,235 @@
+//! The `Engine` operations of the core: logged mutations (WAL first, then the tree), range
+//! scans, checkpoints when due, and statistics.
+
+use super::core::{Core, Flavor};
+use crate::engine::RangeCursor;
+use crate::error::Result;
+use crate::io::DeviceStats;
+use crate::stats::{counters, BufferStats, Stats};
+use crate::wal::LogicalOp;
+
+/// Free blocks below which a checkpoint is taken to erase the blocks it releases.
+const RESERVE_BLOCKS: usize = 24;
+
+impl Core {
+    /// Apply an operation to the tree without logging it.
+    pub fn apply_op(&mut self, op: &LogicalOp) -> Result<()> {
+        match op {
+            LogicalOp::Insert(k, v) => self.insert_unlogged(*k, *v),
+            LogicalOp::Delete(k) => self.delete_unlogged(*k),
+            LogicalOp::BulkInsert(pairs) => {
+                for &(k, v) in pairs {
+                    self.insert_unlogged(k, v)?;
+                }
+                Ok(())
+            }
+            LogicalOp::DeleteRange(lo, hi) => self.delete_range_unlogged(*lo, *hi),
+        }
+    }
+
+    /// Log `op` in the WAL, apply it, and checkpoint when due.
+    pub fn logged(&mut self, op: LogicalOp) -> Result<()> {
+        if !self.replaying {
+            self.wal.log_op(&op)?;
+        }
+        self.apply_op(&op)?;
+        self.after_op()
+    }
+
+    /// A checkpoint when the WAL is long or free blocks run low while blocks wait for
+    /// their erase (durable.rs).
+    pub fn after_op(&mut self) -> Result<()> {
+        if self.replaying {
+            return Ok(());
+        }
+        let low = self.free.len() < RESERVE_BLOCKS && !self.pending.is_empty();
+        if low || self.wal.end() >= self.options.checkpoint_wal_bytes {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// Replay recovered operations, then checkpoint.
+    pub fn replay(&mut self, ops: &[LogicalOp]) -> Result<()> {
+        self.replaying = true;
+        let r = ops.iter().try_for_each(|op| self.apply_op(op));
+        self.replaying = false;
+        r?;
+        self.checkpoint()
+    }
+
+    pub fn bulk(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        if sorted.is_empty() {
+            return Ok(());
+        }
+        if sorted.len() as u64 * 16 > self.options.checkpoint_wal_bytes / 4 {
+            // Too big for the log: applied unlogged and made durable by a checkpoint; a
+            // crash before it recovers the state before the call (the prefix rule).
+            for &(k, v) in sorted {
+                self.insert_unlogged(k, v)?;
+            }
+            return self.checkpoint();
+        }
+        self.logged(LogicalOp::BulkInsert(sorted.to_vec()))
+    }
+
+    fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
+        let mut cur = RangeCursor {
+            next: Some(lo),
+            hi: std::ops::Bound::Included(hi),
+            hint: None,
+        };
+        let mut keys = Vec::new();
+        while cur.next.is_some() {
+            let mut out = Vec::new();
+            self.scan(&mut cur, &mut out)?;
+            keys.extend(out.into_iter().map(|e| e.0));
+        }
+        for k in keys {
+            self.delete_unlogged(k)?;
+        }
+        Ok(())
+    }
+
+    /// At least one entry of the range from `cur.next`, or the cursor marked done: the rest
+    /// of a leaf, then the next leaf from its lower fence.
+    pub fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+        let before = out.len();
+        while let Some(from) = cur.next {
+            let (entries, fence) = self.leaf_from(from)?;
+            for (k, v) in entries {
+                if !cur.below_hi(k) {
+                    cur.next = None;
+                    return Ok(());
+                }
+                out.push((k, v));
+            }
+            cur.next = fence.filter(|&f| cur.below_hi(f));
+            if out.len() > before {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Zero the NAND and engine counters.
+    pub fn reset_counters(&mut self) {
+        self.nand.reset_stats();
+        self.counters = super::core::Counters::default();
+    }
+
+    pub fn stats(&self) -> Stats {
+        let n = self.nand.stats();
+        let c = &self.counters;
+        let node_bytes = self.geo.node_bytes as f64;
+        let wa_milli = if c.node_writes == 0 {
+            0
+        } else {
+            (n.page_programs as f64 * self.geo.page_bytes as f64
+                / (c.node_writes as f64 * node_bytes)
+                * 1000.0)
+                .round() as u64
+        };
+        let ghosts = self
+            .blocks
+            .values()
+            .flat_map(|b| b.members.iter())
+            .filter(|m| m.place == super::core::Place::Ghost)
+            .count() as u64;
+        let max_ghosts = self
+            .blocks
+            .values()
+            .map(|b| {
+                b.members
+                    .iter()
+                    .filter(|m| m.place == super::core::Place::Ghost)
+                    .count()
+            })
+            .max()
+            .unwrap_or(0) as u64;
+        let cleansings = match self.flavor {
+            Flavor::Dipl => ("block_cleansings", c.block_cleansings),
+            Flavor::Ipl => ("block_merges", c.block_merges),
+        };
+        let engine_counters = counters(&[
+            ("entries", self.entries),
+            ("height", self.height as u64),
+            ("nodes", self.location.len() as u64),
+            ("blocks_in_use", self.blocks.len() as u64),
+            ("blocks_pending_erase", self.pending.len() as u64),
+            ("node_splits", c.node_splits),
+            ("block_splits", c.block_splits),
+            cleansings,
+            ("ghost_nodes", ghosts),
+            ("max_ghosts_per_block", max_ghosts),
+            ("ghost_nodes_created", c.ghost_nodes_created),
+            ("ghosts_split_again", c.ghosts_split_again),
+            ("node_reads", c.node_reads),
+            ("node_writes", c.node_writes),
+            ("log_sector_writes", c.log_sector_writes),
+            ("released_nodes", c.released_nodes),
+            ("released_blocks", c.released_blocks),
+            ("checkpoints", c.checkpoints),
+            ("recovery_rebuilds", c.recovery_rebuilds),
+            ("nand_page_reads", n.page_reads),
+            ("nand_sector_reads", n.sector_reads),
+            ("nand_page_programs", n.page_programs),
+            ("nand_sector_programs", n.sector_programs),
+            ("nand_erases", n.erases),
+            ("nand_time_us", n.time_us as u64),
+            ("max_erase_count", n.max_erase_count),
+            ("write_amplification_milli", wa_milli),
+        ]);
+        let page = self.geo.page_bytes as u64;
+        let device = DeviceStats {
+            backend: "raw-nand".to_string(),
+            reads: n.page_reads,
+            read_requests: n.page_reads,
+            read_bytes: n.sector_reads * super::format::SECTOR as u64,
+            writes: n.page_programs,
+            write_requests: n.page_programs,
+            write_bytes: n.sector_programs * super::format::SECTOR as u64,
+            trims: n.erases,
+            ..DeviceStats::default()
+        };
+        let _ = page;
+        let mut wal = self.wal_base.clone();
+        let w = self.wal.stats();
+        wal.records += w.records;
+        wal.bytes += w.bytes;
+        wal.syncs += w.syncs;
+        Stats {
+            engine: self.flavor.kind(),
+            device,
+            buffer: BufferStats {
+                capacity_bytes: (self.geo.frames * self.geo.node_bytes) as u64,
+                frames: self.geo.frames as u64,
+                resident: self.frames.len() as u64,
+                hits: c.hits,
+                misses: c.node_reads,
+                evictions: c.node_writes,
+                writebacks: c.log_sector_writes,
+            },
+            wal,
+            engine_counters,
+            memory_bytes: self.memory_bytes(),
+        }
+    }
+
+    /// Frames (node and log sector each), the block table and the node maps.
+    pub fn memory_bytes(&self) -> u64 {
+        let frames = (self.geo.frames * (self.geo.node_bytes + super::format::SECTOR)) as u64;
+        let blocks: usize = self
+            .blocks
+            .values()
+            .map(|b| {
+                48 + b
+                    .members
+                    .iter()
+                    .map(|m| 32 + 2 * m.sectors.len())
+                    .sum::<usize>()
+            })
+            .sum();
+        frames + blocks as u64 + 48 * (self.location.len() + self.parent.len()) as u64
+    }
+}

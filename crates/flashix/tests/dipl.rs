@@ -1,0 +1,206 @@
+//! d-IPL B+-tree behaviour beyond the conformance harness: a model check, and one
+//! expected-behaviour test per mechanism (ghost node creation, block split, block
+//! cleansing, LLSD/LSLM reads, global cleansing) with the flash operations they cost.
+
+use flashix::io::{MemDevice, MemVfs};
+use flashix::testing::{run, DeviceKind, History, Rng};
+use flashix::{Db, DiplOptions, EngineKind, Options, Storage};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+fn storage(dev: &MemDevice, vfs: &MemVfs) -> Storage {
+    Storage {
+        device: Box::new(dev.reopen()),
+        vfs: Arc::new(vfs.clone()),
+    }
+}
+
+/// 2 KiB pages of 4 sectors, 16-page blocks, nodes of `np` pages.
+fn opts(np: u64, frames: u32) -> Options {
+    Options::new(EngineKind::DiplBTree)
+        .page_size(2048)
+        .dipl(DiplOptions {
+            node_bytes: 2048 * np,
+            buffer_frames: Some(frames),
+            nand_blocks: 128,
+            pages_per_block: 16,
+        })
+}
+
+fn c(db: &Db, name: &str) -> u64 {
+    db.stats().engine_counters.get(name).copied().unwrap_or(0)
+}
+
+/// (page reads, page programs, sector programs, erases + erases waiting for a checkpoint).
+fn flash(db: &Db) -> [u64; 4] {
+    [
+        c(db, "nand_page_reads"),
+        c(db, "nand_page_programs"),
+        c(db, "nand_sector_programs"),
+        c(db, "nand_erases") + c(db, "blocks_pending_erase"),
+    ]
+}
+
+fn delta(a: [u64; 4], b: [u64; 4]) -> [u64; 4] {
+    [b[0] - a[0], b[1] - a[1], b[2] - a[2], b[3] - a[3]]
+}
+
+/// Geometry of the expected-count tests: one-page nodes (126 leaf entries), 16-page
+/// blocks of 64 sectors, in-memory log sectors of 512 - 60 - 2*15 = 422 record bytes
+/// (24 `Put` records of 17 bytes).
+fn small() -> (MemDevice, MemVfs, Db) {
+    let dev = MemDevice::new(2048);
+    let vfs = MemVfs::new();
+    let db = Db::create_on(storage(&dev, &vfs), opts(1, 8)).unwrap();
+    (dev, vfs, db)
+}
+
+#[test]
+fn a_split_makes_a_ghost_node_with_two_log_sectors_in_one_program() {
+    let (dev, vfs, mut db) = small();
+    let f0 = flash(&db);
+    // 126 inserts fill the root leaf (block 0: image at page 0, log area from page 1): the
+    // first reads the root (one page); Rule 2 writes its in-memory sector at records 25,
+    // 49, 73, 97, 121: sectors 4..=8.
+    for k in 1..=126 {
+        db.insert(k, k).unwrap();
+    }
+    assert_eq!(delta(f0, flash(&db)), [1, 5, 5, 0]);
+    // Insert 127 splits the root: its sector (records 121..126 + SplitRemove(64), sector 9)
+    // and the ghost's GhostCreate (sector 10) share page 2: one program of two sectors.
+    // The new root goes to a block of its own: one page program.
+    let f1 = flash(&db);
+    db.insert(127, 127).unwrap();
+    assert_eq!(delta(f1, flash(&db)), [0, 2, 6, 0]);
+    assert_eq!(c(&db, "node_splits"), 1);
+    assert_eq!(c(&db, "ghost_nodes_created"), 1);
+    assert_eq!(c(&db, "ghost_nodes"), 1);
+    assert_eq!(c(&db, "height"), 2);
+    assert_eq!(c(&db, "blocks_in_use"), 2);
+    // check_integrity rebuilds the ghost from flash (the root's version as of sector 9,
+    // keys >= 64) and compares it with its frame.
+    db.check_integrity().unwrap();
+    // Close writes the ghost's pending record (sector 11, page 2).
+    let f2 = flash(&db);
+    db.close().unwrap();
+    let db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    let mut db = db;
+    let r0 = flash(&db);
+    // A read of key 127: the root (1 page); the ghost's last sector 11 with its page's
+    // earlier sectors 8..=11 (1 read; its LSLM names sector 10, already read); the origin
+    // up to sector 9: page 2 sectors 8..=9 (1), its LSLM's sectors 4..=7 on page 1 (1),
+    // its image (1). Five page reads, nothing else.
+    assert_eq!(db.get(127).unwrap(), Some(127));
+    assert_eq!(delta(r0, flash(&db)), [5, 0, 0, 0]);
+    assert_eq!(db.get(1).unwrap(), Some(1));
+    let _ = f2;
+}
+
+#[test]
+fn a_full_log_area_cleanses_the_block() {
+    let (_dev, _vfs, mut db) = small();
+    let f0 = flash(&db);
+    // One root leaf in block 0 (read once): 60 log sectors (pages 1..=15). Upserts of one
+    // key log one record each; sectors are written at records 24n + 1, and the 61st write
+    // (record 1465) finds the log area full.
+    for i in 0..1464u64 {
+        db.insert(1, i).unwrap();
+    }
+    assert_eq!(delta(f0, flash(&db)), [1, 60, 60, 0]);
+    assert_eq!(c(&db, "block_cleansings"), 0);
+    // Record 1465: cleansing writes the current root (one page) into a fresh block; the old
+    // block, referenced by the creation checkpoint, is erased at the next checkpoint.
+    let f1 = flash(&db);
+    db.insert(1, 1464).unwrap();
+    assert_eq!(delta(f1, flash(&db)), [0, 1, 4, 1]);
+    assert_eq!(c(&db, "block_cleansings"), 1);
+    assert_eq!(c(&db, "nand_erases"), 0);
+    assert_eq!(c(&db, "blocks_pending_erase"), 1);
+    // The new block's log area fills the same way (record 1465 is its first): 1463 more
+    // records fill it, the next one cleanses again. That block was never checkpointed,
+    // so it is erased at once.
+    for i in 0..1463 {
+        db.insert(1, 2000 + i).unwrap();
+    }
+    assert_eq!(c(&db, "block_cleansings"), 1);
+    db.insert(1, 1).unwrap();
+    assert_eq!(c(&db, "block_cleansings"), 2);
+    assert_eq!(c(&db, "nand_erases"), 1);
+    assert_eq!(db.get(1).unwrap(), Some(1));
+    db.check_integrity().unwrap();
+}
+
+#[test]
+fn a_full_block_splits_before_its_node_does() {
+    let (_dev, _vfs, mut db) = small();
+    // Ascending keys: each leaf split leaves a ghost in the leaves' block, until the block
+    // holds its maximum of 15 nodes; the next leaf split first splits the block (7 + 8).
+    let mut k = 0u64;
+    while c(&db, "block_splits") == 0 {
+        let before = flash(&db);
+        let cleansings = c(&db, "block_cleansings");
+        k += 1;
+        db.insert(k, k).unwrap();
+        if c(&db, "block_splits") == 1 {
+            let d = delta(before, flash(&db));
+            // 15 one-page images into two fresh blocks (unbuffered nodes read first), the
+            // split's two log sectors (one program when they share a page, else two), the
+            // old block released.
+            assert_eq!(c(&db, "block_cleansings"), cleansings);
+            assert!(d[1] == 16 || d[1] == 17, "{d:?}");
+            assert_eq!(d[3], 1, "{d:?}");
+        }
+        assert!(k < 5000);
+    }
+    assert_eq!(c(&db, "node_splits"), 15);
+    // Root block + the two halves.
+    assert_eq!(c(&db, "blocks_in_use"), 3);
+    db.check_integrity().unwrap();
+}
+
+#[test]
+fn random_inserts_and_deletes_match_a_model_across_reopen() {
+    let dev = MemDevice::new(2048);
+    let vfs = MemVfs::new();
+    let mut db = Db::create_on(storage(&dev, &vfs), opts(1, 8)).unwrap();
+    let mut rng = Rng::new(7);
+    let mut model = BTreeMap::new();
+    for i in 0..20_000u64 {
+        let k = rng.below(5_000);
+        if i % 4 == 3 {
+            db.delete(k).unwrap();
+            model.remove(&k);
+        } else {
+            db.insert(k, i).unwrap();
+            model.insert(k, i);
+        }
+        if i % 5_000 == 0 {
+            db.check_integrity().unwrap();
+        }
+    }
+    db.check_integrity().unwrap();
+    let all: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(all, model);
+    let s = db.stats();
+    assert!(s.engine_counters["block_cleansings"] > 0);
+    assert!(s.engine_counters["block_splits"] > 0);
+    db.close().unwrap();
+    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    db.check_integrity().unwrap();
+    let all: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(all, model);
+}
+
+#[test]
+fn conformance_histories_with_crashes() {
+    for seed in 0..20 {
+        let h = History {
+            engine: EngineKind::DiplBTree,
+            device: DeviceKind::Memory,
+            seed,
+            ops: 2000,
+            crashes: true,
+        };
+        run(&h).unwrap();
+    }
+}
