@@ -47,47 +47,13 @@ impl BTree {
     /// splitting them as needed; a split root makes the tree one level taller.
     fn insert_into_parent(
         &mut self,
-        mut path: Vec<(PageId, usize)>,
-        mut sep: u64,
-        mut right: PageId,
-        mut level: u32,
+        path: Vec<(PageId, usize)>,
+        sep: u64,
+        right: PageId,
+        level: u32,
     ) -> Result<()> {
-        let cap = self.cap;
-        loop {
-            let Some((pid, slot)) = path.pop() else {
-                let new_root = self.pager.alloc_page()?;
-                let old_root = self.root;
-                self.pager.write(new_root, |b| {
-                    node::init(b, level, old_root, &[(sep, right)])
-                })?;
-                self.root = new_root;
-                self.height += 1;
-                self.counters.root_splits += 1;
-                return Ok(());
-            };
-            // The new node is the right neighbour of child slot `slot`: entry index `slot`.
-            let full = self.pager.read(pid, |b| node::count(b) >= cap)?;
-            if !full {
-                return self
-                    .pager
-                    .write(pid, |b| node::insert_at(b, slot, sep, right));
-            }
-            let (leftmost, mut es) = self
-                .pager
-                .read(pid, |b| (node::link(b), node::entries(b)))?;
-            es.insert(slot, (sep, right));
-            // The middle separator moves up; its child becomes the new node's leftmost.
-            let m = es.len() / 2;
-            let (up_key, up_child) = es[m];
-            let new = self.pager.alloc_page()?;
-            self.pager
-                .write(new, |b| node::init(b, level, up_child, &es[m + 1..]))?;
-            self.pager
-                .write(pid, |b| node::init(b, level, leftmost, &es[..m]))?;
-            self.counters.internal_splits += 1;
-            sep = up_key;
-            right = new;
-            level += 1;
-        }
+        let ev = self.spine().insert_separator(path, sep, right, level)?;
+        self.count(ev);
+        Ok(())
     }
 }

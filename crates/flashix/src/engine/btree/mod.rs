@@ -34,6 +34,7 @@ mod check;
 mod delete;
 mod insert;
 pub mod node;
+pub(crate) mod spine;
 
 use crate::buffer::Pager;
 use crate::engine::{logged_engine_methods, Engine, Logged, RangeCursor};
@@ -137,6 +138,25 @@ impl BTree {
     /// Minimum entries of a non-root node.
     fn min(&self) -> usize {
         self.cap / 2
+    }
+
+    /// The internal levels, for the shared split and underflow code.
+    fn spine(&mut self) -> spine::Spine<'_> {
+        spine::Spine {
+            pager: &mut self.pager,
+            root: &mut self.root,
+            height: &mut self.height,
+            cap: self.cap,
+        }
+    }
+
+    /// Count what the spine did.
+    fn count(&mut self, ev: spine::SpineEvents) {
+        let c = &mut self.counters;
+        c.internal_splits += ev.internal_splits;
+        c.root_splits += ev.root_splits;
+        c.redistributions += ev.redistributions;
+        c.merges += ev.merges;
     }
 
     /// Descend to the leaf for `k`: the internal pages passed and the child slot taken in

@@ -29,6 +29,7 @@ use super::mpsearch::Target;
 use super::opq::OpqEntry;
 use super::{Fenced, PioBTree};
 use crate::engine::btree::node;
+use crate::engine::btree::spine::sibling_pair;
 use crate::error::Result;
 use crate::io::PageId;
 
@@ -186,16 +187,7 @@ impl PioBTree {
                     "internal node without separators above an underflowing leaf",
                 ));
             }
-            let (left, right, sep_idx) = if slot < p.entries.len() {
-                (pid, p.entries[slot].1, slot)
-            } else {
-                let l = if slot >= 2 {
-                    p.entries[slot - 2].1
-                } else {
-                    p.link
-                };
-                (l, pid, slot - 1)
-            };
+            let (left, right, sep_idx) = sibling_pair(p.link, &p.entries, pid, slot);
             let segs = u64::from(self.segs);
             self.psync_read(&[(left, segs), (right, segs)])?;
             let (mut all, l_recs) = self.leaf_live(left)?;

@@ -1,0 +1,208 @@
+//! The internal levels of a B+-tree ("the spine"): separator insertion with node splits up
+//! to the root, and underflow repair by redistribution or merge up to the root (Comer
+//! 1979). Shared by the B+-tree and the PIO B-tree (whose internal nodes are this format,
+//! PIO paper §3.3: "internal nodes stay one page"), which differ only below level 1.
+//!
+//! Nodes are [`node`] pages of kind [`node::KIND_INTERNAL`] at levels ≥ 1; a child of a
+//! level-1 node is a leaf (whatever the engine's leaf format). A *path* is the internal
+//! pages a descent passed and the child slot it took in each, root first.
+//!
+//! Invariants kept: separators strictly increasing within a node and fencing their
+//! subtrees; every non-root internal node holds at least `cap / 2` separators after a
+//! repair; a root left without separators is removed (the tree gets one level shorter),
+//! and a split root gets a new root above it (one level taller).
+
+use super::node;
+use crate::buffer::Pager;
+use crate::error::{Error, Result};
+use crate::io::PageId;
+use crate::page::{self, DATA_FILE};
+
+/// Internal pages passed on a descent and the child slot taken in each, root first.
+pub(crate) type Path = Vec<(PageId, usize)>;
+
+/// What the spine did, for the engines' counters.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SpineEvents {
+    pub internal_splits: u64,
+    pub root_splits: u64,
+    pub redistributions: u64,
+    pub merges: u64,
+}
+
+/// The internal levels of one tree: its pager, root, height (levels, leaves included)
+/// and the separators an internal node holds at most.
+pub(crate) struct Spine<'a> {
+    pub pager: &'a mut Pager,
+    pub root: &'a mut PageId,
+    pub height: &'a mut u32,
+    pub cap: usize,
+}
+
+/// An internal node's leftmost child and (separator, child) entries.
+struct Internal {
+    link: PageId,
+    entries: Vec<(u64, u64)>,
+}
+
+impl Spine<'_> {
+    /// Read internal node `pid`, which must be at `level` (≥ 1).
+    fn internal(&mut self, pid: PageId, level: u32) -> Result<Internal> {
+        let (kind, lvl, link, entries) = self.pager.read(pid, |b| {
+            (
+                page::kind(b),
+                node::level(b),
+                node::link(b),
+                node::entries(b),
+            )
+        })?;
+        if kind != node::KIND_INTERNAL || lvl != level {
+            return Err(Error::corruption(
+                DATA_FILE,
+                Some(pid),
+                format!("node of kind {kind} at level {lvl}, expected an internal node at level {level}"),
+            ));
+        }
+        Ok(Internal { link, entries })
+    }
+
+    /// Insert separator `sep` with right child `right` (a node of `level - 1`, the new
+    /// right neighbour of the child slot at the end of `path`) into the parents on `path`,
+    /// splitting full nodes; a split root makes the tree one level taller.
+    pub fn insert_separator(
+        &mut self,
+        mut path: Path,
+        mut sep: u64,
+        mut right: PageId,
+        mut level: u32,
+    ) -> Result<SpineEvents> {
+        let mut ev = SpineEvents::default();
+        loop {
+            let Some((pid, slot)) = path.pop() else {
+                let new_root = self.pager.alloc_page()?;
+                let old_root = *self.root;
+                self.pager.write(new_root, |b| {
+                    node::init(b, level, old_root, &[(sep, right)])
+                })?;
+                *self.root = new_root;
+                *self.height += 1;
+                ev.root_splits += 1;
+                return Ok(ev);
+            };
+            let n = self.internal(pid, level)?;
+            if n.entries.len() < self.cap {
+                self.pager
+                    .write(pid, |b| node::insert_at(b, slot, sep, right))?;
+                return Ok(ev);
+            }
+            let mut es = n.entries;
+            es.insert(slot, (sep, right));
+            // The middle separator moves up; its child becomes the new node's leftmost.
+            let m = es.len() / 2;
+            let (up_key, up_child) = es[m];
+            let new = self.pager.alloc_page()?;
+            self.pager
+                .write(new, |b| node::init(b, level, up_child, &es[m + 1..]))?;
+            self.pager
+                .write(pid, |b| node::init(b, level, n.link, &es[..m]))?;
+            ev.internal_splits += 1;
+            sep = up_key;
+            right = new;
+            level += 1;
+        }
+    }
+
+    /// The internal node at the end of `path` (of `level` ≥ 1) just lost a separator:
+    /// restore occupancy by redistribution with a sibling that has more than the minimum,
+    /// else by a merge that takes a separator from the parent, up to the root; a root left
+    /// without separators is removed.
+    pub fn repair_underflow(&mut self, mut path: Path, mut level: u32) -> Result<SpineEvents> {
+        let mut ev = SpineEvents::default();
+        let min = self.cap / 2;
+        let Some((mut pid, _)) = path.pop() else {
+            return Ok(ev);
+        };
+        loop {
+            let n = self.internal(pid, level)?;
+            if path.is_empty() {
+                if n.entries.is_empty() {
+                    self.pager.free_page(pid);
+                    *self.root = n.link;
+                    *self.height -= 1;
+                }
+                return Ok(ev);
+            }
+            if n.entries.len() >= min {
+                return Ok(ev);
+            }
+            let Some((parent, slot)) = path.pop() else {
+                return Ok(ev);
+            };
+            let p = self.internal(parent, level + 1)?;
+            if p.entries.is_empty() {
+                return Err(Error::corruption(
+                    DATA_FILE,
+                    Some(parent),
+                    "internal node without separators above an underflowing node",
+                ));
+            }
+            let (left, right, sep_idx) = siblings(&p, pid, slot);
+            let sibling = if left == pid { right } else { left };
+            let ln = self.internal(left, level)?;
+            let rn = self.internal(right, level)?;
+            let sib_count = if sibling == left {
+                ln.entries.len()
+            } else {
+                rn.entries.len()
+            };
+            // The parent's separator comes down between the two, carrying right's leftmost.
+            let mut all = ln.entries;
+            all.push((p.entries[sep_idx].0, rn.link));
+            all.extend(rn.entries);
+            if sib_count > min {
+                let m = all.len() / 2;
+                let (up, up_child) = all[m];
+                self.pager
+                    .write(left, |b| node::init(b, level, ln.link, &all[..m]))?;
+                self.pager
+                    .write(right, |b| node::init(b, level, up_child, &all[m + 1..]))?;
+                self.pager
+                    .write(parent, |b| node::set_key(b, sep_idx, up))?;
+                ev.redistributions += 1;
+                return Ok(ev);
+            }
+            self.pager
+                .write(left, |b| node::init(b, level, ln.link, &all))?;
+            self.pager.free_page(right);
+            self.pager.write(parent, |b| node::remove_at(b, sep_idx))?;
+            ev.merges += 1;
+            pid = parent;
+            level += 1;
+        }
+    }
+}
+
+/// The node at child slot `slot` of `p` and its sibling, left first, and the index of
+/// the separator between them: the right sibling when there is one, else the left.
+fn siblings(p: &Internal, pid: PageId, slot: usize) -> (PageId, PageId, usize) {
+    sibling_pair(p.link, &p.entries, pid, slot)
+}
+
+/// [`siblings`] for callers that hold a parent's link and entries (leaf-level repairs).
+pub(crate) fn sibling_pair(
+    link: PageId,
+    entries: &[(u64, u64)],
+    pid: PageId,
+    slot: usize,
+) -> (PageId, PageId, usize) {
+    if slot < entries.len() {
+        (pid, entries[slot].1, slot)
+    } else {
+        let l = if slot >= 2 {
+            entries[slot - 2].1
+        } else {
+            link
+        };
+        (l, pid, slot - 1)
+    }
+}
