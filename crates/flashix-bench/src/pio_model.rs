@@ -84,6 +84,7 @@ pub fn run(args: &PioModelArgs) -> Result<()> {
         entries: args.entries,
         memory_bytes: memory,
         bcnt: args.bcnt,
+        pio_max: u64::from(flashix::PioOptions::default().pio_max),
     };
     let best = pio::choose(&dev, &w)?;
     println!(

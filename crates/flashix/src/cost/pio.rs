@@ -32,8 +32,13 @@
 //!   machine, the clamp misses what decides the OPQ size: at 4M entries, a 170-entry OPQ
 //!   and 94 level-1 nodes (`x` = 1.8), the engine read 0.47 level-1 pages per insert, and
 //!   `r` = 0.46 where the clamp says 1. Node reads go through psync I/O at the amortised
-//!   per-page time `Pr'`: `(1 − Cvrg(ℓ))·Pr'·r(ℓ)` per level; at the leaf only the last
-//!   segment is read and written (§3.3): `((1 − Cvrg(0))·Pr' + Pw')·r(0)`. A leaf is
+//!   per-page time at the batch's psync group size `g(ℓ)` — the nodes of the level a batch
+//!   meets, at most `PioMax` and at most half the pool's pages (a group's pages stay in the
+//!   pool until used): `Pr'(g) = max(Pr / g, Pr')`, the queue-depth-1 latency shared by
+//!   the group until the device saturates at the measured `Pr'` (with a small pool, long
+//!   leaves make small groups: 8-page leaves in a 64-page pool are read 4 at a time) —
+//!   `(1 − Cvrg(ℓ))·Pr'(g)·r(ℓ)` per level; at the leaf only the last
+//!   segment is read and written (§3.3): `((1 − Cvrg(0))·Pr'(g) + Pw'(g))·r(0)`. A leaf is
 //!   shrunk once every `L·s·(1 − U)` appends (its free records), reading it whole and
 //!   rewriting it: `(Pr(L) + L·Pw') / (L·s·(1 − U))`.
 //!   (The paper ignores the amortised split cost, §3.2.1; so does this model.)
@@ -160,6 +165,19 @@ impl PioDeviceCosts {
         self.page_size
     }
 
+    /// Amortised time per page of random page reads issued `group` at a time: the queue
+    /// depth-1 latency shared by the group, but no less than the psync time `Pr'` measured
+    /// at depth `PioMax` (throughput grows with the queue depth until the device
+    /// saturates).
+    pub fn psync_read_at(&self, group: f64) -> f64 {
+        (self.read_us(1) / group.max(1.0)).max(self.psync_read_us)
+    }
+
+    /// [`PioDeviceCosts::psync_read_at`] for writes (`Pw`, `Pw'`).
+    pub fn psync_write_at(&self, group: f64) -> f64 {
+        (self.write_us / group.max(1.0)).max(self.psync_write_us)
+    }
+
     /// The longest leaf the profile has a read time for.
     pub fn max_segments(&self) -> usize {
         self.read_us.len()
@@ -183,6 +201,8 @@ pub struct PioWorkload {
     pub memory_bytes: u64,
     /// `bcnt`: entries per batch update.
     pub bcnt: u64,
+    /// `PioMax`: most requests in one psync call.
+    pub pio_max: u64,
 }
 
 /// The model's cost of one configuration.
@@ -273,9 +293,14 @@ pub fn cost(
     let mut update_us = 0.0;
     for (l, &n) in nodes.iter().enumerate() {
         let r = reads_per_update(queued, batch, n);
-        update_us += (1.0 - cov[l]) * dev.psync_read_us * r;
+        // The psync group: the nodes of the level a batch meets, at most PioMax and at
+        // most half the pool's pages (a group's pages are held in the pool until used).
+        let node_pages = if l == 0 { leaf_segments as f64 } else { 1.0 };
+        let fit = (pool / 2.0 / node_pages).floor();
+        let group = (batch * r).min(w.pio_max as f64).min(fit).max(1.0);
+        update_us += (1.0 - cov[l]) * dev.psync_read_at(group) * r;
         if l == 0 {
-            update_us += dev.psync_write_us * r;
+            update_us += dev.psync_write_at(group) * r;
         }
     }
     let records = (leaf::segment_capacity(b) * leaf_segments) as f64;
@@ -368,6 +393,7 @@ pub fn resolve(opts: &Options) -> Result<PioOptions> {
         entries: t.expected_entries.max(1),
         memory_bytes: opts.get_buffer_pool_bytes(),
         bcnt: u64::from(o.bcnt.max(1)),
+        pio_max: u64::from(o.pio_max.max(1)),
     };
     let fixed_opq = o.opq_bytes.map(|b| (b / page as u64).max(1));
     let c =
@@ -426,6 +452,7 @@ mod tests {
             entries: 8643,
             memory_bytes: 68_224,
             bcnt: 5000,
+            pio_max: 64,
         };
         let c = cost(&flat_dev(), &w, 1, 1).unwrap();
         assert_eq!(c.height, 3);
@@ -475,6 +502,7 @@ mod tests {
             entries: 100_000_000,
             memory_bytes: 16 << 20,
             bcnt: 5000,
+            pio_max: 64,
         };
         // Reads of 1..8 pages: flat latency (package-level parallelism) vs linear.
         let flat = PioDeviceCosts::new(4096, vec![100.0; 8], 200.0, 10.0, 20.0).unwrap();
@@ -529,6 +557,7 @@ mod tests {
             entries: 10,
             memory_bytes: 1 << 20,
             bcnt: 1,
+            pio_max: 64,
         };
         assert!(cost(&p, &w, 1, 1).is_err());
     }

@@ -62,8 +62,7 @@ impl BTree {
         }
         // Merge right into left; the merged leaf takes over right's place in the leaf
         // chain, and the parent loses the separator between them.
-        self.pager
-            .write(left, |b| node::init(b, 0, r_link, &all))?;
+        self.pager.write(left, |b| node::init(b, 0, r_link, &all))?;
         self.leaves -= 1;
         self.pager.free_page(right);
         self.pager.write(parent, |b| node::remove_at(b, sep_idx))?;

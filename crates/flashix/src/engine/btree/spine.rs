@@ -198,11 +198,7 @@ pub(crate) fn sibling_pair(
     if slot < entries.len() {
         (pid, entries[slot].1, slot)
     } else {
-        let l = if slot >= 2 {
-            entries[slot - 2].1
-        } else {
-            link
-        };
+        let l = if slot >= 2 { entries[slot - 2].1 } else { link };
         (l, pid, slot - 1)
     }
 }
