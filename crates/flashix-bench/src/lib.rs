@@ -6,13 +6,20 @@
 //! - [`runner`]: preparation of the aged index and the measured phase (`flashix bench`);
 //! - [`model`]: the FD-tree cost model on a device profile (`flashix fdtree-model`);
 //! - [`pio_model`]: the PIO B-tree leaf-size and OPQ model (`flashix pio-model`);
-//! - [`report`]: result records, percentiles, the terminal table and `results.json`;
+//! - [`report`]: result records, percentiles, device limits, the terminal table and
+//!   `results.json`;
+//! - [`html`]: the self-contained `report.html` with inline SVG charts;
+//! - [`target`]: the trait every engine and peer runs the workloads through;
+//! - [`peers`]: RocksDB, fjall, redb and LMDB behind cargo features;
 //! - [`units`]: byte sizes on the command line.
 
+pub mod html;
 pub mod model;
+pub mod peers;
 pub mod pio_model;
 pub mod probe;
 pub mod report;
 pub mod runner;
+pub mod target;
 pub mod units;
 pub mod workload;
