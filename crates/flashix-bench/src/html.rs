@@ -4,7 +4,7 @@
 //! Charts (each an `<svg class="chart" data-chart="NAME">`):
 //! - `ops`: operations per second per workload per engine (log scale);
 //! - `p50`, `p99`: latency percentiles per workload per engine (log scale);
-//! - `ios`: device pages read and written per operation;
+//! - `ios`, `ios-writes`: device pages read, and written, per operation;
 //! - `wa`: write amplification (bytes written per written entry / 16);
 //! - `limit`: throughput as a share of the device's limit;
 //! - `insert-latency`: mean latency per interval over the measured phase of the workloads
@@ -54,6 +54,21 @@ fn short(x: f64) -> String {
     }
 }
 
+/// The smallest "round" number (1, 2, 2.5 or 5 times a power of ten, times 5 ticks) at
+/// or above `max`, so that the five linear ticks are round numbers.
+fn nice_ceil(max: f64) -> f64 {
+    if !(max > 0.0 && max.is_finite()) {
+        return 1.0;
+    }
+    let step = max / 5.0;
+    let p = 10f64.powf(step.log10().floor());
+    let m = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .find(|m| m * p >= step)
+        .unwrap_or(10.0);
+    m * p * 5.0
+}
+
 /// A y axis: linear from 0, or log10 over the positive values.
 struct Axis {
     log: bool,
@@ -80,7 +95,7 @@ impl Axis {
             Axis {
                 log,
                 lo: 0.0,
-                hi: if max > 0.0 { max * 1.1 } else { 1.0 },
+                hi: nice_ceil(max),
             }
         }
     }
@@ -104,7 +119,7 @@ impl Axis {
                 .map(|e| 10f64.powi(e))
                 .collect()
         } else {
-            (0..=5).map(|i| self.hi * i as f64 / 5.0).collect()
+            (0..=5).map(|i| self.hi * f64::from(i) / 5.0).collect()
         }
     }
 }
@@ -334,30 +349,22 @@ pub fn charts(res: &Results) -> Vec<String> {
         &grid(recs, &engines, &workloads, |r| Some(r.latency_us.p99)),
         true,
     ));
-    let mut cats = Vec::new();
-    for w in &workloads {
-        cats.push(format!("{w} rd"));
-        cats.push(format!("{w} wr"));
-    }
-    let ios: Vec<Vec<Option<f64>>> = engines
-        .iter()
-        .map(|e| {
-            workloads
-                .iter()
-                .flat_map(|w| {
-                    let r = recs.iter().find(|r| &r.engine == e && &r.workload == w);
-                    [r.map(|r| r.reads_per_op), r.map(|r| r.writes_per_op)]
-                })
-                .collect()
-        })
-        .collect();
     out.push(bar_chart(
         "ios",
-        "Device pages read (rd) and written (wr) per operation",
-        "pages / op",
-        &cats,
+        "Device pages read per operation",
+        "pages read / op",
+        &workloads,
         &engines,
-        &ios,
+        &grid(recs, &engines, &workloads, |r| Some(r.reads_per_op)),
+        false,
+    ));
+    out.push(bar_chart(
+        "ios-writes",
+        "Device pages written per operation (WAL not included)",
+        "pages written / op",
+        &workloads,
+        &engines,
+        &grid(recs, &engines, &workloads, |r| Some(r.writes_per_op)),
         false,
     ));
     out.push(bar_chart(
@@ -467,7 +474,7 @@ pub fn render(res: &Results) -> String {
          body{font-family:sans-serif;margin:20px;max-width:1150px}\
          table{border-collapse:collapse;font-size:12px;margin:8px 0}\
          td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}\
-         td:first-child,td:nth-child(2),th{text-align:left}\
+         td:first-child,td:nth-child(2),th,table.info td{text-align:left}\
          svg.chart{display:block;margin:16px 0;border:1px solid #eee}\
          p.rule{font-size:12px;color:#333}</style></head><body>\n",
     );
@@ -508,7 +515,7 @@ pub fn render(res: &Results) -> String {
         p.seq_write_mb_s
     );
     h.push_str(
-        "<h2>Engines and peers</h2><table><tr><th>name</th><th>kind</th><th>memory bound</th>\
+        "<h2>Engines and peers</h2><table class=\"info\"><tr><th>name</th><th>kind</th><th>memory bound</th>\
          <th>bypasses page cache</th><th>commit model</th></tr>\n",
     );
     for s in &res.subjects {
@@ -541,4 +548,40 @@ pub fn render(res: &Results) -> String {
 /// Write `report.html`.
 pub fn save(res: &Results, path: &Path) -> Result<()> {
     std::fs::write(path, render(res)).with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_axis_tops() {
+        assert_eq!(nice_ceil(67.0), 100.0); // ticks of 20
+        assert_eq!(nice_ceil(110.0), 125.0); // ticks of 25
+        assert_eq!(nice_ceil(100.0), 100.0);
+        assert_eq!(nice_ceil(0.3), 0.5);
+        assert_eq!(nice_ceil(0.0), 1.0);
+        let a = Axis::new([3.0, 2000.0].into_iter(), true);
+        assert_eq!((a.lo, a.hi), (0.0, 4.0));
+        assert_eq!(a.frac(1000.0), 0.75);
+        assert_eq!(a.ticks().len(), 5);
+    }
+
+    #[test]
+    fn bars_scale_to_their_values_and_text_is_escaped() {
+        let svg = bar_chart(
+            "t",
+            "a <b>",
+            "u",
+            &["w1".into(), "w2".into()],
+            &["e&1".into(), "e2".into()],
+            &[vec![Some(25.0), None], vec![Some(100.0), None]],
+            false,
+        );
+        assert!(svg.contains("a &lt;b&gt;") && svg.contains("e&amp;1"));
+        // Two bars (None draws nothing); 25 on a 0..100 axis is a quarter of the height.
+        assert_eq!(svg.matches("class=\"bar\"").count(), 2);
+        let h = (H - TOP - BOTTOM) / 4.0;
+        assert!(svg.contains(&format!("height=\"{h:.1}\"")), "{svg}");
+    }
 }

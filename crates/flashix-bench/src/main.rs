@@ -63,7 +63,7 @@ seed perform identical operation streams on every engine and peer)
   w-insert   20/50/20/10
   w-delete   20/20/50/10
   range-N    scans of N entries from a random existing key (selectivity 1 to 1M;
-             max(10, min(OPS, 4M/N)) scans)
+             max(10, min(OPS, 40*OPS/N)) scans: 4M entries at 100,000 OPS)
   get-many-N get_many of N random existing keys (PIO B-tree MPSearch; OPS/N calls)
   mix-S      S% point searches, the rest inserts (PIO B-tree's insert/search mixes)
   tpcc       a TPC-C-like index trace (PIO B-tree §4.2): 71.5% point search, 23.8% insert,
@@ -90,10 +90,10 @@ KEY DISTRIBUTIONS (--key-dist)
   seq      keys are the entry numbers 0, 1, 2, ...: inserts append at the end;
            existing keys are picked uniformly
 
-SCALES (--scale; --entries and --ops override it)
-  quick    200,000 entries, 20,000 ops per workload: the default suite in about 2
-           minutes on a 2-core machine
-  full     10,000,000-entry aged indexes, 1,000,000 ops per workload
+SCALES (--scale; --entries, --ops and --buffer-pool override it)
+  quick    400,000 entries, 10,000 ops per workload, 2 MiB budget: the default suite
+           (4 engines x 11 workloads) in about 2 minutes on a 2-core machine
+  full     10,000,000-entry aged indexes, 1,000,000 ops per workload, 16 MiB budget
   paper    the FD-tree paper's sizes: 1,000,000,000 entries (8 GB of entries), 16 MB
            pool, 10,000,000 ops per workload: hours to days and ~50 GB of disk per engine
 
@@ -124,8 +124,8 @@ struct BenchArgs {
         default_value = "o-search,o-insert,o-delete,o-update,w-search,w-insert,w-delete,range-1000,tpcc,bulk-insert-100,range-delete-100"
     )]
     workload: String,
-    /// Size of the suite: quick (200k entries, 20k ops), full (10M entries, 1M ops) or
-    /// paper (1G entries, 10M ops).
+    /// Size of the suite: quick (400k entries, 10k ops, 2 MiB), full (10M entries, 1M ops,
+    /// 16 MiB) or paper (1G entries, 10M ops, 16 MiB).
     #[arg(long, default_value = "quick")]
     scale: String,
     /// Entries bulk-loaded into the index before aging [default: the scale's].
@@ -137,9 +137,10 @@ struct BenchArgs {
     /// Runs of each (engine, workload) cell; the median run is reported with the spread.
     #[arg(long, default_value_t = 1)]
     repeat: u32,
-    /// Buffer pool budget of the measured phase: bytes, or with a unit (16MiB, 4M, 1G).
-    #[arg(long = "buffer-pool", default_value = "16MiB")]
-    buffer_pool: String,
+    /// Memory budget of the measured phase (the buffer pool; peers' caches): bytes, or with
+    /// a unit (16MiB, 4M, 1G) [default: the scale's: quick 2 MiB, full and paper 16 MiB].
+    #[arg(long = "buffer-pool")]
+    buffer_pool: Option<String>,
     /// Buffer pool while the aged index is built (not measured; the structure built does
     /// not depend on it).
     #[arg(long = "prep-buffer-pool", default_value = "256MiB")]
@@ -213,7 +214,7 @@ impl BenchArgs {
             anyhow::bail!("--engines: no engine given");
         }
         let scale: Scale = self.scale.parse().context("--scale")?;
-        let (entries, ops) = scale.sizes();
+        let (entries, ops, budget) = scale.sizes();
         let page_size = parse_size(&self.page_size).context("--page-size")?;
         Ok(BenchConfig {
             engines,
@@ -223,7 +224,10 @@ impl BenchArgs {
             entries: self.entries.unwrap_or(entries),
             ops: self.ops.unwrap_or(ops),
             repeat: self.repeat,
-            buffer_pool_bytes: parse_size(&self.buffer_pool).context("--buffer-pool")?,
+            buffer_pool_bytes: match &self.buffer_pool {
+                Some(b) => parse_size(b).context("--buffer-pool")?,
+                None => budget,
+            },
             prep_buffer_pool_bytes: parse_size(&self.prep_buffer_pool)
                 .context("--prep-buffer-pool")?,
             k: self.k,

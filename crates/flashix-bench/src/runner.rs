@@ -91,12 +91,13 @@ impl Scale {
         }
     }
 
-    /// (entries, ops) of the scale.
-    pub fn sizes(self) -> (u64, u64) {
+    /// (entries, ops, memory budget in bytes) of the scale. The budget keeps most of the
+    /// index out of memory, as in the papers (FD-tree §5: a 16 MB pool for an 8 GB index).
+    pub fn sizes(self) -> (u64, u64, u64) {
         match self {
-            Scale::Quick => (200_000, 20_000),
-            Scale::Full => (10_000_000, 1_000_000),
-            Scale::Paper => (1_000_000_000, 10_000_000),
+            Scale::Quick => (400_000, 10_000, 2 << 20),
+            Scale::Full => (10_000_000, 1_000_000, 16 << 20),
+            Scale::Paper => (1_000_000_000, 10_000_000, 16 << 20),
         }
     }
 
@@ -105,8 +106,9 @@ impl Scale {
         match self {
             Scale::Quick => None,
             Scale::Full => Some(
-                "--scale full: 10M-entry aged indexes; about 0.5 GB of disk per engine (the \
-                 aged image and one working copy) and tens of minutes per engine",
+                "--scale full: 10M-entry aged indexes, 1M operations per workload; about 0.5 GB \
+                 of disk per engine (the aged image and one working copy) and tens of minutes \
+                 per engine",
             ),
             Scale::Paper => Some(
                 "--scale paper: the FD-tree paper's sizes, one billion entries (8 GB of \
@@ -184,7 +186,7 @@ pub struct BenchConfig {
 impl BenchConfig {
     /// The defaults of `flashix bench` (`--scale quick`).
     pub fn new() -> Self {
-        let (entries, ops) = Scale::Quick.sizes();
+        let (entries, ops, budget) = Scale::Quick.sizes();
         BenchConfig {
             engines: vec![
                 EngineKind::BTree,
@@ -198,7 +200,7 @@ impl BenchConfig {
             entries,
             ops,
             repeat: 1,
-            buffer_pool_bytes: 16 << 20,
+            buffer_pool_bytes: budget,
             prep_buffer_pool_bytes: 256 << 20,
             page_size: 4096,
             key_dist: KeyDist::Uniform,
@@ -387,6 +389,7 @@ fn say(cfg: &BenchConfig, ui: &Ui, msg: &str) {
 pub struct Ui {
     mp: MultiProgress,
     suite: ProgressBar,
+    verbose: bool,
 }
 
 impl Ui {
@@ -403,14 +406,23 @@ impl Ui {
             suite.set_style(style.progress_chars("=> "));
         }
         suite.set_message("suite");
-        Ui { mp, suite }
+        Ui {
+            mp,
+            suite,
+            verbose: cfg.verbose,
+        }
     }
 
+    /// A message above the bars (on stderr without them, e.g. when it is not a terminal).
     fn println(&self, msg: &str) {
-        if self.mp.is_hidden() {
+        if !self.verbose {
             return;
         }
-        let _ = self.mp.println(msg);
+        if self.mp.is_hidden() {
+            eprintln!("{msg}");
+        } else {
+            let _ = self.mp.println(msg);
+        }
     }
 
     fn bar(&self, len: u64, msg: String) -> ProgressBar {

@@ -156,8 +156,9 @@ pub enum Workload {
     RangeDelete(u64),
 }
 
-/// Entries a `range-N` workload scans in all (its scans: `max(10, min(OPS, this / N))`).
-pub const RANGE_BUDGET_ENTRIES: u64 = 4_000_000;
+/// Entries a `range-N` workload scans in all, per measured operation (OPS): its scans are
+/// `max(10, min(OPS, RANGE_ENTRIES_PER_OP * OPS / N))` (4M entries at 100,000 OPS).
+pub const RANGE_ENTRIES_PER_OP: u64 = 40;
 
 impl Workload {
     /// The fixed-mix workloads.
@@ -245,13 +246,15 @@ impl Workload {
 
     /// Operations of the measured phase for `ops` (OPS) on an index of `live` entries:
     /// `ops` point operations (and `tpcc` operations), `ops / N` `get_many` calls of N keys
-    /// (the same keys in all), `max(10, min(ops, RANGE_BUDGET_ENTRIES / N))` range scans of
+    /// (the same keys in all), `max(10, min(ops, RANGE_ENTRIES_PER_OP * ops / N))` range scans of
     /// N entries, `max(1, live / 9 / N)` bulks of N keys (thesis §6.1's 50,000 into
     /// 450,000), and `max(1, min(ops, live / 10 / N))` range deletes of N keys (at most a
     /// tenth of the index is deleted).
     pub fn operations(self, ops: u64, live: u64) -> u64 {
         match self {
-            Workload::Range(n) => (RANGE_BUDGET_ENTRIES / n.max(1)).min(ops).max(10),
+            Workload::Range(n) => (RANGE_ENTRIES_PER_OP.saturating_mul(ops) / n.max(1))
+                .min(ops)
+                .max(10),
             Workload::GetMany(n) => (ops / u64::from(n.max(1))).max(1),
             Workload::BulkInsert(n) => (live / 9 / u64::from(n.max(1))).max(1),
             Workload::RangeDelete(n) => (live / 10 / n.max(1)).min(ops).max(1),
@@ -1069,6 +1072,7 @@ mod tests {
         assert_eq!(Workload::Range(1).operations(100_000, 1), 100_000);
         assert_eq!(Workload::Range(65_536).operations(100_000, 1), 61);
         assert_eq!(Workload::Range(1 << 20).operations(100_000, 1), 10);
+        assert_eq!(Workload::Range(1000).operations(10_000, 1), 400);
         // Thesis §6.1: 50,000 keys into 450,000 in bulks of 100 = 500 bulks.
         assert_eq!(Workload::BulkInsert(100).operations(1, 450_000), 500);
         assert_eq!(Workload::BulkInsert(10_000).operations(1, 450_000), 5);
