@@ -30,7 +30,7 @@ enum Cmd {
     /// Run workloads against engines and peers on aged indexes; writes a table,
     /// OUT/results.json and OUT/report.html.
     #[command(after_long_help = BENCH_HELP)]
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
     /// FD-tree cost model: choose k and the number of levels for a device profile and a mix.
     FdtreeModel(flashix_bench::model::FdTreeModelArgs),
     /// PIO B-tree cost model: choose the leaf size in segments and the OPQ size.
@@ -95,7 +95,8 @@ SCALES (--scale; --entries, --ops and --buffer-pool override it)
            (4 engines x 11 workloads) in about 2 minutes on a 2-core machine
   full     10,000,000-entry aged indexes, 1,000,000 ops per workload, 16 MiB budget
   paper    the FD-tree paper's sizes: 1,000,000,000 entries (8 GB of entries), 16 MB
-           pool, 10,000,000 ops per workload: hours to days and ~50 GB of disk per engine
+           pool, 10,000,000 ops per workload: hours to days, ~50 GB of disk per engine
+           and ~25 GB of RAM
 
 ENGINES AND PEERS (--engines)
   flashix engines: btree, fdtree, lsm, pio (and, once built, bulk, bftl, latree, ipl, dipl).

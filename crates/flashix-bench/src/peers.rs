@@ -239,10 +239,10 @@ mod rocks {
                 .transpose()
         }
         fn insert(&mut self, key: u64, value: u64) -> Result<()> {
-            Ok(self.db.put(be(key), be(value)).context("RocksDB put")?)
+            self.db.put(be(key), be(value)).context("RocksDB put")
         }
         fn delete(&mut self, key: u64) -> Result<()> {
-            Ok(self.db.delete(be(key)).context("RocksDB delete")?)
+            self.db.delete(be(key)).context("RocksDB delete")
         }
         fn get_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
             self.db
@@ -275,16 +275,16 @@ mod rocks {
             for &(k, v) in pairs {
                 b.put(be(k), be(v));
             }
-            Ok(self.db.write(b).context("RocksDB write batch")?)
+            self.db.write(b).context("RocksDB write batch")
         }
         fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
             let mut b = WriteBatch::default();
             b.delete_range(be(lo), be(hi));
             b.delete(be(hi)); // delete_range's end is exclusive
-            Ok(self.db.write(b).context("RocksDB delete_range")?)
+            self.db.write(b).context("RocksDB delete_range")
         }
         fn flush(&mut self) -> Result<()> {
-            Ok(self.db.flush_wal(true).context("RocksDB FlushWAL(sync)")?)
+            self.db.flush_wal(true).context("RocksDB FlushWAL(sync)")
         }
         fn close(self: Box<Self>) -> Result<()> {
             self.db.flush_wal(true).context("RocksDB FlushWAL(sync)")?;
@@ -331,13 +331,10 @@ mod fj {
                 .transpose()
         }
         fn insert(&mut self, key: u64, value: u64) -> Result<()> {
-            Ok(self
-                .part
-                .insert(be(key), be(value))
-                .context("fjall insert")?)
+            self.part.insert(be(key), be(value)).context("fjall insert")
         }
         fn delete(&mut self, key: u64) -> Result<()> {
-            Ok(self.part.remove(be(key)).context("fjall remove")?)
+            self.part.remove(be(key)).context("fjall remove")
         }
         fn scan(&mut self, start: u64, len: u64) -> Result<(Option<u64>, u64)> {
             let mut first = None;
@@ -354,7 +351,7 @@ mod fj {
             for &(k, v) in pairs {
                 b.insert(&self.part, be(k), be(v));
             }
-            Ok(b.commit().context("fjall batch commit")?)
+            b.commit().context("fjall batch commit")
         }
         fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
             let mut keys = Vec::new();
@@ -366,13 +363,12 @@ mod fj {
             for k in keys {
                 b.remove(&self.part, k);
             }
-            Ok(b.commit().context("fjall batch commit")?)
+            b.commit().context("fjall batch commit")
         }
         fn flush(&mut self) -> Result<()> {
-            Ok(self
-                .ks
+            self.ks
                 .persist(PersistMode::SyncAll)
-                .context("fjall persist")?)
+                .context("fjall persist")
         }
         fn close(self: Box<Self>) -> Result<()> {
             self.ks

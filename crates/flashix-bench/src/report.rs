@@ -384,38 +384,13 @@ pub fn format_table(records: &[Record]) -> String {
     out
 }
 
+/// A record for unit tests.
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests_support {
     use super::*;
 
-    #[test]
-    fn percentiles_nearest_rank() {
-        let v: Vec<u64> = (1..=100).collect();
-        assert_eq!(percentile_sorted(&v, 0.5), 50);
-        assert_eq!(percentile_sorted(&v, 0.99), 99);
-        assert_eq!(percentile_sorted(&v, 0.999), 100);
-        assert_eq!(percentile_sorted(&v, 1.0), 100);
-        assert_eq!(percentile_sorted(&v, 0.0), 1);
-        assert_eq!(percentile_sorted(&[], 0.5), 0);
-        assert_eq!(percentile_sorted(&[7], 0.99), 7);
-        let v: Vec<u64> = (1..=1000).collect();
-        assert_eq!(percentile_sorted(&v, 0.999), 999);
-    }
-
-    #[test]
-    fn latency_from_nanos() {
-        let mut ns: Vec<u64> = (1..=1000).rev().map(|x| x * 1000).collect();
-        let l = Latency::from_nanos(&mut ns);
-        assert_eq!(l.mean, 500.5);
-        assert_eq!(l.p50, 500.0);
-        assert_eq!(l.p99, 990.0);
-        assert_eq!(l.p999, 999.0);
-        assert_eq!(l.max, 1000.0);
-    }
-
-    #[test]
-    fn table_has_a_row_per_record() {
-        let r = Record {
+    pub fn record() -> Record {
+        Record {
             engine: "btree".into(),
             workload: "o-search".into(),
             entries: 10,
@@ -455,6 +430,56 @@ mod tests {
             ),
             series: Vec::new(),
             repeat: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_nearest_rank() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile_sorted(&v, 0.5), 50);
+        assert_eq!(percentile_sorted(&v, 0.99), 99);
+        assert_eq!(percentile_sorted(&v, 0.999), 100);
+        assert_eq!(percentile_sorted(&v, 1.0), 100);
+        assert_eq!(percentile_sorted(&v, 0.0), 1);
+        assert_eq!(percentile_sorted(&[], 0.5), 0);
+        assert_eq!(percentile_sorted(&[7], 0.99), 7);
+        let v: Vec<u64> = (1..=1000).collect();
+        assert_eq!(percentile_sorted(&v, 0.999), 999);
+    }
+
+    #[test]
+    fn latency_from_nanos() {
+        let mut ns: Vec<u64> = (1..=1000).rev().map(|x| x * 1000).collect();
+        let l = Latency::from_nanos(&mut ns);
+        assert_eq!(l.mean, 500.5);
+        assert_eq!(l.p50, 500.0);
+        assert_eq!(l.p99, 990.0);
+        assert_eq!(l.p999, 999.0);
+        assert_eq!(l.max, 1000.0);
+    }
+
+    #[test]
+    fn table_has_a_row_per_record() {
+        let r = tests_support::record();
+        let r = Record {
+            ops_per_sec: 1234.5,
+            ..r
+        };
+        let r = Record {
+            device_limit: device_limit(
+                &crate::probe::example_profile(),
+                1,
+                1.0,
+                4096.0,
+                0.0,
+                10_000.0,
+            ),
+            ..r
         };
         let t = format_table(&[r.clone(), r]);
         assert_eq!(t.lines().count(), 4);

@@ -114,7 +114,8 @@ impl Scale {
                 "--scale paper: the FD-tree paper's sizes, one billion entries (8 GB of \
                  entries; an aged image plus a working copy need about 40-50 GB of disk per \
                  engine) and 10 million operations per workload: hours to days per engine. \
-                 Check the free space under --dir first",
+                 The bulk load passes all entries in one call and the runner keeps the live \
+                 entry list: about 25 GB of RAM. Check the free space under --dir first",
             ),
         }
     }
@@ -1305,5 +1306,35 @@ mod tests {
         assert!(!levels_half_full(&[(1, 4, 10), (2, 100, 100)]));
         assert!(!levels_half_full(&[(1, 5, 10), (2, 49, 100), (3, 1, 1000)]));
         assert!(levels_half_full(&[(1, 9, 10), (2, 50, 100), (3, 1, 1000)]));
+    }
+
+    #[test]
+    fn intervals_split_the_run() {
+        // 10 ops of 1..=10 us in intervals of 4: 4, 4 and 2 ops.
+        let lat: Vec<u64> = (1..=10).map(|x| x * 1000).collect();
+        let s = interval_series(&lat, 4, &[1.0, 3.0, 3.5]);
+        assert_eq!(s.iter().map(|p| p.ops).collect::<Vec<_>>(), vec![4, 4, 2]);
+        assert_eq!(s[0].ops_per_sec, 4.0);
+        assert_eq!(s[1].ops_per_sec, 2.0);
+        assert_eq!(s[2].ops_per_sec, 4.0);
+        assert_eq!((s[1].p50_us, s[1].max_us), (6.0, 8.0));
+        assert_eq!(s[2].mean_us, 9.5);
+    }
+
+    #[test]
+    fn median_run_with_spread() {
+        let run = |ops: f64| {
+            let mut r = crate::report::tests_support::record();
+            r.ops_per_sec = ops;
+            r
+        };
+        let m = median_of(vec![run(300.0), run(100.0), run(200.0)]);
+        assert_eq!(m.ops_per_sec, 200.0);
+        let rep = m.repeat.unwrap();
+        assert_eq!(rep.runs, 3);
+        assert_eq!(rep.ops_per_sec, vec![100.0, 200.0, 300.0]);
+        assert_eq!(rep.spread, 1.0);
+        // One run: no repeat block.
+        assert!(median_of(vec![run(5.0)]).repeat.is_none());
     }
 }
