@@ -352,20 +352,20 @@ pub fn charts(res: &Results) -> Vec<String> {
     out.push(bar_chart(
         "ios",
         "Device pages read per operation",
-        "pages read / op",
+        "pages read / op (log)",
         &workloads,
         &engines,
         &grid(recs, &engines, &workloads, |r| Some(r.reads_per_op)),
-        false,
+        true,
     ));
     out.push(bar_chart(
         "ios-writes",
         "Device pages written per operation (WAL not included)",
-        "pages written / op",
+        "pages written / op (log)",
         &workloads,
         &engines,
         &grid(recs, &engines, &workloads, |r| Some(r.writes_per_op)),
-        false,
+        true,
     ));
     out.push(bar_chart(
         "wa",

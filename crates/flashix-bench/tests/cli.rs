@@ -203,6 +203,9 @@ fn bench_runs_fdtree_lsm_and_pio_on_every_workload() {
         Workload::Range(1000),
         Workload::GetMany(16),
         Workload::Mix(50),
+        Workload::Tpcc,
+        Workload::BulkInsert(10),
+        Workload::RangeDelete(10),
     ]);
     let cfg = BenchConfig {
         engines: vec![EngineKind::FdTree, EngineKind::Lsm, EngineKind::PioBTree],
@@ -223,6 +226,7 @@ fn bench_runs_fdtree_lsm_and_pio_on_every_workload() {
         let want_keys = match r.workload.as_str() {
             "range-1000" => 1000,
             "get-many-16" => 16,
+            "bulk-insert-10" | "range-delete-10" => 10,
             _ => 1,
         };
         assert_eq!(r.keys_per_op, want_keys, "{r:?}");
