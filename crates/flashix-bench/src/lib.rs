@@ -8,15 +8,22 @@
 //! - [`pio_model`]: the PIO B-tree leaf-size and OPQ model (`flashix pio-model`);
 //! - [`sim_cmd`]: random writes on a simulated SSD with each FTL (`flashix sim`);
 //! - [`repro`]: the d-IPL paper's experiments on the NAND simulator (`flashix repro dipl`);
-//! - [`report`]: result records, percentiles, the terminal table and `results.json`;
+//! - [`report`]: result records, percentiles, device limits, the terminal table and
+//!   `results.json`;
+//! - [`html`]: the self-contained `report.html` with inline SVG charts;
+//! - [`target`]: the trait every engine and peer runs the workloads through;
+//! - [`peers`]: RocksDB, fjall, redb and LMDB behind cargo features;
 //! - [`units`]: byte sizes on the command line.
 
+pub mod html;
 pub mod model;
+pub mod peers;
 pub mod pio_model;
 pub mod probe;
 pub mod report;
 pub mod repro;
 pub mod runner;
 pub mod sim_cmd;
+pub mod target;
 pub mod units;
 pub mod workload;

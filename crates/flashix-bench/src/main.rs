@@ -4,8 +4,9 @@
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use flashix::EngineKind;
+use flashix_bench::peers::PeerKind;
 use flashix_bench::probe::{self, ProbeConfig};
-use flashix_bench::runner::{self, BenchConfig};
+use flashix_bench::runner::{self, BenchConfig, Scale};
 use flashix_bench::units::parse_size;
 use flashix_bench::workload::{KeyDist, Workload};
 use std::path::PathBuf;
@@ -26,8 +27,10 @@ struct Cli {
 enum Cmd {
     /// Measure the device: random 4 KiB IOPS at QD1/QD32, sequential bandwidth, latency by size.
     Probe(ProbeArgs),
-    /// Run workloads against engines on an aged index; writes a table and OUT/results.json.
-    Bench(BenchArgs),
+    /// Run workloads against engines and peers on aged indexes; writes a table,
+    /// OUT/results.json and OUT/report.html.
+    #[command(after_long_help = BENCH_HELP)]
+    Bench(Box<BenchArgs>),
     /// FD-tree cost model: choose k and the number of levels for a device profile and a mix.
     FdtreeModel(flashix_bench::model::FdTreeModelArgs),
     /// PIO B-tree cost model: choose the leaf size in segments and the OPQ size.
@@ -61,27 +64,95 @@ struct ProbeArgs {
     seconds: f64,
 }
 
+/// The long help of `flashix bench`: workloads, key distributions, scales, peers, rules.
+const BENCH_HELP: &str = "\
+WORKLOADS (--workload, comma-separated; every one seeded by --seed: two runs with the same
+seed perform identical operation streams on every engine and peer)
+  o-search, o-insert, o-delete, o-update   100% point searches / inserts of new keys /
+                                           deletes / updates of existing keys (FD-tree §5)
+  w-search   80/10/5/5   search/insert/delete/update (FD-tree paper §5.6)
+  w-insert   20/50/20/10
+  w-delete   20/20/50/10
+  range-N    scans of N entries from a random existing key (selectivity 1 to 1M;
+             max(10, min(OPS, 40*OPS/N)) scans: 4M entries at 100,000 OPS)
+  get-many-N get_many of N random existing keys (PIO B-tree MPSearch; OPS/N calls)
+  mix-S      S% point searches, the rest inserts (PIO B-tree's insert/search mixes)
+  tpcc       a TPC-C-like index trace (PIO B-tree §4.2): 71.5% point search, 23.8% insert,
+             3.7% range, 1% delete. The sorted keys are cut into 1000 districts (100
+             warehouses x 10), each a contiguous key range (spatial locality); each
+             operation picks a district uniformly; new orders are appended just above the
+             district's highest key; 60% of searches hit one of the district's 32 newest
+             orders (temporal locality), the rest an older order; a range scans the
+             district's 20 newest orders (stock-level); a delete removes its oldest
+             undelivered order (delivery). Needs uniform or zipf keys.
+  bulk-insert-N  Db::bulk_insert of elementary bulks of N new keys (N in 1..10,000), one
+             new key per 9 live entries in all (bulk index thesis §6.1: 50,000 keys into
+             450,000); a bulk is N consecutive keys just above a random live key (seq
+             keys: appended at the end)
+  range-delete-N Db::delete_range over N consecutive live keys from a random live key;
+             max(1, min(OPS, live/10/N)) of them
+  Default: the quick suite o-search,o-insert,o-delete,o-update,w-search,w-insert,
+  w-delete,range-1000,tpcc,bulk-insert-100,range-delete-100.
+
+KEY DISTRIBUTIONS (--key-dist)
+  uniform  keys are a bijective mix of the entry number (distinct, spread over u64);
+           existing keys are picked uniformly
+  zipf     the same keys; existing keys are picked Zipf(0.99)-skewed (rank 0 hottest)
+  seq      keys are the entry numbers 0, 1, 2, ...: inserts append at the end;
+           existing keys are picked uniformly
+
+SCALES (--scale; --entries, --ops and --buffer-pool override it)
+  quick    400,000 entries, 10,000 ops per workload, 2 MiB budget: the default suite
+           (4 engines x 11 workloads) in about 2 minutes on a 2-core machine
+  full     10,000,000-entry aged indexes, 1,000,000 ops per workload, 16 MiB budget
+  paper    the FD-tree paper's sizes: 1,000,000,000 entries (8 GB of entries), 16 MB
+           pool, 10,000,000 ops per workload: hours to days, ~50 GB of disk per engine
+           and ~25 GB of RAM
+
+ENGINES AND PEERS (--engines)
+  flashix engines: btree, fdtree, lsm, pio (and, once built, bulk, bftl, latree, ipl, dipl).
+  Peers, each built only with its cargo feature (--features peers for all):
+  rocksdb (feature rocksdb; needs Debian's libclang-dev), fjall, redb, redb-batched,
+  lmdb, lmdb-batched (feature lmdb). Every result states how memory was bounded,
+  whether I/O bypassed the page cache, and the commit model.
+
+FAIRNESS: the same memory budget (--buffer-pool), data, operation stream, a fresh
+directory per engine and a fresh copy of its aged image per workload, and a sync at the
+end of the measured phase counted in its time. The aging rule and the device-limit rule
+are printed at the start and saved in results.json.";
+
 #[derive(clap::Args)]
 struct BenchArgs {
-    /// Comma-separated engines (btree, lsm, fdtree, pio, bulk, bftl, latree, ipl, dipl).
-    #[arg(long, default_value = "btree")]
+    /// Comma-separated engines (btree, fdtree, lsm, pio, bulk, bftl, latree, ipl, dipl) and
+    /// peers (rocksdb, fjall, redb, redb-batched, lmdb, lmdb-batched; each needs its cargo
+    /// feature).
+    #[arg(long, default_value = "btree,fdtree,lsm,pio")]
     engines: String,
-    /// Comma-separated workloads: o-search, o-insert, o-delete, o-update (100% of one kind);
-    /// w-search 80/10/5/5, w-insert 20/50/20/10, w-delete 20/20/50/10
-    /// (search/insert/delete/update); range-N (scans of N entries from a random existing
-    /// key; max(10, min(OPS, 4M/N)) scans); get-many-N (get_many of N random existing keys;
-    /// OPS/N calls); mix-S (S% searches, the rest inserts).
-    #[arg(long, default_value = "o-search,o-insert,w-search,w-insert,w-delete")]
+    /// Comma-separated workloads (see below): o-search, o-insert, o-delete, o-update,
+    /// w-search, w-insert, w-delete, range-N, get-many-N, mix-S, tpcc, bulk-insert-N,
+    /// range-delete-N.
+    #[arg(
+        long,
+        default_value = "o-search,o-insert,o-delete,o-update,w-search,w-insert,w-delete,range-1000,tpcc,bulk-insert-100,range-delete-100"
+    )]
     workload: String,
-    /// Entries bulk-loaded into the index before aging.
-    #[arg(long, default_value_t = BenchConfig::new().entries)]
-    entries: u64,
-    /// Measured operations per workload.
-    #[arg(long, default_value_t = BenchConfig::new().ops)]
-    ops: u64,
-    /// Buffer pool budget of the measured phase: bytes, or with a unit (16MiB, 4M, 1G).
-    #[arg(long = "buffer-pool", default_value = "16MiB")]
-    buffer_pool: String,
+    /// Size of the suite: quick (400k entries, 10k ops, 2 MiB), full (10M entries, 1M ops,
+    /// 16 MiB) or paper (1G entries, 10M ops, 16 MiB).
+    #[arg(long, default_value = "quick")]
+    scale: String,
+    /// Entries bulk-loaded into the index before aging [default: the scale's].
+    #[arg(long)]
+    entries: Option<u64>,
+    /// Measured operations per workload [default: the scale's].
+    #[arg(long)]
+    ops: Option<u64>,
+    /// Runs of each (engine, workload) cell; the median run is reported with the spread.
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
+    /// Memory budget of the measured phase (the buffer pool; peers' caches): bytes, or with
+    /// a unit (16MiB, 4M, 1G) [default: the scale's: quick 2 MiB, full and paper 16 MiB].
+    #[arg(long = "buffer-pool")]
+    buffer_pool: Option<String>,
     /// Buffer pool while the aged index is built (not measured; the structure built does
     /// not depend on it).
     #[arg(long = "prep-buffer-pool", default_value = "256MiB")]
@@ -110,7 +181,7 @@ struct BenchArgs {
     /// Page (node) size in bytes.
     #[arg(long = "page-size", default_value = "4096")]
     page_size: String,
-    /// Key distribution: uniform, zipf or seq.
+    /// Key distribution: uniform, zipf or seq (see below).
     #[arg(long = "key-dist", default_value = "uniform")]
     key_dist: String,
     /// Seed of keys and operation draws.
@@ -133,27 +204,42 @@ struct BenchArgs {
 impl BenchArgs {
     fn config(&self) -> Result<BenchConfig> {
         let mut engines = Vec::new();
+        let mut peers = Vec::new();
         for name in self
             .engines
             .split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
         {
+            if let Ok(p) = name.parse::<PeerKind>() {
+                if !peers.contains(&p) {
+                    peers.push(p);
+                }
+                continue;
+            }
             let e: EngineKind = name.parse().context("--engines")?;
             if !engines.contains(&e) {
                 engines.push(e);
             }
         }
-        if engines.is_empty() {
+        if engines.is_empty() && peers.is_empty() {
             anyhow::bail!("--engines: no engine given");
         }
+        let scale: Scale = self.scale.parse().context("--scale")?;
+        let (entries, ops, budget) = scale.sizes();
         let page_size = parse_size(&self.page_size).context("--page-size")?;
         Ok(BenchConfig {
             engines,
+            peers,
             workloads: Workload::parse_list(&self.workload).context("--workload")?,
-            entries: self.entries,
-            ops: self.ops,
-            buffer_pool_bytes: parse_size(&self.buffer_pool).context("--buffer-pool")?,
+            scale,
+            entries: self.entries.unwrap_or(entries),
+            ops: self.ops.unwrap_or(ops),
+            repeat: self.repeat,
+            buffer_pool_bytes: match &self.buffer_pool {
+                Some(b) => parse_size(b).context("--buffer-pool")?,
+                None => budget,
+            },
             prep_buffer_pool_bytes: parse_size(&self.prep_buffer_pool)
                 .context("--prep-buffer-pool")?,
             k: self.k,

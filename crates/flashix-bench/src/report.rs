@@ -86,6 +86,140 @@ pub struct Record {
     /// The cost model's prediction for this engine, where one applies (FD-tree).
     #[serde(default)]
     pub model: Option<ModelPrediction>,
+    /// `flashix` (an engine of this crate) or `peer`.
+    #[serde(default)]
+    pub kind: String,
+    /// How the memory was bounded (buffer pool, block cache, or not at all).
+    #[serde(default)]
+    pub memory_bound: String,
+    /// Whether the I/O bypassed the OS page cache (O_DIRECT).
+    #[serde(default)]
+    pub page_cache_bypassed: bool,
+    /// When writes become durable.
+    #[serde(default)]
+    pub commit_model: String,
+    /// Where the I/O figures come from (flashix counters, or `/proc/self/io` for peers).
+    #[serde(default)]
+    pub io_counted_by: String,
+    /// Largest number of requests in flight at once (flashix `DeviceStats::max_queue_depth`;
+    /// 1 for peers).
+    #[serde(default = "one")]
+    pub queue_depth: u64,
+    /// Keys inserted, updated or deleted per operation.
+    #[serde(default)]
+    pub write_keys_per_op: f64,
+    /// Bytes written (device and WAL) per written key, divided by the 16 bytes of an entry.
+    #[serde(default)]
+    pub write_amplification: Option<f64>,
+    /// The device's limit for this operation mix and the share of it reached.
+    #[serde(default)]
+    pub device_limit: Option<DeviceLimit>,
+    /// Throughput and latency per interval of the measured phase (about 100 intervals).
+    #[serde(default)]
+    pub series: Vec<Interval>,
+    /// With `--repeat N`: every run's figures; this record is the median run.
+    #[serde(default)]
+    pub repeat: Option<Repeat>,
+}
+
+/// The share of the device's limit a result reached (see `runner::DEVICE_LIMIT_RULE`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceLimit {
+    /// Queue depth the limit is taken at.
+    pub queue_depth: u64,
+    /// Random 4 KiB read IOPS of the profile at that queue depth.
+    pub read_iops_at_qd: f64,
+    /// Operations per second the reads alone would allow.
+    pub read_limit_ops_per_sec: Option<f64>,
+    /// Operations per second the writes alone would allow (sequential write bandwidth /
+    /// bytes written per op).
+    pub write_limit_ops_per_sec: Option<f64>,
+    /// Operations per second the device allows for both.
+    pub limit_ops_per_sec: f64,
+    /// Measured ops/s / limit.
+    pub share: f64,
+}
+
+/// One interval of a measured phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Seconds since the start of the measured phase at the end of the interval (the last
+    /// one includes the final sync).
+    pub end_s: f64,
+    pub ops: u64,
+    pub ops_per_sec: f64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+/// The runs of a repeated cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Repeat {
+    pub runs: u32,
+    pub median_ops_per_sec: f64,
+    pub min_ops_per_sec: f64,
+    pub max_ops_per_sec: f64,
+    /// (max - min) / median of ops/s.
+    pub spread: f64,
+    /// Every run's ops/s, ascending.
+    pub ops_per_sec: Vec<f64>,
+    /// Every run's p99 latency (us), in the same order.
+    pub p99_us: Vec<f64>,
+}
+
+/// How an engine or peer was run: stated once per subject in `results.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubjectInfo {
+    pub name: String,
+    /// `flashix` or `peer`.
+    pub kind: String,
+    pub memory_bound: String,
+    pub page_cache_bypassed: bool,
+    pub commit_model: String,
+}
+
+/// Random 4 KiB read IOPS at queue depth `qd`: the profile's QD1 and QD32 figures,
+/// interpolated linearly in log2(qd), clamped to them.
+pub fn read_iops_at(p: &DeviceProfile, qd: u64) -> f64 {
+    let x = (qd.max(1) as f64).log2().min(5.0) / 5.0;
+    p.rand_read_iops_qd1 + (p.rand_read_iops_qd32 - p.rand_read_iops_qd1) * x
+}
+
+/// The device's limit for a mix of `read_requests` and `read_bytes` read and
+/// `write_bytes` written per operation at queue depth `qd`, and the share of it that
+/// `ops_per_sec` reaches (runner::DEVICE_LIMIT_RULE). `None` when the operation does no
+/// I/O or the profile has no rates.
+pub fn device_limit(
+    p: &DeviceProfile,
+    qd: u64,
+    read_requests: f64,
+    read_bytes: f64,
+    write_bytes: f64,
+    ops_per_sec: f64,
+) -> Option<DeviceLimit> {
+    let iops = read_iops_at(p, qd);
+    let seq_r = p.seq_read_mb_s * 1e6;
+    let seq_w = p.seq_write_mb_s * 1e6;
+    if !(iops > 0.0 && seq_r > 0.0 && seq_w > 0.0) {
+        return None;
+    }
+    let t_read = (read_requests / iops).max(read_bytes / seq_r);
+    let t_write = write_bytes / seq_w;
+    let t = t_read + t_write;
+    if !(t > 0.0 && t.is_finite()) {
+        return None;
+    }
+    let limit = 1.0 / t;
+    Some(DeviceLimit {
+        queue_depth: qd.max(1),
+        read_iops_at_qd: iops,
+        read_limit_ops_per_sec: (t_read > 0.0).then(|| 1.0 / t_read),
+        write_limit_ops_per_sec: (t_write > 0.0).then(|| 1.0 / t_write),
+        limit_ops_per_sec: limit,
+        share: ops_per_sec / limit,
+    })
 }
 
 /// A cost model's predicted costs per operation, beside which the measured means stand.
@@ -113,9 +247,16 @@ pub struct RunOptions {
     pub ops: u64,
     pub key_dist: String,
     pub seed: u64,
+    /// Runs per cell (`--repeat`).
+    #[serde(default = "one_u32")]
+    pub repeat: u32,
 }
 
 fn one() -> u64 {
+    1
+}
+
+fn one_u32() -> u32 {
     1
 }
 
@@ -123,10 +264,22 @@ fn one() -> u64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Results {
     pub flashix_version: String,
+    /// `git rev-parse HEAD` at run time, or "unknown".
     pub git_commit: String,
+    /// uniform, zipf or seq.
+    #[serde(default)]
+    pub key_distribution: String,
+    /// quick, full or paper (`entries` and `ops` in `options` are what ran).
+    #[serde(default)]
+    pub scale: String,
     pub device_profile: DeviceProfile,
     pub options: RunOptions,
     pub aging_rule: String,
+    #[serde(default)]
+    pub device_limit_rule: String,
+    /// Every engine and peer run: memory bound, page-cache bypass, commit model.
+    #[serde(default)]
+    pub subjects: Vec<SubjectInfo>,
     pub results: Vec<Record>,
 }
 
@@ -171,8 +324,10 @@ pub fn format_table(records: &[Record]) -> String {
         "writes/op",
         "KiB wr/op",
         "WAL KiB/op",
+        "dev limit",
+        "spread",
     ];
-    let rows: Vec<[String; 12]> = records
+    let rows: Vec<[String; 14]> = records
         .iter()
         .map(|r| {
             [
@@ -188,6 +343,12 @@ pub fn format_table(records: &[Record]) -> String {
                 format!("{:.3}", r.writes_per_op),
                 format!("{:.2}", r.bytes_written_per_op / 1024.0),
                 format!("{:.3}", r.wal_bytes_per_op / 1024.0),
+                r.device_limit
+                    .as_ref()
+                    .map_or("-".to_string(), |d| format!("{:.1}%", d.share * 100.0)),
+                r.repeat
+                    .as_ref()
+                    .map_or("-".to_string(), |p| format!("±{:.0}%", p.spread * 50.0)),
             ]
         })
         .collect();
@@ -223,6 +384,56 @@ pub fn format_table(records: &[Record]) -> String {
     out
 }
 
+/// A record for unit tests.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+
+    pub fn record() -> Record {
+        Record {
+            engine: "btree".into(),
+            workload: "o-search".into(),
+            entries: 10,
+            ops: 10,
+            keys_per_op: 1,
+            ops_per_sec: 1234.5,
+            latency_us: Latency::default(),
+            reads_per_op: 1.0,
+            writes_per_op: 0.0,
+            read_requests_per_op: 1.0,
+            write_requests_per_op: 0.0,
+            bytes_written_per_op: 2048.0,
+            wal_bytes_per_op: 32.0,
+            memory_bytes: 0,
+            buffer_hit_ratio: 0.5,
+            elapsed_s: 1.0,
+            prepare_s: 1.0,
+            aging_inserts: 0,
+            key_dist: "uniform".into(),
+            engine_params: String::new(),
+            model: None,
+            kind: "flashix".into(),
+            memory_bound: String::new(),
+            page_cache_bypassed: true,
+            commit_model: String::new(),
+            io_counted_by: String::new(),
+            queue_depth: 1,
+            write_keys_per_op: 0.0,
+            write_amplification: None,
+            device_limit: device_limit(
+                &crate::probe::example_profile(),
+                1,
+                1.0,
+                4096.0,
+                0.0,
+                10_000.0,
+            ),
+            series: Vec::new(),
+            repeat: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,32 +465,53 @@ mod tests {
 
     #[test]
     fn table_has_a_row_per_record() {
+        let r = tests_support::record();
         let r = Record {
-            engine: "btree".into(),
-            workload: "o-search".into(),
-            entries: 10,
-            ops: 10,
-            keys_per_op: 1,
             ops_per_sec: 1234.5,
-            latency_us: Latency::default(),
-            reads_per_op: 1.0,
-            writes_per_op: 0.0,
-            read_requests_per_op: 1.0,
-            write_requests_per_op: 0.0,
-            bytes_written_per_op: 2048.0,
-            wal_bytes_per_op: 32.0,
-            memory_bytes: 0,
-            buffer_hit_ratio: 0.5,
-            elapsed_s: 1.0,
-            prepare_s: 1.0,
-            aging_inserts: 0,
-            key_dist: "uniform".into(),
-            engine_params: String::new(),
-            model: None,
+            ..r
+        };
+        let r = Record {
+            device_limit: device_limit(
+                &crate::probe::example_profile(),
+                1,
+                1.0,
+                4096.0,
+                0.0,
+                10_000.0,
+            ),
+            ..r
         };
         let t = format_table(&[r.clone(), r]);
         assert_eq!(t.lines().count(), 4);
         assert!(t.contains("o-search"));
         assert!(t.contains("2.00"));
+        // 1 read per op at QD1 on a 20k IOPS device: 10k ops/s is half the limit.
+        assert!(t.contains("50.0%"), "{t}");
+    }
+
+    #[test]
+    fn device_limit_follows_the_rule() {
+        let p = crate::probe::example_profile();
+        assert_eq!(read_iops_at(&p, 1), 20_000.0);
+        assert_eq!(read_iops_at(&p, 32), 100_000.0);
+        assert_eq!(read_iops_at(&p, 1000), 100_000.0);
+        // log2(4) = 2 of 5 steps from QD1 to QD32.
+        assert!((read_iops_at(&p, 4) - (20_000.0 + 80_000.0 * 0.4)).abs() < 1e-6);
+        // Pure search at QD1: one read per op.
+        let d = device_limit(&p, 1, 1.0, 4096.0, 0.0, 5_000.0).unwrap();
+        assert!((d.limit_ops_per_sec - 20_000.0).abs() < 1e-6);
+        assert!((d.share - 0.25).abs() < 1e-9);
+        assert!(d.write_limit_ops_per_sec.is_none());
+        // Pure insert: 1024 MB/s / 1024 bytes per insert = 10^6 ops/s.
+        let d = device_limit(&p, 1, 0.0, 0.0, 1024.0, 1e5).unwrap();
+        assert!((d.limit_ops_per_sec - 1e6).abs() < 1e-3);
+        assert!((d.share - 0.1).abs() < 1e-9);
+        // Mixed: the times add.
+        let d = device_limit(&p, 1, 1.0, 4096.0, 1024.0, 1.0).unwrap();
+        assert!((1.0 / d.limit_ops_per_sec - (1.0 / 20_000.0 + 1e-6)).abs() < 1e-12);
+        // A big sequential read is bounded by bandwidth, not IOPS.
+        let d = device_limit(&p, 1, 1.0, 2048e6, 0.0, 0.5).unwrap();
+        assert!((d.limit_ops_per_sec - 1.0).abs() < 1e-9);
+        assert!(device_limit(&p, 1, 0.0, 0.0, 0.0, 1.0).is_none());
     }
 }

@@ -1,18 +1,30 @@
-//! The benchmark runner: device profile, preparation of the aged index (once per engine),
-//! and the measured phase of each workload on a fresh copy of that image.
+//! The benchmark runner: device profile, preparation of the aged index (once per engine or
+//! peer), and the measured phase of each workload on a fresh copy of that image.
+//!
+//! Fairness (issue 5): every engine and peer gets the same memory budget, the same data
+//! (the same keys bulk-loaded and the same aging inserts), the same operation stream
+//! ([`OpStream`], a function of the seed), a fresh directory per engine and a fresh copy of
+//! its aged image per workload, and a `sync` ([`Target::flush`]) at the end of the measured
+//! phase that is counted in its time.
 
+use crate::peers::{self, PeerKind};
 use crate::probe::{self, DeviceProfile, ProbeConfig};
-use crate::report::{self, Latency, ModelPrediction, Record, Results, RunOptions};
+use crate::report::{
+    self, Interval, Latency, ModelPrediction, Record, Repeat, Results, RunOptions, SubjectInfo,
+};
+use crate::target::{process_io, Target, TargetInfo};
 use crate::units::format_size;
-use crate::workload::{rng_for, KeyDist, KeyGen, KeySpace, OpKind, Workload};
+use crate::workload::{rng_for, KeyDist, KeyGen, KeySpace, Op, OpStream, Workload};
 use anyhow::{bail, Context, Result};
 use flashix::cost::fdtree as fd_model;
 use flashix::{
     Db, DeviceSpec, EngineKind, FdTreeOptions, LsmOptions, Options, PioOptions, Stats, Tuning,
 };
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::Instant;
 
 /// Share of the bulk-loaded leaves that aging makes split (FD-tree paper, App. D).
@@ -21,6 +33,12 @@ pub const AGING_SPLIT_SHARE: f64 = 0.2;
 pub const PIO_MAX_SEGMENTS: usize = 16;
 /// Share of `entries` inserted by aging when an engine reports no leaf counters.
 pub const AGING_FALLBACK_SHARE: f64 = 0.1;
+/// Points of the per-interval latency series of a measured phase.
+pub const SERIES_POINTS: u64 = 100;
+/// Pairs per `bulk_insert` call when a peer is loaded or aged.
+pub const PEER_LOAD_CHUNK: usize = 100_000;
+/// Aging inserts per batch for peers.
+pub const PEER_AGING_BATCH: usize = 1000;
 
 /// The preparation rule, as printed and saved in `results.json`.
 pub const AGING_RULE: &str = "the index is created with the measured buffer pool (so that \
@@ -32,19 +50,109 @@ engine_counters[\"leaf_splits\"] has grown by 20% of engine_counters[\"leaves\"]
 right after the bulk load (FD-tree paper App. D: bulk load with load factor 0.7, then insert \
 entries to make 20% of the leaves split); for an engine of stepped levels (FD-tree levels, \
 LSM components; counters <level|component>_<i>_entries and _capacity), every level above \
-the lowest is at least half full; other engines get ENTRIES/10 inserts. Then close. Every \
-workload starts from a fresh copy of the aged index, opened with the measured pool and \
-warmed with min(OPS/10, 10000) unmeasured searches.";
+the lowest is at least half full; other engines get ENTRIES/10 inserts. Peers (RocksDB, \
+fjall, redb, LMDB) get the same data: the ENTRIES keys in write batches of 100,000, then the \
+same aging keys as the first flashix engine of the run (ENTRIES/10 when there is none), in \
+batches of 1,000. Then close. Every workload starts from a fresh copy of the aged index, \
+opened with the measured pool (peers: the same budget) and warmed with min(OPS/10, 10000) \
+unmeasured searches; its measured phase ends with a sync (Db::flush, or the peer's) counted \
+in its time.";
+
+/// How the share of the device's limit is computed, as printed and saved.
+pub const DEVICE_LIMIT_RULE: &str = "device time per operation = read time + write time, \
+with read time = max(read requests per op / random-read IOPS at the queue depth the engine \
+reached (DeviceStats::max_queue_depth; interpolated in log2(QD) between the profile's QD1 \
+and QD32, clamped), read bytes per op / sequential read bandwidth) and write time = bytes \
+written per op (device and WAL) / sequential write bandwidth. The limit is 1 / device time \
+(ops/s); the share is the measured ops/s divided by it. A pure search workload is thus \
+bounded by the random-read IOPS at its queue depth, a pure insert workload by the \
+sequential write bandwidth divided by the bytes it writes per insert. Peers' I/O is counted \
+from /proc/self/io (read and written bytes; requests taken as 4 KiB pages at QD1).";
+
+/// How big a suite is: `--scale`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// The default: the whole default suite in about 2 minutes on a 2-core machine.
+    Quick,
+    /// 10M-entry aged indexes.
+    Full,
+    /// The papers' sizes (FD-tree paper §5: an index of one billion entries, a 16 MB
+    /// buffer pool, 10 million operations per workload).
+    Paper,
+}
+
+impl Scale {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scale::Quick => "quick",
+            Scale::Full => "full",
+            Scale::Paper => "paper",
+        }
+    }
+
+    /// (entries, ops, memory budget in bytes) of the scale. The budget keeps most of the
+    /// index out of memory, as in the papers (FD-tree §5: a 16 MB pool for an 8 GB index).
+    pub fn sizes(self) -> (u64, u64, u64) {
+        match self {
+            Scale::Quick => (400_000, 10_000, 2 << 20),
+            Scale::Full => (10_000_000, 1_000_000, 16 << 20),
+            Scale::Paper => (1_000_000_000, 10_000_000, 16 << 20),
+        }
+    }
+
+    /// A warning of the time and disk the scale needs, if any.
+    pub fn warning(self) -> Option<&'static str> {
+        match self {
+            Scale::Quick => None,
+            Scale::Full => Some(
+                "--scale full: 10M-entry aged indexes, 1M operations per workload; about 0.5 GB \
+                 of disk per engine (the aged image and one working copy) and tens of minutes \
+                 per engine",
+            ),
+            Scale::Paper => Some(
+                "--scale paper: the FD-tree paper's sizes, one billion entries (8 GB of \
+                 entries; an aged image plus a working copy need about 40-50 GB of disk per \
+                 engine) and 10 million operations per workload: hours to days per engine. \
+                 The bulk load passes all entries in one call and the runner keeps the live \
+                 entry list: about 25 GB of RAM. Check the free space under --dir first",
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Scale {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Scale {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "quick" => Scale::Quick,
+            "full" => Scale::Full,
+            "paper" => Scale::Paper,
+            _ => bail!("unknown scale {s:?}; expected quick, full or paper"),
+        })
+    }
+}
 
 /// Everything `flashix bench` needs.
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
     pub engines: Vec<EngineKind>,
+    /// Peer engines (each needs its cargo feature).
+    pub peers: Vec<PeerKind>,
     pub workloads: Vec<Workload>,
+    /// The scale the sizes came from (recorded; `entries` and `ops` are what runs).
+    pub scale: Scale,
     /// Entries of the bulk-loaded index.
     pub entries: u64,
     /// Measured operations per workload.
     pub ops: u64,
+    /// Runs of each (engine, workload) cell; the median run is reported with the spread.
+    pub repeat: u32,
     pub buffer_pool_bytes: u64,
     /// Buffer pool while the aged index is built (not measured).
     pub prep_buffer_pool_bytes: u64,
@@ -76,14 +184,23 @@ pub struct BenchConfig {
 }
 
 impl BenchConfig {
-    /// The defaults of `flashix bench`.
+    /// The defaults of `flashix bench` (`--scale quick`).
     pub fn new() -> Self {
+        let (entries, ops, budget) = Scale::Quick.sizes();
         BenchConfig {
-            engines: vec![EngineKind::BTree],
+            engines: vec![
+                EngineKind::BTree,
+                EngineKind::FdTree,
+                EngineKind::Lsm,
+                EngineKind::PioBTree,
+            ],
+            peers: Vec::new(),
             workloads: Workload::DEFAULT.to_vec(),
-            entries: 1_500_000,
-            ops: 100_000,
-            buffer_pool_bytes: 16 << 20,
+            scale: Scale::Quick,
+            entries,
+            ops,
+            repeat: 1,
+            buffer_pool_bytes: budget,
             prep_buffer_pool_bytes: 256 << 20,
             page_size: 4096,
             key_dist: KeyDist::Uniform,
@@ -150,9 +267,6 @@ impl BenchConfig {
     }
 
     fn check(&self) -> Result<()> {
-        if self.engines.is_empty() {
-            bail!("no engine given");
-        }
         if self.workloads.is_empty() {
             bail!("no workload given");
         }
@@ -161,6 +275,21 @@ impl BenchConfig {
         }
         if self.ops == 0 {
             bail!("--ops must be at least 1");
+        }
+        if self.repeat == 0 {
+            bail!("--repeat must be at least 1");
+        }
+        for p in &self.peers {
+            if !p.built() {
+                bail!(
+                    "peer {p} is not built into this binary: rebuild with `cargo build \
+                     --release -p flashix-bench --features {}` (or --features peers)",
+                    p.feature()
+                );
+            }
+        }
+        if self.engines.is_empty() && self.peers.is_empty() {
+            bail!("no engine or peer given");
         }
         if !(0.0..=1.0).contains(&self.search_fraction) {
             bail!("--search-fraction must be within 0..=1");
@@ -175,31 +304,124 @@ impl Default for BenchConfig {
     }
 }
 
-fn say(cfg: &BenchConfig, msg: &str) {
+/// An engine or a peer: what a result row is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    Engine(EngineKind),
+    Peer(PeerKind),
+}
+
+impl Subject {
+    pub fn name(self) -> &'static str {
+        match self {
+            Subject::Engine(e) => e.name(),
+            Subject::Peer(p) => p.name(),
+        }
+    }
+
+    /// How memory is bounded, page-cache bypass and commit model.
+    pub fn info(self, cfg: &BenchConfig) -> TargetInfo {
+        match self {
+            Subject::Peer(p) => p.info(cfg.buffer_pool_bytes),
+            Subject::Engine(e) => TargetInfo {
+                memory_bound: format!(
+                    "buffer pool = budget ({}){}",
+                    format_size(cfg.buffer_pool_bytes),
+                    if e == EngineKind::PioBTree {
+                        ", OPQ taken from it"
+                    } else {
+                        ""
+                    }
+                ),
+                page_cache_bypassed: cfg.direct_io,
+                commit_model: "logical redo WAL appended per write; durable at Db::flush (the \
+                               end-of-phase sync)"
+                    .to_string(),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+fn say(cfg: &BenchConfig, ui: &Ui, msg: &str) {
     if cfg.verbose {
-        eprintln!("{msg}");
+        ui.println(msg);
     }
 }
 
-fn bar(cfg: &BenchConfig, len: u64, msg: String) -> ProgressBar {
-    styled_bar(
-        cfg,
-        len,
-        msg,
-        "{msg:<28} [{bar:30}] {pos}/{len} {per_sec} eta {eta}",
-    )
+/// The terminal's progress bars: one for the whole suite (cells done, ETA) and one per
+/// phase below it.
+pub struct Ui {
+    mp: MultiProgress,
+    suite: ProgressBar,
+    verbose: bool,
 }
 
-fn styled_bar(cfg: &BenchConfig, len: u64, msg: String, template: &str) -> ProgressBar {
-    if !cfg.verbose {
-        return ProgressBar::hidden();
+impl Ui {
+    fn new(cfg: &BenchConfig, cells: u64) -> Ui {
+        let mp = MultiProgress::with_draw_target(if cfg.verbose {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        });
+        let suite = mp.add(ProgressBar::new(cells));
+        if let Ok(style) = ProgressStyle::with_template(
+            "{msg:<28} [{bar:30}] {pos}/{len} cells, {elapsed} elapsed, eta {eta}",
+        ) {
+            suite.set_style(style.progress_chars("=> "));
+        }
+        suite.set_message("suite");
+        Ui {
+            mp,
+            suite,
+            verbose: cfg.verbose,
+        }
     }
-    let pb = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template(template) {
-        pb.set_style(style.progress_chars("=> "));
+
+    /// A message above the bars (on stderr without them, e.g. when it is not a terminal).
+    fn println(&self, msg: &str) {
+        if !self.verbose {
+            return;
+        }
+        if self.mp.is_hidden() {
+            eprintln!("{msg}");
+        } else {
+            let _ = self.mp.println(msg);
+        }
     }
-    pb.set_message(msg);
-    pb
+
+    fn bar(&self, len: u64, msg: String) -> ProgressBar {
+        self.styled_bar(
+            len,
+            msg,
+            "{msg:<28} [{bar:30}] {pos}/{len} {per_sec} eta {eta}",
+        )
+    }
+
+    fn styled_bar(&self, len: u64, msg: String, template: &str) -> ProgressBar {
+        let pb = self.mp.add(ProgressBar::new(len));
+        if let Ok(style) = ProgressStyle::with_template(template) {
+            pb.set_style(style.progress_chars("=> "));
+        }
+        pb.set_message(msg);
+        pb
+    }
+
+    /// A spinner for a step of unknown length (one bulk_insert call, copying an image).
+    fn spinner(&self, msg: String) -> ProgressBar {
+        let pb = self.mp.add(ProgressBar::new_spinner());
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
+            pb.set_style(style);
+        }
+        pb.set_message(msg);
+        pb.enable_steady_tick(std::time::Duration::from_millis(200));
+        pb
+    }
 }
 
 /// Load the device profile, or measure and save a short one when the file is missing.
@@ -212,7 +434,7 @@ pub fn device_profile(cfg: &BenchConfig) -> Result<DeviceProfile> {
         return probe::load_profile(&path)
             .with_context(|| format!("loading the device profile {}", path.display()));
     }
-    say(
+    say_plain(
         cfg,
         &format!(
             "no device profile at {}: measuring a short one (256 MiB file, 0.5 s per test)",
@@ -245,17 +467,35 @@ pub fn device_profile(cfg: &BenchConfig) -> Result<DeviceProfile> {
     Ok(profile)
 }
 
-/// Run every (engine, workload) of `cfg`, print the table, and write `out/results.json`.
+fn say_plain(cfg: &BenchConfig, msg: &str) {
+    if cfg.verbose {
+        eprintln!("{msg}");
+    }
+}
+
+/// Run every (engine or peer, workload) cell of `cfg` `cfg.repeat` times, print the table,
+/// and write `out/results.json` and `out/report.html`.
 pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
     cfg.check()?;
     std::fs::create_dir_all(&cfg.out)
         .with_context(|| format!("creating the output directory {}", cfg.out.display()))?;
     std::fs::create_dir_all(&cfg.dir)
         .with_context(|| format!("creating the data directory {}", cfg.dir.display()))?;
+    if let Some(w) = cfg.scale.warning() {
+        say_plain(cfg, &format!("warning: {w}"));
+    }
     let profile = device_profile(cfg)?;
+    let subjects: Vec<Subject> = cfg
+        .engines
+        .iter()
+        .map(|&e| Subject::Engine(e))
+        .chain(cfg.peers.iter().map(|&p| Subject::Peer(p)))
+        .collect();
     if cfg.verbose {
         println!(
-            "flashix bench: {} entries, {} ops/workload, {} keys, page {} B, buffer pool {}, {}",
+            "flashix bench (scale {}): {} entries, {} ops/workload, {} keys, page {} B, \
+             memory budget {}, {}, seed {}, {} run(s) per cell",
+            cfg.scale,
             cfg.entries,
             cfg.ops,
             cfg.key_dist,
@@ -265,44 +505,88 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
                 "O_DIRECT"
             } else {
                 "buffered I/O"
-            }
+            },
+            cfg.seed,
+            cfg.repeat,
         );
-    }
-    if cfg.verbose {
         println!(
             "preparation (PREP_POOL = {}): {AGING_RULE}",
             format_size(cfg.prep_buffer_pool_bytes)
         );
+        println!("device limit: {DEVICE_LIMIT_RULE}");
     }
+    let cells = subjects.len() as u64 * cfg.workloads.len() as u64 * u64::from(cfg.repeat);
+    let ui = Ui::new(cfg, cells);
 
     let mut records = Vec::new();
-    for &engine in &cfg.engines {
-        let prep = prepare(cfg, engine, &profile)
-            .with_context(|| format!("preparing the {engine} index"))?;
+    let mut infos = Vec::new();
+    // Aging inserts of the first flashix engine: what peers get too.
+    let mut aging_for_peers: Option<u64> = None;
+    for &subject in &subjects {
+        ui.suite.set_message(format!("suite: {subject}"));
+        let subject_dir = cfg.dir.join(subject.name());
+        let prep = match subject {
+            Subject::Engine(e) => prepare(cfg, &ui, e, &profile)
+                .with_context(|| format!("preparing the {e} index"))?,
+            Subject::Peer(p) => {
+                let aging = aging_for_peers
+                    .unwrap_or_else(|| (cfg.entries as f64 * AGING_FALLBACK_SHARE).round() as u64);
+                prepare_peer(cfg, &ui, p, aging)
+                    .with_context(|| format!("preparing the {p} store"))?
+            }
+        };
+        if matches!(subject, Subject::Engine(_)) && aging_for_peers.is_none() {
+            aging_for_peers = Some(prep.aging_inserts);
+        }
+        let info = subject.info(cfg);
+        infos.push(SubjectInfo {
+            name: subject.name().to_string(),
+            kind: match subject {
+                Subject::Engine(_) => "flashix".into(),
+                Subject::Peer(_) => "peer".into(),
+            },
+            memory_bound: info.memory_bound.clone(),
+            page_cache_bypassed: info.page_cache_bypassed,
+            commit_model: info.commit_model.clone(),
+        });
         for &w in &cfg.workloads {
-            let rec = run_workload(cfg, engine, &prep, w, &profile)
-                .with_context(|| format!("running {w} on {engine}"))?;
+            let mut runs = Vec::with_capacity(cfg.repeat as usize);
+            for _ in 0..cfg.repeat {
+                let rec = run_workload(cfg, &ui, subject, &prep, w, &profile)
+                    .with_context(|| format!("running {w} on {subject}"))?;
+                ui.suite.inc(1);
+                runs.push(rec);
+            }
+            let rec = median_of(runs);
             say(
                 cfg,
+                &ui,
                 &format!(
-                    "{engine} {w}: {:.0} ops/s, p50 {:.1} us, p99 {:.1} us, {:.3} reads/op, {:.3} writes/op",
+                    "{subject} {w}: {:.0} ops/s, p50 {:.1} us, p99 {:.1} us, {:.3} reads/op, \
+                     {:.3} writes/op{}",
                     rec.ops_per_sec,
                     rec.latency_us.p50,
                     rec.latency_us.p99,
                     rec.reads_per_op,
-                    rec.writes_per_op
+                    rec.writes_per_op,
+                    rec.device_limit
+                        .as_ref()
+                        .map(|d| format!(", {:.0}% of the device limit", d.share * 100.0))
+                        .unwrap_or_default()
                 ),
             );
             records.push(rec);
         }
-        let engine_dir = cfg.dir.join(engine.name());
-        std::fs::remove_dir_all(&engine_dir)
-            .with_context(|| format!("removing {}", engine_dir.display()))?;
+        std::fs::remove_dir_all(&subject_dir)
+            .with_context(|| format!("removing {}", subject_dir.display()))?;
     }
+    ui.suite.finish_and_clear();
 
     let results = Results {
         flashix_version: env!("CARGO_PKG_VERSION").to_string(),
         git_commit: report::git_commit(),
+        key_distribution: cfg.key_dist.to_string(),
+        scale: cfg.scale.to_string(),
         device_profile: profile,
         options: RunOptions {
             page_size: cfg.page_size,
@@ -314,20 +598,49 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
             ops: cfg.ops,
             key_dist: cfg.key_dist.to_string(),
             seed: cfg.seed,
+            repeat: cfg.repeat,
         },
         aging_rule: AGING_RULE.to_string(),
+        device_limit_rule: DEVICE_LIMIT_RULE.to_string(),
+        subjects: infos,
         results: records,
     };
     let path = cfg.out.join("results.json");
     results.save(&path)?;
+    let html = cfg.out.join("report.html");
+    crate::html::save(&results, &html)?;
     if cfg.verbose {
         println!("{}", report::format_table(&results.results));
         println!("results: {}", path.display());
+        println!("report:  {}", html.display());
     }
     Ok(results)
 }
 
-/// An aged index image of one engine.
+/// The run of median ops/s among `runs` (the lower median for an even count), with the
+/// spread of all runs in its `repeat` field.
+pub fn median_of(mut runs: Vec<Record>) -> Record {
+    runs.sort_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
+    let ops: Vec<f64> = runs.iter().map(|r| r.ops_per_sec).collect();
+    let p99: Vec<f64> = runs.iter().map(|r| r.latency_us.p99).collect();
+    let mid = (runs.len() - 1) / 2;
+    let mut rec = runs.swap_remove(mid);
+    if ops.len() > 1 {
+        let (min, max) = (ops[0], ops[ops.len() - 1]);
+        rec.repeat = Some(Repeat {
+            runs: ops.len() as u32,
+            median_ops_per_sec: rec.ops_per_sec,
+            min_ops_per_sec: min,
+            max_ops_per_sec: max,
+            spread: (max - min) / rec.ops_per_sec.max(1e-9),
+            ops_per_sec: ops,
+            p99_us: p99,
+        });
+    }
+    rec
+}
+
+/// An aged index image of one engine or peer.
 pub struct Prepared {
     pub aged_dir: PathBuf,
     /// Entries the image holds: `entries + aging_inserts`.
@@ -392,7 +705,12 @@ fn describe_levels(levels: &[(u64, u64, u64)]) -> String {
 }
 
 /// Build the aged index of `engine` in `dir/<engine>/aged` (AGING_RULE).
-pub fn prepare(cfg: &BenchConfig, engine: EngineKind, profile: &DeviceProfile) -> Result<Prepared> {
+pub fn prepare(
+    cfg: &BenchConfig,
+    ui: &Ui,
+    engine: EngineKind,
+    profile: &DeviceProfile,
+) -> Result<Prepared> {
     let engine_dir = cfg.dir.join(engine.name());
     if engine_dir.exists() {
         std::fs::remove_dir_all(&engine_dir)
@@ -411,7 +729,7 @@ pub fn prepare(cfg: &BenchConfig, engine: EngineKind, profile: &DeviceProfile) -
     // Bulk load: one call, so that the engine builds the index bottom-up (a chunked load
     // would bulk-load only the first chunk and insert the rest one by one at the right edge,
     // leaving half-full leaves).
-    let pb = bar(cfg, cfg.entries, format!("{engine}: bulk load"));
+    let pb = ui.spinner(format!("{engine}: bulk load of {} entries", cfg.entries));
     let pairs: Vec<(u64, u64)> = (0..cfg.entries)
         .map(|i| {
             let k = gen.key_of(i);
@@ -419,7 +737,6 @@ pub fn prepare(cfg: &BenchConfig, engine: EngineKind, profile: &DeviceProfile) -
         })
         .collect();
     db.bulk_insert(&pairs).context("bulk_insert")?;
-    pb.inc(cfg.entries);
     pb.finish_and_clear();
     drop(pairs);
 
@@ -443,16 +760,15 @@ pub fn prepare(cfg: &BenchConfig, engine: EngineKind, profile: &DeviceProfile) -
             .saturating_sub(splits0)
     };
     // Leaf splits come late (leaves fill from the bulk fill factor first), so the aging bar
-    // shows splits and inserts, without an ETA; the level rule shows inserts.
+    // shows splits and inserts, and its ETA is rough; the level rule shows inserts.
     let pb = match goal {
-        AgingGoal::LeafSplits { target, .. } => styled_bar(
-            cfg,
+        AgingGoal::LeafSplits { target, .. } => ui.styled_bar(
             target,
             format!("{engine}: aging"),
-            "{msg:<28} [{bar:30}] {pos}/{len} leaf splits, {prefix} inserts, {elapsed}",
+            "{msg:<28} [{bar:30}] {pos}/{len} leaf splits, {prefix} inserts, {elapsed}, eta {eta}",
         ),
-        AgingGoal::Levels => bar(cfg, limit, format!("{engine}: aging (levels)")),
-        AgingGoal::Inserts(n) => bar(cfg, n, format!("{engine}: aging (inserts)")),
+        AgingGoal::Levels => ui.bar(limit, format!("{engine}: aging (levels)")),
+        AgingGoal::Inserts(n) => ui.bar(n, format!("{engine}: aging (inserts)")),
     };
     let mut inserts = 0u64;
     loop {
@@ -509,15 +825,69 @@ pub fn prepare(cfg: &BenchConfig, engine: EngineKind, profile: &DeviceProfile) -
     };
     say(
         cfg,
+        ui,
         &format!("{engine}: aged with {inserts} inserts ({summary})"),
     );
     db.close().context("closing the aged index")?;
     let prepare_s = t0.elapsed().as_secs_f64();
-    say(cfg, &format!("{engine}: prepared in {prepare_s:.1} s"));
+    say(cfg, ui, &format!("{engine}: prepared in {prepare_s:.1} s"));
     Ok(Prepared {
         aged_dir,
         live: ks.live(),
         aging_inserts: inserts,
+        prepare_s,
+    })
+}
+
+/// Build the aged store of a peer in `dir/<peer>/aged`: the same ENTRIES keys in write
+/// batches, then `aging` more keys (the next entry indices, as for the flashix engines) in
+/// batches (AGING_RULE).
+pub fn prepare_peer(cfg: &BenchConfig, ui: &Ui, peer: PeerKind, aging: u64) -> Result<Prepared> {
+    let dir = cfg.dir.join(peer.name());
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("removing the old {}", dir.display()))?;
+    }
+    let aged_dir = dir.join("aged");
+    let t0 = Instant::now();
+    let mut db = peers::open(peer, &aged_dir, cfg.prep_buffer_pool_bytes, true)?;
+    let gen = KeyGen::new(cfg.key_dist, cfg.seed);
+    let total = cfg.entries + aging;
+    let pb = ui.bar(total, format!("{peer}: load and age"));
+    let mut chunk = Vec::with_capacity(PEER_LOAD_CHUNK);
+    let mut i = 0;
+    while i < total {
+        let size = if i < cfg.entries {
+            PEER_LOAD_CHUNK.min((cfg.entries - i) as usize)
+        } else {
+            PEER_AGING_BATCH.min((total - i) as usize)
+        };
+        chunk.clear();
+        chunk.extend((i..i + size as u64).map(|j| {
+            let k = gen.key_of(j);
+            (k, gen.value_of(k, u64::from(j >= cfg.entries)))
+        }));
+        chunk.sort_unstable();
+        db.bulk_insert(&chunk).context("loading the peer")?;
+        i += size as u64;
+        pb.set_position(i);
+    }
+    pb.finish_and_clear();
+    db.flush().context("flush after loading")?;
+    db.close().context("closing the aged store")?;
+    let prepare_s = t0.elapsed().as_secs_f64();
+    say(
+        cfg,
+        ui,
+        &format!(
+            "{peer}: loaded {} entries and aged with {aging} inserts in {prepare_s:.1} s",
+            cfg.entries
+        ),
+    );
+    Ok(Prepared {
+        aged_dir,
+        live: total,
+        aging_inserts: aging,
         prepare_s,
     })
 }
@@ -552,14 +922,17 @@ pub fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 /// Run workload `w` on a fresh copy of the aged image and measure it.
 pub fn run_workload(
     cfg: &BenchConfig,
-    engine: EngineKind,
+    ui: &Ui,
+    subject: Subject,
     prep: &Prepared,
     w: Workload,
     profile: &DeviceProfile,
 ) -> Result<Record> {
-    let run_dir = cfg.dir.join(engine.name()).join("run");
+    let run_dir = cfg.dir.join(subject.name()).join("run");
+    let pb = ui.spinner(format!("{subject}: copying the aged image"));
     copy_dir(&prep.aged_dir, &run_dir)?;
-    let rec = measure(cfg, engine, prep, w, &run_dir, profile);
+    pb.finish_and_clear();
+    let rec = measure(cfg, ui, subject, prep, w, &run_dir, profile);
     let removed = std::fs::remove_dir_all(&run_dir)
         .with_context(|| format!("removing {}", run_dir.display()));
     let rec = rec?;
@@ -567,134 +940,249 @@ pub fn run_workload(
     Ok(rec)
 }
 
+/// Execute one operation; an error also when a result contradicts the stream (a live key
+/// not found while the index holds entries).
+fn execute(db: &mut dyn Target, op: &Op, live: bool) -> Result<()> {
+    match op {
+        Op::Get(k) => {
+            let v = db.get(*k).context("search")?;
+            if v.is_none() && live {
+                bail!("the engine lost key {k:#x}: get returned nothing for a live key");
+            }
+        }
+        Op::Insert(k, v) | Op::Update(k, v) => db.insert(*k, *v).context("insert")?,
+        Op::Delete(k) => db.delete(*k).context("delete")?,
+        Op::Range { start, len } => {
+            let (first, _) = db.scan(*start, *len).context("range")?;
+            if live && first != Some(*start) {
+                bail!("the engine lost key {start:#x}: a range from it began at {first:?}");
+            }
+        }
+        Op::GetMany(keys) => {
+            let vs = db.get_many(keys).context("get_many")?;
+            if live {
+                if let Some(i) = vs.iter().position(Option::is_none) {
+                    bail!(
+                        "the engine lost key {:#x}: get_many returned nothing for a live key",
+                        keys[i]
+                    );
+                }
+            }
+        }
+        Op::BulkInsert(pairs) => db.bulk_insert(pairs).context("bulk_insert")?,
+        Op::DeleteRange { lo, hi, keys } => {
+            if *keys > 0 {
+                db.delete_range(*lo, *hi).context("delete_range")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Keys an operation writes (inserts, updates, deletes).
+fn written_keys(op: &Op) -> u64 {
+    match op {
+        Op::Insert(..) | Op::Update(..) | Op::Delete(_) => 1,
+        Op::BulkInsert(p) => p.len() as u64,
+        Op::DeleteRange { keys, .. } => *keys,
+        Op::Get(_) | Op::Range { .. } | Op::GetMany(_) => 0,
+    }
+}
+
+/// Bytes of an entry (8-byte key, 8-byte value), the unit of write amplification.
+pub const ENTRY_BYTES: f64 = 16.0;
+
+fn open_subject(
+    cfg: &BenchConfig,
+    subject: Subject,
+    dir: &Path,
+    profile: &DeviceProfile,
+) -> Result<Box<dyn Target>> {
+    Ok(match subject {
+        Subject::Engine(e) => Box::new(
+            Db::open_with_buffer_pool(dir, cfg.measured_pool(e, profile)?)
+                .with_context(|| format!("opening {}", dir.display()))?,
+        ),
+        Subject::Peer(p) => peers::open(p, dir, cfg.buffer_pool_bytes, false)?,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
 fn measure(
     cfg: &BenchConfig,
-    engine: EngineKind,
+    ui: &Ui,
+    subject: Subject,
     prep: &Prepared,
     w: Workload,
     run_dir: &Path,
     profile: &DeviceProfile,
 ) -> Result<Record> {
-    let mut db = Db::open_with_buffer_pool(run_dir, cfg.measured_pool(engine, profile)?)
-        .with_context(|| format!("opening {}", run_dir.display()))?;
+    let mut db = open_subject(cfg, subject, run_dir, profile)?;
     let gen = KeyGen::new(cfg.key_dist, cfg.seed);
-    let mut ks = KeySpace::with_entries(gen, prep.live);
-    let mut rng = rng_for(cfg.seed, 1 + w.seed_index());
+    let mut stream = OpStream::new(w, gen, prep.live, cfg.seed, cfg.ops)?;
 
-    // Warm the buffer pool (not measured).
+    // Warm the cache (not measured), with draws of its own so the measured stream does not
+    // depend on the warm-up.
     let warm = (cfg.ops / 10).min(10_000);
+    let mut wrng = rng_for(cfg.seed, 0x5741_524d ^ w.seed_index());
     for _ in 0..warm {
-        if let Some(k) = ks.pick_existing(&mut rng) {
+        if let Some(k) = stream.pick_existing(&mut wrng) {
             db.get(k).context("warm-up search")?;
         }
     }
 
-    let nops = w.operations(cfg.ops);
-    let pb = bar(cfg, nops, format!("{engine}: {w}"));
+    let nops = stream.operations();
+    let pb = ui.bar(nops, format!("{subject}: {w}"));
     let mut lat: Vec<u64> = Vec::with_capacity(nops as usize);
-    let mut batch: Vec<u64> = Vec::new();
-    let s0 = db.stats();
+    let interval = nops.div_ceil(SERIES_POINTS).max(1);
+    let mut interval_ends: Vec<f64> = Vec::with_capacity(SERIES_POINTS as usize + 1);
+    let mut write_keys = 0u64;
+    let s0 = db.flashix_stats();
+    let io0 = process_io();
     let t0 = Instant::now();
-    for n in 0..nops {
-        let kind = w.draw(&mut rng);
-        // Choose the keys before starting the clock; a missing existing key (empty index)
-        // becomes a key that was never inserted.
-        let missing = gen.key_of(ks.next_index());
-        let (key, value) = match kind {
-            OpKind::Search | OpKind::Range(_) => (ks.pick_existing(&mut rng).unwrap_or(missing), 0),
-            OpKind::Insert => {
-                let k = ks.insert_new();
-                (k, gen.value_of(k, n + 2))
-            }
-            OpKind::Delete => (ks.delete_existing(&mut rng).unwrap_or(missing), 0),
-            OpKind::Update => {
-                let k = ks.pick_existing(&mut rng).unwrap_or(missing);
-                (k, gen.value_of(k, n + 2))
-            }
-            OpKind::GetMany(b) => {
-                batch.clear();
-                batch.extend((0..b).map(|_| ks.pick_existing(&mut rng).unwrap_or(missing)));
-                (0, 0)
-            }
-        };
+    let mut n = 0u64;
+    while let Some(op) = stream.next_op() {
+        let live = stream.live() > 0;
+        write_keys += written_keys(&op);
         let start = Instant::now();
-        match kind {
-            OpKind::Search => {
-                let v = db.get(key).context("search")?;
-                if v.is_none() && ks.live() > 0 {
-                    bail!("the engine lost key {key:#x}: get returned nothing for a live key");
-                }
-            }
-            OpKind::Insert | OpKind::Update => db.insert(key, value).context("insert")?,
-            OpKind::Delete => db.delete(key).context("delete")?,
-            OpKind::Range(len) => {
-                let mut first = None;
-                for kv in db.range(key..).context("range")?.take(len as usize) {
-                    let (k, _) = kv.context("range scan")?;
-                    first.get_or_insert(k);
-                }
-                if ks.live() > 0 && first != Some(key) {
-                    bail!("the engine lost key {key:#x}: a range from it began at {first:?}");
-                }
-            }
-            OpKind::GetMany(_) => {
-                let vs = db.get_many(&batch).context("get_many")?;
-                if ks.live() > 0 {
-                    if let Some(i) = vs.iter().position(Option::is_none) {
-                        bail!(
-                            "the engine lost key {:#x}: get_many returned nothing for a live key",
-                            batch[i]
-                        );
-                    }
-                }
-            }
-        }
+        execute(db.as_mut(), &op, live)?;
         lat.push(start.elapsed().as_nanos() as u64);
-        if n % 64 == 63 {
-            pb.set_position(n + 1);
+        n += 1;
+        if n % interval == 0 {
+            interval_ends.push(t0.elapsed().as_secs_f64());
+        }
+        if n % 64 == 0 {
+            pb.set_position(n);
         }
     }
     db.flush()
-        .context("flush at the end of the measured phase")?;
+        .context("sync (flush) at the end of the measured phase")?;
     let elapsed = t0.elapsed().as_secs_f64();
+    if n % interval != 0 {
+        interval_ends.push(elapsed);
+    } else if let Some(last) = interval_ends.last_mut() {
+        // The last interval includes the final sync.
+        *last = elapsed;
+    }
     pb.finish_and_clear();
-    let s1 = db.stats();
+    let io1 = process_io();
+    let s1 = db.flashix_stats();
+    let memory = db.memory_bytes().unwrap_or(cfg.buffer_pool_bytes);
     db.close().context("closing the index")?;
-    let (engine_params, model) = engine_params(cfg, engine, &s1, ks.live(), profile)?;
 
+    let series = interval_series(&lat, interval, &interval_ends);
     let ops = nops as f64;
-    let d0 = &s0.device;
-    let d1 = &s1.device;
     let per_op = |a: u64, b: u64| b.saturating_sub(a) as f64 / ops;
-    let hits = s1.buffer.hits.saturating_sub(s0.buffer.hits);
-    let misses = s1.buffer.misses.saturating_sub(s0.buffer.misses);
-    Ok(Record {
-        engine: engine.name().to_string(),
+    let info = subject.info(cfg);
+    let (engine_params, model) = match (subject, &s1) {
+        (Subject::Engine(e), Some(s)) => engine_params(cfg, e, s, stream.live(), profile)?,
+        _ => (String::new(), None),
+    };
+    let mut rec = Record {
+        engine: subject.name().to_string(),
         workload: w.name(),
-        entries: cfg.entries,
+        entries: prep.live,
         ops: nops,
         keys_per_op: w.keys_per_op(),
         ops_per_sec: ops / elapsed.max(1e-9),
         latency_us: Latency::from_nanos(&mut lat),
-        reads_per_op: per_op(d0.reads, d1.reads),
-        writes_per_op: per_op(d0.writes, d1.writes),
-        read_requests_per_op: per_op(d0.read_requests, d1.read_requests),
-        write_requests_per_op: per_op(d0.write_requests, d1.write_requests),
-        bytes_written_per_op: per_op(d0.write_bytes, d1.write_bytes),
-        wal_bytes_per_op: per_op(s0.wal.bytes, s1.wal.bytes),
-        memory_bytes: s1.memory_bytes,
-        buffer_hit_ratio: if hits + misses == 0 {
-            0.0
-        } else {
-            hits as f64 / (hits + misses) as f64
-        },
+        reads_per_op: 0.0,
+        writes_per_op: 0.0,
+        read_requests_per_op: 0.0,
+        write_requests_per_op: 0.0,
+        bytes_written_per_op: 0.0,
+        wal_bytes_per_op: 0.0,
+        memory_bytes: memory,
+        buffer_hit_ratio: 0.0,
         elapsed_s: elapsed,
         prepare_s: prep.prepare_s,
         aging_inserts: prep.aging_inserts,
         key_dist: cfg.key_dist.to_string(),
         engine_params,
         model,
-    })
+        kind: match subject {
+            Subject::Engine(_) => "flashix".into(),
+            Subject::Peer(_) => "peer".into(),
+        },
+        memory_bound: info.memory_bound,
+        page_cache_bypassed: info.page_cache_bypassed,
+        commit_model: info.commit_model,
+        io_counted_by: String::new(),
+        queue_depth: 1,
+        write_keys_per_op: write_keys as f64 / ops,
+        write_amplification: None,
+        device_limit: None,
+        series,
+        repeat: None,
+    };
+    let read_bytes_per_op;
+    match (s0, s1) {
+        (Some(s0), Some(s1)) => {
+            let (d0, d1) = (&s0.device, &s1.device);
+            rec.reads_per_op = per_op(d0.reads, d1.reads);
+            rec.writes_per_op = per_op(d0.writes, d1.writes);
+            rec.read_requests_per_op = per_op(d0.read_requests, d1.read_requests);
+            rec.write_requests_per_op = per_op(d0.write_requests, d1.write_requests);
+            rec.bytes_written_per_op = per_op(d0.write_bytes, d1.write_bytes);
+            rec.wal_bytes_per_op = per_op(s0.wal.bytes, s1.wal.bytes);
+            read_bytes_per_op = per_op(d0.read_bytes, d1.read_bytes);
+            let hits = s1.buffer.hits.saturating_sub(s0.buffer.hits);
+            let misses = s1.buffer.misses.saturating_sub(s0.buffer.misses);
+            rec.buffer_hit_ratio = if hits + misses == 0 {
+                0.0
+            } else {
+                hits as f64 / (hits + misses) as f64
+            };
+            rec.queue_depth = d1.max_queue_depth.max(1);
+            rec.io_counted_by = "flashix device and WAL counters".into();
+        }
+        _ => {
+            // Peers: the process's storage I/O, in 4 KiB pages.
+            read_bytes_per_op = per_op(io0.0, io1.0);
+            rec.bytes_written_per_op = per_op(io0.1, io1.1);
+            rec.reads_per_op = read_bytes_per_op / 4096.0;
+            rec.writes_per_op = rec.bytes_written_per_op / 4096.0;
+            rec.read_requests_per_op = rec.reads_per_op;
+            rec.write_requests_per_op = rec.writes_per_op;
+            rec.io_counted_by = "/proc/self/io (bytes; requests taken as 4 KiB pages)".into();
+        }
+    }
+    let written = rec.bytes_written_per_op + rec.wal_bytes_per_op;
+    if rec.write_keys_per_op > 0.0 {
+        rec.write_amplification = Some(written / (rec.write_keys_per_op * ENTRY_BYTES));
+    }
+    rec.device_limit = report::device_limit(
+        profile,
+        rec.queue_depth,
+        rec.read_requests_per_op,
+        read_bytes_per_op,
+        written,
+        rec.ops_per_sec,
+    );
+    Ok(rec)
+}
+
+/// Per-interval points from per-operation latencies (ns, in operation order), `interval`
+/// operations each, and the elapsed time at the end of each interval.
+pub fn interval_series(lat: &[u64], interval: u64, ends: &[f64]) -> Vec<Interval> {
+    let mut out = Vec::with_capacity(ends.len());
+    let mut prev_end = 0.0;
+    for (chunk, &end) in lat.chunks(interval.max(1) as usize).zip(ends) {
+        let mut v = chunk.to_vec();
+        let l = Latency::from_nanos(&mut v);
+        let dt = (end - prev_end).max(1e-9);
+        out.push(Interval {
+            end_s: end,
+            ops: chunk.len() as u64,
+            ops_per_sec: chunk.len() as f64 / dt,
+            mean_us: l.mean,
+            p50_us: l.p50,
+            p99_us: l.p99,
+            max_us: l.max,
+        });
+        prev_end = end;
+    }
+    out
 }
 
 /// The engine's parameters in effect (from its counters) and, for the FD-tree, the cost
@@ -787,5 +1275,35 @@ mod tests {
         assert!(!levels_half_full(&[(1, 4, 10), (2, 100, 100)]));
         assert!(!levels_half_full(&[(1, 5, 10), (2, 49, 100), (3, 1, 1000)]));
         assert!(levels_half_full(&[(1, 9, 10), (2, 50, 100), (3, 1, 1000)]));
+    }
+
+    #[test]
+    fn intervals_split_the_run() {
+        // 10 ops of 1..=10 us in intervals of 4: 4, 4 and 2 ops.
+        let lat: Vec<u64> = (1..=10).map(|x| x * 1000).collect();
+        let s = interval_series(&lat, 4, &[1.0, 3.0, 3.5]);
+        assert_eq!(s.iter().map(|p| p.ops).collect::<Vec<_>>(), vec![4, 4, 2]);
+        assert_eq!(s[0].ops_per_sec, 4.0);
+        assert_eq!(s[1].ops_per_sec, 2.0);
+        assert_eq!(s[2].ops_per_sec, 4.0);
+        assert_eq!((s[1].p50_us, s[1].max_us), (6.0, 8.0));
+        assert_eq!(s[2].mean_us, 9.5);
+    }
+
+    #[test]
+    fn median_run_with_spread() {
+        let run = |ops: f64| {
+            let mut r = crate::report::tests_support::record();
+            r.ops_per_sec = ops;
+            r
+        };
+        let m = median_of(vec![run(300.0), run(100.0), run(200.0)]);
+        assert_eq!(m.ops_per_sec, 200.0);
+        let rep = m.repeat.unwrap();
+        assert_eq!(rep.runs, 3);
+        assert_eq!(rep.ops_per_sec, vec![100.0, 200.0, 300.0]);
+        assert_eq!(rep.spread, 1.0);
+        // One run: no repeat block.
+        assert!(median_of(vec![run(5.0)]).repeat.is_none());
     }
 }

@@ -123,6 +123,10 @@ pub enum OpKind {
     Range(u64),
     /// `get_many` of this many existing keys.
     GetMany(u32),
+    /// `bulk_insert` of this many new keys.
+    BulkInsert(u32),
+    /// `delete_range` over this many consecutive existing keys.
+    RangeDelete(u64),
 }
 
 /// The named workloads.
@@ -142,10 +146,19 @@ pub enum Workload {
     GetMany(u32),
     /// `mix-S`: S% point searches, the rest inserts (PIO B-tree §4.3's insert/search mixes).
     Mix(u32),
+    /// `tpcc`: a TPC-C-like index trace (PIO B-tree §4.3): 71.5% point search, 23.8% insert,
+    /// 3.7% range, 1% delete, with TPC-C's locality (see [`Tpcc`]).
+    Tpcc,
+    /// `bulk-insert-N`: `Db::bulk_insert` of elementary bulks of N new keys, in all one key
+    /// for every 9 live entries (bulk index thesis §6.1: 50,000 keys into an index of 450,000).
+    BulkInsert(u32),
+    /// `range-delete-N`: `Db::delete_range` over N consecutive existing keys.
+    RangeDelete(u64),
 }
 
-/// Entries a `range-N` workload scans in all (its scans: `max(10, min(OPS, this / N))`).
-pub const RANGE_BUDGET_ENTRIES: u64 = 4_000_000;
+/// Entries a `range-N` workload scans in all, per measured operation (OPS): its scans are
+/// `max(10, min(OPS, RANGE_ENTRIES_PER_OP * OPS / N))` (4M entries at 100,000 OPS).
+pub const RANGE_ENTRIES_PER_OP: u64 = 40;
 
 impl Workload {
     /// The fixed-mix workloads.
@@ -159,13 +172,19 @@ impl Workload {
         Workload::WDelete,
     ];
 
-    /// The default set of `flashix bench`.
-    pub const DEFAULT: [Workload; 5] = [
+    /// The default set of `flashix bench` (the quick suite).
+    pub const DEFAULT: [Workload; 11] = [
         Workload::OSearch,
         Workload::OInsert,
+        Workload::ODelete,
+        Workload::OUpdate,
         Workload::WSearch,
         Workload::WInsert,
         Workload::WDelete,
+        Workload::Range(1000),
+        Workload::Tpcc,
+        Workload::BulkInsert(100),
+        Workload::RangeDelete(100),
     ];
 
     pub fn name(self) -> String {
@@ -180,6 +199,9 @@ impl Workload {
             Workload::Range(n) => format!("range-{n}"),
             Workload::GetMany(n) => format!("get-many-{n}"),
             Workload::Mix(s) => format!("mix-{s}"),
+            Workload::Tpcc => "tpcc".into(),
+            Workload::BulkInsert(n) => format!("bulk-insert-{n}"),
+            Workload::RangeDelete(n) => format!("range-delete-{n}"),
         }
     }
 
@@ -196,6 +218,9 @@ impl Workload {
             Workload::Range(n) => mix(7 ^ n.rotate_left(8)),
             Workload::GetMany(n) => mix(8 ^ u64::from(n).rotate_left(8)),
             Workload::Mix(s) => mix(9 ^ u64::from(s).rotate_left(8)),
+            Workload::Tpcc => 10,
+            Workload::BulkInsert(n) => mix(11 ^ u64::from(n).rotate_left(8)),
+            Workload::RangeDelete(n) => mix(12 ^ n.rotate_left(8)),
         }
     }
 
@@ -211,28 +236,48 @@ impl Workload {
             Workload::WInsert => [20, 50, 20, 10],
             Workload::WDelete => [20, 20, 50, 10],
             Workload::Mix(s) => [s, 100 - s, 0, 0],
-            Workload::Range(_) | Workload::GetMany(_) => return None,
+            Workload::Range(_)
+            | Workload::GetMany(_)
+            | Workload::Tpcc
+            | Workload::BulkInsert(_)
+            | Workload::RangeDelete(_) => return None,
         })
     }
 
-    /// Operations of the measured phase for `ops` (OPS): `ops` point operations, `ops / N`
-    /// `get_many` calls of N keys (the same keys in all), and
-    /// `max(10, min(ops, RANGE_BUDGET_ENTRIES / N))` range scans of N entries.
-    pub fn operations(self, ops: u64) -> u64 {
+    /// Operations of the measured phase for `ops` (OPS) on an index of `live` entries:
+    /// `ops` point operations (and `tpcc` operations), `ops / N` `get_many` calls of N keys
+    /// (the same keys in all), `max(10, min(ops, RANGE_ENTRIES_PER_OP * ops / N))` range scans of
+    /// N entries, `max(1, live / 9 / N)` bulks of N keys (thesis §6.1's 50,000 into
+    /// 450,000), and `max(1, min(ops, live / 10 / N))` range deletes of N keys (at most a
+    /// tenth of the index is deleted).
+    pub fn operations(self, ops: u64, live: u64) -> u64 {
         match self {
-            Workload::Range(n) => (RANGE_BUDGET_ENTRIES / n.max(1)).min(ops).max(10),
+            Workload::Range(n) => (RANGE_ENTRIES_PER_OP.saturating_mul(ops) / n.max(1))
+                .min(ops)
+                .max(10),
             Workload::GetMany(n) => (ops / u64::from(n.max(1))).max(1),
+            Workload::BulkInsert(n) => (live / 9 / u64::from(n.max(1))).max(1),
+            Workload::RangeDelete(n) => (live / 10 / n.max(1)).min(ops).max(1),
             _ => ops,
         }
     }
 
-    /// Keys one operation touches: N for `range-N` and `get-many-N`, else 1.
+    /// Keys one operation touches: N for `range-N`, `get-many-N`, `bulk-insert-N` and
+    /// `range-delete-N`, else 1.
     pub fn keys_per_op(self) -> u64 {
         match self {
-            Workload::Range(n) => n,
-            Workload::GetMany(n) => u64::from(n),
+            Workload::Range(n) | Workload::RangeDelete(n) => n,
+            Workload::GetMany(n) | Workload::BulkInsert(n) => u64::from(n),
             _ => 1,
         }
+    }
+
+    /// True when the workload writes (so its device limit counts write bandwidth).
+    pub fn writes(self) -> bool {
+        !matches!(
+            self,
+            Workload::OSearch | Workload::Range(_) | Workload::GetMany(_)
+        ) && self.mix().map_or(true, |m| m[0] < 100)
     }
 
     /// Draw the kind of the next operation.
@@ -240,6 +285,9 @@ impl Workload {
         match self {
             Workload::Range(n) => return OpKind::Range(n),
             Workload::GetMany(n) => return OpKind::GetMany(n),
+            Workload::BulkInsert(n) => return OpKind::BulkInsert(n),
+            Workload::RangeDelete(n) => return OpKind::RangeDelete(n),
+            Workload::Tpcc => return Tpcc::draw_kind(rng),
             _ => {}
         }
         let [s, i, d, _u] = self.mix().unwrap_or([100, 0, 0, 0]);
@@ -291,6 +339,23 @@ impl FromStr for Workload {
             rest.parse::<u64>()
                 .map_err(|_| anyhow::anyhow!("{s:?}: {what} must be a whole number"))
         };
+        if norm == "tpcc" {
+            return Ok(Workload::Tpcc);
+        }
+        if let Some(rest) = norm.strip_prefix("bulk-insert-") {
+            let n = num(rest, "the keys per bulk")?;
+            if !(1..=10_000).contains(&n) {
+                bail!("{s:?}: an elementary bulk holds 1 to 10,000 keys (thesis §6.1)");
+            }
+            return Ok(Workload::BulkInsert(n as u32));
+        }
+        if let Some(rest) = norm.strip_prefix("range-delete-") {
+            let n = num(rest, "the keys per range delete")?;
+            if !(1..=1 << 30).contains(&n) {
+                bail!("{s:?}: a range delete covers 1 to 2^30 keys");
+            }
+            return Ok(Workload::RangeDelete(n));
+        }
         if let Some(rest) = norm.strip_prefix("range-") {
             let n = num(rest, "the entries per scan")?;
             if !(1..=1 << 30).contains(&n) {
@@ -314,7 +379,7 @@ impl FromStr for Workload {
         }
         let names: Vec<_> = Workload::ALL.iter().map(|w| w.name()).collect();
         bail!(
-            "unknown workload {s:?}; expected one of {}, range-N, get-many-N or mix-S",
+            "unknown workload {s:?}; expected one of {}, range-N, get-many-N, mix-S, tpcc, bulk-insert-N or range-delete-N",
             names.join(", ")
         )
     }
@@ -397,6 +462,455 @@ pub fn zipf_rank(n: u64, rng: &mut impl Rng) -> u64 {
 pub fn rng_for(seed: u64, salt: u64) -> StdRng {
     use rand::SeedableRng;
     StdRng::seed_from_u64(mix(seed ^ mix(salt)))
+}
+
+/// One operation of a measured phase, with its keys and values chosen: what the runner
+/// executes and what the determinism test compares.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `get` of a key that is live.
+    Get(u64),
+    /// `insert` of a new key.
+    Insert(u64, u64),
+    /// `insert` of a live key with a new value.
+    Update(u64, u64),
+    /// `delete` of a live key.
+    Delete(u64),
+    /// Scan of `len` entries from the live key `start`.
+    Range { start: u64, len: u64 },
+    /// `get_many` of live keys.
+    GetMany(Vec<u64>),
+    /// `bulk_insert` of new pairs, sorted by key.
+    BulkInsert(Vec<(u64, u64)>),
+    /// `delete_range(lo..=hi)`, which holds `keys` live keys.
+    DeleteRange { lo: u64, hi: u64, keys: u64 },
+}
+
+impl Op {
+    /// The point kind of the operation, for per-kind counts.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Op::Get(_) => "search",
+            Op::Insert(..) => "insert",
+            Op::Update(..) => "update",
+            Op::Delete(_) => "delete",
+            Op::Range { .. } => "range",
+            Op::GetMany(_) => "get-many",
+            Op::BulkInsert(_) => "bulk-insert",
+            Op::DeleteRange { .. } => "range-delete",
+        }
+    }
+}
+
+/// The TPC-C-like index trace of the `tpcc` workload (PIO B-tree §4.3 replays a TPC-C
+/// index trace; this is a synthetic model of it).
+///
+/// The index is read as the order index of a TPC-C database of [`TPCC_WAREHOUSES`]
+/// warehouses (PIO B-tree §4.2's trace used 100) of 10 districts: the live keys, sorted, are cut into
+/// [`TPCC_DISTRICTS`] groups of equal size, each one district's orders, so that a
+/// district's keys are contiguous (spatial locality). Each operation first picks a district
+/// uniformly (the terminal's home warehouse and district), then draws its kind:
+///
+/// - 71.5% point search: 60% of them one of the district's 32 most recent undelivered
+///   orders (order-status, stock-level: temporal locality), the rest an older order of
+///   the district, uniformly;
+/// - 23.8% insert (new-order): the next order number of the district, a key just above
+///   the district's highest key, so new orders are appended at the end of each district's
+///   key range;
+/// - 3.7% range (stock-level): a scan of the district's 20 most recent orders (20 older
+///   ones when it has fewer new orders);
+/// - 1% delete (delivery): the district's oldest undelivered new order (an older order
+///   when none is pending).
+///
+/// The keys need room above each district's highest key: sequential keys have none, so
+/// `tpcc` refuses `--key-dist seq`; with zipf keys the layout is the uniform one (the
+/// trace's own skew replaces the zipf draw).
+pub struct Tpcc {
+    districts: Vec<District>,
+}
+
+/// Warehouses of the `tpcc` model.
+pub const TPCC_WAREHOUSES: usize = 100;
+/// Districts of the `tpcc` model (10 per warehouse, as in TPC-C).
+pub const TPCC_DISTRICTS: usize = TPCC_WAREHOUSES * 10;
+/// Recent orders a `tpcc` search of a recent order draws from.
+pub const TPCC_RECENT: usize = 32;
+/// Orders a `tpcc` range scan covers (TPC-C stock-level reads the last 20 orders).
+pub const TPCC_SCAN: u64 = 20;
+
+struct District {
+    /// Older orders (loaded before the run), live.
+    old: Vec<u64>,
+    /// Undelivered orders of this run, oldest first.
+    recent: std::collections::VecDeque<u64>,
+    /// Key of the next new order.
+    next: u64,
+    /// First key of the next district (exclusive bound of new orders).
+    limit: u64,
+}
+
+impl Tpcc {
+    /// Shares of (search, insert, range, delete) in tenths of a percent.
+    pub const MIX_PERMILLE: [u32; 4] = [715, 238, 37, 10];
+
+    /// The districts of an index holding `keys` (any order), with room for `ops` new orders.
+    pub fn new(mut keys: Vec<u64>, ops: u64) -> Result<Tpcc> {
+        if keys.is_empty() {
+            bail!("tpcc needs a non-empty index");
+        }
+        keys.sort_unstable();
+        let n = keys.len();
+        let d = TPCC_DISTRICTS.min(n);
+        let mut districts = Vec::with_capacity(d);
+        for i in 0..d {
+            let (lo, hi) = (i * n / d, (i + 1) * n / d);
+            let old = keys[lo..hi].to_vec();
+            let next = keys[hi - 1].saturating_add(1);
+            let limit = keys.get(hi).copied().unwrap_or(u64::MAX);
+            if limit.saturating_sub(next) < ops {
+                bail!(
+                    "tpcc needs room for new orders above each district's keys; these keys \
+                     are too dense (sequential?): use --key-dist uniform or zipf"
+                );
+            }
+            districts.push(District {
+                old,
+                recent: Default::default(),
+                next,
+                limit,
+            });
+        }
+        Ok(Tpcc { districts })
+    }
+
+    /// The kind of the next operation (the district is drawn separately).
+    pub fn draw_kind(rng: &mut impl Rng) -> OpKind {
+        let [s, i, r, _d] = Self::MIX_PERMILLE;
+        let x = rng.gen_range(0..1000u32);
+        if x < s {
+            OpKind::Search
+        } else if x < s + i {
+            OpKind::Insert
+        } else if x < s + i + r {
+            OpKind::Range(TPCC_SCAN)
+        } else {
+            OpKind::Delete
+        }
+    }
+
+    /// Live entries.
+    pub fn live(&self) -> u64 {
+        self.districts
+            .iter()
+            .map(|d| (d.old.len() + d.recent.len()) as u64)
+            .sum()
+    }
+
+    fn next_op(&mut self, gen: &KeyGen, n: u64, rng: &mut impl Rng) -> Op {
+        let kind = Self::draw_kind(rng);
+        let nd = self.districts.len();
+        let mut di = rng.gen_range(0..nd);
+        // A district emptied by deletes hands the operation to the next non-empty one.
+        for _ in 0..nd {
+            let d = &self.districts[di];
+            if !d.old.is_empty() || !d.recent.is_empty() || kind == OpKind::Insert {
+                break;
+            }
+            di = (di + 1) % nd;
+        }
+        let d = &mut self.districts[di];
+        let old_key = |d: &District, rng: &mut dyn rand::RngCore| -> Option<u64> {
+            if d.old.is_empty() {
+                None
+            } else {
+                Some(d.old[rng.gen_range(0..d.old.len())])
+            }
+        };
+        let recent_key = |d: &District, rng: &mut dyn rand::RngCore| -> Option<u64> {
+            let r = d.recent.len().min(TPCC_RECENT);
+            if r == 0 {
+                None
+            } else {
+                Some(d.recent[d.recent.len() - 1 - rng.gen_range(0..r)])
+            }
+        };
+        match kind {
+            OpKind::Search => {
+                let recent_first = rng.gen_range(0..10) < 6;
+                let k = if recent_first {
+                    recent_key(d, rng).or_else(|| old_key(d, rng))
+                } else {
+                    old_key(d, rng).or_else(|| recent_key(d, rng))
+                };
+                Op::Get(k.unwrap_or(d.next))
+            }
+            OpKind::Insert => {
+                let k = d.next.min(d.limit.saturating_sub(1));
+                d.next = d.next.saturating_add(1);
+                d.recent.push_back(k);
+                Op::Insert(k, gen.value_of(k, n + 2))
+            }
+            OpKind::Range(len) => {
+                let start = if d.recent.len() >= len as usize {
+                    Some(d.recent[d.recent.len() - len as usize])
+                } else {
+                    old_key(d, rng).or_else(|| d.recent.front().copied())
+                };
+                Op::Range {
+                    start: start.unwrap_or(d.next),
+                    len,
+                }
+            }
+            _ => {
+                let k = match d.recent.pop_front() {
+                    Some(k) => Some(k),
+                    None if d.old.is_empty() => None,
+                    None => {
+                        let i = rng.gen_range(0..d.old.len());
+                        Some(d.old.swap_remove(i))
+                    }
+                };
+                Op::Delete(k.unwrap_or(d.next))
+            }
+        }
+    }
+}
+
+/// The live keys in key order, for range deletes: deleted positions are marked, not
+/// removed, so a delete of N keys costs O(N) (plus the marked keys it skips).
+struct SortedKeys {
+    keys: Vec<u64>,
+    deleted: Vec<bool>,
+    live: u64,
+}
+
+impl SortedKeys {
+    fn new(mut keys: Vec<u64>) -> Self {
+        keys.sort_unstable();
+        let live = keys.len() as u64;
+        let deleted = vec![false; keys.len()];
+        SortedKeys {
+            keys,
+            deleted,
+            live,
+        }
+    }
+
+    /// Delete up to `n` live keys from the first live key at or after position `p`
+    /// (wrapping to the start to find one); returns (first, last, count) of the keys
+    /// deleted. Fewer than `n` when the end of the keys comes first.
+    fn take_run(&mut self, p: usize, n: u64) -> Option<(u64, u64, u64)> {
+        if self.live == 0 {
+            return None;
+        }
+        let len = self.keys.len();
+        let mut i = p % len;
+        // Skip to a live key, wrapping once.
+        let mut skipped = 0;
+        while self.deleted[i] {
+            i = (i + 1) % len;
+            skipped += 1;
+            if skipped > len {
+                return None;
+            }
+        }
+        let first = self.keys[i];
+        let mut last = first;
+        let mut count = 0;
+        while i < len && count < n {
+            if !self.deleted[i] {
+                self.deleted[i] = true;
+                last = self.keys[i];
+                count += 1;
+            }
+            i += 1;
+        }
+        self.live -= count;
+        Some((first, last, count))
+    }
+}
+
+enum StreamState {
+    Point(KeySpace),
+    Tpcc(Tpcc),
+    Sorted(SortedKeys),
+}
+
+/// The operation stream of one measured phase: a pure function of (workload, key
+/// generator, live entries, seed, OPS), so two runs with the same seed perform identical
+/// operations on every engine and peer.
+pub struct OpStream {
+    w: Workload,
+    gen: KeyGen,
+    rng: StdRng,
+    state: StreamState,
+    n: u64,
+    total: u64,
+    /// Keys inserted so far above each bulk's start key (`bulk-insert-N`).
+    bulk_starts: std::collections::HashMap<u64, u64>,
+    /// Keys inserted by clustered bulks (not in the key space's live list).
+    bulk_keys: u64,
+}
+
+/// A bulk of `b` new sequential keys at the end of the key space.
+fn bulk_at_end(ks: &mut KeySpace, b: u32, n: u64) -> Vec<(u64, u64)> {
+    let gen = ks.gen;
+    let mut pairs: Vec<(u64, u64)> = (0..b)
+        .map(|_| {
+            let k = ks.insert_new();
+            (k, gen.value_of(k, n + 2))
+        })
+        .collect();
+    pairs.sort_unstable();
+    pairs
+}
+
+impl OpStream {
+    /// The stream of `w` on an index of the entries `0..live` of `gen`.
+    pub fn new(w: Workload, gen: KeyGen, live: u64, seed: u64, ops: u64) -> Result<OpStream> {
+        let total = w.operations(ops, live);
+        let state = match w {
+            Workload::Tpcc => {
+                if gen.dist == KeyDist::Seq {
+                    bail!(
+                        "tpcc needs room above each district's keys; sequential keys have \
+                         none: use --key-dist uniform or zipf"
+                    );
+                }
+                StreamState::Tpcc(Tpcc::new(
+                    (0..live).map(|i| gen.key_of(i)).collect(),
+                    total,
+                )?)
+            }
+            Workload::RangeDelete(_) => {
+                StreamState::Sorted(SortedKeys::new((0..live).map(|i| gen.key_of(i)).collect()))
+            }
+            _ => StreamState::Point(KeySpace::with_entries(gen, live)),
+        };
+        Ok(OpStream {
+            w,
+            gen,
+            rng: rng_for(seed, 1 + w.seed_index()),
+            state,
+            n: 0,
+            total,
+            bulk_starts: Default::default(),
+            bulk_keys: 0,
+        })
+    }
+
+    /// Operations the stream yields.
+    pub fn operations(&self) -> u64 {
+        self.total
+    }
+
+    /// Live entries after the operations drawn so far.
+    pub fn live(&self) -> u64 {
+        match &self.state {
+            StreamState::Point(ks) => ks.live() + self.bulk_keys,
+            StreamState::Tpcc(t) => t.live(),
+            StreamState::Sorted(s) => s.live,
+        }
+    }
+
+    /// A live key (for warm-up searches), drawn from `rng`, not from the stream.
+    pub fn pick_existing(&self, rng: &mut impl Rng) -> Option<u64> {
+        match &self.state {
+            StreamState::Point(ks) => ks.pick_existing(rng),
+            StreamState::Tpcc(t) => {
+                let d = &t.districts[rng.gen_range(0..t.districts.len())];
+                (!d.old.is_empty()).then(|| d.old[rng.gen_range(0..d.old.len())])
+            }
+            StreamState::Sorted(s) => {
+                let i = rng.gen_range(0..s.keys.len().max(1));
+                s.keys.get(i).copied().filter(|_| !s.deleted[i])
+            }
+        }
+    }
+
+    /// The next operation, or `None` after `operations()` of them.
+    pub fn next_op(&mut self) -> Option<Op> {
+        if self.n >= self.total {
+            return None;
+        }
+        let n = self.n;
+        self.n += 1;
+        let gen = self.gen;
+        let rng = &mut self.rng;
+        Some(match &mut self.state {
+            StreamState::Tpcc(t) => t.next_op(&gen, n, rng),
+            StreamState::Sorted(s) => {
+                // Start positions leave room for a whole run before the end.
+                let want = self.w.keys_per_op();
+                let len = (s.keys.len() as u64).saturating_sub(want - 1).max(1);
+                let p = match gen.dist {
+                    KeyDist::Zipf => zipf_rank(len, rng),
+                    _ => rng.gen_range(0..len),
+                } as usize;
+                match s.take_run(p, want) {
+                    Some((lo, hi, keys)) => Op::DeleteRange { lo, hi, keys },
+                    None => Op::DeleteRange {
+                        lo: 1,
+                        hi: 0,
+                        keys: 0,
+                    },
+                }
+            }
+            StreamState::Point(ks) => {
+                // A missing existing key (empty index) becomes a key never inserted.
+                let missing = gen.key_of(ks.next_index());
+                match self.w.draw(rng) {
+                    OpKind::Search => Op::Get(ks.pick_existing(rng).unwrap_or(missing)),
+                    OpKind::Range(len) => Op::Range {
+                        start: ks.pick_existing(rng).unwrap_or(missing),
+                        len,
+                    },
+                    OpKind::Insert => {
+                        let k = ks.insert_new();
+                        Op::Insert(k, gen.value_of(k, n + 2))
+                    }
+                    OpKind::Delete => Op::Delete(ks.delete_existing(rng).unwrap_or(missing)),
+                    OpKind::Update => {
+                        let k = ks.pick_existing(rng).unwrap_or(missing);
+                        Op::Update(k, gen.value_of(k, n + 2))
+                    }
+                    OpKind::GetMany(b) => Op::GetMany(
+                        (0..b)
+                            .map(|_| ks.pick_existing(rng).unwrap_or(missing))
+                            .collect(),
+                    ),
+                    OpKind::BulkInsert(b) => {
+                        let pairs = match ks.pick_existing(rng) {
+                            // Sequential keys: the bulk is appended at the end.
+                            None => bulk_at_end(ks, b, n),
+                            Some(_) if gen.dist == KeyDist::Seq => bulk_at_end(ks, b, n),
+                            // Thesis §6.1: an elementary bulk is b keys clustered at a
+                            // position chosen at random: just above a live key (the gaps
+                            // between uniform keys, ~2^64/entries, leave room).
+                            Some(k) => {
+                                let used = self.bulk_starts.entry(k).or_insert(0);
+                                let first = k.saturating_add(*used + 1);
+                                *used += u64::from(b);
+                                (0..u64::from(b))
+                                    .map(|j| {
+                                        let key = first.saturating_add(j);
+                                        (key, gen.value_of(key, n + 2))
+                                    })
+                                    .collect()
+                            }
+                        };
+                        self.bulk_keys += pairs.len() as u64;
+                        Op::BulkInsert(pairs)
+                    }
+                    OpKind::RangeDelete(_) => Op::DeleteRange {
+                        lo: 1,
+                        hi: 0,
+                        keys: 0,
+                    },
+                }
+            }
+        })
+    }
 }
 
 #[cfg(test)]
@@ -516,7 +1030,27 @@ mod tests {
                 Workload::Mix(80)
             ]
         );
-        for bad in ["range-0", "range-x", "get-many-0", "mix-101", "mix-"] {
+        assert_eq!(
+            Workload::parse_list("tpcc,bulk-insert-10000,range-delete-7").unwrap(),
+            vec![
+                Workload::Tpcc,
+                Workload::BulkInsert(10_000),
+                Workload::RangeDelete(7)
+            ]
+        );
+        for w in Workload::DEFAULT {
+            assert_eq!(w.name().parse::<Workload>().unwrap(), w);
+        }
+        for bad in [
+            "range-0",
+            "range-x",
+            "get-many-0",
+            "mix-101",
+            "mix-",
+            "bulk-insert-0",
+            "bulk-insert-10001",
+            "range-delete-0",
+        ] {
             assert!(bad.parse::<Workload>().is_err(), "{bad}");
         }
         assert_eq!(Workload::Range(65536).name(), "range-65536");
@@ -532,11 +1066,172 @@ mod tests {
 
     #[test]
     fn operation_counts_keep_the_keys_comparable() {
-        assert_eq!(Workload::OSearch.operations(100_000), 100_000);
-        assert_eq!(Workload::GetMany(64).operations(100_000), 1_562);
+        assert_eq!(Workload::OSearch.operations(100_000, 1), 100_000);
+        assert_eq!(Workload::GetMany(64).operations(100_000, 1), 1_562);
         assert_eq!(Workload::GetMany(64).keys_per_op(), 64);
-        assert_eq!(Workload::Range(1).operations(100_000), 100_000);
-        assert_eq!(Workload::Range(65_536).operations(100_000), 61);
-        assert_eq!(Workload::Range(1 << 20).operations(100_000), 10);
+        assert_eq!(Workload::Range(1).operations(100_000, 1), 100_000);
+        assert_eq!(Workload::Range(65_536).operations(100_000, 1), 61);
+        assert_eq!(Workload::Range(1 << 20).operations(100_000, 1), 10);
+        assert_eq!(Workload::Range(1000).operations(10_000, 1), 400);
+        // Thesis §6.1: 50,000 keys into 450,000 in bulks of 100 = 500 bulks.
+        assert_eq!(Workload::BulkInsert(100).operations(1, 450_000), 500);
+        assert_eq!(Workload::BulkInsert(10_000).operations(1, 450_000), 5);
+        assert_eq!(Workload::RangeDelete(100).operations(100_000, 450_000), 450);
+        assert_eq!(Workload::RangeDelete(100).operations(10, 450_000), 10);
+    }
+
+    fn stream_of(w: Workload, dist: KeyDist, seed: u64, live: u64, ops: u64) -> Vec<Op> {
+        let mut s = OpStream::new(w, KeyGen::new(dist, seed), live, seed, ops).unwrap();
+        let mut out = Vec::new();
+        while let Some(op) = s.next_op() {
+            out.push(op);
+        }
+        assert_eq!(out.len() as u64, s.operations());
+        out
+    }
+
+    #[test]
+    fn same_seed_same_stream_for_every_workload() {
+        let mut all = Workload::ALL.to_vec();
+        all.extend([
+            Workload::Range(100),
+            Workload::GetMany(8),
+            Workload::Mix(70),
+            Workload::Tpcc,
+            Workload::BulkInsert(10),
+            Workload::RangeDelete(10),
+        ]);
+        for w in all {
+            for dist in [KeyDist::Uniform, KeyDist::Zipf, KeyDist::Seq] {
+                if w == Workload::Tpcc && dist == KeyDist::Seq {
+                    assert!(OpStream::new(w, KeyGen::new(dist, 1), 5000, 1, 100).is_err());
+                    continue;
+                }
+                let a = stream_of(w, dist, 7, 5000, 3000);
+                let b = stream_of(w, dist, 7, 5000, 3000);
+                assert_eq!(a, b, "{w} {dist}");
+                assert!(!a.is_empty());
+                let c = stream_of(w, dist, 8, 5000, 3000);
+                assert_ne!(a, c, "{w} {dist}: another seed gives the same stream");
+            }
+        }
+    }
+
+    #[test]
+    fn tpcc_mix_and_locality() {
+        let gen = KeyGen::new(KeyDist::Uniform, 3);
+        let live = 50_000u64;
+        let mut keys: Vec<u64> = (0..live).map(|i| gen.key_of(i)).collect();
+        keys.sort_unstable();
+        let ops = stream_of(Workload::Tpcc, KeyDist::Uniform, 3, live, 100_000);
+        let mut counts = [0u32; 4];
+        let mut live_set: HashSet<u64> = keys.iter().copied().collect();
+        let mut inserted: Vec<u64> = Vec::new();
+        for op in &ops {
+            match op {
+                Op::Get(k) => {
+                    counts[0] += 1;
+                    assert!(live_set.contains(k), "search of a dead key");
+                }
+                Op::Insert(k, _) => {
+                    counts[1] += 1;
+                    assert!(live_set.insert(*k), "insert of a live key");
+                    inserted.push(*k);
+                }
+                Op::Range { start, len } => {
+                    counts[2] += 1;
+                    assert_eq!(*len, TPCC_SCAN);
+                    assert!(live_set.contains(start));
+                }
+                Op::Delete(k) => {
+                    counts[3] += 1;
+                    assert!(live_set.remove(k), "delete of a dead key");
+                }
+                other => panic!("tpcc drew {other:?}"),
+            }
+        }
+        for (c, p) in counts.iter().zip(Tpcc::MIX_PERMILLE) {
+            let share = f64::from(*c) / ops.len() as f64 * 1000.0;
+            assert!((share - f64::from(p)).abs() < 5.0, "{counts:?}");
+        }
+        // Spatial locality: each new order lands right above its district's highest key,
+        // inside the district's range: below the next district's first key, and above
+        // every old key of the district.
+        let per = keys.len() / TPCC_DISTRICTS;
+        let firsts: Vec<u64> = (0..TPCC_DISTRICTS).map(|d| keys[d * per]).collect();
+        let mut by_district: Vec<Vec<u64>> = vec![Vec::new(); TPCC_DISTRICTS];
+        for k in &inserted {
+            let d = firsts.partition_point(|f| f <= k) - 1;
+            let last_old = keys[(d + 1) * per - 1];
+            assert!(
+                *k > last_old && *k - last_old < 100_000,
+                "order key far from its district"
+            );
+            by_district[d].push(*k);
+        }
+        // New orders of a district are appended in ascending order.
+        for v in &by_district {
+            assert!(v.windows(2).all(|p| p[0] < p[1]));
+        }
+        // Temporal locality: a search hits a key inserted by this run far more often than
+        // the new keys' share of the index would give.
+        let new: HashSet<u64> = inserted.iter().copied().collect();
+        let recent_hits = ops
+            .iter()
+            .filter(|op| matches!(op, Op::Get(k) if new.contains(k)))
+            .count() as f64;
+        assert!(recent_hits / f64::from(counts[0]) > 0.4, "{recent_hits}");
+    }
+
+    #[test]
+    fn bulk_inserts_are_clustered_new_keys() {
+        let gen = KeyGen::new(KeyDist::Uniform, 5);
+        let live = 45_000u64;
+        let old: HashSet<u64> = (0..live).map(|i| gen.key_of(i)).collect();
+        let ops = stream_of(Workload::BulkInsert(50), KeyDist::Uniform, 5, live, 1000);
+        // 5,000 keys (one per 9 live entries) in bulks of 50.
+        assert_eq!(ops.len(), 100);
+        let mut seen = HashSet::new();
+        for op in &ops {
+            let Op::BulkInsert(pairs) = op else {
+                panic!("{op:?}")
+            };
+            assert_eq!(pairs.len(), 50);
+            assert!(
+                pairs.windows(2).all(|p| p[1].0 == p[0].0 + 1),
+                "not clustered"
+            );
+            for (k, _) in pairs {
+                assert!(!old.contains(k) && seen.insert(*k), "key {k} not new");
+            }
+        }
+        let seq = stream_of(Workload::BulkInsert(50), KeyDist::Seq, 5, live, 1000);
+        let Op::BulkInsert(first) = &seq[0] else {
+            panic!()
+        };
+        assert_eq!(first[0].0, live);
+    }
+
+    #[test]
+    fn range_deletes_cover_n_live_keys() {
+        let gen = KeyGen::new(KeyDist::Uniform, 9);
+        let live = 20_000u64;
+        let mut keys: Vec<u64> = (0..live).map(|i| gen.key_of(i)).collect();
+        keys.sort_unstable();
+        let mut alive: std::collections::BTreeSet<u64> = keys.iter().copied().collect();
+        let ops = stream_of(Workload::RangeDelete(25), KeyDist::Uniform, 9, live, 500);
+        assert_eq!(ops.len() as u64, live / 10 / 25);
+        for op in &ops {
+            let Op::DeleteRange { lo, hi, keys } = *op else {
+                panic!("{op:?}")
+            };
+            let inside: Vec<u64> = alive.range(lo..=hi).copied().collect();
+            assert_eq!(inside.len() as u64, keys);
+            assert_eq!(keys, 25);
+            assert_eq!((inside[0], inside[inside.len() - 1]), (lo, hi));
+            for k in inside {
+                alive.remove(&k);
+            }
+        }
     }
 }

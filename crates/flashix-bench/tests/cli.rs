@@ -4,7 +4,7 @@
 use flashix::EngineKind;
 use flashix_bench::probe::{run_probe, save_profile, DeviceProfile, ProbeConfig};
 use flashix_bench::report::Results;
-use flashix_bench::runner::{run_bench, BenchConfig};
+use flashix_bench::runner::{run_bench, BenchConfig, Scale};
 use flashix_bench::workload::{KeyDist, Workload};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -34,9 +34,12 @@ fn bench_writes_one_sane_record() {
 
     let cfg = BenchConfig {
         engines: vec![EngineKind::BTree],
+        peers: Vec::new(),
         workloads: vec![Workload::WInsert],
+        scale: Scale::Quick,
         entries: 20_000,
         ops: 2_000,
+        repeat: 1,
         buffer_pool_bytes: 1 << 20,
         prep_buffer_pool_bytes: 4 << 20,
         page_size: 4096,
@@ -77,9 +80,13 @@ fn bench_writes_one_sane_record() {
     for key in [
         "flashix_version",
         "git_commit",
+        "key_distribution",
+        "scale",
         "device_profile",
         "options",
         "aging_rule",
+        "device_limit_rule",
+        "subjects",
     ] {
         assert!(raw.get(key).is_some(), "results.json lacks {key}");
     }
@@ -103,9 +110,18 @@ fn bench_writes_one_sane_record() {
         "prepare_s",
         "aging_inserts",
         "key_dist",
+        "memory_bound",
+        "page_cache_bypassed",
+        "commit_model",
+        "queue_depth",
+        "write_amplification",
+        "device_limit",
+        "series",
     ] {
         assert!(rec.get(key).is_some(), "record lacks {key}");
     }
+    assert_eq!(raw["key_distribution"], "uniform");
+    assert_eq!(raw["subjects"][0]["name"], "btree");
     for key in ["p50", "p99", "p999", "max"] {
         assert!(rec["latency_us"].get(key).is_some(), "latency lacks {key}");
     }
@@ -130,6 +146,24 @@ fn bench_writes_one_sane_record() {
     assert!((0.0..=1.0).contains(&r.buffer_hit_ratio));
     assert!(r.memory_bytes > 0);
     assert!(r.aging_inserts > 0 && r.aging_inserts <= 20_000);
+    // The device limit: a share of a positive limit, at the queue depth reached.
+    let d = r.device_limit.as_ref().expect("a device limit");
+    assert!(d.limit_ops_per_sec > 0.0 && d.share > 0.0, "{d:?}");
+    assert!(r.queue_depth >= 1);
+    // Half the operations insert, a fifth delete, a tenth update: 0.8 written keys per op.
+    assert!(
+        (r.write_keys_per_op - 0.8).abs() < 0.05,
+        "{}",
+        r.write_keys_per_op
+    );
+    assert!(r.write_amplification.unwrap() > 0.0);
+    // About 100 intervals that add up to the whole run.
+    assert_eq!(r.series.iter().map(|p| p.ops).sum::<u64>(), 2_000);
+    assert!((90..=100).contains(&r.series.len()), "{}", r.series.len());
+    let last = r.series.last().unwrap();
+    assert!((last.end_s - r.elapsed_s).abs() < 1e-9);
+    assert!(r.series.windows(2).all(|p| p[0].end_s <= p[1].end_s));
+    assert!(out.join("report.html").exists());
 
     // Run directories are removed afterwards.
     assert!(!tmp.path().join("data").join("btree").exists());
@@ -144,6 +178,9 @@ fn bad_arguments_give_a_message_and_a_failure_code() {
         &["bench", "--workload", "o-nothing"][..],
         &["bench", "--key-dist", "gauss"][..],
         &["bench", "--entries", "many"][..],
+        &["bench", "--scale", "huge"][..],
+        &["bench", "--repeat", "0"][..],
+        &["bench", "--workload", "bulk-insert-20000"][..],
     ] {
         let out = Command::new(bin).args(args).output().unwrap();
         assert!(!out.status.success(), "{args:?} succeeded");
@@ -166,6 +203,9 @@ fn bench_runs_fdtree_lsm_and_pio_on_every_workload() {
         Workload::Range(1000),
         Workload::GetMany(16),
         Workload::Mix(50),
+        Workload::Tpcc,
+        Workload::BulkInsert(10),
+        Workload::RangeDelete(10),
     ]);
     let cfg = BenchConfig {
         engines: vec![EngineKind::FdTree, EngineKind::Lsm, EngineKind::PioBTree],
@@ -186,6 +226,7 @@ fn bench_runs_fdtree_lsm_and_pio_on_every_workload() {
         let want_keys = match r.workload.as_str() {
             "range-1000" => 1000,
             "get-many-16" => 16,
+            "bulk-insert-10" | "range-delete-10" => 10,
             _ => 1,
         };
         assert_eq!(r.keys_per_op, want_keys, "{r:?}");
@@ -198,4 +239,89 @@ fn bench_runs_fdtree_lsm_and_pio_on_every_workload() {
             assert!(r.engine_params.contains("deamortize=on"), "{r:?}");
         }
     }
+}
+
+/// Peers not built into the binary are refused with the feature to build them with.
+#[cfg(not(feature = "fjall"))]
+#[test]
+fn a_peer_not_built_names_its_feature() {
+    let bin = env!("CARGO_BIN_EXE_flashix");
+    let out = Command::new(bin)
+        .args(["bench", "--engines", "btree,fjall"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--features fjall"), "{err}");
+}
+
+/// The binary's tiny run prints the table and writes results.json and a report.html with
+/// every chart.
+#[test]
+fn binary_writes_table_results_and_report() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let (_, profile_path) = short_profile(tmp.path(), &out);
+    let bin = env!("CARGO_BIN_EXE_flashix");
+    let run = Command::new(bin)
+        .args([
+            "bench",
+            "--engines",
+            "btree,fdtree",
+            "--workload",
+            "o-insert,tpcc,bulk-insert-10,range-delete-10",
+            "--entries",
+            "20000",
+            "--ops",
+            "2000",
+            "--repeat",
+            "2",
+            "--buffer-pool",
+            "2MiB",
+            "--prep-buffer-pool",
+            "8MiB",
+        ])
+        .arg("--profile")
+        .arg(&profile_path)
+        .arg("--out")
+        .arg(&out)
+        .arg("--dir")
+        .arg(tmp.path().join("data"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("dev limit"), "{stdout}");
+    assert!(stdout.contains("preparation (PREP_POOL"), "{stdout}");
+    for w in ["o-insert", "tpcc", "bulk-insert-10", "range-delete-10"] {
+        assert!(stdout.contains(w), "{w}: {stdout}");
+    }
+    let res = Results::load(&out.join("results.json")).unwrap();
+    assert_eq!(res.results.len(), 8);
+    assert_eq!(res.options.repeat, 2);
+    for r in &res.results {
+        let rep = r.repeat.as_ref().expect("two runs");
+        assert_eq!(rep.runs, 2);
+        assert!(rep.min_ops_per_sec <= r.ops_per_sec && r.ops_per_sec <= rep.max_ops_per_sec);
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for chart in [
+        "ops",
+        "p50",
+        "p99",
+        "ios",
+        "ios-writes",
+        "wa",
+        "limit",
+        "insert-latency",
+    ] {
+        assert!(
+            html.contains(&format!("data-chart=\"{chart}\"")),
+            "report.html lacks the {chart} chart"
+        );
+    }
+    assert!(!html.contains("<script") && !html.contains("http://www.w3.org/1999"));
+    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
 }

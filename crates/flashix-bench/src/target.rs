@@ -1,0 +1,133 @@
+//! What a workload runs against: a small trait, [`Target`], that the flashix [`Db`] and
+//! every peer engine (behind cargo features, [`crate::peers`]) implement, so that all of
+//! them go through the same workload code with the same 8-byte keys. Peers store a key as
+//! its 8 big-endian bytes (so byte order is key order) and a value as 8 big-endian bytes.
+
+use anyhow::{Context, Result};
+use flashix::{Db, Stats};
+
+/// How a target bounds its memory, whether its I/O bypasses the page cache, and when its
+/// writes become durable: stated in every result (issue 5, Fairness).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetInfo {
+    pub memory_bound: String,
+    pub page_cache_bypassed: bool,
+    pub commit_model: String,
+}
+
+/// An index under test.
+pub trait Target {
+    fn get(&mut self, key: u64) -> Result<Option<u64>>;
+    fn insert(&mut self, key: u64, value: u64) -> Result<()>;
+    fn delete(&mut self, key: u64) -> Result<()>;
+    fn get_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+        keys.iter().map(|&k| self.get(k)).collect()
+    }
+    /// Scan up to `len` entries from `start`; returns the first key seen and the count.
+    fn scan(&mut self, start: u64, len: u64) -> Result<(Option<u64>, u64)>;
+    /// Insert pairs sorted by key.
+    fn bulk_insert(&mut self, pairs: &[(u64, u64)]) -> Result<()>;
+    /// Delete every key in `lo..=hi`.
+    fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()>;
+    /// Make every write so far durable (the `sync` at the end of a measured phase).
+    fn flush(&mut self) -> Result<()>;
+    /// flashix statistics, for flashix engines; `None` for peers (the runner then counts
+    /// the process's storage I/O from `/proc/self/io`).
+    fn flashix_stats(&self) -> Option<Stats> {
+        None
+    }
+    /// Memory the target holds, where it can say.
+    fn memory_bytes(&self) -> Option<u64> {
+        None
+    }
+    fn close(self: Box<Self>) -> Result<()>;
+}
+
+impl Target for Db {
+    fn get(&mut self, key: u64) -> Result<Option<u64>> {
+        Ok(Db::get(self, key)?)
+    }
+    fn insert(&mut self, key: u64, value: u64) -> Result<()> {
+        Ok(Db::insert(self, key, value)?)
+    }
+    fn delete(&mut self, key: u64) -> Result<()> {
+        Ok(Db::delete(self, key)?)
+    }
+    fn get_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+        Ok(Db::get_many(self, keys)?)
+    }
+    fn scan(&mut self, start: u64, len: u64) -> Result<(Option<u64>, u64)> {
+        let mut first = None;
+        let mut n = 0;
+        for kv in self.range(start..).context("range")?.take(len as usize) {
+            let (k, _) = kv.context("range scan")?;
+            first.get_or_insert(k);
+            n += 1;
+        }
+        Ok((first, n))
+    }
+    fn bulk_insert(&mut self, pairs: &[(u64, u64)]) -> Result<()> {
+        Ok(Db::bulk_insert(self, pairs)?)
+    }
+    fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
+        Ok(Db::delete_range(self, lo..=hi)?)
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(Db::flush(self)?)
+    }
+    fn flashix_stats(&self) -> Option<Stats> {
+        Some(self.stats())
+    }
+    fn memory_bytes(&self) -> Option<u64> {
+        Some(self.stats().memory_bytes)
+    }
+    fn close(self: Box<Self>) -> Result<()> {
+        Ok(Db::close(*self)?)
+    }
+}
+
+/// Bytes this process has read from and written to storage (`/proc/self/io` `read_bytes`
+/// and `write_bytes`: direct and buffered I/O that reached the block layer); zeros where
+/// the file is missing.
+pub fn process_io() -> (u64, u64) {
+    let Ok(text) = std::fs::read_to_string("/proc/self/io") else {
+        return (0, 0);
+    };
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (field("read_bytes:"), field("write_bytes:"))
+}
+
+/// The big-endian bytes of a key or value (peers: byte order = key order).
+pub fn be(x: u64) -> [u8; 8] {
+    x.to_be_bytes()
+}
+
+/// A key or value from at most 8 big-endian bytes.
+pub fn from_be(b: &[u8]) -> Result<u64> {
+    let a: [u8; 8] = b
+        .try_into()
+        .with_context(|| format!("a stored key or value of {} bytes, not 8", b.len()))?;
+    Ok(u64::from_be_bytes(a))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn be_round_trip_keeps_order() {
+        let xs = [0u64, 1, 255, 256, 1 << 40, u64::MAX];
+        for w in xs.windows(2) {
+            assert!(be(w[0]) < be(w[1]));
+        }
+        for x in xs {
+            assert_eq!(from_be(&be(x)).unwrap(), x);
+        }
+        assert!(from_be(&[1, 2, 3]).is_err());
+    }
+}
