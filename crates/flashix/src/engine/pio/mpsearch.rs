@@ -18,7 +18,6 @@ use crate::engine::RangeCursor;
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::page::{self, DATA_FILE};
-use std::collections::BTreeMap;
 
 /// A node MPSearch reached and the search keys it serves, `keys[from..to]`.
 #[derive(Debug, Clone, Copy)]
@@ -241,23 +240,41 @@ impl PioBTree {
             Some(h) if h <= hi => h.saturating_sub(1),
             _ => hi,
         };
-        let mut merged: BTreeMap<u64, u64> = BTreeMap::new();
+        // The leaves are in key order with disjoint fence ranges, so their live entries
+        // concatenated are sorted; the OPQ's entries of the range (newer) are merged in
+        // with one pass. (A map of every entry cost about 100 ns per entry, which made a
+        // scan of 65,536 entries CPU-bound.)
+        let mut tree: Vec<(u64, u64)> = Vec::new();
         for n in &nodes {
             let img = self.load_leaf(n.pid)?;
-            for (k, v) in leaf::live(img.records) {
-                if (next..=end).contains(&k) {
-                    merged.insert(k, v);
-                }
-            }
+            let live = leaf::live(img.records);
+            tree.extend(live.into_iter().filter(|(k, _)| (next..=end).contains(k)));
         }
         self.demote_leaves(nodes.iter().map(|n| n.pid));
-        for (k, e) in self.opq.range(next, end) {
-            match e.op {
-                Op::Put => merged.insert(k, e.value),
-                Op::Delete => merged.remove(&k),
-            };
+        let queued = self.opq.range(next, end);
+        let mut q = queued.into_iter().peekable();
+        out.reserve(tree.len());
+        for (k, v) in tree {
+            while let Some((qk, e)) = q.next_if(|(qk, _)| *qk < k) {
+                if e.op == Op::Put {
+                    out.push((qk, e.value));
+                }
+            }
+            // A queued entry of the same key is newer than the leaf's: it decides.
+            match q.next_if(|(qk, _)| *qk == k) {
+                Some((_, e)) => {
+                    if e.op == Op::Put {
+                        out.push((k, e.value));
+                    }
+                }
+                None => out.push((k, v)),
+            }
         }
-        out.extend(merged);
+        for (qk, e) in q {
+            if e.op == Op::Put {
+                out.push((qk, e.value));
+            }
+        }
         cur.next = match covered {
             Some(h) if h <= hi && h > next => Some(h),
             _ => None,
