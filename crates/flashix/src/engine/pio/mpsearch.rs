@@ -209,6 +209,17 @@ impl PioBTree {
             return Ok(());
         };
         let meets = |f: &Fenced| f.lo <= hi && f.hi.map_or(true, |h| h > next);
+        // An open-ended range (`lo..`, its end decided by the caller, who may stop after a
+        // few entries) reads one leaf first and 4x more per call, up to a psync group; a
+        // bounded one reads whole groups (the cursor's hint holds the next call's leaves).
+        let ramp = match cur.hi {
+            std::ops::Bound::Unbounded => {
+                let n = cur.hint.unwrap_or(1).max(1);
+                cur.hint = Some(n.saturating_mul(4));
+                usize::try_from(n).unwrap_or(usize::MAX)
+            }
+            _ => usize::MAX,
+        };
         let mut nodes = vec![Fenced {
             pid: self.root,
             lo: 0,
@@ -218,6 +229,7 @@ impl PioBTree {
             let runs: Vec<(PageId, u64)> = nodes.iter().map(|n| (n.pid, 1)).collect();
             self.psync_read(&runs)?;
             let g = self.group(if level == 1 { u64::from(self.segs) } else { 1 });
+            let g = if level == 1 { g.min(ramp) } else { g };
             let mut children = Vec::new();
             'nodes: for at in &nodes {
                 let n = self.internal(at.pid, level)?;
