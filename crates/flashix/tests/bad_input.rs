@@ -72,7 +72,8 @@ fn open_of_a_directory_of_garbage_says_so() {
 fn engines_not_built_yet_are_unsupported_by_name() {
     for kind in EngineKind::ALL {
         let d = tmp();
-        match Db::create(d.path(), small(kind)) {
+        // A pool of a few IPL/d-IPL nodes (8 KiB each) too.
+        match Db::create(d.path(), small(kind).buffer_pool_bytes(1 << 20)) {
             Ok(db) => db.close().unwrap(),
             Err(Error::Unsupported(msg)) => assert!(msg.contains(kind.name()), "{msg}"),
             Err(e) => panic!("{kind:?}: unexpected {e}"),
