@@ -300,6 +300,24 @@ fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
             })
         };
     }
+    if engine == EngineKind::Bftl {
+        // Nodes of 8-30 entries make deep trees; reservation buffers of 1-64 units commit
+        // often; c at its minimum (compaction at almost every commit that touches a node)
+        // or a little above, so lists grow, compact and release pages within a history.
+        let node_bytes = [160u64, 256, 512][rng.below(3) as usize];
+        let cap = crate::engine::bftl::capacity(node_bytes);
+        let full = crate::engine::bftl::unit::pages_for(cap + 1, page_size) as u32;
+        // The pool only caches immutable unit pages; a node read takes up to c of them
+        // per level, so small pools make O_DIRECT histories slow without testing more.
+        let frames = [16u64, 1024, 4096][rng.below(3) as usize];
+        return opts
+            .buffer_pool_bytes(frames * page_size as u64)
+            .bftl(crate::BftlOptions {
+                node_bytes,
+                reservation_units: Some([1u32, 7, 64][rng.below(3) as usize]),
+                c: [Some(full + 1), Some(full + 3), None][rng.below(3) as usize],
+            });
+    }
     if engine == EngineKind::Lsm {
         // The same small sizes as the FD-tree: C0 of two pages and small k build several
         // components in a few thousand operations; multi-page requests of a few pages.
