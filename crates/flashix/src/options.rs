@@ -263,8 +263,8 @@ pub struct IplOptions {
     /// The fixed log area at the end of every erase block, in bytes: whole pages (IPL's
     /// 8 KiB of 16 log sectors per 128 KiB block).
     pub log_area_bytes: u64,
-    /// Erase blocks of the simulated NAND when the storage is not a `RawNand` device
-    /// (`Db::create_on` with a plain backing device).
+    /// Erase blocks of the simulated NAND when the device is not `RawNand` (whose config
+    /// gives the geometry), e.g. `Db::create_on` with `DeviceSpec::Memory`.
     pub nand_blocks: u32,
     /// Pages per erase block in that case (§6.1: 64 pages of 2 KiB = 128 KiB).
     pub pages_per_block: u32,
@@ -290,7 +290,8 @@ pub struct DiplOptions {
     pub node_bytes: u64,
     /// Buffer frames (one node each). `None`: `buffer_pool_bytes / node_bytes`. At least 8.
     pub buffer_frames: Option<u32>,
-    /// Erase blocks of the simulated NAND when the storage is not a `RawNand` device.
+    /// Erase blocks of the simulated NAND when the device is not `RawNand` (whose config
+    /// gives the geometry).
     pub nand_blocks: u32,
     /// Pages per erase block in that case (§6.1: 64).
     pub pages_per_block: u32,
@@ -369,13 +370,28 @@ pub struct Options {
 pub const DEFAULT_PAGE_SIZE: usize = 4096;
 
 impl Options {
-    /// Defaults for `engine`: 4 KiB pages, 16 MiB buffer pool, a file with `O_DIRECT`.
+    /// Defaults for `engine`: 4 KiB pages, 16 MiB buffer pool, a file with `O_DIRECT`;
+    /// for `IplBTree` and `DiplBTree`, raw NAND ([`DeviceSpec::RawNand`]) of the default
+    /// geometry with the sub-options' 1024 blocks of 64 pages, and 2 KiB pages (the NAND
+    /// page; the d-IPL paper's §6.1).
     pub fn new(engine: EngineKind) -> Self {
+        let (page_size, device) = match engine {
+            EngineKind::IplBTree | EngineKind::DiplBTree => {
+                let d = DiplOptions::default();
+                let cfg = crate::sim::NandConfig {
+                    blocks: d.nand_blocks,
+                    pages_per_block: d.pages_per_block,
+                    ..crate::sim::NandConfig::default()
+                };
+                (cfg.page_bytes, DeviceSpec::RawNand(cfg))
+            }
+            _ => (DEFAULT_PAGE_SIZE, DeviceSpec::File { direct_io: true }),
+        };
         Options {
             engine,
-            page_size: DEFAULT_PAGE_SIZE,
+            page_size,
             buffer_pool_bytes: 16 << 20,
-            device: DeviceSpec::File { direct_io: true },
+            device,
             checkpoint_wal_bytes: 128 << 20,
             btree: BTreeOptions::default(),
             fdtree: FdTreeOptions::default(),
@@ -547,7 +563,16 @@ impl Options {
         }
         match &self.device {
             DeviceSpec::SimulatedSsd(cfg) => cfg.validate(self.page_size)?,
-            DeviceSpec::RawNand(cfg) => cfg.validate()?,
+            DeviceSpec::RawNand(cfg) => {
+                cfg.validate()?;
+                if !matches!(self.engine, EngineKind::IplBTree | EngineKind::DiplBTree) {
+                    return Err(Error::InvalidOptions(format!(
+                        "device RawNand is for the IPL and d-IPL B+-trees, not {} (use \
+                         SimulatedSsd for an FTL over simulated NAND)",
+                        self.engine.name()
+                    )));
+                }
+            }
             _ => {}
         }
         if self.engine == EngineKind::FdTree {

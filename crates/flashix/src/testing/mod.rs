@@ -282,7 +282,15 @@ fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
         let page = [1024usize, 2048][rng.below(2) as usize];
         let node = page as u64 * (1 + rng.below(2));
         let frames = Some([8u32, 12, 64][rng.below(3) as usize]);
-        let opts = opts.page_size(page);
+        // The RawNand device's config is the geometry (the harness gives the medium).
+        let opts = opts
+            .page_size(page)
+            .device(crate::DeviceSpec::RawNand(NandConfig {
+                page_bytes: page,
+                pages_per_block: 16,
+                blocks: 256,
+                ..NandConfig::default()
+            }));
         return if engine == EngineKind::IplBTree {
             opts.ipl(crate::IplOptions {
                 node_bytes: node,
@@ -362,10 +370,12 @@ pub fn run(h: &History) -> Result<Report, String> {
         nand_dev: None,
         // The B+-tree updates in place: 400 pages hold it and keep the FTL collecting.
         // Out-of-place engines (runs, components) need room for old and new versions.
-        sim_pages: if h.engine == EngineKind::BTree {
-            400
-        } else {
-            4000
+        // The in-page-logging trees keep a whole NAND medium on the SSD: a header page and
+        // 256 blocks of 16 data pages and a spare page (`options_for`).
+        sim_pages: match h.engine {
+            EngineKind::BTree => 400,
+            EngineKind::IplBTree | EngineKind::DiplBTree => 4400,
+            _ => 4000,
         },
         faults: Faults::new(h.seed),
         seed: h.seed,
