@@ -37,7 +37,7 @@ pub use db::{Db, Range, Storage};
 pub use error::{Error, Result};
 pub use io::DeviceStats;
 pub use options::{
-    BTreeOptions, DeviceSpec, DiplOptions, EngineKind, FdTreeOptions, IplOptions, LsmOptions,
-    Options, PioOptions, Tuning, DEFAULT_PAGE_SIZE, PIO_OPQ_ENTRY_BYTES,
+    BTreeOptions, BftlOptions, DeviceSpec, DiplOptions, EngineKind, FdTreeOptions, IplOptions,
+    LsmOptions, Options, PioOptions, Tuning, DEFAULT_PAGE_SIZE, PIO_OPQ_ENTRY_BYTES,
 };
 pub use stats::{BufferStats, Stats, WalStats};

@@ -263,8 +263,8 @@ pub struct IplOptions {
     /// The fixed log area at the end of every erase block, in bytes: whole pages (IPL's
     /// 8 KiB of 16 log sectors per 128 KiB block).
     pub log_area_bytes: u64,
-    /// Erase blocks of the simulated NAND when the storage is not a `RawNand` device
-    /// (`Db::create_on` with a plain backing device).
+    /// Erase blocks of the simulated NAND when the device is not `RawNand` (whose config
+    /// gives the geometry), e.g. `Db::create_on` with `DeviceSpec::Memory`.
     pub nand_blocks: u32,
     /// Pages per erase block in that case (§6.1: 64 pages of 2 KiB = 128 KiB).
     pub pages_per_block: u32,
@@ -290,7 +290,8 @@ pub struct DiplOptions {
     pub node_bytes: u64,
     /// Buffer frames (one node each). `None`: `buffer_pool_bytes / node_bytes`. At least 8.
     pub buffer_frames: Option<u32>,
-    /// Erase blocks of the simulated NAND when the storage is not a `RawNand` device.
+    /// Erase blocks of the simulated NAND when the device is not `RawNand` (whose config
+    /// gives the geometry).
     pub nand_blocks: u32,
     /// Pages per erase block in that case (§6.1: 64).
     pub pages_per_block: u32,
@@ -303,6 +304,37 @@ impl Default for DiplOptions {
             buffer_frames: None,
             nand_blocks: 1024,
             pages_per_block: 64,
+        }
+    }
+}
+
+/// BFTL sub-options (Wu, Kuo, Chang, "An efficient B-tree layer for flash-memory storage
+/// systems", RTCSA 2003 / ACM TECS 2007; the d-IPL paper's §2.1.1 and §6.3). Nodes are
+/// logical: made of index units scattered over pages, so `node_bytes` only sets the fanout.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BftlOptions {
+    /// Logical node size in bytes; the fanout is `(node_bytes - 32) / 16` entries (the
+    /// d-IPL paper's §6.1: 8 KiB nodes, leaf fanout 510). At least 96 (4 entries).
+    pub node_bytes: u64,
+    /// Index units the reservation buffer holds before it is committed to flash. `None`:
+    /// one node's worth (the fanout), the d-IPL paper's §2.1.1 reading of BFTL ("flushed
+    /// ... when a node-sized buffer slot becomes full").
+    pub reservation_units: Option<u32>,
+    /// Compaction threshold `c`: a node whose node translation table list holds more than
+    /// `c` pages is compacted. `None`: BFTL's bound of 4 list entries (Wu et al.'s
+    /// experiments, where a compacted node fits one page) plus the extra pages a full
+    /// compacted node needs here, so that a node has room for 4 pages of scattered units
+    /// beyond its compacted form (8 for 8 KiB nodes on 2 KiB pages). At least one more
+    /// than the pages of a full compacted node.
+    pub c: Option<u32>,
+}
+
+impl Default for BftlOptions {
+    fn default() -> Self {
+        BftlOptions {
+            node_bytes: 8192,
+            reservation_units: None,
+            c: None,
         }
     }
 }
@@ -330,19 +362,36 @@ pub struct Options {
     pub(crate) ipl: IplOptions,
     #[serde(default)]
     pub(crate) dipl: DiplOptions,
+    #[serde(default)]
+    pub(crate) bftl: BftlOptions,
 }
 
 /// Default page size: the SSD's 4 KiB page.
 pub const DEFAULT_PAGE_SIZE: usize = 4096;
 
 impl Options {
-    /// Defaults for `engine`: 4 KiB pages, 16 MiB buffer pool, a file with `O_DIRECT`.
+    /// Defaults for `engine`: 4 KiB pages, 16 MiB buffer pool, a file with `O_DIRECT`;
+    /// for `IplBTree` and `DiplBTree`, raw NAND ([`DeviceSpec::RawNand`]) of the default
+    /// geometry with the sub-options' 1024 blocks of 64 pages, and 2 KiB pages (the NAND
+    /// page; the d-IPL paper's §6.1).
     pub fn new(engine: EngineKind) -> Self {
+        let (page_size, device) = match engine {
+            EngineKind::IplBTree | EngineKind::DiplBTree => {
+                let d = DiplOptions::default();
+                let cfg = crate::sim::NandConfig {
+                    blocks: d.nand_blocks,
+                    pages_per_block: d.pages_per_block,
+                    ..crate::sim::NandConfig::default()
+                };
+                (cfg.page_bytes, DeviceSpec::RawNand(cfg))
+            }
+            _ => (DEFAULT_PAGE_SIZE, DeviceSpec::File { direct_io: true }),
+        };
         Options {
             engine,
-            page_size: DEFAULT_PAGE_SIZE,
+            page_size,
             buffer_pool_bytes: 16 << 20,
-            device: DeviceSpec::File { direct_io: true },
+            device,
             checkpoint_wal_bytes: 128 << 20,
             btree: BTreeOptions::default(),
             fdtree: FdTreeOptions::default(),
@@ -351,6 +400,7 @@ impl Options {
             pio: PioOptions::default(),
             ipl: IplOptions::default(),
             dipl: DiplOptions::default(),
+            bftl: BftlOptions::default(),
         }
     }
 
@@ -428,6 +478,17 @@ impl Options {
         self
     }
 
+    /// BFTL sub-options.
+    pub fn bftl(mut self, bftl: BftlOptions) -> Self {
+        self.bftl = bftl;
+        self
+    }
+
+    /// BFTL sub-options.
+    pub fn get_bftl(&self) -> &BftlOptions {
+        &self.bftl
+    }
+
     /// IPL B+-tree sub-options.
     pub fn get_ipl(&self) -> &IplOptions {
         &self.ipl
@@ -502,7 +563,16 @@ impl Options {
         }
         match &self.device {
             DeviceSpec::SimulatedSsd(cfg) => cfg.validate(self.page_size)?,
-            DeviceSpec::RawNand(cfg) => cfg.validate()?,
+            DeviceSpec::RawNand(cfg) => {
+                cfg.validate()?;
+                if !matches!(self.engine, EngineKind::IplBTree | EngineKind::DiplBTree) {
+                    return Err(Error::InvalidOptions(format!(
+                        "device RawNand is for the IPL and d-IPL B+-trees, not {} (use \
+                         SimulatedSsd for an FTL over simulated NAND)",
+                        self.engine.name()
+                    )));
+                }
+            }
             _ => {}
         }
         if self.engine == EngineKind::FdTree {
@@ -513,6 +583,9 @@ impl Options {
         }
         if self.engine == EngineKind::PioBTree {
             crate::engine::pio::validate(self)?;
+        }
+        if self.engine == EngineKind::Bftl {
+            crate::engine::bftl::validate(self)?;
         }
         if matches!(self.engine, EngineKind::IplBTree | EngineKind::DiplBTree) {
             crate::engine::ipl::validate(self)?;

@@ -3,8 +3,9 @@
 //! into an evaporated slot (physical log records, §2.3).
 
 use flashix::io::{MemDevice, MemVfs};
+use flashix::sim::NandConfig;
 use flashix::testing::{run, DeviceKind, History, Rng};
-use flashix::{Db, EngineKind, IplOptions, Options, Storage};
+use flashix::{Db, DeviceSpec, EngineKind, IplOptions, Options, Storage};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -19,6 +20,12 @@ fn storage(dev: &MemDevice, vfs: &MemVfs) -> Storage {
 fn opts(np: u64, frames: u32) -> Options {
     Options::new(EngineKind::IplBTree)
         .page_size(2048)
+        .device(DeviceSpec::RawNand(NandConfig {
+            page_bytes: 2048,
+            pages_per_block: 16,
+            blocks: 128,
+            ..NandConfig::default()
+        }))
         .ipl(IplOptions {
             node_bytes: 2048 * np,
             buffer_frames: Some(frames),

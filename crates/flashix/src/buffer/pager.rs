@@ -327,6 +327,14 @@ impl Pager {
         self.alloc.free(e);
     }
 
+    /// Drop a page's frame from the pool without freeing the page: for an engine that
+    /// reuses a page of its own extents and writes it through [`Pager::device`] (BFTL
+    /// recycles pages allocated and released since the last checkpoint), so the pool holds
+    /// no stale copy.
+    pub fn discard(&mut self, pid: PageId) {
+        self.pool.discard(pid);
+    }
+
     /// The device, for multi-page I/O that bypasses the buffer pool (FD-tree paper,
     /// App. D: "the merge operation ... can skip the buffer layer"). Only pages of extents
     /// from [`Pager::alloc_extent`] may be written this way.

@@ -1,5 +1,6 @@
 //! The engines behind [`crate::Db`]. One folder each; every one implements [`Engine`].
 
+pub mod bftl;
 pub mod btree;
 pub mod dipl;
 pub mod fdtree;
@@ -84,6 +85,7 @@ pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
         EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::create(storage, opts)?)),
         EngineKind::Lsm => Ok(Box::new(lsm::Lsm::create(storage, opts)?)),
         EngineKind::PioBTree => Ok(Box::new(pio::PioBTree::create(storage, opts)?)),
+        EngineKind::Bftl => Ok(Box::new(bftl::Bftl::create(storage, opts)?)),
         EngineKind::IplBTree => Ok(Box::new(ipl::IplBTree::create(storage, opts)?)),
         EngineKind::DiplBTree => Ok(Box::new(dipl::DiplBTree::create(storage, opts)?)),
         other => Err(not_built(other)),
@@ -97,6 +99,7 @@ pub fn open(storage: Storage, manifest: Manifest) -> Result<Box<dyn Engine>> {
         EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::open(storage, manifest)?)),
         EngineKind::Lsm => Ok(Box::new(lsm::Lsm::open(storage, manifest)?)),
         EngineKind::PioBTree => Ok(Box::new(pio::PioBTree::open(storage, manifest)?)),
+        EngineKind::Bftl => Ok(Box::new(bftl::Bftl::open(storage, manifest)?)),
         EngineKind::IplBTree => Ok(Box::new(ipl::IplBTree::open(storage, manifest)?)),
         EngineKind::DiplBTree => Ok(Box::new(dipl::DiplBTree::open(storage, manifest)?)),
         other => Err(not_built(other)),

@@ -282,7 +282,15 @@ fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
         let page = [1024usize, 2048][rng.below(2) as usize];
         let node = page as u64 * (1 + rng.below(2));
         let frames = Some([8u32, 12, 64][rng.below(3) as usize]);
-        let opts = opts.page_size(page);
+        // The RawNand device's config is the geometry (the harness gives the medium).
+        let opts = opts
+            .page_size(page)
+            .device(crate::DeviceSpec::RawNand(NandConfig {
+                page_bytes: page,
+                pages_per_block: 16,
+                blocks: 256,
+                ..NandConfig::default()
+            }));
         return if engine == EngineKind::IplBTree {
             opts.ipl(crate::IplOptions {
                 node_bytes: node,
@@ -299,6 +307,24 @@ fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
                 pages_per_block: 16,
             })
         };
+    }
+    if engine == EngineKind::Bftl {
+        // Nodes of 8-30 entries make deep trees; reservation buffers of 1-64 units commit
+        // often; c at its minimum (compaction at almost every commit that touches a node)
+        // or a little above, so lists grow, compact and release pages within a history.
+        let node_bytes = [160u64, 256, 512][rng.below(3) as usize];
+        let cap = crate::engine::bftl::capacity(node_bytes);
+        let full = crate::engine::bftl::unit::pages_for(cap + 1, page_size) as u32;
+        // The pool only caches immutable unit pages; a node read takes up to c of them
+        // per level, so small pools make O_DIRECT histories slow without testing more.
+        let frames = [16u64, 1024, 4096][rng.below(3) as usize];
+        return opts
+            .buffer_pool_bytes(frames * page_size as u64)
+            .bftl(crate::BftlOptions {
+                node_bytes,
+                reservation_units: Some([1u32, 7, 64][rng.below(3) as usize]),
+                c: [Some(full + 1), Some(full + 3), None][rng.below(3) as usize],
+            });
     }
     if engine == EngineKind::Lsm {
         // The same small sizes as the FD-tree: C0 of two pages and small k build several
@@ -344,10 +370,12 @@ pub fn run(h: &History) -> Result<Report, String> {
         nand_dev: None,
         // The B+-tree updates in place: 400 pages hold it and keep the FTL collecting.
         // Out-of-place engines (runs, components) need room for old and new versions.
-        sim_pages: if h.engine == EngineKind::BTree {
-            400
-        } else {
-            4000
+        // The in-page-logging trees keep a whole NAND medium on the SSD: a header page and
+        // 256 blocks of 16 data pages and a spare page (`options_for`).
+        sim_pages: match h.engine {
+            EngineKind::BTree => 400,
+            EngineKind::IplBTree | EngineKind::DiplBTree => 4400,
+            _ => 4000,
         },
         faults: Faults::new(h.seed),
         seed: h.seed,

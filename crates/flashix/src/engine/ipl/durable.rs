@@ -25,7 +25,7 @@ use super::format::{self, NodeImage, NAND_FILE};
 use crate::error::{Error, Result};
 use crate::io::alloc::AllocState;
 use crate::manifest::{wal_name, Manifest};
-use crate::options::Options;
+use crate::options::{DeviceSpec, Options};
 use crate::sim::{Nand, NandConfig, PageAddr};
 use crate::stats::WalStats;
 use crate::wal::{self, LogicalOp, Record, Wal};
@@ -58,8 +58,13 @@ struct State {
     blocks: Vec<BlockState>,
 }
 
-/// The NAND geometry for an index: the `RawNand` device's, else built from the sub-options.
+/// The NAND geometry for an index: the `RawNand` device's config, else (an index built on a
+/// plain device, e.g. `Db::create_on` with `DeviceSpec::Memory`) the default NAND with the
+/// sub-options' blocks and pages per block and the index's page size.
 fn nand_config(flavor: Flavor, opts: &Options) -> NandConfig {
+    if let DeviceSpec::RawNand(cfg) = &opts.device {
+        return cfg.clone();
+    }
     let (blocks, ppb) = match flavor {
         Flavor::Ipl => (opts.ipl.nand_blocks, opts.ipl.pages_per_block),
         Flavor::Dipl => (opts.dipl.nand_blocks, opts.dipl.pages_per_block),
@@ -82,8 +87,12 @@ pub fn validate(opts: &Options) -> Result<()> {
     let cfg = nand_config(flavor, opts);
     if cfg.page_bytes != opts.page_size {
         return Err(Error::InvalidOptions(format!(
-            "page_size {} differs from the NAND page of {} bytes",
-            opts.page_size, cfg.page_bytes
+            "{}: the RawNand device's NAND page of {} bytes differs from the page size {}; \
+             the index's page is the NAND page (set page_size({}) or the config's page_bytes)",
+            opts.engine.name(),
+            cfg.page_bytes,
+            opts.page_size,
+            cfg.page_bytes
         )));
     }
     cfg.validate()?;
@@ -249,6 +258,16 @@ impl Core {
         }
         let Storage { device, vfs } = storage;
         let nand = Nand::open(device)?;
+        if let DeviceSpec::RawNand(cfg) = &manifest.options.device {
+            if nand.config() != cfg {
+                return Err(Error::InvalidOptions(format!(
+                    "{}: the medium in {NAND_FILE} holds NAND geometry {:?}, the manifest's \
+                     RawNand device says {cfg:?}",
+                    flavor.kind().name(),
+                    nand.config()
+                )));
+            }
+        }
         // WAL: drop leftovers, cut a torn tail.
         let gen = manifest.generation;
         let name = wal_name(gen);
