@@ -184,6 +184,17 @@ pub struct BenchConfig {
 }
 
 impl BenchConfig {
+    /// The scale's name, or that it was overridden when `--entries`, `--ops` or
+    /// `--buffer-pool` changed one of its sizes.
+    pub fn scale_label(&self) -> String {
+        let (entries, ops, budget) = self.scale.sizes();
+        if (self.entries, self.ops, self.buffer_pool_bytes) == (entries, ops, budget) {
+            self.scale.to_string()
+        } else {
+            format!("{}, sizes overridden", self.scale)
+        }
+    }
+
     /// The defaults of `flashix bench` (`--scale quick`).
     pub fn new() -> Self {
         let (entries, ops, budget) = Scale::Quick.sizes();
@@ -495,7 +506,7 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
         println!(
             "flashix bench (scale {}): {} entries, {} ops/workload, {} keys, page {} B, \
              memory budget {}, {}, seed {}, {} run(s) per cell",
-            cfg.scale,
+            cfg.scale_label(),
             cfg.entries,
             cfg.ops,
             cfg.key_dist,
@@ -586,7 +597,7 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
         flashix_version: env!("CARGO_PKG_VERSION").to_string(),
         git_commit: report::git_commit(),
         key_distribution: cfg.key_dist.to_string(),
-        scale: cfg.scale.to_string(),
+        scale: cfg.scale_label(),
         device_profile: profile,
         options: RunOptions {
             page_size: cfg.page_size,
