@@ -174,24 +174,7 @@ impl Ftl for FastFtl {
         let (b, p) = self.rw_page()?;
         self.core.program(b, p, lpn, buf)
     }
-    fn trim(&mut self, lpn: u64) -> Result<()> {
-        self.core.check_lpn(lpn, "trim")?;
-        self.core.trim(lpn);
-        Ok(())
-    }
-    fn stats(&self) -> FtlStats {
-        self.core.stats.clone()
-    }
-    fn nand(&self) -> &Nand {
-        &self.core.nand
-    }
-    fn nand_mut(&mut self) -> &mut Nand {
-        &mut self.core.nand
-    }
-    fn reset_stats(&mut self) {
-        self.core.stats = FtlStats::default();
-        self.core.nand.reset_stats();
-    }
+    core_ftl_methods!();
     fn check(&self) -> Result<()> {
         self.core.check()?;
         for (lbn, d) in self.data.iter().enumerate() {

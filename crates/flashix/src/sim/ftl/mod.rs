@@ -69,6 +69,31 @@
 //!
 //! Counters ([`FtlStats`]) start after `open`'s recovery (the NAND counters are reset then).
 
+/// The [`Ftl`] methods every FTL serves from its [`Core`] (`self.core`): trim, counters and
+/// the NAND.
+macro_rules! core_ftl_methods {
+    () => {
+        fn trim(&mut self, lpn: u64) -> Result<()> {
+            self.core.check_lpn(lpn, "trim")?;
+            self.core.trim(lpn);
+            Ok(())
+        }
+        fn stats(&self) -> FtlStats {
+            self.core.stats.clone()
+        }
+        fn nand(&self) -> &Nand {
+            &self.core.nand
+        }
+        fn nand_mut(&mut self) -> &mut Nand {
+            &mut self.core.nand
+        }
+        fn reset_stats(&mut self) {
+            self.core.stats = FtlStats::default();
+            self.core.nand.reset_stats();
+        }
+    };
+}
+
 pub mod bast;
 pub mod block;
 pub mod fast;
