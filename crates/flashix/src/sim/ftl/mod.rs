@@ -69,10 +69,19 @@
 //!
 //! Counters ([`FtlStats`]) start after `open`'s recovery (the NAND counters are reset then).
 
-/// The [`Ftl`] methods every FTL serves from its [`Core`] (`self.core`): trim, counters and
-/// the NAND.
+/// The [`Ftl`] methods every FTL serves from its [`Core`] (`self.core`): size, reads,
+/// trim, counters and the NAND (writes differ by FTL).
 macro_rules! core_ftl_methods {
     () => {
+        fn logical_pages(&self) -> u64 {
+            self.core.logical_pages()
+        }
+        fn read(&mut self, lpn: u64, buf: &mut [u8]) -> Result<()> {
+            self.core.check_lpn(lpn, "read")?;
+            self.core.check_len(buf.len(), "read", lpn)?;
+            self.core.stats.host_reads += 1;
+            self.core.read_current(lpn, buf)
+        }
         fn trim(&mut self, lpn: u64) -> Result<()> {
             self.core.check_lpn(lpn, "trim")?;
             self.core.trim(lpn);
@@ -460,6 +469,14 @@ impl Core {
                 self.logical_pages()
             )));
         }
+        Ok(())
+    }
+
+    /// Check a host write of `len` bytes to `lpn` and count it.
+    pub fn host_write(&mut self, lpn: u64, len: usize) -> Result<()> {
+        self.check_lpn(lpn, "write")?;
+        self.check_len(len, "write", lpn)?;
+        self.stats.host_writes += 1;
         Ok(())
     }
 

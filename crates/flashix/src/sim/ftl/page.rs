@@ -177,19 +177,8 @@ impl Ftl for PageFtl {
     fn kind(&self) -> FtlKind {
         FtlKind::Page
     }
-    fn logical_pages(&self) -> u64 {
-        self.core.logical_pages()
-    }
-    fn read(&mut self, lpn: u64, buf: &mut [u8]) -> Result<()> {
-        self.core.check_lpn(lpn, "read")?;
-        self.core.check_len(buf.len(), "read", lpn)?;
-        self.core.stats.host_reads += 1;
-        self.core.read_current(lpn, buf)
-    }
     fn write(&mut self, lpn: u64, buf: &[u8]) -> Result<()> {
-        self.core.check_lpn(lpn, "write")?;
-        self.core.check_len(buf.len(), "write", lpn)?;
-        self.core.stats.host_writes += 1;
+        self.core.host_write(lpn, buf.len())?;
         let (b, p) = self.next()?;
         self.core.program(b, p, lpn, buf)
     }
