@@ -128,23 +128,7 @@ impl Pager {
         let gen = manifest.generation;
         let name = wal_name(gen);
         // Leftovers of an interrupted checkpoint or manifest switch.
-        for f in vfs.list()? {
-            if (f.starts_with("wal-") && f != name) || f == "MANIFEST.tmp" {
-                vfs.remove(&f)?;
-            }
-        }
-        if !vfs.exists(&name)? {
-            return Err(Error::corruption(
-                &name,
-                None,
-                "the WAL named by the manifest is missing",
-            ));
-        }
-        let replay = wal::read(&*vfs, gen)?;
-        if vfs.len(&name)? > replay.valid_len {
-            vfs.truncate(&name, replay.valid_len)?;
-            vfs.sync(&name)?;
-        }
+        let replay = wal::recover(&*vfs, gen)?;
         let mut imaged = HashSet::new();
         let mut ops = Vec::new();
         for rec in replay.records {

@@ -256,6 +256,32 @@ fn parse_at(data: &[u8], off: usize, generation: u64) -> Option<(Record, usize)>
     Some((rec, off + REC_HEADER + len))
 }
 
+/// Recovery's first step for an index whose manifest names WAL `generation`: remove the
+/// leftovers of an interrupted checkpoint or manifest switch (other WALs, `MANIFEST.tmp`),
+/// require the named WAL, read its valid records and cut a torn tail off the file so that
+/// appends resume after the last valid record.
+pub fn recover(vfs: &dyn Vfs, generation: u64) -> Result<Replay> {
+    let name = crate::manifest::wal_name(generation);
+    for f in vfs.list()? {
+        if (f.starts_with("wal-") && f != name) || f == "MANIFEST.tmp" {
+            vfs.remove(&f)?;
+        }
+    }
+    if !vfs.exists(&name)? {
+        return Err(Error::corruption(
+            &name,
+            None,
+            "the WAL named by the manifest is missing",
+        ));
+    }
+    let replay = read(vfs, generation)?;
+    if vfs.len(&name)? > replay.valid_len {
+        vfs.truncate(&name, replay.valid_len)?;
+        vfs.sync(&name)?;
+    }
+    Ok(replay)
+}
+
 /// Read the WAL of `generation`: every valid record, and where the valid prefix ends.
 pub fn read(vfs: &dyn Vfs, generation: u64) -> Result<Replay> {
     let name = crate::manifest::wal_name(generation);

@@ -24,7 +24,7 @@ use super::flash::Rebuild;
 use super::format::{self, NodeImage, NAND_FILE};
 use crate::error::{Error, Result};
 use crate::io::alloc::AllocState;
-use crate::manifest::{wal_name, Manifest};
+use crate::manifest::Manifest;
 use crate::options::{DeviceSpec, Options};
 use crate::sim::{Nand, NandConfig, PageAddr};
 use crate::stats::WalStats;
@@ -268,26 +268,9 @@ impl Core {
                 )));
             }
         }
-        // WAL: drop leftovers, cut a torn tail.
+        // WAL: drop leftovers, cut a torn tail (the shared first step of recovery).
         let gen = manifest.generation;
-        let name = wal_name(gen);
-        for f in vfs.list()? {
-            if (f.starts_with("wal-") && f != name) || f == "MANIFEST.tmp" {
-                vfs.remove(&f)?;
-            }
-        }
-        if !vfs.exists(&name)? {
-            return Err(Error::corruption(
-                &name,
-                None,
-                "the WAL named by the manifest is missing",
-            ));
-        }
-        let replay = wal::read(&*vfs, gen)?;
-        if vfs.len(&name)? > replay.valid_len {
-            vfs.truncate(&name, replay.valid_len)?;
-            vfs.sync(&name)?;
-        }
+        let replay = wal::recover(&*vfs, gen)?;
         let ops: Vec<LogicalOp> = replay
             .records
             .into_iter()
