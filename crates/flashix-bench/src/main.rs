@@ -110,7 +110,10 @@ SCALES (--scale; --entries, --ops and --buffer-pool override it)
            and ~25 GB of RAM
 
 ENGINES AND PEERS (--engines)
-  flashix engines: btree, fdtree, lsm, pio (and, once built, bulk, bftl, latree, ipl, dipl).
+  flashix engines: btree, fdtree, lsm, pio, bftl, ipl, dipl (bulk and latree once built).
+  All run on the same file (O_DIRECT unless --no-direct-io); ipl and dipl lay a NAND of
+  128 KiB erase blocks over it, sized for the entries, and keep their own node frames
+  (8 KiB nodes) within the budget.
   Peers, each built only with its cargo feature (--features peers for all):
   rocksdb (feature rocksdb; needs Debian's libclang-dev), fjall, redb, redb-batched,
   lmdb, lmdb-batched (feature lmdb). Every result states how memory was bounded,

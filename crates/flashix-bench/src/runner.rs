@@ -18,7 +18,8 @@ use crate::workload::{rng_for, KeyDist, KeyGen, KeySpace, Op, OpStream, Workload
 use anyhow::{bail, Context, Result};
 use flashix::cost::fdtree as fd_model;
 use flashix::{
-    Db, DeviceSpec, EngineKind, FdTreeOptions, LsmOptions, Options, PioOptions, Stats, Tuning,
+    Db, DeviceSpec, DiplOptions, EngineKind, FdTreeOptions, IplOptions, LsmOptions, Options,
+    PioOptions, Stats, Tuning,
 };
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::BTreeMap;
@@ -39,6 +40,26 @@ pub const SERIES_POINTS: u64 = 100;
 pub const PEER_LOAD_CHUNK: usize = 100_000;
 /// Aging inserts per batch for peers.
 pub const PEER_AGING_BATCH: usize = 1000;
+/// Erase block of the NAND that the IPL and d-IPL B+-trees lay over the benchmark's file:
+/// the d-IPL paper's 128 KiB (§6.1: 64 pages of 2 KiB), in pages of `--page-size`.
+pub const IPL_ERASE_BLOCK_BYTES: u64 = 128 << 10;
+
+/// Erase blocks of that NAND for an index of `entries` (plus aging, at most as many again):
+/// 16-byte entries in nodes at least half full, over the blocks' data pages (IPL keeps
+/// `log_pages` of each block for its log), twice over for the blocks that merges and
+/// garbage collection need free, and at least the engines' default.
+pub fn ipl_nand_blocks(entries: u64, page_size: u64, log_pages: u64) -> u32 {
+    let ppb = (IPL_ERASE_BLOCK_BYTES / page_size).max(1);
+    let data_per_block = (ppb.saturating_sub(log_pages)).max(1) * page_size;
+    let bytes = entries
+        .saturating_mul(2)
+        .saturating_mul(16)
+        .saturating_mul(2);
+    let blocks = 2 * bytes.div_ceil(data_per_block) + 64;
+    u32::try_from(blocks)
+        .unwrap_or(u32::MAX)
+        .max(IplOptions::default().nand_blocks)
+}
 
 /// The preparation rule, as printed and saved in `results.json`.
 pub const AGING_RULE: &str = "the index is created with the measured buffer pool (so that \
@@ -259,6 +280,24 @@ impl BenchConfig {
             opq_bytes: self.pio_opq_bytes,
             ..PioOptions::default()
         };
+        // The IPL and d-IPL B+-trees lay a NAND over the file: 128 KiB erase blocks of
+        // `--page-size` pages (IPL's 8 KiB log area per block), sized for the entries.
+        let ppb = (IPL_ERASE_BLOCK_BYTES / self.page_size as u64).max(1) as u32;
+        let ipl_defaults = IplOptions::default();
+        let ipl = IplOptions {
+            pages_per_block: ppb,
+            nand_blocks: ipl_nand_blocks(
+                self.entries,
+                self.page_size as u64,
+                ipl_defaults.log_area_bytes / self.page_size as u64,
+            ),
+            ..ipl_defaults
+        };
+        let dipl = DiplOptions {
+            pages_per_block: ppb,
+            nand_blocks: ipl_nand_blocks(self.entries, self.page_size as u64, 0),
+            ..DiplOptions::default()
+        };
         Ok(Options::new(engine)
             .page_size(self.page_size)
             .buffer_pool_bytes(self.buffer_pool_bytes)
@@ -268,7 +307,9 @@ impl BenchConfig {
             .tuning(tuning)
             .fdtree(fdtree)
             .lsm(lsm)
-            .pio(pio))
+            .pio(pio)
+            .ipl(ipl)
+            .dipl(dipl))
     }
 
     /// The memory budget of the measured phase. Every engine gets the same: an engine that
@@ -590,15 +631,44 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
         }
         std::fs::remove_dir_all(&subject_dir)
             .with_context(|| format!("removing {}", subject_dir.display()))?;
+        // Save what is done so far, so that a failure or an interrupt later in a long run
+        // keeps the finished subjects' results.
+        save_results(&results_of(cfg, &profile, &infos, &records), cfg)?;
     }
     ui.suite.finish_and_clear();
 
-    let results = Results {
+    let results = results_of(cfg, &profile, &infos, &records);
+    let (path, html) = save_results(&results, cfg)?;
+    if cfg.verbose {
+        println!("{}", report::format_table(&results.results));
+        println!("results: {}", path.display());
+        println!("report:  {}", html.display());
+    }
+    Ok(results)
+}
+
+/// Write `out/results.json` and `out/report.html`; returns their paths.
+fn save_results(results: &Results, cfg: &BenchConfig) -> Result<(PathBuf, PathBuf)> {
+    let path = cfg.out.join("results.json");
+    results.save(&path)?;
+    let html = cfg.out.join("report.html");
+    crate::html::save(results, &html)?;
+    Ok((path, html))
+}
+
+/// The results of the cells run so far.
+fn results_of(
+    cfg: &BenchConfig,
+    profile: &DeviceProfile,
+    infos: &[SubjectInfo],
+    records: &[Record],
+) -> Results {
+    Results {
         flashix_version: env!("CARGO_PKG_VERSION").to_string(),
         git_commit: report::git_commit(),
         key_distribution: cfg.key_dist.to_string(),
         scale: cfg.scale_label(),
-        device_profile: profile,
+        device_profile: profile.clone(),
         options: RunOptions {
             page_size: cfg.page_size,
             buffer_pool_bytes: cfg.buffer_pool_bytes,
@@ -613,19 +683,9 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
         },
         aging_rule: AGING_RULE.to_string(),
         device_limit_rule: DEVICE_LIMIT_RULE.to_string(),
-        subjects: infos,
-        results: records,
-    };
-    let path = cfg.out.join("results.json");
-    results.save(&path)?;
-    let html = cfg.out.join("report.html");
-    crate::html::save(&results, &html)?;
-    if cfg.verbose {
-        println!("{}", report::format_table(&results.results));
-        println!("results: {}", path.display());
-        println!("report:  {}", html.display());
+        subjects: infos.to_vec(),
+        results: records.to_vec(),
     }
-    Ok(results)
 }
 
 /// The run of median ops/s among `runs` (the lower median for an even count), with the

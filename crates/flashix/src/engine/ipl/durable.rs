@@ -60,7 +60,9 @@ struct State {
 
 /// The NAND geometry for an index: the `RawNand` device's config, else (an index built on a
 /// plain device, e.g. `Db::create_on` with `DeviceSpec::Memory`) the default NAND with the
-/// sub-options' blocks and pages per block and the index's page size.
+/// sub-options' blocks and pages per block and the index's page size, whose pages take one
+/// partial program per sector (the default's 4 for 2 KiB pages; 8 for 4 KiB pages, so that
+/// IPL can write its log a sector at a time as on the paper's NAND).
 fn nand_config(flavor: Flavor, opts: &Options) -> NandConfig {
     if let DeviceSpec::RawNand(cfg) = &opts.device {
         return cfg.clone();
@@ -69,11 +71,15 @@ fn nand_config(flavor: Flavor, opts: &Options) -> NandConfig {
         Flavor::Ipl => (opts.ipl.nand_blocks, opts.ipl.pages_per_block),
         Flavor::Dipl => (opts.dipl.nand_blocks, opts.dipl.pages_per_block),
     };
+    let defaults = NandConfig::default();
     NandConfig {
         page_bytes: opts.page_size,
         pages_per_block: ppb,
         blocks,
-        ..NandConfig::default()
+        max_partial_programs: defaults
+            .max_partial_programs
+            .max((opts.page_size / crate::sim::nand::NAND_SECTOR) as u32),
+        ..defaults
     }
 }
 
