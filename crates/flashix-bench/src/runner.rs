@@ -7,6 +7,7 @@
 //! its aged image per workload, and a `sync` ([`Target::flush`]) at the end of the measured
 //! phase that is counted in its time.
 
+use crate::cgroup::{evict_from_page_cache, MemoryCgroup, PEER_MEMORY_ALLOWANCE};
 use crate::peers::{self, PeerKind};
 use crate::probe::{self, DeviceProfile, ProbeConfig};
 use crate::report::{
@@ -627,6 +628,10 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
                         .unwrap_or_default()
                 ),
             );
+            // How memory was bounded is known once a phase ran (a memory cgroup or not).
+            if let Some(last) = infos.last_mut() {
+                last.memory_bound.clone_from(&rec.memory_bound);
+            }
             records.push(rec);
         }
         std::fs::remove_dir_all(&subject_dir)
@@ -1088,9 +1093,35 @@ fn measure(
     run_dir: &Path,
     profile: &DeviceProfile,
 ) -> Result<Record> {
-    let mut db = open_subject(cfg, subject, run_dir, profile)?;
     let gen = KeyGen::new(cfg.key_dist, cfg.seed);
     let mut stream = OpStream::new(w, gen, prep.live, cfg.seed, cfg.ops)?;
+    let nops = stream.operations();
+    let mut lat: Vec<u64> = Vec::with_capacity(nops as usize);
+    // Touch the latency buffer now, so that a memory cgroup entered below is not charged
+    // for it.
+    lat.resize(nops as usize, 1);
+    lat.clear();
+    let info = subject.info(cfg);
+    // A peer reading through the page cache runs its phase in a memory cgroup (module
+    // crate::cgroup), from a store none of which is cached.
+    let cgroup = match subject {
+        Subject::Peer(_) if !info.page_cache_bypassed => {
+            evict_from_page_cache(run_dir)?;
+            match MemoryCgroup::enter(
+                cfg.buffer_pool_bytes + PEER_MEMORY_ALLOWANCE,
+                subject.name(),
+            ) {
+                Ok(cg) => Ok(cg),
+                Err(e) => {
+                    let why = format!("page cache unbounded: no memory cgroup ({e:#})");
+                    say(cfg, ui, &format!("{subject}: {why}"));
+                    Err(why)
+                }
+            }
+        }
+        _ => Err(String::new()),
+    };
+    let mut db = open_subject(cfg, subject, run_dir, profile)?;
 
     // Warm the cache (not measured), with draws of its own so the measured stream does not
     // depend on the warm-up.
@@ -1102,9 +1133,7 @@ fn measure(
         }
     }
 
-    let nops = stream.operations();
     let pb = ui.bar(nops, format!("{subject}: {w}"));
-    let mut lat: Vec<u64> = Vec::with_capacity(nops as usize);
     let interval = nops.div_ceil(SERIES_POINTS).max(1);
     let mut interval_ends: Vec<f64> = Vec::with_capacity(SERIES_POINTS as usize + 1);
     let mut write_keys = 0u64;
@@ -1140,11 +1169,28 @@ fn measure(
     let s1 = db.flashix_stats();
     let memory = db.memory_bytes().unwrap_or(cfg.buffer_pool_bytes);
     db.close().context("closing the index")?;
+    let (memory, memory_bound) = match &cgroup {
+        Ok(cg) => {
+            let peak = cg.peak_bytes()?;
+            let bound = format!(
+                "memory cgroup for the measured phase: budget + {} = {} for heap and page \
+                 cache (peak {}, limit hit {} times); {}",
+                format_size(PEER_MEMORY_ALLOWANCE),
+                format_size(cg.limit()),
+                format_size(peak),
+                cg.limit_hits()?,
+                info.memory_bound
+            );
+            (peak, bound)
+        }
+        Err(why) if !why.is_empty() => (memory, format!("{why}; {}", info.memory_bound)),
+        Err(_) => (memory, info.memory_bound.clone()),
+    };
+    drop(cgroup);
 
     let series = interval_series(&lat, interval, &interval_ends);
     let ops = nops as f64;
     let per_op = |a: u64, b: u64| b.saturating_sub(a) as f64 / ops;
-    let info = subject.info(cfg);
     let (engine_params, model) = match (subject, &s1) {
         (Subject::Engine(e), Some(s)) => engine_params(cfg, e, s, stream.live(), profile)?,
         _ => (String::new(), None),
@@ -1175,7 +1221,7 @@ fn measure(
             Subject::Engine(_) => "flashix".into(),
             Subject::Peer(_) => "peer".into(),
         },
-        memory_bound: info.memory_bound,
+        memory_bound,
         page_cache_bypassed: info.page_cache_bypassed,
         commit_model: info.commit_model,
         io_counted_by: String::new(),

@@ -1,0 +1,215 @@
+//! Bounding the memory of peers that read through the page cache (redb, fjall, LMDB).
+//!
+//! The flashix engines and RocksDB bypass the page cache (O_DIRECT), so their memory is
+//! their buffer pool or block cache. A peer that reads through the page cache would, on a
+//! machine with far more memory than the budget, serve its whole store from RAM after a
+//! while, and its results would say nothing about an index larger than memory. Issue 5 asks
+//! to run such peers under a memory cgroup where the machine allows.
+//!
+//! How: for the measured phase (open, warm-up, operations, sync, close) the bench process
+//! moves itself into a child of its own cgroup-v1 memory cgroup whose
+//! `memory.limit_in_bytes` is the budget plus [`PEER_MEMORY_ALLOWANCE`], then moves back
+//! and removes the child. Memory charged before the move (the bench's own key sets, the
+//! op stream) stays with the parent (`move_charge_at_immigrate` is left at 0); what the
+//! phase faults in — the peer's heap and every page-cache page it reads or writes — is
+//! charged to the child, and the kernel reclaims the child's page cache to keep under the
+//! limit. The store's files are written back and dropped from the page cache first
+//! ([`evict_from_page_cache`]), so that pages cached by the copy of the aged image, which are
+//! charged to the parent, do not serve the phase for free. The child's
+//! `memory.max_usage_in_bytes` is reported as the peer's memory.
+//!
+//! Where there is no writable cgroup-v1 memory hierarchy (cgroup v2 only, no permission),
+//! [`MemoryCgroup::enter`] fails with the reason and the bench marks the result "page
+//! cache unbounded".
+
+use anyhow::{bail, Context, Result};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// Memory a confined peer may use beyond the budget: its heap outside its cache
+/// (memtables, indexes of open files, transaction state) and buffers. The page cache gets
+/// what the peer's own cache and heap leave of `budget + allowance`.
+pub const PEER_MEMORY_ALLOWANCE: u64 = 64 << 20;
+
+/// Root of the cgroup-v1 memory hierarchy.
+const MEMORY_ROOT: &str = "/sys/fs/cgroup/memory";
+
+/// A child memory cgroup the process has moved into; dropping it moves the process back
+/// and removes the child.
+pub struct MemoryCgroup {
+    dir: PathBuf,
+    home: PathBuf,
+    limit: u64,
+}
+
+impl MemoryCgroup {
+    /// Move this process into a new child of its memory cgroup limited to `limit` bytes.
+    pub fn enter(limit: u64, name: &str) -> Result<MemoryCgroup> {
+        let home = own_memory_cgroup()?;
+        let dir = home.join(format!("flashix-bench-{}-{name}", std::process::id()));
+        if dir.exists() {
+            // A leftover of an interrupted run: empty, so it can go.
+            let _ = std::fs::remove_dir(&dir);
+        }
+        std::fs::create_dir(&dir)
+            .with_context(|| format!("creating the memory cgroup {}", dir.display()))?;
+        let cg = MemoryCgroup { dir, home, limit };
+        write(&cg.dir.join("memory.limit_in_bytes"), &limit.to_string())?;
+        write(
+            &cg.dir.join("cgroup.procs"),
+            &std::process::id().to_string(),
+        )?;
+        Ok(cg)
+    }
+
+    /// The limit the process runs under.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Peak memory charged to the cgroup since it was made (heap and page cache).
+    pub fn peak_bytes(&self) -> Result<u64> {
+        read_u64(&self.dir.join("memory.max_usage_in_bytes"))
+    }
+
+    /// Times the cgroup hit its limit and had to reclaim.
+    pub fn limit_hits(&self) -> Result<u64> {
+        read_u64(&self.dir.join("memory.failcnt"))
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        // Moving back cannot fail for a process that could move in; removing the child
+        // reparents its remaining page-cache charges. Errors are reported, not fatal: a
+        // leftover empty cgroup is harmless.
+        if let Err(e) = write(
+            &self.home.join("cgroup.procs"),
+            &std::process::id().to_string(),
+        ) {
+            eprintln!("warning: leaving the memory cgroup: {e:#}");
+            return;
+        }
+        if let Err(e) = std::fs::remove_dir(&self.dir) {
+            eprintln!(
+                "warning: removing the memory cgroup {}: {e}",
+                self.dir.display()
+            );
+        }
+    }
+}
+
+/// The directory of this process's cgroup-v1 memory cgroup.
+fn own_memory_cgroup() -> Result<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").context("reading /proc/self/cgroup")?;
+    let rel = text
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            controllers
+                .split(',')
+                .any(|c| c == "memory")
+                .then_some(path)
+        })
+        .next()
+        .context("no cgroup-v1 memory controller in /proc/self/cgroup")?;
+    let dir = Path::new(MEMORY_ROOT).join(rel.trim_start_matches('/'));
+    if !dir.join("memory.limit_in_bytes").exists() {
+        bail!("{} has no memory.limit_in_bytes", dir.display());
+    }
+    Ok(dir)
+}
+
+fn write(path: &Path, value: &str) -> Result<()> {
+    std::fs::write(path, value).with_context(|| format!("writing {value} to {}", path.display()))
+}
+
+fn read_u64(path: &Path) -> Result<u64> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    text.trim()
+        .parse()
+        .with_context(|| format!("parsing {} ({text:?})", path.display()))
+}
+
+/// Write back every file under `dir` and drop its pages from the page cache
+/// (`fdatasync`, then `posix_fadvise(POSIX_FADV_DONTNEED)`), so that a measured phase
+/// starts with none of the store cached.
+pub fn evict_from_page_cache(dir: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+        let path = entry.path();
+        let ty = entry
+            .file_type()
+            .with_context(|| format!("reading {}", path.display()))?;
+        if ty.is_dir() {
+            evict_from_page_cache(&path)?;
+        } else if ty.is_file() {
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .with_context(|| format!("opening {}", path.display()))?;
+            f.sync_data()
+                .with_context(|| format!("syncing {}", path.display()))?;
+            // SAFETY: a plain syscall on a file descriptor `f` owns for the call's length.
+            let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+            if rc != 0 {
+                bail!(
+                    "posix_fadvise(DONTNEED) on {}: {}",
+                    path.display(),
+                    std::io::Error::from_raw_os_error(rc)
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn eviction_keeps_the_data() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/f"), b"kept").unwrap();
+        evict_from_page_cache(dir.path()).unwrap();
+        let mut s = String::new();
+        std::fs::File::open(dir.path().join("sub/f"))
+            .unwrap()
+            .read_to_string(&mut s)
+            .unwrap();
+        assert_eq!(s, "kept");
+    }
+
+    /// Where the machine has a writable memory cgroup, the limit is set and the process
+    /// comes back out; elsewhere `enter` says why (both are outcomes, so the test checks
+    /// the one that applies).
+    #[test]
+    fn enter_sets_the_limit_and_leaving_restores_the_home_cgroup() {
+        let before = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+        match MemoryCgroup::enter(256 << 20, "test") {
+            Ok(cg) => {
+                let dir = cg.dir.clone();
+                assert_eq!(
+                    read_u64(&dir.join("memory.limit_in_bytes")).unwrap(),
+                    256 << 20
+                );
+                let inside = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+                assert!(inside.contains("flashix-bench-"), "{inside}");
+                assert_eq!(cg.limit(), 256 << 20);
+                drop(cg);
+                assert!(!dir.exists());
+                assert_eq!(
+                    std::fs::read_to_string("/proc/self/cgroup").unwrap(),
+                    before
+                );
+            }
+            Err(e) => assert!(format!("{e:#}").contains("cgroup"), "{e:#}"),
+        }
+    }
+}
