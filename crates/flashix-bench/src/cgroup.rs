@@ -34,6 +34,26 @@ pub const PEER_MEMORY_ALLOWANCE: u64 = 64 << 20;
 /// Root of the cgroup-v1 memory hierarchy.
 const MEMORY_ROOT: &str = "/sys/fs/cgroup/memory";
 
+/// How a phase's page cache is bounded.
+pub enum PageCacheBound {
+    /// By a memory cgroup the process is in until this is dropped.
+    Cgroup(MemoryCgroup),
+    /// Not at all: why ("page cache unbounded: no memory cgroup (...)").
+    Unbounded(String),
+}
+
+impl PageCacheBound {
+    /// Enter a memory cgroup of `limit` bytes, or say why not.
+    pub fn confine(limit: u64, name: &str) -> PageCacheBound {
+        match MemoryCgroup::enter(limit, name) {
+            Ok(cg) => PageCacheBound::Cgroup(cg),
+            Err(e) => {
+                PageCacheBound::Unbounded(format!("page cache unbounded: no memory cgroup ({e:#})"))
+            }
+        }
+    }
+}
+
 /// A child memory cgroup the process has moved into; dropping it moves the process back
 /// and removes the child.
 pub struct MemoryCgroup {
@@ -191,17 +211,16 @@ mod tests {
     /// the one that applies).
     #[test]
     fn enter_sets_the_limit_and_leaving_restores_the_home_cgroup() {
+        // Generous: the whole test process moves, with the tests running beside this one.
+        const LIMIT: u64 = 8 << 30;
         let before = std::fs::read_to_string("/proc/self/cgroup").unwrap();
-        match MemoryCgroup::enter(256 << 20, "test") {
+        match MemoryCgroup::enter(LIMIT, "test") {
             Ok(cg) => {
                 let dir = cg.dir.clone();
-                assert_eq!(
-                    read_u64(&dir.join("memory.limit_in_bytes")).unwrap(),
-                    256 << 20
-                );
+                assert_eq!(read_u64(&dir.join("memory.limit_in_bytes")).unwrap(), LIMIT);
                 let inside = std::fs::read_to_string("/proc/self/cgroup").unwrap();
                 assert!(inside.contains("flashix-bench-"), "{inside}");
-                assert_eq!(cg.limit(), 256 << 20);
+                assert_eq!(cg.limit(), LIMIT);
                 drop(cg);
                 assert!(!dir.exists());
                 assert_eq!(

@@ -423,14 +423,14 @@ fn table(res: &Results) -> String {
         "<table><tr><th>engine</th><th>workload</th><th>ops/s</th><th>keys/s</th>\
          <th>p50 us</th><th>p99 us</th><th>p99.9 us</th><th>max us</th><th>reads/op</th>\
          <th>writes/op</th><th>KiB wr/op</th><th>WAL KiB/op</th><th>write amp.</th>\
-         <th>QD</th><th>device limit ops/s</th><th>share</th><th>runs</th><th>params</th></tr>\n",
+         <th>max QD</th><th>read QD</th><th>device limit ops/s</th><th>share</th><th>runs</th><th>params</th></tr>\n",
     );
     for r in &res.results {
         let _ = writeln!(
             t,
             "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{:.1}</td><td>{:.1}</td>\
              <td>{:.1}</td><td>{:.0}</td><td>{:.3}</td><td>{:.3}</td><td>{:.2}</td><td>{:.3}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&r.engine),
             esc(&r.workload),
             r.ops_per_sec,
@@ -446,6 +446,9 @@ fn table(res: &Results) -> String {
             r.write_amplification
                 .map_or("-".into(), |x| format!("{x:.1}")),
             r.queue_depth,
+            r.device_limit
+                .as_ref()
+                .map_or("-".into(), |d| format!("{:.1}", d.queue_depth)),
             r.device_limit
                 .as_ref()
                 .map_or("-".into(), |d| format!("{:.0}", d.limit_ops_per_sec)),

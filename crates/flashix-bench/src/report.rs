@@ -125,8 +125,9 @@ pub struct Record {
 /// The share of the device's limit a result reached (see `runner::DEVICE_LIMIT_RULE`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceLimit {
-    /// Queue depth the limit is taken at.
-    pub queue_depth: u64,
+    /// Queue depth the reads are charged at: the mean requests per read batch of the
+    /// measured phase (flashix engines), or 32 (peers).
+    pub queue_depth: f64,
     /// Random 4 KiB read IOPS of the profile at that queue depth.
     pub read_iops_at_qd: f64,
     /// Operations per second the reads alone would allow.
@@ -182,8 +183,8 @@ pub struct SubjectInfo {
 
 /// Random 4 KiB read IOPS at queue depth `qd`: the profile's QD1 and QD32 figures,
 /// interpolated linearly in log2(qd), clamped to them.
-pub fn read_iops_at(p: &DeviceProfile, qd: u64) -> f64 {
-    let x = (qd.max(1) as f64).log2().min(5.0) / 5.0;
+pub fn read_iops_at(p: &DeviceProfile, qd: f64) -> f64 {
+    let x = qd.max(1.0).log2().min(5.0) / 5.0;
     p.rand_read_iops_qd1 + (p.rand_read_iops_qd32 - p.rand_read_iops_qd1) * x
 }
 
@@ -193,7 +194,7 @@ pub fn read_iops_at(p: &DeviceProfile, qd: u64) -> f64 {
 /// I/O or the profile has no rates.
 pub fn device_limit(
     p: &DeviceProfile,
-    qd: u64,
+    qd: f64,
     read_requests: f64,
     read_bytes: f64,
     write_bytes: f64,
@@ -213,7 +214,7 @@ pub fn device_limit(
     }
     let limit = 1.0 / t;
     Some(DeviceLimit {
-        queue_depth: qd.max(1),
+        queue_depth: qd.max(1.0),
         read_iops_at_qd: iops,
         read_limit_ops_per_sec: (t_read > 0.0).then(|| 1.0 / t_read),
         write_limit_ops_per_sec: (t_write > 0.0).then(|| 1.0 / t_write),
@@ -298,15 +299,25 @@ impl Results {
 
 /// `git rev-parse HEAD` of the current directory, or "unknown".
 pub fn git_commit() -> String {
-    std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".to_string())
+    // The source tree this binary was built from, wherever the bench runs.
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(env!("CARGO_MANIFEST_DIR"))
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .map(|s| s.trim().to_string())
+    };
+    match git(&["rev-parse", "HEAD"]).filter(|s| !s.is_empty()) {
+        Some(head) => match git(&["status", "--porcelain", "--untracked-files=no"]) {
+            Some(changes) if !changes.is_empty() => format!("{head}-dirty"),
+            _ => head,
+        },
+        None => "unknown".to_string(),
+    }
 }
 
 /// The terminal table of results.
@@ -422,7 +433,7 @@ pub(crate) mod tests_support {
             write_amplification: None,
             device_limit: device_limit(
                 &crate::probe::example_profile(),
-                1,
+                1.0,
                 1.0,
                 4096.0,
                 0.0,
@@ -473,7 +484,7 @@ mod tests {
         let r = Record {
             device_limit: device_limit(
                 &crate::probe::example_profile(),
-                1,
+                1.0,
                 1.0,
                 4096.0,
                 0.0,
@@ -492,26 +503,26 @@ mod tests {
     #[test]
     fn device_limit_follows_the_rule() {
         let p = crate::probe::example_profile();
-        assert_eq!(read_iops_at(&p, 1), 20_000.0);
-        assert_eq!(read_iops_at(&p, 32), 100_000.0);
-        assert_eq!(read_iops_at(&p, 1000), 100_000.0);
+        assert_eq!(read_iops_at(&p, 1.0), 20_000.0);
+        assert_eq!(read_iops_at(&p, 32.0), 100_000.0);
+        assert_eq!(read_iops_at(&p, 1000.0), 100_000.0);
         // log2(4) = 2 of 5 steps from QD1 to QD32.
-        assert!((read_iops_at(&p, 4) - (20_000.0 + 80_000.0 * 0.4)).abs() < 1e-6);
+        assert!((read_iops_at(&p, 4.0) - (20_000.0 + 80_000.0 * 0.4)).abs() < 1e-6);
         // Pure search at QD1: one read per op.
-        let d = device_limit(&p, 1, 1.0, 4096.0, 0.0, 5_000.0).unwrap();
+        let d = device_limit(&p, 1.0, 1.0, 4096.0, 0.0, 5_000.0).unwrap();
         assert!((d.limit_ops_per_sec - 20_000.0).abs() < 1e-6);
         assert!((d.share - 0.25).abs() < 1e-9);
         assert!(d.write_limit_ops_per_sec.is_none());
         // Pure insert: 1024 MB/s / 1024 bytes per insert = 10^6 ops/s.
-        let d = device_limit(&p, 1, 0.0, 0.0, 1024.0, 1e5).unwrap();
+        let d = device_limit(&p, 1.0, 0.0, 0.0, 1024.0, 1e5).unwrap();
         assert!((d.limit_ops_per_sec - 1e6).abs() < 1e-3);
         assert!((d.share - 0.1).abs() < 1e-9);
         // Mixed: the times add.
-        let d = device_limit(&p, 1, 1.0, 4096.0, 1024.0, 1.0).unwrap();
+        let d = device_limit(&p, 1.0, 1.0, 4096.0, 1024.0, 1.0).unwrap();
         assert!((1.0 / d.limit_ops_per_sec - (1.0 / 20_000.0 + 1e-6)).abs() < 1e-12);
         // A big sequential read is bounded by bandwidth, not IOPS.
-        let d = device_limit(&p, 1, 1.0, 2048e6, 0.0, 0.5).unwrap();
+        let d = device_limit(&p, 1.0, 1.0, 2048e6, 0.0, 0.5).unwrap();
         assert!((d.limit_ops_per_sec - 1.0).abs() < 1e-9);
-        assert!(device_limit(&p, 1, 0.0, 0.0, 0.0, 1.0).is_none());
+        assert!(device_limit(&p, 1.0, 0.0, 0.0, 0.0, 1.0).is_none());
     }
 }

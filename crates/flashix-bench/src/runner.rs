@@ -7,7 +7,7 @@
 //! its aged image per workload, and a `sync` ([`Target::flush`]) at the end of the measured
 //! phase that is counted in its time.
 
-use crate::cgroup::{evict_from_page_cache, MemoryCgroup, PEER_MEMORY_ALLOWANCE};
+use crate::cgroup::{evict_from_page_cache, PageCacheBound, PEER_MEMORY_ALLOWANCE};
 use crate::peers::{self, PeerKind};
 use crate::probe::{self, DeviceProfile, ProbeConfig};
 use crate::report::{
@@ -82,14 +82,17 @@ in its time.";
 
 /// How the share of the device's limit is computed, as printed and saved.
 pub const DEVICE_LIMIT_RULE: &str = "device time per operation = read time + write time, \
-with read time = max(read requests per op / random-read IOPS at the queue depth the engine \
-reached (DeviceStats::max_queue_depth; interpolated in log2(QD) between the profile's QD1 \
-and QD32, clamped), read bytes per op / sequential read bandwidth) and write time = bytes \
+with read time = max(read requests per op / random-read IOPS at the engine's mean read queue \
+depth in the phase (read requests / read batches, DeviceStats::read_batches; interpolated in \
+log2(QD) between the profile's QD1 and QD32, clamped), read bytes per op / sequential read bandwidth) and write time = bytes \
 written per op (device and WAL) / sequential write bandwidth. The limit is 1 / device time \
 (ops/s); the share is the measured ops/s divided by it. A pure search workload is thus \
 bounded by the random-read IOPS at its queue depth, a pure insert workload by the \
 sequential write bandwidth divided by the bytes it writes per insert. Peers' I/O is counted \
-from /proc/self/io (read and written bytes; requests taken as 4 KiB pages at QD1).";
+from /proc/self/io (read and written bytes; requests taken as 4 KiB pages). Their queue depth cannot be observed (background threads, readahead), so their reads are charged at the profile's QD32 rate, the device's best case: a peer's share is a lower bound.";
+
+/// The queue depth a peer's reads are charged at (DEVICE_LIMIT_RULE): the profile's highest.
+pub const PEER_CHARGED_QUEUE_DEPTH: u32 = 32;
 
 /// How big a suite is: `--scale`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1104,22 +1107,19 @@ fn measure(
     let info = subject.info(cfg);
     // A peer reading through the page cache runs its phase in a memory cgroup (module
     // crate::cgroup), from a store none of which is cached.
-    let cgroup = match subject {
+    let page_cache = match subject {
         Subject::Peer(_) if !info.page_cache_bypassed => {
             evict_from_page_cache(run_dir)?;
-            match MemoryCgroup::enter(
+            let bound = PageCacheBound::confine(
                 cfg.buffer_pool_bytes + PEER_MEMORY_ALLOWANCE,
                 subject.name(),
-            ) {
-                Ok(cg) => Ok(cg),
-                Err(e) => {
-                    let why = format!("page cache unbounded: no memory cgroup ({e:#})");
-                    say(cfg, ui, &format!("{subject}: {why}"));
-                    Err(why)
-                }
+            );
+            if let PageCacheBound::Unbounded(why) = &bound {
+                say(cfg, ui, &format!("{subject}: {why}"));
             }
+            Some(bound)
         }
-        _ => Err(String::new()),
+        _ => None,
     };
     let mut db = open_subject(cfg, subject, run_dir, profile)?;
 
@@ -1169,8 +1169,8 @@ fn measure(
     let s1 = db.flashix_stats();
     let memory = db.memory_bytes().unwrap_or(cfg.buffer_pool_bytes);
     db.close().context("closing the index")?;
-    let (memory, memory_bound) = match &cgroup {
-        Ok(cg) => {
+    let (memory, memory_bound) = match &page_cache {
+        Some(PageCacheBound::Cgroup(cg)) => {
             let peak = cg.peak_bytes()?;
             let bound = format!(
                 "memory cgroup for the measured phase: budget + {} = {} for heap and page \
@@ -1183,10 +1183,11 @@ fn measure(
             );
             (peak, bound)
         }
-        Err(why) if !why.is_empty() => (memory, format!("{why}; {}", info.memory_bound)),
-        Err(_) => (memory, info.memory_bound.clone()),
+        Some(PageCacheBound::Unbounded(why)) => (memory, format!("{why}; {}", info.memory_bound)),
+        None => (memory, info.memory_bound.clone()),
     };
-    drop(cgroup);
+    // Leave the cgroup.
+    drop(page_cache);
 
     let series = interval_series(&lat, interval, &interval_ends);
     let ops = nops as f64;
@@ -1233,6 +1234,7 @@ fn measure(
         repeat: None,
     };
     let read_bytes_per_op;
+    let read_queue_depth;
     match (s0, s1) {
         (Some(s0), Some(s1)) => {
             let (d0, d1) = (&s0.device, &s1.device);
@@ -1251,6 +1253,12 @@ fn measure(
                 hits as f64 / (hits + misses) as f64
             };
             rec.queue_depth = d1.max_queue_depth.max(1);
+            let read_batches = d1.read_batches.saturating_sub(d0.read_batches);
+            read_queue_depth = if read_batches == 0 {
+                1.0
+            } else {
+                d1.read_requests.saturating_sub(d0.read_requests) as f64 / read_batches as f64
+            };
             rec.io_counted_by = "flashix device and WAL counters".into();
         }
         _ => {
@@ -1261,7 +1269,10 @@ fn measure(
             rec.writes_per_op = rec.bytes_written_per_op / 4096.0;
             rec.read_requests_per_op = rec.reads_per_op;
             rec.write_requests_per_op = rec.writes_per_op;
-            rec.io_counted_by = "/proc/self/io (bytes; requests taken as 4 KiB pages)".into();
+            read_queue_depth = PEER_CHARGED_QUEUE_DEPTH as f64;
+            rec.io_counted_by = "/proc/self/io (bytes; requests taken as 4 KiB pages, charged \
+                                 at QD32)"
+                .into();
         }
     }
     let written = rec.bytes_written_per_op + rec.wal_bytes_per_op;
@@ -1270,7 +1281,7 @@ fn measure(
     }
     rec.device_limit = report::device_limit(
         profile,
-        rec.queue_depth,
+        read_queue_depth,
         rec.read_requests_per_op,
         read_bytes_per_op,
         written,

@@ -18,6 +18,11 @@ use crate::stats::Stats;
 use crate::Storage;
 use std::ops::Bound;
 
+/// Pages of a level (FD-tree) or leaves of a component (LSM) that the first batch of an
+/// open-ended range scan reads ([`RangeCursor::ramp`]): 8 pages of 4 KiB hold about 2,000
+/// entries, so a scan of 1,000 usually ends within the first batch.
+pub const RANGE_RAMP_PAGES: u64 = 8;
+
 /// Where a range scan resumes. `next` is the smallest key not yet returned (`None`: done);
 /// `hint` is engine-defined (the B+-tree keeps the next leaf's page id there).
 #[derive(Debug, Clone)]
@@ -52,6 +57,22 @@ impl RangeCursor {
                 self.next = None;
                 None
             }
+        }
+    }
+
+    /// Size of the next batch of a scan, at most `max` (the engine's unit: pages of a
+    /// level, leaves). A bounded range reads `max`. An open-ended one (`lo..`, its end
+    /// decided by the caller, who may stop after a few entries) reads `first`, then 4x more
+    /// per batch (kept in `hint`), so a scan stopped early reads little.
+    pub fn ramp(&mut self, first: u64, max: u64) -> u64 {
+        let max = max.max(1);
+        match self.hi {
+            Bound::Unbounded => {
+                let n = self.hint.unwrap_or(first).clamp(1, max);
+                self.hint = Some(n.saturating_mul(4));
+                n
+            }
+            _ => max,
         }
     }
 }

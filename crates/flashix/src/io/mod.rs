@@ -138,6 +138,10 @@ pub struct DeviceStats {
     pub trims: u64,
     /// Batches given to `submit`.
     pub batches: u64,
+    /// Batches that held at least one read: `read_requests / read_batches` is the mean
+    /// queue depth of reads.
+    #[serde(default)]
+    pub read_batches: u64,
     /// Largest number of requests in flight at once.
     pub max_queue_depth: u64,
     /// Bytes of zeros the device wrote to grow its medium ahead of the requests (a
@@ -176,6 +180,9 @@ impl Counters {
             validate(page_size, req.page(), req.len())?;
         }
         self.stats.batches += 1;
+        if batch.iter().any(|r| !r.is_write()) {
+            self.stats.read_batches += 1;
+        }
         self.stats.max_queue_depth = self.stats.max_queue_depth.max(batch.len() as u64);
         for req in batch {
             let pages = (req.len() / page_size) as u64;

@@ -82,11 +82,14 @@ mod tests {
         let s = dev.stats();
         assert_eq!((s.batches, s.write_requests, s.writes), (3, 10, 20));
         assert_eq!(s.max_queue_depth, 4);
+        assert_eq!(s.read_batches, 0);
         let runs: Vec<Run> = (0..10u64).map(|i| (2 * i, 2)).collect();
         let bufs = read_runs(&mut dev, &runs, 16).unwrap();
         let s = dev.stats();
         assert_eq!((s.batches, s.read_requests, s.reads), (4, 10, 20));
         assert_eq!(s.max_queue_depth, 10);
+        // One read batch of 10: a mean read queue depth of 10.
+        assert_eq!(s.read_batches, 1);
         for (i, b) in bufs.iter().enumerate() {
             assert!(b.iter().all(|&x| x == i as u8));
         }

@@ -22,15 +22,10 @@ use super::entry::{index_pos, Entry, Kind, NONE};
 use super::head::Head;
 use super::run::{read_page_cached, read_pages};
 use super::FdTree;
-use crate::engine::RangeCursor;
+use crate::engine::{RangeCursor, RANGE_RAMP_PAGES};
 use crate::error::{Error, Result};
 use crate::page::DATA_FILE;
 use std::collections::BTreeMap;
-use std::ops::Bound;
-
-/// Pages of the lowest level the first batch of an open-ended range scan reads (then 4x per
-/// batch, up to `io_unit`).
-const RAMP_PAGES: u64 = 16;
 
 /// What a head tree contributes to a range batch.
 struct HeadRange {
@@ -198,19 +193,9 @@ impl FdTree {
         let lowest = self.levels.last().map_or(1, |r| r.pages);
         // A bounded range reads what the fences say, up to `io_unit` pages of the lowest
         // level per batch. An open-ended one (`lo..`, its end decided by the caller) grows
-        // from RAMP_PAGES by 4x per batch up to `io_unit`, so a scan stopped early does not
+        // from RANGE_RAMP_PAGES by 4x per batch up to `io_unit`, so a scan stopped early does not
         // read a whole `io_unit` (the cursor's hint holds the next batch's size).
-        let unit = match cur.hi {
-            Bound::Unbounded => {
-                let u = cur
-                    .hint
-                    .unwrap_or(RAMP_PAGES)
-                    .clamp(1, self.p.io_unit.max(1));
-                cur.hint = Some(u.saturating_mul(4));
-                u
-            }
-            _ => self.p.io_unit.max(1),
-        };
+        let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit);
         for lvl in 0..self.levels.len() {
             fences.retain(|f| f.key <= batch_hi);
             let run = self.levels[lvl];

@@ -5,7 +5,7 @@ use super::component::{self, TOMBSTONE};
 use super::Lsm;
 use crate::engine::fdtree::entry::{Entry, Kind, NONE};
 use crate::engine::fdtree::head::Head;
-use crate::engine::RangeCursor;
+use crate::engine::{RangeCursor, RANGE_RAMP_PAGES};
 use crate::error::Result;
 use std::collections::BTreeMap;
 
@@ -61,7 +61,8 @@ impl Lsm {
 
     /// One batch of a range scan: C0's entries of the range and at most `io_unit` leaves
     /// of each component (past the pool, from a descent to `lo`; only the leaves that may
-    /// hold keys up to `hi`), cut at the smallest last key read of a component
+    /// hold keys up to `hi`; an open-ended range `lo..` reads RANGE_RAMP_PAGES first, then 4x
+    /// more per batch, as the caller may stop early), cut at the smallest last key read of a component
     /// that was not read to the end of the range, so that every source is complete up to
     /// the cut.
     pub(super) fn scan_batch(
@@ -75,10 +76,11 @@ impl Lsm {
         let cap = self.p.cap;
         let mut batch_hi = hi;
         let mut sources: Vec<Vec<Entry>> = vec![self.c0_range(lo, hi)?];
+        let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit);
         for c in self.components.clone().iter().flatten() {
             let (mut first, last) = component::leaf_span(&mut self.pager, cap, c, lo, hi)?;
             loop {
-                let n = self.p.io_unit.min(last - first + 1);
+                let n = unit.min(last - first + 1);
                 let pages = component::read_leaves(&mut self.pager, cap, c, first, n)?;
                 let last_key = pages.last().and_then(|p| p.last()).map_or(lo, |e| e.key);
                 let more = first + n <= last;

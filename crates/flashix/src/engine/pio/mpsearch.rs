@@ -212,14 +212,7 @@ impl PioBTree {
         // An open-ended range (`lo..`, its end decided by the caller, who may stop after a
         // few entries) reads one leaf first and 4x more per call, up to a psync group; a
         // bounded one reads whole groups (the cursor's hint holds the next call's leaves).
-        let ramp = match cur.hi {
-            std::ops::Bound::Unbounded => {
-                let n = cur.hint.unwrap_or(1).max(1);
-                cur.hint = Some(n.saturating_mul(4));
-                usize::try_from(n).unwrap_or(usize::MAX)
-            }
-            _ => usize::MAX,
-        };
+        let ramp = usize::try_from(cur.ramp(1, u64::MAX)).unwrap_or(usize::MAX);
         let mut nodes = vec![Fenced {
             pid: self.root,
             lo: 0,

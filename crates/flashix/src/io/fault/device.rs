@@ -249,6 +249,7 @@ impl Device for FaultyDevice {
         s.sequential_reads = own.sequential_reads;
         s.random_reads = own.random_reads;
         s.batches = own.batches;
+        s.read_batches = own.read_batches;
         s.max_queue_depth = own.max_queue_depth;
         s
     }
