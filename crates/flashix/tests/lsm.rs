@@ -259,6 +259,41 @@ fn a_short_range_search_reads_one_leaf_per_component_on_a_cold_pool() {
     );
 }
 
+/// An open-ended range (`lo..`) that the caller stops early reads a first batch of
+/// RANGE_RAMP_PAGES (16) leaves per component and grows 4x per batch, not a whole
+/// `io_unit` (128 leaves here) of every component.
+#[test]
+fn an_open_ended_range_stopped_early_reads_a_ramp_not_an_io_unit() {
+    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 128));
+    let mut rng = Rng::new(5);
+    for k in 0..30_000u64 {
+        db.insert(rng.next_u64() % 1_000_000, k).unwrap();
+    }
+    db.check_integrity().unwrap();
+    let components = counter(&db, "components");
+    assert!(components >= 3, "{components} components");
+    db.close().unwrap();
+    let mut db = reopen(&dev, &vfs);
+    let before = db.stats().device;
+    let take = 100usize;
+    let got: Vec<(u64, u64)> = db
+        .range(500_000..)
+        .unwrap()
+        .take(take)
+        .map(|kv| kv.unwrap())
+        .collect();
+    assert_eq!(got.len(), take);
+    assert!(got.windows(2).all(|w| w[0].0 < w[1].0));
+    let pages = db.stats().device.reads - before.reads;
+    // 100 entries fit one batch: 16 leaves per component plus its descent (height <= 4)
+    // and C0's pages; a whole io_unit would be 128 leaves per component.
+    let bound = components * (16 + 4) + 8;
+    assert!(
+        pages <= bound,
+        "{pages} pages read for {take} entries over {components} components (at most {bound})"
+    );
+}
+
 /// With `search_before_delete` (the FD-tree paper's baseline), a delete of an absent key
 /// writes nothing and a delete of a present key a tombstone; contents stay the model's.
 #[test]

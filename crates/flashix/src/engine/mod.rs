@@ -19,9 +19,9 @@ use crate::Storage;
 use std::ops::Bound;
 
 /// Pages of a level (FD-tree) or leaves of a component (LSM) that the first batch of an
-/// open-ended range scan reads ([`RangeCursor::ramp`]): 8 pages of 4 KiB hold about 2,000
-/// entries, so a scan of 1,000 usually ends within the first batch.
-pub const RANGE_RAMP_PAGES: u64 = 8;
+/// open-ended range scan reads ([`RangeCursor::ramp`]): 16 pages of 4 KiB hold about
+/// 4,000 entries, so a scan of 1,000 ends within the first batch.
+pub const RANGE_RAMP_PAGES: u64 = 16;
 
 /// Where a range scan resumes. `next` is the smallest key not yet returned (`None`: done);
 /// `hint` is engine-defined (the B+-tree keeps the next leaf's page id there).
