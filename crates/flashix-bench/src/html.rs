@@ -15,10 +15,12 @@ use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// Colours of the series, in order (engines and peers).
-const COLOURS: [&str; 10] = [
+/// Colours of the series, in order (engines and peers): distinct for the 7 engines and 6
+/// peers of a full run, and then some (Tableau's 20, dark then light).
+const COLOURS: [&str; 20] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf",
+    "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
+    "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
 ];
 
 const W: f64 = 1100.0;
@@ -556,6 +558,16 @@ pub fn save(res: &Results, path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_subject_of_a_full_run_has_its_own_colour() {
+        let mut c = COLOURS.to_vec();
+        c.sort_unstable();
+        c.dedup();
+        assert_eq!(c.len(), COLOURS.len());
+        // 7 engines and 6 peers.
+        assert!(COLOURS.len() >= 13);
+    }
 
     #[test]
     fn round_axis_tops() {

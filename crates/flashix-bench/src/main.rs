@@ -40,6 +40,17 @@ enum Cmd {
     /// Reproduce a paper's experiments on the simulator: `flashix repro dipl --out DIR`.
     #[command(subcommand)]
     Repro(Repro),
+    /// Render report.html again from a results.json (e.g. one written by an older build).
+    Report(ReportArgs),
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// The results of a `flashix bench` run.
+    results: PathBuf,
+    /// Where to write the page [default: report.html beside RESULTS].
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -310,6 +321,15 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Sim(a) => flashix_bench::sim_cmd::run(&a).map(|_| ()),
         Cmd::Repro(Repro::Dipl(a)) => {
             flashix_bench::repro::run(&a).map(|r| flashix_bench::repro::print(&r))
+        }
+        Cmd::Report(a) => {
+            let res = flashix_bench::report::Results::load(&a.results)?;
+            let out = a
+                .out
+                .unwrap_or_else(|| a.results.with_file_name("report.html"));
+            flashix_bench::html::save(&res, &out)?;
+            println!("report: {}", out.display());
+            Ok(())
         }
     }
 }

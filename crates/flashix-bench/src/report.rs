@@ -297,7 +297,8 @@ impl Results {
     }
 }
 
-/// `git rev-parse HEAD` of the current directory, or "unknown".
+/// `git rev-parse HEAD` of the source tree this binary was built from (with "-dirty" when it
+/// has uncommitted changes), or "unknown".
 pub fn git_commit() -> String {
     // The source tree this binary was built from, wherever the bench runs.
     let git = |args: &[&str]| {
