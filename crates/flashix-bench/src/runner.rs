@@ -335,6 +335,11 @@ impl BenchConfig {
         if self.repeat == 0 {
             bail!("--repeat must be at least 1");
         }
+        for &e in &self.engines {
+            if !flashix::engine::is_built(e) {
+                bail!("engine {e} is not built yet: choose among the engines `--help` lists");
+            }
+        }
         for p in &self.peers {
             if !p.built() {
                 bail!(

@@ -99,6 +99,12 @@ pub trait Engine: Send {
     fn check_integrity(&mut self) -> Result<()>;
 }
 
+/// True when this build has an implementation of `kind` ([`create`] and [`open`] serve
+/// it); the others fail with [`Error::Unsupported`].
+pub fn is_built(kind: EngineKind) -> bool {
+    !matches!(kind, EngineKind::BulkIndex | EngineKind::LaTree)
+}
+
 /// A new engine of `opts.engine` on `storage`.
 pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
     match opts.engine {
@@ -128,6 +134,7 @@ pub fn open(storage: Storage, manifest: Manifest) -> Result<Box<dyn Engine>> {
 }
 
 fn not_built(kind: EngineKind) -> Error {
+    debug_assert!(!is_built(kind));
     Error::Unsupported(format!(
         "engine {} ({kind:?}) is not built yet",
         kind.name()
@@ -144,6 +151,33 @@ mod tests {
             hi,
             hint: None,
         }
+    }
+
+    #[test]
+    fn is_built_says_which_kinds_create_serves() {
+        for kind in EngineKind::ALL {
+            let storage = Storage {
+                device: Box::new(crate::io::MemDevice::new(4096)),
+                vfs: std::sync::Arc::new(crate::io::MemVfs::new()),
+            };
+            let unsupported = matches!(
+                create(storage, Options::new(kind)),
+                Err(Error::Unsupported(_))
+            );
+            assert_eq!(is_built(kind), !unsupported, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn ramp_grows_open_ended_batches_and_keeps_bounded_ones_whole() {
+        let mut open = cur(Some(5), Bound::Unbounded);
+        let sizes: Vec<u64> = (0..5).map(|_| open.ramp(16, 300)).collect();
+        assert_eq!(sizes, [16, 64, 256, 300, 300]);
+        let mut bounded = cur(Some(5), Bound::Included(9));
+        assert_eq!(bounded.ramp(16, 300), 300);
+        assert_eq!(bounded.hint, None);
+        // A zero limit still reads one.
+        assert_eq!(cur(Some(5), Bound::Unbounded).ramp(16, 0), 1);
     }
 
     #[test]
