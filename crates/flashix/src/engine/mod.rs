@@ -99,6 +99,40 @@ pub trait Engine: Send {
     fn check_integrity(&mut self) -> Result<()>;
 }
 
+/// Keys a range delete collects before deleting them ([`delete_range_by_scan`]).
+pub(crate) const DELETE_RANGE_BATCH: usize = 4096;
+
+/// Delete every key of `[lo, hi]` for an engine whose range delete is a run of point
+/// deletes: collect up to [`DELETE_RANGE_BATCH`] keys with `scan` (the engine's range
+/// batch), delete them with `delete`, and resume with a fresh cursor where the scan stopped
+/// (the deletes may have changed the structure). Memory stays bounded by the batch.
+pub(crate) fn delete_range_by_scan<E: ?Sized>(
+    engine: &mut E,
+    lo: u64,
+    hi: u64,
+    mut scan: impl FnMut(&mut E, &mut RangeCursor, &mut Vec<(u64, u64)>) -> Result<()>,
+    mut delete: impl FnMut(&mut E, u64) -> Result<()>,
+) -> Result<()> {
+    let mut from = Some(lo);
+    let mut keys = Vec::new();
+    while let Some(next) = from {
+        let mut cur = RangeCursor {
+            next: Some(next),
+            hi: Bound::Included(hi),
+            hint: None,
+        };
+        keys.clear();
+        while keys.len() < DELETE_RANGE_BATCH && cur.next.is_some() {
+            scan(engine, &mut cur, &mut keys)?;
+        }
+        for &(k, _) in &keys {
+            delete(engine, k)?;
+        }
+        from = cur.next;
+    }
+    Ok(())
+}
+
 /// True when this build has an implementation of `kind` ([`create`] and [`open`] serve
 /// it); the others fail with [`Error::Unsupported`].
 pub fn is_built(kind: EngineKind) -> bool {
@@ -166,6 +200,48 @@ mod tests {
             );
             assert_eq!(is_built(kind), !unsupported, "{kind:?}");
         }
+    }
+
+    /// A range delete larger than a batch deletes exactly the range's keys, resuming
+    /// after each batch, and never holds more than a batch (plus one scan call) of keys.
+    #[test]
+    fn delete_range_by_scan_works_in_bounded_batches() {
+        let mut map: std::collections::BTreeMap<u64, u64> =
+            (0..20_000u64).map(|k| (k * 2, k)).collect();
+        let mut most = 0usize;
+        delete_range_by_scan(
+            &mut map,
+            1_001,
+            30_000,
+            |m, cur, out| {
+                // A range batch of at most 7 entries, as an engine's scan returns them.
+                let Some((lo, hi)) = cur.remaining() else {
+                    return Ok(());
+                };
+                let got: Vec<(u64, u64)> =
+                    m.range(lo..=hi).take(7).map(|(&k, &v)| (k, v)).collect();
+                cur.next = match got.last() {
+                    Some(&(k, _)) if got.len() == 7 => k.checked_add(1),
+                    _ => None,
+                };
+                out.extend(got);
+                most = most.max(out.len());
+                Ok(())
+            },
+            |m, k| {
+                m.remove(&k);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert!(most <= DELETE_RANGE_BATCH + 7, "{most} keys held");
+        assert!(most >= DELETE_RANGE_BATCH, "{most}: one batch never filled");
+        let left: Vec<u64> = map.keys().copied().collect();
+        let want: Vec<u64> = (0..20_000u64)
+            .map(|k| k * 2)
+            .filter(|k| !(1_001..=30_000).contains(k))
+            .collect();
+        assert_eq!(left, want);
     }
 
     #[test]

@@ -234,28 +234,13 @@ impl Bftl {
     }
 
     pub(super) fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
-        let mut from = lo;
-        loop {
-            let mut cur = RangeCursor {
-                next: Some(from),
-                hi: std::ops::Bound::Included(hi),
-                hint: None,
-            };
-            let mut found = Vec::new();
-            while found.len() < 4096 && cur.next.is_some() {
-                self.scan_leaves(&mut cur, &mut found)?;
-            }
-            let Some(&(last, _)) = found.last() else {
-                return Ok(());
-            };
-            for (k, _) in found {
-                self.delete_unlogged(k)?;
-            }
-            match last.checked_add(1) {
-                Some(n) if n <= hi => from = n,
-                _ => return Ok(()),
-            }
-        }
+        crate::engine::delete_range_by_scan(
+            self,
+            lo,
+            hi,
+            |e, cur, out| e.scan_leaves(cur, out),
+            |e, k| e.delete_unlogged(k).map(|_| ()),
+        )
     }
 
     /// Append the entries in range from `cur.next` on, leaf after leaf, until at least

@@ -304,26 +304,13 @@ impl FdTree {
     }
 
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
-        let mut from = lo;
-        loop {
-            let mut cur = RangeCursor {
-                next: Some(from),
-                hi: std::ops::Bound::Included(hi),
-                hint: None,
-            };
-            let mut keys = Vec::new();
-            while keys.len() < 4096 && cur.next.is_some() {
-                self.scan_batch(&mut cur, &mut keys)?;
-            }
-            let resume = cur.next;
-            for &(k, _) in &keys {
-                self.delete_unlogged(k)?;
-            }
-            match resume {
-                Some(n) => from = n,
-                None => return Ok(()),
-            }
-        }
+        crate::engine::delete_range_by_scan(
+            self,
+            lo,
+            hi,
+            |e, cur, out| e.scan_batch(cur, out),
+            |e, k| e.delete_unlogged(k).map(|_| ()),
+        )
     }
 
     /// Advance a deamortized merge, or start a merge when L0 reached its capacity.

@@ -74,21 +74,13 @@ impl Core {
     }
 
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
-        let mut cur = RangeCursor {
-            next: Some(lo),
-            hi: std::ops::Bound::Included(hi),
-            hint: None,
-        };
-        let mut keys = Vec::new();
-        while cur.next.is_some() {
-            let mut out = Vec::new();
-            self.scan(&mut cur, &mut out)?;
-            keys.extend(out.into_iter().map(|e| e.0));
-        }
-        for k in keys {
-            self.delete_unlogged(k)?;
-        }
-        Ok(())
+        crate::engine::delete_range_by_scan(
+            self,
+            lo,
+            hi,
+            |e, cur, out| e.scan(cur, out),
+            |e, k| e.delete_unlogged(k).map(|_| ()),
+        )
     }
 
     /// At least one entry of the range from `cur.next`, or the cursor marked done: the rest

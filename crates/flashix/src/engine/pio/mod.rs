@@ -361,36 +361,19 @@ impl PioBTree {
     }
 
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
-        let mut cur = RangeCursor {
-            next: Some(lo),
-            hi: std::ops::Bound::Included(hi),
-            hint: None,
-        };
-        loop {
-            let mut keys = Vec::new();
-            while keys.len() < 4096 && cur.next.is_some() {
-                self.prange(&mut cur, &mut keys)?;
-            }
-            let resume = cur.next;
-            for &(k, _) in &keys {
-                self.enqueue(OpqEntry {
-                    key: k,
+        crate::engine::delete_range_by_scan(
+            self,
+            lo,
+            hi,
+            |e, cur, out| e.prange(cur, out),
+            |e, key| {
+                e.enqueue(OpqEntry {
+                    key,
                     value: 0,
                     op: Op::Delete,
-                })?;
-            }
-            match resume {
-                // The deletes may have changed the tree: search again from where it stopped.
-                Some(n) => {
-                    cur = RangeCursor {
-                        next: Some(n),
-                        hi: std::ops::Bound::Included(hi),
-                        hint: None,
-                    }
-                }
-                None => return Ok(()),
-            }
-        }
+                })
+            },
+        )
     }
 
     /// Bottom-up bulk load of the empty tree (the paper's bulk loader, §4.1): leaves at
