@@ -166,10 +166,8 @@ pub fn evict_from_page_cache(dir: &Path) -> Result<()> {
         if ty.is_dir() {
             evict_from_page_cache(&path)?;
         } else if ty.is_file() {
-            let f = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(&path)
+            // fdatasync and fadvise need only a descriptor, not write access.
+            let f = std::fs::File::open(&path)
                 .with_context(|| format!("opening {}", path.display()))?;
             f.sync_data()
                 .with_context(|| format!("syncing {}", path.display()))?;

@@ -40,30 +40,37 @@ pub(crate) struct Spine<'a> {
 }
 
 /// An internal node's leftmost child and (separator, child) entries.
-struct Internal {
-    link: PageId,
-    entries: Vec<(u64, u64)>,
+pub(crate) struct Internal {
+    pub link: PageId,
+    pub entries: Vec<(u64, u64)>,
+}
+
+/// Read internal node `pid`, which must be an internal node at `level` (≥ 1): anything
+/// else is corruption naming the page.
+pub(crate) fn read_internal(pager: &mut Pager, pid: PageId, level: u32) -> Result<Internal> {
+    let (kind, lvl, link, entries) = pager.read(pid, |b| {
+        (
+            page::kind(b),
+            node::level(b),
+            node::link(b),
+            node::entries(b),
+        )
+    })?;
+    if kind != node::KIND_INTERNAL || lvl != level || lvl == 0 {
+        return Err(Error::corruption(
+            DATA_FILE,
+            Some(pid),
+            format!(
+                "node of kind {kind} at level {lvl}, expected an internal node at level {level}"
+            ),
+        ));
+    }
+    Ok(Internal { link, entries })
 }
 
 impl Spine<'_> {
-    /// Read internal node `pid`, which must be at `level` (≥ 1).
     fn internal(&mut self, pid: PageId, level: u32) -> Result<Internal> {
-        let (kind, lvl, link, entries) = self.pager.read(pid, |b| {
-            (
-                page::kind(b),
-                node::level(b),
-                node::link(b),
-                node::entries(b),
-            )
-        })?;
-        if kind != node::KIND_INTERNAL || lvl != level {
-            return Err(Error::corruption(
-                DATA_FILE,
-                Some(pid),
-                format!("node of kind {kind} at level {lvl}, expected an internal node at level {level}"),
-            ));
-        }
-        Ok(Internal { link, entries })
+        read_internal(self.pager, pid, level)
     }
 
     /// Insert separator `sep` with right child `right` (a node of `level - 1`, the new

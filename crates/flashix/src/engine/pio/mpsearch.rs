@@ -13,11 +13,9 @@
 use super::leaf;
 use super::opq::Op;
 use super::{Fenced, PioBTree};
-use crate::engine::btree::node;
 use crate::engine::RangeCursor;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::io::PageId;
-use crate::page::{self, DATA_FILE};
 
 /// A node MPSearch reached and the search keys it serves, `keys[from..to]`.
 #[derive(Debug, Clone, Copy)]
@@ -30,15 +28,11 @@ pub(super) struct Target {
 /// Visitor of leaf groups.
 pub(super) type Visit<'a> = dyn FnMut(&mut PioBTree, &[Target]) -> Result<()> + 'a;
 
-/// An internal node's contents: leftmost child and (separator, child) entries.
-pub(super) struct Internal {
-    pub link: PageId,
-    pub entries: Vec<(u64, u64)>,
-}
+pub(super) use crate::engine::btree::spine::Internal;
 
 impl Internal {
     /// Child slot `s` with its fence range inside the parent's `at`.
-    pub fn child(&self, at: Fenced, s: usize) -> Fenced {
+    pub(super) fn child(&self, at: Fenced, s: usize) -> Fenced {
         let pid = if s == 0 {
             self.link
         } else {
@@ -49,7 +43,7 @@ impl Internal {
         Fenced { pid, lo, hi }
     }
 
-    pub fn slots(&self) -> usize {
+    pub(super) fn slots(&self) -> usize {
         self.entries.len() + 1
     }
 }
@@ -57,22 +51,7 @@ impl Internal {
 impl PioBTree {
     /// Read an internal node of `level` (from the pool), checking its kind and level.
     pub(super) fn internal(&mut self, pid: PageId, level: u32) -> Result<Internal> {
-        let (kind, lvl, link, entries) = self.pager.read(pid, |b| {
-            (
-                page::kind(b),
-                node::level(b),
-                node::link(b),
-                node::entries(b),
-            )
-        })?;
-        if kind != node::KIND_INTERNAL || lvl != level || lvl == 0 {
-            return Err(Error::corruption(
-                DATA_FILE,
-                Some(pid),
-                format!("node of kind {kind} at level {lvl}, expected an internal node at level {level}"),
-            ));
-        }
-        Ok(Internal { link, entries })
+        crate::engine::btree::spine::read_internal(&mut self.pager, pid, level)
     }
 
     /// Leaves are read (and written) once per batch or search, so after use they go to the
