@@ -1,10 +1,10 @@
 //! [`Db`]: the one API every engine is used through (DESIGN.md, Public API).
 
+use crate::durable::{Manifest, MANIFEST};
 use crate::engine::{self, Engine, RangeCursor};
 use crate::error::{Error, Result};
-use crate::io::{Device, DirVfs, FileDevice, MemDevice, Vfs};
-use crate::manifest::{Manifest, MANIFEST};
-use crate::options::{DeviceSpec, Options};
+use crate::io::{Device, DirVfs, FileDevice, MemDevice, Storage, Vfs};
+use crate::options::{record, DeviceSpec, Options};
 use crate::sim::SimSsd;
 use crate::stats::Stats;
 use std::ops::{Bound, RangeBounds};
@@ -18,14 +18,6 @@ pub const DATA_FILE: &str = "data";
 /// [`DeviceSpec::RawNand`] index.
 pub const NAND_FILE: &str = "nand";
 
-/// The storage an index lives on: one page [`Device`] and the directory's small files.
-/// [`Db::create`] and [`Db::open`] build it from a directory; tests and embedders can pass
-/// their own (memory, fault injection) to [`Db::create_on`] and [`Db::open_on`].
-pub struct Storage {
-    pub device: Box<dyn Device>,
-    pub vfs: Arc<dyn Vfs>,
-}
-
 /// An ordered index `u64 -> u64`. One thread uses it at a time (`&mut self`).
 pub struct Db {
     engine: Box<dyn Engine>,
@@ -37,7 +29,7 @@ impl Db {
     /// Create a new index in `dir`, which must be absent or empty.
     pub fn create(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let dir = dir.as_ref();
-        opts.validate()?;
+        engine::validate(&opts)?;
         let existed = dir.exists();
         if existed {
             let mut entries = std::fs::read_dir(dir)
@@ -90,29 +82,25 @@ impl Db {
         if !vfs.exists(MANIFEST)? {
             return Err(Error::NotAnIndex(dir.to_path_buf()));
         }
-        let mut manifest = Manifest::load(&*vfs)?;
+        let manifest = Manifest::load(&*vfs)?;
+        let mut opts = record::decode(&manifest.options, manifest.format_version)?;
         if let Some(bytes) = pool_bytes {
-            manifest.options = manifest.options.buffer_pool_bytes(bytes);
-            manifest.options.validate()?;
+            opts = opts.buffer_pool_bytes(bytes);
         }
-        if manifest.options.device == DeviceSpec::Memory {
+        if opts.device == DeviceSpec::Memory {
             return Err(Error::Unsupported(format!(
                 "the index in {} was created on a memory device, whose pages did not survive",
                 dir.display()
             )));
         }
-        let device = device_for(
-            dir,
-            &manifest.options.device,
-            manifest.options.page_size,
-            false,
-        )?;
-        Db::from_engine(engine::open(Storage { device, vfs }, manifest)?)
+        engine::validate(&opts)?;
+        let device = device_for(dir, &opts.device, opts.page_size, false)?;
+        Db::from_engine(engine::open(Storage { device, vfs }, manifest, opts)?)
     }
 
     /// Create an index on given storage (`opts.device` is not used).
     pub fn create_on(storage: Storage, opts: Options) -> Result<Db> {
-        opts.validate()?;
+        engine::validate(&opts)?;
         if storage.device.page_size() != opts.page_size {
             return Err(Error::InvalidOptions(format!(
                 "device page size {} differs from the options' {}",
@@ -132,14 +120,15 @@ impl Db {
             return Err(Error::NotAnIndex(PathBuf::from(MANIFEST)));
         }
         let manifest = Manifest::load(&*storage.vfs)?;
-        if storage.device.page_size() != manifest.options.page_size {
+        let opts = record::decode(&manifest.options, manifest.format_version)?;
+        if storage.device.page_size() != opts.page_size {
             return Err(Error::InvalidOptions(format!(
                 "device page size {} differs from the index's {}",
                 storage.device.page_size(),
-                manifest.options.page_size
+                opts.page_size
             )));
         }
-        Db::from_engine(engine::open(storage, manifest)?)
+        Db::from_engine(engine::open(storage, manifest, opts)?)
     }
 
     fn from_engine(engine: Box<dyn Engine>) -> Result<Db> {

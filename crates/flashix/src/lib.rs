@@ -15,29 +15,36 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Layers (DESIGN.md): [`io`] (devices, files, fault injection, extent allocator),
-//! [`buffer`] (LRU buffer pool and the page store of in-place engines), [`wal`] (logical
-//! redo log) and [`manifest`], the engines under `engine/`, and [`Db`] on top.
+//! Layers (DESIGN.md), bottom up: [`io`] (devices, small files, fault injection, extent
+//! allocator) and [`sim`] (NAND and FTL simulator); `buffer` (LRU pool); `durable` (WAL,
+//! manifest, the checkpoint switch, the Pager, the log cycle); `engine` (one folder per
+//! index, each owning its options and format, and the kits they share); [`Db`] on top.
+//! [`cost`] is a leaf of models over numbers. Only what DESIGN.md's Public API lists is
+//! public; the conformance harness (`testing`) is behind the `testing` cargo feature.
 
-pub mod buffer;
+mod buffer;
 pub mod cost;
 mod db;
+mod durable;
+#[doc(hidden)]
 pub mod engine;
 mod error;
 pub mod io;
-pub mod manifest;
+mod kind;
 mod options;
-pub mod page;
+mod page;
 pub mod sim;
 mod stats;
+#[cfg(feature = "testing")]
 pub mod testing;
-pub mod wal;
+mod util;
 
-pub use db::{Db, Range, Storage};
+pub use db::{Db, Range, DATA_FILE, NAND_FILE};
 pub use error::{Error, Result};
-pub use io::DeviceStats;
+pub use io::{DeviceStats, Storage};
+pub use kind::EngineKind;
 pub use options::{
-    BTreeOptions, BftlOptions, DeviceSpec, DiplOptions, EngineKind, FdTreeOptions, IplOptions,
+    BTreeOptions, BftlOptions, DeviceSpec, DiplOptions, EngineOptions, FdTreeOptions, IplOptions,
     LsmOptions, Options, PioOptions, Tuning, DEFAULT_PAGE_SIZE, PIO_OPQ_ENTRY_BYTES,
 };
 pub use stats::{BufferStats, Stats, WalStats};

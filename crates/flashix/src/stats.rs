@@ -1,7 +1,7 @@
 //! [`Stats`]: what an index reports about itself.
 
 use crate::io::DeviceStats;
-use crate::options::EngineKind;
+use crate::kind::EngineKind;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

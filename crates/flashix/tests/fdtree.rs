@@ -20,7 +20,7 @@ fn opts(page_size: usize, frames: u64, k: u32, head_pages: u64, deamortize: bool
 }
 
 fn mem_db(o: Options) -> (Db, MemDevice, MemVfs) {
-    let dev = MemDevice::new(o.get_page_size());
+    let dev = MemDevice::new(o.page_size);
     let vfs = MemVfs::new();
     let s = Storage {
         device: Box::new(dev.reopen()),
@@ -301,7 +301,7 @@ fn unset_k_comes_from_the_cost_model_and_survives_reopen() {
         let o = Options::new(EngineKind::FdTree)
             .buffer_pool_bytes(16 << 20)
             .tuning(tuning.clone());
-        let want = fdtree::default_k(&o, o.get_fdtree().head_tree_bytes).unwrap();
+        let want = fdtree::default_k(&o, o.fdtree_options().head_tree_bytes).unwrap();
         let chosen = fdtree::choose(&tuning.device, &fdtree::workload_for(&o, 512 << 10)).unwrap();
         assert_eq!(u64::from(want), chosen.k);
         let (mut db, dev, vfs) = mem_db(o.clone());

@@ -91,7 +91,7 @@ fn key(i: u64) -> u64 {
 /// Applied to `db` when given; always applied to the returned model.
 fn history(mut db: Option<&mut Db>, session: u32) -> BTreeMap<u64, u64> {
     let mut model = BTreeMap::new();
-    let mut ins = |db: &mut Option<&mut Db>, m: &mut BTreeMap<u64, u64>, k: u64, v: u64| {
+    let ins = |db: &mut Option<&mut Db>, m: &mut BTreeMap<u64, u64>, k: u64, v: u64| {
         if let Some(db) = db {
             db.insert(k, v).unwrap();
         }
@@ -197,8 +197,8 @@ fn fixtures_of_every_supported_format_open_and_read_back() {
             let scratch = tempfile::tempdir().unwrap();
             let dir = scratch.path().join("idx");
             copy_dir(&src, &dir);
-            let mut db = Db::open(&dir)
-                .unwrap_or_else(|e| panic!("{}: open failed: {e}", src.display()));
+            let mut db =
+                Db::open(&dir).unwrap_or_else(|e| panic!("{}: open failed: {e}", src.display()));
             db.check_integrity().unwrap();
             assert_eq!(contents(&mut db), want, "{}", src.display());
             for &k in want.keys().take(50) {

@@ -21,7 +21,7 @@ fn opts(page_size: usize, frames: u64, k: u32, c0_pages: u64, io_unit_pages: u64
 }
 
 fn mem_db(o: Options) -> (Db, MemDevice, MemVfs) {
-    let dev = MemDevice::new(o.get_page_size());
+    let dev = MemDevice::new(o.page_size);
     let vfs = MemVfs::new();
     let s = Storage {
         device: Box::new(dev.reopen()),
@@ -195,7 +195,7 @@ fn invalid_options_are_refused() {
             search_before_delete: false,
         }),
     ] {
-        let dev = MemDevice::new(o.get_page_size());
+        let dev = MemDevice::new(o.page_size);
         let s = Storage {
             device: Box::new(dev),
             vfs: Arc::new(MemVfs::new()),
@@ -301,7 +301,7 @@ fn search_before_delete_skips_absent_keys() {
     let o = opts(512, 16, 2, 2, 3);
     let lsm = LsmOptions {
         search_before_delete: true,
-        ..o.get_lsm().clone()
+        ..o.lsm_options()
     };
     let o = o.lsm(lsm);
     let (mut db, _, _) = mem_db(o);

@@ -34,8 +34,8 @@ fn churn(db: &mut Db, seed: u64, ops: u64, keys: u64) -> BTreeMap<u64, u64> {
 fn ipl_and_dipl_default_to_raw_nand_and_persist_in_the_nand_file() {
     for kind in [EngineKind::DiplBTree, EngineKind::IplBTree] {
         let opts = Options::new(kind);
-        assert_eq!(opts.get_page_size(), 2048);
-        match opts.get_device() {
+        assert_eq!(opts.page_size, 2048);
+        match &opts.device {
             DeviceSpec::RawNand(cfg) => {
                 assert_eq!((cfg.page_bytes, cfg.pages_per_block), (2048, 64))
             }

@@ -1,9 +1,6 @@
-//! The buffer layer: the LRU [`BufferPool`] and the [`Pager`] that in-place engines
-//! (B+-tree, PIO B-tree, BFTL, ...) use to read, change, allocate and free pages with
-//! crash safety.
+//! The buffer layer: the LRU [`BufferPool`] (a budget in bytes, pinning, a write barrier
+//! for the WAL rule). The `Pager` that in-place engines use sits above it, in `durable`.
 
-mod pager;
 mod pool;
 
-pub use pager::Pager;
-pub use pool::{BufferPool, FrameId, NoBarrier, WriteBarrier};
+pub use pool::{BufferPool, WriteBarrier};

@@ -23,8 +23,10 @@ pub trait WriteBarrier {
 }
 
 /// A barrier for callers with nothing to make durable first.
+#[cfg(test)]
 pub struct NoBarrier;
 
+#[cfg(test)]
 impl WriteBarrier for NoBarrier {
     fn before_write(&mut self, _lsn: u64) -> Result<()> {
         Ok(())
@@ -340,11 +342,6 @@ impl BufferPool {
         fr.pins = fr.pins.saturating_sub(1);
     }
 
-    /// The page id held by a frame.
-    pub fn page_of(&self, f: FrameId) -> PageId {
-        self.frames[f].page
-    }
-
     /// Read access to a pinned frame.
     pub fn data(&self, f: FrameId) -> &[u8] {
         &self.frames[f].data
@@ -358,11 +355,13 @@ impl BufferPool {
         &mut fr.data
     }
 
+    #[cfg(test)]
     /// True if `pid` is resident and dirty.
     pub fn is_dirty(&self, pid: PageId) -> bool {
         self.map.get(&pid).is_some_and(|&f| self.frames[f].dirty)
     }
 
+    #[cfg(test)]
     /// True if `pid` is resident.
     pub fn contains(&self, pid: PageId) -> bool {
         self.map.contains_key(&pid)
@@ -402,6 +401,7 @@ impl BufferPool {
         }
     }
 
+    #[cfg(test)]
     /// Drop every frame without writing (after an error or a recovery restore).
     pub fn clear(&mut self) {
         let pages: Vec<PageId> = self.map.keys().copied().collect();

@@ -21,7 +21,7 @@
 //! made here is written next to the code ("Reading:").
 
 use super::DeviceCosts;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Head-tree size of the paper's experiments (Appendix D: "fixed to 512KB").
 pub const DEFAULT_HEAD_TREE_BYTES: u64 = 512 << 10;
@@ -446,21 +446,17 @@ pub fn choose(dev: &DeviceCosts, w: &FdTreeWorkload) -> Result<FdTreeChoice> {
 /// half its pages times f (a tree of half-full leaves stays within its bytes), so the model
 /// is given half the head tree's bytes: its |L_0| is then the engine's.
 pub fn workload_for(opts: &crate::Options, head_tree_bytes: u64) -> FdTreeWorkload {
-    let t = opts.get_tuning();
-    let mut w = FdTreeWorkload::new(
-        t.expected_entries.max(1),
-        t.search_fraction,
-        opts.get_page_size(),
-    );
+    let t = opts.effective_tuning();
+    let mut w = FdTreeWorkload::new(t.expected_entries.max(1), t.search_fraction, opts.page_size);
     w.head_tree_bytes = head_tree_bytes / 2;
-    w.buffer_bytes = opts.get_buffer_pool_bytes();
+    w.buffer_bytes = opts.buffer_pool_bytes;
     w
 }
 
 /// The `k` of an index created with `opts` that leaves it unset: the cost model's choice
 /// (C.3) for [`workload_for`] on the tuning's device.
 pub fn default_k(opts: &crate::Options, head_tree_bytes: u64) -> Result<u32> {
-    let t = opts.get_tuning();
+    let t = opts.effective_tuning();
     let w = workload_for(opts, head_tree_bytes);
     let c = choose(&t.device, &w).map_err(|e| {
         Error::InvalidOptions(format!("choosing k with the FD-tree cost model: {e}"))

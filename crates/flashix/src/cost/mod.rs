@@ -16,7 +16,7 @@
 pub mod fdtree;
 pub mod pio;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 /// What a cost model needs to know about a device, for one page size `B`.
@@ -135,6 +135,37 @@ impl DeviceCosts {
     /// Time per page of a sequential write, `B / W_wseq`, in microseconds.
     pub fn seq_write_page_us(&self) -> f64 {
         self.seq_write_page_us
+    }
+}
+
+/// What the cost models tune an index for when its sub-options leave a parameter to them
+/// (DESIGN.md: sub-options default "to the cost model's answer for the device profile").
+/// `flashix bench` fills it from the `flashix probe` profile and the benchmark's size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tuning {
+    /// The device's per-page costs, for the index's page size.
+    pub device: DeviceCosts,
+    /// Entries the index is expected to hold.
+    pub expected_entries: u64,
+    /// Share of operations that are searches (the rest are updates), 0..=1.
+    pub search_fraction: f64,
+    /// The PIO B-tree model's device inputs (latency by request size, psync throughput);
+    /// `None`: derived from `device` with the reference SSD's queue-depth-32 throughput
+    /// ([`pio::PioDeviceCosts::derived`]).
+    #[serde(default)]
+    pub pio_device: Option<pio::PioDeviceCosts>,
+}
+
+impl Tuning {
+    /// [`DeviceCosts::reference`], 10 million entries, half searches.
+    pub fn reference(page_size: usize) -> Tuning {
+        Tuning {
+            device: DeviceCosts::reference(page_size),
+            expected_entries: 10_000_000,
+            search_fraction: 0.5,
+            pio_device: None,
+        }
     }
 }
 

@@ -50,8 +50,8 @@
 
 use crate::engine::btree::node;
 use crate::engine::pio::leaf;
+use crate::error::{Error, Result};
 use crate::options::PIO_OPQ_ENTRY_BYTES;
-use crate::{Error, Result};
 
 use super::DeviceCosts;
 use crate::options::{Options, PioOptions};
@@ -372,16 +372,16 @@ pub fn choose_within(
 /// share, and `M` = the options' memory budget ([`Options::get_buffer_pool_bytes`], which
 /// the OPQ shares with the pool).
 pub fn resolve(opts: &Options) -> Result<PioOptions> {
-    let mut o = opts.get_pio().clone();
+    let mut o = opts.pio_options();
     if o.leaf_segments.is_some() && o.opq_bytes.is_some() {
         return Ok(o);
     }
-    let t = opts.get_tuning();
+    let t = opts.effective_tuning();
     let dev = match t.pio_device {
         Some(d) => d,
         None => PioDeviceCosts::derived(&t.device)?,
     };
-    let page = opts.get_page_size();
+    let page = opts.page_size;
     if dev.page_size() != page {
         return Err(Error::InvalidOptions(format!(
             "the tuning's PIO device profile is for {}-byte pages, the index has {page}-byte pages",
@@ -391,7 +391,7 @@ pub fn resolve(opts: &Options) -> Result<PioOptions> {
     let w = PioWorkload {
         insert_ratio: 1.0 - t.search_fraction,
         entries: t.expected_entries.max(1),
-        memory_bytes: opts.get_buffer_pool_bytes(),
+        memory_bytes: opts.buffer_pool_bytes,
         bcnt: u64::from(o.bcnt.max(1)),
         pio_max: u64::from(o.pio_max.max(1)),
     };

@@ -1,21 +1,22 @@
-//! The engines behind [`crate::Db`]. One folder each; every one implements [`Engine`].
+//! The engines behind [`crate::Db`]. One folder each, owning its options, format and
+//! algorithms; every one implements [`Engine`]. No engine imports another: what two share
+//! is a kit beside them. This module dispatches validation, creation and opening by
+//! [`EngineKind`].
 
 pub mod bftl;
 pub mod btree;
 pub mod dipl;
 pub mod fdtree;
 pub mod ipl;
-mod logged;
 pub mod lsm;
 pub mod pio;
 
-pub(crate) use logged::{logged_engine_methods, Logged};
-
+use crate::durable::Manifest;
 use crate::error::{Error, Result};
-use crate::manifest::Manifest;
-use crate::options::{EngineKind, Options};
+use crate::io::Storage;
+use crate::kind::EngineKind;
+use crate::options::Options;
 use crate::stats::Stats;
-use crate::Storage;
 use std::ops::Bound;
 
 /// Pages of a level (FD-tree) or leaves of a component (LSM) that the first batch of an
@@ -139,9 +140,24 @@ pub fn is_built(kind: EngineKind) -> bool {
     !matches!(kind, EngineKind::BulkIndex | EngineKind::LaTree)
 }
 
-/// A new engine of `opts.engine` on `storage`.
+/// Check `opts`: the settings every engine shares, then the chosen engine's own.
+pub fn validate(opts: &Options) -> Result<()> {
+    opts.validate_common()?;
+    match opts.engine() {
+        EngineKind::BTree => btree::validate(opts),
+        EngineKind::FdTree => fdtree::validate(opts),
+        EngineKind::Lsm => lsm::validate(opts),
+        EngineKind::PioBTree => pio::validate(opts),
+        EngineKind::Bftl => bftl::validate(opts),
+        EngineKind::IplBTree => ipl::validate(opts),
+        EngineKind::DiplBTree => dipl::validate(opts),
+        EngineKind::BulkIndex | EngineKind::LaTree => Ok(()),
+    }
+}
+
+/// A new engine of `opts.engine()` on `storage`.
 pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
-    match opts.engine {
+    match opts.engine() {
         EngineKind::BTree => Ok(Box::new(btree::BTree::create(storage, opts)?)),
         EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::create(storage, opts)?)),
         EngineKind::Lsm => Ok(Box::new(lsm::Lsm::create(storage, opts)?)),
@@ -153,16 +169,21 @@ pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
     }
 }
 
-/// Reopen an engine from its manifest, recovering from the WAL.
-pub fn open(storage: Storage, manifest: Manifest) -> Result<Box<dyn Engine>> {
-    match manifest.options.engine {
-        EngineKind::BTree => Ok(Box::new(btree::BTree::open(storage, manifest)?)),
-        EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::open(storage, manifest)?)),
-        EngineKind::Lsm => Ok(Box::new(lsm::Lsm::open(storage, manifest)?)),
-        EngineKind::PioBTree => Ok(Box::new(pio::PioBTree::open(storage, manifest)?)),
-        EngineKind::Bftl => Ok(Box::new(bftl::Bftl::open(storage, manifest)?)),
-        EngineKind::IplBTree => Ok(Box::new(ipl::IplBTree::open(storage, manifest)?)),
-        EngineKind::DiplBTree => Ok(Box::new(dipl::DiplBTree::open(storage, manifest)?)),
+/// Reopen an engine from its manifest with `opts` (its options record decoded, possibly
+/// with a new buffer pool size), recovering from the WAL. The manifest's record is
+/// replaced by `opts`' (current format), which the next checkpoint writes.
+pub fn open(storage: Storage, mut manifest: Manifest, opts: Options) -> Result<Box<dyn Engine>> {
+    validate(&opts)?;
+    manifest.options = crate::options::record::encode(&opts)?;
+    let m = manifest;
+    match opts.engine() {
+        EngineKind::BTree => Ok(Box::new(btree::BTree::open(storage, m, opts)?)),
+        EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::open(storage, m, opts)?)),
+        EngineKind::Lsm => Ok(Box::new(lsm::Lsm::open(storage, m, opts)?)),
+        EngineKind::PioBTree => Ok(Box::new(pio::PioBTree::open(storage, m, opts)?)),
+        EngineKind::Bftl => Ok(Box::new(bftl::Bftl::open(storage, m, opts)?)),
+        EngineKind::IplBTree => Ok(Box::new(ipl::IplBTree::open(storage, m, opts)?)),
+        EngineKind::DiplBTree => Ok(Box::new(dipl::DiplBTree::open(storage, m, opts)?)),
         other => Err(not_built(other)),
     }
 }

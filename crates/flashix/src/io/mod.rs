@@ -28,6 +28,15 @@ pub use mem::MemDevice;
 pub use vfs::{DirVfs, MemVfs, Vfs};
 
 use crate::error::{Error, Result};
+use std::sync::Arc;
+
+/// The storage an index lives on: one page [`Device`] and the directory's small files.
+/// `Db::create` and `Db::open` build it from a directory; tests and embedders can pass
+/// their own (memory, fault injection) to `Db::create_on` and `Db::open_on`.
+pub struct Storage {
+    pub device: Box<dyn Device>,
+    pub vfs: Arc<dyn Vfs>,
+}
 use serde::{Deserialize, Serialize};
 
 /// A page address on a [`Device`].

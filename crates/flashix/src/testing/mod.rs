@@ -8,9 +8,7 @@
 //!
 //! Adding an engine to the conformance tests is one line in `tests/conformance.rs`.
 
-mod rng;
-
-pub use rng::Rng;
+pub use crate::util::Rng;
 
 use crate::io::{Device, DirVfs, Faults, FileDevice, MemDevice, MemVfs, Vfs};
 use crate::sim::{FtlKind, NandConfig, SimSsd, SimSsdConfig};
@@ -364,8 +362,8 @@ pub fn run(h: &History) -> Result<Report, String> {
     let opts = options_for(h.engine, &mut rng);
     let mut env = Env {
         device: h.device.clone(),
-        page_size: opts.get_page_size(),
-        mem_dev: MemDevice::new(opts.get_page_size()),
+        page_size: opts.page_size,
+        mem_dev: MemDevice::new(opts.page_size),
         mem_vfs: MemVfs::new(),
         nand_dev: None,
         // The B+-tree updates in place: 400 pages hold it and keep the FTL collecting.

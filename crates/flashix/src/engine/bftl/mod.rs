@@ -61,6 +61,8 @@
 //! per list entry, at most `c` per node, plus a count per live page), the reservation buffer
 //! (`reservation_units` units) and the page-id sets of pages allocated since the checkpoint.
 
+mod options;
+pub use options::BftlOptions;
 mod check;
 pub mod ntt;
 mod tree;
@@ -68,15 +70,16 @@ pub mod unit;
 
 use self::ntt::Ntt;
 use self::unit::Unit;
-use crate::buffer::Pager;
-use crate::engine::{logged_engine_methods, Engine, Logged, RangeCursor};
+use crate::durable::Manifest;
+use crate::durable::{logged_engine_methods, Logged};
+use crate::durable::{Log, Pager};
+use crate::engine::{Engine, RangeCursor};
 use crate::error::{Error, Result};
+use crate::io::Storage;
 use crate::io::{Extent, IoReq, PageId};
-use crate::manifest::Manifest;
-use crate::options::{EngineKind, Options};
+use crate::kind::EngineKind;
+use crate::options::Options;
 use crate::stats::{counters, Stats};
-use crate::wal::LogicalOp;
-use crate::Storage;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
@@ -91,9 +94,12 @@ pub fn capacity(node_bytes: u64) -> usize {
     (node_bytes.saturating_sub(32) / 16) as usize
 }
 
+/// Fill factor of bulk loading: the B+-tree's default (FD-tree paper, App. D: 0.7).
+const BULK_FILL: f64 = 0.7;
+
 /// The sizes in effect: node capacity, reservation buffer units, compaction threshold.
 fn sizes(opts: &Options) -> (usize, usize, usize) {
-    let b = &opts.bftl;
+    let b = &opts.bftl_options();
     let cap = capacity(b.node_bytes);
     let full = unit::pages_for(cap + 1, opts.page_size);
     let res = b.reservation_units.map_or(cap, |r| r as usize);
@@ -103,7 +109,7 @@ fn sizes(opts: &Options) -> (usize, usize, usize) {
 
 /// Check BFTL's sub-options for the page size.
 pub fn validate(opts: &Options) -> Result<()> {
-    let b = &opts.bftl;
+    let b = &opts.bftl_options();
     if !(96..=1 << 20).contains(&b.node_bytes) {
         return Err(Error::InvalidOptions(format!(
             "bftl node_bytes {} must be within 96..=1 MiB (4 entries at least)",
@@ -287,7 +293,9 @@ impl Bftl {
     pub fn create(storage: Storage, options: Options) -> Result<Bftl> {
         validate(&options)?;
         let (cap, reservation, c) = sizes(&options);
-        let pager = Pager::create(storage, options, MIN_FRAMES)?;
+        let record = crate::options::record::encode(&options)?;
+        let config = options.pager_config(MIN_FRAMES, 0);
+        let pager = Pager::create(storage.device, storage.vfs, config, record)?;
         let mut t = Bftl::with(pager, Ntt::default(), cap, reservation, c);
         t.root = 1;
         t.next_id = 2;
@@ -304,7 +312,7 @@ impl Bftl {
     }
 
     /// Reopen: the checkpoint's NTT, then the WAL replayed and a checkpoint taken.
-    pub fn open(storage: Storage, manifest: Manifest) -> Result<Bftl> {
+    pub fn open(storage: Storage, manifest: Manifest, options: Options) -> Result<Bftl> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad BFTL state: {e}")))?;
         if state.height == 0 || state.next_id <= state.root {
@@ -317,18 +325,15 @@ impl Bftl {
                 ),
             ));
         }
-        validate(&manifest.options)?;
-        let (cap, reservation, c) = sizes(&manifest.options);
-        let (pager, ops) = Pager::open(storage, &manifest, MIN_FRAMES)?;
+        let (cap, reservation, c) = sizes(&options);
+        let config = options.pager_config(MIN_FRAMES, 0);
+        let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
         let mut t = Bftl::with(pager, Ntt::from_lists(state.ntt), cap, reservation, c);
         t.root = state.root;
         t.height = state.height;
         t.next_id = state.next_id;
         t.entries = state.entries;
-        if !ops.is_empty() {
-            t.replay(&ops)?;
-            t.checkpoint()?;
-        }
+        t.recover(&ops)?;
         Ok(t)
     }
 
@@ -534,22 +539,12 @@ impl Bftl {
 }
 
 impl Logged for Bftl {
-    fn pager(&mut self) -> &mut Pager {
-        &mut self.pager
+    fn log(&mut self) -> &mut Log {
+        self.pager.log()
     }
 
-    fn apply(&mut self, op: &LogicalOp) -> Result<()> {
-        match op {
-            LogicalOp::Insert(k, v) => self.insert_unlogged(*k, *v),
-            LogicalOp::Delete(k) => self.delete_unlogged(*k).map(|_| ()),
-            LogicalOp::BulkInsert(pairs) => {
-                for &(k, v) in pairs {
-                    self.insert_unlogged(k, v)?;
-                }
-                Ok(())
-            }
-            LogicalOp::DeleteRange(lo, hi) => self.delete_range_unlogged(*lo, *hi),
-        }
+    fn checkpoint_wal_bytes(&self) -> u64 {
+        self.pager.config().checkpoint_wal_bytes
     }
 
     /// Commit the reservation buffer, give recycled pages back to the allocator, switch the
@@ -565,6 +560,18 @@ impl Logged for Bftl {
         Ok(())
     }
 
+    fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
+        Bftl::insert_unlogged(self, key, value)
+    }
+
+    fn delete_unlogged(&mut self, key: u64) -> Result<()> {
+        Bftl::delete_unlogged(self, key).map(|_| ())
+    }
+
+    fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
+        Bftl::delete_range_unlogged(self, lo, hi)
+    }
+
     fn holds_nothing(&self) -> bool {
         self.entries == 0
     }
@@ -576,10 +583,6 @@ impl Logged for Bftl {
 
 impl Engine for Bftl {
     logged_engine_methods!();
-
-    fn delete(&mut self, key: u64) -> Result<()> {
-        self.logged(LogicalOp::Delete(key))
-    }
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {
         let path = self.descend(key)?;

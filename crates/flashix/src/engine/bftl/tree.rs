@@ -314,12 +314,12 @@ impl Bftl {
     }
 
     /// Build the tree bottom-up from sorted, distinct pairs into the empty tree: nodes
-    /// filled to `BTreeOptions::bulk_fill` and each written alone, like a compacted node.
+    /// filled to [`super::BULK_FILL`] and each written alone, like a compacted node.
     pub(super) fn bulk_load(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
         if sorted.is_empty() {
             return Ok(());
         }
-        let fill = self.pager.options().btree.bulk_fill;
+        let fill = super::BULK_FILL;
         let per = ((self.cap as f64 * fill) as usize).clamp(1, self.cap);
         let old = self.root;
         self.release_node(old);

@@ -43,7 +43,7 @@ impl BTree {
 
     /// Build the tree bottom-up from sorted, distinct entries (the tree is empty).
     fn bulk_load(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
-        let fill = self.pager.options().btree.bulk_fill;
+        let fill = self.bulk_fill;
         let min = self.min();
         let per = ((self.cap as f64 * fill) as usize).clamp(min.max(1), self.cap);
         // The empty tree is a single empty root leaf.

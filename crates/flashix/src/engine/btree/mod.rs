@@ -28,6 +28,8 @@
 //! # Memory
 //! The buffer pool (`buffer_pool_bytes`) plus the pager's page-id sets; nothing per entry.
 
+mod options;
+pub use options::BTreeOptions;
 mod bulk;
 pub(crate) use bulk::group_sizes;
 mod check;
@@ -36,17 +38,18 @@ mod insert;
 pub mod node;
 pub(crate) mod spine;
 
-use crate::buffer::Pager;
-use crate::engine::{logged_engine_methods, Engine, Logged, RangeCursor};
+use crate::durable::Manifest;
+use crate::durable::{logged_engine_methods, Logged};
+use crate::durable::{Log, Pager};
+use crate::engine::{Engine, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::PageId;
-use crate::manifest::Manifest;
-use crate::options::{EngineKind, Options};
+use crate::io::Storage;
+use crate::kind::EngineKind;
+use crate::options::Options;
 use crate::page::DATA_FILE;
 use crate::stats::counters;
 use crate::stats::Stats;
-use crate::wal::LogicalOp;
-use crate::Storage;
 use serde::{Deserialize, Serialize};
 
 /// Frames the tree needs at least: one page is pinned at a time, splits touch a handful.
@@ -78,14 +81,31 @@ pub struct BTree {
     entries: u64,
     leaves: u64,
     cap: usize,
+    /// Fill factor of bulk loading ([`BTreeOptions::bulk_fill`]).
+    bulk_fill: f64,
+    checkpoint_wal_bytes: u64,
     counters: Counters,
+}
+
+/// Check the B+-tree's options.
+pub fn validate(opts: &Options) -> Result<()> {
+    let fill = opts.btree_options().bulk_fill;
+    // Below one half, bulk-loaded nodes would break the B+-tree's occupancy invariant.
+    if !(0.5..=1.0).contains(&fill) {
+        return Err(Error::InvalidOptions(format!(
+            "btree bulk_fill {fill} must be within 0.5..=1.0"
+        )));
+    }
+    Ok(())
 }
 
 impl BTree {
     /// A new empty tree (one empty root leaf).
     pub fn create(storage: Storage, options: Options) -> Result<BTree> {
         let cap = node::capacity(options.page_size);
-        let mut pager = Pager::create(storage, options, MIN_FRAMES)?;
+        let record = crate::options::record::encode(&options)?;
+        let config = options.pager_config(MIN_FRAMES, 0);
+        let mut pager = Pager::create(storage.device, storage.vfs, config, record)?;
         let root = pager.alloc_page()?;
         pager.write(root, |b| node::init(b, 0, node::NONE, &[]))?;
         let mut t = BTree {
@@ -95,6 +115,8 @@ impl BTree {
             entries: 0,
             leaves: 1,
             cap,
+            bulk_fill: options.btree_options().bulk_fill,
+            checkpoint_wal_bytes: options.checkpoint_wal_bytes,
             counters: Counters::default(),
         };
         t.checkpoint()?;
@@ -102,11 +124,12 @@ impl BTree {
     }
 
     /// Reopen: restore the checkpoint image and replay the WAL.
-    pub fn open(storage: Storage, manifest: Manifest) -> Result<BTree> {
+    pub fn open(storage: Storage, manifest: Manifest, options: Options) -> Result<BTree> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad B+-tree state: {e}")))?;
-        let cap = node::capacity(manifest.options.page_size);
-        let (pager, ops) = Pager::open(storage, &manifest, MIN_FRAMES)?;
+        let cap = node::capacity(options.page_size);
+        let config = options.pager_config(MIN_FRAMES, 0);
+        let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
         let mut t = BTree {
             pager,
             root: state.root,
@@ -114,15 +137,14 @@ impl BTree {
             entries: state.entries,
             leaves: state.leaves,
             cap,
+            bulk_fill: options.btree_options().bulk_fill,
+            checkpoint_wal_bytes: options.checkpoint_wal_bytes,
             counters: Counters::default(),
         };
         if state.height == 0 {
             return Err(Error::corruption("MANIFEST", None, "B+-tree height 0"));
         }
-        if !ops.is_empty() {
-            t.replay(&ops)?;
-            t.checkpoint()?;
-        }
+        t.recover(&ops)?;
         Ok(t)
     }
 
@@ -229,8 +251,33 @@ fn level_error(pid: PageId, found: u32, want: u32) -> Error {
 }
 
 impl Logged for BTree {
-    fn pager(&mut self) -> &mut Pager {
-        &mut self.pager
+    fn log(&mut self) -> &mut Log {
+        self.pager.log()
+    }
+
+    fn checkpoint_wal_bytes(&self) -> u64 {
+        self.checkpoint_wal_bytes
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        let s = self.state();
+        self.pager.checkpoint(s)
+    }
+
+    fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
+        BTree::insert_unlogged(self, key, value)
+    }
+
+    fn delete_unlogged(&mut self, key: u64) -> Result<()> {
+        BTree::delete_unlogged(self, key).map(|_| ())
+    }
+
+    fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
+        BTree::delete_range_unlogged(self, lo, hi)
+    }
+
+    fn bulk_unlogged(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        BTree::bulk_unlogged(self, sorted)
     }
 
     fn holds_nothing(&self) -> bool {
@@ -238,30 +285,12 @@ impl Logged for BTree {
     }
 
     fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
-        self.bulk_unlogged(sorted)
-    }
-
-    fn apply(&mut self, op: &LogicalOp) -> Result<()> {
-        match op {
-            LogicalOp::Insert(k, v) => self.insert_unlogged(*k, *v),
-            LogicalOp::Delete(k) => self.delete_unlogged(*k).map(|_| ()),
-            LogicalOp::BulkInsert(pairs) => self.bulk_unlogged(pairs),
-            LogicalOp::DeleteRange(lo, hi) => self.delete_range_unlogged(*lo, *hi),
-        }
-    }
-
-    fn checkpoint(&mut self) -> Result<()> {
-        let s = self.state();
-        self.pager.checkpoint(s)
+        BTree::bulk_unlogged(self, sorted)
     }
 }
 
 impl Engine for BTree {
     logged_engine_methods!();
-
-    fn delete(&mut self, key: u64) -> Result<()> {
-        self.logged(LogicalOp::Delete(key))
-    }
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {
         let (_, leaf) = self.descend(key)?;

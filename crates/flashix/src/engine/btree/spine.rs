@@ -13,7 +13,7 @@
 //! and a split root gets a new root above it (one level taller).
 
 use super::node;
-use crate::buffer::Pager;
+use crate::durable::Pager;
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::page::{self, DATA_FILE};

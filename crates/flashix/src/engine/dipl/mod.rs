@@ -44,12 +44,16 @@
 //! the manifest, erases of checkpointed blocks deferred to the next checkpoint, recovery by
 //! rebuilding blocks with programs newer than the checkpoint, then WAL replay.
 
+mod options;
+pub use options::DiplOptions;
+
+use crate::durable::Logged;
+use crate::durable::Manifest;
 use crate::engine::ipl::{core_engine_methods, Core, Flavor};
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::manifest::Manifest;
+use crate::io::Storage;
 use crate::options::Options;
-use crate::Storage;
 
 /// The d-IPL B+-tree engine.
 pub struct DiplBTree {
@@ -65,10 +69,10 @@ impl DiplBTree {
     }
 
     /// Reopen: the last checkpoint, then the WAL replayed.
-    pub fn open(storage: Storage, manifest: Manifest) -> Result<DiplBTree> {
-        let (core, ops) = Core::open(Flavor::Dipl, storage, manifest)?;
+    pub fn open(storage: Storage, manifest: Manifest, opts: Options) -> Result<DiplBTree> {
+        let (core, ops) = Core::open(Flavor::Dipl, storage, manifest, opts)?;
         let mut t = DiplBTree { core };
-        t.core.replay(&ops)?;
+        Logged::recover(&mut t.core, &ops)?;
         Ok(t)
     }
 
@@ -82,6 +86,11 @@ impl DiplBTree {
     pub fn reset_counters(&mut self) {
         self.core.reset_counters();
     }
+}
+
+/// Check the d-IPL B+-tree's options (the NAND geometry they imply).
+pub fn validate(opts: &Options) -> Result<()> {
+    crate::engine::ipl::validate(opts)
 }
 
 impl Engine for DiplBTree {

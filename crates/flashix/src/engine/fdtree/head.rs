@@ -10,7 +10,7 @@
 //! Deleting an index entry does not rebalance: the head tree is rebuilt at every merge.
 
 use super::entry::{self, Entry, Kind, NONE};
-use crate::buffer::Pager;
+use crate::durable::Pager;
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::page::DATA_FILE;

@@ -22,7 +22,7 @@
 
 use super::entry::{Entry, Kind};
 use super::run::{write_fence_run, Run, RunReader, RunWriter};
-use crate::buffer::Pager;
+use crate::durable::Pager;
 use crate::error::Result;
 use crate::io::{Extent, PageId};
 

@@ -85,6 +85,8 @@
 //! 24 bytes each) and the page fences of the rewritten levels (16 bytes per page), plus a
 //! range-scan batch (at most `io_unit` pages per level). Reported in `Stats::memory_bytes`.
 
+mod options;
+pub use options::FdTreeOptions;
 mod check;
 pub mod entry;
 pub(crate) mod head;
@@ -92,16 +94,17 @@ mod merge;
 pub(crate) mod run;
 mod search;
 
-use crate::buffer::Pager;
-use crate::engine::{logged_engine_methods, Engine, Logged, RangeCursor};
+use crate::durable::Manifest;
+use crate::durable::{logged_engine_methods, Logged};
+use crate::durable::{Log, Pager};
+use crate::engine::{Engine, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::Extent;
-use crate::manifest::Manifest;
-use crate::options::{EngineKind, Options};
+use crate::io::Storage;
+use crate::kind::EngineKind;
+use crate::options::Options;
 use crate::stats::counters;
 use crate::stats::Stats;
-use crate::wal::LogicalOp;
-use crate::Storage;
 use entry::{Entry, Kind};
 use head::Head;
 use merge::{MergeJob, Outcome, Params};
@@ -133,7 +136,7 @@ struct Counters {
 
 /// Check FD-tree options against the page size (called by `Options::validate`).
 pub fn validate(opts: &Options) -> Result<()> {
-    let o = &opts.fdtree;
+    let o = &opts.fdtree_options();
     let ps = opts.page_size as u64;
     let f = entry::capacity(opts.page_size) as u64;
     if let Some(k) = o.k {
@@ -160,20 +163,18 @@ pub fn validate(opts: &Options) -> Result<()> {
 }
 
 /// `opts` with `k` decided: the given one, else the cost model's (§4, App. C.3).
-fn resolve(mut opts: Options) -> Result<Options> {
-    if opts.fdtree.k.is_none() {
-        opts.fdtree.k = Some(crate::cost::fdtree::default_k(
-            &opts,
-            opts.fdtree.head_tree_bytes,
-        )?);
+fn resolve(opts: Options) -> Result<Options> {
+    let mut o = opts.fdtree_options();
+    if o.k.is_none() {
+        o.k = Some(crate::cost::fdtree::default_k(&opts, o.head_tree_bytes)?);
     }
-    Ok(opts)
+    Ok(opts.fdtree(o))
 }
 
 /// The engine's parameters from resolved options (a manifest always holds a `k`).
 fn params(opts: &Options) -> Result<Params> {
     let cap = entry::capacity(opts.page_size);
-    let o = &opts.fdtree;
+    let o = &opts.fdtree_options();
     let head_pages = o.head_tree_bytes / opts.page_size as u64;
     let k =
         o.k.ok_or_else(|| Error::corruption("MANIFEST", None, "FD-tree options without k"))?;
@@ -197,6 +198,9 @@ pub struct FdTree {
     job: Option<MergeJob>,
     levels: Vec<Run>,
     checkpoint_due: bool,
+    /// Merge extents freed at open: the restarted merge must be published by a checkpoint.
+    restarted_merge: bool,
+    checkpoint_wal_bytes: u64,
     counters: Counters,
 }
 
@@ -206,8 +210,10 @@ impl FdTree {
         validate(&options)?;
         let options = resolve(options)?;
         let p = params(&options)?;
-        let deamortize = options.fdtree.deamortize;
-        let mut pager = Pager::create(storage, options, MIN_FRAMES)?;
+        let deamortize = options.fdtree_options().deamortize;
+        let record = crate::options::record::encode(&options)?;
+        let config = options.pager_config(MIN_FRAMES, 0);
+        let mut pager = Pager::create(storage.device, storage.vfs, config, record)?;
         let head = Head::create(&mut pager)?;
         let mut t = FdTree {
             pager,
@@ -218,6 +224,8 @@ impl FdTree {
             job: None,
             levels: Vec::new(),
             checkpoint_due: false,
+            restarted_merge: false,
+            checkpoint_wal_bytes: options.checkpoint_wal_bytes,
             counters: Counters::default(),
         };
         t.checkpoint()?;
@@ -225,13 +233,13 @@ impl FdTree {
     }
 
     /// Reopen: restore the checkpoint image, restart a merge in progress, replay the WAL.
-    pub fn open(storage: Storage, manifest: Manifest) -> Result<FdTree> {
-        validate(&manifest.options)?;
+    pub fn open(storage: Storage, manifest: Manifest, options: Options) -> Result<FdTree> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad FD-tree state: {e}")))?;
-        let p = params(&manifest.options)?;
-        let deamortize = manifest.options.fdtree.deamortize;
-        let (mut pager, ops) = Pager::open(storage, &manifest, MIN_FRAMES)?;
+        let p = params(&options)?;
+        let deamortize = options.fdtree_options().deamortize;
+        let config = options.pager_config(MIN_FRAMES, 0);
+        let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
         for e in &state.merge_extents {
             pager.free_extent(*e);
         }
@@ -244,15 +252,14 @@ impl FdTree {
             job: None,
             levels: state.levels,
             checkpoint_due: false,
+            restarted_merge: !state.merge_extents.is_empty(),
+            checkpoint_wal_bytes: options.checkpoint_wal_bytes,
             counters: Counters::default(),
         };
         if let Some(fr) = state.frozen {
             t.start_job(fr)?;
         }
-        t.replay(&ops)?;
-        if !ops.is_empty() || !state.merge_extents.is_empty() {
-            t.checkpoint()?;
-        }
+        t.recover(&ops)?;
         Ok(t)
     }
 
@@ -456,8 +463,32 @@ impl FdTree {
 }
 
 impl Logged for FdTree {
-    fn pager(&mut self) -> &mut Pager {
-        &mut self.pager
+    fn log(&mut self) -> &mut Log {
+        self.pager.log()
+    }
+
+    fn checkpoint_wal_bytes(&self) -> u64 {
+        self.checkpoint_wal_bytes
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        let s = self.state();
+        self.pager.checkpoint(s)?;
+        self.checkpoint_due = false;
+        self.restarted_merge = false;
+        Ok(())
+    }
+
+    fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
+        FdTree::insert_unlogged(self, key, value)
+    }
+
+    fn delete_unlogged(&mut self, key: u64) -> Result<()> {
+        FdTree::delete_unlogged(self, key)
+    }
+
+    fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
+        FdTree::delete_range_unlogged(self, lo, hi)
     }
 
     fn holds_nothing(&self) -> bool {
@@ -468,39 +499,19 @@ impl Logged for FdTree {
         self.bulk_load(sorted)
     }
 
-    fn apply(&mut self, op: &LogicalOp) -> Result<()> {
-        match op {
-            LogicalOp::Insert(k, v) => self.insert_unlogged(*k, *v),
-            LogicalOp::Delete(k) => self.delete_unlogged(*k),
-            LogicalOp::BulkInsert(pairs) => {
-                for &(k, v) in pairs {
-                    self.insert_unlogged(k, v)?;
-                }
-                Ok(())
-            }
-            LogicalOp::DeleteRange(lo, hi) => self.delete_range_unlogged(*lo, *hi),
-        }
-    }
-
-    fn checkpoint(&mut self) -> Result<()> {
-        let s = self.state();
-        self.pager.checkpoint(s)?;
-        self.checkpoint_due = false;
-        Ok(())
-    }
-
     /// A completed merge publishes its new runs (and frees the old) with a checkpoint.
     fn checkpoint_due(&self) -> bool {
         self.checkpoint_due
+    }
+
+    /// A merge restarted at open frees the extents the interrupted one had written.
+    fn checkpoint_after_recovery(&self) -> bool {
+        self.restarted_merge
     }
 }
 
 impl Engine for FdTree {
     logged_engine_methods!();
-
-    fn delete(&mut self, key: u64) -> Result<()> {
-        self.logged(LogicalOp::Delete(key))
-    }
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {
         self.lookup(key)

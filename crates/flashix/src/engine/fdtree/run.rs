@@ -5,7 +5,7 @@
 
 use super::entry::{self, Entry, KIND_RUN, NONE};
 use super::head::Packer;
-use crate::buffer::Pager;
+use crate::durable::Pager;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId};
 use crate::page::{self, DATA_FILE};

@@ -5,15 +5,13 @@
 //! a node's log sectors are found (IPL: the whole log area; d-IPL: LLSD and LSLM).
 
 use super::format::{self, NodeImage, Rec, SECTOR};
+use crate::durable::Log;
 use crate::error::{Error, Result};
-use crate::io::Vfs;
-use crate::options::{EngineKind, Options};
+use crate::kind::EngineKind;
+use crate::options::Options;
 use crate::sim::{Nand, NandConfig};
-use crate::stats::WalStats;
-use crate::wal::Wal;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
 
 /// Which of the two schemes a [`Core`] runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,11 +58,15 @@ impl Geometry {
     pub fn new(flavor: Flavor, opts: &Options, nand: &NandConfig) -> Result<Geometry> {
         let (node_bytes, frames_opt, log_bytes) = match flavor {
             Flavor::Ipl => (
-                opts.ipl.node_bytes,
-                opts.ipl.buffer_frames,
-                opts.ipl.log_area_bytes,
+                opts.ipl_options().node_bytes,
+                opts.ipl_options().buffer_frames,
+                opts.ipl_options().log_area_bytes,
             ),
-            Flavor::Dipl => (opts.dipl.node_bytes, opts.dipl.buffer_frames, 0),
+            Flavor::Dipl => (
+                opts.dipl_options().node_bytes,
+                opts.dipl_options().buffer_frames,
+                0,
+            ),
         };
         let page = nand.page_bytes as u64;
         let bad = |m: String| {
@@ -233,9 +235,8 @@ pub struct Core {
     pub flavor: Flavor,
     pub geo: Geometry,
     pub nand: Nand,
-    pub vfs: Arc<dyn Vfs>,
-    pub wal: Wal,
-    pub wal_base: WalStats,
+    /// The WAL generations and the checkpoint switch ([`crate::durable::Log`]).
+    pub log: Log,
     pub options: Options,
     pub blocks: BTreeMap<u32, Block>,
     pub free: BTreeSet<u32>,
@@ -256,7 +257,6 @@ pub struct Core {
     /// IPL: the block new nodes go to when their origin's block is full.
     pub alloc_block: Option<u32>,
     pub counters: Counters,
-    pub replaying: bool,
 }
 
 /// The entries of a leaf from a key on, and the leaf's upper fence.

@@ -22,17 +22,16 @@
 use super::core::{Block, Core, Counters, Flavor, Geometry, Member, Place};
 use super::flash::Rebuild;
 use super::format::{self, NodeImage, NAND_FILE};
+use crate::durable::wal::{LogicalOp, Record};
+use crate::durable::{Log, Manifest};
 use crate::error::{Error, Result};
 use crate::io::alloc::AllocState;
-use crate::manifest::Manifest;
+use crate::io::Storage;
+use crate::kind::EngineKind;
 use crate::options::{DeviceSpec, Options};
 use crate::sim::{Nand, NandConfig, PageAddr};
-use crate::stats::WalStats;
-use crate::wal::{self, LogicalOp, Record, Wal};
-use crate::Storage;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 /// A block as saved in the manifest.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -68,8 +67,14 @@ fn nand_config(flavor: Flavor, opts: &Options) -> NandConfig {
         return cfg.clone();
     }
     let (blocks, ppb) = match flavor {
-        Flavor::Ipl => (opts.ipl.nand_blocks, opts.ipl.pages_per_block),
-        Flavor::Dipl => (opts.dipl.nand_blocks, opts.dipl.pages_per_block),
+        Flavor::Ipl => {
+            let o = opts.ipl_options();
+            (o.nand_blocks, o.pages_per_block)
+        }
+        Flavor::Dipl => {
+            let o = opts.dipl_options();
+            (o.nand_blocks, o.pages_per_block)
+        }
     };
     let defaults = NandConfig::default();
     NandConfig {
@@ -85,7 +90,7 @@ fn nand_config(flavor: Flavor, opts: &Options) -> NandConfig {
 
 /// Check the options of an IPL or d-IPL index.
 pub fn validate(opts: &Options) -> Result<()> {
-    let flavor = if opts.engine == crate::EngineKind::IplBTree {
+    let flavor = if opts.engine() == EngineKind::IplBTree {
         Flavor::Ipl
     } else {
         Flavor::Dipl
@@ -95,7 +100,7 @@ pub fn validate(opts: &Options) -> Result<()> {
         return Err(Error::InvalidOptions(format!(
             "{}: the RawNand device's NAND page of {} bytes differs from the page size {}; \
              the index's page is the NAND page (set page_size({}) or the config's page_bytes)",
-            opts.engine.name(),
+            opts.engine().name(),
             cfg.page_bytes,
             opts.page_size,
             cfg.page_bytes
@@ -106,22 +111,14 @@ pub fn validate(opts: &Options) -> Result<()> {
 }
 
 impl Core {
-    fn empty(
-        flavor: Flavor,
-        opts: Options,
-        nand: Nand,
-        vfs: Arc<dyn crate::io::Vfs>,
-        wal: Wal,
-    ) -> Result<Core> {
+    fn empty(flavor: Flavor, opts: Options, nand: Nand, log: Log) -> Result<Core> {
         let geo = Geometry::new(flavor, &opts, nand.config())?;
         let free = (0..nand.config().blocks).collect();
         Ok(Core {
             flavor,
             geo,
             nand,
-            vfs,
-            wal,
-            wal_base: WalStats::default(),
+            log,
             options: opts,
             blocks: BTreeMap::new(),
             free,
@@ -138,7 +135,6 @@ impl Core {
             pinned: Vec::new(),
             alloc_block: None,
             counters: Counters::default(),
-            replaying: false,
         })
     }
 
@@ -147,8 +143,8 @@ impl Core {
         let cfg = nand_config(flavor, &opts);
         Geometry::new(flavor, &opts, &cfg)?;
         let nand = Nand::create(storage.device, cfg)?;
-        let wal = Wal::create(Arc::clone(&storage.vfs), 1)?;
-        let mut c = Core::empty(flavor, opts, nand, storage.vfs, wal)?;
+        let log = Log::create(storage.vfs, crate::options::record::encode(&opts)?)?;
+        let mut c = Core::empty(flavor, opts, nand, log)?;
         let log_start = match flavor {
             Flavor::Dipl => c.geo.np,
             Flavor::Ipl => c.geo.ipl_log_start,
@@ -217,25 +213,8 @@ impl Core {
     /// blocks the previous checkpoint referenced and that are no longer used.
     pub fn checkpoint(&mut self) -> Result<()> {
         self.write_dirty_frames()?;
-        self.wal.sync()?;
-        let gen = self.wal.generation() + 1;
-        let mut new_wal = Wal::create(Arc::clone(&self.vfs), gen)?;
-        self.vfs.sync_dir()?;
-        let manifest = Manifest {
-            options: self.options.clone(),
-            generation: gen,
-            alloc: AllocState::default(),
-            engine: self.state(),
-        };
-        manifest.store(&*self.vfs)?;
-        std::mem::swap(&mut self.wal, &mut new_wal);
-        let old = new_wal;
-        let s = old.stats();
-        self.wal_base.records += s.records;
-        self.wal_base.bytes += s.bytes;
-        self.wal_base.syncs += s.syncs;
-        self.wal_base.checkpoints += 1;
-        let _ = self.vfs.remove(old.name());
+        let state = self.state();
+        self.log.switch(AllocState::default(), state)?;
         for b in std::mem::take(&mut self.pending) {
             self.nand.erase(b)?;
             self.free.insert(b);
@@ -252,6 +231,7 @@ impl Core {
         flavor: Flavor,
         storage: Storage,
         manifest: Manifest,
+        options: Options,
     ) -> Result<(Core, Vec<LogicalOp>)> {
         let bad = |d: String| Error::corruption("MANIFEST", None, d);
         let state: State = serde_json::from_value(manifest.engine.clone())
@@ -264,7 +244,7 @@ impl Core {
         }
         let Storage { device, vfs } = storage;
         let nand = Nand::open(device)?;
-        if let DeviceSpec::RawNand(cfg) = &manifest.options.device {
+        if let DeviceSpec::RawNand(cfg) = &options.device {
             if nand.config() != cfg {
                 return Err(Error::InvalidOptions(format!(
                     "{}: the medium in {NAND_FILE} holds NAND geometry {:?}, the manifest's \
@@ -275,18 +255,15 @@ impl Core {
             }
         }
         // WAL: drop leftovers, cut a torn tail (the shared first step of recovery).
-        let gen = manifest.generation;
-        let replay = wal::recover(&*vfs, gen)?;
-        let ops: Vec<LogicalOp> = replay
-            .records
+        let (log, records) = Log::recover(vfs, &manifest)?;
+        let ops: Vec<LogicalOp> = records
             .into_iter()
             .filter_map(|r| match r {
                 Record::Op(op) => Some(op),
                 Record::Image(..) => None,
             })
             .collect();
-        let wal = Wal::resume(Arc::clone(&vfs), gen, replay.valid_len);
-        let mut c = Core::empty(flavor, manifest.options.clone(), nand, vfs, wal)?;
+        let mut c = Core::empty(flavor, options, nand, log)?;
         if state.height == 0 {
             return Err(bad("height 0".into()));
         }

@@ -233,7 +233,7 @@ impl Core {
     /// its owner's earlier sectors and (d-IPL) the block's LLSD. Sectors of one page go in
     /// one (partial) program. The caller made sure they fit.
     pub fn write_sectors(&mut self, b: u32, items: &[(u64, &[u8])]) -> Result<()> {
-        let gen = self.wal.generation();
+        let gen = self.log.generation();
         let dipl = self.flavor == Flavor::Dipl;
         let mut encoded: Vec<(u16, [u8; SECTOR])> = Vec::with_capacity(items.len());
         for &(owner, recs) in items {

@@ -46,6 +46,8 @@
 //! `buffer_frames` frames of one node plus one log sector each, the block table, and the
 //! node -> block and node -> parent maps (a few dozen bytes per node).
 
+mod options;
+pub use options::IplOptions;
 mod check;
 mod core;
 mod durable;
@@ -57,20 +59,24 @@ pub(crate) use self::core::Core;
 pub use self::core::Flavor;
 pub use durable::validate;
 
+use crate::durable::Logged;
+use crate::durable::Manifest;
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::manifest::Manifest;
+use crate::io::Storage;
 use crate::options::Options;
-use crate::Storage;
 
 /// The `Engine` methods of an engine that wraps a [`Core`] in a field `core`.
 macro_rules! core_engine_methods {
     () => {
         fn insert(&mut self, key: u64, value: u64) -> $crate::error::Result<()> {
-            self.core.logged($crate::wal::LogicalOp::Insert(key, value))
+            $crate::durable::Logged::logged(
+                &mut self.core,
+                $crate::durable::LogicalOp::Insert(key, value),
+            )
         }
         fn delete(&mut self, key: u64) -> $crate::error::Result<()> {
-            self.core.logged($crate::wal::LogicalOp::Delete(key))
+            $crate::durable::Logged::logged(&mut self.core, $crate::durable::LogicalOp::Delete(key))
         }
         fn get(&mut self, key: u64) -> $crate::error::Result<Option<u64>> {
             self.core.get(key)
@@ -83,14 +89,16 @@ macro_rules! core_engine_methods {
             self.core.scan(cur, out)
         }
         fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> $crate::error::Result<()> {
-            self.core.bulk(sorted)
+            $crate::durable::Logged::bulk_logged(&mut self.core, sorted)
         }
         fn delete_range(&mut self, lo: u64, hi: u64) -> $crate::error::Result<()> {
-            self.core
-                .logged($crate::wal::LogicalOp::DeleteRange(lo, hi))
+            $crate::durable::Logged::logged(
+                &mut self.core,
+                $crate::durable::LogicalOp::DeleteRange(lo, hi),
+            )
         }
         fn flush(&mut self) -> $crate::error::Result<()> {
-            self.core.wal.sync()
+            self.core.log.sync()
         }
         fn close(&mut self) -> $crate::error::Result<()> {
             self.core.checkpoint()
@@ -119,10 +127,10 @@ impl IplBTree {
     }
 
     /// Reopen: the last checkpoint, then the WAL replayed.
-    pub fn open(storage: Storage, manifest: Manifest) -> Result<IplBTree> {
-        let (core, ops) = Core::open(Flavor::Ipl, storage, manifest)?;
+    pub fn open(storage: Storage, manifest: Manifest, opts: Options) -> Result<IplBTree> {
+        let (core, ops) = Core::open(Flavor::Ipl, storage, manifest, opts)?;
         let mut t = IplBTree { core };
-        t.core.replay(&ops)?;
+        Logged::recover(&mut t.core, &ops)?;
         Ok(t)
     }
 

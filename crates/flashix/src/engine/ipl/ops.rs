@@ -2,77 +2,63 @@
 //! scans, checkpoints when due, and statistics.
 
 use super::core::{Core, Flavor};
+use crate::durable::{Log, Logged};
 use crate::engine::RangeCursor;
 use crate::error::Result;
 use crate::io::DeviceStats;
 use crate::stats::{counters, BufferStats, Stats};
-use crate::wal::LogicalOp;
 
 /// Free blocks below which a checkpoint is taken to erase the blocks it releases.
 const RESERVE_BLOCKS: usize = 24;
 
+/// The log cycle of the IPL and d-IPL B+-trees ([`Logged`]): their checkpoint makes flash
+/// current and switches the manifest ([`Core::checkpoint`]).
+impl Logged for Core {
+    fn log(&mut self) -> &mut Log {
+        &mut self.log
+    }
+
+    fn checkpoint_wal_bytes(&self) -> u64 {
+        self.options.checkpoint_wal_bytes
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        Core::checkpoint(self)
+    }
+
+    fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
+        Core::insert_unlogged(self, key, value)
+    }
+
+    fn delete_unlogged(&mut self, key: u64) -> Result<()> {
+        Core::delete_unlogged(self, key)
+    }
+
+    fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
+        Core::delete_range_unlogged(self, lo, hi)
+    }
+
+    /// No bulk load: a bulk insert into an empty tree inserts pair by pair.
+    fn holds_nothing(&self) -> bool {
+        false
+    }
+
+    fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        Logged::bulk_unlogged(self, sorted)
+    }
+
+    /// Free blocks run low while blocks wait for their erase (durable.rs).
+    fn checkpoint_due(&self) -> bool {
+        self.free.len() < RESERVE_BLOCKS && !self.pending.is_empty()
+    }
+
+    /// Recovery rebuilt blocks and its result must reach a manifest.
+    fn checkpoint_after_recovery(&self) -> bool {
+        true
+    }
+}
+
 impl Core {
-    /// Apply an operation to the tree without logging it.
-    pub fn apply_op(&mut self, op: &LogicalOp) -> Result<()> {
-        match op {
-            LogicalOp::Insert(k, v) => self.insert_unlogged(*k, *v),
-            LogicalOp::Delete(k) => self.delete_unlogged(*k),
-            LogicalOp::BulkInsert(pairs) => {
-                for &(k, v) in pairs {
-                    self.insert_unlogged(k, v)?;
-                }
-                Ok(())
-            }
-            LogicalOp::DeleteRange(lo, hi) => self.delete_range_unlogged(*lo, *hi),
-        }
-    }
-
-    /// Log `op` in the WAL, apply it, and checkpoint when due.
-    pub fn logged(&mut self, op: LogicalOp) -> Result<()> {
-        if !self.replaying {
-            self.wal.log_op(&op)?;
-        }
-        self.apply_op(&op)?;
-        self.after_op()
-    }
-
-    /// A checkpoint when the WAL is long or free blocks run low while blocks wait for
-    /// their erase (durable.rs).
-    pub fn after_op(&mut self) -> Result<()> {
-        if self.replaying {
-            return Ok(());
-        }
-        let low = self.free.len() < RESERVE_BLOCKS && !self.pending.is_empty();
-        if low || self.wal.end() >= self.options.checkpoint_wal_bytes {
-            self.checkpoint()?;
-        }
-        Ok(())
-    }
-
-    /// Replay recovered operations, then checkpoint.
-    pub fn replay(&mut self, ops: &[LogicalOp]) -> Result<()> {
-        self.replaying = true;
-        let r = ops.iter().try_for_each(|op| self.apply_op(op));
-        self.replaying = false;
-        r?;
-        self.checkpoint()
-    }
-
-    pub fn bulk(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
-        if sorted.is_empty() {
-            return Ok(());
-        }
-        if sorted.len() as u64 * 16 > self.options.checkpoint_wal_bytes / 4 {
-            // Too big for the log: applied unlogged and made durable by a checkpoint; a
-            // crash before it recovers the state before the call (the prefix rule).
-            for &(k, v) in sorted {
-                self.insert_unlogged(k, v)?;
-            }
-            return self.checkpoint();
-        }
-        self.logged(LogicalOp::BulkInsert(sorted.to_vec()))
-    }
-
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
         crate::engine::delete_range_by_scan(
             self,
@@ -185,11 +171,7 @@ impl Core {
             ..DeviceStats::default()
         };
         let _ = page;
-        let mut wal = self.wal_base.clone();
-        let w = self.wal.stats();
-        wal.records += w.records;
-        wal.bytes += w.bytes;
-        wal.syncs += w.syncs;
+        let wal = self.log.stats();
         Stats {
             engine: self.flavor.kind(),
             device,

@@ -14,7 +14,7 @@
 //! pool in `io_unit`-page requests. Components are written only through the device as new extents, and a freed
 //! extent's pages are discarded from the pool, so the pool never holds a stale page.
 
-use crate::buffer::Pager;
+use crate::durable::Pager;
 use crate::engine::fdtree::entry::{self, Entry, Kind, NONE};
 use crate::engine::fdtree::run::SeqReader;
 use crate::error::{Error, Result};

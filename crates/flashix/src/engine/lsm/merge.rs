@@ -5,7 +5,7 @@
 //! when the output is the last component (nothing older remains for them to hide).
 
 use super::component::{Component, ComponentWriter, LeafReader, TOMBSTONE};
-use crate::buffer::Pager;
+use crate::durable::Pager;
 use crate::engine::fdtree::entry::Entry;
 use crate::error::Result;
 

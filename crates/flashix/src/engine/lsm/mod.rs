@@ -67,22 +67,25 @@
 //! each), the first keys of the written nodes (16 bytes per page) and one `io_unit` buffer
 //! per input and output; during a range scan at most `io_unit` leaves per component.
 
+mod options;
+pub use options::LsmOptions;
 mod check;
 pub mod component;
 mod merge;
 mod search;
 
-use crate::buffer::Pager;
+use crate::durable::Manifest;
+use crate::durable::{logged_engine_methods, Logged};
+use crate::durable::{Log, Pager};
 use crate::engine::fdtree::entry::{self, Entry, Kind};
 use crate::engine::fdtree::head::Head;
-use crate::engine::{logged_engine_methods, Engine, Logged, RangeCursor};
+use crate::engine::{Engine, RangeCursor};
 use crate::error::{Error, Result};
-use crate::manifest::Manifest;
-use crate::options::{EngineKind, Options};
+use crate::io::Storage;
+use crate::kind::EngineKind;
+use crate::options::Options;
 use crate::stats::counters;
 use crate::stats::Stats;
-use crate::wal::LogicalOp;
-use crate::Storage;
 use component::{Component, ComponentWriter, TOMBSTONE};
 use merge::Input;
 use serde::{Deserialize, Serialize};
@@ -129,7 +132,7 @@ impl Params {
 
 /// Check LSM-tree options against the page size (called by `Options::validate`).
 pub fn validate(opts: &Options) -> Result<()> {
-    let o = &opts.lsm;
+    let o = &opts.lsm_options();
     let ps = opts.page_size as u64;
     if let Some(k) = o.k.filter(|&k| k < 2) {
         return Err(Error::InvalidOptions(format!(
@@ -153,17 +156,18 @@ pub fn validate(opts: &Options) -> Result<()> {
 
 /// `opts` with `k` decided: the given one, else the FD-tree's for the same index, whose
 /// head tree is C0's size (FD-tree paper App. D: "the same as the k value in FD-tree").
-fn resolve(mut opts: Options) -> Result<Options> {
-    if opts.lsm.k.is_none() {
-        opts.lsm.k = Some(crate::cost::fdtree::default_k(&opts, opts.lsm.c0_bytes)?);
+fn resolve(opts: Options) -> Result<Options> {
+    let mut o = opts.lsm_options();
+    if o.k.is_none() {
+        o.k = Some(crate::cost::fdtree::default_k(&opts, o.c0_bytes)?);
     }
-    Ok(opts)
+    Ok(opts.lsm(o))
 }
 
 /// The engine's parameters from resolved options (a manifest always holds a `k`).
 fn params(opts: &Options) -> Result<Params> {
     let cap = entry::capacity(opts.page_size);
-    let o = &opts.lsm;
+    let o = &opts.lsm_options();
     let k =
         o.k.ok_or_else(|| Error::corruption("MANIFEST", None, "LSM options without k"))?;
     Ok(Params {
@@ -181,6 +185,8 @@ pub struct Lsm {
     c0: Head,
     components: Vec<Option<Component>>,
     checkpoint_due: bool,
+    checkpoint_wal_bytes: u64,
+    search_before_delete: bool,
     counters: Counters,
 }
 
@@ -190,7 +196,9 @@ impl Lsm {
         validate(&options)?;
         let options = resolve(options)?;
         let p = params(&options)?;
-        let mut pager = Pager::create(storage, options, MIN_FRAMES)?;
+        let record = crate::options::record::encode(&options)?;
+        let config = options.pager_config(MIN_FRAMES, 0);
+        let mut pager = Pager::create(storage.device, storage.vfs, config, record)?;
         let c0 = Head::create(&mut pager)?;
         let mut t = Lsm {
             pager,
@@ -198,6 +206,8 @@ impl Lsm {
             c0,
             components: Vec::new(),
             checkpoint_due: false,
+            checkpoint_wal_bytes: options.checkpoint_wal_bytes,
+            search_before_delete: options.lsm_options().search_before_delete,
             counters: Counters::default(),
         };
         t.checkpoint()?;
@@ -205,24 +215,23 @@ impl Lsm {
     }
 
     /// Reopen: restore the checkpoint image and replay the WAL.
-    pub fn open(storage: Storage, manifest: Manifest) -> Result<Lsm> {
-        validate(&manifest.options)?;
+    pub fn open(storage: Storage, manifest: Manifest, options: Options) -> Result<Lsm> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad LSM state: {e}")))?;
-        let p = params(&manifest.options)?;
-        let (pager, ops) = Pager::open(storage, &manifest, MIN_FRAMES)?;
+        let p = params(&options)?;
+        let config = options.pager_config(MIN_FRAMES, 0);
+        let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
         let mut t = Lsm {
             pager,
             p,
             c0: state.c0,
             components: state.components,
             checkpoint_due: false,
+            checkpoint_wal_bytes: options.checkpoint_wal_bytes,
+            search_before_delete: options.lsm_options().search_before_delete,
             counters: Counters::default(),
         };
-        t.replay(&ops)?;
-        if !ops.is_empty() {
-            t.checkpoint()?;
-        }
+        t.recover(&ops)?;
         Ok(t)
     }
 
@@ -354,8 +363,31 @@ impl Lsm {
 }
 
 impl Logged for Lsm {
-    fn pager(&mut self) -> &mut Pager {
-        &mut self.pager
+    fn log(&mut self) -> &mut Log {
+        self.pager.log()
+    }
+
+    fn checkpoint_wal_bytes(&self) -> u64 {
+        self.checkpoint_wal_bytes
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        let s = self.state();
+        self.pager.checkpoint(s)?;
+        self.checkpoint_due = false;
+        Ok(())
+    }
+
+    fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
+        Lsm::insert_unlogged(self, key, value)
+    }
+
+    fn delete_unlogged(&mut self, key: u64) -> Result<()> {
+        Lsm::delete_unlogged(self, key)
+    }
+
+    fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
+        Lsm::delete_range_unlogged(self, lo, hi)
     }
 
     fn holds_nothing(&self) -> bool {
@@ -366,25 +398,10 @@ impl Logged for Lsm {
         self.bulk_load(sorted)
     }
 
-    fn apply(&mut self, op: &LogicalOp) -> Result<()> {
-        match op {
-            LogicalOp::Insert(k, v) => self.insert_unlogged(*k, *v),
-            LogicalOp::Delete(k) => self.delete_unlogged(*k),
-            LogicalOp::BulkInsert(pairs) => {
-                for &(k, v) in pairs {
-                    self.insert_unlogged(k, v)?;
-                }
-                Ok(())
-            }
-            LogicalOp::DeleteRange(lo, hi) => self.delete_range_unlogged(*lo, *hi),
-        }
-    }
-
-    fn checkpoint(&mut self) -> Result<()> {
-        let s = self.state();
-        self.pager.checkpoint(s)?;
-        self.checkpoint_due = false;
-        Ok(())
+    /// With `search_before_delete`, only a present key is deleted (FD-tree paper §4: "a
+    /// deletion is implemented by a search followed by an insertion").
+    fn delete_needed(&mut self, key: u64) -> Result<bool> {
+        Ok(!self.search_before_delete || self.lookup(key)?.is_some())
     }
 
     /// A merge publishes its new components (and frees the old) with a checkpoint.
@@ -395,13 +412,6 @@ impl Logged for Lsm {
 
 impl Engine for Lsm {
     logged_engine_methods!();
-
-    fn delete(&mut self, key: u64) -> Result<()> {
-        if self.pager.options().lsm.search_before_delete && self.lookup(key)?.is_none() {
-            return Ok(());
-        }
-        self.logged(LogicalOp::Delete(key))
-    }
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {
         self.lookup(key)

@@ -24,7 +24,7 @@
 //! operation"). The in-memory LSMap caches each leaf's last segment id.
 
 use super::opq::{Op, OpqEntry};
-use crate::buffer::Pager;
+use crate::durable::Pager;
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::page::{self, read_u32, read_u64, write_u32, write_u64, DATA_FILE};

@@ -69,6 +69,8 @@
 //! `pio_max` × fan-out child nodes per level (the pages themselves are in the pool: psync
 //! groups are bounded by half the pool and by `pio_max`).
 
+mod options;
+pub use options::{PioOptions, PIO_OPQ_ENTRY_BYTES};
 mod bupdate;
 mod check;
 mod internal;
@@ -77,17 +79,18 @@ mod lsmap;
 mod mpsearch;
 pub mod opq;
 
-use crate::buffer::Pager;
+use crate::durable::Manifest;
+use crate::durable::{logged_engine_methods, Logged};
+use crate::durable::{Log, Pager};
 use crate::engine::btree::node;
-use crate::engine::{logged_engine_methods, Engine, Logged, RangeCursor};
+use crate::engine::{Engine, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::PageId;
-use crate::manifest::Manifest;
-use crate::options::{EngineKind, Options, PIO_OPQ_ENTRY_BYTES};
+use crate::io::Storage;
+use crate::kind::EngineKind;
+use crate::options::Options;
 use crate::stats::counters;
 use crate::stats::Stats;
-use crate::wal::LogicalOp;
-use crate::Storage;
 use lsmap::LsMap;
 use opq::{Op, Opq, OpqEntry};
 use serde::{Deserialize, Serialize};
@@ -120,7 +123,7 @@ struct Counters {
 /// Check PIO B-tree options (called by `Options::validate`); `None` sizes are the cost
 /// model's to choose at creation.
 pub fn validate(opts: &Options) -> Result<()> {
-    let o = &opts.pio;
+    let o = &opts.pio_options();
     if let Some(l) = o.leaf_segments {
         if !(1..=64).contains(&l) {
             return Err(Error::InvalidOptions(format!(
@@ -160,7 +163,8 @@ pub fn validate(opts: &Options) -> Result<()> {
 
 /// Leaf segments and OPQ entries of resolved options (a manifest always holds both).
 fn sizes(opts: &Options) -> Result<(u16, usize)> {
-    match (opts.pio.leaf_segments, opts.pio.opq_bytes) {
+    let o = opts.pio_options();
+    match (o.leaf_segments, o.opq_bytes) {
         (Some(l), Some(q)) => Ok((l as u16, (q / PIO_OPQ_ENTRY_BYTES) as usize)),
         _ => Err(Error::corruption(
             "MANIFEST",
@@ -211,12 +215,13 @@ pub struct PioBTree {
     opq: Opq,
     /// LSMap (§3.2.2): last segment id of leaves, by first page.
     lsmap: LsMap,
+    checkpoint_wal_bytes: u64,
     counters: Counters,
 }
 
 impl PioBTree {
     fn new(pager: Pager, options: &Options, s: State) -> Result<PioBTree> {
-        let o = &options.pio;
+        let o = &options.pio_options();
         let (segs, opq_cap) = sizes(options)?;
         Ok(PioBTree {
             pager,
@@ -231,6 +236,7 @@ impl PioBTree {
             bcnt: o.bcnt as usize,
             opq: Opq::new(opq_cap, o.speriod as usize),
             lsmap: LsMap::new(segs),
+            checkpoint_wal_bytes: options.checkpoint_wal_bytes,
             counters: Counters::default(),
         })
     }
@@ -241,7 +247,9 @@ impl PioBTree {
         let options = options.clone().pio(crate::cost::pio::resolve(&options)?);
         validate(&options)?;
         let (segs, _) = sizes(&options)?;
-        let mut pager = Pager::create(storage, options.clone(), min_frames(segs))?;
+        let record = crate::options::record::encode(&options)?;
+        let config = options.pager_config(min_frames(segs), 0);
+        let mut pager = Pager::create(storage.device, storage.vfs, config, record)?;
         let root = pager.alloc_run(u64::from(segs))?.start;
         leaf::rewrite(&mut pager, root, segs, &[])?;
         let state = State {
@@ -257,30 +265,26 @@ impl PioBTree {
     }
 
     /// Reopen: restore the checkpoint image and replay the WAL into the OPQ (§3.4).
-    pub fn open(storage: Storage, manifest: Manifest) -> Result<PioBTree> {
-        validate(&manifest.options)?;
+    pub fn open(storage: Storage, manifest: Manifest, options: Options) -> Result<PioBTree> {
         let state: State = serde_json::from_value(manifest.engine.clone()).map_err(|e| {
             Error::corruption("MANIFEST", None, format!("bad PIO B-tree state: {e}"))
         })?;
         if state.height == 0 {
             return Err(Error::corruption("MANIFEST", None, "PIO B-tree height 0"));
         }
-        let (segs, _) = sizes(&manifest.options)?;
+        let (segs, _) = sizes(&options)?;
         let pages = lsmap_pages(&manifest)?;
         // The LSMap never takes the frames the engine needs: an index that opened once
         // opens again (past that point its bytes are reported in `Stats::memory_bytes`).
-        let o = &manifest.options;
-        let spare = o
+        let spare = options
             .pool_bytes()
-            .saturating_sub(min_frames(segs) as u64 * o.page_size as u64);
+            .saturating_sub(min_frames(segs) as u64 * options.page_size as u64);
         let reserve = LsMap::bytes_for(segs, pages).min(spare);
-        let (pager, ops) = Pager::open_reserving(storage, &manifest, min_frames(segs), reserve)?;
-        let mut t = PioBTree::new(pager, &manifest.options, state)?;
+        let config = options.pager_config(min_frames(segs), reserve);
+        let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
+        let mut t = PioBTree::new(pager, &options, state)?;
         t.lsmap.reserve_pages(pages);
-        if !ops.is_empty() {
-            t.replay(&ops)?;
-            t.checkpoint()?;
-        }
+        t.recover(&ops)?;
         Ok(t)
     }
 
@@ -455,8 +459,41 @@ impl PioBTree {
 }
 
 impl Logged for PioBTree {
-    fn pager(&mut self) -> &mut Pager {
-        &mut self.pager
+    fn log(&mut self) -> &mut Log {
+        self.pager.log()
+    }
+
+    fn checkpoint_wal_bytes(&self) -> u64 {
+        self.checkpoint_wal_bytes
+    }
+
+    /// Empty the OPQ into the tree, then publish the tree (§3.4).
+    fn checkpoint(&mut self) -> Result<()> {
+        self.flush_opq()?;
+        let s = self.state();
+        self.pager.checkpoint(s)
+    }
+
+    /// An insert goes to the OPQ (§3.1.3).
+    fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
+        self.enqueue(OpqEntry {
+            key,
+            value,
+            op: Op::Put,
+        })
+    }
+
+    /// A delete goes to the OPQ (§3.1.3).
+    fn delete_unlogged(&mut self, key: u64) -> Result<()> {
+        self.enqueue(OpqEntry {
+            key,
+            value: 0,
+            op: Op::Delete,
+        })
+    }
+
+    fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
+        PioBTree::delete_range_unlogged(self, lo, hi)
     }
 
     fn holds_nothing(&self) -> bool {
@@ -466,44 +503,10 @@ impl Logged for PioBTree {
     fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
         self.bulk_load(sorted)
     }
-
-    fn apply(&mut self, op: &LogicalOp) -> Result<()> {
-        match op {
-            LogicalOp::Insert(k, v) => self.enqueue(OpqEntry {
-                key: *k,
-                value: *v,
-                op: Op::Put,
-            }),
-            LogicalOp::Delete(k) => self.enqueue(OpqEntry {
-                key: *k,
-                value: 0,
-                op: Op::Delete,
-            }),
-            LogicalOp::BulkInsert(pairs) => pairs.iter().try_for_each(|&(k, v)| {
-                self.enqueue(OpqEntry {
-                    key: k,
-                    value: v,
-                    op: Op::Put,
-                })
-            }),
-            LogicalOp::DeleteRange(lo, hi) => self.delete_range_unlogged(*lo, *hi),
-        }
-    }
-
-    /// Empty the OPQ into the tree, then publish the tree (§3.4).
-    fn checkpoint(&mut self) -> Result<()> {
-        self.flush_opq()?;
-        let s = self.state();
-        self.pager.checkpoint(s)
-    }
 }
 
 impl Engine for PioBTree {
     logged_engine_methods!();
-
-    fn delete(&mut self, key: u64) -> Result<()> {
-        self.logged(LogicalOp::Delete(key))
-    }
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {
         Ok(self.search_many(&[key])?.first().copied().flatten())

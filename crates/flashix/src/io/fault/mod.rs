@@ -91,7 +91,7 @@
 
 use super::{validate, AlignedBuf, Counters, Device, DeviceStats, IoReq, PageId, Vfs, SECTOR};
 use crate::error::{Error, Result};
-use crate::testing::Rng;
+use crate::util::Rng;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 

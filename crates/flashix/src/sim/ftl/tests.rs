@@ -1,7 +1,7 @@
 use super::*;
 use crate::io::{Faults, MemDevice};
 use crate::sim::nand::NandConfig;
-use crate::testing::Rng;
+use crate::util::Rng;
 use std::collections::HashMap;
 
 /// Blocks of 4 pages of 2 KiB; over-provisioning 0.5: 3 logical blocks (12 logical

@@ -26,21 +26,20 @@
 //! Memory: the buffer pool, plus two sets of page ids (pages imaged and pages allocated
 //! since the checkpoint), bounded by the WAL size between checkpoints.
 
-use super::pool::{BufferPool, WriteBarrier};
+use super::log::Log;
+use super::manifest::{wal_name, Manifest, OptionsRecord};
+use super::wal::{LogicalOp, Record};
+use crate::buffer::{BufferPool, WriteBarrier};
 use crate::error::{Error, Result};
-use crate::io::{Device, Extent, ExtentAllocator, PageId, Vfs};
-use crate::manifest::{wal_name, Manifest};
-use crate::options::EngineKind;
-use crate::options::Options;
+use crate::io::{Device, DeviceStats, Extent, ExtentAllocator, PageId, Vfs};
+use crate::kind::EngineKind;
 use crate::page;
 use crate::stats::{BufferStats, Stats, WalStats};
-use crate::wal::{self, LogicalOp, Record, Wal};
-use crate::{DeviceStats, Storage};
 use std::collections::BTreeMap;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-struct WalBarrier<'a>(&'a mut Wal);
+struct WalBarrier<'a>(&'a mut Log);
 
 impl WriteBarrier for WalBarrier<'_> {
     fn before_write(&mut self, lsn: u64) -> Result<()> {
@@ -48,94 +47,76 @@ impl WriteBarrier for WalBarrier<'_> {
     }
 }
 
+/// What the [`Pager`] needs of an index's options, as numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PagerConfig {
+    /// Page size in bytes.
+    pub page_size: usize,
+    /// Bytes of the buffer pool (the memory budget less what the engine keeps for its own
+    /// structures).
+    pub pool_bytes: u64,
+    /// WAL size after which a checkpoint is due.
+    pub checkpoint_wal_bytes: u64,
+    /// Frames the engine needs at least (a smaller pool is `InvalidOptions`).
+    pub min_frames: usize,
+}
+
 /// Buffer pool + WAL + allocator of an in-place engine.
 pub struct Pager {
     dev: Box<dyn Device>,
-    vfs: Arc<dyn Vfs>,
     pool: BufferPool,
-    wal: Wal,
-    wal_base: WalStats,
+    log: Log,
     alloc: ExtentAllocator,
-    options: Options,
+    config: PagerConfig,
     /// Checkpoint-image pages whose before-image is in the current WAL.
     imaged: HashSet<PageId>,
     /// Pages allocated since the last checkpoint.
     fresh: HashSet<PageId>,
-    replaying: bool,
 }
 
 impl Pager {
-    /// A new, empty index: WAL generation 1 and a first manifest with `engine_state`.
-    /// The caller builds its initial pages and then calls [`Pager::checkpoint`].
-    pub fn create(storage: Storage, options: Options, min_frames: usize) -> Result<Pager> {
-        Pager::create_reserving(storage, options, min_frames, 0)
-    }
-
-    /// [`Pager::create`] with `reserved` bytes of the memory budget kept out of the pool
-    /// for an engine structure that grows with the index (the PIO B-tree's LSMap).
-    pub fn create_reserving(
-        storage: Storage,
-        options: Options,
-        min_frames: usize,
-        reserved: u64,
+    /// A new, empty index over `device`: WAL generation 1 ([`Log::create`]). The caller
+    /// builds its initial pages and then calls [`Pager::checkpoint`], which writes the
+    /// first manifest with `options`.
+    pub fn create(
+        device: Box<dyn Device>,
+        vfs: Arc<dyn Vfs>,
+        config: PagerConfig,
+        options: OptionsRecord,
     ) -> Result<Pager> {
-        let pool = BufferPool::new(
-            options.page_size,
-            options.pool_bytes().saturating_sub(reserved),
-            min_frames,
-        )?;
-        let wal = Wal::create(Arc::clone(&storage.vfs), 1)?;
+        let pool = BufferPool::new(config.page_size, config.pool_bytes, config.min_frames)?;
+        let log = Log::create(vfs, options)?;
         Ok(Pager {
-            dev: storage.device,
-            vfs: storage.vfs,
+            dev: device,
             pool,
-            wal,
-            wal_base: WalStats::default(),
+            log,
             alloc: ExtentAllocator::new(0),
-            options,
+            config,
             imaged: HashSet::new(),
             fresh: HashSet::new(),
-            replaying: false,
         })
     }
 
     /// Reopen after a clean close or a crash: restore the checkpoint image and return the
-    /// logical operations the engine must replay (with [`Pager::set_replaying`] on).
+    /// logical operations the engine must replay ([`super::Logged::recover`]).
     pub fn open(
-        storage: Storage,
+        mut device: Box<dyn Device>,
+        vfs: Arc<dyn Vfs>,
         manifest: &Manifest,
-        min_frames: usize,
+        config: PagerConfig,
     ) -> Result<(Pager, Vec<LogicalOp>)> {
-        Pager::open_reserving(storage, manifest, min_frames, 0)
-    }
-
-    /// [`Pager::open`] with `reserved` bytes of the memory budget kept out of the pool
-    /// (see [`Pager::create_reserving`]).
-    pub fn open_reserving(
-        storage: Storage,
-        manifest: &Manifest,
-        min_frames: usize,
-        reserved: u64,
-    ) -> Result<(Pager, Vec<LogicalOp>)> {
-        let options = manifest.options.clone();
-        let pool = BufferPool::new(
-            options.page_size,
-            options.pool_bytes().saturating_sub(reserved),
-            min_frames,
-        )?;
+        let pool = BufferPool::new(config.page_size, config.pool_bytes, config.min_frames)?;
         let alloc = ExtentAllocator::from_state(&manifest.alloc)?;
-        let Storage { mut device, vfs } = storage;
-        let gen = manifest.generation;
-        let name = wal_name(gen);
-        // Leftovers of an interrupted checkpoint or manifest switch.
-        let replay = wal::recover(&*vfs, gen)?;
+        let name = wal_name(manifest.generation);
+        // Leftovers of an interrupted checkpoint or manifest switch are dropped.
+        let (log, records) = Log::recover(vfs, manifest)?;
         let mut imaged = HashSet::new();
         let mut ops = Vec::new();
-        for rec in replay.records {
+        for rec in records {
             match rec {
                 Record::Op(op) => ops.push(op),
                 Record::Image(pid, bytes) => {
-                    if bytes.len() != options.page_size {
+                    if bytes.len() != config.page_size {
                         return Err(Error::corruption(
                             &name,
                             Some(pid),
@@ -153,44 +134,31 @@ impl Pager {
         if !imaged.is_empty() {
             device.sync()?;
         }
-        let wal = Wal::resume(Arc::clone(&vfs), gen, replay.valid_len);
         let pager = Pager {
             dev: device,
-            vfs,
             pool,
-            wal,
-            wal_base: WalStats::default(),
+            log,
             alloc,
-            options,
+            config,
             imaged,
             fresh: HashSet::new(),
-            replaying: false,
         };
         Ok((pager, ops))
     }
 
-    /// While replaying, operations are not logged again (they are in the WAL already) and
-    /// no checkpoint is taken.
-    pub fn set_replaying(&mut self, on: bool) {
-        self.replaying = on;
+    /// The log (WAL generations) under this pager.
+    pub fn log(&mut self) -> &mut Log {
+        &mut self.log
     }
 
-    /// The index's options.
-    pub fn options(&self) -> &Options {
-        &self.options
+    /// The numbers the pager was configured with.
+    pub fn config(&self) -> &PagerConfig {
+        &self.config
     }
 
     /// Page size.
     pub fn page_size(&self) -> usize {
-        self.options.page_size
-    }
-
-    /// Append a logical redo record (unless replaying).
-    pub fn log(&mut self, op: &LogicalOp) -> Result<()> {
-        if !self.replaying {
-            self.wal.log_op(op)?;
-        }
-        Ok(())
+        self.config.page_size
     }
 
     /// Frames of the buffer pool.
@@ -200,14 +168,14 @@ impl Pager {
 
     /// Bytes in the current WAL.
     pub fn wal_bytes(&self) -> u64 {
-        self.wal.end()
+        self.log.bytes()
     }
 
     /// Run `f` on the page's bytes.
     pub fn read<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
         let fid = self
             .pool
-            .fetch(&mut *self.dev, &mut WalBarrier(&mut self.wal), pid)?;
+            .fetch(&mut *self.dev, &mut WalBarrier(&mut self.log), pid)?;
         let out = f(self.pool.data(fid));
         self.pool.unpin(fid);
         Ok(out)
@@ -218,10 +186,10 @@ impl Pager {
     pub fn write<T>(&mut self, pid: PageId, f: impl FnOnce(&mut [u8]) -> T) -> Result<T> {
         let fid = self
             .pool
-            .fetch(&mut *self.dev, &mut WalBarrier(&mut self.wal), pid)?;
+            .fetch(&mut *self.dev, &mut WalBarrier(&mut self.log), pid)?;
         let mut lsn = 0;
         if !self.fresh.contains(&pid) && !self.imaged.contains(&pid) {
-            match self.wal.log_image(pid, self.pool.data(fid)) {
+            match self.log.log_image(pid, self.pool.data(fid)) {
                 Ok(l) => lsn = l,
                 Err(e) => {
                     self.pool.unpin(fid);
@@ -241,7 +209,7 @@ impl Pager {
     pub fn prefetch(&mut self, runs: &[crate::io::psync::Run], pio_max: usize) -> Result<u64> {
         self.pool.fetch_runs(
             &mut *self.dev,
-            &mut WalBarrier(&mut self.wal),
+            &mut WalBarrier(&mut self.log),
             runs,
             pio_max,
         )
@@ -261,7 +229,7 @@ impl Pager {
     /// pages stay resident and clean; this is not a checkpoint.
     pub fn write_through(&mut self, pio_max: usize) -> Result<()> {
         self.pool
-            .flush_dirty(&mut *self.dev, &mut WalBarrier(&mut self.wal), pio_max)
+            .flush_dirty(&mut *self.dev, &mut WalBarrier(&mut self.log), pio_max)
     }
 
     /// `len` new contiguous zeroed pages changed through the pool like
@@ -272,7 +240,7 @@ impl Pager {
             self.fresh.insert(pid);
             let fid = self
                 .pool
-                .create(&mut *self.dev, &mut WalBarrier(&mut self.wal), pid)?;
+                .create(&mut *self.dev, &mut WalBarrier(&mut self.log), pid)?;
             self.pool.unpin(fid);
         }
         Ok(e)
@@ -284,7 +252,7 @@ impl Pager {
         self.fresh.insert(pid);
         let fid = self
             .pool
-            .create(&mut *self.dev, &mut WalBarrier(&mut self.wal), pid)?;
+            .create(&mut *self.dev, &mut WalBarrier(&mut self.log), pid)?;
         self.pool.unpin(fid);
         Ok(pid)
     }
@@ -328,48 +296,31 @@ impl Pager {
 
     /// Group commit: every logged operation becomes durable.
     pub fn flush(&mut self) -> Result<()> {
-        self.wal.sync()
+        self.log.sync()
     }
 
     /// True when the WAL has grown past the configured size and a checkpoint is due
     /// (never while replaying).
     pub fn needs_checkpoint(&self) -> bool {
-        !self.replaying && self.wal.end() >= self.options.checkpoint_wal_bytes
+        !self.log.replaying() && self.log.bytes() >= self.config.checkpoint_wal_bytes
     }
 
     /// True while replaying the WAL.
     pub fn replaying(&self) -> bool {
-        self.replaying
+        self.log.replaying()
     }
 
-    /// Write all dirty pages, sync, and switch to a new manifest and WAL generation.
+    /// Write all dirty pages, sync the device, and switch to a new manifest and WAL
+    /// generation ([`Log::switch`]); freed pages become reusable.
     pub fn checkpoint(&mut self, engine_state: serde_json::Value) -> Result<()> {
-        self.wal.sync()?;
+        self.log.sync()?;
         self.pool
-            .flush_all(&mut *self.dev, &mut WalBarrier(&mut self.wal))?;
+            .flush_all(&mut *self.dev, &mut WalBarrier(&mut self.log))?;
         self.dev.sync()?;
-        let gen = self.wal.generation() + 1;
-        let mut new_wal = Wal::create(Arc::clone(&self.vfs), gen)?;
-        // The new WAL's name must be durable before the manifest that names it: a rename
-        // may reach the disk without a directory sync, a create may not.
-        self.vfs.sync_dir()?;
-        let manifest = Manifest {
-            options: self.options.clone(),
-            generation: gen,
-            alloc: self.alloc.state(),
-            engine: engine_state,
-        };
-        manifest.store(&*self.vfs)?;
+        self.log.switch(self.alloc.state(), engine_state)?;
         self.alloc.commit();
         self.imaged.clear();
         self.fresh.clear();
-        std::mem::swap(&mut self.wal, &mut new_wal);
-        let old = new_wal;
-        add_wal_stats(&mut self.wal_base, &old.stats());
-        self.wal_base.checkpoints += 1;
-        // The old WAL is no longer named by any manifest; a failed removal leaves a stale
-        // file that the next open deletes.
-        let _ = self.vfs.remove(old.name());
         Ok(())
     }
 
@@ -390,12 +341,9 @@ impl Pager {
 
     /// WAL counters over all generations since open.
     pub fn wal_stats(&self) -> WalStats {
-        let mut s = self.wal_base.clone();
-        add_wal_stats(&mut s, &self.wal.stats());
-        s
+        self.log.stats()
     }
 
-    /// Memory held: pool frames and the page-id sets.
     /// An engine's [`Stats`]: the pager's device, buffer and WAL counters with the
     /// engine's own counters and memory (its pool included).
     pub fn stats(
@@ -414,15 +362,8 @@ impl Pager {
         }
     }
 
+    /// Memory held: pool frames and the page-id sets.
     pub fn memory_bytes(&self) -> u64 {
         self.pool.memory_bytes() + 16 * (self.imaged.capacity() + self.fresh.capacity()) as u64
     }
-}
-
-fn add_wal_stats(into: &mut WalStats, s: &WalStats) {
-    into.records += s.records;
-    into.page_images += s.page_images;
-    into.bytes += s.bytes;
-    into.syncs += s.syncs;
-    into.checkpoints += s.checkpoints;
 }

@@ -10,32 +10,50 @@
 //! 16  4  crc32c of the body
 //! 20  n  body: JSON of `Manifest`
 //! ```
-//! The body names the engine and its options, the checkpoint generation (the WAL file
+//! The body names the engine and its options (an explicit options record, opaque at this
+//! layer: `crate::options` writes and reads it), the checkpoint generation (the WAL file
 //! `wal-<generation>.log` that holds everything since), the extent allocator's state and
 //! the engine's own durable roots.
+//!
+//! Versions: 1 (flashix up to 997fefa) stored the `Options` struct as serde wrote it;
+//! 2 stores the versioned options record of `crate::options::record`. This build reads
+//! both and writes 2; anything else is [`Error::UnsupportedVersion`].
 
 use crate::error::{Error, Result};
 use crate::io::alloc::AllocState;
 use crate::io::Vfs;
-use crate::options::Options;
 use serde::{Deserialize, Serialize};
+
+/// The options of an index as its manifest stores them: JSON written and read by
+/// `crate::options` (whose shape depends on [`Manifest::format_version`]).
+pub type OptionsRecord = serde_json::Value;
 
 /// The manifest's file name.
 pub const MANIFEST: &str = "MANIFEST";
 const TMP: &str = "MANIFEST.tmp";
 const MAGIC: &[u8; 8] = b"FLASHIXM";
-/// On-disk format version this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// On-disk format version this build writes.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this build reads.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
 
 /// The durable description of an index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
-    pub options: Options,
+    /// The format version of the header it was read with (not in the body).
+    #[serde(skip, default = "current_version")]
+    pub format_version: u32,
+    /// The index's options record.
+    pub options: OptionsRecord,
     /// Checkpoint generation: the WAL to replay is `wal_name(generation)`.
     pub generation: u64,
     pub alloc: AllocState,
     /// Engine-specific roots (root page, height, levels, ...).
     pub engine: serde_json::Value,
+}
+
+fn current_version() -> u32 {
+    FORMAT_VERSION
 }
 
 /// The WAL file of a generation.
@@ -44,7 +62,8 @@ pub fn wal_name(generation: u64) -> String {
 }
 
 impl Manifest {
-    /// Encode with header and checksum.
+    /// Encode with header and checksum, as [`FORMAT_VERSION`] (the options record must be
+    /// of the current shape).
     pub fn encode(&self) -> Result<Vec<u8>> {
         let body = serde_json::to_vec(self)
             .map_err(|e| Error::InvalidArgument(format!("cannot encode manifest: {e}")))?;
@@ -64,7 +83,7 @@ impl Manifest {
             return Err(bad("not a flashix manifest (bad magic)".into()));
         }
         let version = crate::page::read_u32(bytes, 8);
-        if version != FORMAT_VERSION {
+        if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(Error::UnsupportedVersion {
                 found: version,
                 supported: FORMAT_VERSION,
@@ -81,7 +100,10 @@ impl Manifest {
         if crc32c::crc32c(body) != crc {
             return Err(bad("checksum mismatch".into()));
         }
-        serde_json::from_slice(body).map_err(|e| bad(format!("undecodable body: {e}")))
+        let mut m: Manifest =
+            serde_json::from_slice(body).map_err(|e| bad(format!("undecodable body: {e}")))?;
+        m.format_version = version;
+        Ok(m)
     }
 
     /// Read the current manifest.
@@ -104,11 +126,11 @@ impl Manifest {
 mod tests {
     use super::*;
     use crate::io::MemVfs;
-    use crate::options::EngineKind;
 
     fn sample() -> Manifest {
         Manifest {
-            options: Options::new(EngineKind::BTree),
+            format_version: FORMAT_VERSION,
+            options: serde_json::json!({"engine": "BTree", "page_size": 4096}),
             generation: 3,
             alloc: AllocState::default(),
             engine: serde_json::json!({"root": 5}),

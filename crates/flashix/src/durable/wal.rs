@@ -1,6 +1,6 @@
 //! The write-ahead log shared by all engines: a logical redo log of the `Db` operations
 //! (checksummed records, group commit on `flush`), plus full-page before-images for the
-//! engines that update pages in place (see [`crate::buffer::Pager`]).
+//! engines that update pages in place (see [`super::Pager`]).
 //!
 //! One WAL file per checkpoint generation, `wal-<generation>.log`; the manifest names the
 //! generation to replay. Record format (little-endian):
@@ -117,7 +117,7 @@ impl Wal {
     /// Start a new, empty WAL file for `generation` (not yet durable: sync it or the
     /// directory before relying on it).
     pub fn create(vfs: Arc<dyn Vfs>, generation: u64) -> Result<Wal> {
-        let name = crate::manifest::wal_name(generation);
+        let name = super::manifest::wal_name(generation);
         vfs.create(&name)?;
         Ok(Wal::resume(vfs, generation, 0))
     }
@@ -126,7 +126,7 @@ impl Wal {
     /// [`read`] found valid); any torn tail after it must already be cut off.
     pub fn resume(vfs: Arc<dyn Vfs>, generation: u64, valid_len: u64) -> Wal {
         Wal {
-            name: crate::manifest::wal_name(generation),
+            name: super::manifest::wal_name(generation),
             vfs,
             generation,
             buf: Vec::new(),
@@ -151,19 +151,9 @@ impl Wal {
         self.written + self.buf.len() as u64
     }
 
-    /// LSN up to which the log is durable.
-    pub fn durable(&self) -> Lsn {
-        self.durable
-    }
-
     /// Counters.
     pub fn stats(&self) -> WalStats {
         self.stats.clone()
-    }
-
-    /// Count a checkpoint (the pager takes them).
-    pub fn count_checkpoint(&mut self) {
-        self.stats.checkpoints += 1;
     }
 
     fn append(&mut self, kind: u8, payload_writer: impl FnOnce(&mut Vec<u8>)) -> Result<Lsn> {
@@ -261,7 +251,7 @@ fn parse_at(data: &[u8], off: usize, generation: u64) -> Option<(Record, usize)>
 /// require the named WAL, read its valid records and cut a torn tail off the file so that
 /// appends resume after the last valid record.
 pub fn recover(vfs: &dyn Vfs, generation: u64) -> Result<Replay> {
-    let name = crate::manifest::wal_name(generation);
+    let name = super::manifest::wal_name(generation);
     for f in vfs.list()? {
         if (f.starts_with("wal-") && f != name) || f == "MANIFEST.tmp" {
             vfs.remove(&f)?;
@@ -284,7 +274,7 @@ pub fn recover(vfs: &dyn Vfs, generation: u64) -> Result<Replay> {
 
 /// Read the WAL of `generation`: every valid record, and where the valid prefix ends.
 pub fn read(vfs: &dyn Vfs, generation: u64) -> Result<Replay> {
-    let name = crate::manifest::wal_name(generation);
+    let name = super::manifest::wal_name(generation);
     let data = vfs.read(&name)?;
     let mut records = Vec::new();
     let mut off = 0usize;
@@ -347,7 +337,7 @@ mod tests {
     fn torn_tail_is_cut_and_middle_damage_is_corruption() {
         let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
         let bytes = sample(&vfs);
-        let name = crate::manifest::wal_name(7);
+        let name = crate::durable::manifest::wal_name(7);
         for cut in 0..bytes.len() {
             vfs.truncate(&name, cut as u64).unwrap();
             let r = read(&*vfs, 7).unwrap();

@@ -1,0 +1,157 @@
+//! [`Log`]: an index's chain of WAL generations and the one **checkpoint switch** that
+//! moves it from one generation to the next (DESIGN.md, Contract 3).
+//!
+//! Every engine's durable state is *the state a manifest describes + the logical redo
+//! records of the WAL that manifest names*. A checkpoint makes the engine's structure
+//! durable on its device (the caller's part: writing back pages, syncing, programming log
+//! sectors) and then calls [`Log::switch`], which, in this order:
+//! 1. syncs the current WAL (every operation before the checkpoint is durable in it, so a
+//!    crash before step 4 recovers through it);
+//! 2. creates the WAL of the next generation, empty;
+//! 3. syncs the directory, so that the new WAL's name is durable before a manifest names
+//!    it (a rename may reach the disk without a directory sync, a create may not);
+//! 4. writes the new manifest and switches to it atomically ([`Manifest::store`]);
+//! 5. makes the new WAL current and removes the old one, which no manifest names any
+//!    more (a failed removal leaves a stale file that the next [`Log::recover`] deletes).
+//!
+//! Outside tests, a WAL file is created only here and by [`Log::create`] (generation 1 of
+//! a new index). [`Log::recover`] is the first step of every engine's recovery.
+
+use super::manifest::{Manifest, OptionsRecord};
+use super::wal::{self, LogicalOp, Lsn, Record, Wal};
+use crate::error::Result;
+use crate::io::alloc::AllocState;
+use crate::io::{PageId, Vfs};
+use crate::stats::WalStats;
+use std::sync::Arc;
+
+/// The current WAL generation of an index, the options record its manifests carry, and
+/// the counters of every generation since open.
+pub struct Log {
+    vfs: Arc<dyn Vfs>,
+    wal: Wal,
+    /// The options record written into every manifest (opaque at this layer).
+    options: OptionsRecord,
+    /// Counters of the generations already switched away from.
+    base: WalStats,
+    /// While replaying, operations are not logged again (they are in the WAL already) and
+    /// no checkpoint is due.
+    replaying: bool,
+}
+
+impl Log {
+    /// Generation 1 of a new index. The caller builds its initial state and then takes a
+    /// checkpoint, whose [`Log::switch`] writes the first manifest.
+    pub fn create(vfs: Arc<dyn Vfs>, options: OptionsRecord) -> Result<Log> {
+        let wal = Wal::create(Arc::clone(&vfs), 1)?;
+        Ok(Log {
+            vfs,
+            wal,
+            options,
+            base: WalStats::default(),
+            replaying: false,
+        })
+    }
+
+    /// Reopen the generation `manifest` names: drop the leftovers of an interrupted switch,
+    /// require the named WAL, cut a torn tail, and return its valid records (page images
+    /// and logical operations, in order) for the engine's recovery.
+    pub fn recover(vfs: Arc<dyn Vfs>, manifest: &Manifest) -> Result<(Log, Vec<Record>)> {
+        let gen = manifest.generation;
+        let replay = wal::recover(&*vfs, gen)?;
+        let wal = Wal::resume(Arc::clone(&vfs), gen, replay.valid_len);
+        let log = Log {
+            vfs,
+            wal,
+            options: manifest.options.clone(),
+            base: WalStats::default(),
+            replaying: false,
+        };
+        Ok((log, replay.records))
+    }
+
+    /// The checkpoint switch (module doc, steps 1-5): the engine's state is durable on its
+    /// device; publish it in a new manifest over a fresh WAL generation.
+    pub fn switch(&mut self, alloc: AllocState, engine_state: serde_json::Value) -> Result<()> {
+        self.wal.sync()?;
+        let gen = self.wal.generation() + 1;
+        let mut next = Wal::create(Arc::clone(&self.vfs), gen)?;
+        self.vfs.sync_dir()?;
+        let manifest = Manifest {
+            format_version: super::manifest::FORMAT_VERSION,
+            options: self.options.clone(),
+            generation: gen,
+            alloc,
+            engine: engine_state,
+        };
+        manifest.store(&*self.vfs)?;
+        std::mem::swap(&mut self.wal, &mut next);
+        add_wal_stats(&mut self.base, &next.stats());
+        self.base.checkpoints += 1;
+        let _ = self.vfs.remove(next.name());
+        Ok(())
+    }
+
+    /// Append a logical redo record, unless replaying.
+    pub fn log_op(&mut self, op: &LogicalOp) -> Result<()> {
+        if !self.replaying {
+            self.wal.log_op(op)?;
+        }
+        Ok(())
+    }
+
+    /// Append a page's before-image (in-place engines); returns its LSN.
+    pub fn log_image(&mut self, page: PageId, bytes: &[u8]) -> Result<Lsn> {
+        self.wal.log_image(page, bytes)
+    }
+
+    /// Make the WAL durable up to `lsn` (the buffer pool's write barrier).
+    pub fn ensure_durable(&mut self, lsn: Lsn) -> Result<()> {
+        self.wal.ensure_durable(lsn)
+    }
+
+    /// Group commit: every logged operation becomes durable.
+    pub fn sync(&mut self) -> Result<()> {
+        self.wal.sync()
+    }
+
+    /// Bytes in the current WAL.
+    pub fn bytes(&self) -> u64 {
+        self.wal.end()
+    }
+
+    /// The current generation.
+    pub fn generation(&self) -> u64 {
+        self.wal.generation()
+    }
+
+    /// The options record the manifests carry.
+    pub fn options(&self) -> &OptionsRecord {
+        &self.options
+    }
+
+    /// Replay mode on or off ([`Log::log_op`] skips, no checkpoint is due).
+    pub fn set_replaying(&mut self, on: bool) {
+        self.replaying = on;
+    }
+
+    /// True while replaying the WAL.
+    pub fn replaying(&self) -> bool {
+        self.replaying
+    }
+
+    /// WAL counters over all generations since open.
+    pub fn stats(&self) -> WalStats {
+        let mut s = self.base.clone();
+        add_wal_stats(&mut s, &self.wal.stats());
+        s
+    }
+}
+
+fn add_wal_stats(into: &mut WalStats, s: &WalStats) {
+    into.records += s.records;
+    into.page_images += s.page_images;
+    into.bytes += s.bytes;
+    into.syncs += s.syncs;
+    into.checkpoints += s.checkpoints;
+}

@@ -1,0 +1,169 @@
+//! The operation cycle every engine follows (DESIGN.md, Contract 3): log the logical
+//! operation, apply it, take a checkpoint when one is due; and on open, replay the logged
+//! operations without logging them again, then checkpoint.
+//!
+//! An engine implements the unlogged primitives of its structure, says how it takes a
+//! checkpoint ([`Logged::checkpoint`]: make its structure durable, then the one switch,
+//! [`super::Log::switch`], through its `Pager` or its own store), and gets the rest —
+//! logging, dispatch of [`LogicalOp`]s, bulk-insert policy, checkpoint scheduling and
+//! replay — from the provided methods and [`logged_engine_methods!`].
+
+use super::log::Log;
+use super::wal::LogicalOp;
+use crate::error::Result;
+
+/// An engine whose durability is the logical redo WAL plus checkpoints.
+pub(crate) trait Logged {
+    /// The log the cycle appends to.
+    fn log(&mut self) -> &mut Log;
+
+    /// WAL size (bytes) after which a checkpoint is due.
+    fn checkpoint_wal_bytes(&self) -> u64;
+
+    /// Make the structure durable and switch the manifest (through `Pager::checkpoint` or
+    /// the engine's own store, both ending in [`Log::switch`]).
+    fn checkpoint(&mut self) -> Result<()>;
+
+    /// Insert or replace, unlogged.
+    fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()>;
+
+    /// Delete (absent keys are fine), unlogged.
+    fn delete_unlogged(&mut self, key: u64) -> Result<()>;
+
+    /// Delete the inclusive range, unlogged.
+    fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()>;
+
+    /// Insert sorted, distinct pairs into a non-empty index, unlogged. Default: one insert
+    /// each.
+    fn bulk_unlogged(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        sorted
+            .iter()
+            .try_for_each(|&(k, v)| self.insert_unlogged(k, v))
+    }
+
+    /// True when the index holds nothing, so that a bulk insert may bulk-load it.
+    fn holds_nothing(&self) -> bool;
+
+    /// Build the structure from sorted, distinct pairs into the empty index, unlogged.
+    fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()>;
+
+    /// False when a delete of `key` need not be logged or applied (an engine that
+    /// searches before it deletes, as the FD-tree paper's baselines do). Default: true,
+    /// a blind delete.
+    fn delete_needed(&mut self, _key: u64) -> Result<bool> {
+        Ok(true)
+    }
+
+    /// True when the engine needs a checkpoint for its own reasons (a completed merge
+    /// whose new runs must be published, free blocks running low), besides the WAL's size.
+    fn checkpoint_due(&self) -> bool {
+        false
+    }
+
+    /// True when recovery must end with a checkpoint although it replayed nothing (state
+    /// the checkpoint image does not yet hold, such as a merge restarted at open).
+    fn checkpoint_after_recovery(&self) -> bool {
+        false
+    }
+
+    /// Apply an operation to the structure without logging it (live, after logging, and
+    /// during replay).
+    fn apply(&mut self, op: &LogicalOp) -> Result<()> {
+        match op {
+            LogicalOp::Insert(k, v) => self.insert_unlogged(*k, *v),
+            LogicalOp::Delete(k) => self.delete_unlogged(*k),
+            LogicalOp::BulkInsert(pairs) => self.bulk_unlogged(pairs),
+            LogicalOp::DeleteRange(lo, hi) => self.delete_range_unlogged(*lo, *hi),
+        }
+    }
+
+    /// `Engine::bulk_insert` (sorted, distinct pairs). Into an empty index: a bulk load made
+    /// durable by a checkpoint. A batch too big for the log (a quarter of the checkpoint
+    /// size): applied unlogged, then a checkpoint. Otherwise one logged record. In the
+    /// first two cases a crash before the checkpoint recovers the state before the call,
+    /// which the prefix rule allows: the call had not returned.
+    fn bulk_logged(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        if sorted.is_empty() {
+            return Ok(());
+        }
+        if self.holds_nothing() {
+            self.load_empty(sorted)?;
+            return self.checkpoint();
+        }
+        if sorted.len() as u64 * 16 > self.checkpoint_wal_bytes() / 4 {
+            for &(k, v) in sorted {
+                self.apply(&LogicalOp::Insert(k, v))?;
+            }
+            return self.checkpoint();
+        }
+        self.logged(LogicalOp::BulkInsert(sorted.to_vec()))
+    }
+
+    /// Log `op`, apply it, and checkpoint if due.
+    fn logged(&mut self, op: LogicalOp) -> Result<()> {
+        self.log().log_op(&op)?;
+        self.apply(&op)?;
+        self.after_op()
+    }
+
+    /// Between operations: checkpoint when due (never while replaying).
+    fn after_op(&mut self) -> Result<()> {
+        let wal_full = {
+            let limit = self.checkpoint_wal_bytes();
+            let log = self.log();
+            !log.replaying() && log.bytes() >= limit
+        };
+        if wal_full || (self.checkpoint_due() && !self.log().replaying()) {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// Recovery's last step: apply the operations the WAL held, in order, unlogged; then
+    /// a checkpoint if anything was replayed (or [`Logged::checkpoint_after_recovery`]).
+    fn recover(&mut self, ops: &[LogicalOp]) -> Result<()> {
+        self.log().set_replaying(true);
+        let r = ops.iter().try_for_each(|op| self.apply(op));
+        self.log().set_replaying(false);
+        r?;
+        if !ops.is_empty() || self.checkpoint_after_recovery() {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+}
+
+/// The [`crate::engine::Engine`] methods every [`Logged`] engine implements the same way:
+/// `insert`, `delete`, `bulk_insert`, `delete_range` through the log, `flush` (group
+/// commit) and `close` (a checkpoint). Used inside `impl Engine for ...`.
+macro_rules! logged_engine_methods {
+    () => {
+        fn insert(&mut self, key: u64, value: u64) -> $crate::error::Result<()> {
+            $crate::durable::Logged::logged(self, $crate::durable::LogicalOp::Insert(key, value))
+        }
+
+        fn delete(&mut self, key: u64) -> $crate::error::Result<()> {
+            if !$crate::durable::Logged::delete_needed(self, key)? {
+                return Ok(());
+            }
+            $crate::durable::Logged::logged(self, $crate::durable::LogicalOp::Delete(key))
+        }
+
+        fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> $crate::error::Result<()> {
+            $crate::durable::Logged::bulk_logged(self, sorted)
+        }
+
+        fn delete_range(&mut self, lo: u64, hi: u64) -> $crate::error::Result<()> {
+            $crate::durable::Logged::logged(self, $crate::durable::LogicalOp::DeleteRange(lo, hi))
+        }
+
+        fn flush(&mut self) -> $crate::error::Result<()> {
+            $crate::durable::Logged::log(self).sync()
+        }
+
+        fn close(&mut self) -> $crate::error::Result<()> {
+            $crate::durable::Logged::checkpoint(self)
+        }
+    };
+}
+pub(crate) use logged_engine_methods;

@@ -1,0 +1,20 @@
+//! The durable layer under every engine (DESIGN.md, Layers and Contract 3): the logical
+//! redo [`wal`], the atomic [`manifest`], the [`Log`] of WAL generations with the one
+//! checkpoint switch, the [`Pager`] (buffer pool + before-images) of the engines that keep
+//! pages on a `Device`, and the [`Logged`] operation cycle (log → apply → checkpoint;
+//! recover = replay) every engine follows.
+//!
+//! Nothing here knows an engine or the `Options` type: the options travel as an opaque
+//! record, the engine state as JSON, and the Pager takes a [`PagerConfig`] of numbers.
+
+mod log;
+mod logged;
+pub mod manifest;
+mod pager;
+pub mod wal;
+
+pub use log::Log;
+pub(crate) use logged::{logged_engine_methods, Logged};
+pub use manifest::{Manifest, OptionsRecord, MANIFEST};
+pub use pager::{Pager, PagerConfig};
+pub use wal::LogicalOp;

@@ -1,0 +1,41 @@
+//! [`LsmOptions`]: the LSM-tree's own options.
+//!
+//! The serde field names are part of the on-disk format (the manifest's options record,
+//! `crate::options::record`): renaming one is a format change, caught by the frozen record
+//! test and the fixtures.
+
+use serde::{Deserialize, Serialize};
+
+/// LSM-tree sub-options (FD-tree paper, App. D: "the size ratio between two tree components
+/// the same as the k value in FD-tree", "the smallest tree the locality area size").
+/// Defaults equal the FD-tree's options' so that the two engines compare like for like.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LsmOptions {
+    /// Size ratio between adjacent components, |C(i+1)| = k·|C(i)|. At least 2. `None`
+    /// (the default): the FD-tree's k for the same index (App. D), from the cost model.
+    pub k: Option<u32>,
+    /// Maximum size of C0, the in-pool B+-tree, in bytes (the locality area, 512 KiB). At
+    /// least two pages.
+    pub c0_bytes: u64,
+    /// Size of one multi-page I/O request of merges and range scans (512 KiB); a whole
+    /// number of pages.
+    pub io_unit_bytes: u64,
+    /// A delete searches first and writes a tombstone only for a present key, as the
+    /// FD-tree paper's baselines delete ("a deletion is implemented by a search followed
+    /// by an insertion", §4). Off by default: a blind tombstone, no read.
+    #[serde(default)]
+    pub search_before_delete: bool,
+}
+
+impl Default for LsmOptions {
+    fn default() -> Self {
+        // The FD-tree's defaults (a test in `crate::options` keeps them equal).
+        LsmOptions {
+            k: None,
+            c0_bytes: 512 << 10,
+            io_unit_bytes: 512 << 10,
+            search_before_delete: false,
+        }
+    }
+}

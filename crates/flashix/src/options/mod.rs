@@ -1,0 +1,368 @@
+//! [`Options`]: the builder every index is created with: the settings every engine shares
+//! (page size, memory budget, device, checkpoint size, tuning) and one typed sub-options
+//! value owned by the chosen engine's module ([`EngineOptions`]). The options are saved in
+//! the manifest as an explicit, versioned record ([`record`]), so [`crate::Db::open`]
+//! needs only the directory.
+//!
+//! Validation of an engine's own options lives with the engine and is dispatched by
+//! `crate::engine::validate`, next to `create` and `open`.
+
+pub(crate) mod record;
+
+pub use crate::cost::Tuning;
+pub use crate::engine::bftl::BftlOptions;
+pub use crate::engine::btree::BTreeOptions;
+pub use crate::engine::dipl::DiplOptions;
+pub use crate::engine::fdtree::FdTreeOptions;
+pub use crate::engine::ipl::IplOptions;
+pub use crate::engine::lsm::LsmOptions;
+pub use crate::engine::pio::{PioOptions, PIO_OPQ_ENTRY_BYTES};
+use crate::kind::EngineKind;
+use serde::{Deserialize, Serialize};
+
+/// Where an index's pages live.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum DeviceSpec {
+    /// One file `data` in the index directory; `direct_io` asks for `O_DIRECT` (the
+    /// default, so the page cache does not help; Contract 5).
+    File { direct_io: bool },
+    /// Pages in memory (tests). Such an index cannot be reopened by [`crate::Db::open`].
+    Memory,
+    /// A simulated SSD ([`crate::sim::SimSsd`]: an FTL over simulated NAND) whose flash
+    /// lives in the file `nand` of the index directory. The page size must be a multiple
+    /// of the NAND page.
+    SimulatedSsd(crate::sim::SimSsdConfig),
+    /// Raw simulated NAND flash in the file `nand` of the index directory (IPL and d-IPL
+    /// B+-trees build their [`crate::sim::Nand`] on it; the device's page is the NAND page).
+    RawNand(crate::sim::NandConfig),
+}
+
+/// The chosen engine's own options: one value, whose variant is the engine kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum EngineOptions {
+    BTree(BTreeOptions),
+    Lsm(LsmOptions),
+    FdTree(FdTreeOptions),
+    PioBTree(PioOptions),
+    /// Not built yet (no options).
+    BulkIndex,
+    Bftl(BftlOptions),
+    /// Not built yet (no options).
+    LaTree,
+    IplBTree(IplOptions),
+    DiplBTree(DiplOptions),
+}
+
+impl EngineOptions {
+    /// The paper's (or the cost model's) defaults for `kind`.
+    pub fn defaults(kind: EngineKind) -> EngineOptions {
+        match kind {
+            EngineKind::BTree => EngineOptions::BTree(BTreeOptions::default()),
+            EngineKind::Lsm => EngineOptions::Lsm(LsmOptions::default()),
+            EngineKind::FdTree => EngineOptions::FdTree(FdTreeOptions::default()),
+            EngineKind::PioBTree => EngineOptions::PioBTree(PioOptions::default()),
+            EngineKind::BulkIndex => EngineOptions::BulkIndex,
+            EngineKind::Bftl => EngineOptions::Bftl(BftlOptions::default()),
+            EngineKind::LaTree => EngineOptions::LaTree,
+            EngineKind::IplBTree => EngineOptions::IplBTree(IplOptions::default()),
+            EngineKind::DiplBTree => EngineOptions::DiplBTree(DiplOptions::default()),
+        }
+    }
+
+    /// The engine these options are for.
+    pub fn kind(&self) -> EngineKind {
+        match self {
+            EngineOptions::BTree(_) => EngineKind::BTree,
+            EngineOptions::Lsm(_) => EngineKind::Lsm,
+            EngineOptions::FdTree(_) => EngineKind::FdTree,
+            EngineOptions::PioBTree(_) => EngineKind::PioBTree,
+            EngineOptions::BulkIndex => EngineKind::BulkIndex,
+            EngineOptions::Bftl(_) => EngineKind::Bftl,
+            EngineOptions::LaTree => EngineKind::LaTree,
+            EngineOptions::IplBTree(_) => EngineKind::IplBTree,
+            EngineOptions::DiplBTree(_) => EngineKind::DiplBTree,
+        }
+    }
+}
+
+/// Options of an index: a builder, e.g.
+/// `Options::new(EngineKind::BTree).page_size(4096).buffer_pool_bytes(16 << 20)`.
+/// The fields are public to read (`opts.page_size`); the builder methods of the same names
+/// set them.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Options {
+    /// Page (node) size in bytes: a power of two, at least 512.
+    pub page_size: usize,
+    /// The memory budget in bytes: the buffer pool, and the engine structures that take
+    /// their memory from it (see each engine's options).
+    pub buffer_pool_bytes: u64,
+    /// Where the pages live.
+    pub device: DeviceSpec,
+    /// WAL size (bytes) after which the index takes a checkpoint.
+    pub checkpoint_wal_bytes: u64,
+    /// What the cost models tune unset parameters for; `None`: [`Tuning::reference`].
+    pub tuning: Option<Tuning>,
+    /// The engine's own options; its variant is the engine.
+    pub sub_options: EngineOptions,
+}
+
+/// Default page size: the SSD's 4 KiB page.
+pub const DEFAULT_PAGE_SIZE: usize = 4096;
+
+impl Options {
+    /// Defaults for `engine`: 4 KiB pages, 16 MiB buffer pool, a file with `O_DIRECT`;
+    /// for `IplBTree` and `DiplBTree`, raw NAND ([`DeviceSpec::RawNand`]) of the default
+    /// geometry with the sub-options' 1024 blocks of 64 pages, and 2 KiB pages (the NAND
+    /// page; the d-IPL paper's §6.1).
+    pub fn new(engine: EngineKind) -> Self {
+        let (page_size, device) = match engine {
+            EngineKind::IplBTree | EngineKind::DiplBTree => {
+                let d = DiplOptions::default();
+                let cfg = crate::sim::NandConfig {
+                    blocks: d.nand_blocks,
+                    pages_per_block: d.pages_per_block,
+                    ..crate::sim::NandConfig::default()
+                };
+                (cfg.page_bytes, DeviceSpec::RawNand(cfg))
+            }
+            _ => (DEFAULT_PAGE_SIZE, DeviceSpec::File { direct_io: true }),
+        };
+        Options {
+            page_size,
+            buffer_pool_bytes: 16 << 20,
+            device,
+            checkpoint_wal_bytes: 128 << 20,
+            tuning: None,
+            sub_options: EngineOptions::defaults(engine),
+        }
+    }
+
+    /// The engine kind.
+    pub fn engine(&self) -> EngineKind {
+        self.sub_options.kind()
+    }
+
+    /// Page (node) size in bytes: a power of two, at least 512.
+    pub fn page_size(mut self, bytes: usize) -> Self {
+        self.page_size = bytes;
+        self
+    }
+
+    /// Memory budget in bytes.
+    pub fn buffer_pool_bytes(mut self, bytes: u64) -> Self {
+        self.buffer_pool_bytes = bytes;
+        self
+    }
+
+    /// Where the pages live.
+    pub fn device(mut self, device: DeviceSpec) -> Self {
+        self.device = device;
+        self
+    }
+
+    /// WAL size (bytes) after which the index takes a checkpoint, bounding recovery time.
+    pub fn checkpoint_wal_bytes(mut self, bytes: u64) -> Self {
+        self.checkpoint_wal_bytes = bytes;
+        self
+    }
+
+    /// What the cost models tune parameters left unset for (FD-tree and LSM `k`, PIO
+    /// B-tree leaf and OPQ size).
+    pub fn tuning(mut self, tuning: Tuning) -> Self {
+        self.tuning = Some(tuning);
+        self
+    }
+
+    /// The tuning in effect: the one given, else [`Tuning::reference`].
+    pub fn effective_tuning(&self) -> Tuning {
+        self.tuning
+            .clone()
+            .unwrap_or_else(|| Tuning::reference(self.page_size))
+    }
+
+    /// Replace the engine's own options when they are for this engine; options for another
+    /// engine are ignored (so that one builder chain can carry every engine's settings, as
+    /// `flashix bench` does).
+    fn sub(mut self, sub: EngineOptions) -> Self {
+        if sub.kind() == self.engine() {
+            self.sub_options = sub;
+        }
+        self
+    }
+
+    /// B+-tree options (ignored for other engines).
+    pub fn btree(self, o: BTreeOptions) -> Self {
+        self.sub(EngineOptions::BTree(o))
+    }
+
+    /// FD-tree options (ignored for other engines).
+    pub fn fdtree(self, o: FdTreeOptions) -> Self {
+        self.sub(EngineOptions::FdTree(o))
+    }
+
+    /// LSM-tree options (ignored for other engines).
+    pub fn lsm(self, o: LsmOptions) -> Self {
+        self.sub(EngineOptions::Lsm(o))
+    }
+
+    /// PIO B-tree options (ignored for other engines).
+    pub fn pio(self, o: PioOptions) -> Self {
+        self.sub(EngineOptions::PioBTree(o))
+    }
+
+    /// IPL B+-tree options (ignored for other engines).
+    pub fn ipl(self, o: IplOptions) -> Self {
+        self.sub(EngineOptions::IplBTree(o))
+    }
+
+    /// d-IPL B+-tree options (ignored for other engines).
+    pub fn dipl(self, o: DiplOptions) -> Self {
+        self.sub(EngineOptions::DiplBTree(o))
+    }
+
+    /// BFTL options (ignored for other engines).
+    pub fn bftl(self, o: BftlOptions) -> Self {
+        self.sub(EngineOptions::Bftl(o))
+    }
+
+    /// The B+-tree options of a B+-tree index, else the defaults.
+    pub fn btree_options(&self) -> BTreeOptions {
+        match &self.sub_options {
+            EngineOptions::BTree(o) => o.clone(),
+            _ => BTreeOptions::default(),
+        }
+    }
+
+    /// The FD-tree options of an FD-tree index, else the defaults.
+    pub fn fdtree_options(&self) -> FdTreeOptions {
+        match &self.sub_options {
+            EngineOptions::FdTree(o) => o.clone(),
+            _ => FdTreeOptions::default(),
+        }
+    }
+
+    /// The LSM-tree options of an LSM index, else the defaults.
+    pub fn lsm_options(&self) -> LsmOptions {
+        match &self.sub_options {
+            EngineOptions::Lsm(o) => o.clone(),
+            _ => LsmOptions::default(),
+        }
+    }
+
+    /// The PIO B-tree options of a PIO B-tree index, else the defaults.
+    pub fn pio_options(&self) -> PioOptions {
+        match &self.sub_options {
+            EngineOptions::PioBTree(o) => o.clone(),
+            _ => PioOptions::default(),
+        }
+    }
+
+    /// The IPL B+-tree options of an IPL index, else the defaults.
+    pub fn ipl_options(&self) -> IplOptions {
+        match &self.sub_options {
+            EngineOptions::IplBTree(o) => o.clone(),
+            _ => IplOptions::default(),
+        }
+    }
+
+    /// The d-IPL B+-tree options of a d-IPL index, else the defaults.
+    pub fn dipl_options(&self) -> DiplOptions {
+        match &self.sub_options {
+            EngineOptions::DiplBTree(o) => o.clone(),
+            _ => DiplOptions::default(),
+        }
+    }
+
+    /// The BFTL options of a BFTL index, else the defaults.
+    pub fn bftl_options(&self) -> BftlOptions {
+        match &self.sub_options {
+            EngineOptions::Bftl(o) => o.clone(),
+            _ => BftlOptions::default(),
+        }
+    }
+
+    /// Bytes of the buffer pool itself: the budget less what an engine takes from it for
+    /// its own structures (the PIO B-tree's OPQ; see [`PioOptions`]).
+    pub(crate) fn pool_bytes(&self) -> u64 {
+        match &self.sub_options {
+            EngineOptions::PioBTree(p) => self
+                .buffer_pool_bytes
+                .saturating_sub(p.opq_bytes.unwrap_or(0)),
+            _ => self.buffer_pool_bytes,
+        }
+    }
+
+    /// The Pager's configuration for these options, keeping `reserved` bytes of the pool
+    /// for an engine structure that grows with the index (the PIO B-tree's LSMap).
+    pub(crate) fn pager_config(
+        &self,
+        min_frames: usize,
+        reserved: u64,
+    ) -> crate::durable::PagerConfig {
+        crate::durable::PagerConfig {
+            page_size: self.page_size,
+            pool_bytes: self.pool_bytes().saturating_sub(reserved),
+            checkpoint_wal_bytes: self.checkpoint_wal_bytes,
+            min_frames,
+        }
+    }
+
+    /// Check what does not depend on the engine: page size, checkpoint size, device.
+    pub(crate) fn validate_common(&self) -> crate::error::Result<()> {
+        use crate::error::Error;
+        crate::io::check_page_size(self.page_size)?;
+        if self.checkpoint_wal_bytes < self.page_size as u64 * 4 {
+            return Err(Error::InvalidOptions(format!(
+                "checkpoint_wal_bytes {} is below four pages",
+                self.checkpoint_wal_bytes
+            )));
+        }
+        match &self.device {
+            DeviceSpec::SimulatedSsd(cfg) => cfg.validate(self.page_size)?,
+            DeviceSpec::RawNand(cfg) => {
+                cfg.validate()?;
+                if !matches!(self.engine(), EngineKind::IplBTree | EngineKind::DiplBTree) {
+                    return Err(Error::InvalidOptions(format!(
+                        "device RawNand is for the IPL and d-IPL B+-trees, not {} (use \
+                         SimulatedSsd for an FTL over simulated NAND)",
+                        self.engine().name()
+                    )));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lsm_defaults_equal_the_fdtree_defaults() {
+        // FD-tree paper, App. D: the LSM-tree's k and smallest component are the FD-tree's.
+        let (f, l) = (FdTreeOptions::default(), LsmOptions::default());
+        assert_eq!(
+            (l.k, l.c0_bytes, l.io_unit_bytes),
+            (f.k, f.head_tree_bytes, f.io_unit_bytes)
+        );
+    }
+
+    #[test]
+    fn sub_options_of_another_engine_are_ignored() {
+        let o = Options::new(EngineKind::BTree).fdtree(FdTreeOptions {
+            k: Some(3),
+            ..FdTreeOptions::default()
+        });
+        assert_eq!(o.sub_options, EngineOptions::BTree(BTreeOptions::default()));
+        let o = Options::new(EngineKind::FdTree).fdtree(FdTreeOptions {
+            k: Some(3),
+            ..FdTreeOptions::default()
+        });
+        assert_eq!(o.fdtree_options().k, Some(3));
+    }
+}
