@@ -1,0 +1,383 @@
+//! Tests of [`FileDevice`]: every backend (`io_uring` or `pread`, `O_DIRECT` or buffered) in
+//! every test directory.
+
+use super::*;
+use std::path::PathBuf;
+
+const PS: usize = 4096;
+const BACKENDS: [&str; 4] = [
+    "io_uring+O_DIRECT",
+    "io_uring+buffered",
+    "pread+O_DIRECT",
+    "pread+buffered",
+];
+
+/// Directories to test in: the system temp dir and one under the workspace target dir
+/// (the system temp dir may be tmpfs, which may refuse O_DIRECT).
+fn test_dirs() -> Vec<tempfile::TempDir> {
+    let mut dirs = Vec::new();
+    if let Ok(d) = tempfile::tempdir() {
+        dirs.push(d);
+    }
+    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/flashix-test-tmp");
+    if std::fs::create_dir_all(&target).is_ok() {
+        if let Ok(d) = tempfile::tempdir_in(&target) {
+            dirs.push(d);
+        }
+    }
+    assert!(!dirs.is_empty());
+    dirs
+}
+
+/// Every combination of (direct_io, io_uring) in every test directory.
+fn devices(name: &str) -> Vec<(FileDevice, std::sync::Arc<tempfile::TempDir>)> {
+    let mut out = Vec::new();
+    for dir in test_dirs() {
+        let dir = std::sync::Arc::new(dir);
+        for direct in [true, false] {
+            for uring in [true, false] {
+                let sub = dir.path().join(format!("{direct}-{uring}"));
+                std::fs::create_dir_all(&sub).unwrap();
+                let dev = FileDevice::open_with(&sub.join(name), PS, direct, uring).unwrap();
+                assert!(BACKENDS.contains(&dev.backend()), "{}", dev.backend());
+                if !uring {
+                    assert!(dev.backend().starts_with("pread+"));
+                }
+                if !direct {
+                    assert!(dev.backend().ends_with("+buffered"));
+                }
+                out.push((dev, dir.clone()));
+            }
+        }
+    }
+    out
+}
+
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn aligned(data: &[u8]) -> AlignedBuf {
+    let mut b = AlignedBuf::zeroed(data.len());
+    b.copy_from_slice(data);
+    b
+}
+
+#[test]
+fn backend_is_one_of_four() {
+    for (dev, _d) in devices("data") {
+        assert!(BACKENDS.contains(&dev.backend()));
+        assert_eq!(dev.stats().backend, dev.backend());
+        assert_eq!(dev.page_size(), PS);
+    }
+    let d = tempfile::tempdir().unwrap();
+    let dev = FileDevice::open(&d.path().join("data"), PS, true).unwrap();
+    assert!(BACKENDS.contains(&dev.backend()));
+    assert_eq!(dev.path(), d.path().join("data"));
+    eprintln!(
+        "backend chosen in {}: {}",
+        d.path().display(),
+        dev.backend()
+    );
+}
+
+#[test]
+fn single_and_multi_page_round_trip() {
+    for (mut dev, _d) in devices("data") {
+        let one = aligned(&pattern(1, PS));
+        dev.write(3, &one).unwrap();
+        let many = aligned(&pattern(2, 128 * PS));
+        dev.write(10, &many).unwrap();
+        let mut r1 = AlignedBuf::zeroed(PS);
+        dev.read(3, &mut r1).unwrap();
+        assert_eq!(&r1[..], &one[..], "{}", dev.backend());
+        let mut rm = AlignedBuf::zeroed(128 * PS);
+        dev.read(10, &mut rm).unwrap();
+        assert_eq!(&rm[..], &many[..], "{}", dev.backend());
+        // Never-written pages inside the file read as zeros.
+        let mut hole = AlignedBuf::zeroed(2 * PS);
+        hole.fill(0xAA);
+        dev.read(5, &mut hole).unwrap();
+        assert!(hole.iter().all(|&b| b == 0));
+        // Survives reopen.
+        dev.sync().unwrap();
+        let path = dev.path().to_path_buf();
+        drop(dev);
+        let mut dev = FileDevice::open(&path, PS, true).unwrap();
+        let mut rm = AlignedBuf::zeroed(128 * PS);
+        dev.read(10, &mut rm).unwrap();
+        assert_eq!(&rm[..], &many[..]);
+    }
+}
+
+#[test]
+fn mixed_batch_of_40() {
+    for (mut dev, _d) in devices("data") {
+        // Pre-write pages 0..200 so the batch's reads have something to read.
+        let base = aligned(&pattern(7, 200 * PS));
+        dev.write(0, &base).unwrap();
+        // 20 writes of 1..=4 pages at pages 300.. and 20 reads of 1..=3 pages from base.
+        let wdata: Vec<(u64, AlignedBuf)> = (0..20u64)
+            .map(|i| {
+                (
+                    300 + i * 8,
+                    aligned(&pattern(100 + i, (1 + i as usize % 4) * PS)),
+                )
+            })
+            .collect();
+        let mut rbufs: Vec<(u64, AlignedBuf)> = (0..20u64)
+            .map(|i| (i * 9, AlignedBuf::zeroed((1 + i as usize % 3) * PS)))
+            .collect();
+        {
+            let mut batch: Vec<IoReq<'_>> = Vec::new();
+            let mut rit = rbufs.iter_mut();
+            for (p, b) in &wdata {
+                batch.push(IoReq::Write { page: *p, buf: b });
+                if let Some((rp, rb)) = rit.next() {
+                    batch.push(IoReq::Read { page: *rp, buf: rb });
+                }
+            }
+            assert_eq!(batch.len(), 40);
+            dev.submit(&mut batch).unwrap();
+        }
+        for (p, b) in &rbufs {
+            let s = *p as usize * PS;
+            assert_eq!(&b[..], &base[s..s + b.len()], "{}", dev.backend());
+        }
+        for (p, b) in &wdata {
+            let mut r = AlignedBuf::zeroed(b.len());
+            dev.read(*p, &mut r).unwrap();
+            assert_eq!(&r[..], &b[..], "{}", dev.backend());
+        }
+        let s = dev.stats();
+        assert_eq!(s.max_queue_depth, 40);
+    }
+}
+
+#[test]
+fn batch_larger_than_ring() {
+    for (mut dev, _d) in devices("data") {
+        let bufs: Vec<AlignedBuf> = (0..150u64).map(|i| aligned(&pattern(i, PS))).collect();
+        let mut batch: Vec<IoReq<'_>> = bufs
+            .iter()
+            .enumerate()
+            .map(|(i, b)| IoReq::Write {
+                page: (i as u64 * 7) % 151,
+                buf: b,
+            })
+            .collect();
+        dev.submit(&mut batch).unwrap();
+        let mut outs: Vec<AlignedBuf> = (0..150).map(|_| AlignedBuf::zeroed(PS)).collect();
+        let mut batch: Vec<IoReq<'_>> = outs
+            .iter_mut()
+            .enumerate()
+            .map(|(i, b)| IoReq::Read {
+                page: (i as u64 * 7) % 151,
+                buf: b,
+            })
+            .collect();
+        dev.submit(&mut batch).unwrap();
+        for (o, b) in outs.iter().zip(&bufs) {
+            assert_eq!(&o[..], &b[..]);
+        }
+    }
+}
+
+#[test]
+fn reads_past_eof_are_zero_filled() {
+    for (mut dev, _d) in devices("data") {
+        let data = aligned(&pattern(3, 2 * PS));
+        dev.write(0, &data).unwrap();
+        // Entirely past EOF.
+        let mut r = AlignedBuf::zeroed(4 * PS);
+        r.fill(0x55);
+        dev.read(100, &mut r).unwrap();
+        assert!(r.iter().all(|&b| b == 0));
+        // Straddling EOF: first page real, rest zeros.
+        let mut r = AlignedBuf::zeroed(4 * PS);
+        r.fill(0x55);
+        dev.read(1, &mut r).unwrap();
+        assert_eq!(&r[..PS], &data[PS..]);
+        assert!(r[PS..].iter().all(|&b| b == 0), "{}", dev.backend());
+        // A read of an empty, fresh file.
+        let d2 = tempfile::tempdir().unwrap();
+        let mut fresh = FileDevice::open(&d2.path().join("x"), PS, true).unwrap();
+        let mut r = AlignedBuf::zeroed(PS);
+        r.fill(1);
+        fresh.read(0, &mut r).unwrap();
+        assert!(r.iter().all(|&b| b == 0));
+    }
+}
+
+#[test]
+fn unaligned_caller_buffers() {
+    for (mut dev, _d) in devices("data") {
+        let data = pattern(9, 3 * PS);
+        let mut wv = vec![0u8; 3 * PS + 1];
+        wv[1..].copy_from_slice(&data);
+        let one = pattern(10, PS);
+        let mut ov = vec![0u8; PS + 3];
+        ov[3..].copy_from_slice(&one);
+        {
+            let mut batch = [
+                IoReq::Write {
+                    page: 4,
+                    buf: &wv[1..],
+                },
+                IoReq::Write {
+                    page: 20,
+                    buf: &ov[3..],
+                },
+            ];
+            dev.submit(&mut batch).unwrap();
+        }
+        let mut rv = vec![0u8; 3 * PS + 5];
+        let mut rv2 = vec![0u8; PS + 7];
+        {
+            let mut batch = [
+                IoReq::Read {
+                    page: 4,
+                    buf: &mut rv[5..],
+                },
+                IoReq::Read {
+                    page: 20,
+                    buf: &mut rv2[7..],
+                },
+            ];
+            dev.submit(&mut batch).unwrap();
+        }
+        assert_eq!(&rv[5..], &data[..], "{}", dev.backend());
+        assert_eq!(&rv2[7..], &one[..], "{}", dev.backend());
+        // Single unaligned request through the one-request helpers too.
+        let mut rv3 = vec![0u8; PS + 1];
+        dev.read(5, &mut rv3[1..]).unwrap();
+        assert_eq!(&rv3[1..], &data[PS..2 * PS]);
+    }
+}
+
+#[test]
+fn fallback_path_round_trip() {
+    let d = tempfile::tempdir().unwrap();
+    let mut dev = FileDevice::open_with(&d.path().join("data"), PS, true, false).unwrap();
+    assert!(dev.backend().starts_with("pread+"));
+    let data = aligned(&pattern(11, 16 * PS));
+    dev.write(2, &data).unwrap();
+    let mut r = AlignedBuf::zeroed(20 * PS);
+    dev.read(0, &mut r).unwrap();
+    assert!(r[..2 * PS].iter().all(|&b| b == 0));
+    assert_eq!(&r[2 * PS..18 * PS], &data[..]);
+    assert!(r[18 * PS..].iter().all(|&b| b == 0));
+    dev.sync().unwrap();
+    dev.trim(2, 4).unwrap();
+    let mut r = AlignedBuf::zeroed(4 * PS);
+    dev.read(2, &mut r).unwrap();
+    assert!(r.iter().all(|&b| b == 0));
+    let s = dev.stats();
+    assert_eq!(s.syncs, 1);
+    assert_eq!(s.trims, 4);
+}
+
+#[test]
+fn counters_requests_pages_and_sequentiality() {
+    for (mut dev, _d) in devices("data") {
+        let big = AlignedBuf::zeroed(128 * PS);
+        dev.write(0, &big).unwrap();
+        let s = dev.stats();
+        assert_eq!(s.write_requests, 1);
+        assert_eq!(s.writes, 128);
+        assert_eq!(s.write_bytes, 128 * PS as u64);
+        assert_eq!(s.random_writes, 1);
+        dev.write(128, &big[..PS]).unwrap(); // starts where the previous write ended
+        dev.write(5, &big[..PS]).unwrap(); // random
+        let s = dev.stats();
+        assert_eq!(s.sequential_writes, 1);
+        assert_eq!(s.random_writes, 2);
+        assert_eq!(s.write_requests, 3);
+        assert_eq!(s.writes, 130);
+
+        let mut r = AlignedBuf::zeroed(128 * PS);
+        dev.read(0, &mut r).unwrap();
+        dev.read(128, &mut r[..2 * PS]).unwrap();
+        dev.read(7, &mut r[..PS]).unwrap();
+        let s = dev.stats();
+        assert_eq!(s.read_requests, 3);
+        assert_eq!(s.reads, 131);
+        assert_eq!(s.sequential_reads, 1);
+        assert_eq!(s.random_reads, 2);
+        assert_eq!(s.batches, 6);
+        assert_eq!(s.max_queue_depth, 1);
+    }
+}
+
+#[test]
+fn invalid_requests_and_errors_name_the_file() {
+    let d = tempfile::tempdir().unwrap();
+    let mut dev = FileDevice::open(&d.path().join("data"), PS, true).unwrap();
+    let mut short = vec![0u8; 100];
+    assert!(matches!(
+        dev.read(0, &mut short),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        FileDevice::open(&d.path().join("data"), 1000, true),
+        Err(Error::InvalidOptions(_))
+    ));
+    // A path whose parent does not exist.
+    let missing = d.path().join("no/such/dir/data");
+    match FileDevice::open(&missing, PS, true) {
+        Err(e @ Error::Io { .. }) => {
+            assert!(e.to_string().contains("no/such/dir/data"), "{e}");
+            assert!(!e.is_no_space());
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("opened a file in a missing directory"),
+    }
+}
+
+/// The file grows ahead of the writes with zeros (no holes), never over data already
+/// there, and what it wrote is counted apart from the requests.
+#[test]
+fn the_file_grows_ahead_of_writes_without_touching_data() {
+    for (mut dev, dir) in devices("fill") {
+        let path = dev.path().to_path_buf();
+        let a = aligned(&pattern(1, PS));
+        dev.write(3, &a).unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(len, FILL_MIN_BYTES, "{}", dev.backend());
+        let s = dev.stats();
+        assert_eq!(s.fill_bytes, FILL_MIN_BYTES);
+        assert_eq!(s.write_bytes, PS as u64, "zeros are not request bytes");
+        // A write inside the grown part does not grow it.
+        dev.write(100, &a).unwrap();
+        assert_eq!(dev.stats().fill_bytes, FILL_MIN_BYTES);
+        drop(dev);
+        // Reopened on a file of one odd page count: growth starts at its end.
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(FILL_MIN_BYTES + 3 * PS as u64).unwrap();
+        drop(f);
+        let mut dev = FileDevice::open(&path, PS, true).unwrap();
+        let far = (FILL_MIN_BYTES / PS as u64) + 2;
+        let b = aligned(&pattern(2, PS));
+        dev.write(far, &b).unwrap();
+        dev.write(far + 4000, &b).unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(len >= (far + 4001) * PS as u64, "{len}");
+        for (page, want) in [(3, &a), (100, &a), (far, &b), (far + 4000, &b)] {
+            let mut r = AlignedBuf::zeroed(PS);
+            dev.read(page, &mut r).unwrap();
+            assert_eq!(&r[..], &want[..], "page {page}");
+        }
+        let mut r = AlignedBuf::zeroed(PS);
+        dev.read(far + 1, &mut r).unwrap();
+        assert!(r.iter().all(|&x| x == 0));
+        drop(dir);
+    }
+}
