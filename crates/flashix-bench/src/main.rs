@@ -39,7 +39,7 @@ enum Cmd {
     Sim(flashix_bench::sim_cmd::SimArgs),
     /// Reproduce a paper's experiments on the simulator: `flashix repro dipl --out DIR`.
     #[command(subcommand)]
-    Repro(Repro),
+    Repro(flashix_bench::repro::Repro),
     /// Render report.html again from a results.json (e.g. one written by an older build).
     Report(ReportArgs),
 }
@@ -51,12 +51,6 @@ struct ReportArgs {
     /// Where to write the page [default: report.html beside RESULTS].
     #[arg(long)]
     out: Option<PathBuf>,
-}
-
-#[derive(Subcommand)]
-enum Repro {
-    /// The d-IPL paper (Na, Lee, Moon, TKDE 2011), §6.2: IPL vs d-IPL on raw NAND.
-    Dipl(flashix_bench::repro::DiplReproArgs),
 }
 
 #[derive(clap::Args)]
@@ -319,9 +313,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::FdtreeModel(a) => flashix_bench::model::run(&a),
         Cmd::PioModel(a) => flashix_bench::pio_model::run(&a),
         Cmd::Sim(a) => flashix_bench::sim_cmd::run(&a).map(|_| ()),
-        Cmd::Repro(Repro::Dipl(a)) => {
-            flashix_bench::repro::run(&a).map(|r| flashix_bench::repro::print(&r))
-        }
+        Cmd::Repro(r) => flashix_bench::repro::run(&r),
         Cmd::Report(a) => {
             let res = flashix_bench::report::Results::load(&a.results)?;
             let out = a

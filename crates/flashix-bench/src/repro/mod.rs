@@ -1,0 +1,27 @@
+//! `flashix repro PAPER`: a paper's experiments reproduced on the simulators, printed
+//! beside the paper's numbers and saved as JSON. One module per paper, one subcommand
+//! ([`Repro`]) each:
+//!
+//! - [`dipl`]: the d-IPL paper (Na, Lee, Moon, TKDE 2011, §6.2), `flashix repro dipl`.
+//!
+//! Another paper (`repro fdtree`, `repro pio`, `repro bulk`, `repro fbx`) gets a module
+//! beside [`dipl`] (its arguments, its experiments, the paper's numbers and the printing
+//! of its tables), a variant of [`Repro`] and an arm of [`run`].
+
+pub mod dipl;
+
+use anyhow::Result;
+
+/// The papers of `flashix repro`, one subcommand each.
+#[derive(clap::Subcommand)]
+pub enum Repro {
+    /// The d-IPL paper (Na, Lee, Moon, TKDE 2011), §6.2: IPL vs d-IPL on raw NAND.
+    Dipl(dipl::DiplReproArgs),
+}
+
+/// Run a `flashix repro` subcommand: the paper's experiments, then its tables.
+pub fn run(cmd: &Repro) -> Result<()> {
+    match cmd {
+        Repro::Dipl(a) => dipl::run(a).map(|r| dipl::print(&r)),
+    }
+}

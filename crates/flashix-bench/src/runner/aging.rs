@@ -1,0 +1,328 @@
+//! Preparation of the aged index (AGING_RULE): the bulk load and the aging inserts of an
+//! engine (until its leaf or level counters say it is aged) or a peer, into an image that
+//! every workload then copies.
+
+use super::config::BenchConfig;
+use super::ui::{say, Ui};
+use crate::peers::{self, PeerKind};
+use crate::probe::DeviceProfile;
+use crate::workload::{KeyGen, KeySpace};
+use anyhow::{Context, Result};
+use flashix::{Db, EngineKind, Stats};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Share of the bulk-loaded leaves that aging makes split (FD-tree paper, App. D).
+pub const AGING_SPLIT_SHARE: f64 = 0.2;
+/// Share of `entries` inserted by aging when an engine reports no leaf counters.
+pub const AGING_FALLBACK_SHARE: f64 = 0.1;
+/// Pairs per `bulk_insert` call when a peer is loaded or aged.
+pub const PEER_LOAD_CHUNK: usize = 100_000;
+/// Aging inserts per batch for peers.
+pub const PEER_AGING_BATCH: usize = 1000;
+
+/// The preparation rule, as printed and saved in `results.json`.
+pub const AGING_RULE: &str = "the index is created with the measured buffer pool (so that \
+cost models tune it for that pool), then reopened with the preparation pool (PREP_POOL; \
+the structure built does not depend on it). One bulk_insert of the first ENTRIES keys (so \
+that the engine bulk-loads them: a B+-tree at fill factor 0.7), then new keys are inserted \
+one by one, at most ENTRIES of them, until: for an engine with leaf counters (B+-tree), \
+engine_counters[\"leaf_splits\"] has grown by 20% of engine_counters[\"leaves\"] measured \
+right after the bulk load (FD-tree paper App. D: bulk load with load factor 0.7, then insert \
+entries to make 20% of the leaves split); for an engine of stepped levels (FD-tree levels, \
+LSM components; counters <level|component>_<i>_entries and _capacity), every level above \
+the lowest is at least half full; other engines get ENTRIES/10 inserts. Peers (RocksDB, \
+fjall, redb, LMDB) get the same data: the ENTRIES keys in write batches of 100,000, then the \
+same aging keys as the first flashix engine of the run (ENTRIES/10 when there is none), in \
+batches of 1,000. Then close. Every workload starts from a fresh copy of the aged index, \
+opened with the measured pool (peers: the same budget) and warmed with min(OPS/10, 10000) \
+unmeasured searches; its measured phase ends with a sync (Db::flush, or the peer's) counted \
+in its time.";
+
+/// An aged index image of one engine or peer.
+pub struct Prepared {
+    pub aged_dir: PathBuf,
+    /// Entries the image holds: `entries + aging_inserts`.
+    pub live: u64,
+    pub aging_inserts: u64,
+    pub prepare_s: f64,
+}
+
+pub(super) fn counter(s: &Stats, name: &str) -> Option<u64> {
+    s.engine_counters.get(name).copied()
+}
+
+/// How aging decides it is done (AGING_RULE), from the counters after the bulk load.
+enum AgingGoal {
+    /// Until `leaf_splits` has grown by `target` from `splits0`.
+    LeafSplits { target: u64, splits0: u64 },
+    /// Until every level above the lowest is at least half full.
+    Levels,
+    /// A fixed number of inserts.
+    Inserts(u64),
+}
+
+/// (level, entries, capacity) of an engine of stepped levels, from its counters
+/// `<level|component>_<i>_entries` and `_capacity`, by level.
+pub fn level_fill(counters: &BTreeMap<String, u64>) -> Vec<(u64, u64, u64)> {
+    let mut out = Vec::new();
+    for prefix in ["level_", "component_"] {
+        for (name, &cap) in counters {
+            let Some(i) = name
+                .strip_prefix(prefix)
+                .and_then(|r| r.strip_suffix("_capacity"))
+                .and_then(|i| i.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            let entries = counters
+                .get(&format!("{prefix}{i}_entries"))
+                .copied()
+                .unwrap_or(0);
+            out.push((i, entries, cap));
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// True when every level above the lowest is at least half full (an index of one level
+/// or none counts as aged).
+pub fn levels_half_full(levels: &[(u64, u64, u64)]) -> bool {
+    match levels.split_last() {
+        None => true,
+        Some((_, upper)) => upper.iter().all(|&(_, e, cap)| e.saturating_mul(2) >= cap),
+    }
+}
+
+fn describe_levels(levels: &[(u64, u64, u64)]) -> String {
+    levels
+        .iter()
+        .map(|&(i, e, cap)| format!("L{i} {:.0}%", 100.0 * e as f64 / cap.max(1) as f64))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Build the aged index of `engine` in `dir/<engine>/aged` (AGING_RULE).
+pub fn prepare(
+    cfg: &BenchConfig,
+    ui: &Ui,
+    engine: EngineKind,
+    profile: &DeviceProfile,
+) -> Result<Prepared> {
+    let engine_dir = cfg.dir.join(engine.name());
+    if engine_dir.exists() {
+        std::fs::remove_dir_all(&engine_dir)
+            .with_context(|| format!("removing the old {}", engine_dir.display()))?;
+    }
+    let aged_dir = engine_dir.join("aged");
+    let t0 = Instant::now();
+    Db::create(&aged_dir, cfg.options(engine, profile)?)
+        .with_context(|| format!("creating a {engine} index in {}", aged_dir.display()))?
+        .close()
+        .context("closing the new index")?;
+    let mut db = Db::open_with_buffer_pool(&aged_dir, cfg.prep_buffer_pool_bytes)
+        .with_context(|| format!("opening {} with the preparation pool", aged_dir.display()))?;
+    let gen = KeyGen::new(cfg.key_dist, cfg.seed);
+
+    // Bulk load: one call, so that the engine builds the index bottom-up (a chunked load
+    // would bulk-load only the first chunk and insert the rest one by one at the right edge,
+    // leaving half-full leaves).
+    let pb = ui.spinner(format!("{engine}: bulk load of {} entries", cfg.entries));
+    let pairs: Vec<(u64, u64)> = (0..cfg.entries)
+        .map(|i| {
+            let k = gen.key_of(i);
+            (k, gen.value_of(k, 0))
+        })
+        .collect();
+    db.bulk_insert(&pairs).context("bulk_insert")?;
+    pb.finish_and_clear();
+    drop(pairs);
+
+    // Age.
+    let s0 = db.stats();
+    let mut ks = KeySpace::with_entries(gen, cfg.entries);
+    let limit = cfg.entries;
+    let goal = match (counter(&s0, "leaves"), counter(&s0, "leaf_splits")) {
+        (Some(leaves), Some(splits0)) => AgingGoal::LeafSplits {
+            target: (leaves as f64 * AGING_SPLIT_SHARE).ceil() as u64,
+            splits0,
+        },
+        _ if !level_fill(&s0.engine_counters).is_empty() => AgingGoal::Levels,
+        _ => AgingGoal::Inserts(
+            ((cfg.entries as f64 * AGING_FALLBACK_SHARE).round() as u64).min(limit),
+        ),
+    };
+    let grown = |db: &Db, splits0: u64| {
+        counter(&db.stats(), "leaf_splits")
+            .unwrap_or(splits0)
+            .saturating_sub(splits0)
+    };
+    // Leaf splits come late (leaves fill from the bulk fill factor first), so the aging bar
+    // shows splits and inserts, and its ETA is rough; the level rule shows inserts.
+    let pb = match goal {
+        AgingGoal::LeafSplits { target, .. } => ui.styled_bar(
+            target,
+            format!("{engine}: aging"),
+            "{msg:<28} [{bar:30}] {pos}/{len} leaf splits, {prefix} inserts, {elapsed}, eta {eta}",
+        ),
+        AgingGoal::Levels => ui.bar(limit, format!("{engine}: aging (levels)")),
+        AgingGoal::Inserts(n) => ui.bar(n, format!("{engine}: aging (inserts)")),
+    };
+    let mut inserts = 0u64;
+    loop {
+        if inserts % 256 == 0 {
+            let done = match goal {
+                AgingGoal::LeafSplits { target, splits0 } => {
+                    let g = grown(&db, splits0);
+                    pb.set_position(g.min(target));
+                    pb.set_prefix(inserts.to_string());
+                    g >= target
+                }
+                AgingGoal::Levels => {
+                    pb.set_position(inserts);
+                    levels_half_full(&level_fill(&db.stats().engine_counters))
+                }
+                AgingGoal::Inserts(n) => {
+                    pb.set_position(inserts);
+                    inserts >= n
+                }
+            };
+            if done {
+                break;
+            }
+        }
+        if inserts >= limit {
+            break;
+        }
+        let k = ks.insert_new();
+        db.insert(k, gen.value_of(k, 1)).context("aging insert")?;
+        inserts += 1;
+    }
+    pb.finish_and_clear();
+    db.flush().context("flush after aging")?;
+    let s1 = db.stats();
+    let summary = match goal {
+        AgingGoal::LeafSplits { target, splits0 } => format!(
+            "{} leaf splits of {target} wanted, {} leaves after bulk load",
+            grown(&db, splits0),
+            counter(&s0, "leaves").unwrap_or(0)
+        ),
+        AgingGoal::Levels => {
+            let levels = level_fill(&s1.engine_counters);
+            format!(
+                "levels {}{}",
+                describe_levels(&levels),
+                if levels_half_full(&levels) {
+                    ""
+                } else {
+                    " (insert limit reached first)"
+                }
+            )
+        }
+        AgingGoal::Inserts(_) => "no leaf or level counters".to_string(),
+    };
+    say(
+        cfg,
+        ui,
+        &format!("{engine}: aged with {inserts} inserts ({summary})"),
+    );
+    db.close().context("closing the aged index")?;
+    let prepare_s = t0.elapsed().as_secs_f64();
+    say(cfg, ui, &format!("{engine}: prepared in {prepare_s:.1} s"));
+    Ok(Prepared {
+        aged_dir,
+        live: ks.live(),
+        aging_inserts: inserts,
+        prepare_s,
+    })
+}
+
+/// Build the aged store of a peer in `dir/<peer>/aged`: the same ENTRIES keys in write
+/// batches, then `aging` more keys (the next entry indices, as for the flashix engines) in
+/// batches (AGING_RULE).
+pub fn prepare_peer(cfg: &BenchConfig, ui: &Ui, peer: PeerKind, aging: u64) -> Result<Prepared> {
+    let dir = cfg.dir.join(peer.name());
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("removing the old {}", dir.display()))?;
+    }
+    let aged_dir = dir.join("aged");
+    let t0 = Instant::now();
+    let mut db = peers::open(peer, &aged_dir, cfg.prep_buffer_pool_bytes, true)?;
+    let gen = KeyGen::new(cfg.key_dist, cfg.seed);
+    let total = cfg.entries + aging;
+    let pb = ui.bar(total, format!("{peer}: load and age"));
+    let mut chunk = Vec::with_capacity(PEER_LOAD_CHUNK);
+    let mut i = 0;
+    while i < total {
+        let size = if i < cfg.entries {
+            PEER_LOAD_CHUNK.min((cfg.entries - i) as usize)
+        } else {
+            PEER_AGING_BATCH.min((total - i) as usize)
+        };
+        chunk.clear();
+        chunk.extend((i..i + size as u64).map(|j| {
+            let k = gen.key_of(j);
+            (k, gen.value_of(k, u64::from(j >= cfg.entries)))
+        }));
+        chunk.sort_unstable();
+        db.bulk_insert(&chunk).context("loading the peer")?;
+        i += size as u64;
+        pb.set_position(i);
+    }
+    pb.finish_and_clear();
+    db.flush().context("flush after loading")?;
+    db.close().context("closing the aged store")?;
+    let prepare_s = t0.elapsed().as_secs_f64();
+    say(
+        cfg,
+        ui,
+        &format!(
+            "{peer}: loaded {} entries and aged with {aging} inserts in {prepare_s:.1} s",
+            cfg.entries
+        ),
+    );
+    Ok(Prepared {
+        aged_dir,
+        live: total,
+        aging_inserts: aging,
+        prepare_s,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(counters: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        counters.iter().map(|&(k, v)| (k.to_string(), v)).collect()
+    }
+
+    #[test]
+    fn levels_are_read_from_either_counter_family() {
+        let s = stats(&[
+            ("level_2_entries", 50),
+            ("level_2_capacity", 100),
+            ("level_1_entries", 4),
+            ("level_1_capacity", 10),
+            ("level_1_pages", 1),
+            ("levels", 3),
+        ]);
+        assert_eq!(level_fill(&s), vec![(1, 4, 10), (2, 50, 100)]);
+        let s = stats(&[("component_1_capacity", 10), ("component_3_capacity", 1000)]);
+        assert_eq!(level_fill(&s), vec![(1, 0, 10), (3, 0, 1000)]);
+        assert!(level_fill(&stats(&[("leaves", 3)])).is_empty());
+    }
+
+    #[test]
+    fn half_full_ignores_the_lowest_level() {
+        assert!(levels_half_full(&[]));
+        assert!(levels_half_full(&[(1, 0, 100)]));
+        assert!(levels_half_full(&[(1, 5, 10), (2, 0, 100)]));
+        assert!(!levels_half_full(&[(1, 4, 10), (2, 100, 100)]));
+        assert!(!levels_half_full(&[(1, 5, 10), (2, 49, 100), (3, 1, 1000)]));
+        assert!(levels_half_full(&[(1, 9, 10), (2, 50, 100), (3, 1, 1000)]));
+    }
+}

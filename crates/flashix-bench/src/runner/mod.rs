@@ -1,0 +1,177 @@
+//! The benchmark runner: device profile, preparation of the aged index (once per engine or
+//! peer), and the measured phase of each workload on a fresh copy of that image.
+//!
+//! Fairness (issue 5): every engine and peer gets the same memory budget, the same data
+//! (the same keys bulk-loaded and the same aging inserts), the same operation stream
+//! ([`OpStream`], a function of the seed), a fresh directory per engine and a fresh copy of
+//! its aged image per workload, and a `sync` ([`Target::flush`]) at the end of the measured
+//! phase that is counted in its time.
+//!
+//! [`OpStream`]: crate::workload::OpStream
+//! [`Target::flush`]: crate::target::Target::flush
+//!
+//! The runner's files, one concern each:
+//!
+//! - `config.rs`: the suite's scale, [`BenchConfig`] and its subjects (engines, peers);
+//! - `params.rs`: the options an index is created with, and the engine parameters a
+//!   result reports;
+//! - `profile.rs`: the device profile (loaded, or measured briefly);
+//! - `ui.rs`: progress bars and messages on the terminal;
+//! - `aging.rs`: preparation of the aged index (AGING_RULE);
+//! - `measure.rs`: the measured phase of one workload (DEVICE_LIMIT_RULE);
+//! - `results.rs`: the median of repeated runs, `results.json` and `report.html`;
+//! - this file: [`run_bench`], the suite itself, and the public paths of all of them.
+
+mod aging;
+mod config;
+mod measure;
+mod params;
+mod profile;
+mod results;
+mod ui;
+
+pub use aging::{
+    level_fill, levels_half_full, prepare, prepare_peer, Prepared, AGING_FALLBACK_SHARE,
+    AGING_RULE, AGING_SPLIT_SHARE, PEER_AGING_BATCH, PEER_LOAD_CHUNK,
+};
+pub use config::{BenchConfig, Scale, Subject};
+pub use measure::{
+    copy_dir, interval_series, run_workload, DEVICE_LIMIT_RULE, ENTRY_BYTES,
+    PEER_CHARGED_QUEUE_DEPTH, SERIES_POINTS,
+};
+pub use params::{ipl_nand_blocks, IPL_ERASE_BLOCK_BYTES, PIO_MAX_SEGMENTS};
+pub use profile::device_profile;
+pub use results::median_of;
+pub use ui::Ui;
+
+use crate::report::{self, Results, SubjectInfo};
+use crate::units::format_size;
+use anyhow::{Context, Result};
+use results::{results_of, save_results};
+use ui::{say, say_plain};
+
+/// Run every (engine or peer, workload) cell of `cfg` `cfg.repeat` times, print the table,
+/// and write `out/results.json` and `out/report.html`.
+pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
+    cfg.check()?;
+    std::fs::create_dir_all(&cfg.out)
+        .with_context(|| format!("creating the output directory {}", cfg.out.display()))?;
+    std::fs::create_dir_all(&cfg.dir)
+        .with_context(|| format!("creating the data directory {}", cfg.dir.display()))?;
+    if let Some(w) = cfg.scale.warning() {
+        say_plain(cfg, &format!("warning: {w}"));
+    }
+    let profile = device_profile(cfg)?;
+    let subjects: Vec<Subject> = cfg
+        .engines
+        .iter()
+        .map(|&e| Subject::Engine(e))
+        .chain(cfg.peers.iter().map(|&p| Subject::Peer(p)))
+        .collect();
+    if cfg.verbose {
+        println!(
+            "flashix bench (scale {}): {} entries, {} ops/workload, {} keys, page {} B, \
+             memory budget {}, {}, seed {}, {} run(s) per cell",
+            cfg.scale_label(),
+            cfg.entries,
+            cfg.ops,
+            cfg.key_dist,
+            cfg.page_size,
+            format_size(cfg.buffer_pool_bytes),
+            if cfg.direct_io {
+                "O_DIRECT"
+            } else {
+                "buffered I/O"
+            },
+            cfg.seed,
+            cfg.repeat,
+        );
+        println!(
+            "preparation (PREP_POOL = {}): {AGING_RULE}",
+            format_size(cfg.prep_buffer_pool_bytes)
+        );
+        println!("device limit: {DEVICE_LIMIT_RULE}");
+    }
+    let cells = subjects.len() as u64 * cfg.workloads.len() as u64 * u64::from(cfg.repeat);
+    let ui = Ui::new(cfg, cells);
+
+    let mut records = Vec::new();
+    let mut infos = Vec::new();
+    // Aging inserts of the first flashix engine: what peers get too.
+    let mut aging_for_peers: Option<u64> = None;
+    for &subject in &subjects {
+        ui.suite.set_message(format!("suite: {subject}"));
+        let subject_dir = cfg.dir.join(subject.name());
+        let prep = match subject {
+            Subject::Engine(e) => prepare(cfg, &ui, e, &profile)
+                .with_context(|| format!("preparing the {e} index"))?,
+            Subject::Peer(p) => {
+                let aging = aging_for_peers
+                    .unwrap_or_else(|| (cfg.entries as f64 * AGING_FALLBACK_SHARE).round() as u64);
+                prepare_peer(cfg, &ui, p, aging)
+                    .with_context(|| format!("preparing the {p} store"))?
+            }
+        };
+        if matches!(subject, Subject::Engine(_)) && aging_for_peers.is_none() {
+            aging_for_peers = Some(prep.aging_inserts);
+        }
+        let info = subject.info(cfg);
+        infos.push(SubjectInfo {
+            name: subject.name().to_string(),
+            kind: match subject {
+                Subject::Engine(_) => "flashix".into(),
+                Subject::Peer(_) => "peer".into(),
+            },
+            memory_bound: info.memory_bound.clone(),
+            page_cache_bypassed: info.page_cache_bypassed,
+            commit_model: info.commit_model.clone(),
+        });
+        for &w in &cfg.workloads {
+            let mut runs = Vec::with_capacity(cfg.repeat as usize);
+            for _ in 0..cfg.repeat {
+                let rec = run_workload(cfg, &ui, subject, &prep, w, &profile)
+                    .with_context(|| format!("running {w} on {subject}"))?;
+                ui.suite.inc(1);
+                runs.push(rec);
+            }
+            let rec = median_of(runs);
+            say(
+                cfg,
+                &ui,
+                &format!(
+                    "{subject} {w}: {:.0} ops/s, p50 {:.1} us, p99 {:.1} us, {:.3} reads/op, \
+                     {:.3} writes/op{}",
+                    rec.ops_per_sec,
+                    rec.latency_us.p50,
+                    rec.latency_us.p99,
+                    rec.reads_per_op,
+                    rec.writes_per_op,
+                    rec.device_limit
+                        .as_ref()
+                        .map(|d| format!(", {:.0}% of the device limit", d.share * 100.0))
+                        .unwrap_or_default()
+                ),
+            );
+            // How memory was bounded is known once a phase ran (a memory cgroup or not).
+            if let Some(last) = infos.last_mut() {
+                last.memory_bound.clone_from(&rec.memory_bound);
+            }
+            records.push(rec);
+        }
+        std::fs::remove_dir_all(&subject_dir)
+            .with_context(|| format!("removing {}", subject_dir.display()))?;
+        // Save what is done so far, so that a failure or an interrupt later in a long run
+        // keeps the finished subjects' results.
+        save_results(&results_of(cfg, &profile, &infos, &records), cfg)?;
+    }
+    ui.suite.finish_and_clear();
+
+    let results = results_of(cfg, &profile, &infos, &records);
+    let (path, html) = save_results(&results, cfg)?;
+    if cfg.verbose {
+        println!("{}", report::format_table(&results.results));
+        println!("results: {}", path.display());
+        println!("report:  {}", html.display());
+    }
+    Ok(results)
+}

@@ -1,0 +1,386 @@
+//! The operations of a measured phase: [`Op`], and the seeded [`OpStream`] that draws them
+//! for a workload (point operations on the live entries, the `tpcc` trace, bulks, range
+//! deletes over the live keys in key order).
+
+use super::keys::{rng_for, zipf_rank, KeyDist, KeyGen, KeySpace};
+use super::mixes::{OpKind, Workload};
+use super::tpcc::Tpcc;
+use anyhow::{bail, Result};
+use rand::rngs::StdRng;
+use rand::Rng;
+
+/// One operation of a measured phase, with its keys and values chosen: what the runner
+/// executes and what the determinism test compares.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `get` of a key that is live.
+    Get(u64),
+    /// `insert` of a new key.
+    Insert(u64, u64),
+    /// `insert` of a live key with a new value.
+    Update(u64, u64),
+    /// `delete` of a live key.
+    Delete(u64),
+    /// Scan of `len` entries from the live key `start`.
+    Range { start: u64, len: u64 },
+    /// `get_many` of live keys.
+    GetMany(Vec<u64>),
+    /// `bulk_insert` of new pairs, sorted by key.
+    BulkInsert(Vec<(u64, u64)>),
+    /// `delete_range(lo..=hi)`, which holds `keys` live keys.
+    DeleteRange { lo: u64, hi: u64, keys: u64 },
+}
+
+impl Op {
+    /// The point kind of the operation, for per-kind counts.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Op::Get(_) => "search",
+            Op::Insert(..) => "insert",
+            Op::Update(..) => "update",
+            Op::Delete(_) => "delete",
+            Op::Range { .. } => "range",
+            Op::GetMany(_) => "get-many",
+            Op::BulkInsert(_) => "bulk-insert",
+            Op::DeleteRange { .. } => "range-delete",
+        }
+    }
+}
+
+/// The live keys in key order, for range deletes: deleted positions are marked, not
+/// removed, so a delete of N keys costs O(N) (plus the marked keys it skips).
+struct SortedKeys {
+    keys: Vec<u64>,
+    deleted: Vec<bool>,
+    live: u64,
+}
+
+impl SortedKeys {
+    fn new(mut keys: Vec<u64>) -> Self {
+        keys.sort_unstable();
+        let live = keys.len() as u64;
+        let deleted = vec![false; keys.len()];
+        SortedKeys {
+            keys,
+            deleted,
+            live,
+        }
+    }
+
+    /// Delete up to `n` live keys from the first live key at or after position `p`
+    /// (wrapping to the start to find one); returns (first, last, count) of the keys
+    /// deleted. Fewer than `n` when the end of the keys comes first.
+    fn take_run(&mut self, p: usize, n: u64) -> Option<(u64, u64, u64)> {
+        if self.live == 0 {
+            return None;
+        }
+        let len = self.keys.len();
+        let mut i = p % len;
+        // Skip to a live key, wrapping once.
+        let mut skipped = 0;
+        while self.deleted[i] {
+            i = (i + 1) % len;
+            skipped += 1;
+            if skipped > len {
+                return None;
+            }
+        }
+        let first = self.keys[i];
+        let mut last = first;
+        let mut count = 0;
+        while i < len && count < n {
+            if !self.deleted[i] {
+                self.deleted[i] = true;
+                last = self.keys[i];
+                count += 1;
+            }
+            i += 1;
+        }
+        self.live -= count;
+        Some((first, last, count))
+    }
+}
+
+enum StreamState {
+    Point(KeySpace),
+    Tpcc(Tpcc),
+    Sorted(SortedKeys),
+}
+
+/// The operation stream of one measured phase: a pure function of (workload, key
+/// generator, live entries, seed, OPS), so two runs with the same seed perform identical
+/// operations on every engine and peer.
+pub struct OpStream {
+    w: Workload,
+    gen: KeyGen,
+    rng: StdRng,
+    state: StreamState,
+    n: u64,
+    total: u64,
+    /// Keys inserted so far above each bulk's start key (`bulk-insert-N`).
+    bulk_starts: std::collections::HashMap<u64, u64>,
+    /// Keys inserted by clustered bulks (not in the key space's live list).
+    bulk_keys: u64,
+}
+
+/// A bulk of `b` new sequential keys at the end of the key space.
+fn bulk_at_end(ks: &mut KeySpace, b: u32, n: u64) -> Vec<(u64, u64)> {
+    let gen = ks.gen;
+    let mut pairs: Vec<(u64, u64)> = (0..b)
+        .map(|_| {
+            let k = ks.insert_new();
+            (k, gen.value_of(k, n + 2))
+        })
+        .collect();
+    pairs.sort_unstable();
+    pairs
+}
+
+impl OpStream {
+    /// The stream of `w` on an index of the entries `0..live` of `gen`.
+    pub fn new(w: Workload, gen: KeyGen, live: u64, seed: u64, ops: u64) -> Result<OpStream> {
+        let total = w.operations(ops, live);
+        let state = match w {
+            Workload::Tpcc => {
+                if gen.dist == KeyDist::Seq {
+                    bail!(
+                        "tpcc needs room above each district's keys; sequential keys have \
+                         none: use --key-dist uniform or zipf"
+                    );
+                }
+                StreamState::Tpcc(Tpcc::new(
+                    (0..live).map(|i| gen.key_of(i)).collect(),
+                    total,
+                )?)
+            }
+            Workload::RangeDelete(_) => {
+                StreamState::Sorted(SortedKeys::new((0..live).map(|i| gen.key_of(i)).collect()))
+            }
+            _ => StreamState::Point(KeySpace::with_entries(gen, live)),
+        };
+        Ok(OpStream {
+            w,
+            gen,
+            rng: rng_for(seed, 1 + w.seed_index()),
+            state,
+            n: 0,
+            total,
+            bulk_starts: Default::default(),
+            bulk_keys: 0,
+        })
+    }
+
+    /// Operations the stream yields.
+    pub fn operations(&self) -> u64 {
+        self.total
+    }
+
+    /// Live entries after the operations drawn so far.
+    pub fn live(&self) -> u64 {
+        match &self.state {
+            StreamState::Point(ks) => ks.live() + self.bulk_keys,
+            StreamState::Tpcc(t) => t.live(),
+            StreamState::Sorted(s) => s.live,
+        }
+    }
+
+    /// A live key (for warm-up searches), drawn from `rng`, not from the stream.
+    pub fn pick_existing(&self, rng: &mut impl Rng) -> Option<u64> {
+        match &self.state {
+            StreamState::Point(ks) => ks.pick_existing(rng),
+            StreamState::Tpcc(t) => {
+                let d = &t.districts[rng.gen_range(0..t.districts.len())];
+                (!d.old.is_empty()).then(|| d.old[rng.gen_range(0..d.old.len())])
+            }
+            StreamState::Sorted(s) => {
+                let i = rng.gen_range(0..s.keys.len().max(1));
+                s.keys.get(i).copied().filter(|_| !s.deleted[i])
+            }
+        }
+    }
+
+    /// The next operation, or `None` after `operations()` of them.
+    pub fn next_op(&mut self) -> Option<Op> {
+        if self.n >= self.total {
+            return None;
+        }
+        let n = self.n;
+        self.n += 1;
+        let gen = self.gen;
+        let rng = &mut self.rng;
+        Some(match &mut self.state {
+            StreamState::Tpcc(t) => t.next_op(&gen, n, rng),
+            StreamState::Sorted(s) => {
+                // Start positions leave room for a whole run before the end.
+                let want = self.w.keys_per_op();
+                let len = (s.keys.len() as u64).saturating_sub(want - 1).max(1);
+                let p = match gen.dist {
+                    KeyDist::Zipf => zipf_rank(len, rng),
+                    _ => rng.gen_range(0..len),
+                } as usize;
+                match s.take_run(p, want) {
+                    Some((lo, hi, keys)) => Op::DeleteRange { lo, hi, keys },
+                    None => Op::DeleteRange {
+                        lo: 1,
+                        hi: 0,
+                        keys: 0,
+                    },
+                }
+            }
+            StreamState::Point(ks) => {
+                // A missing existing key (empty index) becomes a key never inserted.
+                let missing = gen.key_of(ks.next_index());
+                match self.w.draw(rng) {
+                    OpKind::Search => Op::Get(ks.pick_existing(rng).unwrap_or(missing)),
+                    OpKind::Range(len) => Op::Range {
+                        start: ks.pick_existing(rng).unwrap_or(missing),
+                        len,
+                    },
+                    OpKind::Insert => {
+                        let k = ks.insert_new();
+                        Op::Insert(k, gen.value_of(k, n + 2))
+                    }
+                    OpKind::Delete => Op::Delete(ks.delete_existing(rng).unwrap_or(missing)),
+                    OpKind::Update => {
+                        let k = ks.pick_existing(rng).unwrap_or(missing);
+                        Op::Update(k, gen.value_of(k, n + 2))
+                    }
+                    OpKind::GetMany(b) => Op::GetMany(
+                        (0..b)
+                            .map(|_| ks.pick_existing(rng).unwrap_or(missing))
+                            .collect(),
+                    ),
+                    OpKind::BulkInsert(b) => {
+                        let pairs = match ks.pick_existing(rng) {
+                            // Sequential keys: the bulk is appended at the end.
+                            None => bulk_at_end(ks, b, n),
+                            Some(_) if gen.dist == KeyDist::Seq => bulk_at_end(ks, b, n),
+                            // Thesis §6.1: an elementary bulk is b keys clustered at a
+                            // position chosen at random: just above a live key (the gaps
+                            // between uniform keys, ~2^64/entries, leave room).
+                            Some(k) => {
+                                let used = self.bulk_starts.entry(k).or_insert(0);
+                                let first = k.saturating_add(*used + 1);
+                                *used += u64::from(b);
+                                (0..u64::from(b))
+                                    .map(|j| {
+                                        let key = first.saturating_add(j);
+                                        (key, gen.value_of(key, n + 2))
+                                    })
+                                    .collect()
+                            }
+                        };
+                        self.bulk_keys += pairs.len() as u64;
+                        Op::BulkInsert(pairs)
+                    }
+                    OpKind::RangeDelete(_) => Op::DeleteRange {
+                        lo: 1,
+                        hi: 0,
+                        keys: 0,
+                    },
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    pub(in crate::workload) fn stream_of(
+        w: Workload,
+        dist: KeyDist,
+        seed: u64,
+        live: u64,
+        ops: u64,
+    ) -> Vec<Op> {
+        let mut s = OpStream::new(w, KeyGen::new(dist, seed), live, seed, ops).unwrap();
+        let mut out = Vec::new();
+        while let Some(op) = s.next_op() {
+            out.push(op);
+        }
+        assert_eq!(out.len() as u64, s.operations());
+        out
+    }
+
+    #[test]
+    fn same_seed_same_stream_for_every_workload() {
+        let mut all = Workload::ALL.to_vec();
+        all.extend([
+            Workload::Range(100),
+            Workload::GetMany(8),
+            Workload::Mix(70),
+            Workload::Tpcc,
+            Workload::BulkInsert(10),
+            Workload::RangeDelete(10),
+        ]);
+        for w in all {
+            for dist in [KeyDist::Uniform, KeyDist::Zipf, KeyDist::Seq] {
+                if w == Workload::Tpcc && dist == KeyDist::Seq {
+                    assert!(OpStream::new(w, KeyGen::new(dist, 1), 5000, 1, 100).is_err());
+                    continue;
+                }
+                let a = stream_of(w, dist, 7, 5000, 3000);
+                let b = stream_of(w, dist, 7, 5000, 3000);
+                assert_eq!(a, b, "{w} {dist}");
+                assert!(!a.is_empty());
+                let c = stream_of(w, dist, 8, 5000, 3000);
+                assert_ne!(a, c, "{w} {dist}: another seed gives the same stream");
+            }
+        }
+    }
+
+    #[test]
+    fn bulk_inserts_are_clustered_new_keys() {
+        let gen = KeyGen::new(KeyDist::Uniform, 5);
+        let live = 45_000u64;
+        let old: HashSet<u64> = (0..live).map(|i| gen.key_of(i)).collect();
+        let ops = stream_of(Workload::BulkInsert(50), KeyDist::Uniform, 5, live, 1000);
+        // 5,000 keys (one per 9 live entries) in bulks of 50.
+        assert_eq!(ops.len(), 100);
+        let mut seen = HashSet::new();
+        for op in &ops {
+            let Op::BulkInsert(pairs) = op else {
+                panic!("{op:?}")
+            };
+            assert_eq!(pairs.len(), 50);
+            assert!(
+                pairs.windows(2).all(|p| p[1].0 == p[0].0 + 1),
+                "not clustered"
+            );
+            for (k, _) in pairs {
+                assert!(!old.contains(k) && seen.insert(*k), "key {k} not new");
+            }
+        }
+        let seq = stream_of(Workload::BulkInsert(50), KeyDist::Seq, 5, live, 1000);
+        let Op::BulkInsert(first) = &seq[0] else {
+            panic!()
+        };
+        assert_eq!(first[0].0, live);
+    }
+
+    #[test]
+    fn range_deletes_cover_n_live_keys() {
+        let gen = KeyGen::new(KeyDist::Uniform, 9);
+        let live = 20_000u64;
+        let mut keys: Vec<u64> = (0..live).map(|i| gen.key_of(i)).collect();
+        keys.sort_unstable();
+        let mut alive: std::collections::BTreeSet<u64> = keys.iter().copied().collect();
+        let ops = stream_of(Workload::RangeDelete(25), KeyDist::Uniform, 9, live, 500);
+        assert_eq!(ops.len() as u64, live / 10 / 25);
+        for op in &ops {
+            let Op::DeleteRange { lo, hi, keys } = *op else {
+                panic!("{op:?}")
+            };
+            let inside: Vec<u64> = alive.range(lo..=hi).copied().collect();
+            assert_eq!(inside.len() as u64, keys);
+            assert_eq!(keys, 25);
+            assert_eq!((inside[0], inside[inside.len() - 1]), (lo, hi));
+            for k in inside {
+                alive.remove(&k);
+            }
+        }
+    }
+}
