@@ -22,6 +22,9 @@
 //! [`cost`] is a leaf of models over numbers. Only what DESIGN.md's Public API lists is
 //! public; the conformance harness (`testing`) is behind the `testing` cargo feature.
 
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
 mod buffer;
 pub mod cost;
 mod db;
@@ -47,4 +50,4 @@ pub use options::{
     BTreeOptions, BftlOptions, DeviceSpec, DiplOptions, EngineOptions, FdTreeOptions, IplOptions,
     LsmOptions, Options, PioOptions, Tuning, DEFAULT_PAGE_SIZE, PIO_OPQ_ENTRY_BYTES,
 };
-pub use stats::{BufferStats, Stats, WalStats};
+pub use stats::{BufferStats, LevelShape, Shape, Stats, WalStats};

@@ -37,10 +37,36 @@ pub struct Stats {
     pub device: DeviceStats,
     pub buffer: BufferStats,
     pub wal: WalStats,
-    /// Engine counters (`node_splits`, `merges`, ...), named per STYLE.md.
+    /// Engine counters (`node_splits`, `merges`, ...), named per STYLE.md: for display.
+    /// What callers read back is typed in [`Stats::shape`].
     pub engine_counters: BTreeMap<String, u64>,
     /// Bytes of memory the index holds: buffer pool plus the engine's documented structures.
     pub memory_bytes: u64,
+    /// The structure's shape, typed: levels of a stepped engine, leaves of a tree.
+    pub shape: Shape,
+}
+
+/// The shape of an index, for callers that act on it (the benchmark's aging rule).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shape {
+    /// The levels below the in-memory one of an engine of stepped levels (FD-tree levels
+    /// `L1..`, LSM components `C1..`), by level; empty for other engines.
+    pub levels: Vec<LevelShape>,
+    /// Leaves of a B+-tree-like engine (`None` where the engine has no leaf count).
+    pub leaves: Option<u64>,
+    /// Leaf splits since open (`None` where the engine does not split leaves).
+    pub leaf_splits: Option<u64>,
+}
+
+/// One level of a stepped engine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelShape {
+    /// Level number (1 is the level below the in-memory head tree or C0).
+    pub level: u64,
+    /// Entries it holds.
+    pub entries: u64,
+    /// Entries it can hold before it is merged down.
+    pub capacity: u64,
 }
 
 /// Engine counters from `(name, value)` pairs.

@@ -35,7 +35,10 @@ fn opts(np: u64, frames: u32) -> Options {
 }
 
 fn c(db: &Db, name: &str) -> u64 {
-    db.stats().engine_counters.get(name).copied().unwrap_or(0)
+    let s = db.stats();
+    *s.engine_counters
+        .get(name)
+        .unwrap_or_else(|| panic!("{}: no counter {name:?}", s.engine))
 }
 
 /// (page reads, page programs, sector programs, erases + erases waiting for a checkpoint).

@@ -38,7 +38,10 @@ fn reopen(dev: &MemDevice, vfs: &MemVfs) -> Db {
 }
 
 fn counter(db: &Db, name: &str) -> u64 {
-    db.stats().engine_counters.get(name).copied().unwrap_or(0)
+    let s = db.stats();
+    *s.engine_counters
+        .get(name)
+        .unwrap_or_else(|| panic!("{}: no counter {name:?}", s.engine))
 }
 
 #[test]

@@ -38,8 +38,16 @@ fn reopen(dev: &MemDevice, vfs: &MemVfs) -> Db {
     .unwrap()
 }
 
+/// Component slots (C1 .. Cn, empty ones included): the levels of the typed shape.
+fn slots(db: &Db) -> u64 {
+    db.stats().shape.levels.len() as u64
+}
+
 fn counter(db: &Db, name: &str) -> u64 {
-    db.stats().engine_counters.get(name).copied().unwrap_or(0)
+    let s = db.stats();
+    *s.engine_counters
+        .get(name)
+        .unwrap_or_else(|| panic!("{}: no counter {name:?}", s.engine))
 }
 
 fn contents(db: &mut Db) -> BTreeMap<u64, u64> {
@@ -98,7 +106,7 @@ fn tombstones_hide_older_values_and_vanish_at_the_last_component() {
         db.delete(k).unwrap();
     }
     db.check_integrity().unwrap();
-    let tombstones_somewhere: u64 = (1..10)
+    let tombstones_somewhere: u64 = (1..=slots(&db))
         .map(|i| counter(&db, &format!("component_{i}_tombstones")))
         .sum::<u64>()
         + counter(&db, "c0_entries");
@@ -119,7 +127,7 @@ fn tombstones_hide_older_values_and_vanish_at_the_last_component() {
     }
     db.check_integrity().unwrap();
     let n = counter(&db, "components");
-    let last = (1..=20)
+    let last = (1..=slots(&db))
         .rev()
         .find(|i| counter(&db, &format!("component_{i}_entries")) > 0)
         .unwrap();
@@ -149,7 +157,7 @@ fn a_cold_point_search_reads_c0_height_plus_one_page_per_component_level() {
     for &k in keys.iter().step_by(331) {
         let mut db = reopen(&dev, &vfs);
         let levels: u64 = counter(&db, "c0_height")
-            + (1..=20)
+            + (1..=slots(&db))
                 .map(|i| counter(&db, &format!("component_{i}_height")))
                 .sum::<u64>();
         let before = db.stats().device;
@@ -229,7 +237,7 @@ fn a_short_range_search_reads_one_leaf_per_component_on_a_cold_pool() {
     let mut db = reopen(&dev, &vfs);
     let levels: u64 = counter(&db, "c0_height")
         + 1
-        + (1..=20)
+        + (1..=slots(&db))
             .map(|i| {
                 let h = counter(&db, &format!("component_{i}_height"));
                 if h > 0 {

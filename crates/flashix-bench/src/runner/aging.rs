@@ -9,7 +9,6 @@ use crate::probe::DeviceProfile;
 use crate::workload::{KeyGen, KeySpace};
 use anyhow::{Context, Result};
 use flashix::{Db, EngineKind, Stats};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -63,26 +62,12 @@ enum AgingGoal {
     Inserts(u64),
 }
 
-/// (level, entries, capacity) of an engine of stepped levels, from its counters
-/// `<level|component>_<i>_entries` and `_capacity`, by level.
-pub fn level_fill(counters: &BTreeMap<String, u64>) -> Vec<(u64, u64, u64)> {
-    let mut out = Vec::new();
-    for prefix in ["level_", "component_"] {
-        for (name, &cap) in counters {
-            let Some(i) = name
-                .strip_prefix(prefix)
-                .and_then(|r| r.strip_suffix("_capacity"))
-                .and_then(|i| i.parse::<u64>().ok())
-            else {
-                continue;
-            };
-            let entries = counters
-                .get(&format!("{prefix}{i}_entries"))
-                .copied()
-                .unwrap_or(0);
-            out.push((i, entries, cap));
-        }
-    }
+/// (level, entries, capacity) of an engine of stepped levels ([`flashix::Shape::levels`]),
+/// by level.
+pub fn level_fill(s: &Stats) -> Vec<(u64, u64, u64)> {
+    let mut out: Vec<(u64, u64, u64)> = (s.shape.levels.iter())
+        .map(|l| (l.level, l.entries, l.capacity))
+        .collect();
     out.sort_unstable();
     out
 }
@@ -144,18 +129,20 @@ pub fn prepare(
     let s0 = db.stats();
     let mut ks = KeySpace::with_entries(gen, cfg.entries);
     let limit = cfg.entries;
-    let goal = match (counter(&s0, "leaves"), counter(&s0, "leaf_splits")) {
+    let goal = match (s0.shape.leaves, s0.shape.leaf_splits) {
         (Some(leaves), Some(splits0)) => AgingGoal::LeafSplits {
             target: (leaves as f64 * AGING_SPLIT_SHARE).ceil() as u64,
             splits0,
         },
-        _ if !level_fill(&s0.engine_counters).is_empty() => AgingGoal::Levels,
+        _ if !level_fill(&s0).is_empty() => AgingGoal::Levels,
         _ => AgingGoal::Inserts(
             ((cfg.entries as f64 * AGING_FALLBACK_SHARE).round() as u64).min(limit),
         ),
     };
     let grown = |db: &Db, splits0: u64| {
-        counter(&db.stats(), "leaf_splits")
+        db.stats()
+            .shape
+            .leaf_splits
             .unwrap_or(splits0)
             .saturating_sub(splits0)
     };
@@ -182,7 +169,7 @@ pub fn prepare(
                 }
                 AgingGoal::Levels => {
                     pb.set_position(inserts);
-                    levels_half_full(&level_fill(&db.stats().engine_counters))
+                    levels_half_full(&level_fill(&db.stats()))
                 }
                 AgingGoal::Inserts(n) => {
                     pb.set_position(inserts);
@@ -207,10 +194,10 @@ pub fn prepare(
         AgingGoal::LeafSplits { target, splits0 } => format!(
             "{} leaf splits of {target} wanted, {} leaves after bulk load",
             grown(&db, splits0),
-            counter(&s0, "leaves").unwrap_or(0)
+            s0.shape.leaves.unwrap_or(0)
         ),
         AgingGoal::Levels => {
-            let levels = level_fill(&s1.engine_counters);
+            let levels = level_fill(&s1);
             format!(
                 "levels {}{}",
                 describe_levels(&levels),
@@ -296,24 +283,54 @@ pub fn prepare_peer(cfg: &BenchConfig, ui: &Ui, peer: PeerKind, aging: u64) -> R
 mod tests {
     use super::*;
 
-    fn stats(counters: &[(&str, u64)]) -> BTreeMap<String, u64> {
-        counters.iter().map(|&(k, v)| (k.to_string(), v)).collect()
-    }
-
+    /// The levels of an FD-tree and an LSM index come from their typed shape, in level
+    /// order, agreeing with the display counters; a B+-tree has none.
     #[test]
-    fn levels_are_read_from_either_counter_family() {
-        let s = stats(&[
-            ("level_2_entries", 50),
-            ("level_2_capacity", 100),
-            ("level_1_entries", 4),
-            ("level_1_capacity", 10),
-            ("level_1_pages", 1),
-            ("levels", 3),
-        ]);
-        assert_eq!(level_fill(&s), vec![(1, 4, 10), (2, 50, 100)]);
-        let s = stats(&[("component_1_capacity", 10), ("component_3_capacity", 1000)]);
-        assert_eq!(level_fill(&s), vec![(1, 0, 10), (3, 0, 1000)]);
-        assert!(level_fill(&stats(&[("leaves", 3)])).is_empty());
+    fn levels_are_read_from_the_typed_shape() {
+        use flashix::io::{MemDevice, MemVfs};
+        use flashix::{Db, EngineKind, FdTreeOptions, LsmOptions, Options, Storage};
+        for kind in [EngineKind::FdTree, EngineKind::Lsm, EngineKind::BTree] {
+            let opts = Options::new(kind)
+                .page_size(512)
+                .buffer_pool_bytes(64 << 10)
+                .fdtree(FdTreeOptions {
+                    k: Some(3),
+                    head_tree_bytes: 1024,
+                    deamortize: false,
+                    io_unit_bytes: 2048,
+                })
+                .lsm(LsmOptions {
+                    k: Some(3),
+                    c0_bytes: 1024,
+                    io_unit_bytes: 2048,
+                    search_before_delete: false,
+                });
+            let storage = Storage {
+                device: Box::new(MemDevice::new(512)),
+                vfs: std::sync::Arc::new(MemVfs::new()),
+            };
+            let mut db = Db::create_on(storage, opts).unwrap();
+            for k in 0..3_000u64 {
+                db.insert(k.wrapping_mul(0x9E37_79B9_7F4A_7C15), k).unwrap();
+            }
+            let s = db.stats();
+            let levels = level_fill(&s);
+            if kind == EngineKind::BTree {
+                assert!(levels.is_empty());
+                continue;
+            }
+            assert!(levels.len() >= 2, "{kind}: {levels:?}");
+            let family = if kind == EngineKind::FdTree {
+                "level"
+            } else {
+                "component"
+            };
+            for (i, &(level, entries, cap)) in levels.iter().enumerate() {
+                assert_eq!(level, i as u64 + 1);
+                let c = |what: &str| s.engine_counters[&format!("{family}_{level}_{what}")];
+                assert_eq!((entries, cap), (c("entries"), c("capacity")), "{kind}");
+            }
+        }
     }
 
     #[test]

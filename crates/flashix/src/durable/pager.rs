@@ -359,6 +359,7 @@ impl Pager {
             wal: self.wal_stats(),
             engine_counters,
             memory_bytes,
+            shape: Default::default(),
         }
     }
 

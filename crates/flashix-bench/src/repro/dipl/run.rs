@@ -87,8 +87,12 @@ impl Tree {
     }
 }
 
+/// An engine counter; a name the engine does not report is a bug here, not a zero.
 fn c(s: &Stats, name: &str) -> u64 {
-    s.engine_counters.get(name).copied().unwrap_or(0)
+    match s.engine_counters.get(name) {
+        Some(&v) => v,
+        None => panic!("{}: no counter {name:?}", s.engine),
+    }
 }
 
 /// A random permutation of 1..=n.

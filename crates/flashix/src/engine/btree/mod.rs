@@ -341,11 +341,14 @@ impl Engine for BTree {
             ("merges", c.merges),
             ("redistributions", c.redistributions),
         ]);
-        self.pager.stats(
+        let mut s = self.pager.stats(
             EngineKind::BTree,
             engine_counters,
             self.pager.memory_bytes(),
-        )
+        );
+        s.shape.leaves = Some(self.leaves);
+        s.shape.leaf_splits = Some(c.leaf_splits);
+        s
     }
 
     fn check_integrity(&mut self) -> Result<()> {

@@ -104,7 +104,7 @@ use crate::io::Storage;
 use crate::kind::EngineKind;
 use crate::options::Options;
 use crate::stats::counters;
-use crate::stats::Stats;
+use crate::stats::{LevelShape, Stats};
 use entry::{Entry, Kind};
 use head::Head;
 use merge::{MergeJob, Outcome, Params};
@@ -562,8 +562,17 @@ impl Engine for FdTree {
                 self.p.level_capacity(i + 1),
             );
         }
-        self.pager
-            .stats(EngineKind::FdTree, engine_counters, self.memory_bytes())
+        let mut s = self
+            .pager
+            .stats(EngineKind::FdTree, engine_counters, self.memory_bytes());
+        s.shape.levels = (self.levels.iter().enumerate())
+            .map(|(i, r)| LevelShape {
+                level: i as u64 + 1,
+                entries: r.entries,
+                capacity: self.p.level_capacity(i + 1),
+            })
+            .collect();
+        s
     }
 
     fn check_integrity(&mut self) -> Result<()> {

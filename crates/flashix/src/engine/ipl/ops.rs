@@ -187,6 +187,7 @@ impl Core {
             wal,
             engine_counters,
             memory_bytes: self.memory_bytes(),
+            shape: Default::default(),
         }
     }
 

@@ -85,7 +85,7 @@ use crate::io::Storage;
 use crate::kind::EngineKind;
 use crate::options::Options;
 use crate::stats::counters;
-use crate::stats::Stats;
+use crate::stats::{LevelShape, Stats};
 use component::{Component, ComponentWriter, TOMBSTONE};
 use merge::Input;
 use serde::{Deserialize, Serialize};
@@ -439,6 +439,7 @@ impl Engine for Lsm {
             ("merge_pages_read", c.merge_pages_read),
             ("merge_pages_written", c.merge_pages_written),
         ]);
+        let mut levels = Vec::new();
         for (i, comp) in self.components.iter().enumerate() {
             let l = i + 1;
             let comp = comp.unwrap_or(Component {
@@ -455,9 +456,17 @@ impl Engine for Lsm {
             engine_counters.insert(format!("component_{l}_pages"), comp.pages);
             engine_counters.insert(format!("component_{l}_height"), u64::from(comp.height));
             engine_counters.insert(format!("component_{l}_capacity"), self.p.capacity(l));
+            levels.push(LevelShape {
+                level: l as u64,
+                entries: comp.entries,
+                capacity: self.p.capacity(l),
+            });
         }
-        self.pager
-            .stats(EngineKind::Lsm, engine_counters, self.pager.memory_bytes())
+        let mut s = self
+            .pager
+            .stats(EngineKind::Lsm, engine_counters, self.pager.memory_bytes());
+        s.shape.levels = levels;
+        s
     }
 
     fn check_integrity(&mut self) -> Result<()> {

@@ -546,11 +546,14 @@ impl Engine for PioBTree {
         ]);
         let opq_bytes = self.opq.capacity() as u64 * PIO_OPQ_ENTRY_BYTES;
         let lsmap_bytes = self.lsmap.memory_bytes();
-        self.pager.stats(
+        let mut s = self.pager.stats(
             EngineKind::PioBTree,
             engine_counters,
             self.pager.memory_bytes() + opq_bytes + lsmap_bytes,
-        )
+        );
+        s.shape.leaves = Some(self.leaves);
+        s.shape.leaf_splits = Some(c.leaf_splits);
+        s
     }
 
     fn check_integrity(&mut self) -> Result<()> {

@@ -1,0 +1,344 @@
+//! The import structure of `src/` (DESIGN.md, Layers): no import circle, and no module below
+//! the engines imports the engines, the options they own, `db` or `testing`.
+//!
+//! The graph: one node per source file; an edge for every absolute path `crate::a::b::X`
+//! (in `use` lines, inline, and `$crate::` in macros; comments skipped), resolved to the file
+//! that *defines* `X` by following `pub use` re-exports. Paths relative to a folder
+//! (`super::`, `self::`, a child module's name) stay inside one folder, the unit that owns a
+//! concern, and are not edges. `cargo test -p flashix --test layers -- --nocapture` prints
+//! the graph's size and every file's outgoing layers.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Modules below the engines, and what they must not import.
+const LOWER: [&str; 10] = [
+    "io", "sim", "buffer", "durable", "cost", "util", "page", "error", "kind", "stats",
+];
+const ABOVE_LOWER: [&str; 4] = ["engine", "options", "db", "testing"];
+
+struct Crate {
+    /// File of each module path ("" is the crate root).
+    files: BTreeMap<String, PathBuf>,
+    /// Source of each file, comments removed.
+    code: BTreeMap<PathBuf, String>,
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn module_path(rel: &Path) -> String {
+    let mut parts: Vec<String> = rel
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+fn strip_comments(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.find("//") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn load() -> Crate {
+    let mut files = BTreeMap::new();
+    let mut code = BTreeMap::new();
+    let mut stack = vec![src()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let rel = p.strip_prefix(src()).unwrap().to_path_buf();
+                files.insert(module_path(&rel), p.clone());
+                code.insert(
+                    p.clone(),
+                    strip_comments(&std::fs::read_to_string(&p).unwrap()),
+                );
+            }
+        }
+    }
+    Crate { files, code }
+}
+
+/// Expand a use tree such as `a::{b, c::{d, e}}` into full paths.
+fn expand(tree: &str) -> Vec<String> {
+    let tree = tree.trim();
+    let Some(open) = tree.find('{') else {
+        let t = tree.split(" as ").next().unwrap_or(tree).trim();
+        return vec![t.to_string()];
+    };
+    let prefix = &tree[..open];
+    let inner = &tree[open + 1..tree.rfind('}').unwrap()];
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, ch) in inner.char_indices() {
+        match ch {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[start..]);
+    parts
+        .into_iter()
+        .filter(|p| !p.trim().is_empty())
+        .flat_map(|p| {
+            let p = p.trim();
+            if p == "self" {
+                vec![prefix.trim_end_matches("::").to_string()]
+            } else {
+                expand(p)
+                    .into_iter()
+                    .map(|x| format!("{prefix}{x}"))
+                    .collect()
+            }
+        })
+        .collect()
+}
+
+/// Every `crate::` path of a file: use trees expanded, plus inline paths.
+fn crate_paths(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let text = code.replace("$crate::", "crate::");
+    // `use crate::...;` statements (possibly several lines).
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("use crate::") {
+        let stmt_start = i + "use ".len();
+        let end = rest[stmt_start..]
+            .find(';')
+            .map_or(rest.len(), |e| stmt_start + e);
+        let stmt: String = rest[stmt_start..end]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        out.extend(expand(&stmt));
+        rest = &rest[end..];
+    }
+    // Inline paths.
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(j) = text[i..].find("crate::") {
+        let at = i + j;
+        let before = at.checked_sub(1).map(|b| bytes[b]);
+        let mut end = at + "crate::".len();
+        while end < bytes.len()
+            && (bytes[end].is_ascii_alphanumeric() || bytes[end] == b'_' || bytes[end] == b':')
+        {
+            end += 1;
+        }
+        if !matches!(before, Some(b) if b.is_ascii_alphanumeric() || b == b'_') {
+            out.push(text[at..end].trim_end_matches(':').to_string());
+        }
+        i = end;
+    }
+    out.retain(|p| p.starts_with("crate::"));
+    out
+}
+
+impl Crate {
+    /// The file defining the item at `path` (`crate::a::b::X`), following `pub use`.
+    fn resolve(&self, path: &str, depth: usize) -> Option<PathBuf> {
+        let segs: Vec<&str> = path.trim_start_matches("crate::").split("::").collect();
+        // The longest prefix that is a module file.
+        let mut n = segs.len();
+        while n > 0 && !self.files.contains_key(&segs[..n].join("::")) {
+            n -= 1;
+        }
+        let module = segs[..n].join("::");
+        let file = self.files.get(&module)?.clone();
+        let Some(&item) = segs.get(n) else {
+            return Some(file);
+        };
+        if depth > 8 {
+            return Some(file);
+        }
+        // A re-export of `item` in that file: follow it.
+        let code = &self.code[&file];
+        for line_start in code.match_indices("pub use ").map(|(i, _)| i) {
+            let end = code[line_start..]
+                .find(';')
+                .map_or(code.len(), |e| line_start + e);
+            let stmt: String = code[line_start + "pub use ".len()..end]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            for target in expand(&stmt) {
+                if target.rsplit("::").next() == Some(item) {
+                    let full = if target.starts_with("crate::") {
+                        target
+                    } else {
+                        let base = if module.is_empty() {
+                            String::new()
+                        } else {
+                            format!("{module}::")
+                        };
+                        format!("crate::{base}{target}")
+                    };
+                    return self.resolve(&full, depth + 1).or(Some(file));
+                }
+            }
+        }
+        Some(file)
+    }
+
+    fn graph(&self) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
+        let mut g = BTreeMap::new();
+        for (file, code) in &self.code {
+            let deps: BTreeSet<PathBuf> = crate_paths(code)
+                .iter()
+                .filter_map(|p| self.resolve(p, 0))
+                .filter(|d| d != file && !d.ends_with("lib.rs"))
+                .collect();
+            g.insert(file.clone(), deps);
+        }
+        g
+    }
+}
+
+fn rel(p: &Path) -> String {
+    p.strip_prefix(src()).unwrap().display().to_string()
+}
+
+fn top(p: &Path) -> String {
+    let r = rel(p);
+    r.split('/')
+        .next()
+        .unwrap()
+        .trim_end_matches(".rs")
+        .to_string()
+}
+
+/// Strongly connected components with more than one file (Tarjan).
+fn cycles(g: &BTreeMap<PathBuf, BTreeSet<PathBuf>>) -> Vec<Vec<PathBuf>> {
+    struct T<'a> {
+        g: &'a BTreeMap<PathBuf, BTreeSet<PathBuf>>,
+        index: BTreeMap<&'a PathBuf, usize>,
+        low: BTreeMap<&'a PathBuf, usize>,
+        on: BTreeSet<&'a PathBuf>,
+        stack: Vec<&'a PathBuf>,
+        next: usize,
+        out: Vec<Vec<PathBuf>>,
+    }
+    fn visit<'a>(t: &mut T<'a>, v: &'a PathBuf) {
+        t.index.insert(v, t.next);
+        t.low.insert(v, t.next);
+        t.next += 1;
+        t.stack.push(v);
+        t.on.insert(v);
+        for w in &t.g[v] {
+            if !t.g.contains_key(w) {
+                continue;
+            }
+            let w = t.g.get_key_value(w).unwrap().0;
+            if !t.index.contains_key(w) {
+                visit(t, w);
+                let lw = t.low[w];
+                let lv = t.low.get_mut(v).unwrap();
+                *lv = (*lv).min(lw);
+            } else if t.on.contains(w) {
+                let iw = t.index[w];
+                let lv = t.low.get_mut(v).unwrap();
+                *lv = (*lv).min(iw);
+            }
+        }
+        if t.low[v] == t.index[v] {
+            let mut comp = Vec::new();
+            while let Some(w) = t.stack.pop() {
+                t.on.remove(w);
+                comp.push(w.clone());
+                if w == v {
+                    break;
+                }
+            }
+            if comp.len() > 1 {
+                t.out.push(comp);
+            }
+        }
+    }
+    let mut t = T {
+        g,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        on: BTreeSet::new(),
+        stack: Vec::new(),
+        next: 0,
+        out: Vec::new(),
+    };
+    for v in g.keys() {
+        if !t.index.contains_key(v) {
+            visit(&mut t, v);
+        }
+    }
+    t.out
+}
+
+#[test]
+fn no_import_circles() {
+    let c = load();
+    let g = c.graph();
+    let edges: usize = g.values().map(BTreeSet::len).sum();
+    println!("{} files, {edges} import edges", g.len());
+    let found = cycles(&g);
+    let shown: Vec<Vec<String>> = found
+        .iter()
+        .map(|comp| comp.iter().map(|p| rel(p)).collect())
+        .collect();
+    assert!(shown.is_empty(), "import circles: {shown:#?}");
+}
+
+#[test]
+fn nothing_below_the_engines_imports_them() {
+    let c = load();
+    let mut bad = Vec::new();
+    for (file, deps) in c.graph() {
+        if !LOWER.contains(&top(&file).as_str()) {
+            continue;
+        }
+        for d in deps {
+            if ABOVE_LOWER.contains(&top(&d).as_str()) {
+                bad.push(format!("{} -> {}", rel(&file), rel(&d)));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "upward imports: {bad:#?}");
+}
+
+/// The checker itself finds a circle and an upward edge when there is one.
+#[test]
+fn the_checker_sees_circles_and_upward_edges() {
+    let mut c = load();
+    let io = c.files["io"].clone();
+    let db = c.files["db"].clone();
+    c.code
+        .get_mut(&io)
+        .unwrap()
+        .push_str("\nuse crate::db::Db;\n");
+    let g = c.graph();
+    assert!(g[&io].contains(&db));
+    assert!(!cycles(&g).is_empty(), "io -> db -> io is a circle");
+    assert_eq!(
+        expand("crate::a::{b, c::{d, e as f}, self}"),
+        [
+            "crate::a::b",
+            "crate::a::c::d",
+            "crate::a::c::e",
+            "crate::a"
+        ]
+    );
+}
