@@ -29,8 +29,7 @@ mod buffer;
 pub mod cost;
 mod db;
 mod durable;
-#[doc(hidden)]
-pub mod engine;
+mod engine;
 mod error;
 pub mod io;
 mod kind;
@@ -50,4 +49,13 @@ pub use options::{
     BTreeOptions, BftlOptions, DeviceSpec, DiplOptions, EngineOptions, FdTreeOptions, IplOptions,
     LsmOptions, Options, PioOptions, Tuning, DEFAULT_PAGE_SIZE, PIO_OPQ_ENTRY_BYTES,
 };
+/// Not part of the API. The d-IPL reproduction (`flashix repro dipl` in flashix-bench)
+/// drives the IPL and d-IPL engines below [`Db`] for what `Db` does not offer: the global
+/// cleansing of §5.3 and resetting the flash counters after the index is built.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::engine::dipl::DiplBTree;
+    pub use crate::engine::ipl::IplBTree;
+    pub use crate::engine::Engine;
+}
 pub use stats::{BufferStats, LevelShape, Shape, Stats, WalStats};

@@ -342,3 +342,35 @@ fn the_checker_sees_circles_and_upward_edges() {
         ]
     );
 }
+
+/// The checkpoint switch exists once: outside tests, a WAL file is created only in
+/// `durable/log.rs` (by `Log::switch`, and by `Log::create` for generation 1 of a new
+/// index), and a manifest is stored only there too.
+#[test]
+fn wal_files_and_manifests_are_created_only_by_the_log() {
+    let c = load();
+    for (file, code) in &c.code {
+        let r = rel(file);
+        if r.ends_with("tests.rs") {
+            continue;
+        }
+        // Code before the file's unit tests.
+        let live = code.split("#[cfg(test)]\nmod tests").next().unwrap_or(code);
+        let creates = live.matches("Wal::create(").count();
+        let stores = live.matches(".store(").count();
+        match r.as_str() {
+            "durable/log.rs" => {
+                assert_eq!(creates, 2, "Log::create and Log::switch");
+                assert_eq!(stores, 1, "Log::switch");
+            }
+            "durable/wal.rs" | "durable/manifest.rs" => {}
+            _ => {
+                assert_eq!(creates, 0, "{r} creates a WAL");
+                assert!(
+                    !live.contains("Manifest {") || !live.contains(".store("),
+                    "{r} stores a manifest"
+                );
+            }
+        }
+    }
+}

@@ -186,7 +186,7 @@ impl BenchConfig {
             bail!("--repeat must be at least 1");
         }
         for &e in &self.engines {
-            if !flashix::engine::is_built(e) {
+            if !e.is_built() {
                 bail!("engine {e} is not built yet: choose among the engines `--help` lists");
             }
         }

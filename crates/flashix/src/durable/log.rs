@@ -125,11 +125,6 @@ impl Log {
         self.wal.generation()
     }
 
-    /// The options record the manifests carry.
-    pub fn options(&self) -> &OptionsRecord {
-        &self.options
-    }
-
     /// Replay mode on or off ([`Log::log_op`] skips, no checkpoint is due).
     pub fn set_replaying(&mut self, on: bool) {
         self.replaying = on;

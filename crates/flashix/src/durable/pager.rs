@@ -166,11 +166,6 @@ impl Pager {
         self.pool.frames()
     }
 
-    /// Bytes in the current WAL.
-    pub fn wal_bytes(&self) -> u64 {
-        self.log.bytes()
-    }
-
     /// Run `f` on the page's bytes.
     pub fn read<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
         let fid = self
@@ -292,17 +287,6 @@ impl Pager {
     /// from [`Pager::alloc_extent`] may be written this way.
     pub fn device(&mut self) -> &mut dyn Device {
         &mut *self.dev
-    }
-
-    /// Group commit: every logged operation becomes durable.
-    pub fn flush(&mut self) -> Result<()> {
-        self.log.sync()
-    }
-
-    /// True when the WAL has grown past the configured size and a checkpoint is due
-    /// (never while replaying).
-    pub fn needs_checkpoint(&self) -> bool {
-        !self.log.replaying() && self.log.bytes() >= self.config.checkpoint_wal_bytes
     }
 
     /// True while replaying the WAL.

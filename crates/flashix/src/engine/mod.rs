@@ -140,6 +140,14 @@ pub fn is_built(kind: EngineKind) -> bool {
     !matches!(kind, EngineKind::BulkIndex | EngineKind::LaTree)
 }
 
+impl EngineKind {
+    /// True when this build implements the engine: `Db::create` and `Db::open` serve it;
+    /// the others fail with [`Error::Unsupported`].
+    pub fn is_built(self) -> bool {
+        is_built(self)
+    }
+}
+
 /// Check `opts`: the settings every engine shares, then the chosen engine's own.
 pub fn validate(opts: &Options) -> Result<()> {
     opts.validate_common()?;

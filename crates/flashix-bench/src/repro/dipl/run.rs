@@ -9,9 +9,9 @@ use super::{
     SearchRecord, Table6Record, NAND_BLOCKS, PAGE, PAGES_PER_BLOCK,
 };
 use anyhow::{Context, Result};
-use flashix::engine::dipl::DiplBTree;
-use flashix::engine::ipl::IplBTree;
-use flashix::engine::Engine;
+use flashix::internals::DiplBTree;
+use flashix::internals::Engine;
+use flashix::internals::IplBTree;
 use flashix::io::{MemDevice, MemVfs};
 use flashix::sim::{FtlKind, NandConfig, SimSsd, SimSsdConfig};
 use flashix::testing::Rng;

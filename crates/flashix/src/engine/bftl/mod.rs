@@ -510,26 +510,6 @@ impl Bftl {
         Ok(node)
     }
 
-    /// Compaction threshold in effect.
-    pub fn c(&self) -> usize {
-        self.c
-    }
-
-    /// Units in the reservation buffer.
-    pub fn buffered_units(&self) -> usize {
-        self.res.len()
-    }
-
-    /// The NTT list of a node (tests, tools).
-    pub fn ntt_list(&self, node: u64) -> Vec<PageId> {
-        self.ntt.list(node).to_vec()
-    }
-
-    /// The root node's id.
-    pub fn root(&self) -> u64 {
-        self.root
-    }
-
     fn memory_bytes(&self) -> u64 {
         self.pager.memory_bytes()
             + self.ntt.memory_bytes()

@@ -140,44 +140,6 @@ fn bad(pid: PageId, what: String) -> Error {
     Error::corruption(DATA_FILE, Some(pid), what)
 }
 
-/// Visit every group of a (verified) page: `f(node, units)` per group, in page order.
-pub fn for_each_group(
-    buf: &[u8],
-    pid: PageId,
-    mut f: impl FnMut(u64, &mut dyn Iterator<Item = Unit>),
-) -> Result<()> {
-    if page::kind(buf) != KIND_UNITS {
-        return Err(bad(
-            pid,
-            format!("page kind {:#x} is not an index-unit page", page::kind(buf)),
-        ));
-    }
-    let g = u16::from_le_bytes([buf[GROUPS], buf[GROUPS + 1]]);
-    let mut off = BODY;
-    for i in 0..g {
-        if off + GROUP_HEADER > buf.len() {
-            return Err(bad(pid, format!("group {i} of {g} runs past the page")));
-        }
-        let node = read_u64(buf, off);
-        let n = u16::from_le_bytes([buf[off + 8], buf[off + 9]]) as usize;
-        let start = off + GROUP_HEADER;
-        let end = start + n * UNIT;
-        if n == 0 || end > buf.len() {
-            return Err(bad(pid, format!("group {i} of node {node} has {n} units")));
-        }
-        if let Some(j) = (0..n).find(|j| Unit::decode(&buf[start + j * UNIT..]).is_none()) {
-            return Err(bad(
-                pid,
-                format!("unit {j} of node {node} has an unknown tag or operand"),
-            ));
-        }
-        let mut it = (0..n).filter_map(|j| Unit::decode(&buf[start + j * UNIT..]));
-        f(node, &mut it);
-        off = end;
-    }
-    Ok(())
-}
-
 /// Append the units of `node` in the page to `out`; returns how many there were. Groups
 /// of other nodes are skipped by their headers (their units are checked when their own
 /// node is read, and by `check_integrity`).

@@ -68,6 +68,7 @@ impl Opq {
     }
 
     /// Entries of the sorted region.
+    #[cfg(test)]
     pub fn sorted_len(&self) -> usize {
         self.sorted
     }
