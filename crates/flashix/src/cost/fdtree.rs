@@ -34,12 +34,12 @@ pub const DEFAULT_BUFFER_BYTES: u64 = 16 << 20;
 const MAX_SIMULATED_FILLS: u64 = 100_000_000;
 
 /// `f`: entries in a page of `page_size` bytes, as the FD-tree engine lays its pages out
-/// ([`crate::engine::fdtree::entry`]: 24-byte entries after a 32-byte header).
+/// ([`crate::engine::kit::sorted::entry`]: 24-byte entries after a 32-byte header).
 pub fn entries_per_page(page_size: usize) -> u64 {
     if page_size < 512 {
         return 0;
     }
-    crate::engine::fdtree::entry::capacity(page_size) as u64
+    crate::engine::kit::sorted::entry::capacity(page_size) as u64
 }
 
 /// An index and its workload, as the cost model sees them.

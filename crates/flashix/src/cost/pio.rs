@@ -48,7 +48,7 @@
 //!
 //! All times in microseconds.
 
-use crate::engine::btree::node;
+use crate::engine::kit::bnode::node;
 use crate::engine::pio::leaf;
 use crate::error::{Error, Result};
 use crate::options::PIO_OPQ_ENTRY_BYTES;

@@ -4,7 +4,7 @@
 
 use super::unit::Unit;
 use super::{Bftl, Node, NONE};
-use crate::engine::btree::group_sizes;
+use crate::engine::kit::bnode::group_sizes;
 use crate::engine::RangeCursor;
 use crate::error::{Error, Result};
 

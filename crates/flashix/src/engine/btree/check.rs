@@ -1,6 +1,7 @@
 //! `check_integrity`: the invariants listed in the module doc, checked on the whole tree.
 
-use super::{node, BTree};
+use super::BTree;
+use crate::engine::kit::bnode::node;
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::page::DATA_FILE;

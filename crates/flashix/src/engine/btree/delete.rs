@@ -3,9 +3,10 @@
 //! `capacity/2` entries first borrows from a sibling that has more than the minimum
 //! (redistribution); otherwise the two are merged and the parent loses a separator, which
 //! may cascade up to the root; a root with a single child is removed. Leaves are repaired
-//! here; internal nodes by the shared [`super::spine`].
+//! here; internal nodes by the shared [`crate::engine::kit::bnode::spine`].
 
-use super::{node, spine, BTree};
+use super::BTree;
+use crate::engine::kit::bnode::{node, spine};
 use crate::error::Result;
 use crate::io::PageId;
 

@@ -1,7 +1,8 @@
 //! Insertion and node splits (Comer 1979, §"Insertion"; FD-tree paper App. D: "if a node is
 //! full, an insertion causes a split on the node").
 
-use super::{node, BTree};
+use super::BTree;
+use crate::engine::kit::bnode::node;
 use crate::error::Result;
 use crate::io::PageId;
 

@@ -5,9 +5,9 @@
 //! fills nodes to 0.7 (`BTreeOptions::bulk_fill`); range scans walk the leaf chain.
 //!
 //! # On-disk format
-//! Nodes: see [`node`] (a slotted page of 16-byte entries, capacity `(page_size-32)/16`,
-//! 254 for 4 KiB pages). The manifest's engine state holds `root`, `height` (levels; 1 when
-//! the root is a leaf), `entries` and `leaves`.
+//! Nodes: see [`crate::engine::kit::bnode::node`] (a slotted page of 16-byte entries,
+//! capacity `(page_size-32)/16`, 254 for 4 KiB pages). The manifest's engine state holds
+//! `root`, `height` (levels; 1 when the root is a leaf), `entries` and `leaves`.
 //!
 //! # Invariants (checked by `check_integrity`)
 //! 1. Keys are strictly increasing within a node, and every key of the subtree in child slot
@@ -31,16 +31,14 @@
 mod options;
 pub use options::BTreeOptions;
 mod bulk;
-pub(crate) use bulk::group_sizes;
 mod check;
 mod delete;
 mod insert;
-pub mod node;
-pub(crate) mod spine;
 
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Log, Pager};
+use crate::engine::kit::bnode::{node, spine};
 use crate::engine::{Engine, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::PageId;

@@ -1,9 +1,9 @@
 //! `check_integrity`: the invariants listed in the module doc, on the whole structure.
 
-use super::entry::{Entry, Kind, KIND_HEAD_INTERNAL, KIND_HEAD_LEAF, NONE};
-use super::head::{self, Head};
 use super::run::{read_pages, Run};
 use super::FdTree;
+use crate::engine::kit::sorted::entry::{Entry, Kind, KIND_HEAD_INTERNAL, KIND_HEAD_LEAF, NONE};
+use crate::engine::kit::sorted::head::{self, Head};
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::page::DATA_FILE;

@@ -20,9 +20,9 @@
 //! i + 1 new sorted runs"). The old runs are freed by the caller; nothing is published
 //! before the job completes, so searches keep using the old levels meanwhile (§3.4).
 
-use super::entry::{Entry, Kind};
 use super::run::{write_fence_run, Run, RunReader, RunWriter};
 use crate::durable::Pager;
+use crate::engine::kit::sorted::entry::{Entry, Kind};
 use crate::error::Result;
 use crate::io::{Extent, PageId};
 

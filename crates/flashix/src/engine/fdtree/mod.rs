@@ -3,24 +3,26 @@
 //! logarithmic method), with fences between adjacent levels (fractional cascading).
 //!
 //! # Structure (§3.2)
-//! - **L0, the head tree** ([`head`]): a B+-tree of pages through the buffer pool, at most
-//!   `FdTreeOptions::head_tree_bytes` (default 512 KiB, App. D). Its capacity |L0| is
-//!   `head_pages · f / 2` entries (index entries and fences), so that a tree of half-full
-//!   leaves stays within the budget; f is the entries per page.
+//! - **L0, the head tree** ([`crate::engine::kit::sorted::head`]): a B+-tree of pages
+//!   through the buffer pool, at most `FdTreeOptions::head_tree_bytes` (default 512 KiB,
+//!   App. D). Its capacity |L0| is `head_pages · f / 2` entries (index entries and fences),
+//!   so that a tree of half-full leaves stays within the budget; f is the entries per page.
 //! - **L1..L(l-1), the sorted runs** ([`run`]): each one contiguous extent, written once
 //!   sequentially in requests of `io_unit_bytes` (default 512 KiB = 128 pages of 4 KiB),
 //!   read through the pool by point searches and past it by merges and range scans.
 //!   Capacities |Li| = k^i·|L0| (`FdTreeOptions::k`).
-//! - **Entries** ([`entry`]): key, value (index entries) or page id (fences), and a type —
-//!   normal, filter, internal fence, external fence — kept outside the key, so every u64 is
-//!   a user key. Within a level entries are sorted by key, fences before index entries of
-//!   the same key; a level holds at most one index entry per key.
+//! - **Entries** ([`crate::engine::kit::sorted::entry`]): key, value (index entries) or
+//!   page id (fences), and a type — normal, filter, internal fence, external fence — kept
+//!   outside the key, so every u64 is a user key. Within a level entries are sorted by key,
+//!   fences before index entries of the same key; a level holds at most one index entry per
+//!   key.
 //!
 //! # On-disk format
-//! Run pages and head-tree nodes: see [`entry`] (24-byte entries, f = 20 for 512-byte pages,
-//! 169 for 4 KiB). The manifest's engine state holds the head tree (root, height, first
-//! leaf, counts), the frozen head tree of a deamortized merge in progress with the extents
-//! that merge had written so far, and every level's run (first page, pages, entries).
+//! Run pages and head-tree nodes: see [`crate::engine::kit::sorted::entry`] (24-byte
+//! entries, f = 20 for 512-byte pages, 169 for 4 KiB). The manifest's engine state holds
+//! the head tree (root, height, first leaf, counts), the frozen head tree of a deamortized
+//! merge in progress with the extents that merge had written so far, and every level's run
+//! (first page, pages, entries).
 //!
 //! # Invariants (checked by `check_integrity`)
 //! 1. (§3.2, Invariant 1) The first entry of every page of every level is a fence; in the
@@ -28,7 +30,8 @@
 //! 2. (§3.2, Invariant 2) For consecutive fences f, g of a level (the head tree included),
 //!    the page f points to holds every entry of the next level with key in [f.key, g.key):
 //!    that page begins at or below f.key and the page after it at or above g.key. A fence
-//!    with page [`entry::NONE`] covers keys below every key of the next level.
+//!    with page [`crate::engine::kit::sorted::entry::NONE`] covers keys below every key of
+//!    the next level.
 //! 3. (§3.2) Level i holds exactly one external fence per page of level i+1 (the head tree
 //!    for L1), whose key is that page's first key.
 //! 4. Entries are sorted within each level; index keys are unique per level.
@@ -88,8 +91,6 @@
 mod options;
 pub use options::FdTreeOptions;
 mod check;
-pub mod entry;
-pub(crate) mod head;
 mod merge;
 pub(crate) mod run;
 mod search;
@@ -97,6 +98,8 @@ mod search;
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Log, Pager};
+use crate::engine::kit::sorted::entry::{self, Entry, Kind};
+use crate::engine::kit::sorted::head::Head;
 use crate::engine::{Engine, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::Extent;
@@ -105,8 +108,6 @@ use crate::kind::EngineKind;
 use crate::options::Options;
 use crate::stats::counters;
 use crate::stats::{LevelShape, Stats};
-use entry::{Entry, Kind};
-use head::Head;
 use merge::{MergeJob, Outcome, Params};
 use run::{Run, RunWriter};
 use serde::{Deserialize, Serialize};

@@ -18,10 +18,10 @@
 //! left out, and the cursor resumes there. The levels' streams are merged newest first,
 //! filters cancelling.
 
-use super::entry::{index_pos, Entry, Kind, NONE};
-use super::head::Head;
 use super::run::{read_page_cached, read_pages};
 use super::FdTree;
+use crate::engine::kit::sorted::entry::{index_pos, Entry, Kind, NONE};
+use crate::engine::kit::sorted::head::Head;
 use crate::engine::{RangeCursor, RANGE_RAMP_PAGES};
 use crate::error::{Error, Result};
 use crate::page::DATA_FILE;

@@ -4,7 +4,7 @@ use super::component::{
     self, corrupt, Component, Node, KIND_LSM_INTERNAL, KIND_LSM_LEAF, TOMBSTONE,
 };
 use super::Lsm;
-use crate::engine::fdtree::entry::{Kind, NONE};
+use crate::engine::kit::sorted::entry::{Kind, NONE};
 use crate::error::Result;
 use crate::io::PageId;
 use std::collections::HashSet;

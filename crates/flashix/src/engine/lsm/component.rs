@@ -15,8 +15,8 @@
 //! extent's pages are discarded from the pool, so the pool never holds a stale page.
 
 use crate::durable::Pager;
-use crate::engine::fdtree::entry::{self, Entry, Kind, NONE};
-use crate::engine::fdtree::run::SeqReader;
+use crate::engine::kit::sorted::entry::{self, Entry, Kind, NONE};
+use crate::engine::kit::sorted::seq::SeqReader;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId};
 use crate::page::{self, DATA_FILE};

@@ -6,7 +6,7 @@
 
 use super::component::{Component, ComponentWriter, LeafReader, TOMBSTONE};
 use crate::durable::Pager;
-use crate::engine::fdtree::entry::Entry;
+use crate::engine::kit::sorted::entry::Entry;
 use crate::error::Result;
 
 /// A sorted input stream.

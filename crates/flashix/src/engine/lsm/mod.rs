@@ -6,9 +6,9 @@
 //!
 //! # Structure
 //! - **C0**: a small B+-tree of typed entries through the buffer pool, updated in place:
-//!   the FD-tree's head tree ([`crate::engine::fdtree::head::Head`]) holding only index
-//!   entries (normal entries and tombstones; a split may add an internal fence, which C0
-//!   ignores). At most `LsmOptions::c0_bytes` (default 512 KiB); its capacity |C0| is
+//!   the FD-tree's head tree ([`crate::engine::kit::sorted::head::Head`]) holding only
+//!   index entries (normal entries and tombstones; a split may add an internal fence, which
+//!   C0 ignores). At most `LsmOptions::c0_bytes` (default 512 KiB); its capacity |C0| is
 //!   `c0_pages · f / 2` entries, as for the FD-tree's head tree (f: entries per page).
 //! - **C1..Cn** ([`component`]): B+-trees built bottom-up, each in ONE contiguous extent
 //!   (leaves first, then the internal levels), written once in sequential requests of
@@ -77,8 +77,8 @@ mod search;
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Log, Pager};
-use crate::engine::fdtree::entry::{self, Entry, Kind};
-use crate::engine::fdtree::head::Head;
+use crate::engine::kit::sorted::entry::{self, Entry, Kind};
+use crate::engine::kit::sorted::head::Head;
 use crate::engine::{Engine, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::Storage;

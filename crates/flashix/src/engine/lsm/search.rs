@@ -3,8 +3,8 @@
 
 use super::component::{self, TOMBSTONE};
 use super::Lsm;
-use crate::engine::fdtree::entry::{Entry, Kind, NONE};
-use crate::engine::fdtree::head::Head;
+use crate::engine::kit::sorted::entry::{Entry, Kind, NONE};
+use crate::engine::kit::sorted::head::Head;
 use crate::engine::{RangeCursor, RANGE_RAMP_PAGES};
 use crate::error::Result;
 use std::collections::BTreeMap;

@@ -28,8 +28,8 @@ use super::leaf;
 use super::mpsearch::Target;
 use super::opq::OpqEntry;
 use super::{Fenced, PioBTree};
-use crate::engine::btree::node;
-use crate::engine::btree::spine::sibling_pair;
+use crate::engine::kit::bnode::node;
+use crate::engine::kit::bnode::spine::sibling_pair;
 use crate::error::Result;
 use crate::io::PageId;
 

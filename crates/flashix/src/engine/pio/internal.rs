@@ -2,12 +2,12 @@
 //! lines 21–32): a split leaf or node sends a fence key record `(separator, new node)` up
 //! ('i'), a merge removes one ('d'), a redistribution changes one ('u'). Internal nodes are
 //! one page in the B+-tree's node format and split, merge and redistribute through the
-//! B+-tree's shared [`crate::engine::btree::spine`] (Comer 1979); a split root makes the
-//! tree taller, a root left with one child is removed.
+//! B+-tree's shared [`crate::engine::kit::bnode::spine`] (Comer 1979); a split root makes
+//! the tree taller, a root left with one child is removed.
 
 use super::PioBTree;
-pub(super) use crate::engine::btree::spine::Path;
-use crate::engine::btree::spine::{Spine, SpineEvents};
+pub(super) use crate::engine::kit::bnode::spine::Path;
+use crate::engine::kit::bnode::spine::{Spine, SpineEvents};
 use crate::error::Result;
 use crate::io::PageId;
 

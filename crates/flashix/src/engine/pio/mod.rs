@@ -21,11 +21,11 @@
 //!   rebalanced. Internal nodes are one page.
 //!
 //! # On-disk format
-//! Internal nodes: the B+-tree's node format ([`crate::engine::btree::node`], kind 2):
-//! separators and child page ids, `link` the leftmost child; a child of a level-1 node is the
-//! first page of a leaf. Leaves: [`leaf`] (kind 3, `L` segment pages). The manifest's engine
-//! state holds `root` (a page id; the first page of a leaf when `height` is 1), `height`
-//! (levels, leaves included), `leaves` and `leaf_records`.
+//! Internal nodes: the B+-tree's node format ([`crate::engine::kit::bnode::node`], kind 2):
+//! separators and child page ids, `link` the leftmost child; a child of a level-1 node is
+//! the first page of a leaf. Leaves: [`leaf`] (kind 3, `L` segment pages). The manifest's
+//! engine state holds `root` (a page id; the first page of a leaf when `height` is 1),
+//! `height` (levels, leaves included), `leaves` and `leaf_records`.
 //!
 //! # Invariants (checked by `check_integrity`)
 //! 1. Internal nodes: keys strictly increasing; every key below child slot `s` lies in
@@ -82,7 +82,7 @@ pub mod opq;
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Log, Pager};
-use crate::engine::btree::node;
+use crate::engine::kit::bnode::node;
 use crate::engine::{Engine, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::PageId;
@@ -386,7 +386,7 @@ impl PioBTree {
         let c = self.leaf_capacity();
         let old = self.root;
         self.free_leaf(old);
-        let sizes = crate::engine::btree::group_sizes(
+        let sizes = crate::engine::kit::bnode::group_sizes(
             sorted.len(),
             (c / 2).max(1),
             self.leaf_min().max(1),
@@ -409,7 +409,7 @@ impl PioBTree {
         let mut level = 0;
         while level_nodes.len() > 1 {
             level += 1;
-            let sizes = crate::engine::btree::group_sizes(
+            let sizes = crate::engine::kit::bnode::group_sizes(
                 level_nodes.len(),
                 per + 1,
                 min + 1,

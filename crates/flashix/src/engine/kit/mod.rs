@@ -1,0 +1,11 @@
+//! What two or more engines share; no kit imports an engine. Each kit is a format or a
+//! mechanism that more than one engine in [`crate::engine`] is built on, kept beside them so
+//! that no engine imports another.
+//!
+//! - [`bnode`]: the B+-tree node page format, the internal levels ("spine") and the bulk
+//!   load's grouping, shared by the B+-tree, the PIO B-tree and BFTL.
+//! - [`sorted`]: the typed-entry page format, the head tree and the sequential reader of
+//!   sorted pages, shared by the FD-tree and the LSM-tree.
+
+pub mod bnode;
+pub mod sorted;
