@@ -8,6 +8,7 @@ pub mod btree;
 pub mod dipl;
 pub mod fdtree;
 pub mod ipl;
+pub(crate) mod kit;
 pub mod lsm;
 pub mod pio;
 
