@@ -7,15 +7,12 @@ use std::path::{Path, PathBuf};
 /// The engines under `src/engine/`, one folder each.
 const ENGINES: [&str; 7] = ["bftl", "btree", "dipl", "fdtree", "ipl", "lsm", "pio"];
 
-/// (engine, other engine) pairs still allowed. Only one: the durable IPL B+-tree (`dipl`)
-/// is built on the IPL B+-tree's core (`ipl`); another engineer is splitting that shared
-/// core out into a kit, after which this exemption goes.
-const ALLOWED: [(&str, &str); 1] = [("dipl", "ipl")];
+/// (engine, other engine) pairs allowed: none (the IPL and d-IPL B+-trees share the
+/// `kit::inpage` core).
+const ALLOWED: [(&str, &str); 0] = [];
 
-/// (engine, other engine) pairs allowed in comments only, not in code: the IPL B+-tree's
-/// module doc names its durable variant (`[`crate::engine::dipl`]`), a doc link, not an
-/// import. Part of the same split.
-const ALLOWED_IN_COMMENTS: [(&str, &str); 1] = [("ipl", "dipl")];
+/// (engine, other engine) pairs allowed in comments only (doc links): none.
+const ALLOWED_IN_COMMENTS: [(&str, &str); 0] = [];
 
 fn engine_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine")

@@ -1,6 +1,7 @@
 //! The d-IPL B+-tree (`EngineKind::DiplBTree`; Na, Lee, Moon, TKDE 2011, §3-§5) on raw NAND
-//! flash ([`crate::sim::Nand`]). It shares its core with the IPL B+-tree
-//! ([`crate::engine::ipl`]: formats, buffer, tree operations, durability) and differs in:
+//! flash ([`crate::sim::Nand`]), built on the in-page logging kit
+//! (`crate::engine::kit::inpage`: formats, buffer, tree operations, durability) with the
+//! `Dipl` policy (`policy.rs`). It differs from the IPL B+-tree in:
 //!
 //! # Scheme
 //! - **Dynamic log area** (§3.2): a block holds its regular nodes from page 0 and its log
@@ -32,7 +33,7 @@
 //!   holds log sectors, so later reads need no log.
 //!
 //! # Invariants (checked by `check_integrity`)
-//! The IPL ones (NAND rules; blocks partition the NAND; B+-tree order and fences; frames
+//! The kit's (NAND rules; blocks partition the NAND; B+-tree order and fences; frames
 //! equal flash plus their log), and: (B.b) the root's block holds only the root, and the
 //! members of every block are consecutive nodes of one level in member order; a block
 //! holds at most `pages_per_block / node_pages - 1` nodes; regular nodes lie before the log
@@ -40,16 +41,20 @@
 //! its earlier sectors (checked on every read).
 //!
 //! # Durability and memory
-//! As the IPL B+-tree's ([`crate::engine::ipl`]): logical redo WAL, checkpoints switching
-//! the manifest, erases of checkpointed blocks deferred to the next checkpoint, recovery by
-//! rebuilding blocks with programs newer than the checkpoint, then WAL replay.
+//! The kit's: logical redo WAL, checkpoints switching the manifest (state tag `"Dipl"`),
+//! erases of checkpointed blocks deferred to the next checkpoint, recovery from the LLSD
+//! and LSLM and by rebuilding blocks with programs newer than the checkpoint, then WAL
+//! replay.
 
 mod options;
 pub use options::DiplOptions;
 
+mod policy;
+use policy::Dipl;
+
 use crate::durable::Logged;
 use crate::durable::Manifest;
-use crate::engine::ipl::{core_engine_methods, Core, Flavor};
+use crate::engine::kit::inpage::{self, core_engine_methods, Config, Core};
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::io::Storage;
@@ -57,20 +62,22 @@ use crate::options::Options;
 
 /// The d-IPL B+-tree engine.
 pub struct DiplBTree {
-    core: Core,
+    core: Core<Dipl>,
 }
 
 impl DiplBTree {
     /// A new index (formats the NAND over `storage.device`).
     pub fn create(storage: Storage, opts: Options) -> Result<DiplBTree> {
+        let cfg = config(&opts);
         Ok(DiplBTree {
-            core: Core::create(Flavor::Dipl, storage, opts)?,
+            core: Core::create(storage, opts, &cfg)?,
         })
     }
 
     /// Reopen: the last checkpoint, then the WAL replayed.
     pub fn open(storage: Storage, manifest: Manifest, opts: Options) -> Result<DiplBTree> {
-        let (core, ops) = Core::open(Flavor::Dipl, storage, manifest, opts)?;
+        let cfg = config(&opts);
+        let (core, ops) = Core::open(storage, manifest, opts, &cfg)?;
         let mut t = DiplBTree { core };
         Logged::recover(&mut t.core, &ops)?;
         Ok(t)
@@ -90,7 +97,19 @@ impl DiplBTree {
 
 /// Check the d-IPL B+-tree's options (the NAND geometry they imply).
 pub fn validate(opts: &Options) -> Result<()> {
-    crate::engine::ipl::validate(opts)
+    inpage::validate::<Dipl>(opts, &config(opts))
+}
+
+/// The kit's numbers from the d-IPL options (no fixed log area).
+fn config(opts: &Options) -> Config {
+    let o = opts.dipl_options();
+    Config {
+        node_bytes: o.node_bytes,
+        buffer_frames: o.buffer_frames,
+        log_area_bytes: 0,
+        nand_blocks: o.nand_blocks,
+        pages_per_block: o.pages_per_block,
+    }
 }
 
 impl Engine for DiplBTree {

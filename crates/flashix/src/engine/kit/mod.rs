@@ -6,6 +6,10 @@
 //!   load's grouping, shared by the B+-tree, the PIO B-tree and BFTL.
 //! - [`sorted`]: the typed-entry page format, the head tree and the sequential reader of
 //!   sorted pages, shared by the FD-tree and the LSM-tree.
+//! - [`inpage`]: the in-page logging core on raw NAND (node slots and log sectors in erase
+//!   blocks, buffer, checkpoints, recovery), shared by the IPL and d-IPL B+-trees, which
+//!   differ only by their [`inpage::LogPolicy`].
 
 pub mod bnode;
+pub(crate) mod inpage;
 pub mod sorted;

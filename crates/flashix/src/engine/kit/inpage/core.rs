@@ -1,34 +1,40 @@
-//! The engine core shared by the IPL and d-IPL B+-trees: geometry, the block table, the
-//! buffer of node frames with their in-memory log sectors, and the B+-tree operations.
-//! What differs between the two ([`Flavor`]) is where a node born from a split goes, how a
-//! full log area is handled (IPL merge vs d-IPL cleansing, plus d-IPL block split), and how
-//! a node's log sectors are found (IPL: the whole log area; d-IPL: LLSD and LSLM).
+//! The core of the in-page logging kit: geometry, the block table, the buffer of node
+//! frames with their in-memory log sectors, and the B+-tree operations. What differs
+//! between the engines built on it (where a node born from a split goes, where a block's
+//! log area starts, whether log sectors carry the LLSD) is asked of the [`LogPolicy`].
 
 use super::format::{self, NodeImage, Rec, SECTOR};
+use super::policy::LogPolicy;
 use crate::durable::Log;
 use crate::error::{Error, Result};
-use crate::kind::EngineKind;
 use crate::options::Options;
 use crate::sim::{Nand, NandConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::marker::PhantomData;
 
-/// Which of the two schemes a [`Core`] runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Flavor {
-    /// IPL B+-tree (§2.2): fixed log area at the end of every block.
-    Ipl,
-    /// d-IPL B+-tree (§3-§5): dynamic log area, ghost nodes, block split and cleansing.
-    Dipl,
+/// The numbers the kit needs from an engine's own options.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Node size in bytes, a whole number of NAND pages.
+    pub node_bytes: u64,
+    /// Buffer frames; `None`: `buffer_pool_bytes / node_bytes`.
+    pub buffer_frames: Option<u32>,
+    /// A fixed log area at the end of every block, in bytes (0: none).
+    pub log_area_bytes: u64,
+    /// Erase blocks of the NAND when the device is not `RawNand`.
+    pub nand_blocks: u32,
+    /// Pages per erase block in that case.
+    pub pages_per_block: u32,
 }
 
-impl Flavor {
-    pub fn kind(self) -> EngineKind {
-        match self {
-            Flavor::Ipl => EngineKind::IplBTree,
-            Flavor::Dipl => EngineKind::DiplBTree,
-        }
-    }
+/// Block layout a policy derives from the geometry ([`LogPolicy::layout`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    /// Most nodes (regular and ghost) a block holds.
+    pub max_members: usize,
+    /// First page of a fixed log area (0 without one).
+    pub fixed_log_start: u32,
 }
 
 /// Sizes derived from the options and the NAND geometry.
@@ -44,37 +50,21 @@ pub struct Geometry {
     pub node_bytes: usize,
     pub leaf_cap: usize,
     pub internal_cap: usize,
-    /// Most nodes (regular and ghost) a block holds: d-IPL `ppb/np - 1` (the log area never
-    /// shrinks below one node, §3.2); IPL the slots before the fixed log area.
+    /// Most nodes (regular and ghost) a block holds ([`LogPolicy::layout`]).
     pub max_members: usize,
-    /// IPL: first page of the fixed log area.
-    pub ipl_log_start: u32,
+    /// First page of a fixed log area ([`LogPolicy::layout`]; 0 without one).
+    pub fixed_log_start: u32,
     /// Record bytes an in-memory log sector holds.
     pub rec_cap: usize,
     pub frames: usize,
 }
 
 impl Geometry {
-    pub fn new(flavor: Flavor, opts: &Options, nand: &NandConfig) -> Result<Geometry> {
-        let (node_bytes, frames_opt, log_bytes) = match flavor {
-            Flavor::Ipl => (
-                opts.ipl_options().node_bytes,
-                opts.ipl_options().buffer_frames,
-                opts.ipl_options().log_area_bytes,
-            ),
-            Flavor::Dipl => (
-                opts.dipl_options().node_bytes,
-                opts.dipl_options().buffer_frames,
-                0,
-            ),
-        };
+    pub fn new<P: LogPolicy>(cfg: &Config, opts: &Options, nand: &NandConfig) -> Result<Geometry> {
+        let (node_bytes, frames_opt, log_bytes) =
+            (cfg.node_bytes, cfg.buffer_frames, cfg.log_area_bytes);
         let page = nand.page_bytes as u64;
-        let bad = |m: String| {
-            Err(Error::InvalidOptions(format!(
-                "{}: {m}",
-                flavor.kind().name()
-            )))
-        };
+        let bad = |m: String| Err(Error::InvalidOptions(format!("{}: {m}", P::KIND.name())));
         if node_bytes == 0 || node_bytes % page != 0 {
             return bad(format!(
                 "node_bytes {node_bytes} is not a whole number of {page}-byte NAND pages"
@@ -94,23 +84,12 @@ impl Geometry {
             ));
         }
         let log_pages = (log_bytes / page) as u32;
-        let (max_members, ipl_log_start) = match flavor {
-            Flavor::Ipl => {
-                if log_pages == 0 || log_pages + np > ppb {
-                    return bad(format!(
-                        "a {log_bytes}-byte log area and one {node_bytes}-byte node do not fit a block of {ppb} pages"
-                    ));
-                }
-                (((ppb - log_pages) / np) as usize, ppb - log_pages)
-            }
-            Flavor::Dipl => {
-                if 3 * np > ppb {
-                    return bad(format!(
-                        "a block of {ppb} pages holds fewer than three {node_bytes}-byte nodes"
-                    ));
-                }
-                ((ppb / np - 1) as usize, 0)
-            }
+        let Layout {
+            max_members,
+            fixed_log_start,
+        } = match P::layout(np, ppb, log_pages, node_bytes, log_bytes) {
+            Ok(l) => l,
+            Err(m) => return bad(m),
         };
         let frames = match frames_opt {
             Some(f) => f as u64,
@@ -125,10 +104,7 @@ impl Geometry {
                 "node_bytes {node_bytes} holds fewer than 4 entries"
             ));
         }
-        let llsd = match flavor {
-            Flavor::Ipl => 0,
-            Flavor::Dipl => 2 * max_members,
-        };
+        let llsd = if P::LLSD { 2 * max_members } else { 0 };
         Ok(Geometry {
             page_bytes: nand.page_bytes,
             spp,
@@ -138,7 +114,7 @@ impl Geometry {
             leaf_cap: format::leaf_capacity(nb),
             internal_cap: format::internal_capacity(nb),
             max_members,
-            ipl_log_start,
+            fixed_log_start,
             rec_cap: SECTOR - format::SECTOR_HEADER - llsd,
             frames: frames as usize,
         })
@@ -215,8 +191,9 @@ pub struct Frame {
 pub struct Counters {
     pub node_splits: u64,
     pub block_splits: u64,
+    /// Rebuilds of a block whose log area is full: d-IPL cleansings, IPL merges
+    /// (reported as [`LogPolicy::CLEANSE_COUNTER`]).
     pub block_cleansings: u64,
-    pub block_merges: u64,
     pub ghost_nodes_created: u64,
     pub ghosts_split_again: u64,
     pub node_reads: u64,
@@ -231,8 +208,8 @@ pub struct Counters {
 }
 
 /// The shared engine state.
-pub struct Core {
-    pub flavor: Flavor,
+pub struct Core<P: LogPolicy> {
+    pub policy: PhantomData<P>,
     pub geo: Geometry,
     pub nand: Nand,
     /// The WAL generations and the checkpoint switch ([`crate::durable::Log`]).
@@ -254,7 +231,7 @@ pub struct Core {
     pub lru: BTreeMap<u64, u64>,
     pub tick: u64,
     pub pinned: Vec<u64>,
-    /// IPL: the block new nodes go to when their origin's block is full.
+    /// The block new nodes go to ([`LogPolicy::ALLOC_BLOCK`]) when their origin's block is full.
     pub alloc_block: Option<u32>,
     pub counters: Counters,
 }
@@ -265,7 +242,7 @@ pub type LeafRest = (Vec<(u64, u64)>, Option<u64>);
 /// A descent: (node, upper fence) from the root to a leaf.
 pub type Path = Vec<(u64, Option<u64>)>;
 
-impl Core {
+impl<P: LogPolicy> Core<P> {
     // ---- buffer -------------------------------------------------------------------
 
     pub fn touch(&mut self, id: u64) {
@@ -307,7 +284,7 @@ impl Core {
         Ok(())
     }
 
-    fn make_room(&mut self) -> Result<()> {
+    pub fn make_room(&mut self) -> Result<()> {
         while self.frames.len() >= self.geo.frames {
             let victim = self
                 .lru
@@ -458,10 +435,7 @@ impl Core {
         let id = path[depth].0;
         let new = self.next_id;
         self.next_id += 1;
-        let s = match self.flavor {
-            Flavor::Dipl => self.split_dipl(id, new)?,
-            Flavor::Ipl => self.split_ipl(id, new)?,
-        };
+        let s = P::split(self, id, new)?;
         self.counters.node_splits += 1;
         let level = self.frame(id)?.img.level;
         if level > 0 {
@@ -480,147 +454,11 @@ impl Core {
     }
 
     /// Halve the entries of `id`'s frame: the upper half, and the separator.
-    fn take_upper_half(&mut self, id: u64) -> Result<(u64, Vec<(u64, u64)>)> {
+    pub fn take_upper_half(&mut self, id: u64) -> Result<(u64, Vec<(u64, u64)>)> {
         let f = self.frame_mut(id)?;
         let mid = f.img.entries.len() / 2;
         let upper = f.img.entries.split_off(mid);
         Ok((upper[0].0, upper))
-    }
-
-    /// d-IPL node split (§4.1, §4.2): block split first when the block is full, then the
-    /// new node is born a ghost in the same block; the two log sectors describing the split
-    /// (`SplitRemove` in the old node's, `GhostCreate` in the ghost's) go to the same log
-    /// area together (Rule 3).
-    fn split_dipl(&mut self, id: u64, new: u64) -> Result<u64> {
-        let mut b = self.block_of(id)?;
-        if self.blocks[&b].members.len() >= self.geo.max_members {
-            self.rebuild(b, super::flash::Rebuild::Split)?;
-            b = self.block_of(id)?;
-        }
-        // Room for the two sectors of the split; the old node's pending records go first,
-        // in the sector that ends with its SplitRemove.
-        let pending = self.frame(id)?.log.len();
-        if pending + Rec::SplitRemove(0).len() > self.geo.rec_cap {
-            self.flush_log(id)?;
-            b = self.block_of(id)?;
-        }
-        if self.free_sectors(b) < 2 {
-            self.rebuild(b, super::flash::Rebuild::Cleanse)?;
-            b = self.block_of(id)?;
-        }
-        let (s, upper) = self.take_upper_half(id)?;
-        let level = self.frame(id)?.img.level;
-        Rec::SplitRemove(s).encode(&mut self.frame_mut(id)?.log);
-        let blk = self.block_mut(b)?;
-        let pos = blk.pos(id).ok_or_else(|| lost(id, b))?;
-        if blk.members[pos].place == Place::Ghost {
-            self.counters.ghosts_split_again += 1;
-        }
-        let blk = self.block_mut(b)?;
-        blk.members.insert(
-            pos + 1,
-            Member {
-                node: new,
-                place: Place::Ghost,
-                sectors: Vec::new(),
-            },
-        );
-        self.location.insert(new, b);
-        self.counters.ghost_nodes_created += 1;
-        let old_log = std::mem::take(&mut self.frame_mut(id)?.log);
-        let x = self.blocks[&b].next_sector;
-        let mut ghost_log = Vec::new();
-        Rec::GhostCreate {
-            origin: id,
-            key: s,
-            sector: x,
-        }
-        .encode(&mut ghost_log);
-        self.write_sectors(b, &[(id, &old_log), (new, &ghost_log)])?;
-        self.install(
-            new,
-            NodeImage {
-                level,
-                entries: upper,
-            },
-            Vec::new(),
-        )?;
-        Ok(s)
-    }
-
-    /// IPL node split (§2.3): the old node logs a `SplitRemove`; the new node goes to a free
-    /// slot of the old node's block, else of the current allocation block, else of a new
-    /// block. If that slot can still be programmed it is written as a node image; otherwise
-    /// (the block's log area has been written: page evaporation, §2.3.2) the new node is
-    /// written as physical log records, one per entry (frequent log overflow, §2.3.1).
-    fn split_ipl(&mut self, id: u64, new: u64) -> Result<u64> {
-        // Room for the new node's frame now: an eviction later could merge the block
-        // chosen for it.
-        self.make_room()?;
-        self.log_record(id, Rec::SplitRemove(self.median_key(id)?))?;
-        let (s, upper) = self.take_upper_half(id)?;
-        let level = self.frame(id)?.img.level;
-        let home = self.block_of(id)?;
-        let has_slot = |c: &Core, b: u32| {
-            c.blocks
-                .get(&b)
-                .is_some_and(|x| x.members.len() < c.geo.max_members)
-        };
-        let b = if has_slot(self, home) {
-            home
-        } else if let Some(a) = self.alloc_block.filter(|&a| has_slot(self, a)) {
-            a
-        } else {
-            let a = self.new_block(self.geo.ipl_log_start)?;
-            self.alloc_block = Some(a);
-            a
-        };
-        let slot = self.blocks[&b].members.len() as u32;
-        let first = slot * self.geo.np;
-        let img = NodeImage {
-            level,
-            entries: upper,
-        };
-        let blk = &self.blocks[&b];
-        if blk.last_sector.is_none() && first >= blk.write_point {
-            self.write_node(b, first, new, &img)?;
-            let np = self.geo.np;
-            let blk = self.block_mut(b)?;
-            blk.members.push(Member {
-                node: new,
-                place: Place::Slot(first),
-                sectors: Vec::new(),
-            });
-            blk.write_point = first + np;
-            self.location.insert(new, b);
-            self.install(new, img, Vec::new())?;
-        } else {
-            let entries = img.entries.clone();
-            let mut log = Vec::new();
-            Rec::Init(level).encode(&mut log);
-            // Installed before it becomes a member: an eviction here may merge block `b`.
-            self.install(new, img, log)?;
-            self.pinned.push(new);
-            self.block_mut(b)?.members.push(Member {
-                node: new,
-                place: Place::Ghost,
-                sectors: Vec::new(),
-            });
-            self.location.insert(new, b);
-            for (k, v) in entries {
-                // A merge of the block on the way writes the whole node: stop there.
-                if self.place_of(new)? != Place::Ghost {
-                    break;
-                }
-                self.log_record(new, Rec::Put(k, v))?;
-            }
-        }
-        Ok(s)
-    }
-
-    fn median_key(&self, id: u64) -> Result<u64> {
-        let e = &self.frame(id)?.img.entries;
-        Ok(e[e.len() / 2].0)
     }
 
     /// A new root above `left` and `right` in a block of its own (B.b).
@@ -631,11 +469,7 @@ impl Core {
             level,
             entries: vec![(0, left), (s, right)],
         };
-        let log_start = match self.flavor {
-            Flavor::Dipl => self.geo.np,
-            Flavor::Ipl => self.geo.ipl_log_start,
-        };
-        let b = self.new_block(log_start)?;
+        let b = self.new_block(P::log_start(&self.geo, 1))?;
         self.write_node(b, 0, r, &img)?;
         let np = self.geo.np;
         let blk = self.block_mut(b)?;
@@ -645,7 +479,7 @@ impl Core {
             sectors: Vec::new(),
         });
         blk.write_point = np;
-        if self.flavor == Flavor::Ipl {
+        if P::ALLOC_BLOCK {
             self.alloc_block = Some(b);
         }
         self.location.insert(r, b);

@@ -1,16 +1,17 @@
-//! `check_integrity` of the IPL and d-IPL B+-trees: the invariants listed in the two
-//! engines' module docs.
+//! `check_integrity` of the in-page logging engines: the kit's invariants (module doc),
+//! then the policy's own ([`LogPolicy::check_block`], [`LogPolicy::check_tree`]).
 
-use super::core::{Core, Flavor, Place};
+use super::core::{Core, Place};
 use super::format::{self, NodeImage, NAND_FILE};
+use super::policy::LogPolicy;
 use crate::error::{Error, Result};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 fn broken(d: String) -> Error {
     Error::corruption(NAND_FILE, None, format!("integrity: {d}"))
 }
 
-impl Core {
+impl<P: LogPolicy> Core<P> {
     /// The node's current version: its frame if resident, else read from flash.
     fn current(&mut self, id: u64) -> Result<NodeImage> {
         match self.frames.get(&id) {
@@ -52,18 +53,8 @@ impl Core {
             if blk.members.is_empty() && self.alloc_block != Some(b) {
                 return Err(broken(format!("block {b} is in use but holds no node")));
             }
-            let data_end = match self.flavor {
-                Flavor::Dipl => blk.log_start,
-                Flavor::Ipl => {
-                    if blk.log_start != self.geo.ipl_log_start {
-                        return Err(broken(format!(
-                            "IPL block {b}'s log area starts at page {}",
-                            blk.log_start
-                        )));
-                    }
-                    blk.log_start
-                }
-            };
+            P::check_block(&self.geo, b, blk).map_err(broken)?;
+            let data_end = blk.log_start;
             if blk.next_sector as u32 > self.geo.ppb * self.geo.spp
                 || (blk.next_sector as u32) < blk.log_start * self.geo.spp
             {
@@ -107,14 +98,6 @@ impl Core {
                 "{} nodes located, {located} block members",
                 self.location.len()
             )));
-        }
-        if self.flavor == Flavor::Dipl {
-            let rb = self.block_of(self.root)?;
-            if self.blocks[&rb].members.len() != 1 {
-                return Err(broken(format!(
-                    "the root's block {rb} holds other nodes (B.b)"
-                )));
-            }
         }
         // Tree: order, fences, levels, capacity; every located node reachable once; frames
         // agree with flash.
@@ -208,30 +191,6 @@ impl Core {
                 self.entries
             )));
         }
-        // d-IPL B.b: the nodes of a non-root block are consecutive nodes of one level, in
-        // the block's member order.
-        if self.flavor == Flavor::Dipl {
-            let mut rank: HashMap<u64, (usize, usize)> = HashMap::new();
-            for (l, ids) in levels.iter().enumerate() {
-                for (i, &id) in ids.iter().enumerate() {
-                    rank.insert(id, (l, i));
-                }
-            }
-            for (&b, blk) in &self.blocks {
-                let r: Vec<(usize, usize)> = blk
-                    .members
-                    .iter()
-                    .filter_map(|m| rank.get(&m.node).copied())
-                    .collect();
-                for w in r.windows(2) {
-                    if w[1].0 != w[0].0 || w[1].1 != w[0].1 + 1 {
-                        return Err(broken(format!(
-                            "block {b}'s nodes are not consecutive siblings (B.b)"
-                        )));
-                    }
-                }
-            }
-        }
-        Ok(())
+        P::check_tree(self, &levels).map_err(broken)
     }
 }

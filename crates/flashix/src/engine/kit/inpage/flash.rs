@@ -2,8 +2,9 @@
 //! ghost reconstruction), writing log sectors, node images, and rebuilding a block (IPL
 //! merge, d-IPL block cleansing and block split), block allocation and release.
 
-use super::core::{lost, Block, Core, Flavor, Member, Place};
+use super::core::{lost, Block, Core, Member, Place};
 use super::format::{self, LogSector, NodeImage, Rec, NAND_FILE, NO_SECTOR, SECTOR};
+use super::policy::LogPolicy;
 use crate::error::{Error, Result};
 use crate::sim::PageAddr;
 use std::collections::BTreeMap;
@@ -20,14 +21,14 @@ pub enum Rebuild {
     Recovery,
 }
 
-impl Core {
+impl<P: LogPolicy> Core<P> {
     /// Linear NAND page number, for error messages.
     pub fn linear(&self, b: u32, page: u32) -> u64 {
         b as u64 * self.geo.ppb as u64 + page as u64
     }
 
     /// Read sectors of block `b`, one read operation per page touched.
-    fn read_sectors(&mut self, b: u32, idx: &[u16]) -> Result<BTreeMap<u16, LogSector>> {
+    pub fn read_sectors(&mut self, b: u32, idx: &[u16]) -> Result<BTreeMap<u16, LogSector>> {
         let spp = self.geo.spp as u16;
         let mut by_page: BTreeMap<u16, (u16, u16)> = BTreeMap::new();
         for &i in idx {
@@ -74,10 +75,8 @@ impl Core {
     }
 
     /// The log sectors of node `id` in block `b`, oldest first, up to and including
-    /// sector `upto` when given. d-IPL (§5.1): the node's last sector (its LLSD entry) is
-    /// read with the rest of its page, and its LSLM names the earlier ones, so only the
-    /// node's own sectors are fetched. IPL: the whole written log area is read and the
-    /// node's sectors picked out (§6.2.3: "reading log data as much as 4 KB on average").
+    /// sector `upto` when given: how they are found is the policy's
+    /// ([`LogPolicy::node_log`]).
     fn node_log(&mut self, b: u32, id: u64, upto: Option<u16>) -> Result<Vec<LogSector>> {
         let blk = &self.blocks[&b];
         let pos = blk.pos(id).ok_or_else(|| lost(id, b))?;
@@ -87,91 +86,7 @@ impl Core {
             .copied()
             .filter(|&s| upto.map_or(true, |u| s <= u))
             .collect();
-        match self.flavor {
-            Flavor::Dipl => {
-                let Some(&last) = known.last() else {
-                    return Ok(Vec::new());
-                };
-                let spp = self.geo.spp as u16;
-                let page_first = last - last % spp;
-                let lead: Vec<u16> =
-                    (page_first.max(self.blocks[&b].log_start as u16 * spp)..=last).collect();
-                let mut got = self.read_sectors(b, &lead)?;
-                let lp = self.linear(b, (last / spp) as u32);
-                let tail = got
-                    .remove(&last)
-                    .ok_or_else(|| Error::corruption(NAND_FILE, Some(lp), "log sector missing"))?;
-                let earlier = tail.earlier();
-                let mut want: Vec<u16> = earlier.clone();
-                want.push(last);
-                if want != known || tail.owner != id {
-                    return Err(Error::corruption(
-                        NAND_FILE,
-                        Some(lp),
-                        format!(
-                            "log sector {last} of block {b}: owner {} and LSLM {earlier:?} disagree with node {id}'s sectors {known:?}",
-                            tail.owner
-                        ),
-                    ));
-                }
-                let rest: Vec<u16> = earlier
-                    .iter()
-                    .copied()
-                    .filter(|&s| !got.contains_key(&s))
-                    .collect();
-                let mut more = self.read_sectors(b, &rest)?;
-                let mut out = Vec::with_capacity(want.len());
-                for s in earlier {
-                    let sec = got
-                        .remove(&s)
-                        .or_else(|| more.remove(&s))
-                        .ok_or_else(|| Error::corruption(NAND_FILE, None, "log sector missing"))?;
-                    if sec.owner != id {
-                        return Err(Error::corruption(
-                            NAND_FILE,
-                            Some(self.linear(b, (s / spp) as u32)),
-                            format!(
-                                "log sector {s} of block {b} belongs to node {}, not {id}",
-                                sec.owner
-                            ),
-                        ));
-                    }
-                    out.push(sec);
-                }
-                out.push(tail);
-                Ok(out)
-            }
-            Flavor::Ipl => {
-                let (log_start, next) = (self.blocks[&b].log_start, self.blocks[&b].next_sector);
-                let start = log_start as u16 * self.geo.spp as u16;
-                let all: Vec<u16> = (start..next).collect();
-                let got = self.read_sectors(b, &all)?;
-                let mut out = Vec::new();
-                for (s, sec) in got {
-                    if sec.owner == id {
-                        out.push(sec);
-                    } else if known.contains(&s) {
-                        return Err(Error::corruption(
-                            NAND_FILE,
-                            Some(self.linear(b, s as u32 / self.geo.spp)),
-                            format!("log sector {s} of block {b} should belong to node {id}"),
-                        ));
-                    }
-                }
-                if out.len() != known.len() {
-                    return Err(Error::corruption(
-                        NAND_FILE,
-                        Some(self.linear(b, log_start)),
-                        format!(
-                            "block {b} holds {} log sectors of node {id}, expected {}",
-                            out.len(),
-                            known.len()
-                        ),
-                    ));
-                }
-                Ok(out)
-            }
-        }
+        P::node_log(self, b, id, &known)
     }
 
     /// The current version of node `id` as stored on flash (base + its log records).
@@ -234,7 +149,7 @@ impl Core {
     /// one (partial) program. The caller made sure they fit.
     pub fn write_sectors(&mut self, b: u32, items: &[(u64, &[u8])]) -> Result<()> {
         let gen = self.log.generation();
-        let dipl = self.flavor == Flavor::Dipl;
+        let dipl = P::LLSD;
         let mut encoded: Vec<(u16, [u8; SECTOR])> = Vec::with_capacity(items.len());
         for &(owner, recs) in items {
             let blk = self.block_mut(b)?;
@@ -403,11 +318,7 @@ impl Core {
             if g.is_empty() {
                 continue;
             }
-            let log_start = match self.flavor {
-                Flavor::Dipl => g.len() as u32 * np,
-                Flavor::Ipl => self.geo.ipl_log_start,
-            };
-            let nb = self.new_block(log_start)?;
+            let nb = self.new_block(P::log_start(&self.geo, g.len() as u32))?;
             let mut members = Vec::with_capacity(g.len());
             for (slot, &i) in g.iter().enumerate() {
                 let id = ids[i];
@@ -430,16 +341,13 @@ impl Core {
             let blk = self.block_mut(nb)?;
             blk.write_point = members.len() as u32 * np;
             blk.members = members;
-            if self.flavor == Flavor::Ipl && self.alloc_block == Some(b) {
+            if P::ALLOC_BLOCK && self.alloc_block == Some(b) {
                 self.alloc_block = Some(nb);
             }
         }
         self.release_block(b)?;
         match why {
-            Rebuild::Cleanse => match self.flavor {
-                Flavor::Dipl => self.counters.block_cleansings += 1,
-                Flavor::Ipl => self.counters.block_merges += 1,
-            },
+            Rebuild::Cleanse => self.counters.block_cleansings += 1,
             Rebuild::Split => self.counters.block_splits += 1,
             Rebuild::Global => {}
             Rebuild::Recovery => self.counters.recovery_rebuilds += 1,

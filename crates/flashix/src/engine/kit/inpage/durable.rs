@@ -1,4 +1,4 @@
-//! Creation, checkpoints and recovery of the IPL / d-IPL core (DESIGN.md, Contract 3).
+//! Creation, checkpoints and recovery of the in-page logging core (DESIGN.md, Contract 3).
 //!
 //! The durable state is *checkpoint + logical redo WAL*:
 //! - A checkpoint writes the log sector of every dirty frame, so that flash holds the
@@ -12,22 +12,23 @@
 //!   listed block after the checkpoint lie beyond the sectors it covers.
 //! - Every `Db` operation is logged in the WAL before it is applied; `flush` syncs the WAL.
 //! - Recovery opens the NAND (every completed program survives a power cut, one may be
-//!   torn), takes the blocks of the manifest, rebuilds each node's log sector list from the
-//!   on-flash LLSD and LSLM (d-IPL) or by reading the log area (IPL), and rebuilds every
+//!   torn), takes the blocks of the manifest, rebuilds each node's log sector list from
+//!   flash ([`LogPolicy::recover_sectors`]: d-IPL from the LLSD and LSLM, IPL by reading
+//!   the log area), and rebuilds every
 //!   listed block that holds any programmed sector the checkpoint does not cover (appends
 //!   after the checkpoint, a torn program) into fresh blocks — which yields exactly the
 //!   checkpoint's contents. Blocks not listed are free; one left programmed is erased when
 //!   it is allocated. The WAL is then replayed and a checkpoint taken.
 
-use super::core::{Block, Core, Counters, Flavor, Geometry, Member, Place};
+use super::core::{Block, Config, Core, Counters, Geometry, Member, Place};
 use super::flash::Rebuild;
 use super::format::{self, NodeImage, NAND_FILE};
+use super::policy::LogPolicy;
 use crate::durable::wal::{LogicalOp, Record};
 use crate::durable::{Log, Manifest};
 use crate::error::{Error, Result};
 use crate::io::alloc::AllocState;
 use crate::io::Storage;
-use crate::kind::EngineKind;
 use crate::options::{DeviceSpec, Options};
 use crate::sim::{Nand, NandConfig, PageAddr};
 use serde::{Deserialize, Serialize};
@@ -48,7 +49,8 @@ struct BlockState {
 /// The engine state saved in the manifest.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct State {
-    flavor: Flavor,
+    /// [`LogPolicy::TAG`] (serialized as the former `Flavor` enum was: `"Ipl"`, `"Dipl"`).
+    flavor: String,
     root: u64,
     height: u32,
     next_id: u64,
@@ -62,20 +64,11 @@ struct State {
 /// sub-options' blocks and pages per block and the index's page size, whose pages take one
 /// partial program per sector (the default's 4 for 2 KiB pages; 8 for 4 KiB pages, so that
 /// IPL can write its log a sector at a time as on the paper's NAND).
-fn nand_config(flavor: Flavor, opts: &Options) -> NandConfig {
+fn nand_config(cfg: &Config, opts: &Options) -> NandConfig {
     if let DeviceSpec::RawNand(cfg) = &opts.device {
         return cfg.clone();
     }
-    let (blocks, ppb) = match flavor {
-        Flavor::Ipl => {
-            let o = opts.ipl_options();
-            (o.nand_blocks, o.pages_per_block)
-        }
-        Flavor::Dipl => {
-            let o = opts.dipl_options();
-            (o.nand_blocks, o.pages_per_block)
-        }
-    };
+    let (blocks, ppb) = (cfg.nand_blocks, cfg.pages_per_block);
     let defaults = NandConfig::default();
     NandConfig {
         page_bytes: opts.page_size,
@@ -88,14 +81,9 @@ fn nand_config(flavor: Flavor, opts: &Options) -> NandConfig {
     }
 }
 
-/// Check the options of an IPL or d-IPL index.
-pub fn validate(opts: &Options) -> Result<()> {
-    let flavor = if opts.engine() == EngineKind::IplBTree {
-        Flavor::Ipl
-    } else {
-        Flavor::Dipl
-    };
-    let cfg = nand_config(flavor, opts);
+/// Check the options of an index of policy `P`, whose own options give `config`.
+pub fn validate<P: LogPolicy>(opts: &Options, config: &Config) -> Result<()> {
+    let cfg = nand_config(config, opts);
     if cfg.page_bytes != opts.page_size {
         return Err(Error::InvalidOptions(format!(
             "{}: the RawNand device's NAND page of {} bytes differs from the page size {}; \
@@ -107,15 +95,15 @@ pub fn validate(opts: &Options) -> Result<()> {
         )));
     }
     cfg.validate()?;
-    Geometry::new(flavor, opts, &cfg).map(|_| ())
+    Geometry::new::<P>(config, opts, &cfg).map(|_| ())
 }
 
-impl Core {
-    fn empty(flavor: Flavor, opts: Options, nand: Nand, log: Log) -> Result<Core> {
-        let geo = Geometry::new(flavor, &opts, nand.config())?;
+impl<P: LogPolicy> Core<P> {
+    fn empty(config: &Config, opts: Options, nand: Nand, log: Log) -> Result<Core<P>> {
+        let geo = Geometry::new::<P>(config, &opts, nand.config())?;
         let free = (0..nand.config().blocks).collect();
         Ok(Core {
-            flavor,
+            policy: std::marker::PhantomData,
             geo,
             nand,
             log,
@@ -139,17 +127,13 @@ impl Core {
     }
 
     /// A new index: formats the NAND and writes an empty root leaf in a block of its own.
-    pub fn create(flavor: Flavor, storage: Storage, opts: Options) -> Result<Core> {
-        let cfg = nand_config(flavor, &opts);
-        Geometry::new(flavor, &opts, &cfg)?;
+    pub fn create(storage: Storage, opts: Options, config: &Config) -> Result<Core<P>> {
+        let cfg = nand_config(config, &opts);
+        Geometry::new::<P>(config, &opts, &cfg)?;
         let nand = Nand::create(storage.device, cfg)?;
         let log = Log::create(storage.vfs, crate::options::record::encode(&opts)?)?;
-        let mut c = Core::empty(flavor, opts, nand, log)?;
-        let log_start = match flavor {
-            Flavor::Dipl => c.geo.np,
-            Flavor::Ipl => c.geo.ipl_log_start,
-        };
-        let b = c.new_block(log_start)?;
+        let mut c = Core::empty(config, opts, nand, log)?;
+        let b = c.new_block(P::log_start(&c.geo, 1))?;
         let img = NodeImage {
             level: 0,
             entries: Vec::new(),
@@ -167,7 +151,7 @@ impl Core {
         });
         blk.write_point = np;
         c.location.insert(c.root, b);
-        if flavor == Flavor::Ipl {
+        if P::ALLOC_BLOCK {
             c.alloc_block = Some(b);
         }
         c.checkpoint()?;
@@ -176,7 +160,7 @@ impl Core {
 
     fn state(&self) -> serde_json::Value {
         serde_json::json!(State {
-            flavor: self.flavor,
+            flavor: P::TAG.to_string(),
             root: self.root,
             height: self.height,
             next_id: self.next_id,
@@ -228,18 +212,19 @@ impl Core {
 
     /// Reopen: the checkpoint's blocks, then the WAL replayed (module doc).
     pub fn open(
-        flavor: Flavor,
         storage: Storage,
         manifest: Manifest,
         options: Options,
-    ) -> Result<(Core, Vec<LogicalOp>)> {
+        config: &Config,
+    ) -> Result<(Core<P>, Vec<LogicalOp>)> {
         let bad = |d: String| Error::corruption("MANIFEST", None, d);
         let state: State = serde_json::from_value(manifest.engine.clone())
-            .map_err(|e| bad(format!("bad {} state: {e}", flavor.kind().name())))?;
-        if state.flavor != flavor {
+            .map_err(|e| bad(format!("bad {} state: {e}", P::KIND.name())))?;
+        if state.flavor != P::TAG {
             return Err(bad(format!(
-                "state of {:?}, expected {flavor:?}",
-                state.flavor
+                "state of {}, expected {}",
+                state.flavor,
+                P::TAG
             )));
         }
         let Storage { device, vfs } = storage;
@@ -249,7 +234,7 @@ impl Core {
                 return Err(Error::InvalidOptions(format!(
                     "{}: the medium in {NAND_FILE} holds NAND geometry {:?}, the manifest's \
                      RawNand device says {cfg:?}",
-                    flavor.kind().name(),
+                    P::KIND.name(),
                     nand.config()
                 )));
             }
@@ -263,7 +248,7 @@ impl Core {
                 Record::Image(..) => None,
             })
             .collect();
-        let mut c = Core::empty(flavor, options, nand, log)?;
+        let mut c = Core::empty(config, options, nand, log)?;
         if state.height == 0 {
             return Err(bad("height 0".into()));
         }
@@ -329,78 +314,23 @@ impl Core {
         let Some(last) = blk.last_sector else {
             return Ok(());
         };
+        P::recover_sectors(self, b, last)
+    }
+
+    /// Read log sector `s` of block `b` (one sector read).
+    pub fn read_sector(&mut self, b: u32, s: u16) -> Result<format::LogSector> {
         let spp = self.geo.spp as u16;
-        let read = |c: &mut Core, s: u16| -> Result<format::LogSector> {
-            let mut buf = vec![0u8; format::SECTOR];
-            c.nand.read_sectors(
-                PageAddr {
-                    block: b,
-                    page: (s / spp) as u32,
-                },
-                (s % spp) as u32,
-                &mut buf,
-                &mut [],
-            )?;
-            format::decode_sector(&buf, c.linear(b, (s / spp) as u32), s)
-        };
-        let lp = self.linear(b, blk.log_start);
-        match self.flavor {
-            Flavor::Dipl => {
-                // §5.1: the LLSD of the last sector names each member's last sector, whose
-                // LSLM names its earlier ones.
-                let llsd = read(self, last)?.llsd;
-                let n = self.blocks[&b].members.len();
-                if llsd.len() != n {
-                    return Err(Error::corruption(
-                        NAND_FILE,
-                        Some(lp),
-                        format!(
-                            "LLSD of block {b} has {} entries for {n} members",
-                            llsd.len()
-                        ),
-                    ));
-                }
-                for (j, &s) in llsd.iter().enumerate() {
-                    if s == format::NO_SECTOR {
-                        continue;
-                    }
-                    let sec = read(self, s)?;
-                    let node = self.blocks[&b].members[j].node;
-                    if sec.owner != node {
-                        return Err(Error::corruption(
-                            NAND_FILE,
-                            Some(lp),
-                            format!(
-                                "LLSD of block {b} names sector {s} of node {} for node {node}",
-                                sec.owner
-                            ),
-                        ));
-                    }
-                    let mut list = sec.earlier();
-                    list.push(s);
-                    self.block_mut(b)?.members[j].sectors = list;
-                }
-            }
-            Flavor::Ipl => {
-                let start = blk.log_start as u16 * spp;
-                for s in start..=last {
-                    let sec = read(self, s)?;
-                    let blk = self.block_mut(b)?;
-                    let pos = blk.pos(sec.owner).ok_or_else(|| {
-                        Error::corruption(
-                            NAND_FILE,
-                            Some(lp),
-                            format!(
-                                "log sector {s} of block {b} belongs to node {}, not a member",
-                                sec.owner
-                            ),
-                        )
-                    })?;
-                    blk.members[pos].sectors.push(s);
-                }
-            }
-        }
-        Ok(())
+        let mut buf = vec![0u8; format::SECTOR];
+        self.nand.read_sectors(
+            PageAddr {
+                block: b,
+                page: (s / spp) as u32,
+            },
+            (s % spp) as u32,
+            &mut buf,
+            &mut [],
+        )?;
+        format::decode_sector(&buf, self.linear(b, (s / spp) as u32), s)
     }
 
     /// True if block `b` holds a programmed sector the checkpoint does not cover.

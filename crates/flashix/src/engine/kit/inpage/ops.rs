@@ -1,7 +1,8 @@
 //! The `Engine` operations of the core: logged mutations (WAL first, then the tree), range
 //! scans, checkpoints when due, and statistics.
 
-use super::core::{Core, Flavor};
+use super::core::Core;
+use super::policy::LogPolicy;
 use crate::durable::{Log, Logged};
 use crate::engine::RangeCursor;
 use crate::error::Result;
@@ -13,7 +14,7 @@ const RESERVE_BLOCKS: usize = 24;
 
 /// The log cycle of the IPL and d-IPL B+-trees ([`Logged`]): their checkpoint makes flash
 /// current and switches the manifest ([`Core::checkpoint`]).
-impl Logged for Core {
+impl<P: LogPolicy> Logged for Core<P> {
     fn log(&mut self) -> &mut Log {
         &mut self.log
     }
@@ -58,7 +59,7 @@ impl Logged for Core {
     }
 }
 
-impl Core {
+impl<P: LogPolicy> Core<P> {
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
         crate::engine::delete_range_by_scan(
             self,
@@ -125,10 +126,7 @@ impl Core {
             })
             .max()
             .unwrap_or(0) as u64;
-        let cleansings = match self.flavor {
-            Flavor::Dipl => ("block_cleansings", c.block_cleansings),
-            Flavor::Ipl => ("block_merges", c.block_merges),
-        };
+        let cleansings = (P::CLEANSE_COUNTER, c.block_cleansings);
         let engine_counters = counters(&[
             ("entries", self.entries),
             ("height", self.height as u64),
@@ -173,7 +171,7 @@ impl Core {
         let _ = page;
         let wal = self.log.stats();
         Stats {
-            engine: self.flavor.kind(),
+            engine: P::KIND,
             device,
             buffer: BufferStats {
                 capacity_bytes: (self.geo.frames * self.geo.node_bytes) as u64,

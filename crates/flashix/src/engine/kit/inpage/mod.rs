@@ -1,0 +1,104 @@
+//! The in-page logging kit: the core the IPL B+-tree (`engine::ipl`) and the d-IPL
+//! B+-tree (`engine::dipl`) share on raw NAND flash ([`crate::sim::Nand`]).
+//! The kit imports no engine: an engine gives it a [`Config`] (the numbers of its own
+//! options) and a [`LogPolicy`] (what the scheme decides), and wraps a [`Core`].
+//!
+//! # Scheme
+//! Every erase block holds nodes (data pages, `node_bytes` each) followed by a log area of
+//! 512-byte log sectors; where the log area starts is the policy's
+//! ([`LogPolicy::log_start`]). A buffer frame that becomes dirty gets an in-memory log
+//! sector collecting physiological records of its changes; the sector (never the node) is
+//! written to the log area of the node's block when the frame is evicted (Rule 1) or the
+//! sector is full (Rule 2). A node read reads its base (a node image, or for a node whose
+//! base is a log record — a d-IPL ghost, an IPL node written as physical records — its
+//! first record) and applies its log records; how its sectors are found is the policy's
+//! ([`LogPolicy::node_log`]). A block whose log area is full is **rebuilt**: every node's
+//! current version is written to a fresh block and the old one is erased (IPL merge, d-IPL
+//! cleansing). A full node is split by the policy ([`LogPolicy::split`]). Deletions are log
+//! records; underflow is allowed and nodes are not merged; an empty node is released at
+//! its block's rebuild when its parent is buffered and keeps another child (§4.4).
+//!
+//! # On-flash format
+//! Node images, log sectors and records: [`format`]. The block table (members, log area
+//! position, sectors written) and the root are in the manifest at each checkpoint, with the
+//! policy's tag ([`LogPolicy::TAG`]) in the state's `flavor` field.
+//!
+//! # Invariants (checked by `check_integrity`, plus the policy's own)
+//! 1. The NAND rules hold ([`crate::sim::Nand::check`]): erase before program, in-order
+//!    pages, at most 4 partial programs per page.
+//! 2. Blocks in use, pending erase and free partition the NAND; each node is a member of
+//!    exactly one block; a block holds at most its `max_members`; images lie before the
+//!    log area; every ghost has a log sector.
+//! 3. B+-tree order: keys strictly increase in a node and lie within the fences of its
+//!    parent; levels decrease by one; internal nodes have at least one child; every
+//!    stored node is reachable exactly once; the entry count matches the leaves.
+//! 4. Each buffered node equals its flash version (base + log sectors) plus its in-memory
+//!    log sector.
+//!
+//! # Durability
+//! Logical redo WAL with group commit on `flush`, checkpoints that make flash current and
+//! switch the manifest, deferred erase of blocks the last checkpoint references, and
+//! recovery that rebuilds blocks holding programs newer than the checkpoint: [`durable`].
+//!
+//! # Memory
+//! `buffer_frames` frames of one node plus one log sector each, the block table, and the
+//! node -> block and node -> parent maps (a few dozen bytes per node).
+
+mod check;
+pub(crate) mod core;
+pub(crate) mod durable;
+pub(crate) mod flash;
+pub(crate) mod format;
+mod ops;
+pub(crate) mod policy;
+
+pub(crate) use self::core::{Config, Core};
+pub(crate) use durable::validate;
+pub(crate) use policy::LogPolicy;
+
+/// The `Engine` methods of an engine that wraps a [`Core`] in a field `core`.
+macro_rules! core_engine_methods {
+    () => {
+        fn insert(&mut self, key: u64, value: u64) -> $crate::error::Result<()> {
+            $crate::durable::Logged::logged(
+                &mut self.core,
+                $crate::durable::LogicalOp::Insert(key, value),
+            )
+        }
+        fn delete(&mut self, key: u64) -> $crate::error::Result<()> {
+            $crate::durable::Logged::logged(&mut self.core, $crate::durable::LogicalOp::Delete(key))
+        }
+        fn get(&mut self, key: u64) -> $crate::error::Result<Option<u64>> {
+            self.core.get(key)
+        }
+        fn scan(
+            &mut self,
+            cur: &mut $crate::engine::RangeCursor,
+            out: &mut Vec<(u64, u64)>,
+        ) -> $crate::error::Result<()> {
+            self.core.scan(cur, out)
+        }
+        fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> $crate::error::Result<()> {
+            $crate::durable::Logged::bulk_logged(&mut self.core, sorted)
+        }
+        fn delete_range(&mut self, lo: u64, hi: u64) -> $crate::error::Result<()> {
+            $crate::durable::Logged::logged(
+                &mut self.core,
+                $crate::durable::LogicalOp::DeleteRange(lo, hi),
+            )
+        }
+        fn flush(&mut self) -> $crate::error::Result<()> {
+            self.core.log.sync()
+        }
+        fn close(&mut self) -> $crate::error::Result<()> {
+            self.core.checkpoint()
+        }
+        fn stats(&self) -> $crate::stats::Stats {
+            self.core.stats()
+        }
+        fn check_integrity(&mut self) -> $crate::error::Result<()> {
+            self.core.check()
+        }
+    };
+}
+pub(crate) use core_engine_methods;
