@@ -69,7 +69,12 @@ impl FdTreeModelArgs {
         }
         let page_size = parse_size(&self.page_size).context("--page-size")?;
         let page_size = usize::try_from(page_size).context("--page-size: too large")?;
-        let mut w = FdTreeWorkload::new(self.entries, ps, page_size);
+        let mut w = FdTreeWorkload::new(
+            self.entries,
+            ps,
+            page_size,
+            flashix::FdTreeOptions::entries_per_page(page_size),
+        );
         w.head_tree_bytes = parse_size(&self.head_tree).context("--head-tree")?;
         w.buffer_bytes = parse_size(&self.buffer_pool).context("--buffer-pool")?;
         Ok(w)

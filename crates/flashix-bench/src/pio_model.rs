@@ -85,6 +85,9 @@ pub fn run(args: &PioModelArgs) -> Result<()> {
         memory_bytes: memory,
         bcnt: args.bcnt,
         pio_max: u64::from(flashix::PioOptions::default().pio_max),
+        segment_records: flashix::PioOptions::leaf_segment_records(page_size),
+        node_entries: flashix::PioOptions::internal_node_entries(page_size),
+        opq_entry_bytes: flashix::PIO_OPQ_ENTRY_BYTES,
     };
     let best = pio::choose(&dev, &w)?;
     println!(

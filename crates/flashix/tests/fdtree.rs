@@ -304,8 +304,12 @@ fn unset_k_comes_from_the_cost_model_and_survives_reopen() {
         let o = Options::new(EngineKind::FdTree)
             .buffer_pool_bytes(16 << 20)
             .tuning(tuning.clone());
-        let want = fdtree::default_k(&o, o.fdtree_options().head_tree_bytes).unwrap();
-        let chosen = fdtree::choose(&tuning.device, &fdtree::workload_for(&o, 512 << 10)).unwrap();
+        let f = FdTreeOptions::entries_per_page(o.page_size);
+        let want = o
+            .fdtree_model_k(o.fdtree_options().head_tree_bytes, f)
+            .unwrap();
+        let chosen =
+            fdtree::choose(&tuning.device, &o.fdtree_model_workload(512 << 10, f)).unwrap();
         assert_eq!(u64::from(want), chosen.k);
         let (mut db, dev, vfs) = mem_db(o.clone());
         assert_eq!(counter(&db, "k"), u64::from(want));
@@ -330,7 +334,10 @@ fn unset_k_comes_from_the_cost_model_and_survives_reopen() {
                 search_fraction: p,
                 pio_device: None,
             });
-            u64::from(fdtree::default_k(&o, 512 << 10).unwrap())
+            u64::from(
+                o.fdtree_model_k(512 << 10, FdTreeOptions::entries_per_page(4096))
+                    .unwrap(),
+            )
         })
         .collect();
     assert_ne!(ks[0], ks[1], "the tuning must change the choice");

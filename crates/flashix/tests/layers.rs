@@ -142,7 +142,9 @@ fn crate_paths(code: &str) -> Vec<String> {
         {
             end += 1;
         }
-        if !matches!(before, Some(b) if b.is_ascii_alphanumeric() || b == b'_') {
+        // A use tree's prefix (`crate::a::{b, c}`) is expanded above, not an item.
+        let tree_prefix = bytes.get(end) == Some(&b'{');
+        if !tree_prefix && !matches!(before, Some(b) if b.is_ascii_alphanumeric() || b == b'_') {
             out.push(text[at..end].trim_end_matches(':').to_string());
         }
         i = end;

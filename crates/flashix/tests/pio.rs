@@ -386,7 +386,7 @@ fn a_flipped_bit_in_any_page_is_corruption_naming_the_page() {
 /// the rest (§4.1.3).
 #[test]
 fn unset_sizes_come_from_the_cost_model_and_the_opq_shares_the_budget() {
-    use flashix::cost::pio::{resolve, PioDeviceCosts};
+    use flashix::cost::pio::PioDeviceCosts;
     use flashix::cost::DeviceCosts;
     use flashix::Tuning;
     // Flat read latency up to 8 pages (package-level parallelism) and cheap psync I/O:
@@ -405,7 +405,7 @@ fn unset_sizes_come_from_the_cost_model_and_the_opq_shares_the_budget() {
         let o = Options::new(EngineKind::PioBTree)
             .buffer_pool_bytes(budget)
             .tuning(tuning(search_fraction));
-        let want = resolve(&o).unwrap();
+        let want = PioOptions::resolved(&o).unwrap();
         let (l, q) = (want.leaf_segments.unwrap(), want.opq_bytes.unwrap());
         let (dev, vfs) = (MemDevice::new(4096), MemVfs::new());
         let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
@@ -441,7 +441,7 @@ fn unset_sizes_come_from_the_cost_model_and_the_opq_shares_the_budget() {
             leaf_segments: Some(3),
             ..PioOptions::default()
         });
-    assert_eq!(resolve(&o).unwrap().leaf_segments, Some(3));
+    assert_eq!(PioOptions::resolved(&o).unwrap().leaf_segments, Some(3));
     // An OPQ as large as the budget leaves no pool.
     let o = Options::new(EngineKind::PioBTree)
         .buffer_pool_bytes(budget)

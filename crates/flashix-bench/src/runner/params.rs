@@ -146,7 +146,10 @@ pub(super) fn engine_params(
         " deamortize=off"
     });
     let opts = cfg.options(engine, profile)?;
-    let mut w = fd_model::workload_for(&opts, opts.fdtree_options().head_tree_bytes);
+    let mut w = opts.fdtree_model_workload(
+        opts.fdtree_options().head_tree_bytes,
+        FdTreeOptions::entries_per_page(opts.page_size),
+    );
     w.entries = live.max(1);
     let dev = crate::model::device_costs(profile, cfg.page_size)?;
     let levels = u32::try_from(levels).context("levels")?;

@@ -33,15 +33,6 @@ pub const DEFAULT_BUFFER_BYTES: u64 = 16 << 20;
 /// simulation of a sane shape needs about `k^(l-2)`, at most `n / |L_0|` times a small factor.
 const MAX_SIMULATED_FILLS: u64 = 100_000_000;
 
-/// `f`: entries in a page of `page_size` bytes, as the FD-tree engine lays its pages out
-/// ([`crate::engine::kit::sorted::entry`]: 24-byte entries after a 32-byte header).
-pub fn entries_per_page(page_size: usize) -> u64 {
-    if page_size < 512 {
-        return 0;
-    }
-    crate::engine::kit::sorted::entry::capacity(page_size) as u64
-}
-
 /// An index and its workload, as the cost model sees them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FdTreeWorkload {
@@ -54,7 +45,8 @@ pub struct FdTreeWorkload {
     pub insert_fraction: f64,
     /// `B`: page size in bytes; must equal the [`DeviceCosts`] page size.
     pub page_size: usize,
-    /// `f`: entries per page ([`entries_per_page`] of `page_size` by default).
+    /// `f`: entries per page. The model does not know the engine's page format: the caller
+    /// gives the FD-tree's (or LSM's) capacity for `page_size` (169 for 4 KiB pages).
     pub entries_per_page: u64,
     /// Head tree size in bytes; `|L_0|` = its whole pages times `f`.
     pub head_tree_bytes: u64,
@@ -63,15 +55,20 @@ pub struct FdTreeWorkload {
 }
 
 impl FdTreeWorkload {
-    /// `n` entries, search share `p_s` (insert share `1 - p_s`), page size `B`, with
-    /// `f = entries_per_page(B)`, the paper's 512 KiB head tree and 16 MiB buffer pool.
-    pub fn new(entries: u64, search_fraction: f64, page_size: usize) -> Self {
+    /// `n` entries, search share `p_s` (insert share `1 - p_s`), page size `B` holding
+    /// `f = entries_per_page` entries, the paper's 512 KiB head tree and 16 MiB buffer pool.
+    pub fn new(
+        entries: u64,
+        search_fraction: f64,
+        page_size: usize,
+        entries_per_page: u64,
+    ) -> Self {
         FdTreeWorkload {
             entries,
             search_fraction,
             insert_fraction: 1.0 - search_fraction,
             page_size,
-            entries_per_page: entries_per_page(page_size),
+            entries_per_page,
             head_tree_bytes: DEFAULT_HEAD_TREE_BYTES,
             buffer_bytes: DEFAULT_BUFFER_BYTES,
         }
@@ -440,30 +437,6 @@ pub fn choose(dev: &DeviceCosts, w: &FdTreeWorkload) -> Result<FdTreeChoice> {
     })
 }
 
-/// The workload the model sees for an index created with `opts` whose head tree (or LSM
-/// C0) has `head_tree_bytes`: [`crate::Options::get_tuning`]'s entries and search share,
-/// the index's page size and buffer pool. The engines give their head tree a capacity of
-/// half its pages times f (a tree of half-full leaves stays within its bytes), so the model
-/// is given half the head tree's bytes: its |L_0| is then the engine's.
-pub fn workload_for(opts: &crate::Options, head_tree_bytes: u64) -> FdTreeWorkload {
-    let t = opts.effective_tuning();
-    let mut w = FdTreeWorkload::new(t.expected_entries.max(1), t.search_fraction, opts.page_size);
-    w.head_tree_bytes = head_tree_bytes / 2;
-    w.buffer_bytes = opts.buffer_pool_bytes;
-    w
-}
-
-/// The `k` of an index created with `opts` that leaves it unset: the cost model's choice
-/// (C.3) for [`workload_for`] on the tuning's device.
-pub fn default_k(opts: &crate::Options, head_tree_bytes: u64) -> Result<u32> {
-    let t = opts.effective_tuning();
-    let w = workload_for(opts, head_tree_bytes);
-    let c = choose(&t.device, &w).map_err(|e| {
-        Error::InvalidOptions(format!("choosing k with the FD-tree cost model: {e}"))
-    })?;
-    u32::try_from(c.k).map_err(|_| Error::InvalidOptions(format!("cost model chose k = {}", c.k)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -491,13 +464,14 @@ mod tests {
         (dev, w)
     }
 
+    /// `f` of the FD-tree engine's 4 KiB pages: (4096 - 32) / 24 = 4064 / 24 = 169.3 -> 169
+    /// (checked against the engine's page format by `FdTreeOptions::entries_per_page`).
+    const F_4K: u64 = 169;
+
     #[test]
-    fn entries_per_page_after_envelope() {
-        // (4096 - 32) / 24 = 4064 / 24 = 169.3 -> 169; (2048 - 32) / 24 = 84.
-        assert_eq!(entries_per_page(4096), 169);
-        assert_eq!(entries_per_page(2048), 84);
-        assert_eq!(entries_per_page(10), 0);
-        let w = FdTreeWorkload::new(10_000_000, 0.5, 4096);
+    fn workload_capacities_from_f() {
+        let w = FdTreeWorkload::new(10_000_000, 0.5, 4096, F_4K);
+        assert_eq!(w.entries_per_page, 169);
         // 512 KiB / 4 KiB = 128 pages * 169 = 21 632; 16 MiB / 4 KiB = 4096 pages * 169.
         assert_eq!(w.head_tree_entries(), 21_632.0);
         assert_eq!(w.buffer_entries(), 692_224.0);
@@ -518,7 +492,7 @@ mod tests {
         };
         assert_eq!(levels_for(&w65, 2), 4);
         // 10M entries, |L_0| = 21 632: n / |L_0| = 462.3; 21^2 = 441 < 462.3 <= 22^2 = 484.
-        let big = FdTreeWorkload::new(10_000_000, 0.5, 4096);
+        let big = FdTreeWorkload::new(10_000_000, 0.5, 4096, F_4K);
         assert_eq!(levels_for(&big, 21), 4);
         assert_eq!(levels_for(&big, 22), 3);
         assert_eq!(levels_for(&big, 167), 3);
@@ -658,7 +632,7 @@ mod tests {
     fn search_cost_falls_as_k_grows() {
         let dev = ssd();
         for n in [1_000_000u64, 10_000_000, 100_000_000, 1_000_000_000] {
-            let w = FdTreeWorkload::new(n, 0.5, 4096);
+            let w = FdTreeWorkload::new(n, 0.5, 4096, F_4K);
             // Eq. 1 (no buffer) never rises with k: fewer levels, same page per level.
             let mut prev = f64::INFINITY;
             for (k, l) in candidates(&w) {
@@ -690,7 +664,7 @@ mod tests {
         // n with 3 levels at k = f - 2 (with 2 levels k only bounds the capacity of L_1
         // and Algorithm 5 gives the same cost for every k).
         for n in [10_000_000u64, 30_000_000, 100_000_000] {
-            let w = FdTreeWorkload::new(n, 0.5, 4096);
+            let w = FdTreeWorkload::new(n, 0.5, 4096, F_4K);
             let f = w.entries_per_page;
             let l = levels_for(&w, f - 2);
             assert_eq!(l, 3, "n={n}");
@@ -712,7 +686,7 @@ mod tests {
     fn algorithm5_stays_under_eq9_and_conserves_entries() {
         let dev = ssd();
         for n in [100_000u64, 10_000_000, 300_000_000] {
-            let w = FdTreeWorkload::new(n, 0.5, 4096);
+            let w = FdTreeWorkload::new(n, 0.5, 4096, F_4K);
             for (k, l) in candidates(&w).step_by(7) {
                 let s = simulate_merges(&w, k, l).unwrap();
                 let grown = s.cardinalities[l as usize - 1] - n as f64;
@@ -736,7 +710,7 @@ mod tests {
         let dev = ssd();
         for n in [50_000u64, 10_000_000, 200_000_000] {
             for ps in [0.0, 0.5, 0.9, 1.0] {
-                let w = FdTreeWorkload::new(n, ps, 4096);
+                let w = FdTreeWorkload::new(n, ps, 4096, F_4K);
                 let c = choose(&dev, &w).unwrap();
                 assert!(c.k >= 2 && c.k < w.entries_per_page - 1, "{c:?}");
                 assert_eq!(c.levels, levels_for(&w, c.k));
@@ -761,9 +735,9 @@ mod tests {
         // and search-only picks the fewest levels any valid k gives.
         let dev = ssd();
         for n in [10_000_000u64, 1_000_000_000] {
-            let s = choose(&dev, &FdTreeWorkload::new(n, 1.0, 4096)).unwrap();
-            let i = choose(&dev, &FdTreeWorkload::new(n, 0.0, 4096)).unwrap();
-            let w = FdTreeWorkload::new(n, 1.0, 4096);
+            let s = choose(&dev, &FdTreeWorkload::new(n, 1.0, 4096, F_4K)).unwrap();
+            let i = choose(&dev, &FdTreeWorkload::new(n, 0.0, 4096, F_4K)).unwrap();
+            let w = FdTreeWorkload::new(n, 1.0, 4096, F_4K);
             let fewest = candidates(&w).map(|(_, l)| l).min().unwrap();
             assert_eq!(s.levels, fewest, "n={n}");
             assert!(i.levels >= s.levels, "n={n}: {i:?} {s:?}");

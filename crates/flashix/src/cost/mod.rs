@@ -1,9 +1,16 @@
 //! Cost models that pick engine parameters for a device and a workload (DESIGN.md, Layers:
 //! "cost (FD-tree k, PIO node size and OPQ size, bulk M), fed by a device profile").
 //!
-//! The models take a [`DeviceCosts`]: the few per-page times they need, in the papers'
-//! terms. The library does not read device profiles itself; `flashix-bench` converts the
-//! `DeviceProfile` written by `flashix probe` into a `DeviceCosts`.
+//! This module is a leaf: it takes numbers and a device profile, and imports neither the
+//! options nor any engine. The models take a [`DeviceCosts`] (the few per-page times they
+//! need, in the papers' terms) and a workload of plain numbers, including the capacities of
+//! the engine's pages (FD-tree entries per page, PIO B-tree leaf-segment records and
+//! internal-node entries, OPQ entry bytes), which the caller reads from the engine's page
+//! format. The engines apply the models to their options when an index is created
+//! (`Options::fdtree_model_k` for the FD-tree's and LSM-tree's `k`,
+//! `PioOptions::resolved` for the PIO B-tree's leaf and OPQ sizes). The library does not
+//! read device profiles itself; `flashix-bench` converts the `DeviceProfile` written by
+//! `flashix probe` into a `DeviceCosts`.
 //!
 //! - [`fdtree`]: FD-tree size ratio `k` and number of levels `l` (Li et al., VLDB 2010,
 //!   §4 and Appendix C).

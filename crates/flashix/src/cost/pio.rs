@@ -48,13 +48,9 @@
 //!
 //! All times in microseconds.
 
-use crate::engine::kit::bnode::node;
-use crate::engine::pio::leaf;
 use crate::error::{Error, Result};
-use crate::options::PIO_OPQ_ENTRY_BYTES;
 
 use super::DeviceCosts;
-use crate::options::{Options, PioOptions};
 use serde::{Deserialize, Serialize};
 
 /// Random 4 KiB reads per second at queue depth 32 of the reference SSD (the `flashix
@@ -190,7 +186,8 @@ impl PioDeviceCosts {
     }
 }
 
-/// The workload and budget the choice is for.
+/// The workload and budget the choice is for, and the engine's page capacities (the model
+/// does not know the PIO B-tree's page formats: the caller gives them for the page size).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PioWorkload {
     /// `Ri`: share of updates (inserts, deletes, updates); `Rs = 1 − Ri` are searches.
@@ -203,6 +200,12 @@ pub struct PioWorkload {
     pub bcnt: u64,
     /// `PioMax`: most requests in one psync call.
     pub pio_max: u64,
+    /// `s`: records of one leaf segment (one page).
+    pub segment_records: u64,
+    /// `F`: entries (separators) of one internal node (one page).
+    pub node_entries: u64,
+    /// `e`: bytes of one OPQ entry in memory.
+    pub opq_entry_bytes: u64,
 }
 
 /// The model's cost of one configuration.
@@ -222,10 +225,16 @@ pub struct PioCost {
     pub total_us: f64,
 }
 
-/// Nodes per level, leaves first (Eq. 4, with ceilings).
-pub fn level_nodes(page_size: usize, leaf_segments: usize, entries: u64) -> Vec<f64> {
-    let per_leaf = (leaf::segment_capacity(page_size) * leaf_segments) as f64 * UTILIZATION;
-    let fanout = node::capacity(page_size) as f64 * UTILIZATION;
+/// Nodes per level, leaves first (Eq. 4, with ceilings), for leaves of `leaf_segments`
+/// segments of `segment_records` records and internal nodes of `node_entries` entries.
+pub fn level_nodes(
+    segment_records: u64,
+    node_entries: u64,
+    leaf_segments: usize,
+    entries: u64,
+) -> Vec<f64> {
+    let per_leaf = (segment_records * leaf_segments as u64) as f64 * UTILIZATION;
+    let fanout = node_entries as f64 * UTILIZATION;
     let mut n = (entries.max(1) as f64 / per_leaf).ceil();
     let mut out = vec![n];
     while n > 1.0 {
@@ -279,8 +288,15 @@ pub fn cost(
             "pio cost model: leaf segments, OPQ pages and bcnt must be positive".into(),
         ));
     }
+    if w.segment_records == 0 || w.node_entries < 2 || w.opq_entry_bytes == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "pio cost model: pages of {} records per leaf segment, {} entries per internal \
+             node and OPQ entries of {} bytes leave no tree",
+            w.segment_records, w.node_entries, w.opq_entry_bytes
+        )));
+    }
     let b = dev.page_size;
-    let nodes = level_nodes(b, leaf_segments, w.entries);
+    let nodes = level_nodes(w.segment_records, w.node_entries, leaf_segments, w.entries);
     let pool = w.memory_bytes as f64 / b as f64 - opq_pages as f64;
     let cov = coverage(&nodes, leaf_segments, pool);
     let pr = dev.read_us(1);
@@ -288,7 +304,7 @@ pub fn cost(
     let search_us: f64 = (0..nodes.len())
         .map(|l| (1.0 - cov[l]) * if l == 0 { prl } else { pr })
         .sum();
-    let queued = opq_pages as f64 * b as f64 / PIO_OPQ_ENTRY_BYTES as f64;
+    let queued = opq_pages as f64 * b as f64 / w.opq_entry_bytes as f64;
     let batch = (w.bcnt as f64).min(queued);
     let mut update_us = 0.0;
     for (l, &n) in nodes.iter().enumerate() {
@@ -303,7 +319,7 @@ pub fn cost(
             update_us += dev.psync_write_at(group) * r;
         }
     }
-    let records = (leaf::segment_capacity(b) * leaf_segments) as f64;
+    let records = (w.segment_records * leaf_segments as u64) as f64;
     update_us +=
         (prl + leaf_segments as f64 * dev.psync_write_us) / (records * (1.0 - UTILIZATION));
     let total_us = (1.0 - w.insert_ratio) * search_us + w.insert_ratio * update_us;
@@ -365,46 +381,6 @@ pub fn choose_within(
     })
 }
 
-/// `opts.pio` with `leaf_segments` and `opq_bytes` decided: the given ones, else the
-/// model's choice (§3.6: "PIO B-tree is able to automatically tune itself by using (10)
-/// when it is initially built") for [`Options::get_tuning`]: its PIO device profile (or
-/// one derived from its device costs), `N` = its expected entries, `Ri` = 1 − its search
-/// share, and `M` = the options' memory budget ([`Options::get_buffer_pool_bytes`], which
-/// the OPQ shares with the pool).
-pub fn resolve(opts: &Options) -> Result<PioOptions> {
-    let mut o = opts.pio_options();
-    if o.leaf_segments.is_some() && o.opq_bytes.is_some() {
-        return Ok(o);
-    }
-    let t = opts.effective_tuning();
-    let dev = match t.pio_device {
-        Some(d) => d,
-        None => PioDeviceCosts::derived(&t.device)?,
-    };
-    let page = opts.page_size;
-    if dev.page_size() != page {
-        return Err(Error::InvalidOptions(format!(
-            "the tuning's PIO device profile is for {}-byte pages, the index has {page}-byte pages",
-            dev.page_size()
-        )));
-    }
-    let w = PioWorkload {
-        insert_ratio: 1.0 - t.search_fraction,
-        entries: t.expected_entries.max(1),
-        memory_bytes: opts.buffer_pool_bytes,
-        bcnt: u64::from(o.bcnt.max(1)),
-        pio_max: u64::from(o.pio_max.max(1)),
-    };
-    let fixed_opq = o.opq_bytes.map(|b| (b / page as u64).max(1));
-    let c =
-        choose_within(&dev, &w, o.leaf_segments.map(|l| l as usize), fixed_opq).map_err(|e| {
-            Error::InvalidOptions(format!("choosing the PIO B-tree's leaf and OPQ size: {e}"))
-        })?;
-    o.leaf_segments.get_or_insert(c.leaf_segments as u32);
-    o.opq_bytes.get_or_insert(c.opq_pages * page as u64);
-    Ok(o)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -412,6 +388,16 @@ mod tests {
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-6
     }
+
+    /// The PIO B-tree's page capacities (checked against its page formats in
+    /// `engine::pio`): 512-byte pages hold (512 - 32) / 17 = 28 leaf records and
+    /// (512 - 32) / 16 = 30 internal entries; 4 KiB pages (4096 - 32) / 17 = 239 and
+    /// (4096 - 32) / 16 = 254. An OPQ entry takes 24 bytes (`PIO_OPQ_ENTRY_BYTES`).
+    const S_512: u64 = 28;
+    const F_512: u64 = 30;
+    const S_4K: u64 = 239;
+    const F_4K: u64 = 254;
+    const OPQ_ENTRY: u64 = 24;
 
     fn flat_dev() -> PioDeviceCosts {
         PioDeviceCosts::new(512, vec![100.0], 200.0, 20.0, 40.0).unwrap()
@@ -422,10 +408,10 @@ mod tests {
         // 512-byte pages: 28 records per segment, 30 separators per internal node.
         // E_L = 28 · 0.7 = 19.6; F' = 30 · 0.7 = 21.
         // 8643 entries: ⌈8643 / 19.6⌉ = 441 leaves, ⌈441 / 21⌉ = 21, then the root.
-        assert_eq!(level_nodes(512, 1, 8643), vec![441.0, 21.0, 1.0]);
+        assert_eq!(level_nodes(S_512, F_512, 1, 8643), vec![441.0, 21.0, 1.0]);
         // Two segments: E_L = 39.2: ⌈220.5⌉ = 221 leaves, ⌈10.52⌉ = 11, root.
-        assert_eq!(level_nodes(512, 2, 8643), vec![221.0, 11.0, 1.0]);
-        assert_eq!(level_nodes(512, 1, 1), vec![1.0]);
+        assert_eq!(level_nodes(S_512, F_512, 2, 8643), vec![221.0, 11.0, 1.0]);
+        assert_eq!(level_nodes(S_512, F_512, 1, 1), vec![1.0]);
     }
 
     #[test]
@@ -453,6 +439,9 @@ mod tests {
             memory_bytes: 68_224,
             bcnt: 5000,
             pio_max: 64,
+            segment_records: S_512,
+            node_entries: F_512,
+            opq_entry_bytes: OPQ_ENTRY,
         };
         let c = cost(&flat_dev(), &w, 1, 1).unwrap();
         assert_eq!(c.height, 3);
@@ -503,6 +492,9 @@ mod tests {
             memory_bytes: 16 << 20,
             bcnt: 5000,
             pio_max: 64,
+            segment_records: S_4K,
+            node_entries: F_4K,
+            opq_entry_bytes: OPQ_ENTRY,
         };
         // Reads of 1..8 pages: flat latency (package-level parallelism) vs linear.
         let flat = PioDeviceCosts::new(4096, vec![100.0; 8], 200.0, 10.0, 20.0).unwrap();
@@ -558,6 +550,9 @@ mod tests {
             memory_bytes: 1 << 20,
             bcnt: 1,
             pio_max: 64,
+            segment_records: S_4K,
+            node_entries: F_4K,
+            opq_entry_bytes: OPQ_ENTRY,
         };
         assert!(cost(&p, &w, 1, 1).is_err());
     }

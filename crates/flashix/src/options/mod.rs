@@ -183,6 +183,51 @@ impl Options {
             .unwrap_or_else(|| Tuning::reference(self.page_size))
     }
 
+    /// The FD-tree cost model's workload ([`crate::cost::fdtree::FdTreeWorkload`]) for an
+    /// FD-tree or LSM-tree created with these options whose head tree (or LSM C0) has
+    /// `head_tree_bytes` and whose pages hold `entries_per_page` entries (`f`: the engine's
+    /// page format, [`FdTreeOptions::entries_per_page`]): [`Options::effective_tuning`]'s
+    /// expected entries (at least 1) and search share, the page size and the buffer pool.
+    /// The engines give their head tree a capacity of half its pages times f (a tree of
+    /// half-full leaves stays within its bytes), so the model is given half the head tree's
+    /// bytes: its |L_0| is then the engine's.
+    pub fn fdtree_model_workload(
+        &self,
+        head_tree_bytes: u64,
+        entries_per_page: u64,
+    ) -> crate::cost::fdtree::FdTreeWorkload {
+        let t = self.effective_tuning();
+        let mut w = crate::cost::fdtree::FdTreeWorkload::new(
+            t.expected_entries.max(1),
+            t.search_fraction,
+            self.page_size,
+            entries_per_page,
+        );
+        w.head_tree_bytes = head_tree_bytes / 2;
+        w.buffer_bytes = self.buffer_pool_bytes;
+        w
+    }
+
+    /// The `k` an FD-tree or LSM-tree created with these options gets when its `k` is unset:
+    /// the cost model's choice (FD-tree paper, App. C.3; [`crate::cost::fdtree::choose`])
+    /// for [`Options::fdtree_model_workload`] on the tuning's device. The LSM-tree takes the
+    /// FD-tree's rule with its C0 as the head tree (App. D: "the same as the k value in
+    /// FD-tree").
+    pub fn fdtree_model_k(
+        &self,
+        head_tree_bytes: u64,
+        entries_per_page: u64,
+    ) -> crate::error::Result<u32> {
+        use crate::error::Error;
+        let t = self.effective_tuning();
+        let w = self.fdtree_model_workload(head_tree_bytes, entries_per_page);
+        let c = crate::cost::fdtree::choose(&t.device, &w).map_err(|e| {
+            Error::InvalidOptions(format!("choosing k with the FD-tree cost model: {e}"))
+        })?;
+        u32::try_from(c.k)
+            .map_err(|_| Error::InvalidOptions(format!("cost model chose k = {}", c.k)))
+    }
+
     /// Replace the engine's own options when they are for this engine; options for another
     /// engine are ignored (so that one builder chain can carry every engine's settings, as
     /// `flashix bench` does).

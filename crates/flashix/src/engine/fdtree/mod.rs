@@ -163,11 +163,24 @@ pub fn validate(opts: &Options) -> Result<()> {
     Ok(())
 }
 
+impl FdTreeOptions {
+    /// `f`: entries in an FD-tree page of `page_size` bytes (24-byte entries after a 32-byte
+    /// header: 169 for 4 KiB pages), 0 below 512 bytes; the number the FD-tree cost model
+    /// takes ([`crate::cost::fdtree::FdTreeWorkload::entries_per_page`],
+    /// [`Options::fdtree_model_workload`]). The LSM-tree's pages hold as many.
+    pub fn entries_per_page(page_size: usize) -> u64 {
+        if page_size < 512 {
+            return 0;
+        }
+        entry::capacity(page_size) as u64
+    }
+}
+
 /// `opts` with `k` decided: the given one, else the cost model's (§4, App. C.3).
 fn resolve(opts: Options) -> Result<Options> {
     let mut o = opts.fdtree_options();
     if o.k.is_none() {
-        o.k = Some(crate::cost::fdtree::default_k(&opts, o.head_tree_bytes)?);
+        o.k = Some(opts.fdtree_model_k(o.head_tree_bytes, entry::capacity(opts.page_size) as u64)?);
     }
     Ok(opts.fdtree(o))
 }
@@ -578,5 +591,18 @@ impl Engine for FdTree {
 
     fn check_integrity(&mut self) -> Result<()> {
         self.check()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FdTreeOptions;
+
+    #[test]
+    fn entries_per_page_after_envelope() {
+        // (4096 - 32) / 24 = 4064 / 24 = 169.3 -> 169; (2048 - 32) / 24 = 84.
+        assert_eq!(FdTreeOptions::entries_per_page(4096), 169);
+        assert_eq!(FdTreeOptions::entries_per_page(2048), 84);
+        assert_eq!(FdTreeOptions::entries_per_page(10), 0);
     }
 }

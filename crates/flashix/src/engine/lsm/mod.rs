@@ -159,7 +159,7 @@ pub fn validate(opts: &Options) -> Result<()> {
 fn resolve(opts: Options) -> Result<Options> {
     let mut o = opts.lsm_options();
     if o.k.is_none() {
-        o.k = Some(crate::cost::fdtree::default_k(&opts, o.c0_bytes)?);
+        o.k = Some(opts.fdtree_model_k(o.c0_bytes, entry::capacity(opts.page_size) as u64)?);
     }
     Ok(opts.lsm(o))
 }

@@ -120,6 +120,72 @@ struct Counters {
     opq_hits: u64,
 }
 
+impl PioOptions {
+    /// `s`: records of one leaf segment of `page_size` bytes (239 for 4 KiB pages), 0
+    /// below 512 bytes; a number the PIO cost model takes
+    /// ([`crate::cost::pio::PioWorkload::segment_records`]).
+    pub fn leaf_segment_records(page_size: usize) -> u64 {
+        if page_size < 512 {
+            return 0;
+        }
+        leaf::segment_capacity(page_size) as u64
+    }
+
+    /// `F`: entries of one internal node of `page_size` bytes (254 for 4 KiB pages), 0
+    /// below 512 bytes ([`crate::cost::pio::PioWorkload::node_entries`]).
+    pub fn internal_node_entries(page_size: usize) -> u64 {
+        if page_size < 512 {
+            return 0;
+        }
+        node::capacity(page_size) as u64
+    }
+
+    /// `opts`' PIO options with `leaf_segments` and `opq_bytes` decided: the given ones,
+    /// else the cost model's choice (§3.6: "PIO B-tree is able to automatically tune itself
+    /// by using (10) when it is initially built"; [`crate::cost::pio::choose_within`]) for
+    /// [`Options::effective_tuning`]: its PIO device profile (or one derived from its device
+    /// costs), `N` = its expected entries, `Ri` = 1 − its search share, `M` = the options'
+    /// memory budget ([`Options::buffer_pool_bytes`], which the OPQ shares with the pool),
+    /// and this engine's page capacities. [`crate::Db::create`] saves the result in the
+    /// manifest.
+    pub fn resolved(opts: &Options) -> Result<PioOptions> {
+        use crate::cost::pio::{choose_within, PioDeviceCosts, PioWorkload};
+        let mut o = opts.pio_options();
+        if o.leaf_segments.is_some() && o.opq_bytes.is_some() {
+            return Ok(o);
+        }
+        let t = opts.effective_tuning();
+        let dev = match t.pio_device {
+            Some(d) => d,
+            None => PioDeviceCosts::derived(&t.device)?,
+        };
+        let page = opts.page_size;
+        if dev.page_size() != page {
+            return Err(Error::InvalidOptions(format!(
+                "the tuning's PIO device profile is for {}-byte pages, the index has {page}-byte pages",
+                dev.page_size()
+            )));
+        }
+        let w = PioWorkload {
+            insert_ratio: 1.0 - t.search_fraction,
+            entries: t.expected_entries.max(1),
+            memory_bytes: opts.buffer_pool_bytes,
+            bcnt: u64::from(o.bcnt.max(1)),
+            pio_max: u64::from(o.pio_max.max(1)),
+            segment_records: PioOptions::leaf_segment_records(page),
+            node_entries: PioOptions::internal_node_entries(page),
+            opq_entry_bytes: PIO_OPQ_ENTRY_BYTES,
+        };
+        let fixed_opq = o.opq_bytes.map(|b| (b / page as u64).max(1));
+        let c = choose_within(&dev, &w, o.leaf_segments.map(|l| l as usize), fixed_opq).map_err(
+            |e| Error::InvalidOptions(format!("choosing the PIO B-tree's leaf and OPQ size: {e}")),
+        )?;
+        o.leaf_segments.get_or_insert(c.leaf_segments as u32);
+        o.opq_bytes.get_or_insert(c.opq_pages * page as u64);
+        Ok(o)
+    }
+}
+
 /// Check PIO B-tree options (called by `Options::validate`); `None` sizes are the cost
 /// model's to choose at creation.
 pub fn validate(opts: &Options) -> Result<()> {
@@ -244,7 +310,7 @@ impl PioBTree {
     /// A new tree: one empty root leaf.
     pub fn create(storage: Storage, options: Options) -> Result<PioBTree> {
         validate(&options)?;
-        let options = options.clone().pio(crate::cost::pio::resolve(&options)?);
+        let options = options.clone().pio(PioOptions::resolved(&options)?);
         validate(&options)?;
         let (segs, _) = sizes(&options)?;
         let record = crate::options::record::encode(&options)?;
@@ -558,5 +624,24 @@ impl Engine for PioBTree {
 
     fn check_integrity(&mut self) -> Result<()> {
         self.check()
+    }
+}
+
+#[cfg(test)]
+mod capacity_tests {
+    use super::PioOptions;
+
+    /// The numbers the cost model's unit tests take for the PIO B-tree's pages.
+    #[test]
+    fn page_capacities() {
+        // Leaf segment: (512 - 32) / 17 = 28, (4096 - 32) / 17 = 239; internal node:
+        // (512 - 32) / 16 = 30, (4096 - 32) / 16 = 254.
+        assert_eq!(PioOptions::leaf_segment_records(512), 28);
+        assert_eq!(PioOptions::leaf_segment_records(4096), 239);
+        assert_eq!(PioOptions::internal_node_entries(512), 30);
+        assert_eq!(PioOptions::internal_node_entries(4096), 254);
+        assert_eq!(PioOptions::leaf_segment_records(10), 0);
+        assert_eq!(PioOptions::internal_node_entries(10), 0);
+        assert_eq!(super::PIO_OPQ_ENTRY_BYTES, 24);
     }
 }
