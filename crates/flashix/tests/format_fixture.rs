@@ -194,6 +194,11 @@ fn fixtures_of_every_supported_format_open_and_read_back() {
         for kind in ENGINES {
             let src = version.join(kind.name());
             assert!(src.is_dir(), "no fixture {}", src.display());
+            // The directory names the manifest format its fixture was written in.
+            let manifest = std::fs::read(src.join("MANIFEST")).unwrap();
+            let found = u32::from_le_bytes(manifest[8..12].try_into().unwrap());
+            let named = version.file_name().unwrap().to_string_lossy().into_owned();
+            assert_eq!(format!("v{found}"), named, "{}", src.display());
             let scratch = tempfile::tempdir().unwrap();
             let dir = scratch.path().join("idx");
             copy_dir(&src, &dir);
