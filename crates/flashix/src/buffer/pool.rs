@@ -8,7 +8,7 @@
 //!
 //! Write-ahead rule: each dirty frame remembers an LSN; before the frame is written, the
 //! pool calls [`WriteBarrier::before_write`] with it, so the caller can make its WAL durable
-//! up to that point (the before-images of [`super::Pager`]).
+//! up to that point (the before-images of [`crate::durable::Pager`]).
 
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Device, IoReq, PageId};

@@ -45,7 +45,7 @@
 //!
 //! # Durability (DESIGN.md, Contract 3)
 //! Logical redo WAL with group commit on `flush` through the shared
-//! [`crate::buffer::Pager`]; the reservation buffer is not durable, the WAL is. A
+//! [`crate::durable::Pager`]; the reservation buffer is not durable, the WAL is. A
 //! checkpoint commits the reservation buffer, syncs the device and saves the NTT in the
 //! manifest (chosen over rebuilding it by a scan: pages carry no sequence numbers, and the
 //! NTT is small: at most `c` page ids per node). Pages are written once and never updated

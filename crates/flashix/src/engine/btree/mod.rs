@@ -20,7 +20,7 @@
 //! 6. `entries` and `leaves` equal the counts in the tree.
 //!
 //! # Durability
-//! The shared [`crate::buffer::Pager`] mechanism: logical redo WAL with group commit on
+//! The shared [`crate::durable::Pager`] mechanism: logical redo WAL with group commit on
 //! `flush`, full-page before-images on the first change of a page after a checkpoint (so
 //! torn in-place writes are undone on recovery), checkpoints that switch the manifest.
 //! A bulk insert too large for the log is applied unlogged and followed by a checkpoint.

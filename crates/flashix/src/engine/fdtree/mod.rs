@@ -67,7 +67,7 @@
 //! While a merge runs the index thus holds two head trees, each within `head_tree_bytes`.
 //!
 //! # Durability
-//! The shared [`crate::buffer::Pager`] mechanism: every operation is logged (logical redo)
+//! The shared [`crate::durable::Pager`] mechanism: every operation is logged (logical redo)
 //! before it is applied; `flush` syncs the log. Head-tree pages are changed in place and
 //! protected by before-images. Runs are never changed in place: a merge writes new extents
 //! and frees the old ones (reused only after the next checkpoint), and the new level set is
@@ -135,7 +135,7 @@ struct Counters {
     filters_inserted: u64,
 }
 
-/// Check FD-tree options against the page size (called by `Options::validate`).
+/// Check FD-tree options against the page size (dispatched by `engine::validate`).
 pub fn validate(opts: &Options) -> Result<()> {
     let o = &opts.fdtree_options();
     let ps = opts.page_size as u64;

@@ -14,7 +14,7 @@ pub struct FdTreeOptions {
     /// satisfy `2 <= k < f - 1`, f the entries of a page (§3.2: "obtaining k < f - 1").
     /// `None` (the default): the cost model's answer (§4, App. C.3,
     /// [`crate::cost::fdtree::choose`]) for the index's page size, head tree and buffer
-    /// pool and the [`Options::tuning`] (device, expected entries, search share), chosen
+    /// pool and the [`crate::Options::tuning`] (device, expected entries, search share), chosen
     /// when the index is created and saved in its manifest.
     pub k: Option<u32>,
     /// Maximum size of the head tree L0 in bytes: the flash "locality area" (§3.1 P2;

@@ -49,7 +49,7 @@
 //! as one record. `delete_range`: a tombstone per present key.
 //!
 //! # Durability
-//! The shared [`crate::buffer::Pager`]: every operation is logged (logical redo) before it
+//! The shared [`crate::durable::Pager`]: every operation is logged (logical redo) before it
 //! is applied; `flush` syncs the log. C0 pages change in place under before-images.
 //! Components are shadow-paged: a merge writes new extents, frees the old ones (reused
 //! only after the next checkpoint) and the new set is published by the checkpoint taken
@@ -130,7 +130,7 @@ impl Params {
     }
 }
 
-/// Check LSM-tree options against the page size (called by `Options::validate`).
+/// Check LSM-tree options against the page size (dispatched by `engine::validate`).
 pub fn validate(opts: &Options) -> Result<()> {
     let o = &opts.lsm_options();
     let ps = opts.page_size as u64;

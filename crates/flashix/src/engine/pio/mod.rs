@@ -44,7 +44,7 @@
 //!
 //! # Durability and recovery (§3.4)
 //! The shared [`Pager`]: every operation is appended to the WAL as a logical redo record
-//! *before* it enters the OPQ ([`crate::engine::Logged::logged`]), and `flush` syncs the WAL
+//! *before* it enters the OPQ ([`crate::durable::Logged::logged`]), and `flush` syncs the WAL
 //! (group commit), so an OPQ entry is durable when `flush` returns — the paper's first WAL
 //! condition. Pages change in place under full-page before-images (the paper's "flush undo
 //! log"): the first change of a page after a checkpoint logs its checkpoint contents, and
@@ -186,7 +186,7 @@ impl PioOptions {
     }
 }
 
-/// Check PIO B-tree options (called by `Options::validate`); `None` sizes are the cost
+/// Check PIO B-tree options (dispatched by `engine::validate`); `None` sizes are the cost
 /// model's to choose at creation.
 pub fn validate(opts: &Options) -> Result<()> {
     let o = &opts.pio_options();

@@ -10,11 +10,11 @@ use serde::{Deserialize, Serialize};
 /// settings for `pio_max`, `speriod` and `bcnt` (§4.1: "PioMax, speriod, and bcnt were
 /// fixed at 64, 5000, and 5000"), and the cost model's choice (§3.6, Eq. 10;
 /// [`PioOptions::resolved`]) for `leaf_segments` and `opq_bytes` left `None`, made
-/// when the index is created for the [`Options::tuning`] and saved in its manifest.
+/// when the index is created for the [`crate::Options::tuning`] and saved in its manifest.
 ///
 /// **Memory.** As in the paper (§4.1.3: "after allocating the main memory to OPQ and
 /// LSMap, the rest of main memory space was allocated to the buffer pool"), the PIO
-/// B-tree's [`Options::buffer_pool_bytes`] is its memory budget `M`: the OPQ takes
+/// B-tree's [`crate::Options::buffer_pool_bytes`] is its memory budget `M`: the OPQ takes
 /// `opq_bytes` of it and the buffer pool gets the rest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
