@@ -2,27 +2,67 @@
 //! operation, apply it, take a checkpoint when one is due; and on open, replay the logged
 //! operations without logging them again, then checkpoint.
 //!
-//! An engine implements the unlogged primitives of its structure, says how it takes a
-//! checkpoint ([`Logged::checkpoint`]: make its structure durable, then the one switch,
-//! [`super::Log::switch`], through its `Pager` or its own store), and gets the rest —
-//! logging, dispatch of [`LogicalOp`]s, bulk-insert policy, checkpoint scheduling and
-//! replay — from the provided methods and [`logged_engine_methods!`].
+//! An engine names its [`Store`] (the `Pager`, or the in-page logging core on raw NAND)
+//! and its manifest state, implements the unlogged primitives of its structure, and gets
+//! the rest — logging, dispatch of [`LogicalOp`]s, bulk-insert policy, checkpoints and their
+//! scheduling, and replay — from the provided methods and [`logged_engine_methods!`].
 
 use super::log::Log;
 use super::wal::LogicalOp;
 use crate::error::Result;
 
-/// An engine whose durability is the logical redo WAL plus checkpoints.
-pub(crate) trait Logged {
-    /// The log the cycle appends to.
+/// Where an engine's structure becomes durable: a store that owns the [`Log`] and can make
+/// everything the engine wrote durable, then switch the manifest ([`Log::switch`]).
+pub(crate) trait Store {
+    /// The log (WAL generations) of the index.
     fn log(&mut self) -> &mut Log;
 
     /// WAL size (bytes) after which a checkpoint is due.
     fn checkpoint_wal_bytes(&self) -> u64;
 
-    /// Make the structure durable and switch the manifest (through `Pager::checkpoint` or
-    /// the engine's own store, both ending in [`Log::switch`]).
-    fn checkpoint(&mut self) -> Result<()>;
+    /// Make every change durable on the device and publish `engine_state` in a new
+    /// manifest over a fresh WAL generation. `engine_state` was taken after
+    /// [`Logged::before_checkpoint`]; nothing the store does here may change what it
+    /// describes.
+    fn checkpoint(&mut self, engine_state: serde_json::Value) -> Result<()>;
+}
+
+/// An engine whose durability is the logical redo WAL plus checkpoints.
+pub(crate) trait Logged {
+    /// The store the engine's structure lives in.
+    fn store(&mut self) -> &mut dyn Store;
+
+    /// The engine's durable roots for the manifest (root, levels, block table, ...).
+    fn engine_state(&self) -> serde_json::Value;
+
+    /// Before a checkpoint: bring what lives only in memory into the structure (the PIO
+    /// B-tree's OPQ, BFTL's reservation buffer).
+    fn before_checkpoint(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// After a checkpoint: forget what it made durable (due flags, fresh-page sets).
+    fn after_checkpoint(&mut self) {}
+
+    /// The log the cycle appends to.
+    fn log(&mut self) -> &mut Log {
+        self.store().log()
+    }
+
+    /// WAL size (bytes) after which a checkpoint is due.
+    fn checkpoint_wal_bytes(&mut self) -> u64 {
+        self.store().checkpoint_wal_bytes()
+    }
+
+    /// Make the structure durable and switch the manifest: [`Logged::before_checkpoint`],
+    /// the store's checkpoint with [`Logged::engine_state`], [`Logged::after_checkpoint`].
+    fn checkpoint(&mut self) -> Result<()> {
+        self.before_checkpoint()?;
+        let state = self.engine_state();
+        self.store().checkpoint(state)?;
+        self.after_checkpoint();
+        Ok(())
+    }
 
     /// Insert or replace, unlogged.
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()>;

@@ -14,7 +14,7 @@ mod pager;
 pub mod wal;
 
 pub use log::Log;
-pub(crate) use logged::{logged_engine_methods, Logged};
+pub(crate) use logged::{logged_engine_methods, Logged, Store};
 pub use manifest::{Manifest, OptionsRecord, MANIFEST};
 pub use pager::{Pager, PagerConfig};
 pub use wal::LogicalOp;

@@ -27,6 +27,7 @@
 //! since the checkpoint), bounded by the WAL size between checkpoints.
 
 use super::log::Log;
+use super::logged::Store;
 use super::manifest::{wal_name, Manifest, OptionsRecord};
 use super::wal::{LogicalOp, Record};
 use crate::buffer::{BufferPool, WriteBarrier};
@@ -38,6 +39,21 @@ use crate::stats::{BufferStats, Stats, WalStats};
 use std::collections::BTreeMap;
 use std::collections::HashSet;
 use std::sync::Arc;
+
+/// The Pager is the [`Store`] of the engines that keep pages on a `Device`.
+impl Store for Pager {
+    fn log(&mut self) -> &mut Log {
+        &mut self.log
+    }
+
+    fn checkpoint_wal_bytes(&self) -> u64 {
+        self.config.checkpoint_wal_bytes
+    }
+
+    fn checkpoint(&mut self, engine_state: serde_json::Value) -> Result<()> {
+        self.write_back_and_switch(engine_state)
+    }
+}
 
 struct WalBarrier<'a>(&'a mut Log);
 
@@ -144,16 +160,6 @@ impl Pager {
             fresh: HashSet::new(),
         };
         Ok((pager, ops))
-    }
-
-    /// The log (WAL generations) under this pager.
-    pub fn log(&mut self) -> &mut Log {
-        &mut self.log
-    }
-
-    /// The numbers the pager was configured with.
-    pub fn config(&self) -> &PagerConfig {
-        &self.config
     }
 
     /// Page size.
@@ -296,7 +302,7 @@ impl Pager {
 
     /// Write all dirty pages, sync the device, and switch to a new manifest and WAL
     /// generation ([`Log::switch`]); freed pages become reusable.
-    pub fn checkpoint(&mut self, engine_state: serde_json::Value) -> Result<()> {
+    fn write_back_and_switch(&mut self, engine_state: serde_json::Value) -> Result<()> {
         self.log.sync()?;
         self.pool
             .flush_all(&mut *self.dev, &mut WalBarrier(&mut self.log))?;

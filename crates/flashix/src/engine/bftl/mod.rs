@@ -72,7 +72,7 @@ use self::ntt::Ntt;
 use self::unit::Unit;
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
-use crate::durable::{Log, Pager};
+use crate::durable::{Pager, Store};
 use crate::engine::{Engine, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::Storage;
@@ -519,25 +519,25 @@ impl Bftl {
 }
 
 impl Logged for Bftl {
-    fn log(&mut self) -> &mut Log {
-        self.pager.log()
+    fn store(&mut self) -> &mut dyn Store {
+        &mut self.pager
     }
 
-    fn checkpoint_wal_bytes(&self) -> u64 {
-        self.pager.config().checkpoint_wal_bytes
+    fn engine_state(&self) -> serde_json::Value {
+        self.state()
     }
 
-    /// Commit the reservation buffer, give recycled pages back to the allocator, switch the
-    /// manifest.
-    fn checkpoint(&mut self) -> Result<()> {
+    /// Commit the reservation buffer and give recycled pages back to the allocator.
+    fn before_checkpoint(&mut self) -> Result<()> {
         self.commit()?;
         for p in std::mem::take(&mut self.recycled) {
             self.pager.free_extent(Extent { start: p, len: 1 });
         }
-        let s = self.state();
-        self.pager.checkpoint(s)?;
-        self.fresh.clear();
         Ok(())
+    }
+
+    fn after_checkpoint(&mut self) {
+        self.fresh.clear();
     }
 
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {

@@ -37,7 +37,7 @@ mod insert;
 
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
-use crate::durable::{Log, Pager};
+use crate::durable::{Pager, Store};
 use crate::engine::kit::bnode::{node, spine};
 use crate::engine::{Engine, RangeCursor};
 use crate::error::{Error, Result};
@@ -81,7 +81,6 @@ pub struct BTree {
     cap: usize,
     /// Fill factor of bulk loading ([`BTreeOptions::bulk_fill`]).
     bulk_fill: f64,
-    checkpoint_wal_bytes: u64,
     counters: Counters,
 }
 
@@ -114,7 +113,6 @@ impl BTree {
             leaves: 1,
             cap,
             bulk_fill: options.btree_options().bulk_fill,
-            checkpoint_wal_bytes: options.checkpoint_wal_bytes,
             counters: Counters::default(),
         };
         t.checkpoint()?;
@@ -136,7 +134,6 @@ impl BTree {
             leaves: state.leaves,
             cap,
             bulk_fill: options.btree_options().bulk_fill,
-            checkpoint_wal_bytes: options.checkpoint_wal_bytes,
             counters: Counters::default(),
         };
         if state.height == 0 {
@@ -249,17 +246,12 @@ fn level_error(pid: PageId, found: u32, want: u32) -> Error {
 }
 
 impl Logged for BTree {
-    fn log(&mut self) -> &mut Log {
-        self.pager.log()
+    fn store(&mut self) -> &mut dyn Store {
+        &mut self.pager
     }
 
-    fn checkpoint_wal_bytes(&self) -> u64 {
-        self.checkpoint_wal_bytes
-    }
-
-    fn checkpoint(&mut self) -> Result<()> {
-        let s = self.state();
-        self.pager.checkpoint(s)
+    fn engine_state(&self) -> serde_json::Value {
+        self.state()
     }
 
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {

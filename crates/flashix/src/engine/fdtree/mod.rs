@@ -97,7 +97,7 @@ mod search;
 
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
-use crate::durable::{Log, Pager};
+use crate::durable::{Pager, Store};
 use crate::engine::kit::sorted::entry::{self, Entry, Kind};
 use crate::engine::kit::sorted::head::Head;
 use crate::engine::{Engine, RangeCursor};
@@ -214,7 +214,6 @@ pub struct FdTree {
     checkpoint_due: bool,
     /// Merge extents freed at open: the restarted merge must be published by a checkpoint.
     restarted_merge: bool,
-    checkpoint_wal_bytes: u64,
     counters: Counters,
 }
 
@@ -239,7 +238,6 @@ impl FdTree {
             levels: Vec::new(),
             checkpoint_due: false,
             restarted_merge: false,
-            checkpoint_wal_bytes: options.checkpoint_wal_bytes,
             counters: Counters::default(),
         };
         t.checkpoint()?;
@@ -267,7 +265,6 @@ impl FdTree {
             levels: state.levels,
             checkpoint_due: false,
             restarted_merge: !state.merge_extents.is_empty(),
-            checkpoint_wal_bytes: options.checkpoint_wal_bytes,
             counters: Counters::default(),
         };
         if let Some(fr) = state.frozen {
@@ -477,20 +474,17 @@ impl FdTree {
 }
 
 impl Logged for FdTree {
-    fn log(&mut self) -> &mut Log {
-        self.pager.log()
+    fn store(&mut self) -> &mut dyn Store {
+        &mut self.pager
     }
 
-    fn checkpoint_wal_bytes(&self) -> u64 {
-        self.checkpoint_wal_bytes
+    fn engine_state(&self) -> serde_json::Value {
+        self.state()
     }
 
-    fn checkpoint(&mut self) -> Result<()> {
-        let s = self.state();
-        self.pager.checkpoint(s)?;
+    fn after_checkpoint(&mut self) {
         self.checkpoint_due = false;
         self.restarted_merge = false;
-        Ok(())
     }
 
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {

@@ -76,7 +76,7 @@ mod search;
 
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
-use crate::durable::{Log, Pager};
+use crate::durable::{Pager, Store};
 use crate::engine::kit::sorted::entry::{self, Entry, Kind};
 use crate::engine::kit::sorted::head::Head;
 use crate::engine::{Engine, RangeCursor};
@@ -185,7 +185,6 @@ pub struct Lsm {
     c0: Head,
     components: Vec<Option<Component>>,
     checkpoint_due: bool,
-    checkpoint_wal_bytes: u64,
     search_before_delete: bool,
     counters: Counters,
 }
@@ -206,7 +205,6 @@ impl Lsm {
             c0,
             components: Vec::new(),
             checkpoint_due: false,
-            checkpoint_wal_bytes: options.checkpoint_wal_bytes,
             search_before_delete: options.lsm_options().search_before_delete,
             counters: Counters::default(),
         };
@@ -227,7 +225,6 @@ impl Lsm {
             c0: state.c0,
             components: state.components,
             checkpoint_due: false,
-            checkpoint_wal_bytes: options.checkpoint_wal_bytes,
             search_before_delete: options.lsm_options().search_before_delete,
             counters: Counters::default(),
         };
@@ -363,19 +360,16 @@ impl Lsm {
 }
 
 impl Logged for Lsm {
-    fn log(&mut self) -> &mut Log {
-        self.pager.log()
+    fn store(&mut self) -> &mut dyn Store {
+        &mut self.pager
     }
 
-    fn checkpoint_wal_bytes(&self) -> u64 {
-        self.checkpoint_wal_bytes
+    fn engine_state(&self) -> serde_json::Value {
+        self.state()
     }
 
-    fn checkpoint(&mut self) -> Result<()> {
-        let s = self.state();
-        self.pager.checkpoint(s)?;
+    fn after_checkpoint(&mut self) {
         self.checkpoint_due = false;
-        Ok(())
     }
 
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {

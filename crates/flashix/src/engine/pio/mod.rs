@@ -81,7 +81,7 @@ pub mod opq;
 
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
-use crate::durable::{Log, Pager};
+use crate::durable::{Pager, Store};
 use crate::engine::kit::bnode::node;
 use crate::engine::{Engine, RangeCursor};
 use crate::error::{Error, Result};
@@ -281,7 +281,6 @@ pub struct PioBTree {
     opq: Opq,
     /// LSMap (§3.2.2): last segment id of leaves, by first page.
     lsmap: LsMap,
-    checkpoint_wal_bytes: u64,
     counters: Counters,
 }
 
@@ -302,7 +301,6 @@ impl PioBTree {
             bcnt: o.bcnt as usize,
             opq: Opq::new(opq_cap, o.speriod as usize),
             lsmap: LsMap::new(segs),
-            checkpoint_wal_bytes: options.checkpoint_wal_bytes,
             counters: Counters::default(),
         })
     }
@@ -525,22 +523,19 @@ impl PioBTree {
 }
 
 impl Logged for PioBTree {
-    fn log(&mut self) -> &mut Log {
-        self.pager.log()
+    fn store(&mut self) -> &mut dyn Store {
+        &mut self.pager
     }
 
-    fn checkpoint_wal_bytes(&self) -> u64 {
-        self.checkpoint_wal_bytes
+    fn engine_state(&self) -> serde_json::Value {
+        self.state()
     }
 
-    /// Empty the OPQ into the tree, then publish the tree (§3.4).
-    fn checkpoint(&mut self) -> Result<()> {
-        self.flush_opq()?;
-        let s = self.state();
-        self.pager.checkpoint(s)
+    /// Empty the OPQ into the tree before the tree is published (§3.4).
+    fn before_checkpoint(&mut self) -> Result<()> {
+        self.flush_opq()
     }
 
-    /// An insert goes to the OPQ (§3.1.3).
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
         self.enqueue(OpqEntry {
             key,

@@ -158,7 +158,7 @@ impl<P: LogPolicy> Core<P> {
         Ok(c)
     }
 
-    fn state(&self) -> serde_json::Value {
+    pub(super) fn state(&self) -> serde_json::Value {
         serde_json::json!(State {
             flavor: P::TAG.to_string(),
             root: self.root,
@@ -193,11 +193,18 @@ impl<P: LogPolicy> Core<P> {
         })
     }
 
-    /// Make flash hold every node's current version, switch the manifest, then erase the
-    /// blocks the previous checkpoint referenced and that are no longer used.
+    /// Make flash hold every node's current version (which changes the block table), then
+    /// publish the state ([`Core::publish`]).
     pub fn checkpoint(&mut self) -> Result<()> {
         self.write_dirty_frames()?;
         let state = self.state();
+        self.publish(state)
+    }
+
+    /// With flash current ([`Core::write_dirty_frames`] done), switch the manifest to
+    /// `state`, then erase the blocks the previous checkpoint referenced and that are no
+    /// longer used.
+    pub fn publish(&mut self, state: serde_json::Value) -> Result<()> {
         self.log.switch(AllocState::default(), state)?;
         for b in std::mem::take(&mut self.pending) {
             self.nand.erase(b)?;

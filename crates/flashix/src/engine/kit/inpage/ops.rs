@@ -3,7 +3,7 @@
 
 use super::core::Core;
 use super::policy::LogPolicy;
-use crate::durable::{Log, Logged};
+use crate::durable::{Log, Logged, Store};
 use crate::engine::RangeCursor;
 use crate::error::Result;
 use crate::io::DeviceStats;
@@ -14,7 +14,10 @@ const RESERVE_BLOCKS: usize = 24;
 
 /// The log cycle of the IPL and d-IPL B+-trees ([`Logged`]): their checkpoint makes flash
 /// current and switches the manifest ([`Core::checkpoint`]).
-impl<P: LogPolicy> Logged for Core<P> {
+/// The in-page logging core is its own [`Store`]: [`Logged::before_checkpoint`] makes flash
+/// current (writing log sectors changes the block table the state describes), then the
+/// store publishes the state ([`Core::publish`]).
+impl<P: LogPolicy> Store for Core<P> {
     fn log(&mut self) -> &mut Log {
         &mut self.log
     }
@@ -23,8 +26,25 @@ impl<P: LogPolicy> Logged for Core<P> {
         self.options.checkpoint_wal_bytes
     }
 
-    fn checkpoint(&mut self) -> Result<()> {
-        Core::checkpoint(self)
+    fn checkpoint(&mut self, engine_state: serde_json::Value) -> Result<()> {
+        self.publish(engine_state)
+    }
+}
+
+/// The log cycle of the IPL and d-IPL B+-trees ([`Logged`]).
+impl<P: LogPolicy> Logged for Core<P> {
+    fn store(&mut self) -> &mut dyn Store {
+        self
+    }
+
+    fn engine_state(&self) -> serde_json::Value {
+        self.state()
+    }
+
+    /// Write the log sector of every dirty frame: flash then holds every node's current
+    /// version, and the block table its state.
+    fn before_checkpoint(&mut self) -> Result<()> {
+        self.write_dirty_frames()
     }
 
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
