@@ -64,6 +64,7 @@ impl Kind {
     }
 
     /// Fences (internal or external) point to a page of the next level.
+    #[inline]
     pub fn is_fence(self) -> bool {
         matches!(self, Kind::Internal | Kind::External)
     }
@@ -84,47 +85,57 @@ pub struct Entry {
 }
 
 impl Entry {
+    #[inline]
     pub fn new(key: u64, val: u64, kind: Kind) -> Self {
         Entry { key, val, kind }
     }
 
     /// Sort position within a level: key, then fences before index entries.
+    #[inline]
     pub fn pos(&self) -> (u64, u8) {
         (self.key, self.kind.rank())
     }
 
+    #[inline]
     pub fn is_fence(&self) -> bool {
         self.kind.is_fence()
     }
 }
 
 /// Position of the index entry of `key` (and of anything sorting at or below it).
+#[inline]
 pub fn index_pos(key: u64) -> (u64, u8) {
     (key, 1)
 }
 
 /// Entries per page: f in the paper (20 for 512-byte pages, 169 for 4 KiB).
+#[inline]
 pub fn capacity(page_size: usize) -> usize {
     (page_size - ENTRIES) / ENTRY
 }
 
+#[inline]
 pub fn count(b: &[u8]) -> usize {
     read_u32(b, COUNT) as usize
 }
 
+#[inline]
 pub fn level(b: &[u8]) -> u32 {
     read_u32(b, LEVEL)
 }
 
+#[inline]
 pub fn link(b: &[u8]) -> u64 {
     read_u64(b, LINK)
 }
 
+#[inline]
 pub fn set_link(b: &mut [u8], v: u64) {
     write_u64(b, LINK, v)
 }
 
 /// Entry `i`; `None` if its type byte is invalid (corruption).
+#[inline]
 pub fn get(b: &[u8], i: usize) -> Option<Entry> {
     let off = ENTRIES + i * ENTRY;
     Some(Entry {
@@ -134,6 +145,7 @@ pub fn get(b: &[u8], i: usize) -> Option<Entry> {
     })
 }
 
+#[inline]
 pub fn set(b: &mut [u8], i: usize, e: Entry) {
     let off = ENTRIES + i * ENTRY;
     write_u64(b, off, e.key);
@@ -144,6 +156,7 @@ pub fn set(b: &mut [u8], i: usize, e: Entry) {
 
 /// Decode all entries of a page checked by the caller's envelope check; `Err` names the
 /// first bad slot.
+#[inline]
 pub fn decode(b: &[u8], cap: usize) -> Result<Vec<Entry>, String> {
     let n = count(b);
     if n > cap {
@@ -155,6 +168,7 @@ pub fn decode(b: &[u8], cap: usize) -> Result<Vec<Entry>, String> {
 }
 
 /// Rewrite a page from scratch.
+#[inline]
 pub fn init(b: &mut [u8], kind: u16, level: u32, link: u64, entries: &[Entry]) {
     b[page::HEADER..].fill(0);
     page::set_kind(b, kind);
@@ -167,6 +181,7 @@ pub fn init(b: &mut [u8], kind: u16, level: u32, link: u64, entries: &[Entry]) {
 }
 
 /// Insert at slot `i` (room checked by the caller).
+#[inline]
 pub fn insert_at(b: &mut [u8], i: usize, e: Entry) {
     let n = count(b);
     page::open_slot(b, ENTRIES, ENTRY, n, i);
@@ -175,6 +190,7 @@ pub fn insert_at(b: &mut [u8], i: usize, e: Entry) {
 }
 
 /// Remove slot `i`.
+#[inline]
 pub fn remove_at(b: &mut [u8], i: usize) {
     let n = count(b);
     page::close_slot(b, ENTRIES, ENTRY, n, i);
