@@ -1,9 +1,10 @@
 //! [`Db`]: the one API every engine is used through (DESIGN.md, Public API).
 
 use crate::durable::{Manifest, MANIFEST};
-use crate::engine::{self, Engine, RangeCursor};
+use crate::engine;
 use crate::error::{Error, Result};
 use crate::io::{Device, DirVfs, FileDevice, MemDevice, Storage, Vfs};
+use crate::kit::api::{Engine, RangeCursor};
 use crate::options::{record, DeviceSpec, Options};
 use crate::sim::SimSsd;
 use crate::stats::Stats;

@@ -33,6 +33,7 @@ mod engine;
 mod error;
 pub mod io;
 mod kind;
+mod kit;
 mod options;
 mod page;
 pub mod sim;
@@ -56,6 +57,6 @@ pub use options::{
 pub mod internals {
     pub use crate::engine::dipl::DiplBTree;
     pub use crate::engine::ipl::IplBTree;
-    pub use crate::engine::Engine;
+    pub use crate::kit::api::Engine;
 }
 pub use stats::{BufferStats, LevelShape, Shape, Stats, WalStats};

@@ -173,7 +173,7 @@ pub(crate) trait Logged {
     }
 }
 
-/// The [`crate::engine::Engine`] methods every [`Logged`] engine implements the same way:
+/// The [`crate::kit::api::Engine`] methods every [`Logged`] engine implements the same way:
 /// `insert`, `delete`, `bulk_insert`, `delete_range` through the log, `flush` (group
 /// commit) and `close` (a checkpoint). Used inside `impl Engine for ...`.
 macro_rules! logged_engine_methods {

@@ -4,9 +4,9 @@
 
 use super::unit::Unit;
 use super::{Bftl, Node, NONE};
-use crate::engine::kit::bnode::group_sizes;
-use crate::engine::RangeCursor;
 use crate::error::{Error, Result};
+use crate::kit::api::RangeCursor;
+use crate::kit::bnode::group_sizes;
 
 /// Entries a range scan call gathers before it returns (more if a leaf holds more).
 const SCAN_BATCH: usize = 256;
@@ -234,7 +234,7 @@ impl Bftl {
     }
 
     pub(super) fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
-        crate::engine::delete_range_by_scan(
+        crate::kit::api::delete_range_by_scan(
             self,
             lo,
             hi,

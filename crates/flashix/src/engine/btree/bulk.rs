@@ -3,9 +3,9 @@
 //! sequence of single inserts (each leaf is visited once per run of keys it holds).
 
 use super::BTree;
-use crate::engine::kit::bnode::{group_sizes, node};
 use crate::error::Result;
 use crate::io::PageId;
+use crate::kit::bnode::{group_sizes, node};
 
 impl BTree {
     pub(super) fn bulk_unlogged(&mut self, sorted: &[(u64, u64)]) -> Result<()> {

@@ -1,9 +1,9 @@
 //! `check_integrity`: the invariants listed in the module doc, checked on the whole tree.
 
 use super::BTree;
-use crate::engine::kit::bnode::node;
 use crate::error::{Error, Result};
 use crate::io::PageId;
+use crate::kit::bnode::node;
 use crate::page::DATA_FILE;
 use std::collections::HashSet;
 

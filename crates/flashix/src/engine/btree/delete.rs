@@ -3,12 +3,12 @@
 //! `capacity/2` entries first borrows from a sibling that has more than the minimum
 //! (redistribution); otherwise the two are merged and the parent loses a separator, which
 //! may cascade up to the root; a root with a single child is removed. Leaves are repaired
-//! here; internal nodes by the shared [`crate::engine::kit::bnode::spine`].
+//! here; internal nodes by the shared [`crate::kit::bnode::spine`].
 
 use super::BTree;
-use crate::engine::kit::bnode::{node, spine};
 use crate::error::Result;
 use crate::io::PageId;
+use crate::kit::bnode::{node, spine};
 
 impl BTree {
     /// Remove `k`; true if it was present.

@@ -2,9 +2,9 @@
 //! full, an insertion causes a split on the node").
 
 use super::BTree;
-use crate::engine::kit::bnode::node;
 use crate::error::Result;
 use crate::io::PageId;
+use crate::kit::bnode::node;
 
 impl BTree {
     pub(super) fn insert_unlogged(&mut self, k: u64, v: u64) -> Result<()> {

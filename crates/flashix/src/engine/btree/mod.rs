@@ -5,7 +5,7 @@
 //! fills nodes to 0.7 (`BTreeOptions::bulk_fill`); range scans walk the leaf chain.
 //!
 //! # On-disk format
-//! Nodes: see [`crate::engine::kit::bnode::node`] (a slotted page of 16-byte entries,
+//! Nodes: see [`crate::kit::bnode::node`] (a slotted page of 16-byte entries,
 //! capacity `(page_size-32)/16`, 254 for 4 KiB pages). The manifest's engine state holds
 //! `root`, `height` (levels; 1 when the root is a leaf), `entries` and `leaves`.
 //!
@@ -38,12 +38,12 @@ mod insert;
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Pager, Store};
-use crate::engine::kit::bnode::{node, spine};
-use crate::engine::{Engine, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::io::Storage;
 use crate::kind::EngineKind;
+use crate::kit::api::{Engine, RangeCursor};
+use crate::kit::bnode::{node, spine};
 use crate::options::Options;
 use crate::page::DATA_FILE;
 use crate::stats::counters;

@@ -1,6 +1,6 @@
 //! The d-IPL B+-tree (`EngineKind::DiplBTree`; Na, Lee, Moon, TKDE 2011, §3-§5) on raw NAND
 //! flash ([`crate::sim::Nand`]), built on the in-page logging kit
-//! (`crate::engine::kit::inpage`: formats, buffer, tree operations, durability) with the
+//! (`crate::kit::inpage`: formats, buffer, tree operations, durability) with the
 //! `Dipl` policy (`policy.rs`). It differs from the IPL B+-tree in:
 //!
 //! # Scheme
@@ -54,10 +54,10 @@ use policy::Dipl;
 
 use crate::durable::Logged;
 use crate::durable::Manifest;
-use crate::engine::kit::inpage::{self, core_engine_methods, Config, Core};
-use crate::engine::Engine;
 use crate::error::Result;
 use crate::io::Storage;
+use crate::kit::api::Engine;
+use crate::kit::inpage::{self, core_engine_methods, Config, Core};
 use crate::options::Options;
 
 /// The d-IPL B+-tree engine.

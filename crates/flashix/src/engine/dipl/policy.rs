@@ -1,11 +1,11 @@
 //! [`Dipl`]: the d-IPL B+-tree's [`LogPolicy`] for the in-page logging kit.
 
-use crate::engine::kit::inpage::core::{lost, Block, Core, Geometry, Layout, Member, Place};
-use crate::engine::kit::inpage::flash::Rebuild;
-use crate::engine::kit::inpage::format::{self, LogSector, NodeImage, Rec, NAND_FILE};
-use crate::engine::kit::inpage::LogPolicy;
 use crate::error::{Error, Result};
 use crate::kind::EngineKind;
+use crate::kit::inpage::core::{lost, Block, Core, Geometry, Layout, Member, Place};
+use crate::kit::inpage::flash::Rebuild;
+use crate::kit::inpage::format::{self, LogSector, NodeImage, Rec, NAND_FILE};
+use crate::kit::inpage::LogPolicy;
 use std::collections::HashMap;
 
 /// d-IPL (§3-§5): dynamic log area, ghost nodes, block split, cleansing, LLSD and LSLM.

@@ -2,10 +2,10 @@
 
 use super::run::{read_pages, Run};
 use super::FdTree;
-use crate::engine::kit::sorted::entry::{Entry, Kind, KIND_HEAD_INTERNAL, KIND_HEAD_LEAF, NONE};
-use crate::engine::kit::sorted::head::{self, Head};
 use crate::error::{Error, Result};
 use crate::io::PageId;
+use crate::kit::sorted::entry::{Entry, Kind, KIND_HEAD_INTERNAL, KIND_HEAD_LEAF, NONE};
+use crate::kit::sorted::head::{self, Head};
 use crate::page::DATA_FILE;
 use std::collections::HashSet;
 

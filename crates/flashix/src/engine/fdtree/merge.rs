@@ -22,9 +22,9 @@
 
 use super::run::{write_fence_run, Run, RunReader, RunWriter};
 use crate::durable::Pager;
-use crate::engine::kit::sorted::entry::{Entry, Kind};
 use crate::error::Result;
 use crate::io::{Extent, PageId};
+use crate::kit::sorted::entry::{Entry, Kind};
 
 /// Sizes the job needs.
 #[derive(Debug, Clone, Copy)]

@@ -3,7 +3,7 @@
 //! logarithmic method), with fences between adjacent levels (fractional cascading).
 //!
 //! # Structure (§3.2)
-//! - **L0, the head tree** ([`crate::engine::kit::sorted::head`]): a B+-tree of pages
+//! - **L0, the head tree** ([`crate::kit::sorted::head`]): a B+-tree of pages
 //!   through the buffer pool, at most `FdTreeOptions::head_tree_bytes` (default 512 KiB,
 //!   App. D). Its capacity |L0| is `head_pages · f / 2` entries (index entries and fences),
 //!   so that a tree of half-full leaves stays within the budget; f is the entries per page.
@@ -11,14 +11,14 @@
 //!   sequentially in requests of `io_unit_bytes` (default 512 KiB = 128 pages of 4 KiB),
 //!   read through the pool by point searches and past it by merges and range scans.
 //!   Capacities |Li| = k^i·|L0| (`FdTreeOptions::k`).
-//! - **Entries** ([`crate::engine::kit::sorted::entry`]): key, value (index entries) or
+//! - **Entries** ([`crate::kit::sorted::entry`]): key, value (index entries) or
 //!   page id (fences), and a type — normal, filter, internal fence, external fence — kept
 //!   outside the key, so every u64 is a user key. Within a level entries are sorted by key,
 //!   fences before index entries of the same key; a level holds at most one index entry per
 //!   key.
 //!
 //! # On-disk format
-//! Run pages and head-tree nodes: see [`crate::engine::kit::sorted::entry`] (24-byte
+//! Run pages and head-tree nodes: see [`crate::kit::sorted::entry`] (24-byte
 //! entries, f = 20 for 512-byte pages, 169 for 4 KiB). The manifest's engine state holds
 //! the head tree (root, height, first leaf, counts), the frozen head tree of a deamortized
 //! merge in progress with the extents that merge had written so far, and every level's run
@@ -30,7 +30,7 @@
 //! 2. (§3.2, Invariant 2) For consecutive fences f, g of a level (the head tree included),
 //!    the page f points to holds every entry of the next level with key in [f.key, g.key):
 //!    that page begins at or below f.key and the page after it at or above g.key. A fence
-//!    with page [`crate::engine::kit::sorted::entry::NONE`] covers keys below every key of
+//!    with page [`crate::kit::sorted::entry::NONE`] covers keys below every key of
 //!    the next level.
 //! 3. (§3.2) Level i holds exactly one external fence per page of level i+1 (the head tree
 //!    for L1), whose key is that page's first key.
@@ -98,13 +98,13 @@ mod search;
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Pager, Store};
-use crate::engine::kit::sorted::entry::{self, Entry, Kind};
-use crate::engine::kit::sorted::head::Head;
-use crate::engine::{Engine, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::Extent;
 use crate::io::Storage;
 use crate::kind::EngineKind;
+use crate::kit::api::{Engine, RangeCursor};
+use crate::kit::sorted::entry::{self, Entry, Kind};
+use crate::kit::sorted::head::Head;
 use crate::options::Options;
 use crate::stats::counters;
 use crate::stats::{LevelShape, Stats};
@@ -322,7 +322,7 @@ impl FdTree {
     }
 
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
-        crate::engine::delete_range_by_scan(
+        crate::kit::api::delete_range_by_scan(
             self,
             lo,
             hi,

@@ -4,11 +4,11 @@
 //! searches read one page per level through the pool, so the upper levels stay cached.
 
 use crate::durable::Pager;
-use crate::engine::kit::sorted::entry::{self, Entry, KIND_RUN, NONE};
-use crate::engine::kit::sorted::head::Packer;
-use crate::engine::kit::sorted::seq::SeqReader;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId};
+use crate::kit::sorted::entry::{self, Entry, KIND_RUN, NONE};
+use crate::kit::sorted::head::Packer;
+use crate::kit::sorted::seq::SeqReader;
 use crate::page::{self, DATA_FILE};
 use serde::{Deserialize, Serialize};
 

@@ -20,10 +20,10 @@
 
 use super::run::{read_page_cached, read_pages};
 use super::FdTree;
-use crate::engine::kit::sorted::entry::{index_pos, Entry, Kind, NONE};
-use crate::engine::kit::sorted::head::Head;
-use crate::engine::{RangeCursor, RANGE_RAMP_PAGES};
 use crate::error::{Error, Result};
+use crate::kit::api::{RangeCursor, RANGE_RAMP_PAGES};
+use crate::kit::sorted::entry::{index_pos, Entry, Kind, NONE};
+use crate::kit::sorted::head::Head;
 use crate::page::DATA_FILE;
 use std::collections::BTreeMap;
 

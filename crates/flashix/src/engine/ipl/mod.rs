@@ -1,7 +1,7 @@
 //! The IPL B+-tree (`EngineKind::IplBTree`; d-IPL paper §2.2, after Lee and Moon's
 //! In-Page Logging, SIGMOD 2007, and Na, Moon, Lee, DASFAA 2009) on raw NAND flash
 //! ([`crate::sim::Nand`]), built on the in-page logging kit
-//! (`crate::engine::kit::inpage`: formats, buffer, tree operations, durability) with the
+//! (`crate::kit::inpage`: formats, buffer, tree operations, durability) with the
 //! `Ipl` policy (`policy.rs`).
 //!
 //! # Scheme
@@ -39,10 +39,10 @@ use policy::Ipl;
 
 use crate::durable::Logged;
 use crate::durable::Manifest;
-use crate::engine::kit::inpage::{self, core_engine_methods, Config, Core};
-use crate::engine::Engine;
 use crate::error::Result;
 use crate::io::Storage;
+use crate::kit::api::Engine;
+use crate::kit::inpage::{self, core_engine_methods, Config, Core};
 use crate::options::Options;
 
 /// The kit's numbers from the IPL options.

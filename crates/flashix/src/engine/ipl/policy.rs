@@ -1,10 +1,10 @@
 //! [`Ipl`]: the IPL B+-tree's [`LogPolicy`] for the in-page logging kit.
 
-use crate::engine::kit::inpage::core::{Block, Core, Geometry, Layout, Member, Place};
-use crate::engine::kit::inpage::format::{LogSector, NodeImage, Rec, NAND_FILE};
-use crate::engine::kit::inpage::LogPolicy;
 use crate::error::{Error, Result};
 use crate::kind::EngineKind;
+use crate::kit::inpage::core::{Block, Core, Geometry, Layout, Member, Place};
+use crate::kit::inpage::format::{LogSector, NodeImage, Rec, NAND_FILE};
+use crate::kit::inpage::LogPolicy;
 
 /// IPL (§2.2): a fixed log area at the end of every block, whole-log-area reads, merges,
 /// new nodes in free slots (or as physical log records once the slot has evaporated).

@@ -4,9 +4,9 @@ use super::component::{
     self, corrupt, Component, Node, KIND_LSM_INTERNAL, KIND_LSM_LEAF, TOMBSTONE,
 };
 use super::Lsm;
-use crate::engine::kit::sorted::entry::{Kind, NONE};
 use crate::error::Result;
 use crate::io::PageId;
+use crate::kit::sorted::entry::{Kind, NONE};
 use std::collections::HashSet;
 
 impl Lsm {

@@ -15,10 +15,10 @@
 //! extent's pages are discarded from the pool, so the pool never holds a stale page.
 
 use crate::durable::Pager;
-use crate::engine::kit::sorted::entry::{self, Entry, Kind, NONE};
-use crate::engine::kit::sorted::seq::SeqReader;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId};
+use crate::kit::sorted::entry::{self, Entry, Kind, NONE};
+use crate::kit::sorted::seq::SeqReader;
 use crate::page::{self, DATA_FILE};
 use serde::{Deserialize, Serialize};
 

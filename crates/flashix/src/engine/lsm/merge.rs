@@ -6,8 +6,8 @@
 
 use super::component::{Component, ComponentWriter, LeafReader, TOMBSTONE};
 use crate::durable::Pager;
-use crate::engine::kit::sorted::entry::Entry;
 use crate::error::Result;
+use crate::kit::sorted::entry::Entry;
 
 /// A sorted input stream.
 pub enum Input {

@@ -6,7 +6,7 @@
 //!
 //! # Structure
 //! - **C0**: a small B+-tree of typed entries through the buffer pool, updated in place:
-//!   the FD-tree's head tree ([`crate::engine::kit::sorted::head::Head`]) holding only
+//!   the FD-tree's head tree ([`crate::kit::sorted::head::Head`]) holding only
 //!   index entries (normal entries and tombstones; a split may add an internal fence, which
 //!   C0 ignores). At most `LsmOptions::c0_bytes` (default 512 KiB); its capacity |C0| is
 //!   `c0_pages · f / 2` entries, as for the FD-tree's head tree (f: entries per page).
@@ -77,12 +77,12 @@ mod search;
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Pager, Store};
-use crate::engine::kit::sorted::entry::{self, Entry, Kind};
-use crate::engine::kit::sorted::head::Head;
-use crate::engine::{Engine, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::kind::EngineKind;
+use crate::kit::api::{Engine, RangeCursor};
+use crate::kit::sorted::entry::{self, Entry, Kind};
+use crate::kit::sorted::head::Head;
 use crate::options::Options;
 use crate::stats::counters;
 use crate::stats::{LevelShape, Stats};
@@ -260,7 +260,7 @@ impl Lsm {
     }
 
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
-        crate::engine::delete_range_by_scan(
+        crate::kit::api::delete_range_by_scan(
             self,
             lo,
             hi,

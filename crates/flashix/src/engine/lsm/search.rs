@@ -3,10 +3,10 @@
 
 use super::component::{self, TOMBSTONE};
 use super::Lsm;
-use crate::engine::kit::sorted::entry::{Entry, Kind, NONE};
-use crate::engine::kit::sorted::head::Head;
-use crate::engine::{RangeCursor, RANGE_RAMP_PAGES};
 use crate::error::Result;
+use crate::kit::api::{RangeCursor, RANGE_RAMP_PAGES};
+use crate::kit::sorted::entry::{Entry, Kind, NONE};
+use crate::kit::sorted::head::Head;
 use std::collections::BTreeMap;
 
 impl Lsm {

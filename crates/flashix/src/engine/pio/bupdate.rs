@@ -28,10 +28,10 @@ use super::leaf;
 use super::mpsearch::Target;
 use super::opq::OpqEntry;
 use super::{Fenced, PioBTree};
-use crate::engine::kit::bnode::node;
-use crate::engine::kit::bnode::spine::sibling_pair;
 use crate::error::Result;
 use crate::io::PageId;
+use crate::kit::bnode::node;
+use crate::kit::bnode::spine::sibling_pair;
 
 /// Fence work found at the leaf level, done after it.
 #[derive(Default)]

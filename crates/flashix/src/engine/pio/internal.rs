@@ -2,14 +2,14 @@
 //! lines 21–32): a split leaf or node sends a fence key record `(separator, new node)` up
 //! ('i'), a merge removes one ('d'), a redistribution changes one ('u'). Internal nodes are
 //! one page in the B+-tree's node format and split, merge and redistribute through the
-//! B+-tree's shared [`crate::engine::kit::bnode::spine`] (Comer 1979); a split root makes
+//! B+-tree's shared [`crate::kit::bnode::spine`] (Comer 1979); a split root makes
 //! the tree taller, a root left with one child is removed.
 
 use super::PioBTree;
-pub(super) use crate::engine::kit::bnode::spine::Path;
-use crate::engine::kit::bnode::spine::{Spine, SpineEvents};
 use crate::error::Result;
 use crate::io::PageId;
+pub(super) use crate::kit::bnode::spine::Path;
+use crate::kit::bnode::spine::{Spine, SpineEvents};
 
 impl PioBTree {
     /// Descend to the leaf whose fence range holds `key` through the pool.

@@ -21,7 +21,7 @@
 //!   rebalanced. Internal nodes are one page.
 //!
 //! # On-disk format
-//! Internal nodes: the B+-tree's node format ([`crate::engine::kit::bnode::node`], kind 2):
+//! Internal nodes: the B+-tree's node format ([`crate::kit::bnode::node`], kind 2):
 //! separators and child page ids, `link` the leftmost child; a child of a level-1 node is
 //! the first page of a leaf. Leaves: [`leaf`] (kind 3, `L` segment pages). The manifest's
 //! engine state holds `root` (a page id; the first page of a leaf when `height` is 1),
@@ -82,12 +82,12 @@ pub mod opq;
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Pager, Store};
-use crate::engine::kit::bnode::node;
-use crate::engine::{Engine, RangeCursor};
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::io::Storage;
 use crate::kind::EngineKind;
+use crate::kit::api::{Engine, RangeCursor};
+use crate::kit::bnode::node;
 use crate::options::Options;
 use crate::stats::counters;
 use crate::stats::Stats;
@@ -429,7 +429,7 @@ impl PioBTree {
     }
 
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
-        crate::engine::delete_range_by_scan(
+        crate::kit::api::delete_range_by_scan(
             self,
             lo,
             hi,
@@ -450,7 +450,7 @@ impl PioBTree {
         let c = self.leaf_capacity();
         let old = self.root;
         self.free_leaf(old);
-        let sizes = crate::engine::kit::bnode::group_sizes(
+        let sizes = crate::kit::bnode::group_sizes(
             sorted.len(),
             (c / 2).max(1),
             self.leaf_min().max(1),
@@ -473,12 +473,8 @@ impl PioBTree {
         let mut level = 0;
         while level_nodes.len() > 1 {
             level += 1;
-            let sizes = crate::engine::kit::bnode::group_sizes(
-                level_nodes.len(),
-                per + 1,
-                min + 1,
-                self.cap + 1,
-            );
+            let sizes =
+                crate::kit::bnode::group_sizes(level_nodes.len(), per + 1, min + 1, self.cap + 1);
             let mut upper = Vec::with_capacity(sizes.len());
             let mut off = 0;
             for size in sizes {

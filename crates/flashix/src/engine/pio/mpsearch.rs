@@ -13,9 +13,9 @@
 use super::leaf;
 use super::opq::Op;
 use super::{Fenced, PioBTree};
-use crate::engine::RangeCursor;
 use crate::error::Result;
 use crate::io::PageId;
+use crate::kit::api::RangeCursor;
 
 /// A node MPSearch reached and the search keys it serves, `keys[from..to]`.
 #[derive(Debug, Clone, Copy)]
@@ -28,7 +28,7 @@ pub(super) struct Target {
 /// Visitor of leaf groups.
 pub(super) type Visit<'a> = dyn FnMut(&mut PioBTree, &[Target]) -> Result<()> + 'a;
 
-pub(super) use crate::engine::kit::bnode::spine::Internal;
+pub(super) use crate::kit::bnode::spine::Internal;
 
 impl Internal {
     /// Child slot `s` with its fence range inside the parent's `at`.
@@ -51,7 +51,7 @@ impl Internal {
 impl PioBTree {
     /// Read an internal node of `level` (from the pool), checking its kind and level.
     pub(super) fn internal(&mut self, pid: PageId, level: u32) -> Result<Internal> {
-        crate::engine::kit::bnode::spine::read_internal(&mut self.pager, pid, level)
+        crate::kit::bnode::spine::read_internal(&mut self.pager, pid, level)
     }
 
     /// Leaves are read (and written) once per batch or search, so after use they go to the

@@ -73,7 +73,7 @@ macro_rules! core_engine_methods {
         }
         fn scan(
             &mut self,
-            cur: &mut $crate::engine::RangeCursor,
+            cur: &mut $crate::kit::api::RangeCursor,
             out: &mut Vec<(u64, u64)>,
         ) -> $crate::error::Result<()> {
             self.core.scan(cur, out)

@@ -1,7 +1,9 @@
-//! What two or more engines share; no kit imports an engine. Each kit is a format or a
-//! mechanism that more than one engine in [`crate::engine`] is built on, kept beside them so
-//! that no engine imports another.
+//! What the engines are built on and share, below them: no kit imports an engine. Each kit
+//! is an interface, a format or a mechanism that more than one engine in `crate::engine` is
+//! built on, kept beside them so that no engine imports another.
 //!
+//! - [`api`]: the `Engine` trait between `Db` and the engines, the range cursor, and the
+//!   bounded-batch range delete.
 //! - [`bnode`]: the B+-tree node page format, the internal levels ("spine") and the bulk
 //!   load's grouping, shared by the B+-tree, the PIO B-tree and BFTL.
 //! - [`sorted`]: the typed-entry page format, the head tree and the sequential reader of
@@ -10,6 +12,7 @@
 //!   blocks, buffer, checkpoints, recovery), shared by the IPL and d-IPL B+-trees, which
 //!   differ only by their [`inpage::LogPolicy`].
 
+pub(crate) mod api;
 pub mod bnode;
 pub(crate) mod inpage;
 pub mod sorted;

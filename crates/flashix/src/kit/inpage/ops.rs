@@ -4,9 +4,9 @@
 use super::core::Core;
 use super::policy::LogPolicy;
 use crate::durable::{Log, Logged, Store};
-use crate::engine::RangeCursor;
 use crate::error::Result;
 use crate::io::DeviceStats;
+use crate::kit::api::RangeCursor;
 use crate::stats::{counters, BufferStats, Stats};
 
 /// Free blocks below which a checkpoint is taken to erase the blocks it releases.
@@ -81,7 +81,7 @@ impl<P: LogPolicy> Logged for Core<P> {
 
 impl<P: LogPolicy> Core<P> {
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
-        crate::engine::delete_range_by_scan(
+        crate::kit::api::delete_range_by_scan(
             self,
             lo,
             hi,

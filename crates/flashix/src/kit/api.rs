@@ -1,0 +1,209 @@
+//! The interface between `Db` and the engines: the [`Engine`] trait every engine implements,
+//! the [`RangeCursor`] of a range scan, and the bounded-batch range delete that engines
+//! without a structural one share.
+
+use crate::error::Result;
+use crate::stats::Stats;
+use std::ops::Bound;
+
+/// Pages of a level (FD-tree) or leaves of a component (LSM) that the first batch of an
+/// open-ended range scan reads ([`RangeCursor::ramp`]): 16 pages of 4 KiB hold about
+/// 4,000 entries, so a scan of 1,000 ends within the first batch.
+pub const RANGE_RAMP_PAGES: u64 = 16;
+
+/// Where a range scan resumes. `next` is the smallest key not yet returned (`None`: done);
+/// `hint` is engine-defined (the B+-tree keeps the next leaf's page id there).
+#[derive(Debug, Clone)]
+pub struct RangeCursor {
+    pub next: Option<u64>,
+    pub hi: Bound<u64>,
+    pub hint: Option<u64>,
+}
+
+impl RangeCursor {
+    /// True if `key` is at or below the upper bound.
+    pub fn below_hi(&self, key: u64) -> bool {
+        match self.hi {
+            Bound::Included(h) => key <= h,
+            Bound::Excluded(h) => key < h,
+            Bound::Unbounded => true,
+        }
+    }
+
+    /// The keys left to scan as an inclusive `[next, hi]`, or `None` (and the cursor marked
+    /// done) when none are left.
+    pub fn remaining(&mut self) -> Option<(u64, u64)> {
+        let lo = self.next?;
+        let hi = match self.hi {
+            Bound::Included(h) => Some(h),
+            Bound::Excluded(h) => h.checked_sub(1),
+            Bound::Unbounded => Some(u64::MAX),
+        };
+        match hi {
+            Some(hi) if lo <= hi => Some((lo, hi)),
+            _ => {
+                self.next = None;
+                None
+            }
+        }
+    }
+
+    /// Size of the next batch of a scan, at most `max` (the engine's unit: pages of a
+    /// level, leaves). A bounded range reads `max`. An open-ended one (`lo..`, its end
+    /// decided by the caller, who may stop after a few entries) reads `first`, then 4x more
+    /// per batch (kept in `hint`), so a scan stopped early reads little.
+    pub fn ramp(&mut self, first: u64, max: u64) -> u64 {
+        let max = max.max(1);
+        match self.hi {
+            Bound::Unbounded => {
+                let n = self.hint.unwrap_or(first).clamp(1, max);
+                self.hint = Some(n.saturating_mul(4));
+                n
+            }
+            _ => max,
+        }
+    }
+}
+
+/// What every engine does. `Db` validates arguments and handles poisoning; engines log
+/// their operations in their own WAL so that recovery stays inside the engine.
+pub trait Engine: Send {
+    fn insert(&mut self, key: u64, value: u64) -> Result<()>;
+    fn delete(&mut self, key: u64) -> Result<()>;
+    fn get(&mut self, key: u64) -> Result<Option<u64>>;
+    fn get_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+        keys.iter().map(|&k| self.get(k)).collect()
+    }
+    /// Append to `out` at least one entry of the range from `cur.next`, unless the range is
+    /// exhausted, in which case set `cur.next = None`.
+    fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()>;
+    /// Sorted by key, no duplicate keys (Db prepares it).
+    fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> Result<()>;
+    /// A non-empty inclusive range.
+    fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()>;
+    fn flush(&mut self) -> Result<()>;
+    fn close(&mut self) -> Result<()>;
+    fn stats(&self) -> Stats;
+    fn check_integrity(&mut self) -> Result<()>;
+}
+
+/// Keys a range delete collects before deleting them ([`delete_range_by_scan`]).
+pub(crate) const DELETE_RANGE_BATCH: usize = 4096;
+
+/// Delete every key of `[lo, hi]` for an engine whose range delete is a run of point
+/// deletes: collect up to [`DELETE_RANGE_BATCH`] keys with `scan` (the engine's range
+/// batch), delete them with `delete`, and resume with a fresh cursor where the scan stopped
+/// (the deletes may have changed the structure). Memory stays bounded by the batch.
+pub(crate) fn delete_range_by_scan<E: ?Sized>(
+    engine: &mut E,
+    lo: u64,
+    hi: u64,
+    mut scan: impl FnMut(&mut E, &mut RangeCursor, &mut Vec<(u64, u64)>) -> Result<()>,
+    mut delete: impl FnMut(&mut E, u64) -> Result<()>,
+) -> Result<()> {
+    let mut from = Some(lo);
+    let mut keys = Vec::new();
+    while let Some(next) = from {
+        let mut cur = RangeCursor {
+            next: Some(next),
+            hi: Bound::Included(hi),
+            hint: None,
+        };
+        keys.clear();
+        while keys.len() < DELETE_RANGE_BATCH && cur.next.is_some() {
+            scan(engine, &mut cur, &mut keys)?;
+        }
+        for &(k, _) in &keys {
+            delete(engine, k)?;
+        }
+        from = cur.next;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cur(next: Option<u64>, hi: Bound<u64>) -> RangeCursor {
+        RangeCursor {
+            next,
+            hi,
+            hint: None,
+        }
+    }
+
+    /// A range delete larger than a batch deletes exactly the range's keys, resuming
+    /// after each batch, and never holds more than a batch (plus one scan call) of keys.
+    #[test]
+    fn delete_range_by_scan_works_in_bounded_batches() {
+        let mut map: std::collections::BTreeMap<u64, u64> =
+            (0..20_000u64).map(|k| (k * 2, k)).collect();
+        let mut most = 0usize;
+        delete_range_by_scan(
+            &mut map,
+            1_001,
+            30_000,
+            |m, cur, out| {
+                // A range batch of at most 7 entries, as an engine's scan returns them.
+                let Some((lo, hi)) = cur.remaining() else {
+                    return Ok(());
+                };
+                let got: Vec<(u64, u64)> =
+                    m.range(lo..=hi).take(7).map(|(&k, &v)| (k, v)).collect();
+                cur.next = match got.last() {
+                    Some(&(k, _)) if got.len() == 7 => k.checked_add(1),
+                    _ => None,
+                };
+                out.extend(got);
+                most = most.max(out.len());
+                Ok(())
+            },
+            |m, k| {
+                m.remove(&k);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert!(most <= DELETE_RANGE_BATCH + 7, "{most} keys held");
+        assert!(most >= DELETE_RANGE_BATCH, "{most}: one batch never filled");
+        let left: Vec<u64> = map.keys().copied().collect();
+        let want: Vec<u64> = (0..20_000u64)
+            .map(|k| k * 2)
+            .filter(|k| !(1_001..=30_000).contains(k))
+            .collect();
+        assert_eq!(left, want);
+    }
+
+    #[test]
+    fn ramp_grows_open_ended_batches_and_keeps_bounded_ones_whole() {
+        let mut open = cur(Some(5), Bound::Unbounded);
+        let sizes: Vec<u64> = (0..5).map(|_| open.ramp(16, 300)).collect();
+        assert_eq!(sizes, [16, 64, 256, 300, 300]);
+        let mut bounded = cur(Some(5), Bound::Included(9));
+        assert_eq!(bounded.ramp(16, 300), 300);
+        assert_eq!(bounded.hint, None);
+        // A zero limit still reads one.
+        assert_eq!(cur(Some(5), Bound::Unbounded).ramp(16, 0), 1);
+    }
+
+    #[test]
+    fn remaining_is_the_inclusive_rest_or_done() {
+        assert_eq!(cur(Some(3), Bound::Included(9)).remaining(), Some((3, 9)));
+        assert_eq!(cur(Some(3), Bound::Excluded(9)).remaining(), Some((3, 8)));
+        assert_eq!(
+            cur(Some(0), Bound::Unbounded).remaining(),
+            Some((0, u64::MAX))
+        );
+        assert_eq!(cur(Some(9), Bound::Included(9)).remaining(), Some((9, 9)));
+        for mut c in [
+            cur(Some(0), Bound::Excluded(0)),
+            cur(Some(10), Bound::Included(9)),
+            cur(Some(9), Bound::Excluded(9)),
+            cur(None, Bound::Unbounded),
+        ] {
+            assert_eq!(c.remaining(), None);
+            assert_eq!(c.next, None, "a finished cursor is marked done");
+        }
+    }
+}
