@@ -36,6 +36,7 @@ mod kind;
 mod kit;
 mod options;
 mod page;
+mod settings;
 pub mod sim;
 mod stats;
 #[cfg(feature = "testing")]
@@ -47,9 +48,10 @@ pub use error::{Error, Result};
 pub use io::{DeviceStats, Storage};
 pub use kind::EngineKind;
 pub use options::{
-    BTreeOptions, BftlOptions, DeviceSpec, DiplOptions, EngineOptions, FdTreeOptions, IplOptions,
-    LsmOptions, Options, PioOptions, Tuning, DEFAULT_PAGE_SIZE, PIO_OPQ_ENTRY_BYTES,
+    BTreeOptions, BftlOptions, DiplOptions, EngineOptions, FdTreeOptions, IplOptions, LsmOptions,
+    Options, PioOptions, Tuning, DEFAULT_PAGE_SIZE, PIO_OPQ_ENTRY_BYTES,
 };
+pub use settings::DeviceSpec;
 /// Not part of the API. The d-IPL reproduction (`flashix repro dipl` in flashix-bench)
 /// drives the IPL and d-IPL engines below [`Db`] for what `Db` does not offer: the global
 /// cleansing of §5.3 and resetting the flash counters after the index is built.
@@ -57,6 +59,7 @@ pub use options::{
 pub mod internals {
     pub use crate::engine::dipl::DiplBTree;
     pub use crate::engine::ipl::IplBTree;
+    pub use crate::engine::{create_dipl, create_ipl};
     pub use crate::kit::api::Engine;
 }
 pub use stats::{BufferStats, LevelShape, Shape, Stats, WalStats};

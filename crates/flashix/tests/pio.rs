@@ -405,7 +405,7 @@ fn unset_sizes_come_from_the_cost_model_and_the_opq_shares_the_budget() {
         let o = Options::new(EngineKind::PioBTree)
             .buffer_pool_bytes(budget)
             .tuning(tuning(search_fraction));
-        let want = PioOptions::resolved(&o).unwrap();
+        let want = o.resolved().unwrap().pio_options();
         let (l, q) = (want.leaf_segments.unwrap(), want.opq_bytes.unwrap());
         let (dev, vfs) = (MemDevice::new(4096), MemVfs::new());
         let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
@@ -441,7 +441,7 @@ fn unset_sizes_come_from_the_cost_model_and_the_opq_shares_the_budget() {
             leaf_segments: Some(3),
             ..PioOptions::default()
         });
-    assert_eq!(PioOptions::resolved(&o).unwrap().leaf_segments, Some(3));
+    assert_eq!(o.resolved().unwrap().pio_options().leaf_segments, Some(3));
     // An OPQ as large as the budget leaves no pool.
     let o = Options::new(EngineKind::PioBTree)
         .buffer_pool_bytes(budget)

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::kind::EngineKind;
 pub(crate) use crate::kit::api::Engine;
-use crate::options::Options;
+use crate::options::{EngineOptions, Options};
 
 /// True when this build has an implementation of `kind` ([`create`] and [`open`] serve
 /// it); the others fail with [`Error::Unsupported`].
@@ -35,29 +35,33 @@ impl EngineKind {
 /// Check `opts`: the settings every engine shares, then the chosen engine's own.
 pub fn validate(opts: &Options) -> Result<()> {
     opts.validate_common()?;
-    match opts.engine() {
-        EngineKind::BTree => btree::validate(opts),
-        EngineKind::FdTree => fdtree::validate(opts),
-        EngineKind::Lsm => lsm::validate(opts),
-        EngineKind::PioBTree => pio::validate(opts),
-        EngineKind::Bftl => bftl::validate(opts),
-        EngineKind::IplBTree => ipl::validate(opts),
-        EngineKind::DiplBTree => dipl::validate(opts),
-        EngineKind::BulkIndex | EngineKind::LaTree => Ok(()),
+    let s = opts.settings()?;
+    match &opts.sub_options {
+        EngineOptions::BTree(o) => btree::validate(&s, o),
+        EngineOptions::FdTree(o) => fdtree::validate(&s, o),
+        EngineOptions::Lsm(o) => lsm::validate(&s, o),
+        EngineOptions::PioBTree(o) => pio::validate(&s, o),
+        EngineOptions::Bftl(o) => bftl::validate(&s, o),
+        EngineOptions::IplBTree(o) => ipl::validate(&s, o),
+        EngineOptions::DiplBTree(o) => dipl::validate(&s, o),
+        EngineOptions::BulkIndex | EngineOptions::LaTree => Ok(()),
     }
 }
 
-/// A new engine of `opts.engine()` on `storage`.
+/// A new engine of `opts.engine()` on `storage`, with every parameter left to a cost model
+/// decided first ([`Options::resolved`]), so that the manifest saves the choice.
 pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
-    match opts.engine() {
-        EngineKind::BTree => Ok(Box::new(btree::BTree::create(storage, opts)?)),
-        EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::create(storage, opts)?)),
-        EngineKind::Lsm => Ok(Box::new(lsm::Lsm::create(storage, opts)?)),
-        EngineKind::PioBTree => Ok(Box::new(pio::PioBTree::create(storage, opts)?)),
-        EngineKind::Bftl => Ok(Box::new(bftl::Bftl::create(storage, opts)?)),
-        EngineKind::IplBTree => Ok(Box::new(ipl::IplBTree::create(storage, opts)?)),
-        EngineKind::DiplBTree => Ok(Box::new(dipl::DiplBTree::create(storage, opts)?)),
-        other => Err(not_built(other)),
+    let opts = opts.resolved()?;
+    let s = opts.settings()?;
+    match opts.sub_options {
+        EngineOptions::BTree(o) => Ok(Box::new(btree::BTree::create(storage, s, o)?)),
+        EngineOptions::FdTree(o) => Ok(Box::new(fdtree::FdTree::create(storage, s, o)?)),
+        EngineOptions::Lsm(o) => Ok(Box::new(lsm::Lsm::create(storage, s, o)?)),
+        EngineOptions::PioBTree(o) => Ok(Box::new(pio::PioBTree::create(storage, s, o)?)),
+        EngineOptions::Bftl(o) => Ok(Box::new(bftl::Bftl::create(storage, s, o)?)),
+        EngineOptions::IplBTree(o) => Ok(Box::new(ipl::IplBTree::create(storage, s, o)?)),
+        EngineOptions::DiplBTree(o) => Ok(Box::new(dipl::DiplBTree::create(storage, s, o)?)),
+        other => Err(not_built(other.kind())),
     }
 }
 
@@ -66,18 +70,33 @@ pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
 /// replaced by `opts`' (current format), which the next checkpoint writes.
 pub fn open(storage: Storage, mut manifest: Manifest, opts: Options) -> Result<Box<dyn Engine>> {
     validate(&opts)?;
-    manifest.options = crate::options::record::encode(&opts)?;
+    let s = opts.settings()?;
+    manifest.options = s.record.clone();
     let m = manifest;
-    match opts.engine() {
-        EngineKind::BTree => Ok(Box::new(btree::BTree::open(storage, m, opts)?)),
-        EngineKind::FdTree => Ok(Box::new(fdtree::FdTree::open(storage, m, opts)?)),
-        EngineKind::Lsm => Ok(Box::new(lsm::Lsm::open(storage, m, opts)?)),
-        EngineKind::PioBTree => Ok(Box::new(pio::PioBTree::open(storage, m, opts)?)),
-        EngineKind::Bftl => Ok(Box::new(bftl::Bftl::open(storage, m, opts)?)),
-        EngineKind::IplBTree => Ok(Box::new(ipl::IplBTree::open(storage, m, opts)?)),
-        EngineKind::DiplBTree => Ok(Box::new(dipl::DiplBTree::open(storage, m, opts)?)),
-        other => Err(not_built(other)),
+    match opts.sub_options {
+        EngineOptions::BTree(o) => Ok(Box::new(btree::BTree::open(storage, m, s, o)?)),
+        EngineOptions::FdTree(o) => Ok(Box::new(fdtree::FdTree::open(storage, m, s, o)?)),
+        EngineOptions::Lsm(o) => Ok(Box::new(lsm::Lsm::open(storage, m, s, o)?)),
+        EngineOptions::PioBTree(o) => Ok(Box::new(pio::PioBTree::open(storage, m, s, o)?)),
+        EngineOptions::Bftl(o) => Ok(Box::new(bftl::Bftl::open(storage, m, s, o)?)),
+        EngineOptions::IplBTree(o) => Ok(Box::new(ipl::IplBTree::open(storage, m, s, o)?)),
+        EngineOptions::DiplBTree(o) => Ok(Box::new(dipl::DiplBTree::open(storage, m, s, o)?)),
+        other => Err(not_built(other.kind())),
     }
+}
+
+/// An IPL B+-tree engine itself, not boxed (the d-IPL reproduction drives it below `Db`).
+pub fn create_ipl(storage: Storage, opts: Options) -> Result<ipl::IplBTree> {
+    validate(&opts)?;
+    let s = opts.settings()?;
+    ipl::IplBTree::create(storage, s, opts.ipl_options())
+}
+
+/// A d-IPL B+-tree engine itself, not boxed (the d-IPL reproduction drives it below `Db`).
+pub fn create_dipl(storage: Storage, opts: Options) -> Result<dipl::DiplBTree> {
+    validate(&opts)?;
+    let s = opts.settings()?;
+    dipl::DiplBTree::create(storage, s, opts.dipl_options())
 }
 
 fn not_built(kind: EngineKind) -> Error {

@@ -5,7 +5,9 @@
 //! needs only the directory.
 //!
 //! Validation of an engine's own options lives with the engine and is dispatched by
-//! `crate::engine::validate`, next to `create` and `open`.
+//! `crate::engine::validate`, next to `create` and `open`. Engines never see this
+//! aggregate (it names every engine's options type): they get their own options and a
+//! [`Settings`] (`crate::settings`).
 
 pub(crate) mod record;
 
@@ -18,25 +20,9 @@ pub use crate::engine::ipl::IplOptions;
 pub use crate::engine::lsm::LsmOptions;
 pub use crate::engine::pio::{PioOptions, PIO_OPQ_ENTRY_BYTES};
 use crate::kind::EngineKind;
+pub use crate::settings::DeviceSpec;
+use crate::settings::Settings;
 use serde::{Deserialize, Serialize};
-
-/// Where an index's pages live.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub enum DeviceSpec {
-    /// One file `data` in the index directory; `direct_io` asks for `O_DIRECT` (the
-    /// default, so the page cache does not help; Contract 5).
-    File { direct_io: bool },
-    /// Pages in memory (tests). Such an index cannot be reopened by [`crate::Db::open`].
-    Memory,
-    /// A simulated SSD ([`crate::sim::SimSsd`]: an FTL over simulated NAND) whose flash
-    /// lives in the file `nand` of the index directory. The page size must be a multiple
-    /// of the NAND page.
-    SimulatedSsd(crate::sim::SimSsdConfig),
-    /// Raw simulated NAND flash in the file `nand` of the index directory (IPL and d-IPL
-    /// B+-trees build their [`crate::sim::Nand`] on it; the device's page is the NAND page).
-    RawNand(crate::sim::NandConfig),
-}
 
 /// The chosen engine's own options: one value, whose variant is the engine kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -196,16 +182,8 @@ impl Options {
         head_tree_bytes: u64,
         entries_per_page: u64,
     ) -> crate::cost::fdtree::FdTreeWorkload {
-        let t = self.effective_tuning();
-        let mut w = crate::cost::fdtree::FdTreeWorkload::new(
-            t.expected_entries.max(1),
-            t.search_fraction,
-            self.page_size,
-            entries_per_page,
-        );
-        w.head_tree_bytes = head_tree_bytes / 2;
-        w.buffer_bytes = self.buffer_pool_bytes;
-        w
+        self.settings_unrecorded()
+            .fdtree_model_workload(head_tree_bytes, entries_per_page)
     }
 
     /// The `k` an FD-tree or LSM-tree created with these options gets when its `k` is unset:
@@ -218,14 +196,47 @@ impl Options {
         head_tree_bytes: u64,
         entries_per_page: u64,
     ) -> crate::error::Result<u32> {
-        use crate::error::Error;
-        let t = self.effective_tuning();
-        let w = self.fdtree_model_workload(head_tree_bytes, entries_per_page);
-        let c = crate::cost::fdtree::choose(&t.device, &w).map_err(|e| {
-            Error::InvalidOptions(format!("choosing k with the FD-tree cost model: {e}"))
-        })?;
-        u32::try_from(c.k)
-            .map_err(|_| Error::InvalidOptions(format!("cost model chose k = {}", c.k)))
+        self.settings_unrecorded()
+            .fdtree_model_k(head_tree_bytes, entries_per_page)
+    }
+
+    /// These options with every parameter left to a cost model decided, as `Db::create`
+    /// decides and saves them: the FD-tree's and LSM-tree's `k`, the PIO B-tree's leaf
+    /// and OPQ size.
+    pub fn resolved(&self) -> crate::error::Result<Options> {
+        let s = self.settings_unrecorded();
+        let mut o = self.clone();
+        o.sub_options = match &self.sub_options {
+            EngineOptions::FdTree(f) => {
+                EngineOptions::FdTree(crate::engine::fdtree::resolve(&s, f.clone())?)
+            }
+            EngineOptions::Lsm(l) => {
+                EngineOptions::Lsm(crate::engine::lsm::resolve(&s, l.clone())?)
+            }
+            EngineOptions::PioBTree(p) => EngineOptions::PioBTree(p.resolved(&s)?),
+            other => other.clone(),
+        };
+        Ok(o)
+    }
+
+    /// The settings every engine gets, with the manifest's options record of these options.
+    pub(crate) fn settings(&self) -> crate::error::Result<Settings> {
+        let mut s = self.settings_unrecorded();
+        s.record = record::encode(self)?;
+        Ok(s)
+    }
+
+    /// [`Options::settings`] without the record (validation, cost models).
+    fn settings_unrecorded(&self) -> Settings {
+        Settings {
+            page_size: self.page_size,
+            buffer_pool_bytes: self.buffer_pool_bytes,
+            device: self.device.clone(),
+            checkpoint_wal_bytes: self.checkpoint_wal_bytes,
+            tuning: self.effective_tuning(),
+            engine: self.engine(),
+            record: serde_json::Value::Null,
+        }
     }
 
     /// Replace the engine's own options when they are for this engine; options for another
@@ -326,32 +337,6 @@ impl Options {
         match &self.sub_options {
             EngineOptions::Bftl(o) => o.clone(),
             _ => BftlOptions::default(),
-        }
-    }
-
-    /// Bytes of the buffer pool itself: the budget less what an engine takes from it for
-    /// its own structures (the PIO B-tree's OPQ; see [`PioOptions`]).
-    pub(crate) fn pool_bytes(&self) -> u64 {
-        match &self.sub_options {
-            EngineOptions::PioBTree(p) => self
-                .buffer_pool_bytes
-                .saturating_sub(p.opq_bytes.unwrap_or(0)),
-            _ => self.buffer_pool_bytes,
-        }
-    }
-
-    /// The Pager's configuration for these options, keeping `reserved` bytes of the pool
-    /// for an engine structure that grows with the index (the PIO B-tree's LSMap).
-    pub(crate) fn pager_config(
-        &self,
-        min_frames: usize,
-        reserved: u64,
-    ) -> crate::durable::PagerConfig {
-        crate::durable::PagerConfig {
-            page_size: self.page_size,
-            pool_bytes: self.pool_bytes().saturating_sub(reserved),
-            checkpoint_wal_bytes: self.checkpoint_wal_bytes,
-            min_frames,
         }
     }
 

@@ -42,7 +42,7 @@ impl Tree {
         // No checkpoint during a run: the paper's index has none.
         .checkpoint_wal_bytes(1 << 40);
         Ok(match index {
-            Index::Ipl => Tree::Ipl(IplBTree::create(
+            Index::Ipl => Tree::Ipl(flashix::internals::create_ipl(
                 storage,
                 base.ipl(IplOptions {
                     node_bytes,
@@ -52,7 +52,7 @@ impl Tree {
                     log_area_bytes: ipl_log.unwrap_or(IplOptions::default().log_area_bytes),
                 }),
             )?),
-            Index::Dipl => Tree::Dipl(DiplBTree::create(
+            Index::Dipl => Tree::Dipl(flashix::internals::create_dipl(
                 storage,
                 base.dipl(DiplOptions {
                     node_bytes,

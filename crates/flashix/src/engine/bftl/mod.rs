@@ -78,7 +78,7 @@ use crate::io::Storage;
 use crate::io::{Extent, IoReq, PageId};
 use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor};
-use crate::options::Options;
+use crate::settings::Settings;
 use crate::stats::{counters, Stats};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -98,8 +98,7 @@ pub fn capacity(node_bytes: u64) -> usize {
 const BULK_FILL: f64 = 0.7;
 
 /// The sizes in effect: node capacity, reservation buffer units, compaction threshold.
-fn sizes(opts: &Options) -> (usize, usize, usize) {
-    let b = &opts.bftl_options();
+fn sizes(opts: &Settings, b: &BftlOptions) -> (usize, usize, usize) {
     let cap = capacity(b.node_bytes);
     let full = unit::pages_for(cap + 1, opts.page_size);
     let res = b.reservation_units.map_or(cap, |r| r as usize);
@@ -108,15 +107,14 @@ fn sizes(opts: &Options) -> (usize, usize, usize) {
 }
 
 /// Check BFTL's sub-options for the page size.
-pub fn validate(opts: &Options) -> Result<()> {
-    let b = &opts.bftl_options();
+pub fn validate(opts: &Settings, b: &BftlOptions) -> Result<()> {
     if !(96..=1 << 20).contains(&b.node_bytes) {
         return Err(Error::InvalidOptions(format!(
             "bftl node_bytes {} must be within 96..=1 MiB (4 entries at least)",
             b.node_bytes
         )));
     }
-    let (cap, res, c) = sizes(opts);
+    let (cap, res, c) = sizes(opts, b);
     if res == 0 {
         return Err(Error::InvalidOptions(
             "bftl reservation_units must be at least 1".into(),
@@ -290,12 +288,11 @@ pub struct Bftl {
 
 impl Bftl {
     /// A new index: an empty root leaf, committed by the first checkpoint.
-    pub fn create(storage: Storage, options: Options) -> Result<Bftl> {
-        validate(&options)?;
-        let (cap, reservation, c) = sizes(&options);
-        let record = crate::options::record::encode(&options)?;
-        let config = options.pager_config(MIN_FRAMES, 0);
-        let pager = Pager::create(storage.device, storage.vfs, config, record)?;
+    pub fn create(storage: Storage, s: Settings, o: BftlOptions) -> Result<Bftl> {
+        validate(&s, &o)?;
+        let (cap, reservation, c) = sizes(&s, &o);
+        let config = s.pager_config(MIN_FRAMES, 0);
+        let pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
         let mut t = Bftl::with(pager, Ntt::default(), cap, reservation, c);
         t.root = 1;
         t.next_id = 2;
@@ -312,7 +309,7 @@ impl Bftl {
     }
 
     /// Reopen: the checkpoint's NTT, then the WAL replayed and a checkpoint taken.
-    pub fn open(storage: Storage, manifest: Manifest, options: Options) -> Result<Bftl> {
+    pub fn open(storage: Storage, manifest: Manifest, s: Settings, o: BftlOptions) -> Result<Bftl> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad BFTL state: {e}")))?;
         if state.height == 0 || state.next_id <= state.root {
@@ -325,8 +322,8 @@ impl Bftl {
                 ),
             ));
         }
-        let (cap, reservation, c) = sizes(&options);
-        let config = options.pager_config(MIN_FRAMES, 0);
+        let (cap, reservation, c) = sizes(&s, &o);
+        let config = s.pager_config(MIN_FRAMES, 0);
         let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
         let mut t = Bftl::with(pager, Ntt::from_lists(state.ntt), cap, reservation, c);
         t.root = state.root;

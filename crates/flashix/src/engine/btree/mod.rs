@@ -44,8 +44,8 @@ use crate::io::Storage;
 use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor};
 use crate::kit::bnode::{node, spine};
-use crate::options::Options;
 use crate::page::DATA_FILE;
+use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::Stats;
 use serde::{Deserialize, Serialize};
@@ -85,8 +85,8 @@ pub struct BTree {
 }
 
 /// Check the B+-tree's options.
-pub fn validate(opts: &Options) -> Result<()> {
-    let fill = opts.btree_options().bulk_fill;
+pub fn validate(_: &Settings, o: &BTreeOptions) -> Result<()> {
+    let fill = o.bulk_fill;
     // Below one half, bulk-loaded nodes would break the B+-tree's occupancy invariant.
     if !(0.5..=1.0).contains(&fill) {
         return Err(Error::InvalidOptions(format!(
@@ -98,11 +98,10 @@ pub fn validate(opts: &Options) -> Result<()> {
 
 impl BTree {
     /// A new empty tree (one empty root leaf).
-    pub fn create(storage: Storage, options: Options) -> Result<BTree> {
-        let cap = node::capacity(options.page_size);
-        let record = crate::options::record::encode(&options)?;
-        let config = options.pager_config(MIN_FRAMES, 0);
-        let mut pager = Pager::create(storage.device, storage.vfs, config, record)?;
+    pub fn create(storage: Storage, s: Settings, o: BTreeOptions) -> Result<BTree> {
+        let cap = node::capacity(s.page_size);
+        let config = s.pager_config(MIN_FRAMES, 0);
+        let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
         let root = pager.alloc_page()?;
         pager.write(root, |b| node::init(b, 0, node::NONE, &[]))?;
         let mut t = BTree {
@@ -112,7 +111,7 @@ impl BTree {
             entries: 0,
             leaves: 1,
             cap,
-            bulk_fill: options.btree_options().bulk_fill,
+            bulk_fill: o.bulk_fill,
             counters: Counters::default(),
         };
         t.checkpoint()?;
@@ -120,11 +119,16 @@ impl BTree {
     }
 
     /// Reopen: restore the checkpoint image and replay the WAL.
-    pub fn open(storage: Storage, manifest: Manifest, options: Options) -> Result<BTree> {
+    pub fn open(
+        storage: Storage,
+        manifest: Manifest,
+        s: Settings,
+        o: BTreeOptions,
+    ) -> Result<BTree> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad B+-tree state: {e}")))?;
-        let cap = node::capacity(options.page_size);
-        let config = options.pager_config(MIN_FRAMES, 0);
+        let cap = node::capacity(s.page_size);
+        let config = s.pager_config(MIN_FRAMES, 0);
         let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
         let mut t = BTree {
             pager,
@@ -133,7 +137,7 @@ impl BTree {
             entries: state.entries,
             leaves: state.leaves,
             cap,
-            bulk_fill: options.btree_options().bulk_fill,
+            bulk_fill: o.bulk_fill,
             counters: Counters::default(),
         };
         if state.height == 0 {

@@ -58,7 +58,7 @@ use crate::error::Result;
 use crate::io::Storage;
 use crate::kit::api::Engine;
 use crate::kit::inpage::{self, core_engine_methods, Config, Core};
-use crate::options::Options;
+use crate::settings::Settings;
 
 /// The d-IPL B+-tree engine.
 pub struct DiplBTree {
@@ -67,17 +67,22 @@ pub struct DiplBTree {
 
 impl DiplBTree {
     /// A new index (formats the NAND over `storage.device`).
-    pub fn create(storage: Storage, opts: Options) -> Result<DiplBTree> {
-        let cfg = config(&opts);
+    pub fn create(storage: Storage, s: Settings, o: DiplOptions) -> Result<DiplBTree> {
+        let cfg = config(&o);
         Ok(DiplBTree {
-            core: Core::create(storage, opts, &cfg)?,
+            core: Core::create(storage, s, &cfg)?,
         })
     }
 
     /// Reopen: the last checkpoint, then the WAL replayed.
-    pub fn open(storage: Storage, manifest: Manifest, opts: Options) -> Result<DiplBTree> {
-        let cfg = config(&opts);
-        let (core, ops) = Core::open(storage, manifest, opts, &cfg)?;
+    pub fn open(
+        storage: Storage,
+        manifest: Manifest,
+        s: Settings,
+        o: DiplOptions,
+    ) -> Result<DiplBTree> {
+        let cfg = config(&o);
+        let (core, ops) = Core::open(storage, manifest, s, &cfg)?;
         let mut t = DiplBTree { core };
         Logged::recover(&mut t.core, &ops)?;
         Ok(t)
@@ -96,13 +101,12 @@ impl DiplBTree {
 }
 
 /// Check the d-IPL B+-tree's options (the NAND geometry they imply).
-pub fn validate(opts: &Options) -> Result<()> {
-    inpage::validate::<Dipl>(opts, &config(opts))
+pub fn validate(s: &Settings, o: &DiplOptions) -> Result<()> {
+    inpage::validate::<Dipl>(s, &config(o))
 }
 
 /// The kit's numbers from the d-IPL options (no fixed log area).
-fn config(opts: &Options) -> Config {
-    let o = opts.dipl_options();
+fn config(o: &DiplOptions) -> Config {
     Config {
         node_bytes: o.node_bytes,
         buffer_frames: o.buffer_frames,

@@ -105,7 +105,7 @@ use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor};
 use crate::kit::sorted::entry::{self, Entry, Kind};
 use crate::kit::sorted::head::Head;
-use crate::options::Options;
+use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::{LevelShape, Stats};
 use merge::{MergeJob, Outcome, Params};
@@ -136,8 +136,7 @@ struct Counters {
 }
 
 /// Check FD-tree options against the page size (dispatched by `engine::validate`).
-pub fn validate(opts: &Options) -> Result<()> {
-    let o = &opts.fdtree_options();
+pub fn validate(opts: &Settings, o: &FdTreeOptions) -> Result<()> {
     let ps = opts.page_size as u64;
     let f = entry::capacity(opts.page_size) as u64;
     if let Some(k) = o.k {
@@ -177,18 +176,16 @@ impl FdTreeOptions {
 }
 
 /// `opts` with `k` decided: the given one, else the cost model's (§4, App. C.3).
-fn resolve(opts: Options) -> Result<Options> {
-    let mut o = opts.fdtree_options();
+pub(crate) fn resolve(s: &Settings, mut o: FdTreeOptions) -> Result<FdTreeOptions> {
     if o.k.is_none() {
-        o.k = Some(opts.fdtree_model_k(o.head_tree_bytes, entry::capacity(opts.page_size) as u64)?);
+        o.k = Some(s.fdtree_model_k(o.head_tree_bytes, entry::capacity(s.page_size) as u64)?);
     }
-    Ok(opts.fdtree(o))
+    Ok(o)
 }
 
 /// The engine's parameters from resolved options (a manifest always holds a `k`).
-fn params(opts: &Options) -> Result<Params> {
+fn params(opts: &Settings, o: &FdTreeOptions) -> Result<Params> {
     let cap = entry::capacity(opts.page_size);
-    let o = &opts.fdtree_options();
     let head_pages = o.head_tree_bytes / opts.page_size as u64;
     let k =
         o.k.ok_or_else(|| Error::corruption("MANIFEST", None, "FD-tree options without k"))?;
@@ -219,14 +216,13 @@ pub struct FdTree {
 
 impl FdTree {
     /// A new empty FD-tree (an empty head tree, no levels).
-    pub fn create(storage: Storage, options: Options) -> Result<FdTree> {
-        validate(&options)?;
-        let options = resolve(options)?;
-        let p = params(&options)?;
-        let deamortize = options.fdtree_options().deamortize;
-        let record = crate::options::record::encode(&options)?;
-        let config = options.pager_config(MIN_FRAMES, 0);
-        let mut pager = Pager::create(storage.device, storage.vfs, config, record)?;
+    /// `o` is resolved ([`resolve`]: `k` decided) and `s.record` holds it.
+    pub fn create(storage: Storage, s: Settings, o: FdTreeOptions) -> Result<FdTree> {
+        validate(&s, &o)?;
+        let p = params(&s, &o)?;
+        let deamortize = o.deamortize;
+        let config = s.pager_config(MIN_FRAMES, 0);
+        let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
         let head = Head::create(&mut pager)?;
         let mut t = FdTree {
             pager,
@@ -245,12 +241,17 @@ impl FdTree {
     }
 
     /// Reopen: restore the checkpoint image, restart a merge in progress, replay the WAL.
-    pub fn open(storage: Storage, manifest: Manifest, options: Options) -> Result<FdTree> {
+    pub fn open(
+        storage: Storage,
+        manifest: Manifest,
+        s: Settings,
+        o: FdTreeOptions,
+    ) -> Result<FdTree> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad FD-tree state: {e}")))?;
-        let p = params(&options)?;
-        let deamortize = options.fdtree_options().deamortize;
-        let config = options.pager_config(MIN_FRAMES, 0);
+        let p = params(&s, &o)?;
+        let deamortize = o.deamortize;
+        let config = s.pager_config(MIN_FRAMES, 0);
         let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
         for e in &state.merge_extents {
             pager.free_extent(*e);

@@ -43,11 +43,10 @@ use crate::error::Result;
 use crate::io::Storage;
 use crate::kit::api::Engine;
 use crate::kit::inpage::{self, core_engine_methods, Config, Core};
-use crate::options::Options;
+use crate::settings::Settings;
 
 /// The kit's numbers from the IPL options.
-fn config(opts: &Options) -> Config {
-    let o = opts.ipl_options();
+fn config(o: &IplOptions) -> Config {
     Config {
         node_bytes: o.node_bytes,
         buffer_frames: o.buffer_frames,
@@ -58,8 +57,8 @@ fn config(opts: &Options) -> Config {
 }
 
 /// Check the IPL B+-tree's options (the NAND geometry they imply).
-pub fn validate(opts: &Options) -> Result<()> {
-    inpage::validate::<Ipl>(opts, &config(opts))
+pub fn validate(s: &Settings, o: &IplOptions) -> Result<()> {
+    inpage::validate::<Ipl>(s, &config(o))
 }
 
 /// The IPL B+-tree engine.
@@ -69,17 +68,22 @@ pub struct IplBTree {
 
 impl IplBTree {
     /// A new index (formats the NAND over `storage.device`).
-    pub fn create(storage: Storage, opts: Options) -> Result<IplBTree> {
-        let cfg = config(&opts);
+    pub fn create(storage: Storage, s: Settings, o: IplOptions) -> Result<IplBTree> {
+        let cfg = config(&o);
         Ok(IplBTree {
-            core: Core::create(storage, opts, &cfg)?,
+            core: Core::create(storage, s, &cfg)?,
         })
     }
 
     /// Reopen: the last checkpoint, then the WAL replayed.
-    pub fn open(storage: Storage, manifest: Manifest, opts: Options) -> Result<IplBTree> {
-        let cfg = config(&opts);
-        let (core, ops) = Core::open(storage, manifest, opts, &cfg)?;
+    pub fn open(
+        storage: Storage,
+        manifest: Manifest,
+        s: Settings,
+        o: IplOptions,
+    ) -> Result<IplBTree> {
+        let cfg = config(&o);
+        let (core, ops) = Core::open(storage, manifest, s, &cfg)?;
         let mut t = IplBTree { core };
         Logged::recover(&mut t.core, &ops)?;
         Ok(t)

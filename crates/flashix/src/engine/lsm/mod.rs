@@ -83,7 +83,7 @@ use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor};
 use crate::kit::sorted::entry::{self, Entry, Kind};
 use crate::kit::sorted::head::Head;
-use crate::options::Options;
+use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::{LevelShape, Stats};
 use component::{Component, ComponentWriter, TOMBSTONE};
@@ -131,8 +131,7 @@ impl Params {
 }
 
 /// Check LSM-tree options against the page size (dispatched by `engine::validate`).
-pub fn validate(opts: &Options) -> Result<()> {
-    let o = &opts.lsm_options();
+pub fn validate(opts: &Settings, o: &LsmOptions) -> Result<()> {
     let ps = opts.page_size as u64;
     if let Some(k) = o.k.filter(|&k| k < 2) {
         return Err(Error::InvalidOptions(format!(
@@ -156,18 +155,16 @@ pub fn validate(opts: &Options) -> Result<()> {
 
 /// `opts` with `k` decided: the given one, else the FD-tree's for the same index, whose
 /// head tree is C0's size (FD-tree paper App. D: "the same as the k value in FD-tree").
-fn resolve(opts: Options) -> Result<Options> {
-    let mut o = opts.lsm_options();
+pub(crate) fn resolve(s: &Settings, mut o: LsmOptions) -> Result<LsmOptions> {
     if o.k.is_none() {
-        o.k = Some(opts.fdtree_model_k(o.c0_bytes, entry::capacity(opts.page_size) as u64)?);
+        o.k = Some(s.fdtree_model_k(o.c0_bytes, entry::capacity(s.page_size) as u64)?);
     }
-    Ok(opts.lsm(o))
+    Ok(o)
 }
 
 /// The engine's parameters from resolved options (a manifest always holds a `k`).
-fn params(opts: &Options) -> Result<Params> {
+fn params(opts: &Settings, o: &LsmOptions) -> Result<Params> {
     let cap = entry::capacity(opts.page_size);
-    let o = &opts.lsm_options();
     let k =
         o.k.ok_or_else(|| Error::corruption("MANIFEST", None, "LSM options without k"))?;
     Ok(Params {
@@ -191,13 +188,12 @@ pub struct Lsm {
 
 impl Lsm {
     /// A new empty LSM-tree: an empty C0, no components.
-    pub fn create(storage: Storage, options: Options) -> Result<Lsm> {
-        validate(&options)?;
-        let options = resolve(options)?;
-        let p = params(&options)?;
-        let record = crate::options::record::encode(&options)?;
-        let config = options.pager_config(MIN_FRAMES, 0);
-        let mut pager = Pager::create(storage.device, storage.vfs, config, record)?;
+    /// `o` is resolved ([`resolve`]: `k` decided) and `s.record` holds it.
+    pub fn create(storage: Storage, s: Settings, o: LsmOptions) -> Result<Lsm> {
+        validate(&s, &o)?;
+        let p = params(&s, &o)?;
+        let config = s.pager_config(MIN_FRAMES, 0);
+        let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
         let c0 = Head::create(&mut pager)?;
         let mut t = Lsm {
             pager,
@@ -205,7 +201,7 @@ impl Lsm {
             c0,
             components: Vec::new(),
             checkpoint_due: false,
-            search_before_delete: options.lsm_options().search_before_delete,
+            search_before_delete: o.search_before_delete,
             counters: Counters::default(),
         };
         t.checkpoint()?;
@@ -213,11 +209,11 @@ impl Lsm {
     }
 
     /// Reopen: restore the checkpoint image and replay the WAL.
-    pub fn open(storage: Storage, manifest: Manifest, options: Options) -> Result<Lsm> {
+    pub fn open(storage: Storage, manifest: Manifest, s: Settings, o: LsmOptions) -> Result<Lsm> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad LSM state: {e}")))?;
-        let p = params(&options)?;
-        let config = options.pager_config(MIN_FRAMES, 0);
+        let p = params(&s, &o)?;
+        let config = s.pager_config(MIN_FRAMES, 0);
         let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
         let mut t = Lsm {
             pager,
@@ -225,7 +221,7 @@ impl Lsm {
             c0: state.c0,
             components: state.components,
             checkpoint_due: false,
-            search_before_delete: options.lsm_options().search_before_delete,
+            search_before_delete: o.search_before_delete,
             counters: Counters::default(),
         };
         t.recover(&ops)?;

@@ -88,7 +88,7 @@ use crate::io::Storage;
 use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor};
 use crate::kit::bnode::node;
-use crate::options::Options;
+use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::Stats;
 use lsmap::LsMap;
@@ -140,21 +140,21 @@ impl PioOptions {
         node::capacity(page_size) as u64
     }
 
-    /// `opts`' PIO options with `leaf_segments` and `opq_bytes` decided: the given ones,
+    /// These options with `leaf_segments` and `opq_bytes` decided: the given ones,
     /// else the cost model's choice (§3.6: "PIO B-tree is able to automatically tune itself
     /// by using (10) when it is initially built"; [`crate::cost::pio::choose_within`]) for
-    /// [`Options::effective_tuning`]: its PIO device profile (or one derived from its device
-    /// costs), `N` = its expected entries, `Ri` = 1 − its search share, `M` = the options'
-    /// memory budget ([`Options::buffer_pool_bytes`], which the OPQ shares with the pool),
-    /// and this engine's page capacities. [`crate::Db::create`] saves the result in the
-    /// manifest.
-    pub fn resolved(opts: &Options) -> Result<PioOptions> {
+    /// the settings' tuning: its PIO device profile (or one derived from its device
+    /// costs), `N` = its expected entries, `Ri` = 1 − its search share, `M` = the memory
+    /// budget (`buffer_pool_bytes`, which the OPQ shares with the pool), and this engine's
+    /// page capacities. `Db::create` saves the result in the manifest
+    /// (`Options::resolved` is the public face).
+    pub(crate) fn resolved(&self, opts: &Settings) -> Result<PioOptions> {
         use crate::cost::pio::{choose_within, PioDeviceCosts, PioWorkload};
-        let mut o = opts.pio_options();
+        let mut o = self.clone();
         if o.leaf_segments.is_some() && o.opq_bytes.is_some() {
             return Ok(o);
         }
-        let t = opts.effective_tuning();
+        let t = opts.tuning.clone();
         let dev = match t.pio_device {
             Some(d) => d,
             None => PioDeviceCosts::derived(&t.device)?,
@@ -188,8 +188,7 @@ impl PioOptions {
 
 /// Check PIO B-tree options (dispatched by `engine::validate`); `None` sizes are the cost
 /// model's to choose at creation.
-pub fn validate(opts: &Options) -> Result<()> {
-    let o = &opts.pio_options();
+pub fn validate(opts: &Settings, o: &PioOptions) -> Result<()> {
     if let Some(l) = o.leaf_segments {
         if !(1..=64).contains(&l) {
             return Err(Error::InvalidOptions(format!(
@@ -228,8 +227,7 @@ pub fn validate(opts: &Options) -> Result<()> {
 }
 
 /// Leaf segments and OPQ entries of resolved options (a manifest always holds both).
-fn sizes(opts: &Options) -> Result<(u16, usize)> {
-    let o = opts.pio_options();
+fn sizes(o: &PioOptions) -> Result<(u16, usize)> {
     match (o.leaf_segments, o.opq_bytes) {
         (Some(l), Some(q)) => Ok((l as u16, (q / PIO_OPQ_ENTRY_BYTES) as usize)),
         _ => Err(Error::corruption(
@@ -285,9 +283,8 @@ pub struct PioBTree {
 }
 
 impl PioBTree {
-    fn new(pager: Pager, options: &Options, s: State) -> Result<PioBTree> {
-        let o = &options.pio_options();
-        let (segs, opq_cap) = sizes(options)?;
+    fn new(pager: Pager, options: &Settings, o: &PioOptions, s: State) -> Result<PioBTree> {
+        let (segs, opq_cap) = sizes(o)?;
         Ok(PioBTree {
             pager,
             root: s.root,
@@ -306,14 +303,14 @@ impl PioBTree {
     }
 
     /// A new tree: one empty root leaf.
-    pub fn create(storage: Storage, options: Options) -> Result<PioBTree> {
-        validate(&options)?;
-        let options = options.clone().pio(PioOptions::resolved(&options)?);
-        validate(&options)?;
-        let (segs, _) = sizes(&options)?;
-        let record = crate::options::record::encode(&options)?;
-        let config = options.pager_config(min_frames(segs), 0);
-        let mut pager = Pager::create(storage.device, storage.vfs, config, record)?;
+    /// `o` is resolved ([`PioOptions::resolved`]) and `s.record` holds it. The OPQ takes
+    /// `opq_bytes` of the memory budget; the pool gets the rest (§4.1.3).
+    pub fn create(storage: Storage, s: Settings, o: PioOptions) -> Result<PioBTree> {
+        validate(&s, &o)?;
+        let (segs, _) = sizes(&o)?;
+        let opq_bytes = o.opq_bytes.unwrap_or(0);
+        let config = s.pager_config(min_frames(segs), opq_bytes);
+        let mut pager = Pager::create(storage.device, storage.vfs, config, s.record.clone())?;
         let root = pager.alloc_run(u64::from(segs))?.start;
         leaf::rewrite(&mut pager, root, segs, &[])?;
         let state = State {
@@ -322,31 +319,36 @@ impl PioBTree {
             leaves: 1,
             leaf_records: 0,
         };
-        let mut t = PioBTree::new(pager, &options, state)?;
+        let mut t = PioBTree::new(pager, &s, &o, state)?;
         t.lsmap.insert(root, 0);
         t.checkpoint()?;
         Ok(t)
     }
 
     /// Reopen: restore the checkpoint image and replay the WAL into the OPQ (§3.4).
-    pub fn open(storage: Storage, manifest: Manifest, options: Options) -> Result<PioBTree> {
+    pub fn open(
+        storage: Storage,
+        manifest: Manifest,
+        s: Settings,
+        o: PioOptions,
+    ) -> Result<PioBTree> {
         let state: State = serde_json::from_value(manifest.engine.clone()).map_err(|e| {
             Error::corruption("MANIFEST", None, format!("bad PIO B-tree state: {e}"))
         })?;
         if state.height == 0 {
             return Err(Error::corruption("MANIFEST", None, "PIO B-tree height 0"));
         }
-        let (segs, _) = sizes(&options)?;
+        let (segs, _) = sizes(&o)?;
         let pages = lsmap_pages(&manifest)?;
         // The LSMap never takes the frames the engine needs: an index that opened once
         // opens again (past that point its bytes are reported in `Stats::memory_bytes`).
-        let spare = options
-            .pool_bytes()
-            .saturating_sub(min_frames(segs) as u64 * options.page_size as u64);
+        let opq_bytes = o.opq_bytes.unwrap_or(0);
+        let spare = (s.buffer_pool_bytes.saturating_sub(opq_bytes))
+            .saturating_sub(min_frames(segs) as u64 * s.page_size as u64);
         let reserve = LsMap::bytes_for(segs, pages).min(spare);
-        let config = options.pager_config(min_frames(segs), reserve);
+        let config = s.pager_config(min_frames(segs), opq_bytes + reserve);
         let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
-        let mut t = PioBTree::new(pager, &options, state)?;
+        let mut t = PioBTree::new(pager, &s, &o, state)?;
         t.lsmap.reserve_pages(pages);
         t.recover(&ops)?;
         Ok(t)

@@ -7,7 +7,7 @@ use super::format::{self, NodeImage, Rec, SECTOR};
 use super::policy::LogPolicy;
 use crate::durable::Log;
 use crate::error::{Error, Result};
-use crate::options::Options;
+use crate::settings::Settings;
 use crate::sim::{Nand, NandConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -60,7 +60,7 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    pub fn new<P: LogPolicy>(cfg: &Config, opts: &Options, nand: &NandConfig) -> Result<Geometry> {
+    pub fn new<P: LogPolicy>(cfg: &Config, opts: &Settings, nand: &NandConfig) -> Result<Geometry> {
         let (node_bytes, frames_opt, log_bytes) =
             (cfg.node_bytes, cfg.buffer_frames, cfg.log_area_bytes);
         let page = nand.page_bytes as u64;
@@ -214,7 +214,7 @@ pub struct Core<P: LogPolicy> {
     pub nand: Nand,
     /// The WAL generations and the checkpoint switch ([`crate::durable::Log`]).
     pub log: Log,
-    pub options: Options,
+    pub options: Settings,
     pub blocks: BTreeMap<u32, Block>,
     pub free: BTreeSet<u32>,
     /// Blocks released since the last checkpoint that it still references.

@@ -29,7 +29,7 @@ use crate::durable::{Log, Manifest};
 use crate::error::{Error, Result};
 use crate::io::alloc::AllocState;
 use crate::io::Storage;
-use crate::options::{DeviceSpec, Options};
+use crate::settings::{DeviceSpec, Settings};
 use crate::sim::{Nand, NandConfig, PageAddr};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -64,7 +64,7 @@ struct State {
 /// sub-options' blocks and pages per block and the index's page size, whose pages take one
 /// partial program per sector (the default's 4 for 2 KiB pages; 8 for 4 KiB pages, so that
 /// IPL can write its log a sector at a time as on the paper's NAND).
-fn nand_config(cfg: &Config, opts: &Options) -> NandConfig {
+fn nand_config(cfg: &Config, opts: &Settings) -> NandConfig {
     if let DeviceSpec::RawNand(cfg) = &opts.device {
         return cfg.clone();
     }
@@ -82,13 +82,13 @@ fn nand_config(cfg: &Config, opts: &Options) -> NandConfig {
 }
 
 /// Check the options of an index of policy `P`, whose own options give `config`.
-pub fn validate<P: LogPolicy>(opts: &Options, config: &Config) -> Result<()> {
+pub fn validate<P: LogPolicy>(opts: &Settings, config: &Config) -> Result<()> {
     let cfg = nand_config(config, opts);
     if cfg.page_bytes != opts.page_size {
         return Err(Error::InvalidOptions(format!(
             "{}: the RawNand device's NAND page of {} bytes differs from the page size {}; \
              the index's page is the NAND page (set page_size({}) or the config's page_bytes)",
-            opts.engine().name(),
+            opts.engine.name(),
             cfg.page_bytes,
             opts.page_size,
             cfg.page_bytes
@@ -99,7 +99,7 @@ pub fn validate<P: LogPolicy>(opts: &Options, config: &Config) -> Result<()> {
 }
 
 impl<P: LogPolicy> Core<P> {
-    fn empty(config: &Config, opts: Options, nand: Nand, log: Log) -> Result<Core<P>> {
+    fn empty(config: &Config, opts: Settings, nand: Nand, log: Log) -> Result<Core<P>> {
         let geo = Geometry::new::<P>(config, &opts, nand.config())?;
         let free = (0..nand.config().blocks).collect();
         Ok(Core {
@@ -127,11 +127,11 @@ impl<P: LogPolicy> Core<P> {
     }
 
     /// A new index: formats the NAND and writes an empty root leaf in a block of its own.
-    pub fn create(storage: Storage, opts: Options, config: &Config) -> Result<Core<P>> {
+    pub fn create(storage: Storage, opts: Settings, config: &Config) -> Result<Core<P>> {
         let cfg = nand_config(config, &opts);
         Geometry::new::<P>(config, &opts, &cfg)?;
         let nand = Nand::create(storage.device, cfg)?;
-        let log = Log::create(storage.vfs, crate::options::record::encode(&opts)?)?;
+        let log = Log::create(storage.vfs, opts.record.clone())?;
         let mut c = Core::empty(config, opts, nand, log)?;
         let b = c.new_block(P::log_start(&c.geo, 1))?;
         let img = NodeImage {
@@ -221,7 +221,7 @@ impl<P: LogPolicy> Core<P> {
     pub fn open(
         storage: Storage,
         manifest: Manifest,
-        options: Options,
+        options: Settings,
         config: &Config,
     ) -> Result<(Core<P>, Vec<LogicalOp>)> {
         let bad = |d: String| Error::corruption("MANIFEST", None, d);
