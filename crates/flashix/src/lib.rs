@@ -48,8 +48,8 @@ pub use error::{Error, Result};
 pub use io::{DeviceStats, Storage};
 pub use kind::EngineKind;
 pub use options::{
-    BTreeOptions, BftlOptions, DiplOptions, EngineOptions, FdTreeOptions, IplOptions, LsmOptions,
-    Options, PioOptions, Tuning, DEFAULT_PAGE_SIZE, PIO_OPQ_ENTRY_BYTES,
+    BTreeOptions, BftlOptions, BulkOptions, DiplOptions, EngineOptions, FdTreeOptions, IplOptions,
+    LaTreeOptions, LsmOptions, Options, PioOptions, Tuning, DEFAULT_PAGE_SIZE, PIO_OPQ_ENTRY_BYTES,
 };
 pub use settings::DeviceSpec;
 /// Not part of the API. The d-IPL reproduction (`flashix repro dipl` in flashix-bench)

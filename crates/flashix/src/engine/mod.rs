@@ -5,9 +5,11 @@
 
 pub mod bftl;
 pub mod btree;
+pub mod bulk;
 pub mod dipl;
 pub mod fdtree;
 pub mod ipl;
+pub mod latree;
 pub mod lsm;
 pub mod pio;
 
@@ -44,7 +46,8 @@ pub fn validate(opts: &Options) -> Result<()> {
         EngineOptions::Bftl(o) => bftl::validate(&s, o),
         EngineOptions::IplBTree(o) => ipl::validate(&s, o),
         EngineOptions::DiplBTree(o) => dipl::validate(&s, o),
-        EngineOptions::BulkIndex | EngineOptions::LaTree => Ok(()),
+        EngineOptions::BulkIndex(o) => bulk::validate(&s, o),
+        EngineOptions::LaTree(o) => latree::validate(&s, o),
     }
 }
 

@@ -14,9 +14,11 @@ pub(crate) mod record;
 pub use crate::cost::Tuning;
 pub use crate::engine::bftl::BftlOptions;
 pub use crate::engine::btree::BTreeOptions;
+pub use crate::engine::bulk::BulkOptions;
 pub use crate::engine::dipl::DiplOptions;
 pub use crate::engine::fdtree::FdTreeOptions;
 pub use crate::engine::ipl::IplOptions;
+pub use crate::engine::latree::LaTreeOptions;
 pub use crate::engine::lsm::LsmOptions;
 pub use crate::engine::pio::{PioOptions, PIO_OPQ_ENTRY_BYTES};
 use crate::kind::EngineKind;
@@ -32,11 +34,9 @@ pub enum EngineOptions {
     Lsm(LsmOptions),
     FdTree(FdTreeOptions),
     PioBTree(PioOptions),
-    /// Not built yet (no options).
-    BulkIndex,
+    BulkIndex(BulkOptions),
     Bftl(BftlOptions),
-    /// Not built yet (no options).
-    LaTree,
+    LaTree(LaTreeOptions),
     IplBTree(IplOptions),
     DiplBTree(DiplOptions),
 }
@@ -49,9 +49,9 @@ impl EngineOptions {
             EngineKind::Lsm => EngineOptions::Lsm(LsmOptions::default()),
             EngineKind::FdTree => EngineOptions::FdTree(FdTreeOptions::default()),
             EngineKind::PioBTree => EngineOptions::PioBTree(PioOptions::default()),
-            EngineKind::BulkIndex => EngineOptions::BulkIndex,
+            EngineKind::BulkIndex => EngineOptions::BulkIndex(BulkOptions::default()),
             EngineKind::Bftl => EngineOptions::Bftl(BftlOptions::default()),
-            EngineKind::LaTree => EngineOptions::LaTree,
+            EngineKind::LaTree => EngineOptions::LaTree(LaTreeOptions::default()),
             EngineKind::IplBTree => EngineOptions::IplBTree(IplOptions::default()),
             EngineKind::DiplBTree => EngineOptions::DiplBTree(DiplOptions::default()),
         }
@@ -64,9 +64,9 @@ impl EngineOptions {
             EngineOptions::Lsm(_) => EngineKind::Lsm,
             EngineOptions::FdTree(_) => EngineKind::FdTree,
             EngineOptions::PioBTree(_) => EngineKind::PioBTree,
-            EngineOptions::BulkIndex => EngineKind::BulkIndex,
+            EngineOptions::BulkIndex(_) => EngineKind::BulkIndex,
             EngineOptions::Bftl(_) => EngineKind::Bftl,
-            EngineOptions::LaTree => EngineKind::LaTree,
+            EngineOptions::LaTree(_) => EngineKind::LaTree,
             EngineOptions::IplBTree(_) => EngineKind::IplBTree,
             EngineOptions::DiplBTree(_) => EngineKind::DiplBTree,
         }
@@ -284,6 +284,16 @@ impl Options {
         self.sub(EngineOptions::Bftl(o))
     }
 
+    /// Bulk index options (ignored for other engines).
+    pub fn bulk(self, o: BulkOptions) -> Self {
+        self.sub(EngineOptions::BulkIndex(o))
+    }
+
+    /// LA-tree options (ignored for other engines).
+    pub fn latree(self, o: LaTreeOptions) -> Self {
+        self.sub(EngineOptions::LaTree(o))
+    }
+
     /// The B+-tree options of a B+-tree index, else the defaults.
     pub fn btree_options(&self) -> BTreeOptions {
         match &self.sub_options {
@@ -337,6 +347,22 @@ impl Options {
         match &self.sub_options {
             EngineOptions::Bftl(o) => o.clone(),
             _ => BftlOptions::default(),
+        }
+    }
+
+    /// The bulk index options of a bulk index, else the defaults.
+    pub fn bulk_options(&self) -> BulkOptions {
+        match &self.sub_options {
+            EngineOptions::BulkIndex(o) => o.clone(),
+            _ => BulkOptions::default(),
+        }
+    }
+
+    /// The LA-tree options of an LA-tree index, else the defaults.
+    pub fn latree_options(&self) -> LaTreeOptions {
+        match &self.sub_options {
+            EngineOptions::LaTree(o) => o.clone(),
+            _ => LaTreeOptions::default(),
         }
     }
 

@@ -11,8 +11,7 @@
 //! checkpoint_wal_bytes  u64
 //! tuning                object or null  cost-model inputs (crate::cost::Tuning)
 //! engine                object  the engine's own options, tagged by engine kind:
-//!                               {"FdTree": {"k": .., "head_tree_bytes": .., ...}}; a kind
-//!                               without options is a bare string ("BulkIndex")
+//!                               {"FdTree": {"k": .., "head_tree_bytes": .., ...}}
 //! ```
 //! Unknown fields are refused (a record of a newer build is not half-read).
 //!
@@ -100,9 +99,9 @@ pub(crate) fn decode(record: &OptionsRecord, format_version: u32) -> Result<Opti
                 EngineKind::Lsm => EngineOptions::Lsm(r.lsm),
                 EngineKind::FdTree => EngineOptions::FdTree(r.fdtree),
                 EngineKind::PioBTree => EngineOptions::PioBTree(r.pio),
-                EngineKind::BulkIndex => EngineOptions::BulkIndex,
+                EngineKind::BulkIndex => EngineOptions::BulkIndex(Default::default()),
                 EngineKind::Bftl => EngineOptions::Bftl(r.bftl),
-                EngineKind::LaTree => EngineOptions::LaTree,
+                EngineKind::LaTree => EngineOptions::LaTree(Default::default()),
                 EngineKind::IplBTree => EngineOptions::IplBTree(r.ipl),
                 EngineKind::DiplBTree => EngineOptions::DiplBTree(r.dipl),
             };
@@ -155,12 +154,18 @@ mod tests {
                 EngineKind::PioBTree,
                 r#"{"PioBTree":{"bcnt":5000,"leaf_segments":null,"opq_bytes":null,"pio_max":64,"speriod":5000}}"#,
             ),
-            (EngineKind::BulkIndex, r#""BulkIndex""#),
+            (
+                EngineKind::BulkIndex,
+                r#"{"BulkIndex":{"append_only":false,"batch_ranges":true,"batch_reads":true,"batch_writes":true,"delta_bytes":262144,"io_unit_bytes":524288,"m":null,"trim_freed":true}}"#,
+            ),
             (
                 EngineKind::Bftl,
                 r#"{"Bftl":{"c":null,"node_bytes":8192,"reservation_units":null}}"#,
             ),
-            (EngineKind::LaTree, r#""LaTree""#),
+            (
+                EngineKind::LaTree,
+                r#"{"LaTree":{"adapt":true,"k":2,"max_buffer_pages":64,"node_bytes":16384}}"#,
+            ),
             (
                 EngineKind::IplBTree,
                 r#"{"IplBTree":{"buffer_frames":null,"log_area_bytes":8192,"nand_blocks":1024,"node_bytes":8192,"pages_per_block":64}}"#,
