@@ -5,7 +5,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// The engines under `src/engine/`, one folder each.
-const ENGINES: [&str; 7] = ["bftl", "btree", "dipl", "fdtree", "ipl", "lsm", "pio"];
+const ENGINES: [&str; 9] = [
+    "bftl", "btree", "bulk", "dipl", "fdtree", "ipl", "latree", "lsm", "pio",
+];
 
 /// (engine, other engine) pairs allowed: none (the IPL and d-IPL B+-trees share the
 /// `kit::inpage` core).
