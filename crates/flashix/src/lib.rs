@@ -54,12 +54,15 @@ pub use options::{
 pub use settings::DeviceSpec;
 /// Not part of the API. The d-IPL reproduction (`flashix repro dipl` in flashix-bench)
 /// drives the IPL and d-IPL engines below [`Db`] for what `Db` does not offer: the global
-/// cleansing of §5.3 and resetting the flash counters after the index is built.
+/// cleansing of §5.3 and resetting the flash counters after the index is built; the bulk
+/// index reproduction (`flashix repro bulk`) rewinds a bulk index to a snapshot between
+/// range deletes (the thesis's "run on the same initial state", §6.3).
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::engine::bulk::{BulkIndex, BulkSnapshot};
     pub use crate::engine::dipl::DiplBTree;
     pub use crate::engine::ipl::IplBTree;
-    pub use crate::engine::{create_dipl, create_ipl};
+    pub use crate::engine::{create_bulk, create_dipl, create_ipl};
     pub use crate::kit::api::Engine;
 }
 pub use stats::{BufferStats, LevelShape, Shape, Stats, WalStats};

@@ -14,7 +14,24 @@ const ENGINES: &[EngineKind] = &[
     EngineKind::IplBTree,
     EngineKind::DiplBTree,
     EngineKind::Bftl,
+    EngineKind::BulkIndex,
 ];
+
+/// The engines to run: `FLASHIX_CONFORMANCE_ENGINES=bulk,latree` picks some (while
+/// developing an engine), else all of `ENGINES`.
+fn engines() -> Vec<EngineKind> {
+    match std::env::var("FLASHIX_CONFORMANCE_ENGINES") {
+        Ok(list) => list
+            .split(',')
+            .map(|n| {
+                n.trim()
+                    .parse()
+                    .expect("FLASHIX_CONFORMANCE_ENGINES: engine names")
+            })
+            .collect(),
+        Err(_) => ENGINES.to_vec(),
+    }
+}
 
 fn long() -> bool {
     std::env::var_os("FLASHIX_CONFORMANCE_LONG").is_some()
@@ -68,7 +85,7 @@ fn memory_device() {
     } else {
         (200, 2_000)
     };
-    for &e in ENGINES {
+    for e in engines() {
         run_many(e, |_| (DeviceKind::Memory, None), n, ops, true);
     }
 }
@@ -76,7 +93,7 @@ fn memory_device() {
 #[test]
 fn file_device_direct_io() {
     let (n, ops) = if long() { (2_000, 20_000) } else { (30, 2_000) };
-    for &e in ENGINES {
+    for e in engines() {
         // Fewer histories for the slow ones on a real file, in the default run (memory and
         // simulated SSDs cover them more): raw NAND makes every program durable at once
         // (an fdatasync each), and a BFTL node read is up to c O_DIRECT page reads.
@@ -99,10 +116,10 @@ fn simulated_ssd() {
     for ftl in FtlKind::ALL {
         // IPL and d-IPL manage raw NAND blocks themselves (their device is
         // `DeviceSpec::RawNand`): an FTL under them is not their setting.
-        let on_ftl = ENGINES
-            .iter()
+        let on_ftl = engines()
+            .into_iter()
             .filter(|e| !matches!(e, EngineKind::IplBTree | EngineKind::DiplBTree));
-        for &e in on_ftl {
+        for e in on_ftl {
             let n = if e == EngineKind::BTree {
                 n
             } else {

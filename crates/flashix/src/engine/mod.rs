@@ -23,7 +23,7 @@ use crate::options::{EngineOptions, Options};
 /// True when this build has an implementation of `kind` ([`create`] and [`open`] serve
 /// it); the others fail with [`Error::Unsupported`].
 pub fn is_built(kind: EngineKind) -> bool {
-    !matches!(kind, EngineKind::BulkIndex | EngineKind::LaTree)
+    !matches!(kind, EngineKind::LaTree)
 }
 
 impl EngineKind {
@@ -62,6 +62,7 @@ pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
         EngineOptions::Lsm(o) => Ok(Box::new(lsm::Lsm::create(storage, s, o)?)),
         EngineOptions::PioBTree(o) => Ok(Box::new(pio::PioBTree::create(storage, s, o)?)),
         EngineOptions::Bftl(o) => Ok(Box::new(bftl::Bftl::create(storage, s, o)?)),
+        EngineOptions::BulkIndex(o) => Ok(Box::new(bulk::BulkIndex::create(storage, s, o)?)),
         EngineOptions::IplBTree(o) => Ok(Box::new(ipl::IplBTree::create(storage, s, o)?)),
         EngineOptions::DiplBTree(o) => Ok(Box::new(dipl::DiplBTree::create(storage, s, o)?)),
         other => Err(not_built(other.kind())),
@@ -82,6 +83,7 @@ pub fn open(storage: Storage, mut manifest: Manifest, opts: Options) -> Result<B
         EngineOptions::Lsm(o) => Ok(Box::new(lsm::Lsm::open(storage, m, s, o)?)),
         EngineOptions::PioBTree(o) => Ok(Box::new(pio::PioBTree::open(storage, m, s, o)?)),
         EngineOptions::Bftl(o) => Ok(Box::new(bftl::Bftl::open(storage, m, s, o)?)),
+        EngineOptions::BulkIndex(o) => Ok(Box::new(bulk::BulkIndex::open(storage, m, s, o)?)),
         EngineOptions::IplBTree(o) => Ok(Box::new(ipl::IplBTree::open(storage, m, s, o)?)),
         EngineOptions::DiplBTree(o) => Ok(Box::new(dipl::DiplBTree::open(storage, m, s, o)?)),
         other => Err(not_built(other.kind())),
@@ -93,6 +95,15 @@ pub fn create_ipl(storage: Storage, opts: Options) -> Result<ipl::IplBTree> {
     validate(&opts)?;
     let s = opts.settings()?;
     ipl::IplBTree::create(storage, s, opts.ipl_options())
+}
+
+/// A bulk index engine itself, not boxed (the bulk index reproduction rewinds it to a
+/// snapshot between range deletes, below `Db`).
+pub fn create_bulk(storage: Storage, opts: Options) -> Result<bulk::BulkIndex> {
+    let opts = opts.resolved()?;
+    validate(&opts)?;
+    let s = opts.settings()?;
+    bulk::BulkIndex::create(storage, s, opts.bulk_options())
 }
 
 /// A d-IPL B+-tree engine itself, not boxed (the d-IPL reproduction drives it below `Db`).

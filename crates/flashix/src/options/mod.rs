@@ -214,6 +214,9 @@ impl Options {
                 EngineOptions::Lsm(crate::engine::lsm::resolve(&s, l.clone())?)
             }
             EngineOptions::PioBTree(p) => EngineOptions::PioBTree(p.resolved(&s)?),
+            EngineOptions::BulkIndex(b) => {
+                EngineOptions::BulkIndex(crate::engine::bulk::resolve(&s, b.clone())?)
+            }
             other => other.clone(),
         };
         Ok(o)

@@ -324,6 +324,26 @@ fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
                 c: [Some(full + 1), Some(full + 3), None][rng.below(3) as usize],
             });
     }
+    if engine == EngineKind::BulkIndex {
+        // Small M (1, 2, 3, 8, 64) so that splits, neighbour merges and multi-range bulks
+        // happen within a history; write batches of 1, 3 or 128 pages so ranges cross
+        // batch boundaries; the faithful mode (no differential layer) and small layers
+        // that merge often; every §5.6 switch both ways.
+        let delta_bytes =
+            [0u64, 0, 3, 40][rng.below(4) as usize] * crate::engine::bulk::DELTA_ENTRY_MEMORY;
+        return opts
+            .buffer_pool_bytes(frames * page_size as u64 + delta_bytes)
+            .bulk(crate::BulkOptions {
+                m: Some([1u32, 2, 3, 8, 64][rng.below(5) as usize]),
+                io_unit_bytes: [1u64, 3, 128][rng.below(3) as usize] * page_size as u64,
+                batch_writes: rng.below(4) != 0,
+                batch_reads: rng.below(4) != 0,
+                batch_ranges: rng.below(4) != 0,
+                delta_bytes,
+                append_only: rng.below(4) == 0,
+                trim_freed: rng.below(2) == 0,
+            });
+    }
     if engine == EngineKind::Lsm {
         // The same small sizes as the FD-tree: C0 of two pages and small k build several
         // components in a few thousand operations; multi-page requests of a few pages.
