@@ -41,8 +41,11 @@ pub(crate) trait Logged {
         Ok(())
     }
 
-    /// After a checkpoint: forget what it made durable (due flags, fresh-page sets).
-    fn after_checkpoint(&mut self) {}
+    /// After a checkpoint: forget what it made durable (due flags, fresh-page sets), and
+    /// act on space the new manifest no longer names (the bulk index trims it).
+    fn after_checkpoint(&mut self) -> Result<()> {
+        Ok(())
+    }
 
     /// The log the cycle appends to.
     fn log(&mut self) -> &mut Log {
@@ -60,8 +63,7 @@ pub(crate) trait Logged {
         self.before_checkpoint()?;
         let state = self.engine_state();
         self.store().checkpoint(state)?;
-        self.after_checkpoint();
-        Ok(())
+        self.after_checkpoint()
     }
 
     /// Insert or replace, unlogged.

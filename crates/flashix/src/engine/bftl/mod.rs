@@ -533,8 +533,9 @@ impl Logged for Bftl {
         Ok(())
     }
 
-    fn after_checkpoint(&mut self) {
+    fn after_checkpoint(&mut self) -> Result<()> {
         self.fresh.clear();
+        Ok(())
     }
 
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {

@@ -485,12 +485,15 @@ impl Logged for BulkIndex {
         Ok(())
     }
 
-    fn after_checkpoint(&mut self) {
+    /// The space freed before the checkpoint is reusable now: trim it (§5.5's deferred
+    /// erases, so that a simulated SSD sees them).
+    fn after_checkpoint(&mut self) -> Result<()> {
         self.index_dirty = false;
         let freed = std::mem::take(&mut self.freed);
         if self.p.trim_freed {
             self.to_trim.extend(freed);
         }
+        self.trim_freed()
     }
 
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {

@@ -46,6 +46,9 @@ pub fn pages_for(count: usize, page_size: usize) -> u64 {
     count.div_ceil(per_page(page_size)) as u64
 }
 
+/// The tuples of one range, in key order.
+pub type Tuples = Vec<(u64, u64)>;
+
 /// Where a range is: its range-index entry without k1 (the key it is indexed on).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RangeEntry {
@@ -175,7 +178,7 @@ pub fn read_ranges(
     ranges: &[(u64, RangeEntry)],
     batch: bool,
     io_unit: u64,
-) -> Result<(Vec<Vec<(u64, u64)>>, u64)> {
+) -> Result<(Vec<Tuples>, u64)> {
     let ps = pager.page_size();
     // Runs of ranges: (first page, pages, ranges in it).
     let mut runs: Vec<(PageId, u64, usize)> = Vec::new();

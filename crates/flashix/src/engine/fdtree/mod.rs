@@ -483,9 +483,10 @@ impl Logged for FdTree {
         self.state()
     }
 
-    fn after_checkpoint(&mut self) {
+    fn after_checkpoint(&mut self) -> Result<()> {
         self.checkpoint_due = false;
         self.restarted_merge = false;
+        Ok(())
     }
 
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {

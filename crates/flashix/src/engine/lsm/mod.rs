@@ -364,8 +364,9 @@ impl Logged for Lsm {
         self.state()
     }
 
-    fn after_checkpoint(&mut self) {
+    fn after_checkpoint(&mut self) -> Result<()> {
         self.checkpoint_due = false;
+        Ok(())
     }
 
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
