@@ -10,7 +10,7 @@
 
 mod fixture_history;
 
-use fixture_history::{contents, history, ENGINES};
+use fixture_history::{contents, first_format, history, ENGINES};
 use flashix::Db;
 use std::path::{Path, PathBuf};
 
@@ -32,7 +32,10 @@ fn fixtures_of_every_supported_format_open_and_read_back() {
     let mut seen = 0;
     for version in std::fs::read_dir(fixtures()).unwrap() {
         let version = version.unwrap().path();
-        for kind in ENGINES {
+        let number: u32 = version.file_name().unwrap().to_string_lossy()[1..]
+            .parse()
+            .unwrap();
+        for kind in ENGINES.into_iter().filter(|&k| first_format(k) <= number) {
             let src = version.join(kind.name());
             assert!(src.is_dir(), "no fixture {}", src.display());
             // The directory names the manifest format its fixture was written in.

@@ -7,13 +7,13 @@
 
 use flashix::sim::NandConfig;
 use flashix::{
-    Db, DeviceSpec, DiplOptions, EngineKind, FdTreeOptions, IplOptions, LsmOptions, Options,
-    PioOptions,
+    BulkOptions, Db, DeviceSpec, DiplOptions, EngineKind, FdTreeOptions, IplOptions, LsmOptions,
+    Options, PioOptions,
 };
 use std::collections::BTreeMap;
 
 /// The engines with a fixture.
-pub const ENGINES: [EngineKind; 7] = [
+pub const ENGINES: [EngineKind; 8] = [
     EngineKind::BTree,
     EngineKind::Lsm,
     EngineKind::FdTree,
@@ -21,7 +21,17 @@ pub const ENGINES: [EngineKind; 7] = [
     EngineKind::Bftl,
     EngineKind::IplBTree,
     EngineKind::DiplBTree,
+    EngineKind::BulkIndex,
 ];
+
+/// The first manifest format with a fixture of `kind`: an engine built after a format
+/// has no fixture of it (the bulk index arrived with format 2).
+pub fn first_format(kind: EngineKind) -> u32 {
+    match kind {
+        EngineKind::BulkIndex => 2,
+        _ => 1,
+    }
+}
 
 /// Small pages and a small pool, so that each index spills into several levels, runs,
 /// components or blocks while its files stay small.
@@ -70,6 +80,12 @@ pub fn options(kind: EngineKind) -> Options {
             leaf_segments: Some(2),
             opq_bytes: Some(24 * 64),
             ..PioOptions::default()
+        }),
+        EngineKind::BulkIndex => o.page_size(512).device(file).bulk(BulkOptions {
+            m: Some(16),
+            io_unit_bytes: 1536,
+            delta_bytes: 400,
+            ..BulkOptions::default()
         }),
         _ => o.page_size(512).device(file),
     }
