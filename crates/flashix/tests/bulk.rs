@@ -337,3 +337,42 @@ fn invalid_options_are_refused() {
         );
     }
 }
+
+/// §5.6, each switch measured: batching range writes packs new ranges into fewer write
+/// requests, batching range reads reads a sweep's ranges in fewer requests, and batching
+/// ranges keeps more ranges at exactly M after repeated bulks ("keeps the index from
+/// deteriorating").
+#[test]
+fn the_section_5_6_switches_do_what_they_say() {
+    let run = |f: fn(&mut BulkOptions)| {
+        let (mut db, mut model, _, _) = loaded_with(8, 2_000, f);
+        let d0 = db.stats().device;
+        for round in 0..5u64 {
+            // One new key in the update interval of each of 100 consecutive ranges (the
+            // bulk load's ranges hold 10·i for 8 consecutive i).
+            let pairs: Vec<(u64, u64)> =
+                (0..100u64).map(|i| (i * 80 + 11 + round, round)).collect();
+            db.bulk_insert(&pairs).unwrap();
+            model.extend(pairs);
+        }
+        check(&mut db, &model);
+        let d = db.stats().device;
+        let share_m = counter(&db, "ranges_of_size_m") as f64 / counter(&db, "ranges") as f64;
+        (
+            d.write_requests - d0.write_requests,
+            d.read_requests - d0.read_requests,
+            share_m,
+        )
+    };
+    let all = run(|_| {});
+    let (writes, _, _) = run(|b| b.batch_writes = false);
+    let (_, reads, _) = run(|b| b.batch_reads = false);
+    let (_, _, share_m) = run(|b| b.batch_ranges = false);
+    assert!(all.0 * 2 < writes, "batched writes {} vs {writes}", all.0);
+    assert!(all.1 * 2 < reads, "batched reads {} vs {reads}", all.1);
+    assert!(
+        all.2 > share_m + 0.2,
+        "share of M-sized ranges {} vs {share_m}",
+        all.2
+    );
+}
