@@ -16,13 +16,13 @@ fn opts(m: u32, delta_entries: u64, f: impl FnOnce(&mut BulkOptions)) -> Options
     let mut b = BulkOptions {
         m: Some(m),
         io_unit_bytes: 16 * PS as u64,
-        delta_bytes: delta_entries * flashix::internals::DELTA_ENTRY_MEMORY,
+        delta_bytes: Some(delta_entries * flashix::internals::DELTA_ENTRY_MEMORY),
         ..BulkOptions::default()
     };
     f(&mut b);
     Options::new(EngineKind::BulkIndex)
         .page_size(PS)
-        .buffer_pool_bytes(16 * PS as u64 + b.delta_bytes)
+        .buffer_pool_bytes(16 * PS as u64 + b.delta_bytes.unwrap_or(0))
         .bulk(b)
 }
 
@@ -319,7 +319,7 @@ fn invalid_options_are_refused() {
         Options::new(EngineKind::BulkIndex)
             .buffer_pool_bytes(64 << 10)
             .bulk(BulkOptions {
-                delta_bytes: 1 << 20,
+                delta_bytes: Some(1 << 20),
                 ..BulkOptions::default()
             }),
     ] {

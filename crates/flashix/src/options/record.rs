@@ -156,7 +156,7 @@ mod tests {
             ),
             (
                 EngineKind::BulkIndex,
-                r#"{"BulkIndex":{"append_only":false,"batch_ranges":true,"batch_reads":true,"batch_writes":true,"delta_bytes":262144,"io_unit_bytes":524288,"m":null,"trim_freed":true}}"#,
+                r#"{"BulkIndex":{"append_only":false,"batch_ranges":true,"batch_reads":true,"batch_writes":true,"delta_bytes":null,"io_unit_bytes":524288,"m":null,"trim_freed":true}}"#,
             ),
             (
                 EngineKind::Bftl,

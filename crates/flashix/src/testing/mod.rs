@@ -339,7 +339,7 @@ fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
                 batch_writes: rng.below(4) != 0,
                 batch_reads: rng.below(4) != 0,
                 batch_ranges: rng.below(4) != 0,
-                delta_bytes,
+                delta_bytes: Some(delta_bytes),
                 append_only: rng.below(4) == 0,
                 trim_freed: rng.below(2) == 0,
             });

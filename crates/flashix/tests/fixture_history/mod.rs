@@ -84,7 +84,7 @@ pub fn options(kind: EngineKind) -> Options {
         EngineKind::BulkIndex => o.page_size(512).device(file).bulk(BulkOptions {
             m: Some(16),
             io_unit_bytes: 1536,
-            delta_bytes: 400,
+            delta_bytes: Some(400),
             ..BulkOptions::default()
         }),
         _ => o.page_size(512).device(file),

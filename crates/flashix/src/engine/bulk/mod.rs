@@ -12,7 +12,7 @@
 //! - **Differential layer** (§5.6 "differential indexing", §3.3 "deferred bulks"): single
 //!   upserts and deletes wait in an in-memory ordered map of at most `delta_bytes` (40
 //!   bytes per entry), newer than the ranges, and are merged into them by one Alg. 5 sweep
-//!   when the layer is full and at every checkpoint. With `delta_bytes = 0` (the faithful
+//!   when the layer is full and at every checkpoint. With `delta_bytes = Some(0)` (the faithful
 //!   mode) every single insert is a bulk of one and every delete a range delete of one key.
 //!
 //! # Operations
@@ -171,19 +171,28 @@ pub fn validate(s: &Settings, o: &BulkOptions) -> Result<()> {
         )));
     }
     let pool_min = MIN_FRAMES as u64 * ps;
-    if o.delta_bytes.saturating_add(pool_min) > s.buffer_pool_bytes {
+    let delta = o.delta_bytes.unwrap_or(0);
+    if delta.saturating_add(pool_min) > s.buffer_pool_bytes {
         return Err(Error::InvalidOptions(format!(
-            "bulk delta_bytes {} leaves less than {MIN_FRAMES} pages of the {}-byte memory \
-             budget for the buffer pool",
-            o.delta_bytes, s.buffer_pool_bytes
+            "bulk delta_bytes {delta} leaves less than {MIN_FRAMES} pages of the {}-byte \
+             memory budget for the buffer pool",
+            s.buffer_pool_bytes
         )));
     }
     Ok(())
 }
 
-/// `o` with `m` decided: the given one, else a default of eight pages of tuples (about
-/// the thesis's 16 KiB ranges of 8-byte tuples at 2048: 32 KiB here at 16 bytes a tuple).
+/// The differential layer's default: a quarter of the budget, at most 256 KiB.
+const DEFAULT_DELTA_BYTES: u64 = 256 << 10;
+
+/// `o` with `m` and `delta_bytes` decided: `m` the given one, else a default of eight
+/// pages of tuples (about the thesis's 16 KiB ranges of 8-byte tuples at 2048: 32 KiB here
+/// at 16 bytes a tuple); `delta_bytes` the given one, else a quarter of the budget, at most
+/// 256 KiB.
 pub(crate) fn resolve(s: &Settings, mut o: BulkOptions) -> Result<BulkOptions> {
+    if o.delta_bytes.is_none() {
+        o.delta_bytes = Some((s.buffer_pool_bytes / 4).min(DEFAULT_DELTA_BYTES));
+    }
     if o.m.is_none() {
         let f = range::per_page(s.page_size) as u32;
         o.m = Some(f * 8);
@@ -202,7 +211,7 @@ fn params(s: &Settings, o: &BulkOptions) -> Result<Params> {
         batch_ranges: o.batch_ranges,
         append_only: o.append_only,
         trim_freed: o.trim_freed,
-        delta_cap: (o.delta_bytes / DELTA_ENTRY_MEMORY) as usize,
+        delta_cap: (o.delta_bytes.unwrap_or(0) / DELTA_ENTRY_MEMORY) as usize,
     })
 }
 
@@ -213,6 +222,7 @@ fn reserved(s: &Settings, o: &BulkOptions, p: &Params) -> u64 {
     let ranges = s.tuning.expected_entries / p.m.max(1) as u64;
     let want = o
         .delta_bytes
+        .unwrap_or(0)
         .saturating_add(ranges.saturating_mul(index::ENTRY_MEMORY));
     want.min(
         s.buffer_pool_bytes

@@ -33,9 +33,10 @@ pub struct BulkOptions {
     /// Bytes of the differential layer (§5.6 "differential indexing", §3.3 "deferred
     /// bulks"): single-key upserts and deletes wait in memory (logged in the WAL) and are
     /// merged into the ranges by one Alg. 5 sweep when it is full or at a checkpoint.
-    /// Taken from the memory budget. 0: the faithful mode, where every single insert or
-    /// delete is a bulk of one.
-    pub delta_bytes: u64,
+    /// Taken from the memory budget. `Some(0)`: the faithful mode, where every single
+    /// insert or delete is a bulk of one. `None` (the default): a quarter of the budget, at
+    /// most 256 KiB, decided at creation.
+    pub delta_bytes: Option<u64>,
     /// Never reuse freed range space: the main file only grows (the thesis's experiments,
     /// §6.1: "the garbage collection is not simulated"). Off: freed ranges return to the
     /// extent allocator after the checkpoint that stops naming them.
@@ -53,7 +54,7 @@ impl Default for BulkOptions {
             batch_writes: true,
             batch_reads: true,
             batch_ranges: true,
-            delta_bytes: 256 << 10,
+            delta_bytes: None,
             append_only: false,
             trim_freed: true,
         }
