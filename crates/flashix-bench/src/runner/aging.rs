@@ -31,7 +31,9 @@ engine_counters[\"leaf_splits\"] has grown by 20% of engine_counters[\"leaves\"]
 right after the bulk load (FD-tree paper App. D: bulk load with load factor 0.7, then insert \
 entries to make 20% of the leaves split); for an engine of stepped levels (FD-tree levels, \
 LSM components; counters <level|component>_<i>_entries and _capacity), every level above \
-the lowest is at least half full; other engines get ENTRIES/10 inserts. Peers (RocksDB, \
+the lowest is at least half full; the bulk index gets none (bulk index thesis §6.1: the \
+initial keys in one bulk insertion, every range of size M but the last); other engines get \
+ENTRIES/10 inserts. Peers (RocksDB, \
 fjall, redb, LMDB) get the same data: the ENTRIES keys in write batches of 100,000, then the \
 same aging keys as the first flashix engine of the run (ENTRIES/10 when there is none), in \
 batches of 1,000. Then close. Every workload starts from a fresh copy of the aged index, \
@@ -60,6 +62,8 @@ enum AgingGoal {
     Levels,
     /// A fixed number of inserts.
     Inserts(u64),
+    /// None: the bulk load is the preparation (the bulk index, thesis §6.1).
+    BulkLoadOnly,
 }
 
 /// (level, entries, capacity) of an engine of stepped levels ([`flashix::Shape::levels`]),
@@ -130,6 +134,7 @@ pub fn prepare(
     let mut ks = KeySpace::with_entries(gen, cfg.entries);
     let limit = cfg.entries;
     let goal = match (s0.shape.leaves, s0.shape.leaf_splits) {
+        _ if engine == EngineKind::BulkIndex => AgingGoal::BulkLoadOnly,
         (Some(leaves), Some(splits0)) => AgingGoal::LeafSplits {
             target: (leaves as f64 * AGING_SPLIT_SHARE).ceil() as u64,
             splits0,
@@ -156,6 +161,7 @@ pub fn prepare(
         ),
         AgingGoal::Levels => ui.bar(limit, format!("{engine}: aging (levels)")),
         AgingGoal::Inserts(n) => ui.bar(n, format!("{engine}: aging (inserts)")),
+        AgingGoal::BulkLoadOnly => ui.bar(0, format!("{engine}: no aging")),
     };
     let mut inserts = 0u64;
     loop {
@@ -175,6 +181,7 @@ pub fn prepare(
                     pb.set_position(inserts);
                     inserts >= n
                 }
+                AgingGoal::BulkLoadOnly => true,
             };
             if done {
                 break;
@@ -209,6 +216,10 @@ pub fn prepare(
             )
         }
         AgingGoal::Inserts(_) => "no leaf or level counters".to_string(),
+        AgingGoal::BulkLoadOnly => {
+            "the bulk load is the preparation: every range of size M but the last, thesis §6.1"
+                .to_string()
+        }
     };
     say(
         cfg,

@@ -26,6 +26,8 @@ pub enum OpKind {
     GetMany(u32),
     /// `bulk_insert` of this many new keys.
     BulkInsert(u32),
+    /// One `bulk_insert` of T new keys made of elementary bulks of N.
+    BulkLoad(u64, u32),
     /// `delete_range` over this many consecutive existing keys.
     RangeDelete(u64),
 }
@@ -53,6 +55,10 @@ pub enum Workload {
     /// `bulk-insert-N`: `Db::bulk_insert` of elementary bulks of N new keys, in all one key
     /// for every 9 live entries (bulk index thesis §6.1: 50,000 keys into an index of 450,000).
     BulkInsert(u32),
+    /// `bulk-load-T-N`: ONE `Db::bulk_insert` of T new keys made of T/N elementary bulks of
+    /// N consecutive keys at random positions (bulk index thesis §6.1: one bulk of 50,000
+    /// keys; `bulk-insert-N` makes one call per elementary bulk instead).
+    BulkLoad(u64, u32),
     /// `range-delete-N`: `Db::delete_range` over N consecutive existing keys.
     RangeDelete(u64),
 }
@@ -102,6 +108,7 @@ impl Workload {
             Workload::Mix(s) => format!("mix-{s}"),
             Workload::Tpcc => "tpcc".into(),
             Workload::BulkInsert(n) => format!("bulk-insert-{n}"),
+            Workload::BulkLoad(t, n) => format!("bulk-load-{t}-{n}"),
             Workload::RangeDelete(n) => format!("range-delete-{n}"),
         }
     }
@@ -122,6 +129,7 @@ impl Workload {
             Workload::Tpcc => 10,
             Workload::BulkInsert(n) => mix(11 ^ u64::from(n).rotate_left(8)),
             Workload::RangeDelete(n) => mix(12 ^ n.rotate_left(8)),
+            Workload::BulkLoad(t, n) => mix(13 ^ t.rotate_left(8) ^ u64::from(n).rotate_left(40)),
         }
     }
 
@@ -141,6 +149,7 @@ impl Workload {
             | Workload::GetMany(_)
             | Workload::Tpcc
             | Workload::BulkInsert(_)
+            | Workload::BulkLoad(..)
             | Workload::RangeDelete(_) => return None,
         })
     }
@@ -159,6 +168,7 @@ impl Workload {
             Workload::GetMany(n) => (ops / u64::from(n.max(1))).max(1),
             Workload::BulkInsert(n) => (live / 9 / u64::from(n.max(1))).max(1),
             Workload::RangeDelete(n) => (live / 10 / n.max(1)).min(ops).max(1),
+            Workload::BulkLoad(..) => 1,
             _ => ops,
         }
     }
@@ -169,6 +179,7 @@ impl Workload {
         match self {
             Workload::Range(n) | Workload::RangeDelete(n) => n,
             Workload::GetMany(n) | Workload::BulkInsert(n) => u64::from(n),
+            Workload::BulkLoad(t, _) => t,
             _ => 1,
         }
     }
@@ -187,6 +198,7 @@ impl Workload {
             Workload::Range(n) => return OpKind::Range(n),
             Workload::GetMany(n) => return OpKind::GetMany(n),
             Workload::BulkInsert(n) => return OpKind::BulkInsert(n),
+            Workload::BulkLoad(t, n) => return OpKind::BulkLoad(t, n),
             Workload::RangeDelete(n) => return OpKind::RangeDelete(n),
             Workload::Tpcc => return Tpcc::draw_kind(rng),
             _ => {}
@@ -250,6 +262,19 @@ impl FromStr for Workload {
             }
             return Ok(Workload::BulkInsert(n as u32));
         }
+        if let Some(rest) = norm.strip_prefix("bulk-load-") {
+            let (t, n) = rest.split_once('-').ok_or_else(|| {
+                anyhow::anyhow!("{s:?}: expected bulk-load-T-N (T keys in bulks of N)")
+            })?;
+            let (t, n) = (
+                num(t, "the keys of the load")?,
+                num(n, "the keys per bulk")?,
+            );
+            if !(1..=10_000).contains(&n) || !(n..=1 << 30).contains(&t) {
+                bail!("{s:?}: T from N to 2^30 keys, in elementary bulks of N of 1 to 10,000");
+            }
+            return Ok(Workload::BulkLoad(t, n as u32));
+        }
         if let Some(rest) = norm.strip_prefix("range-delete-") {
             let n = num(rest, "the keys per range delete")?;
             if !(1..=1 << 30).contains(&n) {
@@ -280,7 +305,7 @@ impl FromStr for Workload {
         }
         let names: Vec<_> = Workload::ALL.iter().map(|w| w.name()).collect();
         bail!(
-            "unknown workload {s:?}; expected one of {}, range-N, get-many-N, mix-S, tpcc, bulk-insert-N or range-delete-N",
+            "unknown workload {s:?}; expected one of {}, range-N, get-many-N, mix-S, tpcc, bulk-insert-N, bulk-load-T-N or range-delete-N",
             names.join(", ")
         )
     }
@@ -383,5 +408,16 @@ mod tests {
         assert_eq!(Workload::BulkInsert(10_000).operations(1, 450_000), 5);
         assert_eq!(Workload::RangeDelete(100).operations(100_000, 450_000), 450);
         assert_eq!(Workload::RangeDelete(100).operations(10, 450_000), 10);
+        assert_eq!(Workload::BulkLoad(50_000, 100).operations(10, 450_000), 1);
+        assert_eq!(
+            "bulk-load-50000-100".parse::<Workload>().unwrap(),
+            Workload::BulkLoad(50_000, 100)
+        );
+        assert_eq!(
+            Workload::BulkLoad(50_000, 100).name(),
+            "bulk-load-50000-100"
+        );
+        assert!("bulk-load-5-100".parse::<Workload>().is_err());
+        assert!("bulk-load-100".parse::<Workload>().is_err());
     }
 }

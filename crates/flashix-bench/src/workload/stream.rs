@@ -251,25 +251,26 @@ impl OpStream {
                             .collect(),
                     ),
                     OpKind::BulkInsert(b) => {
-                        let pairs = match ks.pick_existing(rng) {
-                            // Sequential keys: the bulk is appended at the end.
-                            None => bulk_at_end(ks, b, n),
-                            Some(_) if gen.dist == KeyDist::Seq => bulk_at_end(ks, b, n),
-                            // Thesis §6.1: an elementary bulk is b keys clustered at a
-                            // position chosen at random: just above a live key (the gaps
-                            // between uniform keys, ~2^64/entries, leave room).
-                            Some(k) => {
-                                let used = self.bulk_starts.entry(k).or_insert(0);
-                                let first = k.saturating_add(*used + 1);
-                                *used += u64::from(b);
-                                (0..u64::from(b))
-                                    .map(|j| {
-                                        let key = first.saturating_add(j);
-                                        (key, gen.value_of(key, n + 2))
-                                    })
-                                    .collect()
-                            }
-                        };
+                        let pairs = elementary_bulk(ks, &mut self.bulk_starts, &gen, rng, b, n);
+                        self.bulk_keys += pairs.len() as u64;
+                        Op::BulkInsert(pairs)
+                    }
+                    OpKind::BulkLoad(t, b) => {
+                        // Thesis §6.1: one bulk of t keys in t/b elementary bulks.
+                        let mut pairs = Vec::with_capacity(t as usize);
+                        while (pairs.len() as u64) < t {
+                            let want = (t - pairs.len() as u64).min(u64::from(b)) as u32;
+                            pairs.extend(elementary_bulk(
+                                ks,
+                                &mut self.bulk_starts,
+                                &gen,
+                                rng,
+                                want,
+                                n,
+                            ));
+                        }
+                        pairs.sort_unstable_by_key(|p| p.0);
+                        pairs.dedup_by_key(|p| p.0);
                         self.bulk_keys += pairs.len() as u64;
                         Op::BulkInsert(pairs)
                     }
@@ -281,6 +282,34 @@ impl OpStream {
                 }
             }
         })
+    }
+}
+
+/// An elementary bulk of `b` new keys (thesis §6.1): `b` keys clustered at a position
+/// chosen at random, just above a live key (the gaps between uniform keys, ~2^64/entries,
+/// leave room); for sequential keys (or an empty index) appended at the end.
+fn elementary_bulk(
+    ks: &mut KeySpace,
+    bulk_starts: &mut std::collections::HashMap<u64, u64>,
+    gen: &KeyGen,
+    rng: &mut impl Rng,
+    b: u32,
+    n: u64,
+) -> Vec<(u64, u64)> {
+    match ks.pick_existing(rng) {
+        None => bulk_at_end(ks, b, n),
+        Some(_) if gen.dist == KeyDist::Seq => bulk_at_end(ks, b, n),
+        Some(k) => {
+            let used = bulk_starts.entry(k).or_insert(0);
+            let first = k.saturating_add(*used + 1);
+            *used += u64::from(b);
+            (0..u64::from(b))
+                .map(|j| {
+                    let key = first.saturating_add(j);
+                    (key, gen.value_of(key, n + 2))
+                })
+                .collect()
+        }
     }
 }
 
