@@ -325,3 +325,38 @@ fn binary_writes_table_results_and_report() {
     assert!(!html.contains("<script") && !html.contains("http://www.w3.org/1999"));
     assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
 }
+
+/// `flashix repro bulk --quick` runs every experiment of the thesis's Chapter 6 at small
+/// sizes and writes repro-bulk.json with the bulk index's cells (and the LA-tree's, once
+/// built); a range delete reads at most three ranges' pages (Theorem 5.4).
+#[test]
+fn repro_bulk_quick_runs_every_experiment() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = tmp.path().join("out");
+    let run = Command::new(env!("CARGO_BIN_EXE_flashix"))
+        .args(["repro", "bulk", "--quick", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("repro-bulk.json")).unwrap())
+            .unwrap();
+    let cells = json["cells"].as_array().unwrap();
+    for e in ["E1", "E2", "E3", "E4", "E5", "ablation"] {
+        assert!(cells.iter().any(|c| c["experiment"] == e), "no {e} cell");
+        assert!(stdout.contains(e), "{e} not printed");
+    }
+    if json["latree_built"] == true {
+        assert!(cells.iter().any(|c| c["engine"] == "latree"));
+    }
+    for c in cells.iter().filter(|c| c["experiment"] == "E5") {
+        // M = 1024 tuples of 16 bytes: a range is at most 9 pages of 4 KiB.
+        assert!(c["pages_read"].as_u64().unwrap() <= 3 * 9, "{c}");
+    }
+}

@@ -3,11 +3,13 @@
 //! ([`Repro`]) each:
 //!
 //! - [`dipl`]: the d-IPL paper (Na, Lee, Moon, TKDE 2011, §6.2), `flashix repro dipl`.
+//! - [`bulk`]: the bulk index thesis (Lehtonen 2014, Chapter 6), `flashix repro bulk`.
 //!
 //! Another paper (`repro fdtree`, `repro pio`, `repro bulk`, `repro fbx`) gets a module
 //! beside [`dipl`] (its arguments, its experiments, the paper's numbers and the printing
 //! of its tables), a variant of [`Repro`] and an arm of [`run`].
 
+pub mod bulk;
 pub mod dipl;
 
 use anyhow::Result;
@@ -17,11 +19,15 @@ use anyhow::Result;
 pub enum Repro {
     /// The d-IPL paper (Na, Lee, Moon, TKDE 2011), §6.2: IPL vs d-IPL on raw NAND.
     Dipl(dipl::DiplReproArgs),
+    /// The bulk index thesis (Lehtonen 2014), Chapter 6: bulk index vs LA-tree on this
+    /// machine's disk.
+    Bulk(bulk::BulkReproArgs),
 }
 
 /// Run a `flashix repro` subcommand: the paper's experiments, then its tables.
 pub fn run(cmd: &Repro) -> Result<()> {
     match cmd {
         Repro::Dipl(a) => dipl::run(a).map(|r| dipl::print(&r)),
+        Repro::Bulk(a) => bulk::run(a).map(|r| bulk::print(&r)),
     }
 }
