@@ -23,7 +23,7 @@ use crate::options::{EngineOptions, Options};
 /// True when this build has an implementation of `kind` ([`create`] and [`open`] serve
 /// it); the others fail with [`Error::Unsupported`].
 pub fn is_built(kind: EngineKind) -> bool {
-    !matches!(kind, EngineKind::BulkIndex | EngineKind::LaTree)
+    !matches!(kind, EngineKind::BulkIndex)
 }
 
 impl EngineKind {
@@ -64,6 +64,7 @@ pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
         EngineOptions::Bftl(o) => Ok(Box::new(bftl::Bftl::create(storage, s, o)?)),
         EngineOptions::IplBTree(o) => Ok(Box::new(ipl::IplBTree::create(storage, s, o)?)),
         EngineOptions::DiplBTree(o) => Ok(Box::new(dipl::DiplBTree::create(storage, s, o)?)),
+        EngineOptions::LaTree(o) => Ok(Box::new(latree::LaTree::create(storage, s, o)?)),
         other => Err(not_built(other.kind())),
     }
 }
@@ -84,6 +85,7 @@ pub fn open(storage: Storage, mut manifest: Manifest, opts: Options) -> Result<B
         EngineOptions::Bftl(o) => Ok(Box::new(bftl::Bftl::open(storage, m, s, o)?)),
         EngineOptions::IplBTree(o) => Ok(Box::new(ipl::IplBTree::open(storage, m, s, o)?)),
         EngineOptions::DiplBTree(o) => Ok(Box::new(dipl::DiplBTree::open(storage, m, s, o)?)),
+        EngineOptions::LaTree(o) => Ok(Box::new(latree::LaTree::open(storage, m, s, o)?)),
         other => Err(not_built(other.kind())),
     }
 }
