@@ -62,11 +62,18 @@ fn grows_deep_and_shrinks_back_through_cascaded_buffers() {
             }
         }
         db.check_integrity().unwrap();
-        assert!(counter(&db, "height") >= 3, "k={k}: height {}", counter(&db, "height"));
+        assert!(
+            counter(&db, "height") >= 3,
+            "k={k}: height {}",
+            counter(&db, "height")
+        );
         assert!(counter(&db, "leaf_splits") > 100);
         assert!(counter(&db, "emptyings_overflow") > 100);
         assert_eq!(counter(&db, "emptyings_adapt"), 0, "ADAPT is off");
-        assert!(counter(&db, "buffers") >= 2, "buffers below the root hold messages");
+        assert!(
+            counter(&db, "buffers") >= 2,
+            "buffers below the root hold messages"
+        );
         assert_eq!(contents(&mut db), model);
         for i in (1..keys.len()).rev() {
             keys.swap(i, rng.below(i as u64 + 1) as usize);
@@ -126,7 +133,10 @@ fn an_insert_only_workload_keeps_buffers_within_their_maximum() {
     assert!(s.engine_counters["buffer_entries"] > 0);
     assert_eq!(s.engine_counters["emptyings_adapt"], 0, "no lookups");
     assert!(s.engine_counters["emptyings_overflow"] > 0);
-    assert!(s.memory_bytes >= 16 * 1024, "pool and sort area are reported");
+    assert!(
+        s.memory_bytes >= 16 * 1024,
+        "pool and sort area are reported"
+    );
 }
 
 #[test]
@@ -170,7 +180,11 @@ fn bulk_insert_into_an_empty_tree_is_a_bulk_load_then_inserts_are_buffered() {
     assert_eq!(counter(&db, "buffer_entries"), 0);
     let more: Vec<(u64, u64)> = (0..50u64).map(|k| (k * 3 + 1, k)).collect();
     db.bulk_insert(&more).unwrap();
-    assert_eq!(counter(&db, "buffer_entries"), 50, "one by one into the root buffer");
+    assert_eq!(
+        counter(&db, "buffer_entries"),
+        50,
+        "one by one into the root buffer"
+    );
     assert_eq!(db.get(2997).unwrap(), Some(999));
     assert_eq!(db.get(4).unwrap(), Some(1));
     assert_eq!(db.get(2998).unwrap(), None);

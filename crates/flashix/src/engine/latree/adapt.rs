@@ -25,8 +25,8 @@ impl Adapt {
     pub fn lookup(&mut self, scan_cost: u64, empty_cost: u64) -> bool {
         self.lookups += 1;
         let i = self.lookups;
-        if scan_cost > 0 {
-            let at = i.saturating_add(empty_cost / scan_cost).saturating_add(1);
+        if let Some(q) = empty_cost.checked_div(scan_cost) {
+            let at = i.saturating_add(q).saturating_add(1);
             self.fires_at = Some(self.fires_at.map_or(at, |f| f.min(at)));
         }
         self.fires_at.is_some_and(|at| i >= at)
@@ -67,9 +67,7 @@ mod tests {
         let mut rng = crate::util::Rng::new(3);
         for _ in 0..2_000 {
             let n = 1 + rng.below(12) as usize;
-            let regs: Vec<(u64, u64)> = (0..n)
-                .map(|_| (rng.below(50), rng.below(400)))
-                .collect();
+            let regs: Vec<(u64, u64)> = (0..n).map(|_| (rng.below(50), rng.below(400))).collect();
             let mut a = Adapt::default();
             for j in 0..n {
                 let fired = a.lookup(regs[j].0, regs[j].1);

@@ -69,12 +69,18 @@ fn check_kind(pid: PageId, b: &[u8], per: usize) -> Result<usize> {
     if page::kind(b) != KIND_BUFFER {
         return Err(bad(
             pid,
-            format!("page of kind {} where a buffer page was expected", page::kind(b)),
+            format!(
+                "page of kind {} where a buffer page was expected",
+                page::kind(b)
+            ),
         ));
     }
     let n = read_u32(b, COUNT) as usize;
     if n > per {
-        return Err(bad(pid, format!("buffer page holds {n} messages, at most {per} fit")));
+        return Err(bad(
+            pid,
+            format!("buffer page holds {n} messages, at most {per} fit"),
+        ));
     }
     Ok(n)
 }
@@ -179,7 +185,10 @@ pub fn pages_oldest_first(pager: &mut Pager, buf: &Buffer) -> Result<Vec<PageId>
     let mut pid = buf.tail;
     while pid != NONE {
         if out.len() as u64 >= buf.pages {
-            return Err(bad(pid, format!("buffer chain longer than its {} pages", buf.pages)));
+            return Err(bad(
+                pid,
+                format!("buffer chain longer than its {} pages", buf.pages),
+            ));
         }
         out.push(pid);
         pid = pager.read(pid, |b| check_kind(pid, b, per).map(|_| read_u64(b, PREV)))??;
@@ -207,7 +216,10 @@ pub fn lookup(pager: &mut Pager, buf: &Buffer, key: u64) -> Result<(Option<Msg>,
     let mut scanned = 0;
     while pid != NONE {
         if scanned >= buf.pages {
-            return Err(bad(pid, format!("buffer chain longer than its {} pages", buf.pages)));
+            return Err(bad(
+                pid,
+                format!("buffer chain longer than its {} pages", buf.pages),
+            ));
         }
         scanned += 1;
         let (hit, prev) = pager.read(pid, |b| {
@@ -298,7 +310,12 @@ mod tests {
             seq,
             delete,
         };
-        let got = newest_per_key(vec![m(5, 1, false), m(3, 2, false), m(5, 3, true), m(3, 4, false)]);
+        let got = newest_per_key(vec![
+            m(5, 1, false),
+            m(3, 2, false),
+            m(5, 3, true),
+            m(3, 4, false),
+        ]);
         assert_eq!(got, vec![m(3, 4, false), m(5, 3, true)]);
     }
 

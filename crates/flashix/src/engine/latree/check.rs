@@ -69,7 +69,10 @@ impl LaTree {
             self.buffers.iter().map(|(&p, b)| (p, b.clone())).collect();
         for (pid, b) in table {
             let Some(&(level, lo, hi)) = w.spans.get(&pid) else {
-                return Err(bad(pid, "buffer attached to a page that is not a node".into()));
+                return Err(bad(
+                    pid,
+                    "buffer attached to a page that is not a node".into(),
+                ));
             };
             if level != b.level {
                 return Err(bad(
@@ -107,11 +110,17 @@ impl LaTree {
                     if lo.is_some_and(|l| m.key < l) || hi.is_some_and(|h| m.key >= h) {
                         return Err(bad(
                             p,
-                            format!("message for key {} outside its node's span {lo:?}..{hi:?}", m.key),
+                            format!(
+                                "message for key {} outside its node's span {lo:?}..{hi:?}",
+                                m.key
+                            ),
                         ));
                     }
                     if m.seq > self.seq {
-                        return Err(bad(p, format!("message seq {} above the last {}", m.seq, self.seq)));
+                        return Err(bad(
+                            p,
+                            format!("message seq {} above the last {}", m.seq, self.seq),
+                        ));
                     }
                 }
                 entries += msgs.len() as u64;
@@ -119,7 +128,10 @@ impl LaTree {
             if entries != b.entries {
                 return Err(bad(
                     pid,
-                    format!("buffer holds {entries} messages, the table says {}", b.entries),
+                    format!(
+                        "buffer holds {entries} messages, the table says {}",
+                        b.entries
+                    ),
                 ));
             }
         }

@@ -259,7 +259,12 @@ impl LaTree {
     /// A new empty tree (one empty root leaf, no buffered message).
     pub fn create(storage: Storage, s: Settings, o: LaTreeOptions) -> Result<LaTree> {
         validate(&s, &o)?;
-        let mut pager = Pager::create(storage.device, storage.vfs, Self::pager_config(&s), s.record.clone())?;
+        let mut pager = Pager::create(
+            storage.device,
+            storage.vfs,
+            Self::pager_config(&s),
+            s.record.clone(),
+        )?;
         let root = pager.alloc_page()?;
         pager.write(root, |b| node::init(b, 0, node::NONE, &[]))?;
         let st = State {
@@ -287,10 +292,23 @@ impl LaTree {
         if st.height == 0 {
             return Err(Error::corruption("MANIFEST", None, "LA-tree height 0"));
         }
-        if st.buffers.iter().any(|(_, b)| b.pages == 0 || b.level >= st.height) {
-            return Err(Error::corruption("MANIFEST", None, "LA-tree buffer table row out of shape"));
+        if st
+            .buffers
+            .iter()
+            .any(|(_, b)| b.pages == 0 || b.level >= st.height)
+        {
+            return Err(Error::corruption(
+                "MANIFEST",
+                None,
+                "LA-tree buffer table row out of shape",
+            ));
         }
-        let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, Self::pager_config(&s))?;
+        let (pager, ops) = Pager::open(
+            storage.device,
+            storage.vfs,
+            &manifest,
+            Self::pager_config(&s),
+        )?;
         let mut t = LaTree::new(pager, &s, &o, st);
         t.recover(&ops)?;
         Ok(t)

@@ -29,7 +29,8 @@ impl LaTree {
         let mut decided: Option<Option<u64>> = None;
         loop {
             let (kind, found, count, child) = self.pager.read(pid, |b| {
-                let child = (node::level(b) > 0).then(|| node::child_at(b, node::child_slot(b, key)));
+                let child =
+                    (node::level(b) > 0).then(|| node::child_at(b, node::child_slot(b, key)));
                 (page::kind(b), node::level(b), node::count(b), child)
             })?;
             let want_kind = if level == 0 {
@@ -82,7 +83,11 @@ impl LaTree {
         Ok(out)
     }
 
-    pub(super) fn scan_step(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+    pub(super) fn scan_step(
+        &mut self,
+        cur: &mut RangeCursor,
+        out: &mut Vec<(u64, u64)>,
+    ) -> Result<()> {
         let before = out.len();
         while out.len() == before {
             let Some((lo, hi)) = cur.remaining() else {
@@ -113,7 +118,11 @@ impl LaTree {
                 for bp in pages {
                     let (msgs, _) = buffer::read_page(&mut self.pager, bp)?;
                     self.counters.buffer_pages_scanned += 1;
-                    for m in msgs.iter().rev().filter(|m: &&Msg| (lo..=end).contains(&m.key)) {
+                    for m in msgs
+                        .iter()
+                        .rev()
+                        .filter(|m: &&Msg| (lo..=end).contains(&m.key))
+                    {
                         got.entry(m.key).or_insert((!m.delete).then_some(m.val));
                     }
                 }

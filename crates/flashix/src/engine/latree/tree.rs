@@ -40,7 +40,13 @@ impl LaTree {
             let (kind, found, slot, child, right) = self.pager.read(pid, |b| {
                 let s = node::child_slot(b, k);
                 let right = (s < node::count(b)).then(|| node::key(b, s));
-                (page::kind(b), node::level(b), s, node::child_at(b, s), right)
+                (
+                    page::kind(b),
+                    node::level(b),
+                    s,
+                    node::child_at(b, s),
+                    right,
+                )
             })?;
             if kind != node::KIND_INTERNAL || found != lvl {
                 return Err(level_error(pid, found, lvl));
