@@ -14,6 +14,7 @@ const ENGINES: &[EngineKind] = &[
     EngineKind::IplBTree,
     EngineKind::DiplBTree,
     EngineKind::Bftl,
+    EngineKind::LaTree,
 ];
 
 fn long() -> bool {

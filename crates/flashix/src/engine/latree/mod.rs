@@ -17,8 +17,8 @@
 //!   buffer it scans records an ADAPT register `(scanCost, emptyCost)`, and a buffer is
 //!   emptied after a lookup when for some earlier register `i`,
 //!   `(lookups since i) × scanCost_i > emptyCost_i` ([`adapt`]).
-//! - Range scans merge, per leaf, the messages of the buffers on the path to it (the
-//!   buffers whose subtrees meet the leaf's span) with the leaf's entries ([`read`]).
+//! - Range scans merge the messages of the buffers on the path to a level-1 node (the
+//!   buffers whose subtrees meet its span) with the entries of its leaves ([`read`]).
 //! - `bulk_insert` into an empty tree is the B+-tree's bulk load (leaves at 0.7); otherwise
 //!   one insert per pair in ascending key order (thesis §6.1: the LA-tree "lacks a separate
 //!   bulk insertion algorithm"). `delete_range` deletes the keys a scan finds
@@ -72,7 +72,8 @@
 //!   The smallest budget accepted is therefore `MIN_FRAMES + 1` pages (5 pages: 80 KiB with
 //!   16 KiB pages, so the bench's 128 KiB case runs with 6 frames and a 2-page sort area).
 //! - The buffer table and its ADAPT state: about [`TABLE_ROW_BYTES`] per non-empty buffer.
-//! - Transient: a range step holds the messages of one leaf span; `delete_range` holds a
+//! - Transient: a range step holds the messages of one level-1 node's span (bounded by the
+//!   buffers on one path) and up to 8 leaves' entries; `delete_range` holds a
 //!   batch of keys (`kit::api::DELETE_RANGE_BATCH`).
 //!
 //! # Counters
@@ -95,7 +96,8 @@
 //!   pages plus a read and a write per subtree reached, `min(messages, children)`. The
 //!   registers are compressed to the earliest lookup at which one fires ([`adapt`]);
 //!   registers are in memory only and restart at open.
-//! - **Range scans** merge the buffers on the path with each leaf (no emptying first).
+//! - **Range scans** merge the buffers on the path with the leaves (no emptying first, no
+//!   ADAPT register: only point lookups count as lookups).
 //! - **Deletes** are tombstone messages; a tombstone is dropped when applied to a leaf.
 //! - **Node size:** one node is one page; `node_bytes` must be 0 (the page size) or equal
 //!   the page size, so the thesis's 16 KiB nodes are `page_size(16384)`. Multi-page nodes

@@ -5,10 +5,10 @@
 //! Each buffer it scanned records an ADAPT register ([`super::adapt`]); buffers whose
 //! registers fire are emptied after the lookup.
 //!
-//! A range scan returns one leaf's key span per step: it descends to the leaf holding the
-//! next key, collects the messages in that span from the buffers on the path (every buffer
-//! whose subtree meets the span lies on it), and merges them over the leaf's entries, the
-//! newest message of a key winning.
+//! A range scan step descends to the level-1 node whose span holds the next key, collects
+//! the messages in that span from the buffers on the path (every buffer whose subtree
+//! meets the span lies on it), and merges them over the entries of up to `SCAN_LEAVES` of
+//! its leaves (walked by the leaf chain), the newest message of a key winning.
 
 use super::buffer::{self, Msg};
 use super::empty::Cause;
@@ -20,6 +20,9 @@ use crate::kit::api::RangeCursor;
 use crate::kit::bnode::node;
 use crate::page;
 use std::collections::BTreeMap;
+
+/// Leaves a range step merges at most (with the buffered messages of their span).
+const SCAN_LEAVES: usize = 8;
 
 impl LaTree {
     pub(super) fn lookup(&mut self, key: u64) -> Result<Option<u64>> {
@@ -93,21 +96,33 @@ impl LaTree {
             let Some((lo, hi)) = cur.remaining() else {
                 return Ok(());
             };
-            let d = self.descend(lo, 0)?;
-            let end = match d.hi {
+            // The leaves under one level-1 node share every buffer on their paths: collect
+            // the messages of that node's span once and merge them with up to
+            // SCAN_LEAVES of its leaves.
+            let (nodes, first_leaf, span_hi) = if self.height == 1 {
+                (vec![self.root], self.root, None)
+            } else {
+                let d = self.descend(lo, 1)?;
+                let p = d.node;
+                let leaf = self
+                    .pager
+                    .read(p, |b| node::child_at(b, node::child_slot(b, lo)))?;
+                let mut nodes: Vec<PageId> = d.path.iter().map(|&(n, _)| n).collect();
+                nodes.push(p);
+                (nodes, leaf, d.hi)
+            };
+            let end = match span_hi {
                 Some(h) if h > lo => hi.min(h - 1),
                 Some(_) => {
                     return Err(Error::corruption(
                         page::DATA_FILE,
-                        Some(d.node),
-                        format!("descent for key {lo} reached a leaf whose span ends below it"),
+                        Some(first_leaf),
+                        format!("descent for key {lo} reached a node whose span ends below it"),
                     ))
                 }
                 None => hi,
             };
-            // Newest first: the root's buffer down to the leaf's parent, each from its tail.
-            let mut nodes: Vec<PageId> = d.path.iter().map(|&(p, _)| p).collect();
-            nodes.push(d.node);
+            // Newest first: the root's buffer down to the level-1 node's, each from its tail.
             let mut got: BTreeMap<u64, Option<u64>> = BTreeMap::new();
             for p in nodes {
                 let Some(b) = self.buffers.get(&p).cloned() else {
@@ -127,22 +142,51 @@ impl LaTree {
                     }
                 }
             }
-            let leaf = d.node;
-            let es = self.pager.read(leaf, |b| {
-                if !node::is_leaf(b) {
-                    return Err(level_error(leaf, node::level(b), 0));
+            // The leaves from `lo` to `end`, at most SCAN_LEAVES of them; `stop` is the last
+            // key covered.
+            let mut stop = end;
+            let mut leaf = first_leaf;
+            let mut read = 0;
+            loop {
+                let (link, es) = self.pager.read(leaf, |b| {
+                    if !node::is_leaf(b) {
+                        return Err(level_error(leaf, node::level(b), 0));
+                    }
+                    let start = node::search(b, lo).unwrap_or_else(|i| i);
+                    let es = (start..node::count(b))
+                        .map(|i| (node::key(b, i), node::val(b, i)))
+                        .take_while(|&(k, _)| k <= end)
+                        .collect::<Vec<_>>();
+                    Ok((node::link(b), es))
+                })??;
+                for (k, v) in es {
+                    got.entry(k).or_insert(Some(v));
                 }
-                let start = node::search(b, lo).unwrap_or_else(|i| i);
-                Ok((start..node::count(b))
-                    .map(|i| (node::key(b, i), node::val(b, i)))
-                    .take_while(|&(k, _)| k <= end)
-                    .collect::<Vec<_>>())
-            })??;
-            for (k, v) in es {
-                got.entry(k).or_insert(Some(v));
+                read += 1;
+                if link == node::NONE {
+                    break;
+                }
+                let first = self.pager.read(link, |b| {
+                    (node::is_leaf(b) && node::count(b) > 0).then(|| node::key(b, 0))
+                })?;
+                let Some(first) = first else {
+                    return Err(Error::corruption(
+                        page::DATA_FILE,
+                        Some(link),
+                        "leaf chain reaches an empty leaf or a non-leaf",
+                    ));
+                };
+                if first > end {
+                    break;
+                }
+                if read >= SCAN_LEAVES {
+                    stop = first - 1;
+                    break;
+                }
+                leaf = link;
             }
-            out.extend(got.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))));
-            cur.next = if end < hi { Some(end + 1) } else { None };
+            out.extend(got.range(..=stop).filter_map(|(&k, &v)| v.map(|v| (k, v))));
+            cur.next = if stop < hi { Some(stop + 1) } else { None };
         }
         Ok(())
     }
