@@ -15,6 +15,7 @@ const ENGINES: &[EngineKind] = &[
     EngineKind::DiplBTree,
     EngineKind::Bftl,
     EngineKind::BulkIndex,
+    EngineKind::LaTree,
 ];
 
 /// The engines to run: `FLASHIX_CONFORMANCE_ENGINES=bulk,latree` picks some (while

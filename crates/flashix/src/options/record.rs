@@ -164,7 +164,7 @@ mod tests {
             ),
             (
                 EngineKind::LaTree,
-                r#"{"LaTree":{"adapt":true,"k":2,"max_buffer_pages":64,"node_bytes":16384}}"#,
+                r#"{"LaTree":{"adapt":true,"k":2,"max_buffer_pages":64,"node_bytes":0}}"#,
             ),
             (
                 EngineKind::IplBTree,

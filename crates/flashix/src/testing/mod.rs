@@ -344,6 +344,21 @@ fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
                 trim_freed: rng.below(2) == 0,
             });
     }
+    if engine == EngineKind::LaTree {
+        // Nodes of 30-62 entries and buffers of 1-4 pages of 20-41 messages: histories of
+        // 2,000 operations split and merge nodes, cascade through K = 1 or 2 buffered
+        // levels, and empty buffers by overflow and (ADAPT on) by lookups.
+        let page = [512usize, 512, 1024][rng.below(3) as usize];
+        return opts
+            .page_size(page)
+            .buffer_pool_bytes(frames * page as u64)
+            .latree(crate::LaTreeOptions {
+                node_bytes: if rng.coin() { 0 } else { page as u64 },
+                k: 1 + rng.below(2) as u32,
+                max_buffer_pages: [1u64, 2, 4][rng.below(3) as usize],
+                adapt: rng.below(4) != 0,
+            });
+    }
     if engine == EngineKind::Lsm {
         // The same small sizes as the FD-tree: C0 of two pages and small k build several
         // components in a few thousand operations; multi-page requests of a few pages.

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LaTreeOptions {
-    /// Node size in bytes (thesis §6.1: 16 KiB); a whole number of pages.
+    /// Node size in bytes: 0 (the default) for one page, or the page size. Nodes are one
+    /// page; the thesis's 16 KiB nodes (§6.1) are `page_size(16384)`.
     pub node_bytes: u64,
     /// Buffers are attached to every K-th level, the root's included (K ≥ 1).
     pub k: u32,
@@ -25,7 +26,7 @@ pub struct LaTreeOptions {
 impl Default for LaTreeOptions {
     fn default() -> Self {
         LaTreeOptions {
-            node_bytes: 16 << 10,
+            node_bytes: 0,
             k: 2,
             max_buffer_pages: 64,
             adapt: true,
