@@ -300,6 +300,7 @@ fn unset_k_comes_from_the_cost_model_and_survives_reopen() {
             expected_entries: 50_000_000,
             search_fraction,
             pio_device: None,
+            bulk: None,
         };
         let o = Options::new(EngineKind::FdTree)
             .buffer_pool_bytes(16 << 20)
@@ -333,6 +334,7 @@ fn unset_k_comes_from_the_cost_model_and_survives_reopen() {
                 expected_entries: 50_000_000,
                 search_fraction: p,
                 pio_device: None,
+                bulk: None,
             });
             u64::from(
                 o.fdtree_model_k(512 << 10, FdTreeOptions::entries_per_page(4096))
@@ -355,6 +357,7 @@ fn tuning_for_another_page_size_is_refused() {
             expected_entries: 1_000_000,
             search_fraction: 0.5,
             pio_device: None,
+            bulk: None,
         });
     let dev = MemDevice::new(4096);
     let s = Storage {

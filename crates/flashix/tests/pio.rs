@@ -398,6 +398,7 @@ fn unset_sizes_come_from_the_cost_model_and_the_opq_shares_the_budget() {
         expected_entries: 200_000,
         search_fraction,
         pio_device: Some(dev.clone()),
+        bulk: None,
     };
     let budget = 4u64 << 20;
     let mut chosen = Vec::new();

@@ -164,7 +164,11 @@ fn options(engine: EngineKind, m: u32, f: impl FnOnce(&mut BulkOptions)) -> Opti
     };
     f(&mut b);
     // The LA-tree's nodes are one page: 16 KiB pages (thesis §6.1's node size).
-    let page = if engine == EngineKind::LaTree { 16 << 10 } else { PAGE };
+    let page = if engine == EngineKind::LaTree {
+        16 << 10
+    } else {
+        PAGE
+    };
     Options::new(engine)
         .page_size(page)
         .buffer_pool_bytes(BUDGET)
@@ -298,9 +302,11 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
                 let s0 = db.stats();
                 let t0 = Instant::now();
                 for i in 0..z.searches {
-                    let start = init[(mix(a.seed ^ i ^ n << 32) % init.len() as u64) as usize].0;
-                    let got = db.range(start..)?.take(n as usize).count();
-                    anyhow::ensure!(got > 0, "empty range search");
+                    // [L, H] holding exactly n initial keys (Alg. 4's bounds).
+                    let lo = (mix(a.seed ^ i ^ n << 32) % (init.len() as u64 - n + 1)) as usize;
+                    let (l, h) = (init[lo].0, init[lo + n as usize - 1].0);
+                    let got = db.range(l..=h)?.count();
+                    anyhow::ensure!(got as u64 == n, "range search returned {got} of {n}");
                 }
                 let seconds = t0.elapsed().as_secs_f64() / z.searches as f64;
                 let (pr, rr, pw, wr) = delta(&s0.device, &db.stats().device);

@@ -50,6 +50,7 @@ impl BenchConfig {
                 self.page_size,
                 PIO_MAX_SEGMENTS,
             )?),
+            bulk: None,
         };
         let fdtree = FdTreeOptions {
             k: self.k,

@@ -14,12 +14,14 @@
 //!
 //! - [`fdtree`]: FD-tree size ratio `k` and number of levels `l` (Li et al., VLDB 2010,
 //!   §4 and Appendix C).
+//! - [`bulk`]: the bulk index's range size M (Lehtonen 2014, §5.5: Theorems 5.1-5.4).
 //! - [`pio`]: PIO B-tree leaf size in segments and OPQ size (Roh et al., VLDB 2011, §3.2.1,
 //!   §3.5–3.6 and the Appendix), from a [`pio::PioDeviceCosts`] (latency by request size,
 //!   throughput at the psync queue depth).
 //!
 //! All times are in microseconds (`_us`), all sizes in bytes unless a name says entries.
 
+pub mod bulk;
 pub mod fdtree;
 pub mod pio;
 
@@ -162,6 +164,9 @@ pub struct Tuning {
     /// ([`pio::PioDeviceCosts::derived`]).
     #[serde(default)]
     pub pio_device: Option<pio::PioDeviceCosts>,
+    /// The bulk index model's inputs (bulk sizes, device); `None`: its defaults.
+    #[serde(default)]
+    pub bulk: Option<bulk::BulkTuning>,
 }
 
 impl Tuning {
@@ -172,6 +177,7 @@ impl Tuning {
             expected_entries: 10_000_000,
             search_fraction: 0.5,
             pio_device: None,
+            bulk: None,
         }
     }
 }

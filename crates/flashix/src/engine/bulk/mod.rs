@@ -185,17 +185,33 @@ pub fn validate(s: &Settings, o: &BulkOptions) -> Result<()> {
 /// The differential layer's default: a quarter of the budget, at most 256 KiB.
 const DEFAULT_DELTA_BYTES: u64 = 256 << 10;
 
-/// `o` with `m` and `delta_bytes` decided: `m` the given one, else a default of eight
-/// pages of tuples (about the thesis's 16 KiB ranges of 8-byte tuples at 2048: 32 KiB here
-/// at 16 bytes a tuple); `delta_bytes` the given one, else a quarter of the budget, at most
-/// 256 KiB.
+/// `o` with `delta_bytes` and `m` decided: `delta_bytes` the given one, else a quarter of
+/// the budget, at most 256 KiB; `m` the given one, else the cost model's choice
+/// ([`crate::cost::bulk::choose_m`], thesis §5.5) for the tuning, with half of the budget
+/// left after the differential layer for the range index (the largest M it considers
+/// when no M keeps the expected range index within that).
 pub(crate) fn resolve(s: &Settings, mut o: BulkOptions) -> Result<BulkOptions> {
     if o.delta_bytes.is_none() {
         o.delta_bytes = Some((s.buffer_pool_bytes / 4).min(DEFAULT_DELTA_BYTES));
     }
     if o.m.is_none() {
-        let f = range::per_page(s.page_size) as u32;
-        o.m = Some(f * 8);
+        let left = s
+            .buffer_pool_bytes
+            .saturating_sub(o.delta_bytes.unwrap_or(0));
+        let input = crate::cost::bulk::BulkModelInput {
+            page_size: s.page_size,
+            tuple_bytes: 16,
+            tuples_per_page: range::per_page(s.page_size) as u64,
+            range_entry_bytes: index::ENTRY_MEMORY,
+            range_index_budget_bytes: left / 2,
+        };
+        // A budget too small for the expected entries' range index at any M: the largest
+        // M the model considers (the smallest index); the memory used is reported.
+        let largest = input.tuples_per_page * crate::cost::bulk::MAX_PAGES;
+        o.m = Some(match crate::cost::bulk::choose_m(&s.tuning, &input) {
+            Ok(c) => c.m,
+            Err(_) => u32::try_from(largest).unwrap_or(u32::MAX),
+        });
     }
     Ok(o)
 }
