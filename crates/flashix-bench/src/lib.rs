@@ -15,6 +15,7 @@
 //! - [`peers`]: RocksDB, fjall, redb and LMDB behind cargo features;
 //! - [`units`]: byte sizes on the command line.
 
+pub mod bulk_model;
 pub mod cgroup;
 pub mod html;
 pub mod model;

@@ -35,9 +35,11 @@ enum Cmd {
     FdtreeModel(flashix_bench::model::FdTreeModelArgs),
     /// PIO B-tree cost model: choose the leaf size in segments and the OPQ size.
     PioModel(flashix_bench::pio_model::PioModelArgs),
+    /// Bulk index cost model (thesis §5.5): choose the range size M, with predicted costs.
+    BulkModel(flashix_bench::bulk_model::BulkModelArgs),
     /// Random page writes on a simulated SSD with each FTL: write amplification, erases, copies.
     Sim(flashix_bench::sim_cmd::SimArgs),
-    /// Reproduce a paper's experiments on the simulator: `flashix repro dipl --out DIR`.
+    /// Reproduce a paper's experiments: `flashix repro dipl|bulk --out DIR`.
     #[command(subcommand)]
     Repro(flashix_bench::repro::Repro),
     /// Render report.html again from a results.json (e.g. one written by an older build).
@@ -312,6 +314,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::FdtreeModel(a) => flashix_bench::model::run(&a),
         Cmd::PioModel(a) => flashix_bench::pio_model::run(&a),
+        Cmd::BulkModel(a) => flashix_bench::bulk_model::run(&a),
         Cmd::Sim(a) => flashix_bench::sim_cmd::run(&a).map(|_| ()),
         Cmd::Repro(r) => flashix_bench::repro::run(&r),
         Cmd::Report(a) => {

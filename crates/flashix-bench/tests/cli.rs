@@ -360,3 +360,37 @@ fn repro_bulk_quick_runs_every_experiment() {
         assert!(c["pages_read"].as_u64().unwrap() <= 3 * 9, "{c}");
     }
 }
+
+/// `flashix bulk-model` prints the candidates of M with the thesis's device and marks the
+/// one chosen; a bad share is refused.
+#[test]
+fn bulk_model_prints_the_choice() {
+    let bin = env!("CARGO_BIN_EXE_flashix");
+    let run = Command::new(bin)
+        .args([
+            "bulk-model",
+            "--entries",
+            "450000",
+            "--elementary-bulk",
+            "1",
+        ])
+        .args(["--bulk-keys", "200000", "--search-fraction", "0"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{out}");
+    assert!(
+        out.contains("<- chosen") && out.contains("chosen: m = "),
+        "{out}"
+    );
+    // Every range touched by scattered keys: fewer, larger ranges win.
+    let m: u64 = out.lines().last().unwrap()["chosen: m = ".len()..]
+        .parse()
+        .unwrap();
+    assert!(m > 254 * 8, "{out}");
+    let bad = Command::new(bin)
+        .args(["bulk-model", "--search-fraction", "2"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+}

@@ -50,7 +50,11 @@ impl BenchConfig {
                 self.page_size,
                 PIO_MAX_SEGMENTS,
             )?),
-            bulk: None,
+            bulk: Some(flashix::cost::bulk::BulkTuning {
+                bulk_keys: None,
+                elementary_bulk_keys: None,
+                device: Some(crate::bulk_model::bulk_costs(profile)?),
+            }),
         };
         let fdtree = FdTreeOptions {
             k: self.k,
