@@ -67,6 +67,10 @@ impl LaTree {
         let per = per_page(self.pager.page_size());
         let table: Vec<(PageId, buffer::Buffer)> =
             self.buffers.iter().map(|(&p, b)| (p, b.clone())).collect();
+        // Every message as (key, level, position in its chain, seq, page): the buffers
+        // holding a key lie on one root-to-leaf path, so sorted by key, level and position
+        // the sequence numbers of a key must increase (invariant 3).
+        let mut all: Vec<(u64, u32, u64, u64, PageId)> = Vec::new();
         for (pid, b) in table {
             let Some(&(level, lo, hi)) = w.spans.get(&pid) else {
                 return Err(bad(
@@ -94,6 +98,7 @@ impl LaTree {
             }
             let pages = buffer::pages_oldest_first(&mut self.pager, &b)?;
             let mut entries = 0u64;
+            let mut pos = 0u64;
             for p in pages {
                 if !w.seen.insert(p) {
                     return Err(bad(p, "buffer page reachable twice".into()));
@@ -122,6 +127,8 @@ impl LaTree {
                             format!("message seq {} above the last {}", m.seq, self.seq),
                         ));
                     }
+                    all.push((m.key, b.level, pos, m.seq, p));
+                    pos += 1;
                 }
                 entries += msgs.len() as u64;
             }
@@ -132,6 +139,16 @@ impl LaTree {
                         "buffer holds {entries} messages, the table says {}",
                         b.entries
                     ),
+                ));
+            }
+        }
+        all.sort_unstable_by_key(|&(k, level, pos, _, _)| (k, level, pos));
+        for w in all.windows(2) {
+            let ((k0, _, _, s0, _), (k1, _, _, s1, p1)) = (w[0], w[1]);
+            if k0 == k1 && s0 >= s1 {
+                return Err(bad(
+                    p1,
+                    format!("key {k1}: message seq {s1} at or after a newer one (seq {s0})"),
                 ));
             }
         }

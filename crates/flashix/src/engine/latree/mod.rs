@@ -51,7 +51,9 @@
 //! 3. For every key, messages are newer toward the root, and within a chain newer toward
 //!    the tail (kept by construction: appends carry newer messages, emptyings go oldest
 //!    chunk first, splits keep chain order, and merged chains hold disjoint keys or an
-//!    older chain first). `check_integrity` checks sequence numbers only against `seq`.
+//!    older chain first). `check_integrity` checks it: the buffers holding a key lie on
+//!    one root-to-leaf path, so ordered by level and chain position a key's sequence
+//!    numbers increase; and none is above `seq`.
 //! 4. No page (node or buffer) is reachable twice; no reachable page is free in the extent
 //!    allocator; chains have the length and message count the table says, no empty page.
 //! 5. Between operations every buffer holds at most `max_buffer_pages` pages.
