@@ -256,6 +256,16 @@ impl Db {
         self.engine.close()
     }
 
+    /// [`Db::close`], returning the counters after its checkpoint (the reproductions count
+    /// the I/O of the final checkpoint, where lazy structures do their writing).
+    #[doc(hidden)]
+    pub fn close_with_stats(mut self) -> Result<Stats> {
+        self.closed = true;
+        self.usable()?;
+        self.engine.close()?;
+        Ok(self.engine.stats())
+    }
+
     /// Counters: I/O, buffer pool, WAL, engine, memory.
     pub fn stats(&self) -> Stats {
         self.engine.stats()

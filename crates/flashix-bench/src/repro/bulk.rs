@@ -9,8 +9,8 @@
 //! the thesis), M ∈ {1024, 2048, 4096}; the LA-tree (when built) with 16 KiB nodes gets
 //! the same initial keys by its bulk load and the inserted keys one by one in ascending
 //! order. Each cell starts from a copy of the initial index (not timed) and ends with a
-//! flush and a close (a checkpoint), which are timed: the thesis "flushed the data to disk
-//! at the end of the experiment". Page counts are those before the checkpoint.
+//! flush and a close (a checkpoint), which are timed and counted: the thesis "flushed the
+//! data to disk at the end of the experiment".
 //!
 //! - E1 (Fig. 6.1): 50,000 keys in elementary bulks of b keys at random positions.
 //! - E2/E3 (Figs 6.2-6.3): b = 100 and 1000, totals of 1,000 to 200,000 keys.
@@ -18,6 +18,9 @@
 //! - E5 (Fig. 6.5): range deletes of N keys, each from the same initial state (the bulk
 //!   index is rewound to a snapshot between deletes: `internals::BulkIndex::restore`).
 //! - Ablations (§5.6): E1 at b = 100 and 1000 with each switch off.
+//! - E1 again on the simulated SSD (`SimSsdConfig::with_ftl`: page-level and FAST FTLs),
+//!   M = 2048, on 32 MiB of NAND, with its erases and garbage-collection copies; times
+//!   there are the simulator's NAND time.
 //!
 //! Differences from the thesis, stated in the output: tuples are 16 bytes here (8 in the
 //! thesis), so M = 1024 here has the thesis's M = 2048 range bytes; times are wall time
@@ -26,7 +29,10 @@
 use anyhow::{Context, Result};
 use flashix::internals::Engine;
 use flashix::io::{DirVfs, FileDevice};
-use flashix::{BulkOptions, Db, DeviceStats, EngineKind, LaTreeOptions, Options, Storage};
+use flashix::sim::{FtlKind, SimSsdConfig};
+use flashix::{
+    BulkOptions, Db, DeviceSpec, DeviceStats, EngineKind, LaTreeOptions, Options, Storage,
+};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -70,7 +76,12 @@ pub struct Cell {
     pub pages_written: u64,
     pub write_requests: u64,
     pub ranges_affected: u64,
+    /// A §5.6 switch turned off (ablations), or the simulated SSD a cell ran on
+    /// (`ssd-page`, `ssd-fast`); empty: this machine's disk with every switch on.
     pub variant: String,
+    /// Simulated SSD only: block erases and pages copied by garbage collection.
+    pub erases: u64,
+    pub gc_page_copies: u64,
 }
 
 /// The whole reproduction.
@@ -155,6 +166,10 @@ fn bulk_keys(init: &[(u64, u64)], total: u64, b: u64, seed: u64) -> Vec<(u64, u6
     out
 }
 
+fn flash(s: &DeviceStats, name: &str) -> u64 {
+    s.flash.get(name).copied().unwrap_or(0)
+}
+
 fn options(engine: EngineKind, m: u32, f: impl FnOnce(&mut BulkOptions)) -> Options {
     let mut b = BulkOptions {
         m: Some(m),
@@ -230,14 +245,22 @@ fn insert_cell(
         }
     }
     db.flush()?;
-    let s1 = db.stats();
     let ranges_affected = counter(&db, "ranges_affected") - r0;
     // §6.1: "we flushed the data to disk at the end of the experiment": the close's
     // checkpoint (the LA-tree's dirty nodes and buffer pages, the bulk index's range
-    // index) is timed; its pages are not in the counts.
-    db.close()?;
+    // index) is timed and counted.
+    let s1 = db.close_with_stats()?;
     let seconds = t0.elapsed().as_secs_f64();
     let (pr, rr, pw, wr) = delta(&s0.device, &s1.device);
+    // On the simulated SSD the time is the simulator's (NAND latencies), not the wall
+    // time of simulating.
+    let seconds = if variant.starts_with("ssd-") {
+        (flash(&s1.device, "sim_time_us") - flash(&s0.device, "sim_time_us")) as f64 / 1e6
+    } else {
+        seconds
+    };
+    let erases = flash(&s1.device, "erases") - flash(&s0.device, "erases");
+    let gc = flash(&s1.device, "gc_page_copies") - flash(&s0.device, "gc_page_copies");
     std::fs::remove_dir_all(work).ok();
     Ok(Cell {
         experiment: experiment.into(),
@@ -252,6 +275,8 @@ fn insert_cell(
         write_requests: wr,
         ranges_affected,
         variant: variant.into(),
+        erases,
+        gc_page_copies: gc,
     })
 }
 
@@ -323,6 +348,8 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
                     write_requests: wr / z.searches,
                     ranges_affected: 0,
                     variant: String::new(),
+                    erases: 0,
+                    gc_page_copies: 0,
                 });
             }
             db.close()?;
@@ -350,6 +377,28 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
                     }
                     std::fs::remove_dir_all(&vbase).ok();
                 }
+            }
+            std::fs::remove_dir_all(&base).ok();
+        }
+    }
+    // E1 on the simulated SSD (page-level and FAST FTLs), M = 2048 (the thesis's M).
+    for ftl in [FtlKind::Page, FtlKind::Fast] {
+        let variant = format!("ssd-{}", ftl.name());
+        let m = if a.quick { 1024 } else { 2048 };
+        for &engine in &engines {
+            eprintln!("repro bulk: {engine} on the simulated SSD ({ftl}): E1");
+            let base = data.join(format!("{}-{m}-{variant}", engine.name()));
+            let o = options(engine, m, |_| {})
+                .device(DeviceSpec::SimulatedSsd(SimSsdConfig::with_ftl(ftl)));
+            let mut db = Db::create(&base, o)?;
+            db.bulk_insert(&init)?;
+            db.close()?;
+            let work = data.join("work");
+            for &b in &z.e1_b {
+                let pairs = bulk_keys(&init, z.e1_total, b, a.seed ^ b);
+                cells.push(insert_cell(
+                    &base, &work, engine, m, "E1", &variant, b, &pairs,
+                )?);
             }
             std::fs::remove_dir_all(&base).ok();
         }
@@ -415,6 +464,8 @@ fn e5(data: &Path, m: u32, init: &[(u64, u64)], z: &Sizes, seed: u64) -> Result<
             write_requests: wr / k,
             ranges_affected: 0,
             variant: String::new(),
+            erases: 0,
+            gc_page_copies: 0,
         });
     }
     t.close()?;
@@ -453,8 +504,9 @@ pub fn print(r: &BulkRepro) {
             continue;
         }
         println!(
-            "  {:<7} {:>5} {:>6} {:>7} {:>11} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9}",
+            "  {:<7} {:<9} {:>5} {:>6} {:>7} {:>11} {:>9} {:>7} {:>9} {:>7} {:>7} {:>8} {:>7} {:>8}",
             "engine",
+            "device",
             "M",
             "b|N",
             "n",
@@ -464,20 +516,32 @@ pub fn print(r: &BulkRepro) {
             "pg wrtn",
             "wr req",
             "ranges",
-            "LA/bulk"
+            "LA/bulk",
+            "erases",
+            "gc copy"
         );
         for c in &cells {
             let la = r
                 .cells
                 .iter()
                 .find(|o| {
-                    o.engine == "latree" && o.experiment == c.experiment && o.b == c.b && o.n == c.n
+                    o.engine == "latree"
+                        && o.experiment == c.experiment
+                        && o.variant == c.variant
+                        && o.b == c.b
+                        && o.n == c.n
                 })
                 .filter(|_| c.engine == "bulk")
                 .map_or("-".to_string(), |o| format!("{:.2}", o.seconds / c.seconds));
+            let device = if c.variant.is_empty() {
+                "disk"
+            } else {
+                &c.variant
+            };
             println!(
-                "  {:<7} {:>5} {:>6} {:>7} {:>11.6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9}",
+                "  {:<7} {:<9} {:>5} {:>6} {:>7} {:>11.6} {:>9} {:>7} {:>9} {:>7} {:>7} {:>8} {:>7} {:>8}",
                 c.engine,
+                device,
                 c.m,
                 c.b,
                 c.n,
@@ -487,7 +551,9 @@ pub fn print(r: &BulkRepro) {
                 c.pages_written,
                 c.write_requests,
                 c.ranges_affected,
-                la
+                la,
+                c.erases,
+                c.gc_page_copies
             );
         }
     }
@@ -499,10 +565,13 @@ pub fn print(r: &BulkRepro) {
     if !abl.is_empty() {
         println!("\n§5.6 ablations (E1 at b = 100 and 1000), against all switches on:");
         for c in abl {
-            let on = r
-                .cells
-                .iter()
-                .find(|o| o.experiment == "E1" && o.engine == "bulk" && o.m == c.m && o.b == c.b);
+            let on = r.cells.iter().find(|o| {
+                o.experiment == "E1"
+                    && o.variant.is_empty()
+                    && o.engine == "bulk"
+                    && o.m == c.m
+                    && o.b == c.b
+            });
             println!(
                 "  M {:>5} b {:>5} {:<16} {:>10.6} s ({}), {} read / {} write requests",
                 c.m,
