@@ -327,8 +327,9 @@ fn binary_writes_table_results_and_report() {
 }
 
 /// `flashix repro bulk --quick` runs every experiment of the thesis's Chapter 6 at small
-/// sizes and writes repro-bulk.json with the bulk index's cells (and the LA-tree's, once
-/// built); a range delete reads at most three ranges' pages (Theorem 5.4).
+/// sizes, on this disk and the simulated SSDs, and writes repro-bulk.json with the bulk
+/// index's and the LA-tree's cells and a check of every printed claim; a range delete reads
+/// at most three ranges' pages (Theorem 5.4).
 #[test]
 fn repro_bulk_quick_runs_every_experiment() {
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -348,17 +349,38 @@ fn repro_bulk_quick_runs_every_experiment() {
         serde_json::from_str(&std::fs::read_to_string(out.join("repro-bulk.json")).unwrap())
             .unwrap();
     let cells = json["cells"].as_array().unwrap();
-    for e in ["E1", "E2", "E3", "E4", "E5", "ablation"] {
+    for e in ["E1", "E2", "E3", "E4", "E5", "ablation", "R2"] {
         assert!(cells.iter().any(|c| c["experiment"] == e), "no {e} cell");
         assert!(stdout.contains(e), "{e} not printed");
     }
-    if json["latree_built"] == true {
-        assert!(cells.iter().any(|c| c["engine"] == "latree"));
+    // Both engines are built: the LA-tree runs beside the bulk index.
+    assert_eq!(json["latree_built"], true);
+    for ssd in ["ssd-page", "ssd-fast"] {
+        for engine in ["bulk", "latree"] {
+            assert!(
+                cells
+                    .iter()
+                    .any(|c| c["variant"] == ssd && c["engine"] == engine),
+                "no {engine} cell on {ssd}"
+            );
+        }
     }
     for c in cells.iter().filter(|c| c["experiment"] == "E5") {
-        // M = 1024 tuples of 16 bytes: a range is at most 9 pages of 4 KiB.
-        assert!(c["pages_read"].as_u64().unwrap() <= 3 * 9, "{c}");
+        // M = 1024 tuples of 16 bytes: a range is at most 9 pages of 4 KiB (2M - 1 tuples);
+        // M = 2048: 17.
+        let per_range = if c["m"] == 1024 { 9 } else { 17 };
+        let n = c["n"].as_u64().unwrap();
+        assert!(
+            c["pages_read"].as_u64().unwrap() <= 3 * per_range * n,
+            "{c}"
+        );
     }
+    let claims = json["claims"].as_array().unwrap();
+    assert!(claims.len() >= 10, "{claims:?}");
+    assert!(claims
+        .iter()
+        .all(|k| !k["verdict"].as_str().unwrap().is_empty()));
+    assert!(stdout.contains("thesis: ") && stdout.contains("here: "));
 }
 
 /// `flashix bulk-model` prints the candidates of M with the thesis's device and marks the
