@@ -30,7 +30,8 @@
 //!   followed by a checkpoint, with every switch on, without `batch_ranges` (the index
 //!   deteriorates into ranges of M + 1: the share of ranges of exactly M), and with freed
 //!   space reused (live against allocated pages); on this disk and on a small simulated SSD
-//!   where reuse makes the FTL collect garbage and append-only runs out of space.
+//!   (48 MiB of NAND) where append-only runs out of space and reuse makes the FTL erase,
+//!   copying pages when the freed space is not trimmed.
 //! - E1 again on the simulated SSD (`SimSsdConfig::with_ftl`: page-level and FAST FTLs),
 //!   M = 2048, with its erases and garbage-collection copies; times there are the
 //!   simulator's NAND time (one chip: no parallelism between requests).
@@ -81,9 +82,24 @@ pub struct BulkReproArgs {
     /// Range deletes averaged per size in E5 (default: the thesis's 2000; 50 with --quick).
     #[arg(long)]
     pub deletes: Option<u64>,
+    /// Runs of each insert cell on this disk, the median reported (default 3; 1 with
+    /// --quick); a simulated SSD's time is deterministic: one run.
+    #[arg(long)]
+    pub reps: Option<u32>,
+    /// Run only these parts: insert (E1-E3), E4, E5, ablation, R2, ssd (E1 and R2 on the
+    /// simulated SSDs); default all.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
     /// Seed of keys and positions.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+}
+
+impl BulkReproArgs {
+    /// Whether part `p` of the reproduction runs (`--only`).
+    fn runs(&self, p: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o.eq_ignore_ascii_case(p))
+    }
 }
 
 /// One measured cell.
@@ -104,6 +120,9 @@ pub struct Cell {
     /// Seconds of the whole cell (E4, E5: of its `n` operations; [`Cell::per_op`] divides);
     /// on a simulated SSD the simulator's NAND time.
     pub seconds: f64,
+    /// Seconds of every run of an insert cell on this disk (`--reps`); the cell is the
+    /// median run.
+    pub runs: Vec<f64>,
     /// Device pages (the engine's page: 4 KiB for the bulk index, 16 KiB for the LA-tree),
     /// requests (sequential: starting where the previous one of its kind ended) and KiB, of
     /// the whole cell.
@@ -182,6 +201,8 @@ pub struct BulkRepro {
     pub deletes: u64,
     /// The simulated SSDs: `name: geometry, FTL, latencies`.
     pub ssds: Vec<String>,
+    /// Runs per insert cell on this disk (the median reported).
+    pub reps: u32,
     /// Wall seconds of the whole run.
     pub wall_seconds: f64,
     pub cells: Vec<Cell>,
@@ -204,6 +225,8 @@ struct Sizes {
     r2_keys: u64,
     /// The M of the simulated-SSD and R2 runs.
     m_ssd: u32,
+    /// Runs per insert cell on this disk.
+    reps: u32,
 }
 
 impl Sizes {
@@ -221,6 +244,7 @@ impl Sizes {
                 r2_bulks: 4,
                 r2_keys: 2_000,
                 m_ssd: 1024,
+                reps: 1,
             }
         } else {
             Sizes {
@@ -232,9 +256,10 @@ impl Sizes {
                 e4_n: vec![1000, 2000, 5000, 10000, 20000],
                 searches: 2000,
                 deletes: 2000,
-                r2_bulks: 10,
+                r2_bulks: 20,
                 r2_keys: 10_000,
                 m_ssd: 2048,
+                reps: 3,
             }
         };
         if let Some(s) = a.searches {
@@ -242,6 +267,9 @@ impl Sizes {
         }
         if let Some(d) = a.deletes {
             z.deletes = d.max(1);
+        }
+        if let Some(r) = a.reps {
+            z.reps = r.max(1);
         }
         z
     }

@@ -297,24 +297,21 @@ fn e2_e3(v: &View, k: &mut Checks) {
         ),
         _ => k.missing("E2", claim, "fewer than two LA-tree cells"),
     }
+    // The thesis's M in tuples of 8 bytes, then in bytes (M / 2 here: 16-byte tuples).
+    let e2 = "M = 4096 \"the superior choice for insertions of 30 000 keys and above\" (b = 100)";
+    compare_ms(v, k, "E2", e2, 4096, 2048, 30_000);
     compare_ms(
         v,
         k,
         "E2",
-        "M = 4096 \"the superior choice for insertions of 30 000 keys and above\" (b = 100)",
-        4096,
+        &format!("{e2}; in range bytes"),
         2048,
+        1024,
         30_000,
     );
-    compare_ms(
-        v,
-        k,
-        "E3",
-        "b = 1000: M = 2048 \"the better choice for all the tested cases up to 200 000 added keys\"",
-        2048,
-        4096,
-        0,
-    );
+    let e3 = "b = 1000: M = 2048 \"the better choice for all the tested cases up to 200 000 added keys\"";
+    compare_ms(v, k, "E3", e3, 2048, 4096, 0);
+    compare_ms(v, k, "E3", &format!("{e3}; in range bytes"), 1024, 2048, 0);
 }
 
 /// Is M `better` faster than M `other` at every total of at least `from` keys?

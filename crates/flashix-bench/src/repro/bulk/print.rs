@@ -214,7 +214,8 @@ fn print_r2(r: &BulkRepro) {
         "\nR2: repeated bulk insertions (b = 100) into one index, each followed by a checkpoint: \
          batching ranges keeps ranges at M (§5.6: without it the index deteriorates into \
          ranges of M + 1); reuse bounds the main file (pages allocated) at the cost of the \
-         FTL's garbage collection; append-only never erases but runs out of space"
+         FTL's erases (and copies, unless freed space is trimmed); append-only never erases \
+         but runs out of space"
     );
     println!(
         "  {:<9} {:<16} {:>5} {:>6} {:>7} {:>10} {:>8} {:>8} {:>7} {:>9} {:>7} {:>9} {:>7} {:>7}",

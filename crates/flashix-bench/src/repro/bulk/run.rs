@@ -3,8 +3,8 @@
 use super::{paper, BulkRepro, BulkReproArgs, Cell, Sizes, BUDGET, LATREE_NODE, PAGE};
 use anyhow::{Context, Result};
 use flashix::internals::Engine;
-use flashix::io::{DirVfs, FileDevice};
-use flashix::sim::{FtlKind, NandConfig, SimSsdConfig};
+use flashix::io::{Device, DirVfs, FileDevice};
+use flashix::sim::{FtlKind, NandConfig, SimSsd, SimSsdConfig};
 use flashix::{BulkOptions, Db, DeviceSpec, EngineKind, LaTreeOptions, Options, Stats, Storage};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -111,12 +111,12 @@ fn e1_ssds() -> Vec<(&'static str, SimSsdConfig)> {
     ]
 }
 
-/// R2's small simulated SSD: 32 MiB of NAND (22.4 MiB for the host), page-level FTL, so
-/// that repeated bulks fill it.
+/// R2's small simulated SSD: 48 MiB of NAND (33.6 MiB for the host), page-level FTL, so
+/// that repeated bulks fill it (the initial index is 8 MiB at M = 2048).
 fn small_ssd() -> SimSsdConfig {
     SimSsdConfig {
         nand: NandConfig {
-            blocks: 256,
+            blocks: 384,
             ..NandConfig::default()
         },
         ..SimSsdConfig::with_ftl(FtlKind::Page)
@@ -381,7 +381,10 @@ impl Ctx<'_> {
     }
 
     /// R2: `r2_bulks` bulk insertions of `r2_keys` keys (b = 100) into one index, each
-    /// followed by a checkpoint (a close); stops early, with a note, when the device is full.
+    /// followed by a checkpoint; stops early, with a note, when the device is full. The
+    /// index stays open throughout (driven below `Db`, whose close ends it): a simulated
+    /// SSD's counters start at each open, after the FTL's recovery has erased the blocks
+    /// holding no current page, which would hide the erases.
     fn repeated(
         &self,
         m: u32,
@@ -390,26 +393,42 @@ impl Ctx<'_> {
         ssd: Option<SimSsdConfig>,
     ) -> Result<Cell> {
         let dir = self.data.join("r2");
-        let mut opts = options(EngineKind::BulkIndex, m, f);
-        if let Some(cfg) = ssd {
-            opts = opts.device(DeviceSpec::SimulatedSsd(cfg));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
         }
-        build(&dir, opts, &self.init)?;
+        std::fs::create_dir_all(&dir)?;
+        let mut opts = options(EngineKind::BulkIndex, m, f);
+        let device: Box<dyn Device> = match &ssd {
+            None => Box::new(FileDevice::open(&dir.join(flashix::DATA_FILE), PAGE, true)?),
+            Some(cfg) => {
+                opts = opts.device(DeviceSpec::SimulatedSsd(cfg.clone()));
+                let nand = dir.join(flashix::NAND_FILE);
+                let backing = FileDevice::open(&nand, cfg.nand.page_bytes, false)?;
+                Box::new(SimSsd::create(Box::new(backing), cfg, PAGE)?)
+            }
+        };
+        let storage = Storage {
+            device,
+            vfs: Arc::new(DirVfs::new(&dir)),
+        };
+        let mut t = flashix::internals::create_bulk(storage, opts)?;
+        t.bulk_insert(&self.init)?;
+        t.close()?;
         let (bulks, keys) = (self.z.r2_bulks, self.z.r2_keys);
         let all = elementary_bulks(&self.init, bulks * keys, 100, self.a.seed ^ 0x52);
         let mut c = Cell::new("R2", EngineKind::BulkIndex, m, variant, 100);
         c.bulks = 0;
         for (k, part) in all.chunks(keys as usize).enumerate() {
             let pairs = sorted(part.to_vec());
-            let mut db = Db::open(&dir)?;
-            let s0 = db.stats();
+            let s0 = t.stats();
             let t0 = Instant::now();
-            let done = db.bulk_insert(&pairs).and_then(|()| db.close_with_stats());
-            match done {
-                Ok(s1) => {
+            // `close` of an engine is its checkpoint; the engine stays usable.
+            match t.bulk_insert(&pairs).and_then(|()| t.close()) {
+                Ok(()) => {
                     if !c.on_ssd() {
                         c.seconds += t0.elapsed().as_secs_f64();
                     }
+                    let s1 = t.stats();
                     c.add_io(&s0, &s1);
                     c.set_shape(&s1);
                     c.bulks += 1;
@@ -421,6 +440,7 @@ impl Ctx<'_> {
                 }
             }
         }
+        drop(t);
         std::fs::remove_dir_all(&dir).ok();
         Ok(c)
     }
@@ -458,27 +478,37 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
             if engine != EngineKind::BulkIndex && m != z.ms[0] {
                 continue;
             }
-            let base = ctx.data.join(format!("{}-{m}-base", engine.name()));
-            build(&base, options(engine, m, all_on), &ctx.init)?;
-            ctx.say(format!("{engine} M {m}: E1-E3"));
-            cells.extend(ctx.inserts(&base, engine, m, "")?);
-            ctx.say(format!("{engine} M {m}: E4"));
-            cells.extend(ctx.searches(&base, engine, m)?);
-            std::fs::remove_dir_all(&base).ok();
-            if engine == EngineKind::BulkIndex {
+            if a.runs("insert") || a.runs("E4") {
+                let base = ctx.data.join(format!("{}-{m}-base", engine.name()));
+                build(&base, options(engine, m, all_on), &ctx.init)?;
+                if a.runs("insert") {
+                    ctx.say(format!("{engine} M {m}: E1-E3"));
+                    cells.extend(ctx.inserts(&base, engine, m, "")?);
+                }
+                if a.runs("E4") {
+                    ctx.say(format!("{engine} M {m}: E4"));
+                    cells.extend(ctx.searches(&base, engine, m)?);
+                }
+                std::fs::remove_dir_all(&base).ok();
+            }
+            if engine == EngineKind::BulkIndex && a.runs("E5") {
                 ctx.say(format!("{engine} M {m}: E5"));
                 cells.extend(ctx.deletes(m)?);
+            }
+            if engine == EngineKind::BulkIndex && a.runs("ablation") {
                 ctx.say(format!("{engine} M {m}: ablations"));
                 cells.extend(ctx.ablations(m)?);
             }
         }
     }
-    ctx.say(format!("bulk M {}: R2 on this disk", z.m_ssd));
-    for &(variant, f) in R2_DISK {
-        cells.push(ctx.repeated(z.m_ssd, variant, f, None)?);
+    if a.runs("R2") {
+        ctx.say(format!("bulk M {}: R2 on this disk", z.m_ssd));
+        for &(variant, f) in R2_DISK {
+            cells.push(ctx.repeated(z.m_ssd, variant, f, None)?);
+        }
     }
     let mut ssds = Vec::new();
-    for (name, cfg) in e1_ssds() {
+    for (name, cfg) in e1_ssds().into_iter().filter(|_| a.runs("ssd")) {
         ssds.push(describe_ssd(name, &cfg));
         for &engine in &engines {
             ctx.say(format!("{engine} on the simulated SSD ({name}): E1"));
@@ -507,6 +537,7 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
         searches: z.searches,
         deletes: z.deletes,
         ssds,
+        reps: z.reps,
         wall_seconds: ctx.started.elapsed().as_secs_f64(),
         cells,
         claims: Vec::new(),
