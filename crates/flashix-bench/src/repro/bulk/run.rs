@@ -33,6 +33,16 @@ const R2_DISK: &[(&str, Switch)] = &[
     ("reuse", |b| b.append_only = false),
 ];
 
+/// R2's variants on the small simulated SSD.
+const R2_SSD: &[(&str, Switch)] = &[
+    ("ssd-small", all_on),
+    ("ssd-small reuse", |b| b.append_only = false),
+    ("ssd-small reuse, no trim", |b| {
+        b.append_only = false;
+        b.trim_freed = false;
+    }),
+];
+
 pub(super) fn mix(mut x: u64) -> u64 {
     x ^= x >> 30;
     x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -520,13 +530,12 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
             std::fs::remove_dir_all(&base).ok();
         }
     }
-    ssds.push(describe_ssd("ssd-small", &small_ssd()));
-    ctx.say(format!("bulk M {}: R2 on the small simulated SSD", z.m_ssd));
-    for (variant, f) in [
-        ("ssd-small", all_on as Switch),
-        ("ssd-small reuse", |b| b.append_only = false),
-    ] {
-        cells.push(ctx.repeated(z.m_ssd, variant, f, Some(small_ssd()))?);
+    if a.runs("ssd") {
+        ssds.push(describe_ssd("ssd-small", &small_ssd()));
+        ctx.say(format!("bulk M {}: R2 on the small simulated SSD", z.m_ssd));
+        for &(variant, f) in R2_SSD {
+            cells.push(ctx.repeated(z.m_ssd, variant, f, Some(small_ssd()))?);
+        }
     }
     std::fs::remove_dir_all(&ctx.data).ok();
     let mut r = BulkRepro {
