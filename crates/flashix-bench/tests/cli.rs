@@ -241,6 +241,57 @@ fn bench_runs_fdtree_lsm_and_pio_on_every_workload() {
     }
 }
 
+/// The bulk index and the LA-tree run in the suite beside the B+-tree on the workloads of
+/// the thesis (bulk-insert-N, bulk-load-T-N, range-delete-N, range-N) and O-Search and
+/// W-Insert: the bulk index is prepared by its bulk load alone, the LA-tree gets exactly
+/// the B+-tree's aging inserts (its own leaf splits lag behind its inserts).
+#[test]
+fn bench_runs_the_bulk_index_and_the_latree() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let (_, profile_path) = short_profile(tmp.path(), &out);
+    let workloads = vec![
+        Workload::OSearch,
+        Workload::WInsert,
+        Workload::Range(1000),
+        Workload::BulkInsert(10),
+        Workload::BulkLoad(2000, 100),
+        Workload::RangeDelete(10),
+    ];
+    let cfg = BenchConfig {
+        engines: vec![EngineKind::BulkIndex, EngineKind::LaTree, EngineKind::BTree],
+        workloads: workloads.clone(),
+        entries: 30_000,
+        ops: 500,
+        buffer_pool_bytes: 1 << 20,
+        profile: Some(profile_path),
+        dir: tmp.path().join("data"),
+        out,
+        verbose: false,
+        ..BenchConfig::new()
+    };
+    let res = run_bench(&cfg).unwrap();
+    assert_eq!(res.results.len(), 3 * workloads.len());
+    let aging = |engine: &str| {
+        let r: Vec<u64> = (res.results.iter())
+            .filter(|r| r.engine == engine)
+            .map(|r| r.aging_inserts)
+            .collect();
+        assert_eq!(r.len(), workloads.len(), "{engine}");
+        r[0]
+    };
+    assert_eq!(aging("bulk"), 0);
+    assert!(aging("btree") > 0);
+    assert_eq!(aging("latree"), aging("btree"));
+    for r in &res.results {
+        assert!(r.ops_per_sec > 0.0, "{r:?}");
+        if r.workload == "bulk-load-2000-100" {
+            assert_eq!(r.keys_per_op, 2000, "{r:?}");
+        }
+    }
+}
+
 /// Peers not built into the binary are refused with the feature to build them with.
 #[cfg(not(feature = "fjall"))]
 #[test]
