@@ -164,15 +164,17 @@ fn print_ablations(r: &BulkRepro) {
     println!(
         "\n§5.6 ablations: E1 at b = 100 and 1000 with one setting changed, against every switch \
          on (append-only, no differential layer); \"delta\" is the default differential layer \
-         (a quarter of the budget), \"one by one\" feeds it the keys as the LA-tree gets them"
+         (a quarter of the budget), \"one by one\" feeds it the keys as the LA-tree gets them; \
+         LA/this: the LA-tree's E1 time over this cell's"
     );
     println!(
-        "  {:>5} {:>5} {:<18} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9}",
+        "  {:>5} {:>5} {:<18} {:>10} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9}",
         "M",
         "b",
         "setting",
         "seconds",
         "vs on",
+        "LA/this",
         "rd req",
         "KiB rd",
         "wr req",
@@ -188,13 +190,17 @@ fn print_ablations(r: &BulkRepro) {
                 && o.m == c.m
                 && o.b == c.b
         });
+        let la = r.cells.iter().find(|o| {
+            o.experiment == "E1" && o.variant.is_empty() && o.engine == "latree" && o.b == c.b
+        });
         println!(
-            "  {:>5} {:>5} {:<18} {:>10.6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8.0}%",
+            "  {:>5} {:>5} {:<18} {:>10.6} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8.0}%",
             c.m,
             c.b,
             c.variant,
             c.seconds,
             on.map_or("-".into(), |o| format!("{:.2}x", c.seconds / o.seconds)),
+            la.map_or("-".into(), |o| format!("{:.2}", o.seconds / c.seconds)),
             c.read_requests,
             c.read_kib,
             c.write_requests,
