@@ -315,7 +315,7 @@ fn e2_e3(v: &View, k: &mut Checks) {
 
 /// Is M `better` faster than M `other` at every total of at least `from` keys?
 fn compare_ms(v: &View, k: &mut Checks, e: &str, claim: &str, better: u32, other: u32, from: u64) {
-    let pairs: Vec<(u64, f64, f64)> = v
+    let pairs: Vec<(u64, &Cell, &Cell)> = v
         .bulk(e, "", better)
         .into_iter()
         .filter(|c| c.n >= from)
@@ -323,28 +323,45 @@ fn compare_ms(v: &View, k: &mut Checks, e: &str, claim: &str, better: u32, other
             v.bulk(e, "", other)
                 .into_iter()
                 .find(|o| o.n == c.n)
-                .map(|o| (c.n, c.seconds, o.seconds))
+                .map(|o| (c.n, c, o))
         })
         .collect();
     if pairs.is_empty() {
         return k.missing(e, claim, &format!("M = {better} and {other} not both run"));
     }
-    let wins = pairs.iter().filter(|p| p.1 < p.2).count();
-    let here = pairs
-        .iter()
-        .map(|(n, a, b)| format!("{n}: {a:.3} vs {b:.3} s"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    // A win or a loss only when the runs (`--reps`) do not overlap: closer is a tie.
+    let span = |c: &Cell| min_max(c.runs.iter().copied()).unwrap_or((c.seconds, c.seconds));
+    let (mut wins, mut losses) = (0, 0);
+    let mut here = Vec::new();
+    for (n, a, b) in &pairs {
+        let ((a_lo, a_hi), (b_lo, b_hi)) = (span(a), span(b));
+        let mark = if a_hi < b_lo {
+            wins += 1;
+            "<"
+        } else if a_lo > b_hi {
+            losses += 1;
+            ">"
+        } else {
+            "~"
+        };
+        here.push(format!("{n}: {:.3} {mark} {:.3} s", a.seconds, b.seconds));
+    }
+    let ties = pairs.len() - wins - losses;
     k.add(
         e,
         claim,
         format!(
-            "M {better} vs {other}, by keys inserted: {here} ({wins} of {} won)",
-            pairs.len()
+            "M {better} vs {other}, median seconds by keys inserted (~: the runs overlap): {} \
+             ({wins} won, {ties} tied, {losses} lost)",
+            here.join(", ")
         ),
         if wins == pairs.len() {
             "holds"
-        } else if wins * 2 > pairs.len() {
+        } else if losses == 0 && wins > 0 {
+            "holds where the runs differ"
+        } else if losses == 0 {
+            "no difference beyond the runs' spread"
+        } else if wins > losses {
             "holds mostly"
         } else {
             "does not hold"
