@@ -1,5 +1,6 @@
 //! [`Db`]: the one API every engine is used through (DESIGN.md, Public API).
 
+use crate::batch::Batch;
 use crate::durable::{Manifest, MANIFEST};
 use crate::engine;
 use crate::error::{Error, Result};
@@ -228,20 +229,27 @@ impl Db {
 
     /// Delete every key in `range`.
     pub fn delete_range(&mut self, range: impl RangeBounds<u64>) -> Result<()> {
-        let lo = match range.start_bound() {
-            Bound::Included(&k) => Some(k),
-            Bound::Excluded(&k) => k.checked_add(1),
-            Bound::Unbounded => Some(0),
-        };
-        let hi = match range.end_bound() {
-            Bound::Included(&k) => Some(k),
-            Bound::Excluded(&k) => k.checked_sub(1),
-            Bound::Unbounded => Some(u64::MAX),
-        };
-        match (lo, hi) {
-            (Some(lo), Some(hi)) if lo <= hi => self.mutate(|e| e.delete_range(lo, hi)),
-            _ => self.usable(),
+        match crate::batch::inclusive(&range) {
+            Some((lo, hi)) => self.mutate(|e| e.delete_range(lo, hi)),
+            None => self.usable(),
         }
+    }
+
+    /// Apply an atomic batch: its operations in order, logged as one WAL record, so that
+    /// after a crash either all of it is there or none of it (Contract 3).
+    pub fn apply(&mut self, batch: &Batch) -> Result<()> {
+        let ops = batch.ops();
+        if ops.is_empty() {
+            return self.usable();
+        }
+        // A WAL record's length is a u32; an operation takes at most 17 bytes.
+        if ops.len() as u64 * 17 + 9 > u64::from(u32::MAX) {
+            return Err(Error::InvalidArgument(format!(
+                "batch: {} operations do not fit one WAL record; split it",
+                ops.len()
+            )));
+        }
+        self.mutate(|e| e.apply_batch(ops))
     }
 
     /// Make every operation before this call durable.
@@ -367,6 +375,46 @@ mod tests {
     fn db_is_send() {
         fn send<T: Send>() {}
         send::<Db>();
+    }
+
+    /// A batch applies in order (a delete after an insert of the same key wins, a range
+    /// delete covers inserts before it and not after), survives reopen, and an empty batch
+    /// is a no-op.
+    #[test]
+    fn batches_apply_in_order_and_persist() {
+        let dev = MemDevice::new(512);
+        let vfs = crate::io::MemVfs::new();
+        let s = Storage {
+            device: Box::new(dev.reopen()),
+            vfs: Arc::new(vfs.clone()),
+        };
+        let opts = Options::new(crate::EngineKind::BTree)
+            .page_size(512)
+            .buffer_pool_bytes(8 * 512);
+        let mut db = Db::create_on(s, opts).unwrap();
+        db.insert(1, 1).unwrap();
+        let mut b = Batch::new();
+        b.insert(2, 20)
+            .delete(2)
+            .insert(3, 30)
+            .insert(10, 100)
+            .delete_range(5..=10)
+            .insert(7, 70)
+            .delete(1)
+            .delete_range(20..20);
+        db.apply(&b).unwrap();
+        db.apply(&Batch::new()).unwrap();
+        let want = vec![(3, 30), (7, 70)];
+        let all: Vec<_> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(all, want);
+        db.close().unwrap();
+        let mut db = Db::open_on(Storage {
+            device: Box::new(dev.reopen()),
+            vfs: Arc::new(vfs),
+        })
+        .unwrap();
+        let all: Vec<_> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(all, want);
     }
 
     #[test]

@@ -25,6 +25,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+mod batch;
 mod buffer;
 pub mod cost;
 mod db;
@@ -43,6 +44,7 @@ mod stats;
 pub mod testing;
 mod util;
 
+pub use batch::Batch;
 pub use db::{Db, Range, DATA_FILE, NAND_FILE};
 pub use error::{Error, Result};
 pub use io::{DeviceStats, Storage};

@@ -62,11 +62,22 @@ fn run_many(
                 total.crashes += r.crashes;
                 total.lost_after_crash += r.lost_after_crash;
                 total.final_entries += r.final_entries;
+                total.batches += r.batches;
+                total.crashes_in_batch += r.crashes_in_batch;
             }
             Err(e) => panic!("conformance failure: {e}"),
         }
     }
     eprintln!("{engine:?}: {histories} histories, {total:?}");
+    assert!(total.batches > 0, "{engine:?}: no atomic batch was applied");
+    if crashes && histories >= 30 {
+        // Batches are a few percent of the operations: a few hundred histories of crash
+        // steps must cut some of them mid-application.
+        assert!(
+            total.crashes_in_batch > 0,
+            "{engine:?}: no crash fell inside a batch ({total:?})"
+        );
+    }
 }
 
 fn file_device(seed: u64) -> (DeviceKind, Option<tempfile::TempDir>) {

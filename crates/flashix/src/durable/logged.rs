@@ -116,6 +116,9 @@ pub(crate) trait Logged {
             LogicalOp::Delete(k) => self.delete_unlogged(*k),
             LogicalOp::BulkInsert(pairs) => self.bulk_unlogged(pairs),
             LogicalOp::DeleteRange(lo, hi) => self.delete_range_unlogged(*lo, *hi),
+            // One record, applied in order with no checkpoint in between (`after_op` runs
+            // after the whole batch): all of it or none of it is durable.
+            LogicalOp::Batch(ops) => ops.iter().try_for_each(|op| self.apply(op)),
         }
     }
 
@@ -176,7 +179,7 @@ pub(crate) trait Logged {
 }
 
 /// The [`crate::kit::api::Engine`] methods every [`Logged`] engine implements the same way:
-/// `insert`, `delete`, `bulk_insert`, `delete_range` through the log, `flush` (group
+/// `insert`, `delete`, `bulk_insert`, `delete_range`, `apply_batch` through the log, `flush` (group
 /// commit) and `close` (a checkpoint). Used inside `impl Engine for ...`.
 macro_rules! logged_engine_methods {
     () => {
@@ -197,6 +200,10 @@ macro_rules! logged_engine_methods {
 
         fn delete_range(&mut self, lo: u64, hi: u64) -> $crate::error::Result<()> {
             $crate::durable::Logged::logged(self, $crate::durable::LogicalOp::DeleteRange(lo, hi))
+        }
+
+        fn apply_batch(&mut self, ops: &[$crate::durable::LogicalOp]) -> $crate::error::Result<()> {
+            $crate::durable::Logged::logged(self, $crate::durable::LogicalOp::Batch(ops.to_vec()))
         }
 
         fn flush(&mut self) -> $crate::error::Result<()> {

@@ -11,7 +11,9 @@
 //! 9  n  payload
 //! ```
 //! Logical operation payloads: `1 key value` insert, `2 key` delete,
-//! `3 count (key value)*` bulk insert, `4 lo hi` delete of the inclusive range.
+//! `3 count (key value)*` bulk insert, `4 lo hi` delete of the inclusive range,
+//! `5 count op*` an atomic batch (`crate::Batch`) of kind-1, 2 and 4 operations, each in
+//! its own encoding above (batches do not nest and hold no bulk insert).
 //! Page image payload: `page-id` followed by the page's bytes.
 //!
 //! Reading stops at the first record that is cut short or fails its checksum *if nothing
@@ -38,6 +40,8 @@ pub enum LogicalOp {
     BulkInsert(Vec<(u64, u64)>),
     /// Inclusive range.
     DeleteRange(u64, u64),
+    /// An atomic batch of `Insert`, `Delete` and `DeleteRange` operations, applied in order.
+    Batch(Vec<LogicalOp>),
 }
 
 impl LogicalOp {
@@ -65,6 +69,13 @@ impl LogicalOp {
                 out.extend_from_slice(&lo.to_le_bytes());
                 out.extend_from_slice(&hi.to_le_bytes());
             }
+            LogicalOp::Batch(ops) => {
+                out.push(5);
+                out.extend_from_slice(&(ops.len() as u64).to_le_bytes());
+                for op in ops {
+                    op.encode(out);
+                }
+            }
         }
     }
 
@@ -85,6 +96,29 @@ impl LogicalOp {
                 )
             }
             4 if p.len() == 17 => LogicalOp::DeleteRange(u(1)?, u(9)?),
+            5 => {
+                let n = u(1)?;
+                // Every operation takes at least 9 bytes: a count the payload cannot hold
+                // is damage, and must not size an allocation.
+                if n > (p.len() as u64 - 9) / 9 {
+                    return None;
+                }
+                let mut ops = Vec::with_capacity(n as usize);
+                let mut off = 9;
+                for _ in 0..n {
+                    let len = match p.get(off)? {
+                        1 | 4 => 17,
+                        2 => 9,
+                        _ => return None,
+                    };
+                    ops.push(LogicalOp::decode(p.get(off..off + len)?)?);
+                    off += len;
+                }
+                if off != p.len() {
+                    return None;
+                }
+                LogicalOp::Batch(ops)
+            }
             _ => return None,
         })
     }
@@ -319,6 +353,44 @@ mod tests {
         w.log_op(&LogicalOp::Delete(u64::MAX)).unwrap();
         w.sync().unwrap();
         vfs.read(w.name()).unwrap()
+    }
+
+    /// Kind 5: a batch round-trips; damage in its count or its operations is refused
+    /// (never a huge allocation), and batches do not nest.
+    #[test]
+    fn batches_round_trip_and_bad_ones_are_refused() {
+        let batch = LogicalOp::Batch(vec![
+            LogicalOp::Insert(0, u64::MAX),
+            LogicalOp::Delete(7),
+            LogicalOp::DeleteRange(3, 9),
+        ]);
+        let mut b = Vec::new();
+        batch.encode(&mut b);
+        assert_eq!(b.len(), 1 + 8 + 17 + 9 + 17);
+        assert_eq!(LogicalOp::decode(&b), Some(batch));
+        let mut empty = Vec::new();
+        LogicalOp::Batch(Vec::new()).encode(&mut empty);
+        assert_eq!(
+            LogicalOp::decode(&empty),
+            Some(LogicalOp::Batch(Vec::new()))
+        );
+        for cut in 0..b.len() {
+            assert_eq!(LogicalOp::decode(&b[..cut]), None, "cut at {cut}");
+        }
+        let mut huge = b.clone();
+        huge[1..9].copy_from_slice(&(1u64 << 60).to_le_bytes());
+        assert_eq!(LogicalOp::decode(&huge), None);
+        let mut long = b.clone();
+        long.push(0);
+        assert_eq!(LogicalOp::decode(&long), None);
+        for inner in [
+            LogicalOp::Batch(vec![LogicalOp::Delete(1)]),
+            LogicalOp::BulkInsert(vec![(1, 2)]),
+        ] {
+            let mut n = Vec::new();
+            LogicalOp::Batch(vec![inner]).encode(&mut n);
+            assert_eq!(LogicalOp::decode(&n), None);
+        }
     }
 
     #[test]

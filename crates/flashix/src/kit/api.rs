@@ -2,6 +2,7 @@
 //! the [`RangeCursor`] of a range scan, and the bounded-batch range delete that engines
 //! without a structural one share.
 
+use crate::durable::LogicalOp;
 use crate::error::Result;
 use crate::stats::Stats;
 use std::ops::Bound;
@@ -81,6 +82,9 @@ pub trait Engine: Send {
     fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> Result<()>;
     /// A non-empty inclusive range.
     fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()>;
+    /// An atomic batch (`Insert`, `Delete`, `DeleteRange`; non-empty ranges), logged as one
+    /// record and applied in order (`durable::Logged::apply`).
+    fn apply_batch(&mut self, ops: &[LogicalOp]) -> Result<()>;
     fn flush(&mut self) -> Result<()>;
     fn close(&mut self) -> Result<()>;
     fn stats(&self) -> Stats;

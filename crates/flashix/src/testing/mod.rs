@@ -75,6 +75,11 @@ pub struct Report {
     /// Operations after the last flush that a crash lost (allowed by the prefix rule).
     pub lost_after_crash: usize,
     pub final_entries: usize,
+    /// Atomic batches applied ([`crate::Db::apply`]).
+    pub batches: usize,
+    /// Crashes that cut a batch while it was being applied (the batch must then be all
+    /// there or not there).
+    pub crashes_in_batch: usize,
 }
 
 /// A mutating operation, as the model applies it.
@@ -84,6 +89,8 @@ enum Op {
     Delete(u64),
     Bulk(Vec<(u64, u64)>),
     DeleteRange(Bound<u64>, Bound<u64>),
+    /// An atomic [`crate::Batch`] of `Insert`, `Delete` and `DeleteRange`, in order.
+    Batch(Vec<Op>),
 }
 
 fn apply(model: &mut BTreeMap<u64, u64>, op: &Op) {
@@ -107,6 +114,7 @@ fn apply(model: &mut BTreeMap<u64, u64>, op: &Op) {
                 }
             }
         }
+        Op::Batch(ops) => ops.iter().for_each(|op| apply(model, op)),
     }
 }
 
@@ -435,6 +443,7 @@ pub fn run(h: &History) -> Result<Report, String> {
             eprintln!("step {step}: roll {roll} {op:?}");
         }
         if let Some(op) = op {
+            report.batches += matches!(op, Op::Batch(_)) as usize;
             exec(d, &op).map_err(|e| ctx(&format!("{op:?}"), step, &e))?;
             apply(&mut model, &op);
             since.push(op);
@@ -512,6 +521,8 @@ pub fn run(h: &History) -> Result<Report, String> {
                     let Some(d) = db.as_mut() else { break };
                     match gen_mutation(roll, &mut rng, &keys, &model) {
                         Some(op) => {
+                            let batch = matches!(op, Op::Batch(_));
+                            report.batches += batch as usize;
                             let r = exec(d, &op);
                             apply(&mut model, &op);
                             since.push(op.clone());
@@ -519,6 +530,7 @@ pub fn run(h: &History) -> Result<Report, String> {
                                 if !env.faults.crashed() {
                                     return Err(ctx(&format!("{op:?} before the crash"), step, &e));
                                 }
+                                report.crashes_in_batch += batch as usize;
                             }
                         }
                         None => match d.flush() {
@@ -600,7 +612,30 @@ pub fn run(h: &History) -> Result<Report, String> {
 /// A mutation for `roll` (0..=54), or `None` for other rolls.
 fn gen_mutation(roll: u64, rng: &mut Rng, keys: &KeyGen, model: &BTreeMap<u64, u64>) -> Option<Op> {
     match roll {
-        0..=35 => Some(Op::Insert(keys.key(rng, model), rng.next_u64())),
+        0..=33 => Some(Op::Insert(keys.key(rng, model), rng.next_u64())),
+        34..=35 => {
+            // A batch of up to 40 operations, keys often repeated within it (an insert
+            // then a delete of the same key: order matters), its writes spread over the
+            // whole batch so that crash points fall inside it.
+            let most = if rng.below(4) == 0 { 40 } else { 6 };
+            let n = 1 + rng.below(most) as usize;
+            let mut ops: Vec<Op> = Vec::with_capacity(n);
+            for _ in 0..n {
+                let k = match ops.last() {
+                    Some(Op::Insert(k, _)) | Some(Op::Delete(k)) if rng.coin() => *k,
+                    _ => keys.key(rng, model),
+                };
+                ops.push(match rng.below(10) {
+                    0..=5 => Op::Insert(k, rng.next_u64()),
+                    6..=8 => Op::Delete(k),
+                    _ => Op::DeleteRange(
+                        Bound::Included(k),
+                        Bound::Excluded(k.saturating_add(rng.below(100))),
+                    ),
+                });
+            }
+            Some(Op::Batch(ops))
+        }
         36..=49 => Some(Op::Delete(keys.key(rng, model))),
         50..=52 => {
             let big = rng.below(4) == 0;
@@ -634,6 +669,20 @@ fn exec(db: &mut Db, op: &Op) -> Result<(), Error> {
         Op::Delete(k) => db.delete(*k),
         Op::Bulk(p) => db.bulk_insert(p),
         Op::DeleteRange(lo, hi) => db.delete_range((*lo, *hi)),
+        Op::Batch(ops) => {
+            let mut b = crate::Batch::new();
+            for op in ops {
+                match op {
+                    Op::Insert(k, v) => b.insert(*k, *v),
+                    Op::Delete(k) => b.delete(*k),
+                    Op::DeleteRange(lo, hi) => b.delete_range((*lo, *hi)),
+                    Op::Bulk(_) | Op::Batch(_) => {
+                        return Err(Error::InvalidArgument(format!("{op:?} in a batch")))
+                    }
+                };
+            }
+            db.apply(&b)
+        }
     }
 }
 

@@ -87,6 +87,12 @@ macro_rules! core_engine_methods {
                 $crate::durable::LogicalOp::DeleteRange(lo, hi),
             )
         }
+        fn apply_batch(&mut self, ops: &[$crate::durable::LogicalOp]) -> $crate::error::Result<()> {
+            $crate::durable::Logged::logged(
+                &mut self.core,
+                $crate::durable::LogicalOp::Batch(ops.to_vec()),
+            )
+        }
         fn flush(&mut self) -> $crate::error::Result<()> {
             self.core.log.sync()
         }
