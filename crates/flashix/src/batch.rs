@@ -99,7 +99,7 @@ mod tests {
         b.delete_range(5..5)
             .delete_range((Bound::Excluded(u64::MAX), Bound::Unbounded))
             .delete_range(..0)
-            .delete_range(3..=2);
+            .delete_range((Bound::Included(3), Bound::Included(2)));
         assert!(b.is_empty(), "{b:?}");
         b.delete_range(..).delete_range(1..10).delete_range(7..=7);
         assert_eq!(
