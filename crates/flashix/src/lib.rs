@@ -35,6 +35,7 @@ mod error;
 pub mod io;
 mod kind;
 mod kit;
+pub mod mobject;
 mod options;
 mod page;
 mod settings;

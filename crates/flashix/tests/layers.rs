@@ -16,7 +16,7 @@ const LOWER: [&str; 12] = [
     "io", "sim", "buffer", "durable", "cost", "util", "page", "error", "kind", "stats", "kit",
     "settings",
 ];
-const ABOVE_LOWER: [&str; 4] = ["engine", "options", "db", "testing"];
+const ABOVE_LOWER: [&str; 5] = ["engine", "options", "db", "testing", "mobject"];
 
 struct Crate {
     /// File of each module path ("" is the crate root).

@@ -10,6 +10,8 @@
 
 pub use crate::util::Rng;
 
+pub mod mobject;
+
 use crate::io::{Device, DirVfs, Faults, FileDevice, MemDevice, MemVfs, Vfs};
 use crate::sim::{FtlKind, NandConfig, SimSsd, SimSsdConfig};
 use crate::{Db, EngineKind, Error, Options, Storage};
@@ -131,7 +133,7 @@ fn range_is_valid(lo: Bound<u64>, hi: Bound<u64>) -> bool {
 }
 
 /// The storage of a history, able to make fresh handles on the same data.
-struct Env {
+pub(crate) struct Env {
     device: DeviceKind,
     page_size: usize,
     mem_dev: MemDevice,
@@ -145,9 +147,25 @@ struct Env {
 }
 
 impl Env {
+    /// Storage for pages of `page_size` on `device` (a simulated SSD of `sim_pages` pages),
+    /// under a fault injector seeded by `seed`.
+    pub(crate) fn new(device: DeviceKind, page_size: usize, sim_pages: u32, seed: u64) -> Env {
+        Env {
+            device,
+            page_size,
+            mem_dev: MemDevice::new(page_size),
+            mem_vfs: MemVfs::new(),
+            nand_dev: None,
+            sim_pages,
+            faults: Faults::new(seed),
+            seed,
+            opens: 0,
+        }
+    }
+
     /// Fresh handles on the same data, under a fresh fault injector (an injector models
     /// the files it has seen, so each open gets its own).
-    fn storage(&mut self) -> Result<Storage, Error> {
+    pub(crate) fn storage(&mut self) -> Result<Storage, Error> {
         self.opens += 1;
         self.faults = Faults::new(self.seed ^ self.opens.rotate_left(32));
         let (dev, vfs): (Box<dyn Device>, Arc<dyn Vfs>) = match &self.device {
@@ -249,7 +267,7 @@ impl KeyGen {
 }
 
 /// Options varied by seed: small pages and pools make deep trees and constant eviction.
-fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
+pub(crate) fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
     let page_size = [512, 512, 1024, 4096][rng.below(4) as usize];
     let frames = [8u64, 16, 64, 1024][rng.below(4) as usize];
     let opts = Options::new(engine)
@@ -393,6 +411,22 @@ fn contents(db: &mut Db) -> Result<BTreeMap<u64, u64>, Error> {
     Ok(m)
 }
 
+impl Env {
+    /// The fault injector of the current handles.
+    pub(crate) fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// The simulated SSD's medium and config after a history, for its final check.
+    pub(crate) fn check_sim(&self) -> Result<(), Error> {
+        if let (DeviceKind::SimSsd(ftl), Some(medium)) = (&self.device, &self.nand_dev) {
+            let cfg = sim_ssd_config(*ftl, self.page_size, self.sim_pages);
+            SimSsd::open(Box::new(medium.reopen()), &cfg, self.page_size)?.check()?;
+        }
+        Ok(())
+    }
+}
+
 /// Run one history; `Err` describes the first divergence.
 pub fn run(h: &History) -> Result<Report, String> {
     let ctx = |what: &str, step: usize, e: &dyn std::fmt::Display| {
@@ -403,25 +437,16 @@ pub fn run(h: &History) -> Result<Report, String> {
     };
     let mut rng = Rng::new(h.seed);
     let opts = options_for(h.engine, &mut rng);
-    let mut env = Env {
-        device: h.device.clone(),
-        page_size: opts.page_size,
-        mem_dev: MemDevice::new(opts.page_size),
-        mem_vfs: MemVfs::new(),
-        nand_dev: None,
-        // The B+-tree updates in place: 400 pages hold it and keep the FTL collecting.
-        // Out-of-place engines (runs, components) need room for old and new versions.
-        // The in-page-logging trees keep a whole NAND medium on the SSD: a header page and
-        // 256 blocks of 16 data pages and a spare page (`options_for`).
-        sim_pages: match h.engine {
-            EngineKind::BTree => 400,
-            EngineKind::IplBTree | EngineKind::DiplBTree => 4400,
-            _ => 4000,
-        },
-        faults: Faults::new(h.seed),
-        seed: h.seed,
-        opens: 0,
+    // The B+-tree updates in place: 400 pages hold it and keep the FTL collecting.
+    // Out-of-place engines (runs, components) need room for old and new versions.
+    // The in-page-logging trees keep a whole NAND medium on the SSD: a header page and
+    // 256 blocks of 16 data pages and a spare page (`options_for`).
+    let sim_pages = match h.engine {
+        EngineKind::BTree => 400,
+        EngineKind::IplBTree | EngineKind::DiplBTree => 4400,
+        _ => 4000,
     };
+    let mut env = Env::new(h.device.clone(), opts.page_size, sim_pages, h.seed);
     let keys = KeyGen::new(&mut rng);
     let mut report = Report::default();
     let storage = env.storage().map_err(|e| ctx("storage", 0, &e))?;

@@ -1,0 +1,433 @@
+//! Moving objects: [`MovingIndex`], the Bx-tree front end (Jensen, Lin, Ooi, VLDB 2004;
+//! `bx-tree.md`, FBX notes §2 and §4.4) over any engine. Over [`EngineKind::BTree`] it is
+//! the Bx-tree, over the FBX engine the FBX-tree, and it runs over every other engine
+//! unchanged: everything it stores is `u64 -> u64` entries of one [`Db`].
+//!
+//! # Linearisation (Bx-tree)
+//! Time is cut into phases of `P = Δt_mu / n` ticks. An update at tick `t` is indexed under
+//! the *label* `t_lab = ceil((t + P) / P) * P` (so `t_lab - t` is in `[P, 2P)`), in the
+//! partition `code = (t_lab / P - 1) mod (n + 1)`: at most `n + 1` labels are live, and a
+//! code is reused `(n + 1) P` ticks later ("rolling partitions"). The object's position is
+//! projected to its label, `x_lab = x + v (t_lab - t)`, and its grid cell (a `2^k x 2^k`
+//! grid over the space; positions projected outside go to the border cell) numbered by a
+//! space-filling curve ([`Curve`], Hilbert by default).
+//!
+//! # Key layout (u64, most significant bits first)
+//! ```text
+//! partition code: pbits = bits(n + 1) | curve value: 2k bits | object id: 64 - pbits - 2k bits
+//! ```
+//! (`n` = 2, `k` = 10: 2 + 20 + 42 bits.) Keys are unique per object, so the index needs
+//! only map semantics. The all-ones code is reserved; its next two bits pick a sub-space:
+//! `00` the **object directory** (`id -> the object's current key`), `01` and `10` the
+//! **overflow** (motion and time of objects that broke the `Δt_mu` promise, below), `11`
+//! **meta** entries (format version 1, the options, `now`, the object count, and per code its
+//! label and the velocity bounds of its objects).
+//!
+//! # Value layout (u64)
+//! ```text
+//! t offset = t_lab - P - t: tbits = bits(P - 1) | qx | qy: pos bits each | qvx | qvy: vel bits each
+//! ```
+//! with `pos = (64 - tbits) * 3 / 10` and `vel = (64 - tbits - 2 pos) / 2` (`P` = 60: 6, 17,
+//! 12 bits). Positions are fixed point over the space (`x0 + (x1 - x0) q / (2^pos - 1)`),
+//! velocities symmetric over `±max_speed` (`max_speed q / (2^(vel-1) - 1)`, zero exact).
+//! [`MobjectOptions::quantize`] is this rounding: the index is exact for quantised motions,
+//! and `get` returns them.
+//!
+//! # Operations
+//! - `update` reads the directory (one `get`) and writes one atomic [`Batch`]: delete the old
+//!   key, insert the new one, point the directory at it, and the meta entries that changed
+//!   (`now`, the count, the partition's velocity bounds).
+//! - `range(R, t)`: per live partition, the window is enlarged by the partition's velocity
+//!   bounds times `t - t_lab` (in each direction), decomposed into curve intervals (at most
+//!   `max_intervals`, smallest gaps merged), each scanned as one key range; candidates are
+//!   filtered exactly with [`Motion::at`].
+//! - `knn(x, y, k, t)`: incremental range enlargement. The first square has the half side
+//!   `D_k = (2 / sqrt(pi)) (1 - sqrt(1 - sqrt(k / N))) * side` (the expected k-th neighbour
+//!   distance for `N` uniform objects), each round widens it by `D_k / k` and scans only
+//!   the key intervals not scanned before; it stops when `k` candidates lie within the half
+//!   side (every object within it has been seen) or the square covers everything. flashix's
+//!   choice: the step doubles every 8 rounds, so a query far from the data ends in
+//!   logarithmically many rounds.
+//!
+//! # A broken `Δt_mu` promise (flashix's decision)
+//! When an update first uses a label whose code still holds an older label, every object
+//! left in that partition has not been updated for more than `Δt_mu`. Before the code is
+//! reused, each such object is **migrated** (counted in `migrations`) to the overflow
+//! sub-space with its motion unchanged, so `get`, `range` and `knn` still answer it exactly;
+//! queries scan the overflow (empty while the promise holds: one probe). Its next update
+//! moves it back. Nothing is refused and nothing is lost.
+//!
+//! # Invariants (`check_integrity`)
+//! 1. Every directory entry points at an existing entry of the same id; every object entry
+//!    has a directory entry pointing at it; the object count equals the directory's size.
+//! 2. Every entry of a partition code decodes under the code's label (`t_lab - t` in
+//!    `[P, 2P)`), and its key is the one its motion gives (cell of `x_lab`, id).
+//! 3. The code's velocity bounds cover its entries; no update time exceeds `now`.
+//!
+//! # Durability and memory
+//! All state is entries of the `Db` (meta included), changed only by atomic batches, so
+//! the `Db`'s crash safety carries over: after a crash the index is the state after some
+//! prefix of the updates and removes, whole. A partition's migration is a series of
+//! batches, each moving whole objects; the code's new label is written after the last, so
+//! a crash in between leaves a consistent state and the next update resumes it. Memory
+//! beyond the `Db`: the options and, per partition code, a label and four bounds.
+
+mod check;
+pub mod curve;
+mod layout;
+mod options;
+mod partition;
+mod query;
+
+pub use curve::{Curve, Intervals};
+pub use options::{Hit, MobjectOptions, Motion, Neighbor, Rect};
+
+use crate::error::{Error, Result};
+use crate::stats::Stats;
+use crate::{Batch, Db, Storage};
+use layout::{Layout, SUB_DIRECTORY, SUB_OVERFLOW_MOTION, SUB_OVERFLOW_TIME};
+use partition::{Part, State};
+use std::path::Path;
+
+/// A [`MovingIndex`]'s counters: its engine's, and its own since open.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MobjectStats {
+    /// The `Db`'s counters (I/O, buffer pool, WAL, engine).
+    pub index: Stats,
+    pub counters: MobjectCounters,
+}
+
+/// The moving-object index's own counters since open.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MobjectCounters {
+    pub updates: u64,
+    pub removes: u64,
+    pub range_queries: u64,
+    pub knn_queries: u64,
+    /// Key ranges scanned by queries (one per curve interval per partition, and the
+    /// overflow).
+    pub key_intervals: u64,
+    /// Gaps merged into intervals to respect `max_intervals`.
+    pub merged_gaps: u64,
+    /// Entries read by queries.
+    pub candidates: u64,
+    /// Candidates not in the answer (range: outside the window at `t`; kNN: beyond the
+    /// k nearest).
+    pub false_hits: u64,
+    /// kNN enlargement rounds.
+    pub knn_rounds: u64,
+    /// Objects moved to the overflow when their partition code was reused.
+    pub migrations: u64,
+}
+
+/// A moving-object index over a [`Db`] (module doc).
+pub struct MovingIndex {
+    db: Db,
+    opts: MobjectOptions,
+    layout: Layout,
+    state: State,
+    stats: MobjectCounters,
+}
+
+impl MovingIndex {
+    /// Create a moving-object index in `dir` (absent or empty), over `opts`'s engine.
+    pub fn create(dir: impl AsRef<Path>, opts: MobjectOptions) -> Result<MovingIndex> {
+        opts.validate()?;
+        let db = Db::create(dir, opts.index.clone())?;
+        MovingIndex::init(db, opts)
+    }
+
+    /// Reopen the index in `dir`: engine, options and state come from the index.
+    pub fn open(dir: impl AsRef<Path>) -> Result<MovingIndex> {
+        MovingIndex::from_db(Db::open(dir)?)
+    }
+
+    /// [`MovingIndex::create`] on storage of the caller's (tests, embedders).
+    pub fn create_on(storage: Storage, opts: MobjectOptions) -> Result<MovingIndex> {
+        opts.validate()?;
+        let db = Db::create_on(storage, opts.index.clone())?;
+        MovingIndex::init(db, opts)
+    }
+
+    /// [`MovingIndex::open`] on storage of the caller's.
+    pub fn open_on(storage: Storage) -> Result<MovingIndex> {
+        MovingIndex::from_db(Db::open_on(storage)?)
+    }
+
+    fn init(mut db: Db, opts: MobjectOptions) -> Result<MovingIndex> {
+        let layout = Layout::new(&opts)?;
+        let mut b = Batch::new();
+        partition::write_options(&layout, &opts, &mut b);
+        db.apply(&b)?;
+        db.flush()?;
+        let state = State {
+            now: 0,
+            objects: 0,
+            parts: vec![Part::empty(None); layout.partitions as usize],
+        };
+        Ok(MovingIndex {
+            db,
+            opts,
+            layout,
+            state,
+            stats: MobjectCounters::default(),
+        })
+    }
+
+    fn from_db(mut db: Db) -> Result<MovingIndex> {
+        let (opts, layout, state) = partition::read(&mut db)?;
+        Ok(MovingIndex {
+            db,
+            opts,
+            layout,
+            state,
+            stats: MobjectCounters::default(),
+        })
+    }
+
+    /// The options (the engine's options are the `Db`'s, in its manifest).
+    pub fn options(&self) -> &MobjectOptions {
+        &self.opts
+    }
+
+    /// The latest update time: updates and queries must not be earlier.
+    pub fn now(&self) -> u64 {
+        self.state.now
+    }
+
+    /// Objects in the index.
+    pub fn len(&self) -> u64 {
+        self.state.objects
+    }
+
+    /// True when the index holds no object.
+    pub fn is_empty(&self) -> bool {
+        self.state.objects == 0
+    }
+
+    /// Insert or replace object `id`'s motion (one atomic batch).
+    pub fn update(&mut self, id: u64, m: Motion) -> Result<()> {
+        self.check_id(id)?;
+        self.check_motion(&m)?;
+        let l = &self.layout;
+        let q = l.quantize(m);
+        let label = l.label(q.t);
+        let code = l.code(label);
+        if self.state.parts[code as usize].label != Some(label) {
+            self.rollover(code, label)?;
+        }
+        let old = self.lookup(id)?;
+        let l = &self.layout;
+        let mut next = self.state.clone();
+        next.now = next.now.max(q.t);
+        next.objects += u64::from(old.is_none());
+        next.parts[code as usize] = next.parts[code as usize].grown(q.vx, q.vy);
+        let (xl, yl) = q.at(label);
+        let key = l.bx_key(code, l.curve_value(xl, yl), id);
+        let mut b = Batch::new();
+        if let Some(k) = old {
+            self.delete_entry(k, id, &mut b);
+        }
+        b.insert(key, l.pack(&q, label - l.phase - q.t));
+        b.insert(l.reserved_key(SUB_DIRECTORY, id), key);
+        partition::write_changes(l, Some(&self.state), &next, &mut b);
+        self.db.apply(&b)?;
+        self.state = next;
+        self.stats.updates += 1;
+        Ok(())
+    }
+
+    /// Remove object `id`; false if it was not there.
+    pub fn remove(&mut self, id: u64) -> Result<bool> {
+        self.check_id(id)?;
+        let Some(k) = self.lookup(id)? else {
+            return Ok(false);
+        };
+        let mut next = self.state.clone();
+        next.objects = next.objects.saturating_sub(1);
+        let mut b = Batch::new();
+        self.delete_entry(k, id, &mut b);
+        b.delete(self.layout.reserved_key(SUB_DIRECTORY, id));
+        partition::write_changes(&self.layout, Some(&self.state), &next, &mut b);
+        self.db.apply(&b)?;
+        self.state = next;
+        self.stats.removes += 1;
+        Ok(true)
+    }
+
+    /// Object `id`'s motion, exactly `quantize` of the last one given.
+    pub fn get(&mut self, id: u64) -> Result<Option<Motion>> {
+        self.check_id(id)?;
+        match self.lookup(id)? {
+            Some(k) => self.load(k, id).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Make every update and remove before this call durable.
+    pub fn flush(&mut self) -> Result<()> {
+        self.db.flush()
+    }
+
+    /// Flush, checkpoint and release the index.
+    pub fn close(self) -> Result<()> {
+        self.db.close()
+    }
+
+    /// Counters since open.
+    pub fn stats(&self) -> MobjectStats {
+        MobjectStats {
+            index: self.db.stats(),
+            counters: self.stats,
+        }
+    }
+
+    // --- internals ---
+
+    fn check_id(&self, id: u64) -> Result<()> {
+        if id >= self.layout.id_limit() {
+            return Err(Error::InvalidArgument(format!(
+                "id {id} does not fit the key layout's {} id bits (ids below {})",
+                self.layout.id_bits,
+                self.layout.id_limit()
+            )));
+        }
+        Ok(())
+    }
+
+    /// `t` is not before `now`.
+    fn check_time(&self, t: u64, what: &str) -> Result<()> {
+        if t < self.state.now {
+            return Err(Error::InvalidArgument(format!(
+                "{what} {t} is before now ({}): time does not go backwards",
+                self.state.now
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_motion(&self, m: &Motion) -> Result<()> {
+        let s = self.opts.space;
+        for (name, v) in [("x", m.x), ("y", m.y), ("vx", m.vx), ("vy", m.vy)] {
+            if !v.is_finite() {
+                return Err(Error::InvalidArgument(format!(
+                    "motion.{name} is {v}: not a finite number"
+                )));
+            }
+        }
+        if !(s.x0 <= m.x && m.x <= s.x1) {
+            return Err(Error::InvalidArgument(format!(
+                "motion.x {} is outside the space [{}, {}]",
+                m.x, s.x0, s.x1
+            )));
+        }
+        if !(s.y0 <= m.y && m.y <= s.y1) {
+            return Err(Error::InvalidArgument(format!(
+                "motion.y {} is outside the space [{}, {}]",
+                m.y, s.y0, s.y1
+            )));
+        }
+        for (name, v) in [("vx", m.vx), ("vy", m.vy)] {
+            if v.abs() > self.opts.max_speed {
+                return Err(Error::InvalidArgument(format!(
+                    "motion.{name} {v} exceeds max_speed {}",
+                    self.opts.max_speed
+                )));
+            }
+        }
+        self.check_time(m.t, "motion.t")
+    }
+
+    /// The object's current key, from the directory.
+    fn lookup(&mut self, id: u64) -> Result<Option<u64>> {
+        self.db.get(self.layout.reserved_key(SUB_DIRECTORY, id))
+    }
+
+    /// Deletes of the entries of the object at `key` (an overflow object has two).
+    fn delete_entry(&self, key: u64, id: u64, b: &mut Batch) {
+        b.delete(key);
+        if self.layout.is_reserved(key) {
+            b.delete(self.layout.reserved_key(SUB_OVERFLOW_TIME, id));
+        }
+    }
+
+    /// The motion of the object at `key`.
+    fn load(&mut self, key: u64, id: u64) -> Result<Motion> {
+        let l = &self.layout;
+        let bad = |what: String| Error::corruption("mobject", None, what);
+        if l.is_reserved(key) {
+            if l.sub_of(key) != SUB_OVERFLOW_MOTION || l.rest_of(key) != id {
+                return Err(bad(format!("directory of {id} names key {key:#x}")));
+            }
+            let time_key = l.reserved_key(SUB_OVERFLOW_TIME, id);
+            let v = self.db.get(key)?;
+            let t = self.db.get(time_key)?;
+            let l = &self.layout;
+            return match (v.and_then(|v| l.unpack(v, None)), t) {
+                (Some(m), Some(t)) => Ok(Motion { t, ..m }),
+                _ => Err(bad(format!("overflow entries of {id} missing or damaged"))),
+            };
+        }
+        let code = l.code_of(key);
+        let label = self
+            .state
+            .parts
+            .get(code as usize)
+            .and_then(|p| p.label)
+            .ok_or_else(|| {
+                bad(format!(
+                    "key {key:#x} of {id} is in partition {code} with no label"
+                ))
+            })?;
+        let v = self.db.get(key)?;
+        v.and_then(|v| self.layout.unpack(v, Some(label)))
+            .ok_or_else(|| bad(format!("entry {key:#x} of {id} missing or damaged")))
+    }
+
+    /// Give partition `code` the label `label`: first move every object still indexed
+    /// under its old label to the overflow (module doc), in batches of whole objects.
+    fn rollover(&mut self, code: u64, label: u64) -> Result<()> {
+        const CHUNK: usize = 1024;
+        if let Some(old) = self.state.parts[code as usize].label {
+            let (c0, c1) = self.layout.full_interval();
+            let (lo, hi) = self.layout.bx_range(code, c0, c1);
+            let mut from = lo;
+            loop {
+                let chunk: Vec<(u64, u64)> = self
+                    .db
+                    .range(from..=hi)?
+                    .take(CHUNK)
+                    .collect::<Result<_>>()?;
+                let Some(&(last, _)) = chunk.last() else {
+                    break;
+                };
+                let l = &self.layout;
+                let mut b = Batch::new();
+                for &(k, v) in &chunk {
+                    let id = l.id_of(k);
+                    let m = l.unpack(v, Some(old)).ok_or_else(|| {
+                        Error::corruption("mobject", None, format!("entry {k:#x} of {id} damaged"))
+                    })?;
+                    let mk = l.reserved_key(SUB_OVERFLOW_MOTION, id);
+                    b.delete(k);
+                    b.insert(mk, l.pack(&m, 0));
+                    b.insert(l.reserved_key(SUB_OVERFLOW_TIME, id), m.t);
+                    b.insert(l.reserved_key(SUB_DIRECTORY, id), mk);
+                }
+                self.db.apply(&b)?;
+                self.stats.migrations += chunk.len() as u64;
+                if chunk.len() < CHUNK || last == hi {
+                    break;
+                }
+                from = last + 1;
+            }
+        }
+        let mut next = self.state.clone();
+        next.parts[code as usize] = Part::empty(Some(label));
+        let mut b = Batch::new();
+        partition::write_changes(&self.layout, Some(&self.state), &next, &mut b);
+        self.db.apply(&b)?;
+        self.state = next;
+        Ok(())
+    }
+}

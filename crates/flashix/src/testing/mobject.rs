@@ -1,0 +1,509 @@
+//! The moving-object model test (issue: `tests/mobject.rs`): seeded random histories of
+//! `update`, `remove`, `get`, `range`, `knn`, bad input, `flush`, reopen and crash against a
+//! brute-force model of the quantised motions, for any engine on any device. A crash step
+//! cuts power a few writes later (often inside an update's batch or a partition's
+//! migration) and checks that the reopened index equals the model after a prefix of the
+//! updates and removes since the last flush, each whole. Objects are left without updates
+//! for longer than `Δt_mu` on purpose, so that partitions roll over onto them.
+
+use super::{DeviceKind, Env, Rng};
+use crate::mobject::{Curve, Hit, MobjectOptions, Motion, MovingIndex, Neighbor, Rect};
+use crate::{EngineKind, Error, Options};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+/// One history to run.
+#[derive(Debug, Clone)]
+pub struct MoHistory {
+    pub engine: EngineKind,
+    pub device: DeviceKind,
+    pub seed: u64,
+    pub ops: usize,
+    pub crashes: bool,
+}
+
+/// What a history did.
+#[derive(Debug, Default, Clone)]
+pub struct MoReport {
+    pub updates: u64,
+    pub ranges: u64,
+    pub knns: u64,
+    pub hits: u64,
+    pub reopens: u64,
+    pub crashes: u64,
+    pub bad_inputs: u64,
+    pub migrations: u64,
+    pub final_objects: u64,
+}
+
+#[derive(Debug, Clone)]
+enum Change {
+    Update(u64, Motion),
+    Remove(u64),
+}
+
+type Model = BTreeMap<u64, Motion>;
+
+fn apply(model: &mut Model, c: &Change) {
+    match c {
+        Change::Update(id, m) => {
+            model.insert(*id, *m);
+        }
+        Change::Remove(id) => {
+            model.remove(id);
+        }
+    }
+}
+
+/// The answer of a brute-force range query over the model.
+pub fn model_range(model: &Model, r: &Rect, t: u64) -> Vec<Hit> {
+    model
+        .iter()
+        .filter_map(|(&id, m)| {
+            let (x, y) = m.at(t);
+            r.contains(x, y).then_some(Hit { id, x, y })
+        })
+        .collect()
+}
+
+/// The answer of a brute-force kNN query over the model.
+pub fn model_knn(model: &Model, x: f64, y: f64, k: usize, t: u64) -> Vec<Neighbor> {
+    let mut all: Vec<Neighbor> = model
+        .iter()
+        .map(|(&id, m)| {
+            let (px, py) = m.at(t);
+            let (dx, dy) = (px - x, py - y);
+            Neighbor {
+                id,
+                x: px,
+                y: py,
+                dist: (dx * dx + dy * dy).sqrt(),
+            }
+        })
+        .collect();
+    all.sort_by(|a, b| match a.dist.total_cmp(&b.dist) {
+        Ordering::Equal => a.id.cmp(&b.id),
+        o => o,
+    });
+    all.truncate(k);
+    all
+}
+
+/// Options varied by seed: small grids, few or many phases, both curves, interval caps
+/// from 1 (every partition one merged interval) to 256, over the conformance harness's
+/// small pages and pools.
+fn options_for(engine: EngineKind, rng: &mut Rng) -> MobjectOptions {
+    let index: Options = super::options_for(engine, rng);
+    let phases = 1 + rng.below(3) as u32;
+    let dt = u64::from(phases) * (1 + rng.below(40));
+    MobjectOptions::new(index)
+        .space(Rect {
+            x0: -50.0,
+            y0: 10.0,
+            x1: 150.0 + rng.below(500) as f64,
+            y1: 110.0 + rng.below(500) as f64,
+        })
+        .max_speed([0.5, 3.0, 10.0][rng.below(3) as usize])
+        .max_update_interval(dt)
+        .phases(phases)
+        .grid_bits([2u32, 4, 6, 10][rng.below(4) as usize])
+        .curve(if rng.coin() { Curve::Hilbert } else { Curve::Z })
+        .max_intervals([1u32, 4, 256][rng.below(3) as usize])
+}
+
+/// Run one history; `Err` describes the first divergence.
+pub fn run(h: &MoHistory) -> Result<MoReport, String> {
+    let ctx = |what: &str, step: usize, e: &dyn std::fmt::Display| {
+        format!(
+            "mobject over {:?} on {:?}, seed {}, step {step}: {what}: {e}",
+            h.engine, h.device, h.seed
+        )
+    };
+    let mut rng = Rng::new(h.seed);
+    let opts = options_for(h.engine, &mut rng);
+    let sim_pages = if h.engine == EngineKind::BTree {
+        600
+    } else {
+        4000
+    };
+    let mut env = Env::new(h.device.clone(), opts.index.page_size, sim_pages, h.seed);
+    let s = env.storage().map_err(|e| ctx("storage", 0, &e))?;
+    let mut mi = Some(MovingIndex::create_on(s, opts.clone()).map_err(|e| ctx("create", 0, &e))?);
+    let space = opts.space;
+    let vmax = opts.max_speed;
+    let dt_mu = opts.max_update_interval;
+    let pool: u64 = 20 + rng.below(200);
+    let mut report = MoReport::default();
+    let mut model: Model = BTreeMap::new();
+    let mut durable = model.clone();
+    let mut since: Vec<Change> = Vec::new();
+    let mut now = 0u64;
+
+    let coord = |rng: &mut Rng, lo: f64, hi: f64| match rng.below(20) {
+        0 => lo,
+        1 => hi,
+        _ => lo + (hi - lo) * (rng.below(1 << 20) as f64 / (1u64 << 20) as f64),
+    };
+    let speed = |rng: &mut Rng| match rng.below(10) {
+        0 => vmax,
+        1 => -vmax,
+        2 => 0.0,
+        _ => vmax * (rng.below(2001) as f64 / 1000.0 - 1.0),
+    };
+    let gen_change = |rng: &mut Rng, now: &mut u64, model: &Model| -> Change {
+        if rng.below(12) == 0 {
+            // Mostly ids present in the model, some never seen.
+            let id = if rng.coin() {
+                model
+                    .keys()
+                    .nth(rng.below(model.len().max(1) as u64) as usize)
+                    .copied()
+            } else {
+                None
+            };
+            return Change::Remove(id.unwrap_or_else(|| rng.below(pool)));
+        }
+        // Time moves on: mostly a tick or none, sometimes a jump past Δt_mu (objects
+        // not updated since then break the promise).
+        *now += match rng.below(40) {
+            0 if rng.below(3) == 0 => dt_mu + rng.below(2 * dt_mu + 1),
+            1..=14 => 1,
+            _ => 0,
+        };
+        // Ids of a third of the pool are updated rarely (they go stale).
+        let id = if rng.below(8) == 0 {
+            rng.below(pool)
+        } else {
+            rng.below(pool * 2 / 3 + 1)
+        };
+        let m = Motion {
+            x: coord(rng, space.x0, space.x1),
+            y: coord(rng, space.y0, space.y1),
+            vx: speed(rng),
+            vy: speed(rng),
+            t: *now,
+        };
+        Change::Update(id, opts.quantize(m))
+    };
+
+    for step in 0..h.ops {
+        let Some(ix) = mi.as_mut() else { break };
+        let roll = rng.below(100);
+        match roll {
+            0..=44 => {
+                // Updates carry the raw motion; the model keeps its quantised form.
+                let c = gen_change(&mut rng, &mut now, &model);
+                exec(ix, &c).map_err(|e| ctx(&format!("{c:?}"), step, &e))?;
+                report.updates += matches!(c, Change::Update(..)) as u64;
+                apply(&mut model, &c);
+                since.push(c);
+            }
+            45..=52 => {
+                let id = rng.below(pool);
+                let got = ix.get(id).map_err(|e| ctx("get", step, &e))?;
+                if got != model.get(&id).copied() {
+                    return Err(ctx(
+                        &format!("get({id})"),
+                        step,
+                        &format!("{got:?} != model {:?}", model.get(&id)),
+                    ));
+                }
+            }
+            53..=66 => {
+                let t = now + rng.below(2 * dt_mu + 2);
+                let (w, hgt) = (space.x1 - space.x0, space.y1 - space.y0);
+                let side = [0.01, 0.1, 0.3, 1.5][rng.below(4) as usize];
+                let cx = coord(&mut rng, space.x0 - w * 0.2, space.x1 + w * 0.2);
+                let cy = coord(&mut rng, space.y0 - hgt * 0.2, space.y1 + hgt * 0.2);
+                let r = Rect {
+                    x0: cx - w * side / 2.0,
+                    y0: cy - hgt * side / 2.0,
+                    x1: cx + w * side / 2.0,
+                    y1: cy + hgt * side / 2.0,
+                };
+                let got = ix.range(&r, t).map_err(|e| ctx("range", step, &e))?;
+                let want = model_range(&model, &r, t);
+                if got != want {
+                    return Err(ctx(
+                        &format!("range({r:?}, t {t}, now {now})"),
+                        step,
+                        &format!(
+                            "{} hits != model's {}: {:?}",
+                            got.len(),
+                            want.len(),
+                            first_diff(&got, &want)
+                        ),
+                    ));
+                }
+                report.ranges += 1;
+                report.hits += got.len() as u64;
+            }
+            67..=76 => {
+                let t = now + rng.below(2 * dt_mu + 2);
+                let x = coord(&mut rng, space.x0 - 20.0, space.x1 + 20.0);
+                let y = coord(&mut rng, space.y0 - 20.0, space.y1 + 20.0);
+                let k = [1usize, 2, 5, 20, 500][rng.below(5) as usize];
+                let got = ix.knn(x, y, k, t).map_err(|e| ctx("knn", step, &e))?;
+                let want = model_knn(&model, x, y, k, t);
+                if got != want {
+                    return Err(ctx(
+                        &format!("knn({x}, {y}, {k}, t {t})"),
+                        step,
+                        &format!(
+                            "{} neighbours != model's {}: {:?}",
+                            got.len(),
+                            want.len(),
+                            first_diff(&got, &want)
+                        ),
+                    ));
+                }
+                report.knns += 1;
+            }
+            77..=82 => {
+                bad_input(ix, &mut rng, &opts).map_err(|e| ctx("bad input", step, &e))?;
+                report.bad_inputs += 1;
+            }
+            83..=90 => {
+                ix.flush().map_err(|e| ctx("flush", step, &e))?;
+                durable = model.clone();
+                since.clear();
+            }
+            91..=93 => {
+                if let Some(ix) = mi.take() {
+                    report.migrations += ix.stats().counters.migrations;
+                    ix.close().map_err(|e| ctx("close", step, &e))?;
+                }
+                durable = model.clone();
+                since.clear();
+                let s = env.storage().map_err(|e| ctx("storage", step, &e))?;
+                let mut ix = MovingIndex::open_on(s).map_err(|e| ctx("reopen", step, &e))?;
+                verify(&mut ix, &model, pool).map_err(|e| ctx("after reopen", step, &e))?;
+                if ix.now() != now && !model.is_empty() && ix.now() > now {
+                    return Err(ctx(
+                        "now after reopen",
+                        step,
+                        &format!("{} > {now}", ix.now()),
+                    ));
+                }
+                mi = Some(ix);
+                report.reopens += 1;
+            }
+            94..=96 if h.crashes => {
+                env.faults().crash_after(1 + rng.below(40));
+                let mut n = 0;
+                while !env.faults().crashed() && n < 30 {
+                    n += 1;
+                    let Some(ix) = mi.as_mut() else { break };
+                    if rng.below(10) == 0 {
+                        match ix.flush() {
+                            Ok(()) => {
+                                durable = model.clone();
+                                since.clear();
+                            }
+                            Err(_) if env.faults().crashed() => {}
+                            Err(e) => return Err(ctx("flush before the crash", step, &e)),
+                        }
+                        continue;
+                    }
+                    let c = gen_change(&mut rng, &mut now, &model);
+                    let r = exec(ix, &c);
+                    apply(&mut model, &c);
+                    since.push(c.clone());
+                    if let Err(e) = r {
+                        if !env.faults().crashed() {
+                            return Err(ctx(&format!("{c:?} before the crash"), step, &e));
+                        }
+                    }
+                }
+                env.faults().crash_now();
+                if let Some(ix) = mi.take() {
+                    report.migrations += ix.stats().counters.migrations;
+                }
+                if let Some(e) = env.faults().image_error() {
+                    return Err(ctx("building the crash image", step, &e));
+                }
+                let s = env.storage().map_err(|e| ctx("storage", step, &e))?;
+                let mut ix =
+                    MovingIndex::open_on(s).map_err(|e| ctx("open after crash", step, &e))?;
+                ix.check_integrity()
+                    .map_err(|e| ctx("check_integrity after crash", step, &e))?;
+                let got = contents(&mut ix, pool).map_err(|e| ctx("read after crash", step, &e))?;
+                let mut candidate = durable.clone();
+                let mut kept = (candidate == got).then_some(0);
+                for (i, c) in since.iter().enumerate() {
+                    if kept.is_some() {
+                        break;
+                    }
+                    apply(&mut candidate, c);
+                    if candidate == got {
+                        kept = Some(i + 1);
+                    }
+                }
+                if kept.is_none() {
+                    return Err(ctx(
+                        "prefix rule after crash",
+                        step,
+                        &format!(
+                            "recovered {} objects, no prefix of the {} changes since the last flush gives them",
+                            got.len(),
+                            since.len()
+                        ),
+                    ));
+                }
+                // Time stays where the recovered index says (queries must not precede it).
+                now = now.max(ix.now());
+                model = got;
+                durable = model.clone();
+                since.clear();
+                mi = Some(ix);
+                report.crashes += 1;
+            }
+            _ => {
+                ix.check_integrity()
+                    .map_err(|e| ctx("check_integrity", step, &e))?;
+            }
+        }
+    }
+    if let Some(mut ix) = mi.take() {
+        verify(&mut ix, &model, pool).map_err(|e| ctx("at the end", h.ops, &e))?;
+        report.migrations += ix.stats().counters.migrations;
+        ix.close().map_err(|e| ctx("close", h.ops, &e))?;
+    }
+    let s = env.storage().map_err(|e| ctx("storage", h.ops, &e))?;
+    let mut ix = MovingIndex::open_on(s).map_err(|e| ctx("final reopen", h.ops, &e))?;
+    verify(&mut ix, &model, pool).map_err(|e| ctx("after the final reopen", h.ops, &e))?;
+    ix.close().map_err(|e| ctx("final close", h.ops, &e))?;
+    env.check_sim()
+        .map_err(|e| ctx("simulated SSD check", h.ops, &e))?;
+    report.final_objects = model.len() as u64;
+    Ok(report)
+}
+
+fn first_diff<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T]) -> String {
+    for i in 0..got.len().max(want.len()) {
+        if got.get(i) != want.get(i) {
+            return format!(
+                "first difference at {i}: {:?} vs {:?}",
+                got.get(i),
+                want.get(i)
+            );
+        }
+    }
+    "none".into()
+}
+
+fn exec(ix: &mut MovingIndex, c: &Change) -> crate::Result<()> {
+    match c {
+        Change::Update(id, m) => ix.update(*id, *m),
+        Change::Remove(id) => ix.remove(*id).map(|_| ()),
+    }
+}
+
+/// Every object of the pool as the index returns it; also checks that a whole-space
+/// range query finds no object outside the pool.
+fn contents(ix: &mut MovingIndex, pool: u64) -> crate::Result<Model> {
+    let mut m = BTreeMap::new();
+    for id in 0..pool {
+        if let Some(mo) = ix.get(id)? {
+            m.insert(id, mo);
+        }
+    }
+    if ix.len() != m.len() as u64 {
+        return Err(Error::InvalidArgument(format!(
+            "the index counts {} objects, {} found by id",
+            ix.len(),
+            m.len()
+        )));
+    }
+    Ok(m)
+}
+
+fn verify(ix: &mut MovingIndex, model: &Model, pool: u64) -> Result<(), String> {
+    ix.check_integrity()
+        .map_err(|e| format!("check_integrity: {e}"))?;
+    let got = contents(ix, pool).map_err(|e| format!("read: {e}"))?;
+    if &got != model {
+        return Err(format!("{} objects vs model's {}", got.len(), model.len()));
+    }
+    Ok(())
+}
+
+/// A random bad argument: must be `InvalidArgument` naming the field, and change nothing.
+fn bad_input(ix: &mut MovingIndex, rng: &mut Rng, opts: &MobjectOptions) -> Result<(), String> {
+    let now = ix.now();
+    let s = opts.space;
+    let ok = Motion {
+        x: s.x0,
+        y: s.y1,
+        vx: 0.0,
+        vy: opts.max_speed,
+        t: now,
+    };
+    let id = rng.below(50);
+    let before = ix.get(id).map_err(|e| e.to_string())?;
+    let (r, field): (crate::Result<()>, &str) = match rng.below(9) {
+        0 if now > 0 => (ix.update(id, Motion { t: now - 1, ..ok }), "motion.t"),
+        1 => (
+            ix.update(
+                id,
+                Motion {
+                    vx: opts.max_speed * 1.01,
+                    ..ok
+                },
+            ),
+            "motion.vx",
+        ),
+        2 => (
+            ix.update(
+                id,
+                Motion {
+                    x: s.x1 + 1e-6,
+                    ..ok
+                },
+            ),
+            "motion.x",
+        ),
+        3 => (ix.update(id, Motion { y: f64::NAN, ..ok }), "motion.y"),
+        4 => (
+            ix.update(
+                id,
+                Motion {
+                    vy: f64::INFINITY,
+                    ..ok
+                },
+            ),
+            "motion.vy",
+        ),
+        5 => (ix.update(u64::MAX, ok), "id"),
+        6 => (
+            ix.range(
+                &Rect {
+                    x0: 1.0,
+                    y0: 0.0,
+                    x1: 0.0,
+                    y1: 1.0,
+                },
+                now,
+            )
+            .map(|_| ()),
+            "rect",
+        ),
+        7 if now > 0 => (ix.knn(0.0, 0.0, 3, now - 1).map(|_| ()), "query time"),
+        _ => (ix.knn(f64::NAN, 0.0, 3, now).map(|_| ()), "knn point"),
+    };
+    match r {
+        Err(Error::InvalidArgument(msg)) if msg.contains(field) => {}
+        other => {
+            return Err(format!(
+                "{field}: expected InvalidArgument naming it, got {other:?}"
+            ))
+        }
+    }
+    let after = ix.get(id).map_err(|e| e.to_string())?;
+    if after != before {
+        return Err(format!(
+            "{field}: object {id} changed: {before:?} -> {after:?}"
+        ));
+    }
+    Ok(())
+}
