@@ -37,6 +37,8 @@ enum Cmd {
     PioModel(flashix_bench::pio_model::PioModelArgs),
     /// Bulk index cost model (thesis §5.5): choose the range size M, with predicted costs.
     BulkModel(flashix_bench::bulk_model::BulkModelArgs),
+    /// Moving objects: the Bx-tree (`bx`) and the mobject front end over other engines.
+    MoBench(flashix_bench::mobench::MoBenchArgs),
     /// Random page writes on a simulated SSD with each FTL: write amplification, erases, copies.
     Sim(flashix_bench::sim_cmd::SimArgs),
     /// Reproduce a paper's experiments: `flashix repro dipl|bulk --out DIR`.
@@ -315,6 +317,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::FdtreeModel(a) => flashix_bench::model::run(&a),
         Cmd::PioModel(a) => flashix_bench::pio_model::run(&a),
         Cmd::BulkModel(a) => flashix_bench::bulk_model::run(&a),
+        Cmd::MoBench(a) => flashix_bench::mobench::run(&a),
         Cmd::Sim(a) => flashix_bench::sim_cmd::run(&a).map(|_| ()),
         Cmd::Repro(r) => flashix_bench::repro::run(&r),
         Cmd::Report(a) => {

@@ -142,6 +142,13 @@ impl MovingIndex {
         MovingIndex::from_db(Db::open(dir)?)
     }
 
+    /// [`MovingIndex::open`] with a buffer pool of `bytes` instead of the saved one
+    /// ([`Db::open_with_buffer_pool`]: benchmarks load with a large pool and measure with a
+    /// small one).
+    pub fn open_with_buffer_pool(dir: impl AsRef<Path>, bytes: u64) -> Result<MovingIndex> {
+        MovingIndex::from_db(Db::open_with_buffer_pool(dir, bytes)?)
+    }
+
     /// [`MovingIndex::create`] on storage of the caller's (tests, embedders).
     pub fn create_on(storage: Storage, opts: MobjectOptions) -> Result<MovingIndex> {
         opts.validate()?;

@@ -1,0 +1,475 @@
+//! `flashix mo-bench`: moving-object workloads on [`flashix::mobject::MovingIndex`] over
+//! chosen engines, on this machine's disk with O_DIRECT.
+//!
+//! Subjects: `bx` (the Bx-tree: the front end over the B+-tree) and `mobject:<engine>` for
+//! any engine. Data (seeded): `--objects` objects uniform in a 1000 x 1000 space, random
+//! directions and speeds up to `--max-speed` per axis, reflected at the borders; each object
+//! reports once per `Δt_mu` ticks, in a round robin (`objects / Δt_mu` reports per tick), so
+//! the promise holds and `n + 1` partitions are live. Preparation, with a 64 MiB pool: the
+//! first report of every object at tick 0, then one full `Δt_mu` of reports (every object
+//! updated once, spread over the partitions); then the index is reopened with the
+//! measured budget (`--buffer-pool`; default 1% of the index's data file, at least 64 KiB).
+//!
+//! Workloads, run in this order on the same index (time moves on only with updates):
+//! `mo-range-S` (window of side S% of the space's side, centred uniformly), `mo-knn-K`,
+//! `mo-update` (the next reports of the round robin), `mo-mix-U` (U% updates, the rest half
+//! range queries with 10% windows, half 10-NN). Queries ask for a tick uniform in
+//! `[now, now + --ahead]`.
+
+use crate::units::{format_size as fmt_size, parse_size};
+use anyhow::{bail, Context, Result};
+use flashix::mobject::{MobjectOptions, Motion, MovingIndex, Rect};
+use flashix::{DeviceSpec, EngineKind, Options};
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Options of `flashix mo-bench`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct MoBenchArgs {
+    /// Subjects: `bx` (over btree) and `mobject:<engine>`, comma-separated.
+    #[arg(long, default_value = "bx,mobject:fdtree,mobject:lsm,mobject:pio")]
+    pub subjects: String,
+    /// Workloads: mo-update, mo-range-S, mo-knn-K, mo-mix-U, comma-separated.
+    #[arg(
+        long,
+        default_value = "mo-range-1,mo-range-10,mo-knn-1,mo-knn-10,mo-knn-50,mo-update,mo-mix-50"
+    )]
+    pub workload: String,
+    /// Moving objects.
+    #[arg(long, default_value_t = 100_000)]
+    pub objects: u64,
+    /// Operations per workload.
+    #[arg(long, default_value_t = 5_000)]
+    pub ops: u64,
+    /// Memory budget of the measured phase (default: 1% of the index, at least 64 KiB).
+    #[arg(long = "buffer-pool")]
+    pub buffer_pool: Option<String>,
+    /// Δt_mu, ticks.
+    #[arg(long = "max-update-interval", default_value_t = 120)]
+    pub max_update_interval: u64,
+    /// Largest speed per axis, units per tick.
+    #[arg(long = "max-speed", default_value_t = 3.0)]
+    pub max_speed: f64,
+    /// Queries ask for a tick up to this far ahead of now (predictive time).
+    #[arg(long, default_value_t = 60)]
+    pub ahead: u64,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Where the indexes are built.
+    #[arg(long, default_value = "bench-data/mo")]
+    pub dir: PathBuf,
+    /// Where mo-results.json is written.
+    #[arg(long, default_value = "bench-out")]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum MoWorkload {
+    Update,
+    Range(f64),
+    Knn(usize),
+    Mix(u32),
+}
+
+impl MoWorkload {
+    fn parse(s: &str) -> Result<MoWorkload> {
+        let num = |p: &str| s.strip_prefix(p).map(str::parse::<f64>);
+        Ok(match s {
+            "mo-update" => MoWorkload::Update,
+            _ if s.starts_with("mo-range-") => {
+                let v = num("mo-range-").unwrap_or(Ok(0.0)).context(s.to_string())?;
+                if !(v > 0.0 && v <= 100.0) {
+                    bail!("{s}: the window side is a percentage in (0, 100]");
+                }
+                MoWorkload::Range(v)
+            }
+            _ if s.starts_with("mo-knn-") => {
+                let k = num("mo-knn-").unwrap_or(Ok(0.0)).context(s.to_string())?;
+                if !(k >= 1.0 && k.fract() == 0.0) {
+                    bail!("{s}: k is a positive integer");
+                }
+                MoWorkload::Knn(k as usize)
+            }
+            _ if s.starts_with("mo-mix-") => {
+                let u = num("mo-mix-").unwrap_or(Ok(-1.0)).context(s.to_string())?;
+                if !(0.0..=100.0).contains(&u) || u.fract() != 0.0 {
+                    bail!("{s}: the update share is an integer percentage");
+                }
+                MoWorkload::Mix(u as u32)
+            }
+            _ => bail!(
+                "unknown moving-object workload {s:?} (mo-update, mo-range-S, mo-knn-K, mo-mix-U)"
+            ),
+        })
+    }
+
+    fn name(self) -> String {
+        match self {
+            MoWorkload::Update => "mo-update".into(),
+            MoWorkload::Range(s) => format!("mo-range-{s}"),
+            MoWorkload::Knn(k) => format!("mo-knn-{k}"),
+            MoWorkload::Mix(u) => format!("mo-mix-{u}"),
+        }
+    }
+}
+
+/// A subject's name and engine.
+fn parse_subject(s: &str) -> Result<(String, EngineKind)> {
+    if s == "bx" {
+        return Ok(("bx".into(), EngineKind::BTree));
+    }
+    let Some(e) = s.strip_prefix("mobject:") else {
+        bail!("unknown subject {s:?}: bx or mobject:<engine>");
+    };
+    let kind: EngineKind = e.parse().map_err(|e| anyhow::anyhow!("{s}: {e}"))?;
+    Ok((s.to_string(), kind))
+}
+
+/// The objects' true motions, and the round robin of their reports.
+struct World {
+    rng: StdRng,
+    objs: Vec<Motion>,
+    side: f64,
+    vmax: f64,
+    per_tick: u64,
+    cursor: u64,
+    now: u64,
+    in_tick: u64,
+}
+
+impl World {
+    fn new(n: u64, side: f64, vmax: f64, dt_mu: u64, seed: u64) -> World {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let objs = (0..n)
+            .map(|_| Motion {
+                x: rng.gen_range(0.0..=side),
+                y: rng.gen_range(0.0..=side),
+                vx: rng.gen_range(-vmax..=vmax),
+                vy: rng.gen_range(-vmax..=vmax),
+                t: 0,
+            })
+            .collect();
+        World {
+            rng,
+            objs,
+            side,
+            vmax,
+            per_tick: n.div_ceil(dt_mu).max(1),
+            cursor: 0,
+            now: 0,
+            in_tick: 0,
+        }
+    }
+
+    /// The next report: the next object of the round robin at its true (reflected)
+    /// position, with a new random velocity.
+    fn next_report(&mut self) -> (u64, Motion) {
+        if self.in_tick == self.per_tick {
+            self.in_tick = 0;
+            self.now += 1;
+        }
+        self.in_tick += 1;
+        let id = self.cursor;
+        self.cursor = (self.cursor + 1) % self.objs.len() as u64;
+        let old = self.objs[id as usize];
+        let (x, y) = old.at(self.now);
+        let m = Motion {
+            x: reflect(x, self.side),
+            y: reflect(y, self.side),
+            vx: self.rng.gen_range(-self.vmax..=self.vmax),
+            vy: self.rng.gen_range(-self.vmax..=self.vmax),
+            t: self.now,
+        };
+        self.objs[id as usize] = m;
+        (id, m)
+    }
+}
+
+/// `u` folded back into `[0, side]` (reflection at the borders).
+fn reflect(u: f64, side: f64) -> f64 {
+    let p = u.rem_euclid(2.0 * side);
+    (if p > side { 2.0 * side - p } else { p }).clamp(0.0, side)
+}
+
+/// One measured cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct MoResult {
+    pub subject: String,
+    pub workload: String,
+    pub objects: u64,
+    pub budget_bytes: u64,
+    pub index_bytes: u64,
+    pub ops: u64,
+    pub ops_per_s: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub pages_read_per_op: f64,
+    pub pages_written_per_op: f64,
+    pub results_per_query: f64,
+    pub candidates_per_query: f64,
+    pub false_hit_ratio: f64,
+    pub key_intervals_per_query: f64,
+    pub knn_rounds_per_query: f64,
+}
+
+pub fn run(a: &MoBenchArgs) -> Result<()> {
+    let subjects: Vec<(String, EngineKind)> = a
+        .subjects
+        .split(',')
+        .map(|s| parse_subject(s.trim()))
+        .collect::<Result<_>>()?;
+    let workloads: Vec<MoWorkload> = a
+        .workload
+        .split(',')
+        .map(|s| MoWorkload::parse(s.trim()))
+        .collect::<Result<_>>()?;
+    let budget = a.buffer_pool.as_deref().map(parse_size).transpose()?;
+    println!(
+        "flashix mo-bench: {} objects, space 1000 x 1000, max speed {} per axis, Δt_mu {} in 2 phases, \
+         Hilbert grid 1024 x 1024, uniform data, queries up to {} ticks ahead, {} operations per workload, O_DIRECT",
+        a.objects, a.max_speed, a.max_update_interval, a.ahead, a.ops
+    );
+    let mut all = Vec::new();
+    for (name, engine) in &subjects {
+        all.extend(run_subject(a, name, *engine, &workloads, budget)?);
+    }
+    std::fs::create_dir_all(&a.out)?;
+    let path = a.out.join("mo-results.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&all)?)?;
+    println!("results: {}", path.display());
+    Ok(())
+}
+
+fn bar(len: u64, msg: String) -> ProgressBar {
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template("{msg:>32} [{bar:30}] {pos}/{len} {per_sec} eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb.set_message(msg);
+    pb
+}
+
+fn run_subject(
+    a: &MoBenchArgs,
+    name: &str,
+    engine: EngineKind,
+    workloads: &[MoWorkload],
+    budget: Option<u64>,
+) -> Result<Vec<MoResult>> {
+    let dir = a.dir.join(name.replace(':', "-"));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    let side = 1000.0;
+    let opts = MobjectOptions::new(
+        Options::new(engine)
+            .buffer_pool_bytes(64 << 20)
+            .device(DeviceSpec::File { direct_io: true }),
+    )
+    .max_speed(a.max_speed)
+    .max_update_interval(a.max_update_interval);
+    let mut world = World::new(a.objects, side, a.max_speed, a.max_update_interval, a.seed);
+    let mut mi = MovingIndex::create(&dir, opts.clone())?;
+    let t0 = Instant::now();
+    let pb = bar(2 * a.objects, format!("{name}: preparing"));
+    for id in 0..a.objects {
+        mi.update(id, world.objs[id as usize])?;
+        pb.inc(1);
+    }
+    for _ in 0..a.objects {
+        let (id, m) = world.next_report();
+        mi.update(id, m)?;
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    mi.close()?;
+    let index_bytes = dir_bytes(&dir)?;
+    let budget = budget.unwrap_or((index_bytes / 100).max(64 << 10));
+    println!(
+        "{name}: prepared in {:.1} s, index {} on disk, measured with {} ({:.2}% of it)",
+        t0.elapsed().as_secs_f64(),
+        fmt_size(index_bytes),
+        fmt_size(budget),
+        budget as f64 * 100.0 / index_bytes as f64
+    );
+    let mut mi = MovingIndex::open_with_buffer_pool(&dir, budget)?;
+    let mut rng = StdRng::seed_from_u64(a.seed ^ 0x5eed);
+    let mut out = Vec::new();
+    println!(
+        "  {:<18} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}",
+        "workload",
+        "ops/s",
+        "p50 us",
+        "p99 us",
+        "rd/op",
+        "wr/op",
+        "res/q",
+        "cand/q",
+        "false%",
+        "ivs/q"
+    );
+    for &w in workloads {
+        let before = mi.stats();
+        let mut lat = Vec::with_capacity(a.ops as usize);
+        let pb = bar(a.ops, format!("{name}: {}", w.name()));
+        let mut results = 0u64;
+        let mut queries = 0u64;
+        let start = Instant::now();
+        for _ in 0..a.ops {
+            let op = match w {
+                MoWorkload::Mix(u) if rng.gen_range(0..100) < u => MoWorkload::Update,
+                MoWorkload::Mix(_) if rng.gen_bool(0.5) => MoWorkload::Range(10.0),
+                MoWorkload::Mix(_) => MoWorkload::Knn(10),
+                w => w,
+            };
+            let t = Instant::now();
+            match op {
+                MoWorkload::Update => {
+                    let (id, m) = world.next_report();
+                    mi.update(id, m)?;
+                }
+                MoWorkload::Range(s) => {
+                    let w = side * s / 100.0;
+                    let (cx, cy) = (rng.gen_range(0.0..=side), rng.gen_range(0.0..=side));
+                    let r = Rect {
+                        x0: cx - w / 2.0,
+                        y0: cy - w / 2.0,
+                        x1: cx + w / 2.0,
+                        y1: cy + w / 2.0,
+                    };
+                    let at = mi.now() + rng.gen_range(0..=a.ahead);
+                    results += mi.range(&r, at)?.len() as u64;
+                    queries += 1;
+                }
+                MoWorkload::Knn(k) => {
+                    let (x, y) = (rng.gen_range(0.0..=side), rng.gen_range(0.0..=side));
+                    let at = mi.now() + rng.gen_range(0..=a.ahead);
+                    results += mi.knn(x, y, k, at)?.len() as u64;
+                    queries += 1;
+                }
+                MoWorkload::Mix(_) => unreachable!("a mix draws an operation"),
+            }
+            lat.push(t.elapsed().as_nanos() as u64);
+            pb.inc(1);
+        }
+        mi.flush()?;
+        let secs = start.elapsed().as_secs_f64();
+        pb.finish_and_clear();
+        let after = mi.stats();
+        lat.sort_unstable();
+        let pct = |p: f64| lat[((lat.len() as f64 - 1.0) * p) as usize] as f64 / 1000.0;
+        let c = |f: fn(&flashix::mobject::MobjectCounters) -> u64| {
+            f(&after.counters) - f(&before.counters)
+        };
+        let per_q = |v: u64| {
+            if queries == 0 {
+                0.0
+            } else {
+                v as f64 / queries as f64
+            }
+        };
+        let cands = c(|c| c.candidates);
+        let r = MoResult {
+            subject: name.to_string(),
+            workload: w.name(),
+            objects: a.objects,
+            budget_bytes: budget,
+            index_bytes,
+            ops: a.ops,
+            ops_per_s: a.ops as f64 / secs,
+            p50_us: pct(0.5),
+            p99_us: pct(0.99),
+            pages_read_per_op: (after.index.device.reads - before.index.device.reads) as f64
+                / a.ops as f64,
+            pages_written_per_op: (after.index.device.writes - before.index.device.writes) as f64
+                / a.ops as f64,
+            results_per_query: per_q(results),
+            candidates_per_query: per_q(cands),
+            false_hit_ratio: if cands == 0 {
+                0.0
+            } else {
+                c(|c| c.false_hits) as f64 / cands as f64
+            },
+            key_intervals_per_query: per_q(c(|c| c.key_intervals)),
+            knn_rounds_per_query: per_q(c(|c| c.knn_rounds)),
+        };
+        println!(
+            "  {:<18} {:>9.0} {:>9.1} {:>9.1} {:>8.2} {:>8.2} {:>9.1} {:>9.1} {:>7.1}% {:>8.1}",
+            r.workload,
+            r.ops_per_s,
+            r.p50_us,
+            r.p99_us,
+            r.pages_read_per_op,
+            r.pages_written_per_op,
+            r.results_per_query,
+            r.candidates_per_query,
+            r.false_hit_ratio * 100.0,
+            r.key_intervals_per_query
+        );
+        out.push(r);
+    }
+    mi.close()?;
+    std::fs::remove_dir_all(&dir).ok();
+    Ok(out)
+}
+
+fn dir_bytes(dir: &std::path::Path) -> Result<u64> {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir)? {
+        n += e?.metadata()?.len();
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workload_names_parse_and_round_trip() {
+        for s in [
+            "mo-update",
+            "mo-range-1",
+            "mo-range-10",
+            "mo-knn-50",
+            "mo-mix-50",
+        ] {
+            assert_eq!(MoWorkload::parse(s).unwrap().name(), s);
+        }
+        for bad in [
+            "mo-range-0",
+            "mo-knn-0",
+            "mo-knn-1.5",
+            "mo-mix-101",
+            "mo-walk",
+        ] {
+            assert!(MoWorkload::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_subject("bx").unwrap().1, EngineKind::BTree);
+        assert_eq!(parse_subject("mobject:lsm").unwrap().1, EngineKind::Lsm);
+        assert!(parse_subject("mobject:nope").is_err());
+    }
+
+    #[test]
+    fn reports_stay_in_the_space_and_every_object_reports_each_interval() {
+        let mut w = World::new(1000, 1000.0, 3.0, 120, 7);
+        let mut last = vec![0u64; 1000];
+        for _ in 0..3000 {
+            let (id, m) = w.next_report();
+            assert!((0.0..=1000.0).contains(&m.x) && (0.0..=1000.0).contains(&m.y));
+            assert!(m.vx.abs() <= 3.0 && m.vy.abs() <= 3.0);
+            assert!(
+                m.t - last[id as usize] <= 120,
+                "object {id} waited too long"
+            );
+            last[id as usize] = m.t;
+        }
+        assert_eq!(reflect(1010.0, 1000.0), 990.0);
+        assert_eq!(reflect(-5.0, 1000.0), 5.0);
+    }
+}
