@@ -19,6 +19,7 @@ pub mod bulk_model;
 pub mod cgroup;
 pub mod html;
 pub mod mobench;
+pub mod mobject_workload;
 pub mod model;
 pub mod peers;
 pub mod pio_model;

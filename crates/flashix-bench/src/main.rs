@@ -103,6 +103,17 @@ seed perform identical operation streams on every engine and peer)
   Default: the quick suite o-search,o-insert,o-delete,o-update,w-search,w-insert,
   w-delete,range-1000,tpcc,bulk-insert-100,range-delete-100.
 
+MOVING OBJECTS (a run of their own; the same as `flashix mo-bench`, see its help)
+  mo-update  position reports (each object once per Δt_mu = 120 ticks, round robin)
+  mo-range-S range queries, window side S% of the 1000 x 1000 space, at a tick up to
+             --mo-ahead ahead of now; mo-range-S-T at exactly now + T
+  mo-knn-K   K nearest neighbours of a uniform point
+  mo-mix-U   U% updates, the rest half mo-range-10, half mo-knn-10
+  --engines btree is the Bx-tree (`bx`), any other engine E runs as `mobject:E`;
+  --entries is the number of objects (quick 100,000, otherwise 1,000,000); --mo-data
+  uniform, gaussian (10 hotspots) or network (a road grid); the budget defaults to 1%
+  of the index.
+
 KEY DISTRIBUTIONS (--key-dist)
   uniform  keys are a bijective mix of the entry number (distinct, spread over u64);
            existing keys are picked uniformly
@@ -211,9 +222,63 @@ struct BenchArgs {
     /// Use buffered I/O instead of O_DIRECT.
     #[arg(long = "no-direct-io")]
     no_direct_io: bool,
+    /// Moving-object workloads: the movement (uniform, gaussian, network).
+    #[arg(long = "mo-data", default_value = "uniform")]
+    mo_data: String,
+    /// Moving-object workloads: queries ask for a tick up to this far ahead of now.
+    #[arg(long = "mo-ahead", default_value_t = 60)]
+    mo_ahead: u64,
 }
 
 impl BenchArgs {
+    /// The `flashix mo-bench` run this is, when every workload is a moving-object one
+    /// (`mo-*`): engines become subjects (`btree` is `bx`, another engine `mobject:<engine>`,
+    /// `bx` and `mobject:<engine>` as given), `--entries` the number of objects (default
+    /// 100,000 at the quick scale, 1,000,000 otherwise), `--ops` the operations per workload
+    /// (default 5,000 quick, 50,000 otherwise).
+    fn moving_objects(&self) -> Result<Option<flashix_bench::mobench::MoBenchArgs>> {
+        let names: Vec<&str> = self.workload.split(',').map(str::trim).collect();
+        let mo = names.iter().filter(|w| w.starts_with("mo-")).count();
+        if mo == 0 {
+            return Ok(None);
+        }
+        if mo != names.len() {
+            anyhow::bail!(
+                "--workload: moving-object workloads (mo-*) run on moving-object subjects; \
+                 give them in a run of their own"
+            );
+        }
+        let subjects = self
+            .engines
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|e| match e {
+                "btree" => "bx".to_string(),
+                _ if e == "bx" || e.starts_with("mobject:") => e.to_string(),
+                _ => format!("mobject:{e}"),
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        let quick = self.scale == "quick";
+        Ok(Some(flashix_bench::mobench::MoBenchArgs {
+            subjects,
+            workload: names.join(","),
+            data: self.mo_data.clone(),
+            objects: self
+                .entries
+                .unwrap_or(if quick { 100_000 } else { 1_000_000 }),
+            ops: self.ops.unwrap_or(if quick { 5_000 } else { 50_000 }),
+            buffer_pool: self.buffer_pool.clone(),
+            max_update_interval: 120,
+            max_speed: 3.0,
+            ahead: self.mo_ahead,
+            seed: self.seed,
+            dir: self.dir.join("mo"),
+            out: self.out.clone(),
+        }))
+    }
+
     fn config(&self) -> Result<BenchConfig> {
         let mut engines = Vec::new();
         let mut peers = Vec::new();
@@ -311,6 +376,9 @@ fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Probe(a) => probe_cmd(&a),
         Cmd::Bench(a) => {
+            if let Some(mo) = a.moving_objects()? {
+                return flashix_bench::mobench::run(&mo);
+            }
             let cfg = a.config()?;
             runner::run_bench(&cfg).map(|_| ())
         }

@@ -1,24 +1,28 @@
-//! `flashix mo-bench`: moving-object workloads on [`flashix::mobject::MovingIndex`] over
-//! chosen engines, on this machine's disk with O_DIRECT.
+//! `flashix mo-bench` (and `flashix bench --workload mo-*`): moving-object workloads on
+//! [`flashix::mobject::MovingIndex`] over chosen engines, on this machine's disk with
+//! O_DIRECT.
 //!
 //! Subjects: `bx` (the Bx-tree: the front end over the B+-tree) and `mobject:<engine>` for
-//! any engine. Data (seeded): `--objects` objects uniform in a 1000 x 1000 space, random
-//! directions and speeds up to `--max-speed` per axis, reflected at the borders; each object
-//! reports once per `Δt_mu` ticks, in a round robin (`objects / Δt_mu` reports per tick), so
-//! the promise holds and `n + 1` partitions are live. Preparation, with a 64 MiB pool: the
+//! any engine. Data (seeded, [`crate::mobject_workload`]): `--objects` objects in a
+//! 1000 x 1000 space moving as `--data` says (uniform, Gaussian hotspots or a road grid),
+//! speeds up to `--max-speed` per axis; each object reports once per `Δt_mu` ticks, in a
+//! round robin, so the promise holds and `n + 1` partitions are live. Preparation, with a
+//! 64 MiB pool: the
 //! first report of every object at tick 0, then one full `Δt_mu` of reports (every object
 //! updated once, spread over the partitions); then the index is reopened with the
 //! measured budget (`--buffer-pool`; default 1% of the index's data file, at least 64 KiB).
 //!
-//! Workloads, run in this order on the same index (time moves on only with updates):
-//! `mo-range-S` (window of side S% of the space's side, centred uniformly), `mo-knn-K`,
+//! Workloads, run in the order given on the same index (time moves on only with updates):
+//! `mo-range-S` (window of side S% of the space's side, centred uniformly; `mo-range-S-T`
+//! asks for the fixed tick `now + T`), `mo-knn-K` (query points uniform),
 //! `mo-update` (the next reports of the round robin), `mo-mix-U` (U% updates, the rest half
 //! range queries with 10% windows, half 10-NN). Queries ask for a tick uniform in
-//! `[now, now + --ahead]`.
+//! `[now, now + --ahead]` unless the workload fixes it.
 
+use crate::mobject_workload::{MoData, World};
 use crate::units::{format_size as fmt_size, parse_size};
 use anyhow::{bail, Context, Result};
-use flashix::mobject::{MobjectOptions, Motion, MovingIndex, Rect};
+use flashix::mobject::{MobjectOptions, MovingIndex, Rect};
 use flashix::{DeviceSpec, EngineKind, Options};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::StdRng;
@@ -39,6 +43,9 @@ pub struct MoBenchArgs {
         default_value = "mo-range-1,mo-range-10,mo-knn-1,mo-knn-10,mo-knn-50,mo-update,mo-mix-50"
     )]
     pub workload: String,
+    /// Movement: uniform, gaussian (hotspots) or network (road grid); see below.
+    #[arg(long, default_value = "uniform")]
+    pub data: String,
     /// Moving objects.
     #[arg(long, default_value_t = 100_000)]
     pub objects: u64,
@@ -70,7 +77,8 @@ pub struct MoBenchArgs {
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum MoWorkload {
     Update,
-    Range(f64),
+    /// Window side in % of the space's side; a fixed predictive time (else `--ahead`).
+    Range(f64, Option<u64>),
     Knn(usize),
     Mix(u32),
 }
@@ -81,11 +89,16 @@ impl MoWorkload {
         Ok(match s {
             "mo-update" => MoWorkload::Update,
             _ if s.starts_with("mo-range-") => {
-                let v = num("mo-range-").unwrap_or(Ok(0.0)).context(s.to_string())?;
+                let rest = &s["mo-range-".len()..];
+                let (side, ahead) = match rest.split_once('-') {
+                    Some((a, t)) => (a, Some(t.parse::<u64>().context(s.to_string())?)),
+                    None => (rest, None),
+                };
+                let v: f64 = side.parse().context(s.to_string())?;
                 if !(v > 0.0 && v <= 100.0) {
                     bail!("{s}: the window side is a percentage in (0, 100]");
                 }
-                MoWorkload::Range(v)
+                MoWorkload::Range(v, ahead)
             }
             _ if s.starts_with("mo-knn-") => {
                 let k = num("mo-knn-").unwrap_or(Ok(0.0)).context(s.to_string())?;
@@ -110,7 +123,8 @@ impl MoWorkload {
     fn name(self) -> String {
         match self {
             MoWorkload::Update => "mo-update".into(),
-            MoWorkload::Range(s) => format!("mo-range-{s}"),
+            MoWorkload::Range(s, None) => format!("mo-range-{s}"),
+            MoWorkload::Range(s, Some(t)) => format!("mo-range-{s}-{t}"),
             MoWorkload::Knn(k) => format!("mo-knn-{k}"),
             MoWorkload::Mix(u) => format!("mo-mix-{u}"),
         }
@@ -129,77 +143,12 @@ fn parse_subject(s: &str) -> Result<(String, EngineKind)> {
     Ok((s.to_string(), kind))
 }
 
-/// The objects' true motions, and the round robin of their reports.
-struct World {
-    rng: StdRng,
-    objs: Vec<Motion>,
-    side: f64,
-    vmax: f64,
-    per_tick: u64,
-    cursor: u64,
-    now: u64,
-    in_tick: u64,
-}
-
-impl World {
-    fn new(n: u64, side: f64, vmax: f64, dt_mu: u64, seed: u64) -> World {
-        let mut rng = StdRng::seed_from_u64(seed);
-        let objs = (0..n)
-            .map(|_| Motion {
-                x: rng.gen_range(0.0..=side),
-                y: rng.gen_range(0.0..=side),
-                vx: rng.gen_range(-vmax..=vmax),
-                vy: rng.gen_range(-vmax..=vmax),
-                t: 0,
-            })
-            .collect();
-        World {
-            rng,
-            objs,
-            side,
-            vmax,
-            per_tick: n.div_ceil(dt_mu).max(1),
-            cursor: 0,
-            now: 0,
-            in_tick: 0,
-        }
-    }
-
-    /// The next report: the next object of the round robin at its true (reflected)
-    /// position, with a new random velocity.
-    fn next_report(&mut self) -> (u64, Motion) {
-        if self.in_tick == self.per_tick {
-            self.in_tick = 0;
-            self.now += 1;
-        }
-        self.in_tick += 1;
-        let id = self.cursor;
-        self.cursor = (self.cursor + 1) % self.objs.len() as u64;
-        let old = self.objs[id as usize];
-        let (x, y) = old.at(self.now);
-        let m = Motion {
-            x: reflect(x, self.side),
-            y: reflect(y, self.side),
-            vx: self.rng.gen_range(-self.vmax..=self.vmax),
-            vy: self.rng.gen_range(-self.vmax..=self.vmax),
-            t: self.now,
-        };
-        self.objs[id as usize] = m;
-        (id, m)
-    }
-}
-
-/// `u` folded back into `[0, side]` (reflection at the borders).
-fn reflect(u: f64, side: f64) -> f64 {
-    let p = u.rem_euclid(2.0 * side);
-    (if p > side { 2.0 * side - p } else { p }).clamp(0.0, side)
-}
-
 /// One measured cell.
 #[derive(Debug, Clone, Serialize)]
 pub struct MoResult {
     pub subject: String,
     pub workload: String,
+    pub data: String,
     pub objects: u64,
     pub budget_bytes: u64,
     pub index_bytes: u64,
@@ -227,12 +176,26 @@ pub fn run(a: &MoBenchArgs) -> Result<()> {
         .split(',')
         .map(|s| MoWorkload::parse(s.trim()))
         .collect::<Result<_>>()?;
-    let budget = a.buffer_pool.as_deref().map(parse_size).transpose()?;
+    let budget = a
+        .buffer_pool
+        .as_deref()
+        .map(parse_size)
+        .transpose()
+        .context("--buffer-pool")?;
+    let data: MoData = a.data.parse().context("--data")?;
+    if a.objects == 0 || a.ops == 0 {
+        bail!("--objects and --ops must be at least 1");
+    }
+    if !(a.max_speed.is_finite() && a.max_speed > 0.0) {
+        bail!("--max-speed must be finite and positive");
+    }
     println!(
-        "flashix mo-bench: {} objects, space 1000 x 1000, max speed {} per axis, Δt_mu {} in 2 phases, \
-         Hilbert grid 1024 x 1024, uniform data, queries up to {} ticks ahead, {} operations per workload, O_DIRECT",
-        a.objects, a.max_speed, a.max_update_interval, a.ahead, a.ops
+        "flashix mo-bench: {} objects in a 1000 x 1000 space, max speed {} per axis, Δt_mu {} ticks \
+         in n = 2 phases, Hilbert grid 1024 x 1024, at most 256 key intervals per partition and query; \
+         {} operations per workload, query centres uniform, queries up to {} ticks ahead; O_DIRECT",
+        a.objects, a.max_speed, a.max_update_interval, a.ops, a.ahead
     );
+    println!("data: {data}: {}", data.describe(1000.0, a.max_speed));
     let mut all = Vec::new();
     for (name, engine) in &subjects {
         all.extend(run_subject(a, name, *engine, &workloads, budget)?);
@@ -273,12 +236,20 @@ fn run_subject(
     )
     .max_speed(a.max_speed)
     .max_update_interval(a.max_update_interval);
-    let mut world = World::new(a.objects, side, a.max_speed, a.max_update_interval, a.seed);
+    let data: MoData = a.data.parse().context("--data")?;
+    let mut world = World::new(
+        data,
+        a.objects,
+        side,
+        a.max_speed,
+        a.max_update_interval,
+        a.seed,
+    );
     let mut mi = MovingIndex::create(&dir, opts.clone())?;
     let t0 = Instant::now();
     let pb = bar(2 * a.objects, format!("{name}: preparing"));
     for id in 0..a.objects {
-        mi.update(id, world.objs[id as usize])?;
+        mi.update(id, world.initial(id))?;
         pb.inc(1);
     }
     for _ in 0..a.objects {
@@ -323,7 +294,7 @@ fn run_subject(
         for _ in 0..a.ops {
             let op = match w {
                 MoWorkload::Mix(u) if rng.gen_range(0..100) < u => MoWorkload::Update,
-                MoWorkload::Mix(_) if rng.gen_bool(0.5) => MoWorkload::Range(10.0),
+                MoWorkload::Mix(_) if rng.gen_bool(0.5) => MoWorkload::Range(10.0, None),
                 MoWorkload::Mix(_) => MoWorkload::Knn(10),
                 w => w,
             };
@@ -333,7 +304,7 @@ fn run_subject(
                     let (id, m) = world.next_report();
                     mi.update(id, m)?;
                 }
-                MoWorkload::Range(s) => {
+                MoWorkload::Range(s, ahead) => {
                     let w = side * s / 100.0;
                     let (cx, cy) = (rng.gen_range(0.0..=side), rng.gen_range(0.0..=side));
                     let r = Rect {
@@ -342,7 +313,7 @@ fn run_subject(
                         x1: cx + w / 2.0,
                         y1: cy + w / 2.0,
                     };
-                    let at = mi.now() + rng.gen_range(0..=a.ahead);
+                    let at = mi.now() + ahead.unwrap_or_else(|| rng.gen_range(0..=a.ahead));
                     results += mi.range(&r, at)?.len() as u64;
                     queries += 1;
                 }
@@ -377,6 +348,7 @@ fn run_subject(
         let r = MoResult {
             subject: name.to_string(),
             workload: w.name(),
+            data: data.to_string(),
             objects: a.objects,
             budget_bytes: budget,
             index_bytes,
@@ -436,6 +408,7 @@ mod tests {
             "mo-update",
             "mo-range-1",
             "mo-range-10",
+            "mo-range-2.5-120",
             "mo-knn-50",
             "mo-mix-50",
         ] {
@@ -443,6 +416,7 @@ mod tests {
         }
         for bad in [
             "mo-range-0",
+            "mo-range-1-x",
             "mo-knn-0",
             "mo-knn-1.5",
             "mo-mix-101",
@@ -453,23 +427,5 @@ mod tests {
         assert_eq!(parse_subject("bx").unwrap().1, EngineKind::BTree);
         assert_eq!(parse_subject("mobject:lsm").unwrap().1, EngineKind::Lsm);
         assert!(parse_subject("mobject:nope").is_err());
-    }
-
-    #[test]
-    fn reports_stay_in_the_space_and_every_object_reports_each_interval() {
-        let mut w = World::new(1000, 1000.0, 3.0, 120, 7);
-        let mut last = vec![0u64; 1000];
-        for _ in 0..3000 {
-            let (id, m) = w.next_report();
-            assert!((0.0..=1000.0).contains(&m.x) && (0.0..=1000.0).contains(&m.y));
-            assert!(m.vx.abs() <= 3.0 && m.vy.abs() <= 3.0);
-            assert!(
-                m.t - last[id as usize] <= 120,
-                "object {id} waited too long"
-            );
-            last[id as usize] = m.t;
-        }
-        assert_eq!(reflect(1010.0, 1000.0), 990.0);
-        assert_eq!(reflect(-5.0, 1000.0), 5.0);
     }
 }

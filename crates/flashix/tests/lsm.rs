@@ -265,6 +265,17 @@ fn a_short_range_search_reads_one_leaf_per_component_on_a_cold_pool() {
         "{} pages read, at most {levels} expected",
         after.reads - before.reads
     );
+    // Again: the inner nodes are cached, and so is the leaf of every component the pool
+    // holds (the point lookup's rule); only the components below it are read past the pool.
+    let comps = counter(&db, "components");
+    let again: Vec<(u64, u64)> = db
+        .range(lo..lo + 5)
+        .unwrap()
+        .map(|kv| kv.unwrap())
+        .collect();
+    assert_eq!(again, got);
+    let warm = db.stats().device.reads - after.reads;
+    assert!(warm < comps, "{warm} pages read again for {comps} components");
 }
 
 /// An open-ended range (`lo..`) that the caller stops early reads a first batch of

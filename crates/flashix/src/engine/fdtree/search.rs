@@ -16,7 +16,8 @@
 //! of the lowest level's pages, plus two for the range's ends; bounded memory); when a
 //! level's pages exceed that, the batch ends just below the first key of the first page
 //! left out, and the cursor resumes there. The levels' streams are merged newest first,
-//! filters cancelling.
+//! filters cancelling. A level the point search reads through the pool is read through it
+//! by a batch that needs one page there (short scans keep the top levels cached).
 
 use super::run::{read_page_cached, read_pages};
 use super::FdTree;
@@ -196,6 +197,8 @@ impl FdTree {
         // from RANGE_RAMP_PAGES by 4x per batch up to `io_unit`, so a scan stopped early does not
         // read a whole `io_unit` (the cursor's hint holds the next batch's size).
         let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit);
+        let frames = self.pager.pool_frames();
+        let mut above = self.head.pages + self.frozen.as_ref().map_or(0, |h| h.pages);
         for lvl in 0..self.levels.len() {
             fences.retain(|f| f.key <= batch_hi);
             let run = self.levels[lvl];
@@ -239,7 +242,16 @@ impl FdTree {
                     .unwrap_or(batch_hi.saturating_add(1));
                 batch_hi = batch_hi.min(cut.saturating_sub(1)).max(lo);
             }
-            let pages = read_pages(&mut self.pager, self.p.cap, first, last - first + 1)?;
+            // A level the pool holds (the point search's rule, Eq. 10) is read through it
+            // when the batch needs one page there: short scans, such as the many small
+            // key intervals of a moving-object query, then find the upper levels cached
+            // as point searches do. Longer spans go past the pool in one request (P3).
+            let pages = if first == last && above < frames {
+                vec![read_page_cached(&mut self.pager, self.p.cap, first)?]
+            } else {
+                read_pages(&mut self.pager, self.p.cap, first, last - first + 1)?
+            };
+            above += run.pages;
             let mut entries = Vec::new();
             let mut next_fences = Vec::new();
             let mut next_start = NONE;

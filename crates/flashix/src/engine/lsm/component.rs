@@ -132,6 +132,23 @@ pub fn read_leaves(
         .collect()
 }
 
+/// Read leaf `pid` of `c` through the buffer pool, checked to be a non-empty leaf.
+pub fn read_leaf_cached(
+    pager: &mut Pager,
+    cap: usize,
+    c: &Component,
+    pid: PageId,
+) -> Result<Vec<Entry>> {
+    if !c.is_leaf(pid) {
+        return Err(corrupt(Some(pid), "leaf read outside the component's leaves"));
+    }
+    let nd = read_node_cached(pager, cap, pid)?;
+    if nd.kind != KIND_LSM_LEAF || nd.level != 0 || nd.entries.is_empty() {
+        return Err(corrupt(Some(pid), "not a non-empty leaf"));
+    }
+    Ok(nd.entries)
+}
+
 /// The child of `node` for `key`: the last separator at or below `key`, else the leftmost.
 fn child_for(nd: &Node, key: u64) -> u64 {
     let s = nd.entries.partition_point(|e| e.key <= key);
@@ -216,11 +233,7 @@ pub fn find(
 ) -> Result<Option<Entry>> {
     let leaf = leaf_for(pager, cap, c, key)?;
     let es = if cache_leaf {
-        let nd = read_node_cached(pager, cap, leaf)?;
-        if nd.kind != KIND_LSM_LEAF || nd.level != 0 || nd.entries.is_empty() {
-            return Err(corrupt(Some(leaf), "not a non-empty leaf"));
-        }
-        nd.entries
+        read_leaf_cached(pager, cap, c, leaf)?
     } else {
         read_leaves(pager, cap, c, leaf, 1)?
             .pop()

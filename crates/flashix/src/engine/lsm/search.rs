@@ -60,7 +60,8 @@ impl Lsm {
     }
 
     /// One batch of a range scan: C0's entries of the range and at most `io_unit` leaves
-    /// of each component (past the pool, from a descent to `lo`; only the leaves that may
+    /// of each component (past the pool unless one leaf of a component the pool holds, from
+    /// a descent to `lo`; only the leaves that may
     /// hold keys up to `hi`; an open-ended range `lo..` reads RANGE_RAMP_PAGES first, then 4x
     /// more per batch, as the caller may stop early), cut at the smallest last key read of a component
     /// that was not read to the end of the range, so that every source is complete up to
@@ -77,11 +78,23 @@ impl Lsm {
         let mut batch_hi = hi;
         let mut sources: Vec<Vec<Entry>> = vec![self.c0_range(lo, hi)?];
         let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit);
+        // The point lookup's rule (Eq. 10): a component the pool holds is read through it
+        // when the batch needs one leaf there, so short scans (the many small key
+        // intervals of a moving-object query) find its leaves cached; longer spans go past
+        // the pool in one request.
+        let frames = self.pager.pool_frames();
+        let mut above = self.c0.pages;
         for c in self.components.clone().iter().flatten() {
             let (mut first, last) = component::leaf_span(&mut self.pager, cap, c, lo, hi)?;
+            let cached = above < frames;
+            above += c.pages;
             loop {
                 let n = unit.min(last - first + 1);
-                let pages = component::read_leaves(&mut self.pager, cap, c, first, n)?;
+                let pages = if n == 1 && cached {
+                    vec![component::read_leaf_cached(&mut self.pager, cap, c, first)?]
+                } else {
+                    component::read_leaves(&mut self.pager, cap, c, first, n)?
+                };
                 let last_key = pages.last().and_then(|p| p.last()).map_or(lo, |e| e.key);
                 let more = first + n <= last;
                 if last_key < lo && more {
