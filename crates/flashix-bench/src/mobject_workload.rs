@@ -250,7 +250,11 @@ impl World {
                 };
                 // At a turn or at the destination already: move on to the next leg first.
                 loop {
-                    let target = if trip.to_corner { trip.corner } else { trip.dest };
+                    let target = if trip.to_corner {
+                        trip.corner
+                    } else {
+                        trip.dest
+                    };
                     if target != (x, y) {
                         break;
                     }
@@ -261,7 +265,11 @@ impl World {
                     }
                 }
                 o.trip = Some(trip);
-                let target = if trip.to_corner { trip.corner } else { trip.dest };
+                let target = if trip.to_corner {
+                    trip.corner
+                } else {
+                    trip.dest
+                };
                 let speed = self.edge_speed(x, y, target) * trip.factor;
                 let (dx, dy) = (target.0 - x, target.1 - y);
                 let along = |d: f64| if d == 0.0 { 0.0 } else { d.signum() * speed };
@@ -282,7 +290,11 @@ impl World {
         };
         // Bounded: each pass either uses up the time or finishes a leg of positive length.
         while left > 0.0 {
-            let target = if trip.to_corner { trip.corner } else { trip.dest };
+            let target = if trip.to_corner {
+                trip.corner
+            } else {
+                trip.dest
+            };
             let dist = (target.0 - x).abs() + (target.1 - y).abs();
             if dist == 0.0 {
                 if trip.to_corner {
@@ -530,7 +542,10 @@ mod tests {
                 let (id, m) = w.next_report();
                 assert!(in_space(&m), "{data}: {m:?}");
                 assert!(m.vx.abs() <= 3.0 && m.vy.abs() <= 3.0, "{data}: {m:?}");
-                assert!(m.t - last[id as usize] <= 120, "{data}: {id} waited too long");
+                assert!(
+                    m.t - last[id as usize] <= 120,
+                    "{data}: {id} waited too long"
+                );
                 last[id as usize] = m.t;
             }
             assert!(w.now > 4 * 120, "{data}: time moves on");
@@ -590,9 +605,9 @@ mod tests {
         let near_u = (0..5000)
             .filter(|&id| {
                 let m = u.initial(id);
-                w.hotspots.iter().any(|&(cx, cy)| {
-                    ((m.x - cx).powi(2) + (m.y - cy).powi(2)).sqrt() <= 150.0
-                })
+                w.hotspots
+                    .iter()
+                    .any(|&(cx, cy)| ((m.x - cx).powi(2) + (m.y - cy).powi(2)).sqrt() <= 150.0)
             })
             .count();
         assert!(near_u < 2500, "{near_u}");

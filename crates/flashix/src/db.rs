@@ -210,6 +210,32 @@ impl Db {
         })
     }
 
+    /// The entries of many inclusive key ranges `(lo, hi)`, ascending by key, each entry
+    /// once: the ranges may come in any order and overlap (they are sorted and merged
+    /// first). Engines that can share reads between neighbouring ranges do (the FD-tree
+    /// and the LSM read a page that several ranges fall in once). Bounded by what it
+    /// returns: the caller asked for all of it.
+    pub fn range_many(&mut self, ranges: &[(u64, u64)]) -> Result<Vec<(u64, u64)>> {
+        self.usable()?;
+        if let Some(&(lo, hi)) = ranges.iter().find(|(lo, hi)| lo > hi) {
+            return Err(Error::InvalidArgument(format!(
+                "range_many: range ({lo}, {hi}) has lo > hi"
+            )));
+        }
+        let mut sorted = ranges.to_vec();
+        sorted.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(sorted.len());
+        for (lo, hi) in sorted {
+            match merged.last_mut() {
+                Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+                _ => merged.push((lo, hi)),
+            }
+        }
+        let mut out = Vec::new();
+        self.engine.scan_many(&merged, &mut out)?;
+        Ok(out)
+    }
+
     /// Insert many pairs, in any order; for equal keys the last wins.
     pub fn bulk_insert(&mut self, pairs: &[(u64, u64)]) -> Result<()> {
         if pairs.is_empty() {

@@ -235,11 +235,23 @@ fn short_scans_find_the_levels_the_pool_holds_cached() {
     let mut db = reopen(&dev, &vfs);
     let scan = |db: &mut Db, lo: u64| {
         let before = db.stats().device.reads;
-        let got: Vec<(u64, u64)> = db.range(lo..=lo + 20).unwrap().map(|r| r.unwrap()).collect();
+        let got: Vec<(u64, u64)> = db
+            .range(lo..=lo + 20)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
         (got, db.stats().device.reads - before)
     };
     let (first, cold) = scan(&mut db, 20_000);
-    assert_eq!(first, vec![(20_000, 2_000), (20_005, 400), (20_010, 2_001), (20_020, 2_002)]);
+    assert_eq!(
+        first,
+        vec![
+            (20_000, 2_000),
+            (20_005, 400),
+            (20_010, 2_001),
+            (20_020, 2_002)
+        ]
+    );
     // A neighbouring short scan: the head and the pool-held levels' pages are cached now
     // (one page per level spans the range), the lowest level is read past the pool again.
     let (second, warm) = scan(&mut db, 20_030);

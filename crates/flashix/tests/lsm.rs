@@ -275,7 +275,10 @@ fn a_short_range_search_reads_one_leaf_per_component_on_a_cold_pool() {
         .collect();
     assert_eq!(again, got);
     let warm = db.stats().device.reads - after.reads;
-    assert!(warm < comps, "{warm} pages read again for {comps} components");
+    assert!(
+        warm < comps,
+        "{warm} pages read again for {comps} components"
+    );
 }
 
 /// An open-ended range (`lo..`) that the caller stops early reads a first batch of

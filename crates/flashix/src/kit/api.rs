@@ -22,6 +22,15 @@ pub struct RangeCursor {
 }
 
 impl RangeCursor {
+    /// A cursor over the inclusive `[lo, hi]`.
+    pub fn bounded(lo: u64, hi: u64) -> RangeCursor {
+        RangeCursor {
+            next: Some(lo),
+            hi: Bound::Included(hi),
+            hint: None,
+        }
+    }
+
     /// True if `key` is at or below the upper bound.
     pub fn below_hi(&self, key: u64) -> bool {
         match self.hi {
@@ -78,6 +87,18 @@ pub trait Engine: Send {
     /// Append to `out` at least one entry of the range from `cur.next`, unless the range is
     /// exhausted, in which case set `cur.next = None`.
     fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()>;
+    /// Append to `out` the entries of every range of `ranges` (inclusive, non-empty,
+    /// sorted, disjoint; `Db` prepares them), ascending. By default one scan per range;
+    /// engines that can share reads between neighbouring ranges override it.
+    fn scan_many(&mut self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
+        for &(lo, hi) in ranges {
+            let mut cur = RangeCursor::bounded(lo, hi);
+            while cur.next.is_some() {
+                self.scan(&mut cur, out)?;
+            }
+        }
+        Ok(())
+    }
     /// Sorted by key, no duplicate keys (Db prepares it).
     fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> Result<()>;
     /// A non-empty inclusive range.
@@ -108,11 +129,7 @@ pub(crate) fn delete_range_by_scan<E: ?Sized>(
     let mut from = Some(lo);
     let mut keys = Vec::new();
     while let Some(next) = from {
-        let mut cur = RangeCursor {
-            next: Some(next),
-            hi: Bound::Included(hi),
-            hint: None,
-        };
+        let mut cur = RangeCursor::bounded(next, hi);
         keys.clear();
         while keys.len() < DELETE_RANGE_BATCH && cur.next.is_some() {
             scan(engine, &mut cur, &mut keys)?;

@@ -105,6 +105,7 @@ use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor};
 use crate::kit::sorted::entry::{self, Entry, Kind};
 use crate::kit::sorted::head::Head;
+use crate::kit::sorted::memo::PageMemo;
 use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::{LevelShape, Stats};
@@ -327,7 +328,7 @@ impl FdTree {
             self,
             lo,
             hi,
-            |e, cur, out| e.scan_batch(cur, out),
+            |e, cur, out| e.scan_batch(cur, out, None),
             |e, k| e.delete_unlogged(k).map(|_| ()),
         )
     }
@@ -528,7 +529,18 @@ impl Engine for FdTree {
     }
 
     fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
-        self.scan_batch(cur, out)
+        self.scan_batch(cur, out, None)
+    }
+
+    fn scan_many(&mut self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
+        let mut memo = PageMemo::default();
+        for &(lo, hi) in ranges {
+            let mut cur = RangeCursor::bounded(lo, hi);
+            while cur.next.is_some() {
+                self.scan_batch(&mut cur, out, Some(&mut memo))?;
+            }
+        }
+        Ok(())
     }
 
     fn stats(&self) -> Stats {

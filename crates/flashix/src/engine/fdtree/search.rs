@@ -18,6 +18,10 @@
 //! left out, and the cursor resumes there. The levels' streams are merged newest first,
 //! filters cancelling. A level the point search reads through the pool is read through it
 //! by a batch that needs one page there (short scans keep the top levels cached).
+//!
+//! Many ranges (`scan_many`, a moving-object query's curve intervals): one scan per range,
+//! in key order, with a [`PageMemo`] of the last page read at each level, so neighbouring
+//! ranges in one page of a level read it once.
 
 use super::run::{read_page_cached, read_pages};
 use super::FdTree;
@@ -25,6 +29,7 @@ use crate::error::{Error, Result};
 use crate::kit::api::{RangeCursor, RANGE_RAMP_PAGES};
 use crate::kit::sorted::entry::{index_pos, Entry, Kind, NONE};
 use crate::kit::sorted::head::Head;
+use crate::kit::sorted::memo::PageMemo;
 use crate::page::DATA_FILE;
 use std::collections::BTreeMap;
 
@@ -172,6 +177,7 @@ impl FdTree {
         &mut self,
         cur: &mut RangeCursor,
         out: &mut Vec<(u64, u64)>,
+        mut memo: Option<&mut PageMemo>,
     ) -> Result<()> {
         let Some((lo, hi)) = cur.remaining() else {
             return Ok(());
@@ -246,11 +252,21 @@ impl FdTree {
             // when the batch needs one page there: short scans, such as the many small
             // key intervals of a moving-object query, then find the upper levels cached
             // as point searches do. Longer spans go past the pool in one request (P3).
-            let pages = if first == last && above < frames {
-                vec![read_page_cached(&mut self.pager, self.p.cap, first)?]
-            } else {
-                read_pages(&mut self.pager, self.p.cap, first, last - first + 1)?
+            // Within one `scan_many`, a page the previous range ended in is not read again.
+            let kept = match memo.as_deref_mut() {
+                Some(m) if first == last => m.get(lvl, first),
+                _ => None,
             };
+            let pages = match kept {
+                Some(es) => vec![es],
+                None if first == last && above < frames => {
+                    vec![read_page_cached(&mut self.pager, self.p.cap, first)?]
+                }
+                None => read_pages(&mut self.pager, self.p.cap, first, last - first + 1)?,
+            };
+            if let (Some(m), Some(es)) = (memo.as_deref_mut(), pages.last()) {
+                m.keep(lvl, last, es);
+            }
             above += run.pages;
             let mut entries = Vec::new();
             let mut next_fences = Vec::new();

@@ -140,7 +140,10 @@ pub fn read_leaf_cached(
     pid: PageId,
 ) -> Result<Vec<Entry>> {
     if !c.is_leaf(pid) {
-        return Err(corrupt(Some(pid), "leaf read outside the component's leaves"));
+        return Err(corrupt(
+            Some(pid),
+            "leaf read outside the component's leaves",
+        ));
     }
     let nd = read_node_cached(pager, cap, pid)?;
     if nd.kind != KIND_LSM_LEAF || nd.level != 0 || nd.entries.is_empty() {

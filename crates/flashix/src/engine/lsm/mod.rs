@@ -83,6 +83,7 @@ use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor};
 use crate::kit::sorted::entry::{self, Entry, Kind};
 use crate::kit::sorted::head::Head;
+use crate::kit::sorted::memo::PageMemo;
 use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::{LevelShape, Stats};
@@ -260,7 +261,7 @@ impl Lsm {
             self,
             lo,
             hi,
-            |e, cur, out| e.scan_batch(cur, out),
+            |e, cur, out| e.scan_batch(cur, out, None),
             |e, k| e.delete_unlogged(k).map(|_| ()),
         )
     }
@@ -409,7 +410,18 @@ impl Engine for Lsm {
     }
 
     fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
-        self.scan_batch(cur, out)
+        self.scan_batch(cur, out, None)
+    }
+
+    fn scan_many(&mut self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
+        let mut memo = PageMemo::default();
+        for &(lo, hi) in ranges {
+            let mut cur = RangeCursor::bounded(lo, hi);
+            while cur.next.is_some() {
+                self.scan_batch(&mut cur, out, Some(&mut memo))?;
+            }
+        }
+        Ok(())
     }
 
     fn stats(&self) -> Stats {

@@ -7,6 +7,7 @@ use crate::error::Result;
 use crate::kit::api::{RangeCursor, RANGE_RAMP_PAGES};
 use crate::kit::sorted::entry::{Entry, Kind, NONE};
 use crate::kit::sorted::head::Head;
+use crate::kit::sorted::memo::PageMemo;
 use std::collections::BTreeMap;
 
 impl Lsm {
@@ -70,6 +71,7 @@ impl Lsm {
         &mut self,
         cur: &mut RangeCursor,
         out: &mut Vec<(u64, u64)>,
+        mut memo: Option<&mut PageMemo>,
     ) -> Result<()> {
         let Some((lo, hi)) = cur.remaining() else {
             return Ok(());
@@ -84,17 +86,28 @@ impl Lsm {
         // the pool in one request.
         let frames = self.pager.pool_frames();
         let mut above = self.c0.pages;
-        for c in self.components.clone().iter().flatten() {
+        for (slot, c) in self.components.clone().iter().enumerate() {
+            let Some(c) = c else { continue };
             let (mut first, last) = component::leaf_span(&mut self.pager, cap, c, lo, hi)?;
             let cached = above < frames;
             above += c.pages;
             loop {
                 let n = unit.min(last - first + 1);
-                let pages = if n == 1 && cached {
-                    vec![component::read_leaf_cached(&mut self.pager, cap, c, first)?]
-                } else {
-                    component::read_leaves(&mut self.pager, cap, c, first, n)?
+                // Within one `scan_many`, a leaf the previous range ended in is not read again.
+                let kept = match memo.as_deref_mut() {
+                    Some(m) if n == 1 => m.get(slot, first),
+                    _ => None,
                 };
+                let pages = match kept {
+                    Some(es) => vec![es],
+                    None if n == 1 && cached => {
+                        vec![component::read_leaf_cached(&mut self.pager, cap, c, first)?]
+                    }
+                    None => component::read_leaves(&mut self.pager, cap, c, first, n)?,
+                };
+                if let (Some(m), Some(es)) = (memo.as_deref_mut(), pages.last()) {
+                    m.keep(slot, first + n - 1, es);
+                }
                 let last_key = pages.last().and_then(|p| p.last()).map_or(lo, |e| e.key);
                 let more = first + n <= last;
                 if last_key < lo && more {

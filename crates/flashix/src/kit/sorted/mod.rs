@@ -5,4 +5,5 @@
 
 pub mod entry;
 pub(crate) mod head;
+pub(crate) mod memo;
 pub(crate) mod seq;

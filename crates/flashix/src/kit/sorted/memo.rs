@@ -1,0 +1,60 @@
+//! The memo of a multi-range scan (`Engine::scan_many`): the last page of sorted entries
+//! read at each level (FD-tree) or component (LSM) during ONE call, so that neighbouring
+//! ranges that fall in the same page read it once. It lives only for the call (no write
+//! can change a page under it) and holds at most one decoded page per level: its memory
+//! is bounded by the structure's height, like a cursor's.
+
+use super::entry::Entry;
+use crate::io::PageId;
+
+#[derive(Debug, Default)]
+pub(crate) struct PageMemo {
+    last: Vec<Option<(PageId, Vec<Entry>)>>,
+    /// Pages served from the memo instead of the device.
+    pub(crate) hits: u64,
+}
+
+impl PageMemo {
+    /// Page `pid`'s entries if it is the one kept for `level`.
+    pub(crate) fn get(&mut self, level: usize, pid: PageId) -> Option<Vec<Entry>> {
+        match self.last.get(level) {
+            Some(Some((p, es))) if *p == pid => {
+                self.hits += 1;
+                Some(es.clone())
+            }
+            _ => None,
+        }
+    }
+
+    /// Keep page `pid` (entries `es`) as `level`'s last page.
+    pub(crate) fn keep(&mut self, level: usize, pid: PageId, es: &[Entry]) {
+        if self.last.len() <= level {
+            self.last.resize_with(level + 1, || None);
+        }
+        self.last[level] = Some((pid, es.to_vec()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kit::sorted::entry::Kind;
+
+    #[test]
+    fn a_memo_serves_only_the_page_it_keeps_for_that_level() {
+        let e = Entry {
+            key: 7,
+            val: 1,
+            kind: Kind::Normal,
+        };
+        let mut m = PageMemo::default();
+        assert_eq!(m.get(0, 5), None);
+        m.keep(2, 5, &[e]);
+        assert_eq!(m.get(2, 5), Some(vec![e]));
+        assert_eq!(m.get(2, 6), None);
+        assert_eq!(m.get(1, 5), None);
+        m.keep(2, 6, &[]);
+        assert_eq!(m.get(2, 5), None);
+        assert_eq!(m.hits, 1);
+    }
+}
