@@ -61,10 +61,22 @@ fn range_many_equals_the_model_on_every_engine() {
                 model.insert(k, i);
             }
         }
-        for round in 0..40 {
-            if round == 20 {
+        for round in 0..60 {
+            if round == 30 {
                 db.close().unwrap();
                 db = reopen(&dev, &vfs);
+            }
+            // Writes between the queries: merges (and the FD-tree's frozen head) at
+            // every stage.
+            for i in 0..150u64 {
+                let k = rng.below(50_000);
+                if rng.below(4) == 0 {
+                    db.delete(k).unwrap();
+                    model.remove(&k);
+                } else {
+                    db.insert(k, i).unwrap();
+                    model.insert(k, i);
+                }
             }
             // Unsorted, overlapping, adjacent, single keys, and ranges over nothing.
             let n = 1 + rng.below(60) as usize;

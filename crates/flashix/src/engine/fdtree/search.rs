@@ -120,13 +120,33 @@ impl FdTree {
         Ok(e.filter(|e| e.kind == Kind::Normal).map(|e| e.val))
     }
 
-    fn head_range(&mut self, head: &Head, lo: u64, hi: u64) -> Result<HeadRange> {
+    /// The head tree's part of a range batch. With a memo (`slot` its slot there), a range
+    /// inside the head leaf read last needs no descent.
+    fn head_range(
+        &mut self,
+        head: &Head,
+        lo: u64,
+        hi: u64,
+        mut memo: Option<(&mut PageMemo, usize)>,
+    ) -> Result<HeadRange> {
         let cap = self.p.cap;
-        let mut pid = head.leaf_for(&mut self.pager, cap, lo)?;
         let mut out = HeadRange {
             entries: Vec::new(),
             start: NONE,
             fences: Vec::new(),
+        };
+        let kept = match memo.as_mut() {
+            Some((m, slot)) => m.covering(*slot, lo, hi),
+            None => None,
+        };
+        let mut pid = match kept {
+            Some(es) => {
+                // The leaf holds keys on both sides of the range: the walk below would
+                // start and end in it.
+                let _ = take_head_entries(&mut out, es, lo, hi);
+                return Ok(out);
+            }
+            None => head.leaf_for(&mut self.pager, cap, lo)?,
         };
         let mut first = true;
         let mut start_found = false;
@@ -141,22 +161,13 @@ impl FdTree {
                 ));
             }
             let (es, link) = Head::leaf(&mut self.pager, cap, pid)?;
-            for e in es {
-                if e.key > hi {
-                    return Ok(out);
-                }
-                if e.pos() <= index_pos(lo) {
-                    if e.is_fence() {
-                        out.start = e.val;
-                        start_found = true;
-                    } else if e.key == lo {
-                        out.entries.push(e);
-                    }
-                } else if e.is_fence() {
-                    out.fences.push(e);
-                } else {
-                    out.entries.push(e);
-                }
+            if let Some((m, slot)) = memo.as_mut() {
+                m.keep(*slot, pid, &es);
+            }
+            let (ended, saw_start) = take_head_entries(&mut out, es, lo, hi);
+            start_found |= saw_start;
+            if ended {
+                return Ok(out);
             }
             if first && !start_found && pid != head.first_leaf {
                 // Only the first leaf may lack a leading fence (module doc of head.rs).
@@ -172,7 +183,9 @@ impl FdTree {
         Ok(out)
     }
 
-    /// One batch of a range scan (see the module doc).
+    /// One batch of a range scan (see the module doc). With a memo (`scan_many`): slots 0
+    /// and 1 keep the active and the frozen head's last leaf, slot 2 + i level i's last
+    /// page.
     pub(super) fn scan_batch(
         &mut self,
         cur: &mut RangeCursor,
@@ -186,11 +199,11 @@ impl FdTree {
         // Sources newest first: active head, frozen head, L1, L2, ...
         let mut sources: Vec<Vec<Entry>> = Vec::new();
         let head = self.head.clone();
-        let active = self.head_range(&head, lo, hi)?;
+        let active = self.head_range(&head, lo, hi, memo.as_deref_mut().map(|m| (m, 0)))?;
         sources.push(active.entries);
         let nav = match self.frozen.clone() {
             Some(fr) => {
-                let f = self.head_range(&fr, lo, hi)?;
+                let f = self.head_range(&fr, lo, hi, memo.as_deref_mut().map(|m| (m, 1)))?;
                 sources.push(f.entries);
                 (f.start, f.fences)
             }
@@ -254,7 +267,7 @@ impl FdTree {
             // as point searches do. Longer spans go past the pool in one request (P3).
             // Within one `scan_many`, a page the previous range ended in is not read again.
             let kept = match memo.as_deref_mut() {
-                Some(m) if first == last => m.get(lvl, first),
+                Some(m) if first == last => m.get(2 + lvl, first),
                 _ => None,
             };
             let pages = match kept {
@@ -265,7 +278,7 @@ impl FdTree {
                 None => read_pages(&mut self.pager, self.p.cap, first, last - first + 1)?,
             };
             if let (Some(m), Some(es)) = (memo.as_deref_mut(), pages.last()) {
-                m.keep(lvl, last, es);
+                m.keep(2 + lvl, last, es);
             }
             above += run.pages;
             let mut entries = Vec::new();
@@ -312,4 +325,30 @@ impl FdTree {
         };
         Ok(())
     }
+}
+
+/// Take a head leaf's entries for the range `[lo, hi]` into `out`: the fence at or below
+/// `lo` sets where the level below starts, later fences navigate it, index entries in the
+/// range are the head's own. Returns whether an entry past `hi` ended the walk, and
+/// whether a fence at or below `lo` was seen.
+fn take_head_entries(out: &mut HeadRange, es: Vec<Entry>, lo: u64, hi: u64) -> (bool, bool) {
+    let mut saw_start = false;
+    for e in es {
+        if e.key > hi {
+            return (true, saw_start);
+        }
+        if e.pos() <= index_pos(lo) {
+            if e.is_fence() {
+                out.start = e.val;
+                saw_start = true;
+            } else if e.key == lo {
+                out.entries.push(e);
+            }
+        } else if e.is_fence() {
+            out.fences.push(e);
+        } else {
+            out.entries.push(e);
+        }
+    }
+    (false, saw_start)
 }

@@ -31,8 +31,20 @@ impl Lsm {
         Ok(found.filter(|e| e.kind == Kind::Normal).map(|e| e.val))
     }
 
-    /// C0's index entries with key in [lo, hi] (at most |C0|).
-    fn c0_range(&mut self, lo: u64, hi: u64) -> Result<Vec<Entry>> {
+    /// C0's index entries with key in [lo, hi] (at most |C0|). With a memo (slot 0), a
+    /// range inside the C0 leaf read last needs no descent.
+    fn c0_range(
+        &mut self,
+        lo: u64,
+        hi: u64,
+        mut memo: Option<&mut PageMemo>,
+    ) -> Result<Vec<Entry>> {
+        if let Some(es) = memo.as_deref_mut().and_then(|m| m.covering(0, lo, hi)) {
+            return Ok(es
+                .into_iter()
+                .filter(|e| e.key >= lo && e.key <= hi && !e.is_fence())
+                .collect());
+        }
         let cap = self.p.cap;
         let head = self.c0.clone();
         let mut pid = head.leaf_for(&mut self.pager, cap, lo)?;
@@ -47,6 +59,9 @@ impl Lsm {
                 ));
             }
             let (es, link) = Head::leaf(&mut self.pager, cap, pid)?;
+            if let Some(m) = memo.as_deref_mut() {
+                m.keep(0, pid, &es);
+            }
             for e in es {
                 if e.key > hi {
                     return Ok(out);
@@ -78,7 +93,7 @@ impl Lsm {
         };
         let cap = self.p.cap;
         let mut batch_hi = hi;
-        let mut sources: Vec<Vec<Entry>> = vec![self.c0_range(lo, hi)?];
+        let mut sources: Vec<Vec<Entry>> = vec![self.c0_range(lo, hi, memo.as_deref_mut())?];
         let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit);
         // The point lookup's rule (Eq. 10): a component the pool holds is read through it
         // when the batch needs one leaf there, so short scans (the many small key
@@ -86,11 +101,21 @@ impl Lsm {
         // the pool in one request.
         let frames = self.pager.pool_frames();
         let mut above = self.c0.pages;
-        for (slot, c) in self.components.clone().iter().enumerate() {
+        for (i, c) in self.components.clone().iter().enumerate() {
             let Some(c) = c else { continue };
-            let (mut first, last) = component::leaf_span(&mut self.pager, cap, c, lo, hi)?;
+            let slot = i + 1;
             let cached = above < frames;
             above += c.pages;
+            // A range inside the leaf this component's last range ended in: no descent.
+            if let Some(es) = memo.as_deref_mut().and_then(|m| m.covering(slot, lo, hi)) {
+                sources.push(
+                    es.into_iter()
+                        .filter(|e| e.key >= lo && e.key <= hi)
+                        .collect(),
+                );
+                continue;
+            }
+            let (mut first, last) = component::leaf_span(&mut self.pager, cap, c, lo, hi)?;
             loop {
                 let n = unit.min(last - first + 1);
                 // Within one `scan_many`, a leaf the previous range ended in is not read again.

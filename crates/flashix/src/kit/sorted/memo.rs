@@ -26,6 +26,23 @@ impl PageMemo {
         }
     }
 
+    /// The entries of the page kept for `level` if every entry of `[lo, hi]` at that level
+    /// must be in it: its first key is below `lo` and its last key above `hi` (strictly,
+    /// so that no equal key, a fence say, can lie in a neighbouring page). A range inside
+    /// the last page read then needs no descent.
+    pub(crate) fn covering(&mut self, level: usize, lo: u64, hi: u64) -> Option<Vec<Entry>> {
+        match self.last.get(level) {
+            Some(Some((_, es)))
+                if es.first().is_some_and(|f| f.key < lo)
+                    && es.last().is_some_and(|l| hi < l.key) =>
+            {
+                self.hits += 1;
+                Some(es.clone())
+            }
+            _ => None,
+        }
+    }
+
     /// Keep page `pid` (entries `es`) as `level`'s last page.
     pub(crate) fn keep(&mut self, level: usize, pid: PageId, es: &[Entry]) {
         if self.last.len() <= level {
@@ -56,5 +73,23 @@ mod tests {
         m.keep(2, 6, &[]);
         assert_eq!(m.get(2, 5), None);
         assert_eq!(m.hits, 1);
+        let at = |key| Entry {
+            key,
+            val: 0,
+            kind: Kind::Normal,
+        };
+        m.keep(0, 9, &[at(10), at(20), at(30)]);
+        assert!(m.covering(0, 11, 29).is_some());
+        assert!(
+            m.covering(0, 10, 29).is_none(),
+            "an equal key may be in the page before"
+        );
+        assert!(
+            m.covering(0, 11, 30).is_none(),
+            "an equal key may be in the page after"
+        );
+        assert!(m.covering(0, 5, 15).is_none());
+        assert!(m.covering(1, 11, 29).is_none());
+        assert_eq!(m.hits, 2);
     }
 }
