@@ -279,6 +279,19 @@ fn a_short_range_search_reads_one_leaf_per_component_on_a_cold_pool() {
         warm < comps,
         "{warm} pages read again for {comps} components"
     );
+    // Ranges of 40 keys cross a leaf boundary or two in each component (about 30 entries
+    // per 512-byte leaf): they read those leaves, not an I/O unit (128 leaves) of each.
+    for i in 0..20u64 {
+        let lo = (1 << 40) + i * 397;
+        let before = db.stats().device.reads;
+        let n = db.range(lo..lo + 40).unwrap().count();
+        assert_eq!(n, 40);
+        let read = db.stats().device.reads - before;
+        assert!(
+            read <= levels + 3 * comps,
+            "a 40-key range read {read} pages ({levels} levels, {comps} components)"
+        );
+    }
 }
 
 /// An open-ended range (`lo..`) that the caller stops early reads a first batch of

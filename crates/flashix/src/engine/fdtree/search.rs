@@ -266,12 +266,19 @@ impl FdTree {
             // key intervals of a moving-object query, then find the upper levels cached
             // as point searches do. Longer spans go past the pool in one request (P3).
             // Within one `scan_many`, a page the previous range ended in is not read again.
-            let kept = match memo.as_deref_mut() {
-                Some(m) if first == last => m.get(2 + lvl, first),
-                _ => None,
-            };
+            let kept = memo.as_deref_mut().and_then(|m| m.get(2 + lvl, first));
             let pages = match kept {
-                Some(es) => vec![es],
+                Some(es) if first == last => vec![es],
+                Some(es) => {
+                    let mut v = vec![es];
+                    v.extend(read_pages(
+                        &mut self.pager,
+                        self.p.cap,
+                        first + 1,
+                        last - first,
+                    )?);
+                    v
+                }
                 None if first == last && above < frames => {
                     vec![read_page_cached(&mut self.pager, self.p.cap, first)?]
                 }

@@ -185,9 +185,9 @@ pub fn leaf_for(pager: &mut Pager, cap: usize, c: &Component, key: u64) -> Resul
     Ok(pid)
 }
 
-/// The leaves that may hold keys in [lo, hi]: the leaf of `lo` (one descent, one
-/// single-page read per internal level) and the last leaf that may hold a key at or below
-/// `hi` — exact when `hi` falls under the same lowest internal node, else the last leaf.
+/// The leaves that may hold keys in [lo, hi]: the leaf of `lo` and the leaf of `hi` (one
+/// descent, one single-page read per internal level, through the pool; a second descent
+/// for `hi` when it lies beyond the lowest internal node of `lo`).
 pub fn leaf_span(
     pager: &mut Pager,
     cap: usize,
@@ -196,8 +196,8 @@ pub fn leaf_span(
     hi: u64,
 ) -> Result<(PageId, PageId)> {
     let mut pid = c.root;
-    let mut last = c.start + c.leaves - 1;
-    // Keys of the current subtree are below `upper` (None: unbounded).
+    let mut last = None;
+    // Keys of the current node's subtree are below `upper` (None: unbounded).
     let mut upper: Option<u64> = None;
     for want in (1..c.height).rev() {
         let nd = read_node_cached(pager, cap, pid)?;
@@ -207,18 +207,23 @@ pub fn leaf_span(
                 format!("node at level {}, expected {want}", nd.level),
             ));
         }
+        if want == 1 && !matches!(upper, Some(u) if u <= hi) {
+            last = Some(child_for(&nd, hi));
+        }
         let s = nd.entries.partition_point(|e| e.key <= lo);
         if let Some(next) = nd.entries.get(s) {
             upper = Some(next.key);
-        }
-        if want == 1 && !matches!(upper, Some(u) if u <= hi) {
-            last = child_for(&nd, hi);
         }
         pid = child_for(&nd, lo);
         if !c.contains(pid) {
             return Err(corrupt(Some(pid), "child outside the component"));
         }
     }
+    let last = match last {
+        Some(l) => l,
+        None if c.height <= 1 => pid,
+        None => leaf_for(pager, cap, c, hi)?,
+    };
     if !c.is_leaf(pid) || !c.is_leaf(last) || last < pid {
         return Err(corrupt(Some(pid), "descent ends outside the leaves"));
     }

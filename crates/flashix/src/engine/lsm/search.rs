@@ -119,12 +119,20 @@ impl Lsm {
             loop {
                 let n = unit.min(last - first + 1);
                 // Within one `scan_many`, a leaf the previous range ended in is not read again.
-                let kept = match memo.as_deref_mut() {
-                    Some(m) if n == 1 => m.get(slot, first),
-                    _ => None,
-                };
+                let kept = memo.as_deref_mut().and_then(|m| m.get(slot, first));
                 let pages = match kept {
-                    Some(es) => vec![es],
+                    Some(es) if n == 1 => vec![es],
+                    Some(es) => {
+                        let mut v = vec![es];
+                        v.extend(component::read_leaves(
+                            &mut self.pager,
+                            cap,
+                            c,
+                            first + 1,
+                            n - 1,
+                        )?);
+                        v
+                    }
                     None if n == 1 && cached => {
                         vec![component::read_leaf_cached(&mut self.pager, cap, c, first)?]
                     }
