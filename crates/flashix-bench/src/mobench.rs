@@ -10,7 +10,8 @@
 //! 64 MiB pool: the
 //! first report of every object at tick 0, then one full `Δt_mu` of reports (every object
 //! updated once, spread over the partitions); then the index is reopened with the
-//! measured budget (`--buffer-pool`; default 1% of the index's data file, at least 64 KiB).
+//! measured budget it was created with (`--buffer-pool`; default 1 byte per object, at
+//! least 64 KiB: about 1% of a Bx-tree's index; each subject prints its share).
 //!
 //! Workloads, run in the order given on the same index (time moves on only with updates):
 //! `mo-range-S` (window of side S% of the space's side, centred uniformly; `mo-range-S-T`
@@ -52,7 +53,8 @@ pub struct MoBenchArgs {
     /// Operations per workload.
     #[arg(long, default_value_t = 5_000)]
     pub ops: u64,
-    /// Memory budget of the measured phase (default: 1% of the index, at least 64 KiB).
+    /// Memory budget of the measured phase [default: 1 byte per object, at least 64 KiB:
+    /// about 1% of a Bx-tree's index; each subject prints its share].
     #[arg(long = "buffer-pool")]
     pub buffer_pool: Option<String>,
     /// Δt_mu, ticks.
@@ -130,6 +132,13 @@ impl MoWorkload {
         }
     }
 }
+
+/// The default budget per object: about 1% of a Bx-tree's index (some 100 bytes per
+/// object: its entry, its directory entry, node slack and the WAL).
+const DEFAULT_BUDGET_PER_OBJECT: u64 = 1;
+
+/// The buffer pool the index is prepared with.
+const PREP_POOL_BYTES: u64 = 64 << 20;
 
 /// A subject's name and engine.
 fn parse_subject(s: &str) -> Result<(String, EngineKind)> {
@@ -229,9 +238,13 @@ fn run_subject(
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
     }
     let side = 1000.0;
+    // The index is created with the measured budget (engines that size parts of their
+    // memory at creation, the PIO B-tree's OPQ, size them for it) and prepared with a
+    // 64 MiB pool, as `flashix bench` ages its indexes.
+    let budget = budget.unwrap_or((a.objects * DEFAULT_BUDGET_PER_OBJECT).max(64 << 10));
     let opts = MobjectOptions::new(
         Options::new(engine)
-            .buffer_pool_bytes(64 << 20)
+            .buffer_pool_bytes(budget)
             .device(DeviceSpec::File { direct_io: true }),
     )
     .max_speed(a.max_speed)
@@ -245,7 +258,8 @@ fn run_subject(
         a.max_update_interval,
         a.seed,
     );
-    let mut mi = MovingIndex::create(&dir, opts.clone())?;
+    MovingIndex::create(&dir, opts)?.close()?;
+    let mut mi = MovingIndex::open_with_buffer_pool(&dir, PREP_POOL_BYTES)?;
     let t0 = Instant::now();
     let pb = bar(2 * a.objects, format!("{name}: preparing"));
     for id in 0..a.objects {
@@ -260,7 +274,6 @@ fn run_subject(
     pb.finish_and_clear();
     mi.close()?;
     let index_bytes = dir_bytes(&dir)?;
-    let budget = budget.unwrap_or((index_bytes / 100).max(64 << 10));
     println!(
         "{name}: prepared in {:.1} s, index {} on disk, measured with {} ({:.2}% of it)",
         t0.elapsed().as_secs_f64(),
