@@ -4,7 +4,9 @@
 //!
 //! All generators share the report schedule of the Bx-tree experiments: each object reports
 //! once per `Δt_mu` ticks, in a round robin (`ceil(objects / Δt_mu)` reports per tick), so the
-//! index's update-interval promise holds and `n + 1` partitions are live. A report carries
+//! index's update-interval promise holds and `n + 1` partitions are live. The round robin
+//! visits the objects in a fixed random order, not by id: ids say nothing of when an object
+//! reports (reports by id would put consecutive updates' directory entries in one leaf). A report carries
 //! the object's true position at the report's tick and the velocity it will now follow; each
 //! velocity component is within `±max_speed`.
 //!
@@ -29,6 +31,7 @@
 use anyhow::{bail, Context, Result};
 use flashix::mobject::Motion;
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use std::fmt;
 use std::str::FromStr;
@@ -125,6 +128,8 @@ pub struct World {
     rng: StdRng,
     objs: Vec<Object>,
     hotspots: Vec<(f64, f64)>,
+    /// The round robin's order of the objects.
+    order: Vec<u64>,
     side: f64,
     vmax: f64,
     per_tick: u64,
@@ -140,11 +145,14 @@ impl World {
         let hotspots: Vec<(f64, f64)> = (0..HOTSPOTS)
             .map(|_| (rng.gen_range(0.0..=side), rng.gen_range(0.0..=side)))
             .collect();
+        let mut order: Vec<u64> = (0..n).collect();
+        order.shuffle(&mut rng);
         let mut w = World {
             data,
             rng,
             objs: Vec::with_capacity(n as usize),
             hotspots,
+            order,
             side,
             vmax,
             per_tick: n.div_ceil(dt_mu.max(1)).max(1),
@@ -199,7 +207,7 @@ impl World {
             self.now += 1;
         }
         self.in_tick += 1;
-        let id = self.cursor;
+        let id = self.order[self.cursor as usize];
         self.cursor = (self.cursor + 1) % self.objs.len() as u64;
         let mut o = self.objs[id as usize];
         let (x, y) = match self.data {
@@ -549,6 +557,14 @@ mod tests {
                 last[id as usize] = m.t;
             }
             assert!(w.now > 4 * 120, "{data}: time moves on");
+            let mut o = w.order.clone();
+            assert_ne!(o[..10], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], "{data}: not by id");
+            o.sort_unstable();
+            assert_eq!(
+                o,
+                (0..1000).collect::<Vec<u64>>(),
+                "{data}: every object reports"
+            );
         }
         assert_eq!(reflect(1010.0, 1000.0), 990.0);
         assert_eq!(reflect(-5.0, 1000.0), 5.0);
