@@ -21,6 +21,7 @@
 //! `[now, now + --ahead]` unless the workload fixes it.
 
 use crate::mobject_workload::{MoData, World};
+use crate::report::Latency;
 use crate::units::{format_size as fmt_size, parse_size};
 use anyhow::{bail, Context, Result};
 use flashix::mobject::{MobjectOptions, MovingIndex, Rect};
@@ -122,6 +123,18 @@ impl MoWorkload {
         })
     }
 
+    /// The operation to run next: the workload's own, or for a mix one drawn from it.
+    fn draw(self, rng: &mut StdRng) -> Step {
+        match self {
+            MoWorkload::Update => Step::Update,
+            MoWorkload::Range(s, ahead) => Step::Range(s, ahead),
+            MoWorkload::Knn(k) => Step::Knn(k),
+            MoWorkload::Mix(u) if rng.gen_range(0..100) < u => Step::Update,
+            MoWorkload::Mix(_) if rng.gen_bool(0.5) => Step::Range(10.0, None),
+            MoWorkload::Mix(_) => Step::Knn(10),
+        }
+    }
+
     fn name(self) -> String {
         match self {
             MoWorkload::Update => "mo-update".into(),
@@ -139,6 +152,14 @@ const DEFAULT_BUDGET_PER_OBJECT: u64 = 1;
 
 /// The buffer pool the index is prepared with.
 const PREP_POOL_BYTES: u64 = 64 << 20;
+
+/// One measured operation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Step {
+    Update,
+    Range(f64, Option<u64>),
+    Knn(usize),
+}
 
 /// A subject's name and engine.
 fn parse_subject(s: &str) -> Result<(String, EngineKind)> {
@@ -305,19 +326,14 @@ fn run_subject(
         let mut queries = 0u64;
         let start = Instant::now();
         for _ in 0..a.ops {
-            let op = match w {
-                MoWorkload::Mix(u) if rng.gen_range(0..100) < u => MoWorkload::Update,
-                MoWorkload::Mix(_) if rng.gen_bool(0.5) => MoWorkload::Range(10.0, None),
-                MoWorkload::Mix(_) => MoWorkload::Knn(10),
-                w => w,
-            };
+            let step = w.draw(&mut rng);
             let t = Instant::now();
-            match op {
-                MoWorkload::Update => {
+            match step {
+                Step::Update => {
                     let (id, m) = world.next_report();
                     mi.update(id, m)?;
                 }
-                MoWorkload::Range(s, ahead) => {
+                Step::Range(s, ahead) => {
                     let w = side * s / 100.0;
                     let (cx, cy) = (rng.gen_range(0.0..=side), rng.gen_range(0.0..=side));
                     let r = Rect {
@@ -330,13 +346,12 @@ fn run_subject(
                     results += mi.range(&r, at)?.len() as u64;
                     queries += 1;
                 }
-                MoWorkload::Knn(k) => {
+                Step::Knn(k) => {
                     let (x, y) = (rng.gen_range(0.0..=side), rng.gen_range(0.0..=side));
                     let at = mi.now() + rng.gen_range(0..=a.ahead);
                     results += mi.knn(x, y, k, at)?.len() as u64;
                     queries += 1;
                 }
-                MoWorkload::Mix(_) => unreachable!("a mix draws an operation"),
             }
             lat.push(t.elapsed().as_nanos() as u64);
             pb.inc(1);
@@ -345,8 +360,7 @@ fn run_subject(
         let secs = start.elapsed().as_secs_f64();
         pb.finish_and_clear();
         let after = mi.stats();
-        lat.sort_unstable();
-        let pct = |p: f64| lat[((lat.len() as f64 - 1.0) * p) as usize] as f64 / 1000.0;
+        let lat = Latency::from_nanos(&mut lat);
         let c = |f: fn(&flashix::mobject::MobjectCounters) -> u64| {
             f(&after.counters) - f(&before.counters)
         };
@@ -367,8 +381,8 @@ fn run_subject(
             index_bytes,
             ops: a.ops,
             ops_per_s: a.ops as f64 / secs,
-            p50_us: pct(0.5),
-            p99_us: pct(0.99),
+            p50_us: lat.p50,
+            p99_us: lat.p99,
             pages_read_per_op: (after.index.device.reads - before.index.device.reads) as f64
                 / a.ops as f64,
             pages_written_per_op: (after.index.device.writes - before.index.device.writes) as f64

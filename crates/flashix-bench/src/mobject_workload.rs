@@ -184,16 +184,6 @@ impl World {
         w
     }
 
-    /// Number of objects.
-    pub fn len(&self) -> usize {
-        self.objs.len()
-    }
-
-    /// True when there are no objects.
-    pub fn is_empty(&self) -> bool {
-        self.objs.is_empty()
-    }
-
     /// Object `id`'s first report, at tick 0.
     pub fn initial(&self, id: u64) -> Motion {
         self.objs[id as usize].motion

@@ -83,7 +83,7 @@ use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor};
 use crate::kit::sorted::entry::{self, Entry, Kind};
 use crate::kit::sorted::head::Head;
-use crate::kit::sorted::memo::PageMemo;
+use crate::kit::sorted::memo::scan_many_with_memo;
 use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::{LevelShape, Stats};
@@ -414,14 +414,9 @@ impl Engine for Lsm {
     }
 
     fn scan_many(&mut self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
-        let mut memo = PageMemo::default();
-        for &(lo, hi) in ranges {
-            let mut cur = RangeCursor::bounded(lo, hi);
-            while cur.next.is_some() {
-                self.scan_batch(&mut cur, out, Some(&mut memo))?;
-            }
-        }
-        Ok(())
+        scan_many_with_memo(self, ranges, out, |e, cur, out, memo| {
+            e.scan_batch(cur, out, Some(memo))
+        })
     }
 
     fn stats(&self) -> Stats {

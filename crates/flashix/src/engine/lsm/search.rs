@@ -76,12 +76,12 @@ impl Lsm {
     }
 
     /// One batch of a range scan: C0's entries of the range and at most `io_unit` leaves
-    /// of each component (past the pool unless one leaf of a component the pool holds, from
-    /// a descent to `lo`; only the leaves that may
-    /// hold keys up to `hi`; an open-ended range `lo..` reads RANGE_RAMP_PAGES first, then 4x
-    /// more per batch, as the caller may stop early), cut at the smallest last key read of a component
-    /// that was not read to the end of the range, so that every source is complete up to
-    /// the cut.
+    /// of each component (from a descent to `lo`; only the leaves that may hold keys up to
+    /// `hi`; past the pool, except one leaf of a component the pool holds; an open-ended
+    /// range `lo..` reads RANGE_RAMP_PAGES first, then 4x more per batch, as the caller may
+    /// stop early), cut at the smallest last key read of a component that was not read to
+    /// the end of the range, so that every source is complete up to the cut. With a memo
+    /// (`scan_many`): slot 0 keeps C0's last leaf, slot 1 + i component i's.
     pub(super) fn scan_batch(
         &mut self,
         cur: &mut RangeCursor,
