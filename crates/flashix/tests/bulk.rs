@@ -6,6 +6,7 @@
 //! §6.1 bulk load, space reclaim, persistence, damage and bad options.
 
 use flashix::io::{MemDevice, MemVfs};
+use flashix::testing::{mem_db, reopen_mem};
 use flashix::{BulkOptions, Db, EngineKind, Options, Storage};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,24 +25,6 @@ fn opts(m: u32, delta_entries: u64, f: impl FnOnce(&mut BulkOptions)) -> Options
         .page_size(PS)
         .buffer_pool_bytes(16 * PS as u64 + b.delta_bytes.unwrap_or(0))
         .bulk(b)
-}
-
-fn mem_db(o: Options) -> (Db, MemDevice, MemVfs) {
-    let dev = MemDevice::new(o.page_size);
-    let vfs = MemVfs::new();
-    let s = Storage {
-        device: Box::new(dev.reopen()),
-        vfs: Arc::new(vfs.clone()),
-    };
-    (Db::create_on(s, o).unwrap(), dev, vfs)
-}
-
-fn reopen(dev: &MemDevice, vfs: &MemVfs) -> Db {
-    Db::open_on(Storage {
-        device: Box::new(dev.reopen()),
-        vfs: Arc::new(vfs.clone()),
-    })
-    .unwrap()
 }
 
 fn counter(db: &Db, name: &str) -> u64 {
@@ -65,7 +48,7 @@ fn loaded_with(
     n: u64,
     f: impl FnOnce(&mut BulkOptions),
 ) -> (Db, BTreeMap<u64, u64>, MemDevice, MemVfs) {
-    let (mut db, dev, vfs) = mem_db(opts(m, 0, f));
+    let (mut db, dev, vfs) = mem_db(opts(m, 0, f)).unwrap();
     let pairs: Vec<(u64, u64)> = (1..=n).map(|i| (i * 10, i)).collect();
     db.bulk_insert(&pairs).unwrap();
     (db, pairs.into_iter().collect(), dev, vfs)
@@ -217,7 +200,7 @@ fn range_delete_edge_cases_keep_every_range_within_m_to_2m_minus_1() {
 #[test]
 fn single_operations_in_the_faithful_and_the_delta_mode() {
     for delta in [0u64, 5] {
-        let (mut db, _, _) = mem_db(opts(3, delta, |_| {}));
+        let (mut db, _, _) = mem_db(opts(3, delta, |_| {})).unwrap();
         let mut model = BTreeMap::new();
         let mut x = 7u64;
         for i in 0..3_000u64 {
@@ -261,7 +244,7 @@ fn freed_ranges_are_reused_and_trimmed_unless_append_only() {
     for append_only in [false, true] {
         // Checkpoints after every bulk (a bulk this large is applied, then checkpointed).
         let o = opts(8, 0, |b| b.append_only = append_only).checkpoint_wal_bytes(4 * PS as u64);
-        let (mut db, dev, vfs) = mem_db(o);
+        let (mut db, dev, vfs) = mem_db(o).unwrap();
         let mut model = BTreeMap::new();
         for round in 0..20u64 {
             let pairs: Vec<(u64, u64)> = (0..200).map(|i| (i * 7 + round % 7, round)).collect();
@@ -270,7 +253,7 @@ fn freed_ranges_are_reused_and_trimmed_unless_append_only() {
         }
         let trims = db.stats().device.trims;
         db.close().unwrap();
-        let mut db = reopen(&dev, &vfs);
+        let mut db = reopen_mem(&dev, &vfs).unwrap();
         check(&mut db, &model);
         let allocated = counter(&db, "allocated_pages");
         let live = counter(&db, "live_pages");
@@ -295,13 +278,13 @@ fn contents_survive_close_and_reopen() {
     db.insert(3, 3).unwrap();
     model.insert(3, 3);
     db.close().unwrap();
-    let mut db = reopen(&dev, &vfs);
+    let mut db = reopen_mem(&dev, &vfs).unwrap();
     check(&mut db, &model);
 }
 
 #[test]
 fn a_flipped_bit_in_any_page_is_corruption_naming_the_page() {
-    let (mut db, dev, vfs) = mem_db(opts(4, 3, |_| {}));
+    let (mut db, dev, vfs) = mem_db(opts(4, 3, |_| {})).unwrap();
     let model = flashix::testing::insert_and_delete(&mut db, 9, 1_500, 4_000).unwrap();
     db.close().unwrap();
     let detected =

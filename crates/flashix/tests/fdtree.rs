@@ -2,7 +2,7 @@
 //! search, cascading merges with Invariants 1-2, and filters cancelling phantoms.
 
 use flashix::io::{MemDevice, MemVfs};
-use flashix::testing::Rng;
+use flashix::testing::{mem_db, reopen_mem, Rng};
 use flashix::{Db, EngineKind, FdTreeOptions, Options, Storage};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,24 +19,6 @@ fn opts(page_size: usize, frames: u64, k: u32, head_pages: u64, deamortize: bool
         })
 }
 
-fn mem_db(o: Options) -> (Db, MemDevice, MemVfs) {
-    let dev = MemDevice::new(o.page_size);
-    let vfs = MemVfs::new();
-    let s = Storage {
-        device: Box::new(dev.reopen()),
-        vfs: Arc::new(vfs.clone()),
-    };
-    (Db::create_on(s, o).unwrap(), dev, vfs)
-}
-
-fn reopen(dev: &MemDevice, vfs: &MemVfs) -> Db {
-    Db::open_on(Storage {
-        device: Box::new(dev.reopen()),
-        vfs: Arc::new(vfs.clone()),
-    })
-    .unwrap()
-}
-
 fn counter(db: &Db, name: &str) -> u64 {
     let s = db.stats();
     *s.engine_counters
@@ -47,7 +29,7 @@ fn counter(db: &Db, name: &str) -> u64 {
 #[test]
 fn merges_cascade_and_invariants_hold_after_many_inserts() {
     for deamortize in [false, true] {
-        let (mut db, _, _) = mem_db(opts(512, 16, 3, 2, deamortize));
+        let (mut db, _, _) = mem_db(opts(512, 16, 3, 2, deamortize)).unwrap();
         let mut rng = Rng::new(11);
         let mut model = BTreeMap::new();
         for i in 0..20_000u64 {
@@ -72,7 +54,7 @@ fn merges_cascade_and_invariants_hold_after_many_inserts() {
 
 #[test]
 fn a_cold_point_search_reads_at_most_one_page_per_level() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 16, 4, 2, false));
+    let (mut db, dev, vfs) = mem_db(opts(512, 16, 4, 2, false)).unwrap();
     let mut rng = Rng::new(3);
     let keys: Vec<u64> = (0..8_000).map(|_| rng.next_u64()).collect();
     for &k in &keys {
@@ -83,7 +65,7 @@ fn a_cold_point_search_reads_at_most_one_page_per_level() {
     assert!(runs >= 3);
     db.close().unwrap();
     for &k in keys.iter().step_by(331) {
-        let mut db = reopen(&dev, &vfs);
+        let mut db = reopen_mem(&dev, &vfs).unwrap();
         let head_height = counter(&db, "head_height");
         let before = db.stats().device;
         assert_eq!(db.get(k).unwrap(), Some(k ^ 5));
@@ -104,7 +86,7 @@ fn a_cold_point_search_reads_at_most_one_page_per_level() {
 #[test]
 fn a_filter_and_its_phantom_are_both_dropped_by_a_merge_into_the_last_level() {
     // |L0| = 20 entries (two 512-byte pages of 20 entries, half full), k = 2: |L1| = 40.
-    let (mut db, _, _) = mem_db(opts(512, 16, 2, 2, false));
+    let (mut db, _, _) = mem_db(opts(512, 16, 2, 2, false)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..30u64).map(|k| (k, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     assert_eq!(counter(&db, "levels"), 2, "the bulk load builds L1 only");
@@ -134,7 +116,7 @@ fn a_filter_and_its_phantom_are_both_dropped_by_a_merge_into_the_last_level() {
 
 #[test]
 fn filters_cancel_phantoms_through_cascading_merges() {
-    let (mut db, _, _) = mem_db(opts(512, 16, 3, 2, false));
+    let (mut db, _, _) = mem_db(opts(512, 16, 3, 2, false)).unwrap();
     // Bulk-load, so that every key starts in the levels, then delete half of them.
     let pairs: Vec<(u64, u64)> = (0..3_000u64).map(|k| (k * 2, k)).collect();
     db.bulk_insert(&pairs).unwrap();
@@ -165,7 +147,7 @@ fn filters_cancel_phantoms_through_cascading_merges() {
 fn deamortized_merges_bound_the_writes_of_one_insertion() {
     let mut worst = Vec::new();
     for deamortize in [false, true] {
-        let (mut db, _, _) = mem_db(opts(512, 32, 3, 4, deamortize));
+        let (mut db, _, _) = mem_db(opts(512, 32, 3, 4, deamortize)).unwrap();
         let mut rng = Rng::new(5);
         let mut max = 0;
         for i in 0..12_000u64 {
@@ -190,7 +172,7 @@ fn deamortized_merges_bound_the_writes_of_one_insertion() {
 
 #[test]
 fn a_range_search_issues_one_read_request_per_level() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 64, 4, 2, false));
+    let (mut db, dev, vfs) = mem_db(opts(512, 64, 4, 2, false)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..5_000u64).map(|k| (k * 10, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     for k in 0..1_000u64 {
@@ -200,7 +182,7 @@ fn a_range_search_issues_one_read_request_per_level() {
     let runs = counter(&db, "levels") - 1;
     assert!(runs >= 2);
     db.close().unwrap();
-    let mut db = reopen(&dev, &vfs);
+    let mut db = reopen_mem(&dev, &vfs).unwrap();
     // Warm the head tree (the buffer pool holds it; runs are read past the pool).
     let lo = 10_000u64;
     let hi = 30_000u64;
@@ -223,7 +205,7 @@ fn a_range_search_issues_one_read_request_per_level() {
 
 #[test]
 fn short_scans_find_the_levels_the_pool_holds_cached() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 64, 4, 2, false));
+    let (mut db, dev, vfs) = mem_db(opts(512, 64, 4, 2, false)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..5_000u64).map(|k| (k * 10, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     for k in 0..1_000u64 {
@@ -232,7 +214,7 @@ fn short_scans_find_the_levels_the_pool_holds_cached() {
     let runs = counter(&db, "levels") - 1;
     assert!(runs >= 2);
     db.close().unwrap();
-    let mut db = reopen(&dev, &vfs);
+    let mut db = reopen_mem(&dev, &vfs).unwrap();
     let scan = |db: &mut Db, lo: u64| {
         let before = db.stats().device.reads;
         let got: Vec<(u64, u64)> = db
@@ -265,7 +247,7 @@ fn short_scans_find_the_levels_the_pool_holds_cached() {
 
 #[test]
 fn deamortize_option_is_saved_and_search_sees_both_head_trees() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 4, true));
+    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 4, true)).unwrap();
     let mut model = BTreeMap::new();
     let mut saw_merge_in_progress = false;
     for k in 0..3_000u64 {
@@ -281,7 +263,7 @@ fn deamortize_option_is_saved_and_search_sees_both_head_trees() {
     assert!(saw_merge_in_progress);
     db.flush().unwrap();
     drop(db);
-    let mut db = reopen(&dev, &vfs);
+    let mut db = reopen_mem(&dev, &vfs).unwrap();
     db.check_integrity().unwrap();
     let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
     assert_eq!(got, model);
@@ -289,7 +271,7 @@ fn deamortize_option_is_saved_and_search_sees_both_head_trees() {
 
 #[test]
 fn keys_zero_and_max_are_ordinary_keys() {
-    let (mut db, _, _) = mem_db(opts(512, 8, 2, 2, true));
+    let (mut db, _, _) = mem_db(opts(512, 8, 2, 2, true)).unwrap();
     for round in 0..200u64 {
         db.insert(0, round).unwrap();
         db.insert(u64::MAX, round).unwrap();
@@ -325,7 +307,7 @@ fn invalid_options_are_refused() {
 
 #[test]
 fn a_flipped_bit_in_any_page_is_corruption_naming_the_page() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 8, 3, 2, true));
+    let (mut db, dev, vfs) = mem_db(opts(512, 8, 3, 2, true)).unwrap();
     let model = flashix::testing::insert_and_delete(&mut db, 9, 1_500, 4_000).unwrap();
     db.close().unwrap();
     let detected = flashix::testing::flip_a_bit_in_every_page(&dev, &vfs, 512, &model).unwrap();
@@ -359,18 +341,18 @@ fn unset_k_comes_from_the_cost_model_and_survives_reopen() {
         let chosen =
             fdtree::choose(&tuning.device, &o.fdtree_model_workload(512 << 10, f)).unwrap();
         assert_eq!(u64::from(want), chosen.k);
-        let (mut db, dev, vfs) = mem_db(o.clone());
+        let (mut db, dev, vfs) = mem_db(o.clone()).unwrap();
         assert_eq!(counter(&db, "k"), u64::from(want));
         db.insert(1, 2).unwrap();
         db.close().unwrap();
-        let db = reopen(&dev, &vfs);
+        let db = reopen_mem(&dev, &vfs).unwrap();
         assert_eq!(counter(&db, "k"), u64::from(want));
 
         let lo = Options::new(EngineKind::Lsm)
             .buffer_pool_bytes(16 << 20)
             .tuning(tuning)
             .lsm(LsmOptions::default());
-        let (db, _, _) = mem_db(lo);
+        let (db, _, _) = mem_db(lo).unwrap();
         assert_eq!(counter(&db, "k"), u64::from(want));
     }
     let ks: Vec<u64> = [(1.0, 500.0), (0.0, 50.0)]
@@ -421,7 +403,7 @@ fn tuning_for_another_page_size_is_refused() {
 #[test]
 fn warm_searches_keep_the_upper_levels_in_the_pool() {
     // 512-byte pages (f = 20), head tree of two pages (|L0| = 20), k = 4, a 64-frame pool.
-    let (mut db, _, _) = mem_db(opts(512, 64, 4, 2, false));
+    let (mut db, _, _) = mem_db(opts(512, 64, 4, 2, false)).unwrap();
     let mut rng = Rng::new(11);
     let keys: Vec<u64> = (0..6_000).map(|_| rng.next_u64()).collect();
     for &k in &keys {
@@ -478,7 +460,7 @@ fn warm_searches_keep_the_upper_levels_in_the_pool() {
 /// span the lowest level's batch, not a whole multi-page request of every level per batch.
 #[test]
 fn an_open_ended_range_reads_about_the_pages_it_returns() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 64, 4, 2, false));
+    let (mut db, dev, vfs) = mem_db(opts(512, 64, 4, 2, false)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..40_000u64).map(|k| (k * 10, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     for k in 0..3_000u64 {
@@ -489,7 +471,7 @@ fn an_open_ended_range_reads_about_the_pages_it_returns() {
     assert!(runs >= 3, "{runs} runs");
     let lowest = counter(&db, &format!("level_{runs}_pages"));
     db.close().unwrap();
-    let mut db = reopen(&dev, &vfs);
+    let mut db = reopen_mem(&dev, &vfs).unwrap();
     let take = 1_500usize;
     let before = db.stats().device;
     let got: Vec<(u64, u64)> = db

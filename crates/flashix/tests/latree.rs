@@ -4,7 +4,7 @@
 //! (ADAPT) is reproduced by a unit test in `engine/latree/adapt.rs`.
 
 use flashix::io::{MemDevice, MemVfs};
-use flashix::testing::Rng;
+use flashix::testing::{mem_db, reopen_mem, Rng};
 use flashix::{Db, EngineKind, Error, LaTreeOptions, Options, Storage};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,24 +21,6 @@ fn opts(page: usize, frames: u64, k: u32, max_buffer_pages: u64, adapt: bool) ->
         })
 }
 
-fn mem_db(o: Options) -> (Db, MemDevice, MemVfs) {
-    let dev = MemDevice::new(o.page_size);
-    let vfs = MemVfs::new();
-    let s = Storage {
-        device: Box::new(dev.reopen()),
-        vfs: Arc::new(vfs.clone()),
-    };
-    (Db::create_on(s, o).unwrap(), dev, vfs)
-}
-
-fn reopen(dev: &MemDevice, vfs: &MemVfs) -> Db {
-    Db::open_on(Storage {
-        device: Box::new(dev.reopen()),
-        vfs: Arc::new(vfs.clone()),
-    })
-    .unwrap()
-}
-
 fn counter(db: &Db, name: &str) -> u64 {
     db.stats().engine_counters[name]
 }
@@ -50,7 +32,7 @@ fn contents(db: &mut Db) -> BTreeMap<u64, u64> {
 #[test]
 fn grows_deep_and_shrinks_back_through_cascaded_buffers() {
     for k in [1, 2] {
-        let (mut db, _, _) = mem_db(opts(512, 12, k, 2, false));
+        let (mut db, _, _) = mem_db(opts(512, 12, k, 2, false)).unwrap();
         let mut rng = Rng::new(7 + k as u64);
         let mut keys: Vec<u64> = (0..12_000).map(|_| rng.next_u64()).collect();
         let mut model = BTreeMap::new();
@@ -95,7 +77,7 @@ fn grows_deep_and_shrinks_back_through_cascaded_buffers() {
 
 #[test]
 fn lookups_empty_buffers_by_adapt_and_answer_as_a_map() {
-    let (mut db, _, _) = mem_db(opts(512, 16, 1, 8, true));
+    let (mut db, _, _) = mem_db(opts(512, 16, 1, 8, true)).unwrap();
     let mut rng = Rng::new(3);
     let mut model = BTreeMap::new();
     for i in 0..20_000u64 {
@@ -124,7 +106,7 @@ fn lookups_empty_buffers_by_adapt_and_answer_as_a_map() {
 
 #[test]
 fn an_insert_only_workload_keeps_buffers_within_their_maximum() {
-    let (mut db, _, _) = mem_db(opts(1024, 16, 2, 3, true));
+    let (mut db, _, _) = mem_db(opts(1024, 16, 2, 3, true)).unwrap();
     for k in 0..10_000u64 {
         db.insert(k.wrapping_mul(0x9E37_79B9_7F4A_7C15), k).unwrap();
     }
@@ -141,11 +123,11 @@ fn an_insert_only_workload_keeps_buffers_within_their_maximum() {
 
 #[test]
 fn buffered_messages_survive_close_and_reopen() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 12, 2, 4, true));
+    let (mut db, dev, vfs) = mem_db(opts(512, 12, 2, 4, true)).unwrap();
     let model = flashix::testing::insert_and_delete(&mut db, 5, 3_000, 2_000).unwrap();
     assert!(counter(&db, "buffer_entries") > 0);
     db.close().unwrap();
-    let mut db = reopen(&dev, &vfs);
+    let mut db = reopen_mem(&dev, &vfs).unwrap();
     db.check_integrity().unwrap();
     assert!(counter(&db, "buffer_entries") > 0, "messages stay buffered");
     assert_eq!(contents(&mut db), model);
@@ -153,7 +135,7 @@ fn buffered_messages_survive_close_and_reopen() {
     db.insert(1 << 50, 7).unwrap();
     db.flush().unwrap();
     drop(db);
-    let mut db = reopen(&dev, &vfs);
+    let mut db = reopen_mem(&dev, &vfs).unwrap();
     let mut want = model;
     want.insert(1 << 50, 7);
     assert_eq!(contents(&mut db), want);
@@ -161,7 +143,7 @@ fn buffered_messages_survive_close_and_reopen() {
 
 #[test]
 fn a_flipped_bit_in_any_page_is_corruption_naming_the_page() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 12, 1, 2, true));
+    let (mut db, dev, vfs) = mem_db(opts(512, 12, 1, 2, true)).unwrap();
     let model = flashix::testing::insert_and_delete(&mut db, 9, 1_500, 4_000).unwrap();
     assert!(counter(&db, "buffer_pages") > 0);
     db.close().unwrap();
@@ -171,7 +153,7 @@ fn a_flipped_bit_in_any_page_is_corruption_naming_the_page() {
 
 #[test]
 fn bulk_insert_into_an_empty_tree_is_a_bulk_load_then_inserts_are_buffered() {
-    let (mut db, _, _) = mem_db(opts(4096, 64, 2, 4, true));
+    let (mut db, _, _) = mem_db(opts(4096, 64, 2, 4, true)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..10_000u64).map(|k| (k * 3, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     db.check_integrity().unwrap();
@@ -198,7 +180,7 @@ fn the_thesis_budget_of_128_kib_with_16_kib_nodes_is_accepted() {
     let o = Options::new(EngineKind::LaTree)
         .page_size(16 << 10)
         .buffer_pool_bytes(128 << 10);
-    let (mut db, _, _) = mem_db(o);
+    let (mut db, _, _) = mem_db(o).unwrap();
     for k in 0..20_000u64 {
         db.insert(k * 7 % 20_011, k).unwrap();
     }

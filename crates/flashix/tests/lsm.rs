@@ -3,7 +3,7 @@
 //! component, and the I/O of a cold point search.
 
 use flashix::io::{MemDevice, MemVfs};
-use flashix::testing::Rng;
+use flashix::testing::{mem_db, reopen_mem, Rng};
 use flashix::{Db, EngineKind, LsmOptions, Options, Storage};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,24 +18,6 @@ fn opts(page_size: usize, frames: u64, k: u32, c0_pages: u64, io_unit_pages: u64
             io_unit_bytes: io_unit_pages * page_size as u64,
             search_before_delete: false,
         })
-}
-
-fn mem_db(o: Options) -> (Db, MemDevice, MemVfs) {
-    let dev = MemDevice::new(o.page_size);
-    let vfs = MemVfs::new();
-    let s = Storage {
-        device: Box::new(dev.reopen()),
-        vfs: Arc::new(vfs.clone()),
-    };
-    (Db::create_on(s, o).unwrap(), dev, vfs)
-}
-
-fn reopen(dev: &MemDevice, vfs: &MemVfs) -> Db {
-    Db::open_on(Storage {
-        device: Box::new(dev.reopen()),
-        vfs: Arc::new(vfs.clone()),
-    })
-    .unwrap()
 }
 
 /// Component slots (C1 .. Cn, empty ones included): the levels of the typed shape.
@@ -57,7 +39,7 @@ fn contents(db: &mut Db) -> BTreeMap<u64, u64> {
 #[test]
 fn merges_cascade_into_several_components_and_invariants_hold() {
     for io_unit in [1, 3, 128] {
-        let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, io_unit));
+        let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, io_unit)).unwrap();
         let mut rng = Rng::new(11);
         let mut model = BTreeMap::new();
         for i in 0..12_000u64 {
@@ -87,7 +69,7 @@ fn merges_cascade_into_several_components_and_invariants_hold() {
             assert_eq!(db.get(k).unwrap(), Some(v));
         }
         db.close().unwrap();
-        let mut db = reopen(&dev, &vfs);
+        let mut db = reopen_mem(&dev, &vfs).unwrap();
         db.check_integrity().unwrap();
         assert_eq!(contents(&mut db), model);
     }
@@ -95,7 +77,7 @@ fn merges_cascade_into_several_components_and_invariants_hold() {
 
 #[test]
 fn tombstones_hide_older_values_and_vanish_at_the_last_component() {
-    let (mut db, _, _) = mem_db(opts(512, 16, 2, 2, 3));
+    let (mut db, _, _) = mem_db(opts(512, 16, 2, 2, 3)).unwrap();
     // Old values pushed down into components.
     for k in 0..3_000u64 {
         db.insert(k, k + 1).unwrap();
@@ -145,7 +127,7 @@ fn tombstones_hide_older_values_and_vanish_at_the_last_component() {
 
 #[test]
 fn a_cold_point_search_reads_c0_height_plus_one_page_per_component_level() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 128));
+    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 128)).unwrap();
     let mut rng = Rng::new(3);
     let keys: Vec<u64> = (0..8_000).map(|_| rng.next_u64()).collect();
     for &k in &keys {
@@ -155,7 +137,7 @@ fn a_cold_point_search_reads_c0_height_plus_one_page_per_component_level() {
     assert!(counter(&db, "components") >= 3);
     db.close().unwrap();
     for &k in keys.iter().step_by(331) {
-        let mut db = reopen(&dev, &vfs);
+        let mut db = reopen_mem(&dev, &vfs).unwrap();
         let levels: u64 = counter(&db, "c0_height")
             + (1..=slots(&db))
                 .map(|i| counter(&db, &format!("component_{i}_height")))
@@ -178,14 +160,14 @@ fn a_cold_point_search_reads_c0_height_plus_one_page_per_component_level() {
 
 #[test]
 fn bulk_insert_into_an_empty_index_builds_one_component() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 3));
+    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 3)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..5_000u64).map(|k| (k * 2, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     db.check_integrity().unwrap();
     assert_eq!(counter(&db, "components"), 1);
     assert_eq!(counter(&db, "merges"), 0);
     db.close().unwrap();
-    let mut db = reopen(&dev, &vfs);
+    let mut db = reopen_mem(&dev, &vfs).unwrap();
     assert_eq!(contents(&mut db), pairs.iter().copied().collect());
     assert_eq!(db.get(4).unwrap(), Some(2));
     assert_eq!(db.get(5).unwrap(), None);
@@ -214,7 +196,7 @@ fn invalid_options_are_refused() {
 
 #[test]
 fn a_flipped_bit_in_any_page_is_corruption_naming_the_page() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 8, 3, 2, 3));
+    let (mut db, dev, vfs) = mem_db(opts(512, 8, 3, 2, 3)).unwrap();
     let model = flashix::testing::insert_and_delete(&mut db, 9, 1_500, 4_000).unwrap();
     db.close().unwrap();
     let detected = flashix::testing::flip_a_bit_in_every_page(&dev, &vfs, 512, &model).unwrap();
@@ -224,7 +206,7 @@ fn a_flipped_bit_in_any_page_is_corruption_naming_the_page() {
 
 #[test]
 fn a_short_range_search_reads_one_leaf_per_component_on_a_cold_pool() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 128));
+    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 128)).unwrap();
     for k in 0..8_000u64 {
         db.insert(k.wrapping_mul(0x9E37_79B9_7F4A_7C15), k).unwrap();
     }
@@ -234,7 +216,7 @@ fn a_short_range_search_reads_one_leaf_per_component_on_a_cold_pool() {
     db.check_integrity().unwrap();
     assert!(counter(&db, "components") >= 3);
     db.close().unwrap();
-    let mut db = reopen(&dev, &vfs);
+    let mut db = reopen_mem(&dev, &vfs).unwrap();
     let levels: u64 = counter(&db, "c0_height")
         + 1
         + (1..=slots(&db))
@@ -299,7 +281,7 @@ fn a_short_range_search_reads_one_leaf_per_component_on_a_cold_pool() {
 /// `io_unit` (128 leaves here) of every component.
 #[test]
 fn an_open_ended_range_stopped_early_reads_a_ramp_not_an_io_unit() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 128));
+    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 128)).unwrap();
     let mut rng = Rng::new(5);
     for k in 0..30_000u64 {
         db.insert(rng.next_u64() % 1_000_000, k).unwrap();
@@ -308,7 +290,7 @@ fn an_open_ended_range_stopped_early_reads_a_ramp_not_an_io_unit() {
     let components = counter(&db, "components");
     assert!(components >= 3, "{components} components");
     db.close().unwrap();
-    let mut db = reopen(&dev, &vfs);
+    let mut db = reopen_mem(&dev, &vfs).unwrap();
     let before = db.stats().device;
     let take = 100usize;
     let got: Vec<(u64, u64)> = db
@@ -339,7 +321,7 @@ fn search_before_delete_skips_absent_keys() {
         ..o.lsm_options()
     };
     let o = o.lsm(lsm);
-    let (mut db, _, _) = mem_db(o);
+    let (mut db, _, _) = mem_db(o).unwrap();
     let mut model = std::collections::BTreeMap::new();
     for k in 0..500u64 {
         db.insert(k * 2, k).unwrap();

@@ -2,29 +2,9 @@
 //! engine, its bad input, and the reads the FD-tree and the LSM share between neighbouring
 //! ranges (the curve intervals of a moving-object query).
 
-use flashix::io::{MemDevice, MemVfs};
-use flashix::testing::Rng;
-use flashix::{Db, EngineKind, Error, Options, Storage};
+use flashix::testing::{mem_db, reopen_mem, Rng};
+use flashix::{EngineKind, Error, Options};
 use std::collections::BTreeMap;
-use std::sync::Arc;
-
-fn mem_db(o: Options) -> (Db, MemDevice, MemVfs) {
-    let dev = MemDevice::new(o.page_size);
-    let vfs = MemVfs::new();
-    let s = Storage {
-        device: Box::new(dev.reopen()),
-        vfs: Arc::new(vfs.clone()),
-    };
-    (Db::create_on(s, o).unwrap(), dev, vfs)
-}
-
-fn reopen(dev: &MemDevice, vfs: &MemVfs) -> Db {
-    Db::open_on(Storage {
-        device: Box::new(dev.reopen()),
-        vfs: Arc::new(vfs.clone()),
-    })
-    .unwrap()
-}
 
 fn options(kind: EngineKind) -> Options {
     match kind {
@@ -48,7 +28,7 @@ fn model_many(m: &BTreeMap<u64, u64>, ranges: &[(u64, u64)]) -> Vec<(u64, u64)> 
 #[test]
 fn range_many_equals_the_model_on_every_engine() {
     for kind in EngineKind::ALL {
-        let (mut db, dev, vfs) = mem_db(options(kind));
+        let (mut db, dev, vfs) = mem_db(options(kind)).unwrap();
         let mut model = BTreeMap::new();
         let mut rng = Rng::new(11);
         for i in 0..6_000u64 {
@@ -64,7 +44,7 @@ fn range_many_equals_the_model_on_every_engine() {
         for round in 0..60 {
             if round == 30 {
                 db.close().unwrap();
-                db = reopen(&dev, &vfs);
+                db = reopen_mem(&dev, &vfs).unwrap();
             }
             // Writes between the queries: merges (and the FD-tree's frozen head) at
             // every stage.
@@ -105,7 +85,7 @@ fn range_many_equals_the_model_on_every_engine() {
 
 #[test]
 fn an_inverted_range_is_invalid_and_names_itself() {
-    let (mut db, _, _) = mem_db(options(EngineKind::BTree));
+    let (mut db, _, _) = mem_db(options(EngineKind::BTree)).unwrap();
     match db.range_many(&[(1, 2), (9, 3)]) {
         Err(Error::InvalidArgument(m)) => assert!(m.contains("(9, 3)"), "{m}"),
         other => panic!("{other:?}"),
@@ -118,7 +98,7 @@ fn an_inverted_range_is_invalid_and_names_itself() {
 #[test]
 fn neighbouring_ranges_share_the_pages_they_fall_in() {
     for kind in [EngineKind::FdTree, EngineKind::Lsm] {
-        let (mut db, dev, vfs) = mem_db(options(kind));
+        let (mut db, dev, vfs) = mem_db(options(kind)).unwrap();
         let pairs: Vec<(u64, u64)> = (0..20_000u64).map(|k| (k * 10, k)).collect();
         db.bulk_insert(&pairs).unwrap();
         let mut rng = Rng::new(3);
@@ -132,7 +112,7 @@ fn neighbouring_ranges_share_the_pages_they_fall_in() {
         let ranges: Vec<(u64, u64)> = (0..200u64)
             .map(|i| (50_000 + i * 40, 50_002 + i * 40))
             .collect();
-        let mut db = reopen(&dev, &vfs);
+        let mut db = reopen_mem(&dev, &vfs).unwrap();
         let before = db.stats().device.reads;
         let mut one_by_one = Vec::new();
         for &(lo, hi) in &ranges {
@@ -140,7 +120,7 @@ fn neighbouring_ranges_share_the_pages_they_fall_in() {
         }
         let single = db.stats().device.reads - before;
         db.close().unwrap();
-        let mut db = reopen(&dev, &vfs);
+        let mut db = reopen_mem(&dev, &vfs).unwrap();
         let before = db.stats().device.reads;
         let many = db.range_many(&ranges).unwrap();
         let shared = db.stats().device.reads - before;

@@ -33,6 +33,26 @@ pub enum DeviceKind {
     SimSsd(FtlKind),
 }
 
+/// A new index with `o` on a fresh `MemDevice` and `MemVfs`, returned with both so that
+/// a test can reopen it ([`reopen_mem`]) or inspect the device.
+pub fn mem_db(o: Options) -> Result<(Db, MemDevice, MemVfs), Error> {
+    let dev = MemDevice::new(o.page_size);
+    let vfs = MemVfs::new();
+    let s = Storage {
+        device: Box::new(dev.reopen()),
+        vfs: Arc::new(vfs.clone()),
+    };
+    Ok((Db::create_on(s, o)?, dev, vfs))
+}
+
+/// The index of [`mem_db`] opened again on the same device and files.
+pub fn reopen_mem(dev: &MemDevice, vfs: &MemVfs) -> Result<Db, Error> {
+    Db::open_on(Storage {
+        device: Box::new(dev.reopen()),
+        vfs: Arc::new(vfs.clone()),
+    })
+}
+
 /// The simulated SSD of [`DeviceKind::SimSsd`] histories for pages of `page_size` bytes:
 /// NAND pages of `min(page_size, 2048)` bytes with 32 spare bytes per sector, 16 pages per
 /// block, 2 channels, 30% over-provisioning, and at least `device_pages` pages of capacity
