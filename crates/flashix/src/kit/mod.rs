@@ -11,8 +11,11 @@
 //! - [`inpage`]: the in-page logging core on raw NAND (node slots and log sectors in erase
 //!   blocks, buffer, checkpoints, recovery), shared by the IPL and d-IPL B+-trees, which
 //!   differ only by their [`inpage::LogPolicy`].
+//! - [`ntt`]: the node translation table, the pages of index units per node and the node
+//!   they rebuild, shared by BFTL and the FBX-tree.
 
 pub(crate) mod api;
 pub mod bnode;
+pub mod ntt;
 pub(crate) mod inpage;
 pub mod sorted;

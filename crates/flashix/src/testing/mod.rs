@@ -358,7 +358,7 @@ pub(crate) fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
         // or a little above, so lists grow, compact and release pages within a history.
         let node_bytes = [160u64, 256, 512][rng.below(3) as usize];
         let cap = crate::engine::bftl::capacity(node_bytes);
-        let full = crate::engine::bftl::unit::pages_for(cap + 1, page_size) as u32;
+        let full = crate::kit::ntt::unit::pages_for(cap + 1, page_size) as u32;
         // The pool only caches immutable unit pages; a node read takes up to c of them
         // per level, so small pools make O_DIRECT histories slow without testing more.
         let frames = [16u64, 1024, 4096][rng.below(3) as usize];

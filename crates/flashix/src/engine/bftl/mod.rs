@@ -64,12 +64,11 @@
 mod options;
 pub use options::BftlOptions;
 mod check;
-pub mod ntt;
 mod tree;
-pub mod unit;
 
-use self::ntt::Ntt;
-use self::unit::Unit;
+use crate::kit::ntt::unit::{self, Unit};
+use crate::kit::ntt::Ntt;
+pub(crate) use crate::kit::ntt::{Node, NONE};
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Pager, Store};
@@ -85,8 +84,6 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// Frames the pool needs at least: a node read holds one page at a time.
 const MIN_FRAMES: usize = 4;
-/// No node (a leaf's link).
-pub const NONE: u64 = u64::MAX;
 
 /// Entries of a node of `node_bytes` (the slotted-page fanout of 16-byte entries after a
 /// 32-byte header, as the B+-tree baseline: 510 for 8 KiB, the d-IPL paper's leaf fanout).
@@ -129,74 +126,6 @@ pub fn validate(opts: &Settings, b: &BftlOptions) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// A node as its units build it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Node {
-    pub level: u32,
-    /// Internal: the leftmost child (keys below the first separator). Leaf: [`NONE`].
-    pub link: u64,
-    /// Leaf: (key, value); internal: (separator, child holding keys >= separator).
-    pub entries: Vec<(u64, u64)>,
-}
-
-impl Node {
-    pub fn apply(&mut self, u: Unit) {
-        match u {
-            // Units of a compacted node come in key order: append.
-            Unit::Insert(k, v) if self.entries.last().map_or(true, |e| e.0 < k) => {
-                self.entries.push((k, v))
-            }
-            Unit::Insert(k, v) => match self.search(k) {
-                Ok(i) => self.entries[i].1 = v,
-                Err(i) => self.entries.insert(i, (k, v)),
-            },
-            Unit::Delete(k) => {
-                if let Ok(i) = self.search(k) {
-                    self.entries.remove(i);
-                }
-            }
-            Unit::Reset { level, link } => {
-                self.level = level;
-                self.link = link;
-                self.entries.clear();
-            }
-            Unit::Truncate(k) => {
-                let i = self.entries.partition_point(|e| e.0 < k);
-                self.entries.truncate(i);
-            }
-            Unit::SetLink(l) => self.link = l,
-        }
-    }
-
-    pub fn search(&self, k: u64) -> std::result::Result<usize, usize> {
-        self.entries.binary_search_by_key(&k, |e| e.0)
-    }
-
-    /// The child slot for `k`: 0 is `link`, `s >= 1` the child of entry `s - 1`.
-    pub fn child_slot(&self, k: u64) -> usize {
-        self.entries.partition_point(|e| e.0 <= k)
-    }
-
-    pub fn child_at(&self, s: usize) -> u64 {
-        if s == 0 {
-            self.link
-        } else {
-            self.entries[s - 1].1
-        }
-    }
-
-    /// The units that write this node from scratch: `Reset`, then its entries.
-    pub fn units(&self) -> Vec<Unit> {
-        let mut u = Vec::with_capacity(self.entries.len() + 1);
-        u.push(Unit::Reset {
-            level: self.level,
-            link: self.link,
-        });
-        u.extend(self.entries.iter().map(|&(k, v)| Unit::Insert(k, v)));
-        u
-    }
 }
 
 /// The reservation buffer: units per node, in arrival order for each node.

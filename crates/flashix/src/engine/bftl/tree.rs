@@ -2,7 +2,7 @@
 //! removal of empty nodes, range scans by fences, and the bulk load of an empty tree. Every
 //! change is an index unit pushed to the reservation buffer (module doc of `bftl`).
 
-use super::unit::Unit;
+use crate::kit::ntt::unit::Unit;
 use super::{Bftl, Node, NONE};
 use crate::error::{Error, Result};
 use crate::kit::api::RangeCursor;
