@@ -23,6 +23,8 @@ pub enum EngineKind {
     Bftl,
     /// LA-tree (Agrawal et al.).
     LaTree,
+    /// FBX-tree (Luo): leaves as log lists in an append-only file.
+    Fbx,
     /// IPL B+-tree (Lee and Moon).
     IplBTree,
     /// d-IPL B+-tree (Na, Lee, Moon, TKDE 2011).
@@ -31,7 +33,7 @@ pub enum EngineKind {
 
 impl EngineKind {
     /// Every kind, in DESIGN.md's order.
-    pub const ALL: [EngineKind; 9] = [
+    pub const ALL: [EngineKind; 10] = [
         EngineKind::BTree,
         EngineKind::Lsm,
         EngineKind::FdTree,
@@ -39,6 +41,7 @@ impl EngineKind {
         EngineKind::BulkIndex,
         EngineKind::Bftl,
         EngineKind::LaTree,
+        EngineKind::Fbx,
         EngineKind::IplBTree,
         EngineKind::DiplBTree,
     ];
@@ -53,6 +56,7 @@ impl EngineKind {
             EngineKind::BulkIndex => "bulk",
             EngineKind::Bftl => "bftl",
             EngineKind::LaTree => "latree",
+            EngineKind::Fbx => "fbx",
             EngineKind::IplBTree => "ipl",
             EngineKind::DiplBTree => "dipl",
         }

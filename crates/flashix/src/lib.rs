@@ -51,7 +51,8 @@ pub use error::{Error, Result};
 pub use io::{DeviceStats, Storage};
 pub use kind::EngineKind;
 pub use options::{
-    BTreeOptions, BftlOptions, BulkOptions, DiplOptions, EngineOptions, FdTreeOptions, IplOptions,
+    BTreeOptions, BftlOptions, BulkOptions, CleanPolicy, DiplOptions, EngineOptions, FbxOptions,
+    FdTreeOptions, IplOptions,
     LaTreeOptions, LsmOptions, Options, PioOptions, Tuning, DEFAULT_PAGE_SIZE, PIO_OPQ_ENTRY_BYTES,
 };
 pub use settings::DeviceSpec;

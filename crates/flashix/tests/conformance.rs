@@ -16,6 +16,7 @@ const ENGINES: &[EngineKind] = &[
     EngineKind::Bftl,
     EngineKind::BulkIndex,
     EngineKind::LaTree,
+    EngineKind::Fbx,
 ];
 
 /// The engines to run: `FLASHIX_CONFORMANCE_ENGINES=bulk,latree` picks some (while

@@ -315,6 +315,28 @@ impl BufferPool {
         Ok(f)
     }
 
+    /// Put `bytes` (a sealed page just written to the device) in the pool as a clean,
+    /// unpinned frame of `pid`, so that its next read is a hit (the FBX paper's clean:
+    /// "put the page to the node buffer pool").
+    pub fn put_clean(
+        &mut self,
+        dev: &mut dyn Device,
+        barrier: &mut dyn WriteBarrier,
+        pid: PageId,
+        bytes: &[u8],
+    ) -> Result<()> {
+        if let Some(&f) = self.map.get(&pid) {
+            self.frames[f].data.copy_from_slice(bytes);
+            self.touch(f);
+            return Ok(());
+        }
+        let f = self.victim(dev, barrier)?;
+        self.frames[f].data.copy_from_slice(bytes);
+        self.install(f, pid, false);
+        self.unpin(f);
+        Ok(())
+    }
+
     fn install(&mut self, f: FrameId, pid: PageId, dirty: bool) {
         let fr = &mut self.frames[f];
         fr.page = pid;

@@ -15,6 +15,9 @@
 //! - [`fdtree`]: FD-tree size ratio `k` and number of levels `l` (Li et al., VLDB 2010,
 //!   §4 and Appendix C).
 //! - [`bulk`]: the bulk index's range size M (Lehtonen 2014, §5.5: Theorems 5.1-5.4).
+//! - [`logclean`]: the FBX-tree's log-clean policies (Luo, §4.4: naive threshold,
+//!   Longer-Than-Next, Accumulate-and-Clean), their abstract cost model and the offline
+//!   optimum that measures their competitive ratios.
 //! - [`pio`]: PIO B-tree leaf size in segments and OPQ size (Roh et al., VLDB 2011, §3.2.1,
 //!   §3.5–3.6 and the Appendix), from a [`pio::PioDeviceCosts`] (latency by request size,
 //!   throughput at the psync queue depth).
@@ -23,6 +26,7 @@
 
 pub mod bulk;
 pub mod fdtree;
+pub mod logclean;
 pub mod pio;
 
 use crate::error::{Error, Result};

@@ -280,6 +280,13 @@ impl Pager {
         self.alloc.free(e);
     }
 
+    /// Put a page just written through [`Pager::device`] in the pool as a clean frame
+    /// ([`BufferPool::put_clean`]), so that its next read is a hit.
+    pub fn put_clean(&mut self, pid: PageId, bytes: &[u8]) -> Result<()> {
+        self.pool
+            .put_clean(&mut *self.dev, &mut WalBarrier(&mut self.log), pid, bytes)
+    }
+
     /// Drop a page's frame from the pool without freeing the page: for an engine that
     /// reuses a page of its own extents and writes it through [`Pager::device`] (BFTL
     /// recycles pages allocated and released since the last checkpoint), so the pool holds

@@ -7,6 +7,7 @@ pub mod bftl;
 pub mod btree;
 pub mod bulk;
 pub mod dipl;
+pub mod fbx;
 pub mod fdtree;
 pub mod ipl;
 pub mod latree;
@@ -49,6 +50,7 @@ pub fn validate(opts: &Options) -> Result<()> {
         EngineOptions::DiplBTree(o) => dipl::validate(&s, o),
         EngineOptions::BulkIndex(o) => bulk::validate(&s, o),
         EngineOptions::LaTree(o) => latree::validate(&s, o),
+        EngineOptions::Fbx(o) => fbx::validate(&s, o),
     }
 }
 
@@ -67,6 +69,7 @@ pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
         EngineOptions::IplBTree(o) => Ok(Box::new(ipl::IplBTree::create(storage, s, o)?)),
         EngineOptions::DiplBTree(o) => Ok(Box::new(dipl::DiplBTree::create(storage, s, o)?)),
         EngineOptions::LaTree(o) => Ok(Box::new(latree::LaTree::create(storage, s, o)?)),
+        EngineOptions::Fbx(o) => Ok(Box::new(fbx::Fbx::create(storage, s, o)?)),
     }
 }
 
@@ -88,6 +91,7 @@ pub fn open(storage: Storage, mut manifest: Manifest, opts: Options) -> Result<B
         EngineOptions::IplBTree(o) => Ok(Box::new(ipl::IplBTree::open(storage, m, s, o)?)),
         EngineOptions::DiplBTree(o) => Ok(Box::new(dipl::DiplBTree::open(storage, m, s, o)?)),
         EngineOptions::LaTree(o) => Ok(Box::new(latree::LaTree::open(storage, m, s, o)?)),
+        EngineOptions::Fbx(o) => Ok(Box::new(fbx::Fbx::open(storage, m, s, o)?)),
     }
 }
 

@@ -16,6 +16,7 @@ pub use crate::engine::bftl::BftlOptions;
 pub use crate::engine::btree::BTreeOptions;
 pub use crate::engine::bulk::BulkOptions;
 pub use crate::engine::dipl::DiplOptions;
+pub use crate::engine::fbx::{CleanPolicy, FbxOptions};
 pub use crate::engine::fdtree::FdTreeOptions;
 pub use crate::engine::ipl::IplOptions;
 pub use crate::engine::latree::LaTreeOptions;
@@ -37,6 +38,7 @@ pub enum EngineOptions {
     BulkIndex(BulkOptions),
     Bftl(BftlOptions),
     LaTree(LaTreeOptions),
+    Fbx(FbxOptions),
     IplBTree(IplOptions),
     DiplBTree(DiplOptions),
 }
@@ -52,6 +54,7 @@ impl EngineOptions {
             EngineKind::BulkIndex => EngineOptions::BulkIndex(BulkOptions::default()),
             EngineKind::Bftl => EngineOptions::Bftl(BftlOptions::default()),
             EngineKind::LaTree => EngineOptions::LaTree(LaTreeOptions::default()),
+            EngineKind::Fbx => EngineOptions::Fbx(FbxOptions::default()),
             EngineKind::IplBTree => EngineOptions::IplBTree(IplOptions::default()),
             EngineKind::DiplBTree => EngineOptions::DiplBTree(DiplOptions::default()),
         }
@@ -67,6 +70,7 @@ impl EngineOptions {
             EngineOptions::BulkIndex(_) => EngineKind::BulkIndex,
             EngineOptions::Bftl(_) => EngineKind::Bftl,
             EngineOptions::LaTree(_) => EngineKind::LaTree,
+            EngineOptions::Fbx(_) => EngineKind::Fbx,
             EngineOptions::IplBTree(_) => EngineKind::IplBTree,
             EngineOptions::DiplBTree(_) => EngineKind::DiplBTree,
         }
@@ -287,6 +291,11 @@ impl Options {
         self.sub(EngineOptions::Bftl(o))
     }
 
+    /// FBX-tree options (ignored for other engines).
+    pub fn fbx(self, o: FbxOptions) -> Self {
+        self.sub(EngineOptions::Fbx(o))
+    }
+
     /// Bulk index options (ignored for other engines).
     pub fn bulk(self, o: BulkOptions) -> Self {
         self.sub(EngineOptions::BulkIndex(o))
@@ -350,6 +359,14 @@ impl Options {
         match &self.sub_options {
             EngineOptions::Bftl(o) => o.clone(),
             _ => BftlOptions::default(),
+        }
+    }
+
+    /// The FBX-tree options of an FBX-tree, else the defaults.
+    pub fn fbx_options(&self) -> FbxOptions {
+        match &self.sub_options {
+            EngineOptions::Fbx(o) => o.clone(),
+            _ => FbxOptions::default(),
         }
     }
 

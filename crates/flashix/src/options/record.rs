@@ -102,6 +102,7 @@ pub(crate) fn decode(record: &OptionsRecord, format_version: u32) -> Result<Opti
                 EngineKind::BulkIndex => EngineOptions::BulkIndex(Default::default()),
                 EngineKind::Bftl => EngineOptions::Bftl(r.bftl),
                 EngineKind::LaTree => EngineOptions::LaTree(Default::default()),
+                EngineKind::Fbx => EngineOptions::Fbx(Default::default()),
                 EngineKind::IplBTree => EngineOptions::IplBTree(r.ipl),
                 EngineKind::DiplBTree => EngineOptions::DiplBTree(r.dipl),
             };

@@ -405,6 +405,38 @@ pub(crate) fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
                 adapt: rng.below(4) != 0,
             });
     }
+    if engine == EngineKind::Fbx {
+        // Leaves of 3-12 entries and inner nodes of 2-8 separators build deep trees that
+        // split often; log buffers of 1-8 pages with 0-3 cluster bits flush often and keep
+        // several leaves per page; every clean policy, small thresholds; the Sequential
+        // B-Tree mode and leaf-by-leaf scans now and then; segments of 2-16 pages with a
+        // tight space limit so that segments are freed, reused and cleaned in a history.
+        let pages = [1u32, 2, 8][rng.below(3) as usize];
+        let clean = match rng.below(5) {
+            0 => crate::CleanPolicy::Never,
+            1 => crate::CleanPolicy::Naive {
+                k: 1 + rng.below(4) as u32,
+            },
+            2 => crate::CleanPolicy::LongerThanNext,
+            _ => crate::CleanPolicy::AccumulateClean {
+                threshold: [1u32, 4, 64][rng.below(3) as usize],
+            },
+        };
+        return opts
+            .buffer_pool_bytes((frames + pages as u64) * page_size as u64)
+            .fbx(crate::FbxOptions {
+                leaf_order: [3u32, 5, 12][rng.below(3) as usize],
+                inner_order: Some([2u32, 3, 8][rng.below(3) as usize]),
+                log_buffer_pages: pages,
+                cluster_bits: rng.below(4) as u32,
+                cluster_skip_bits: [0u32, 1, 60][rng.below(3) as usize],
+                clean,
+                leaf_logging: rng.below(6) != 0,
+                batched_scans: rng.below(4) != 0,
+                segment_pages: [2u32, 5, 16][rng.below(3) as usize],
+                space_amp_limit: [1.2f64, 2.0, 4.0][rng.below(3) as usize],
+            });
+    }
     if engine == EngineKind::Lsm {
         // The same small sizes as the FD-tree: C0 of two pages and small k build several
         // components in a few thousand operations; multi-page requests of a few pages.

@@ -80,6 +80,11 @@ impl Unit {
     }
 }
 
+/// True when a page holds `groups` groups of `units` units in all.
+pub fn fits(page_size: usize, groups: usize, units: usize) -> bool {
+    BODY + groups * GROUP_HEADER + units * UNIT <= page_size
+}
+
 /// Units a page holds when it holds a single group.
 pub fn units_per_page(page_size: usize) -> usize {
     (page_size - BODY - GROUP_HEADER) / UNIT
@@ -127,6 +132,11 @@ impl PageBuilder {
         self.used = off;
         self.groups += 1;
         self.buf[GROUPS..GROUPS + 2].copy_from_slice(&self.groups.to_le_bytes());
+    }
+
+    /// The page, not sealed yet (the caller seals it for the page it goes to).
+    pub fn into_unsealed(self) -> Vec<u8> {
+        self.buf
     }
 
     /// The sealed page for page id `pid`.

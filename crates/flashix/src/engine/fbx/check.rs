@@ -1,0 +1,170 @@
+//! `check_integrity` for the FBX-tree: the invariants of the module doc.
+
+use super::read::LeafSpan;
+use super::Fbx;
+use crate::error::{Error, Result};
+use crate::io::PageId;
+use crate::kit::ntt::unit::{self, Unit};
+use crate::page::DATA_FILE;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+fn bad(page: Option<PageId>, what: String) -> Error {
+    Error::corruption(DATA_FILE, page, format!("FBX integrity: {what}"))
+}
+
+impl Fbx {
+    pub(crate) fn check(&mut self) -> Result<()> {
+        // 1. Walk the tree: inner order and fences, every node once.
+        let mut leaves: Vec<LeafSpan> = Vec::new();
+        let mut seen_inner = HashSet::new();
+        let mut stack = vec![(self.root, self.height - 1, 0u64, None::<u64>)];
+        while let Some((id, level, lo, hi)) = stack.pop() {
+            if level == 0 {
+                leaves.push(LeafSpan { id, lo, hi });
+                continue;
+            }
+            if !seen_inner.insert(id) {
+                return Err(bad(None, format!("inner node {id} is reachable twice")));
+            }
+            let node = self.inner_node(id)?;
+            let pid = self.inner.get(&id).copied();
+            if node.level != level {
+                return Err(bad(pid, format!("node {id} at level {} not {level}", node.level)));
+            }
+            if node.entries.len() > self.inner_order {
+                return Err(bad(
+                    pid,
+                    format!("inner node {id} holds {} separators", node.entries.len()),
+                ));
+            }
+            if id == self.root && node.entries.is_empty() {
+                return Err(bad(pid, "an inner root without separators".into()));
+            }
+            let mut prev = lo;
+            for (i, &(k, _)) in node.entries.iter().enumerate() {
+                if (i > 0 && k <= prev) || k < lo || hi.is_some_and(|h| k >= h) {
+                    return Err(bad(pid, format!("separator {k} of node {id} out of order")));
+                }
+                prev = k;
+            }
+            for s in (0..=node.entries.len()).rev() {
+                let clo = if s == 0 { lo } else { node.entries[s - 1].0 };
+                let chi = node.entries.get(s).map(|e| e.0).or(hi);
+                stack.push((node.child_at(s), level - 1, clo, chi));
+            }
+        }
+        if seen_inner.len() != self.inner.len() {
+            return Err(bad(
+                None,
+                format!(
+                    "{} inner nodes have addresses, {} are reachable",
+                    self.inner.len(),
+                    seen_inner.len()
+                ),
+            ));
+        }
+        let leaf_ids: BTreeSet<u64> = leaves.iter().map(|l| l.id).collect();
+        if leaf_ids.len() != leaves.len() || leaf_ids.len() != self.leaves.len() {
+            return Err(bad(
+                None,
+                format!(
+                    "{} leaves reachable ({} distinct), {} in the NTT",
+                    leaves.len(),
+                    leaf_ids.len(),
+                    self.leaves.len()
+                ),
+            ));
+        }
+        // 2. NTT lists and the leaves they rebuild.
+        let mut refs: BTreeMap<PageId, u32> = BTreeMap::new();
+        for (id, list) in self.ntt.iter() {
+            if !leaf_ids.contains(&id) {
+                return Err(bad(list.first().copied(), format!("list of unreachable node {id}")));
+            }
+            for &p in list {
+                *refs.entry(p).or_insert(0) += 1;
+            }
+        }
+        for (&p, &n) in &refs {
+            if self.ntt.refs(p) != n {
+                return Err(bad(Some(p), format!("page count {} but {n} lists", self.ntt.refs(p))));
+            }
+        }
+        for (leaf, _) in self.logbuf.homes() {
+            if !leaf_ids.contains(&leaf) {
+                return Err(bad(None, format!("buffered entries of unreachable leaf {leaf}")));
+            }
+        }
+        for span in &leaves {
+            let meta = self.leaves[&span.id];
+            let list = self.ntt.list(span.id).to_vec();
+            if meta.compact {
+                let mut units = Vec::new();
+                let first = list.first().copied();
+                if let Some(p) = first {
+                    self.pager
+                        .read(p, |b| unit::collect(b, p, span.id, &mut units))??;
+                }
+                if list.len() != 1 || !matches!(units.first(), Some(Unit::Reset { .. })) {
+                    return Err(bad(first, format!("compact leaf {} is not one page", span.id)));
+                }
+            }
+            let node = self.rebuild(span.id)?;
+            let n = node.entries.len();
+            if n > self.leaf_order || n > meta.exact as usize + meta.pending as usize {
+                return Err(bad(
+                    list.first().copied(),
+                    format!(
+                        "leaf {} holds {n} entries (order {}, exact {} + pending {})",
+                        span.id, self.leaf_order, meta.exact, meta.pending
+                    ),
+                ));
+            }
+            for w in node.entries.windows(2) {
+                if w[0].0 >= w[1].0 {
+                    return Err(bad(None, format!("leaf {} out of order", span.id)));
+                }
+            }
+            if let (Some(f), Some(l)) = (node.entries.first(), node.entries.last()) {
+                if f.0 < span.lo || span.hi.is_some_and(|h| l.0 >= h) {
+                    return Err(bad(
+                        list.first().copied(),
+                        format!("leaf {} holds keys outside its fences", span.id),
+                    ));
+                }
+            }
+        }
+        // 3. Space: live pages per segment.
+        let mut named: BTreeSet<PageId> = refs.keys().copied().collect();
+        named.extend(self.inner.values().copied());
+        named.extend(self.snapshot.iter().copied());
+        named.extend(self.retired.iter().copied());
+        let seg = self.space.seg_pages();
+        let mut want: BTreeMap<PageId, u64> = BTreeMap::new();
+        let segs = self.space.live_by_segment().clone();
+        for &p in &named {
+            let s = segs
+                .range(..=p)
+                .next_back()
+                .map(|(&s, _)| s)
+                .filter(|&s| p < s + seg)
+                .ok_or_else(|| bad(Some(p), "a named page lies in no segment".into()))?;
+            *want.entry(s).or_insert(0) += 1;
+        }
+        for (&s, &live) in &segs {
+            let w = want.get(&s).copied().unwrap_or(0);
+            if w != live {
+                return Err(bad(
+                    Some(s),
+                    format!("segment at {s} counts {live} live pages, {w} are named"),
+                ));
+            }
+        }
+        if let Some((h, off)) = self.space.head() {
+            if !segs.contains_key(&h) || off > seg {
+                return Err(bad(Some(h), "the head is not in a segment".into()));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,623 @@
+//! The FBX-tree (`EngineKind::Fbx`): Luo, "FBX-Tree: A Write Intensive Structure for Flash
+//! Disk" (`shared/papers/fbx-tree.md`), as a key-value engine. `crate::mobject` over it is
+//! the paper's FBX-tree; over `EngineKind::BTree` it is the B^x-tree it is compared with.
+//!
+//! # Scheme (§4.1)
+//! A B+-tree whose nodes are named by logical ids. The **node translation table** (NTT)
+//! maps an inner node to the one page holding its latest copy (state BLOCK; IN_MEM while
+//! that page is in the buffer pool) and a leaf to its **log list**: the pages holding its
+//! log entries, oldest first (state LOG). Every write to the data file is an append at the
+//! head ([`space`]):
+//! - an **insert or delete** descends from the root to the leaf's *parent* (which names the
+//!   leaf), and appends a log entry (`Insert(key, value)` or the tombstone `Delete(key)`,
+//!   the index units of [`crate::kit::ntt::unit`], grouped by leaf) to the **log buffer**
+//!   ([`logbuf`], §4.2). **It never reads the leaf.** A full log-buffer page is appended to
+//!   the file and its page id added to the log list of every leaf with an entry in it;
+//! - an **inner node** that changes is written whole at the head and its NTT address
+//!   repointed; its old page is dead (Fig. 3, pages 2 and 3);
+//! - a **leaf read** (a search, a range query) rebuilds the leaf: one batched read of the
+//!   pages of its log list (those not in the buffer pool), then its buffered entries,
+//!   applied in order, newest last (§4.3). After each read the **clean policy**
+//!   ([`crate::cost::logclean`],
+//!   §4.4: naive threshold, Longer-Than-Next, Accumulate-and-Clean) may decide to **clean**
+//!   the leaf: it is written as one compact page (a `Reset` unit then its entries), which
+//!   replaces its list (length 1) and goes to the buffer pool;
+//! - **range queries** are Algorithm 1 (§4.3): the leaves of every requested key range are
+//!   collected from the inner nodes, the union of their log lists is read, each page once,
+//!   and the entries are handed to their leaves (`Engine::scan_many`, which
+//!   `crate::mobject` calls with all the curve intervals of a query at once).
+//!
+//! # What the paper leaves open (notes §1.x), decided here
+//! - **Splits** (U3). A leaf's entries at its last rebuild (`exact`) plus the log entries
+//!   appended since (`pending`) bound its size without reading it. When that bound passes
+//!   `leaf_order`, the insert that passed it rebuilds the leaf (a *reorganisation*, the one
+//!   case where an update reads a leaf): more than `leaf_order` entries are split into two
+//!   compact pages (the right half under a new id) and the separator is added to the parent
+//!   (written whole; a full inner node splits the same way, up to a new root); otherwise
+//!   the leaf is compacted. So a leaf's log list never holds more than `leaf_order + 1`
+//!   pages, whatever the reads.
+//! - **Deletes** (U2) are tombstone log entries, counted in `pending`. Leaves are never
+//!   merged or removed; an emptied leaf keeps its compact page (the key space of a
+//!   moving-object index is reused as its partitions roll over).
+//! - **Log order** (U4): a leaf's buffered entries sit in one log-buffer page ([`logbuf`]),
+//!   so list order is time order and no per-entry timestamp is needed.
+//! - **IN_MEM leaves** (U6): writes to a leaf still go through the log buffer; a clean puts
+//!   the compact page in the buffer pool. A clean of a leaf that is already one compact
+//!   page with nothing buffered writes nothing.
+//! - **Inner nodes** (U7) are written when they change, not on eviction.
+//! - The §3.1 **Sequential B-Tree** is the mode `leaf_logging: false`: every change of a
+//!   leaf rewrites it whole at the head.
+//!
+//! # On-device format
+//! Log pages, compact leaf pages and inner pages are pages of index units
+//! ([`crate::kit::ntt::unit`], shared with BFTL): groups of units per node id. A compact
+//! page or an inner page holds one group starting with `Reset { level, link }` (an inner
+//! node's `link` is its leftmost child; its `Insert(separator, child)` units follow in key
+//! order). NTT snapshot pages: [`snapshot`]. The manifest's engine state holds the root,
+//! height, next id, the segments, the head and the snapshot's pages.
+//!
+//! # Invariants (checked by `check_integrity`)
+//! 1. B+-tree order: separators strictly increase within an inner node and lie within its
+//!    fences; every leaf's keys lie within its fences; levels decrease by one to the leaves;
+//!    a leaf holds at most `leaf_order` entries and `exact + pending` bounds them; an inner
+//!    node holds at most `inner_order` separators; every node is reachable once.
+//! 2. NTT: lists and leaf metadata belong to reachable leaves; each listed page holds
+//!    units of the leaf, and its count equals the lists naming it; a compact leaf's list is
+//!    one page beginning with `Reset`; buffered entries belong to reachable leaves.
+//! 3. Space: the live pages of each segment are exactly the pages the NTT, the inner nodes
+//!    and the last snapshot name; the head is a segment.
+//!
+//! # Durability (DESIGN.md, Contract 3)
+//! Logical redo WAL with group commit on `flush` through the shared [`Pager`]; the log
+//! buffer is not durable, the WAL is. A checkpoint appends every non-empty log-buffer page,
+//! then the NTT snapshot, syncs the device and switches the manifest, which names the
+//! snapshot. Pages are written once and never changed in place; a page released after the
+//! checkpoint that names it stays (its segment is freed only when all its pages are dead,
+//! and a freed segment is reused only after the next manifest). Recovery is the snapshot,
+//! then the WAL replayed, then a checkpoint. Pages written after the last checkpoint are
+//! orphans: the head restarts at the checkpoint's and writes over them (the one exception
+//! to "written once"). Torn or flipped pages fail the page checksum
+//! (`Error::Corruption` naming `data` and the page).
+//!
+//! # Space (not in the paper: U8)
+//! The file is a set of segments ([`space`]), each written from start to end. A segment
+//! whose pages are all dead is freed and trimmed after the next checkpoint. When the file
+//! holds more than `space_amp_limit` times its live pages (plus four segments), the cleaner
+//! takes the segment with the fewest live pages and moves them to the head: each leaf with
+//! a page there is compacted, each inner node there rewritten; the segment dies.
+//!
+//! # Memory
+//! The buffer pool gets the budget less the log buffer (`log_buffer_pages` pages, reserved).
+//! Besides them: the NTT (the log lists and per-leaf metadata: exact, pending, clean state;
+//! an address per inner node), the segment table, and the Pager's page-id sets. The paper
+//! counts 14 bytes per node (§5, without the lists); `Stats` reports both figures
+//! (`ntt_bytes`, `ntt_paper_bytes`). The NTT is not taken from the pool's share.
+
+mod check;
+mod logbuf;
+mod options;
+mod read;
+mod snapshot;
+mod space;
+mod tree;
+
+pub use crate::cost::logclean::CleanPolicy;
+pub use options::FbxOptions;
+
+use crate::cost::logclean::CleanState;
+use self::logbuf::LogBuffer;
+use self::space::Space;
+use crate::durable::Manifest;
+use crate::durable::{logged_engine_methods, Logged};
+use crate::durable::{Pager, Store};
+use crate::error::{Error, Result};
+use crate::io::{IoReq, PageId, Storage};
+use crate::kind::EngineKind;
+use crate::kit::api::{Engine, RangeCursor};
+use crate::kit::ntt::{unit, Node, Ntt};
+use crate::settings::Settings;
+use crate::stats::{counters, Stats};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Frames the pool needs at least: a descent holds one page at a time.
+const MIN_FRAMES: usize = 4;
+
+/// The paper's inner order (§5).
+pub const PAPER_INNER_ORDER: u32 = 500;
+
+/// Separators an inner node holds by default on `page_size` pages: 500, or what a page
+/// of index units holds (one group: a `Reset` and the separators) when less.
+pub fn default_inner_order(page_size: usize) -> u32 {
+    (unit::units_per_page(page_size).saturating_sub(1) as u32).min(PAPER_INNER_ORDER)
+}
+
+/// The orders in effect: (leaf, inner).
+fn orders(s: &Settings, o: &FbxOptions) -> (usize, usize) {
+    (
+        o.leaf_order as usize,
+        o.inner_order.unwrap_or_else(|| default_inner_order(s.page_size)) as usize,
+    )
+}
+
+/// Bytes of the budget the log buffer takes.
+pub fn log_buffer_bytes(page_size: usize, o: &FbxOptions) -> u64 {
+    if o.leaf_logging {
+        o.log_buffer_pages as u64 * page_size as u64
+    } else {
+        0
+    }
+}
+
+/// Check the FBX-tree's sub-options for the page size and budget.
+pub fn validate(s: &Settings, o: &FbxOptions) -> Result<()> {
+    let per = unit::units_per_page(s.page_size);
+    let bad = |m: String| Err(Error::InvalidOptions(m));
+    if o.leaf_order < 2 || o.leaf_order as usize + 1 > per {
+        return bad(format!(
+            "fbx leaf_order = {} must be at least 2 and at most {} (a compact leaf is one \
+             {}-byte page of 17-byte units)",
+            o.leaf_order,
+            per - 1,
+            s.page_size
+        ));
+    }
+    if let Some(i) = o.inner_order {
+        if i < 2 || i as usize + 1 > per {
+            return bad(format!(
+                "fbx inner_order = {i} must be at least 2 and at most {} on {}-byte pages \
+                 (the paper's 500 needs 16 KiB pages with 17-byte units)",
+                per - 1,
+                s.page_size
+            ));
+        }
+    }
+    if o.log_buffer_pages == 0 || o.log_buffer_pages > 1 << 16 {
+        return bad(format!(
+            "fbx log_buffer_pages = {} must be in 1..=65536",
+            o.log_buffer_pages
+        ));
+    }
+    if o.cluster_bits > 16 {
+        return bad(format!(
+            "fbx cluster_bits = {} must be at most 16",
+            o.cluster_bits
+        ));
+    }
+    if o.cluster_skip_bits + o.cluster_bits > 64 {
+        return bad(format!(
+            "fbx cluster_skip_bits + cluster_bits = {} exceeds the 64 bits of a key",
+            o.cluster_skip_bits + o.cluster_bits
+        ));
+    }
+    if o.segment_pages < 2 {
+        return bad(format!(
+            "fbx segment_pages = {} must be at least 2",
+            o.segment_pages
+        ));
+    }
+    if !o.space_amp_limit.is_finite() || o.space_amp_limit < 1.2 {
+        return bad(format!(
+            "fbx space_amp_limit = {} must be a number of at least 1.2",
+            o.space_amp_limit
+        ));
+    }
+    o.clean.validate().map_err(Error::InvalidOptions)?;
+    let reserved = log_buffer_bytes(s.page_size, o);
+    let min = reserved + (MIN_FRAMES * s.page_size) as u64;
+    if s.buffer_pool_bytes < min {
+        return bad(format!(
+            "fbx needs a budget of at least {min} bytes: a log buffer of {} pages of {} \
+             bytes ({reserved} bytes) and {MIN_FRAMES} pool frames; the budget is {}",
+            o.log_buffer_pages, s.page_size, s.buffer_pool_bytes
+        ));
+    }
+    Ok(())
+}
+
+/// What the NTT keeps per leaf besides its log list.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LeafMeta {
+    /// Entries at the last rebuild.
+    pub exact: u32,
+    /// Log entries appended since (inserts and tombstones).
+    pub pending: u32,
+    /// The clean policy's state (§4.4's `acc`; §5's "read count").
+    pub clean: CleanState,
+    /// The list is one compact page (nothing to clean).
+    pub compact: bool,
+}
+
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Counters {
+    log_entries: u64,
+    log_pages_flushed: u64,
+    leaf_rebuilds: u64,
+    leaf_rebuild_pages: u64,
+    query_rebuilds: u64,
+    reorganizations: u64,
+    cleans: u64,
+    clean_pages: u64,
+    inner_appends: u64,
+    leaf_splits: u64,
+    inner_splits: u64,
+    range_leaves: u64,
+    range_list_pages: u64,
+    range_pages_read: u64,
+    segments_cleaned: u64,
+    segment_pages_moved: u64,
+    snapshot_pages: u64,
+}
+
+/// The engine state saved in the manifest.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct State {
+    root: u64,
+    height: u32,
+    next_id: u64,
+    segment_pages: u64,
+    segments: Vec<PageId>,
+    head: Option<(PageId, u64)>,
+    snapshot: Vec<PageId>,
+    snapshot_bytes: u64,
+}
+
+/// The FBX-tree engine. See the module documentation.
+pub struct Fbx {
+    pager: Pager,
+    o: FbxOptions,
+    leaf_order: usize,
+    inner_order: usize,
+    /// Leaf -> its log list.
+    ntt: Ntt,
+    /// Leaf -> its metadata; every leaf of the tree has one.
+    leaves: HashMap<u64, LeafMeta>,
+    /// Inner node -> the page of its latest copy.
+    inner: HashMap<u64, PageId>,
+    root: u64,
+    /// Levels: 1 when the root is a leaf.
+    height: u32,
+    next_id: u64,
+    logbuf: LogBuffer,
+    space: Space,
+    /// Pages of the last checkpoint's NTT snapshot.
+    snapshot: Vec<PageId>,
+    snapshot_bytes: u64,
+    /// Snapshot pages the checkpoint being taken replaces: dead once it is durable.
+    retired: Vec<PageId>,
+    counters: Counters,
+}
+
+impl Fbx {
+    /// A new index: an empty root leaf, committed by the first checkpoint.
+    pub fn create(storage: Storage, s: Settings, o: FbxOptions) -> Result<Fbx> {
+        validate(&s, &o)?;
+        let config = s.pager_config(MIN_FRAMES, log_buffer_bytes(s.page_size, &o));
+        let pager = Pager::create(storage.device, storage.vfs, config, s.record.clone())?;
+        let mut t = Fbx::with(pager, &s, o, Space::new(0));
+        t.space = Space::new(t.o.segment_pages as u64);
+        t.root = 1;
+        t.next_id = 2;
+        t.leaves.insert(1, LeafMeta::default());
+        t.checkpoint()?;
+        Ok(t)
+    }
+
+    /// Reopen: the checkpoint's NTT snapshot, then the WAL replayed and a checkpoint taken.
+    pub fn open(storage: Storage, manifest: Manifest, s: Settings, o: FbxOptions) -> Result<Fbx> {
+        let state: State = serde_json::from_value(manifest.engine.clone())
+            .map_err(|e| Error::corruption("MANIFEST", None, format!("bad FBX state: {e}")))?;
+        if state.height == 0 || state.next_id <= state.root || state.segment_pages < 2 {
+            return Err(Error::corruption(
+                "MANIFEST",
+                None,
+                format!(
+                    "FBX state: height {}, root {}, next id {}, segment of {} pages",
+                    state.height, state.root, state.next_id, state.segment_pages
+                ),
+            ));
+        }
+        let config = s.pager_config(MIN_FRAMES, log_buffer_bytes(s.page_size, &o));
+        let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
+        // The segment size is the file's: the options' value applies to a new index.
+        let space = Space::restore(state.segment_pages, &state.segments, state.head)?;
+        let mut t = Fbx::with(pager, &s, o, space);
+        t.root = state.root;
+        t.height = state.height;
+        t.next_id = state.next_id;
+        t.load_snapshot(&state.snapshot, state.snapshot_bytes)?;
+        t.recover(&ops)?;
+        Ok(t)
+    }
+
+    fn with(pager: Pager, s: &Settings, o: FbxOptions, space: Space) -> Fbx {
+        let (leaf_order, inner_order) = orders(s, &o);
+        let logbuf = LogBuffer::new(
+            s.page_size,
+            o.log_buffer_pages,
+            o.cluster_bits,
+            o.cluster_skip_bits,
+        );
+        Fbx {
+            pager,
+            o,
+            leaf_order,
+            inner_order,
+            ntt: Ntt::default(),
+            leaves: HashMap::new(),
+            inner: HashMap::new(),
+            root: 0,
+            height: 1,
+            next_id: 1,
+            logbuf,
+            space,
+            snapshot: Vec::new(),
+            snapshot_bytes: 0,
+            retired: Vec::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    fn new_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// Write `pages` (unsealed) at the head in one batch; returns their ids. Each page
+    /// is live; `pool` puts them in the buffer pool too.
+    fn append_pages(&mut self, mut pages: Vec<Vec<u8>>, pool: bool) -> Result<Vec<PageId>> {
+        let pids: Vec<PageId> = pages
+            .iter()
+            .map(|_| self.space.next_page(&mut self.pager))
+            .collect();
+        for (b, &pid) in pages.iter_mut().zip(&pids) {
+            crate::page::seal(pid, b);
+        }
+        {
+            let mut reqs: Vec<IoReq<'_>> = pages
+                .iter()
+                .zip(&pids)
+                .map(|(b, &page)| IoReq::Write { page, buf: b })
+                .collect();
+            self.pager.device().submit(&mut reqs)?;
+        }
+        for (b, &pid) in pages.iter().zip(&pids) {
+            if pool {
+                self.pager.put_clean(pid, b)?;
+            } else {
+                self.pager.discard(pid);
+            }
+        }
+        Ok(pids)
+    }
+
+    /// The unsealed page holding node `id` whole: `Reset`, then its entries.
+    fn node_page(&self, id: u64, node: &Node) -> Vec<u8> {
+        let mut p = unit::PageBuilder::new(self.pager.page_size());
+        p.add(id, &node.units());
+        p.into_unsealed()
+    }
+
+    /// Load the NTT snapshot a checkpoint wrote, and count the live pages.
+    fn load_snapshot(&mut self, pages: &[PageId], bytes: u64) -> Result<()> {
+        let mut stream = Vec::new();
+        for &pid in pages {
+            self.pager
+                .read(pid, |b| snapshot::read_page(b, pid, &mut stream))??;
+        }
+        if stream.len() as u64 != bytes {
+            return Err(Error::corruption(
+                "MANIFEST",
+                None,
+                format!(
+                    "FBX NTT snapshot holds {} bytes, the manifest says {bytes}",
+                    stream.len()
+                ),
+            ));
+        }
+        let snap = snapshot::decode(&stream)?;
+        let mut lists = Vec::with_capacity(snap.leaves.len());
+        for (id, meta, list) in snap.leaves {
+            self.leaves.insert(id, meta);
+            lists.push((id, list));
+        }
+        self.ntt = Ntt::from_lists(lists);
+        self.inner = snap.inner.into_iter().collect();
+        self.snapshot = pages.to_vec();
+        self.snapshot_bytes = bytes;
+        let named: Vec<PageId> = self
+            .ntt
+            .iter()
+            .flat_map(|(_, l)| l.iter().copied())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .chain(self.inner.values().copied())
+            .chain(pages.iter().copied())
+            .collect();
+        for pid in named {
+            self.space.mark_live(pid)?;
+        }
+        Ok(())
+    }
+
+    /// Write the NTT snapshot at the head (checkpoint).
+    fn write_snapshot(&mut self) -> Result<()> {
+        let mut leaves: Vec<(u64, LeafMeta, Vec<PageId>)> = self
+            .leaves
+            .iter()
+            .map(|(&id, &m)| (id, m, self.ntt.list(id).to_vec()))
+            .collect();
+        leaves.sort_unstable_by_key(|x| x.0);
+        let mut inner: Vec<(u64, PageId)> = self.inner.iter().map(|(&i, &p)| (i, p)).collect();
+        inner.sort_unstable();
+        let stream = snapshot::encode(&snapshot::Snapshot { leaves, inner });
+        let ps = self.pager.page_size();
+        let pages: Vec<Vec<u8>> = stream
+            .chunks(snapshot::per_page(ps))
+            .map(|c| snapshot::page_of(c, ps))
+            .collect();
+        let pids = self.append_pages(pages, false)?;
+        self.counters.snapshot_pages += pids.len() as u64;
+        self.retired
+            .extend(std::mem::replace(&mut self.snapshot, pids));
+        self.snapshot_bytes = stream.len() as u64;
+        Ok(())
+    }
+
+    fn state(&self) -> serde_json::Value {
+        serde_json::json!(State {
+            root: self.root,
+            height: self.height,
+            next_id: self.next_id,
+            segment_pages: self.space.seg_pages(),
+            segments: self.space.segments(),
+            head: self.space.head(),
+            snapshot: self.snapshot.clone(),
+            snapshot_bytes: self.snapshot_bytes,
+        })
+    }
+
+    /// Bytes of the NTT: lists, leaf metadata, inner addresses.
+    fn ntt_bytes(&self) -> u64 {
+        self.ntt.memory_bytes() + 40 * self.leaves.capacity() as u64 + 24 * self.inner.capacity() as u64
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        self.pager.memory_bytes()
+            + self.logbuf.memory_bytes()
+            + self.ntt_bytes()
+            + self.space.memory_bytes()
+            + 8 * (self.snapshot.capacity() + self.retired.capacity()) as u64
+    }
+}
+
+impl Logged for Fbx {
+    fn store(&mut self) -> &mut dyn Store {
+        &mut self.pager
+    }
+
+    fn engine_state(&self) -> serde_json::Value {
+        self.state()
+    }
+
+    /// Append the log buffer's pages, then the NTT snapshot.
+    fn before_checkpoint(&mut self) -> Result<()> {
+        self.flush_log_buffer()?;
+        self.write_snapshot()
+    }
+
+    /// Trim the segments freed before this checkpoint; the replaced snapshot's pages die.
+    fn after_checkpoint(&mut self) -> Result<()> {
+        for e in self.space.take_freed() {
+            self.pager.device().trim(e.start, e.len)?;
+        }
+        for p in std::mem::take(&mut self.retired) {
+            self.space.dead(&mut self.pager, p);
+        }
+        Ok(())
+    }
+
+    fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
+        self.update(key, unit::Unit::Insert(key, value))
+    }
+
+    fn delete_unlogged(&mut self, key: u64) -> Result<()> {
+        self.update(key, unit::Unit::Delete(key))
+    }
+
+    fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
+        crate::kit::api::delete_range_by_scan(
+            self,
+            lo,
+            hi,
+            |t, cur, out| t.scan_leaves(cur, out),
+            |t, k| t.update(k, unit::Unit::Delete(k)),
+        )
+    }
+
+    fn holds_nothing(&self) -> bool {
+        self.height == 1 && self.ntt.list(self.root).is_empty() && !self.logbuf.holds(self.root)
+    }
+
+    fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        self.bulk_load(sorted)
+    }
+}
+
+impl Engine for Fbx {
+    logged_engine_methods!();
+
+    fn get(&mut self, key: u64) -> Result<Option<u64>> {
+        self.search(key)
+    }
+
+    fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+        self.scan_leaves(cur, out)
+    }
+
+    fn scan_many(&mut self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
+        self.range_query(ranges, out)
+    }
+
+    fn stats(&self) -> Stats {
+        let c = &self.counters;
+        let (sum, max) = self
+            .ntt
+            .iter()
+            .fold((0u64, 0u64), |(s, m), (_, l)| (s + l.len() as u64, m.max(l.len() as u64)));
+        let nodes = (self.leaves.len() + self.inner.len()) as u64;
+        let live = self.space.live_pages().max(1);
+        let engine_counters = counters(&[
+            ("height", self.height as u64),
+            ("leaves", self.leaves.len() as u64),
+            ("inner_nodes", self.inner.len() as u64),
+            ("log_entries", c.log_entries),
+            ("buffered_entries", self.logbuf.len() as u64),
+            ("log_pages_flushed", c.log_pages_flushed),
+            ("leaf_rebuilds", c.leaf_rebuilds),
+            ("leaf_rebuild_pages", c.leaf_rebuild_pages),
+            ("query_rebuilds", c.query_rebuilds),
+            ("reorganizations", c.reorganizations),
+            ("cleans", c.cleans),
+            ("clean_pages", c.clean_pages),
+            ("inner_appends", c.inner_appends),
+            ("leaf_splits", c.leaf_splits),
+            ("inner_splits", c.inner_splits),
+            ("log_list_len_sum", sum),
+            ("log_list_len_max", max),
+            ("range_leaves", c.range_leaves),
+            ("range_list_pages", c.range_list_pages),
+            ("range_pages_read", c.range_pages_read),
+            (
+                "range_pages_saved",
+                c.range_list_pages.saturating_sub(c.range_pages_read),
+            ),
+            ("live_pages", self.space.live_pages()),
+            ("file_pages", self.space.file_pages()),
+            ("space_amp_milli", self.space.file_pages() * 1000 / live),
+            ("segments", self.space.segment_count() as u64),
+            ("segments_opened", self.space.opened),
+            ("segments_released", self.space.released),
+            ("segments_cleaned", c.segments_cleaned),
+            ("segment_pages_moved", c.segment_pages_moved),
+            ("snapshot_pages", c.snapshot_pages),
+            ("ntt_bytes", self.ntt_bytes()),
+            ("ntt_paper_bytes", 14 * nodes),
+            ("leaf_order", self.leaf_order as u64),
+            ("inner_order", self.inner_order as u64),
+        ]);
+        let mut st = self
+            .pager
+            .stats(EngineKind::Fbx, engine_counters, self.memory_bytes());
+        st.shape.leaves = Some(self.leaves.len() as u64);
+        st
+    }
+
+    fn check_integrity(&mut self) -> Result<()> {
+        let saved = self.counters.clone();
+        let r = self.check();
+        self.counters = saved;
+        r
+    }
+}

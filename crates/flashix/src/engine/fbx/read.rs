@@ -1,0 +1,267 @@
+//! Queries (§4.3): point search, and range queries by Algorithm 1 (the leaves of every
+//! range, the union of their log pages read once). Every leaf read is followed by the
+//! clean policy's decision (§4.4).
+
+use super::tree::leaf_of;
+use super::Fbx;
+use crate::error::{Error, Result};
+use crate::io::PageId;
+use crate::kit::api::RangeCursor;
+use crate::kit::ntt::unit::{self, Unit};
+use crate::kit::ntt::Node;
+use crate::page::DATA_FILE;
+use std::collections::{BTreeSet, HashMap};
+
+/// A leaf found by a range walk, with its fences.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LeafSpan {
+    pub id: u64,
+    pub lo: u64,
+    pub hi: Option<u64>,
+}
+
+/// Leaves a scan call reads at most in one batch.
+const SCAN_LEAVES: u64 = 64;
+/// Leaves a range query reads at most at once (bounds its memory).
+const QUERY_LEAVES: usize = 1024;
+
+impl Fbx {
+    /// A point search: descend, rebuild the leaf, then the clean policy (§4.4).
+    pub(crate) fn search(&mut self, key: u64) -> Result<Option<u64>> {
+        let path = self.descend(key)?;
+        let leaf = path.leaf;
+        let node = self.rebuild(leaf)?;
+        self.counters.query_rebuilds += 1;
+        let found = node.search(key).ok().map(|i| node.entries[i].1);
+        self.after_read(leaf, &node)?;
+        Ok(found)
+    }
+
+    /// The clean policy after a read of `leaf` (§4.4): a clean writes it as one compact
+    /// page that becomes its list. A leaf already compact with nothing buffered is left as
+    /// it is (its state follows the policy all the same).
+    pub(crate) fn after_read(&mut self, leaf: u64, node: &Node) -> Result<()> {
+        let len = self.ntt.list(leaf).len() as u64;
+        let policy = self.o.clean;
+        let Some(m) = self.leaves.get_mut(&leaf) else {
+            return Err(Error::corruption(
+                DATA_FILE,
+                None,
+                format!("leaf {leaf} has no NTT entry"),
+            ));
+        };
+        if !policy.after_read(&mut m.clean, len) {
+            return Ok(());
+        }
+        let nothing_to_do = m.compact && !self.logbuf.holds(leaf);
+        if nothing_to_do {
+            return Ok(());
+        }
+        let acc = m.clean;
+        self.compact_leaf(leaf, node)?;
+        // The policy's own state after a clean (LTN adds the new length after it).
+        if let Some(m) = self.leaves.get_mut(&leaf) {
+            m.clean = acc;
+        }
+        self.counters.cleans += 1;
+        self.counters.clean_pages += 1;
+        self.clean_space()
+    }
+
+    /// The leaves holding keys of `[lo, hi]`, in key order, appended to `out` (a leaf
+    /// already last in `out` is not added again); at most `limit` in all.
+    pub(crate) fn leaves_in(
+        &mut self,
+        lo: u64,
+        hi: u64,
+        limit: usize,
+        out: &mut Vec<LeafSpan>,
+    ) -> Result<()> {
+        let root = LeafSpan {
+            id: self.root,
+            lo: 0,
+            hi: None,
+        };
+        self.walk(root, self.height - 1, lo, hi, limit, out)
+    }
+
+    fn walk(
+        &mut self,
+        at: LeafSpan,
+        level: u32,
+        lo: u64,
+        hi: u64,
+        limit: usize,
+        out: &mut Vec<LeafSpan>,
+    ) -> Result<()> {
+        if level == 0 {
+            if out.last().map(|l| l.id) != Some(at.id) && out.len() < limit {
+                out.push(at);
+            }
+            return Ok(());
+        }
+        let node = self.inner_node(at.id)?;
+        let first = node.child_slot(lo);
+        let last = node.child_slot(hi);
+        for s in first..=last {
+            if out.len() >= limit {
+                break;
+            }
+            let child = LeafSpan {
+                id: node.child_at(s),
+                lo: if s == 0 { at.lo } else { node.entries[s - 1].0 },
+                hi: node.entries.get(s).map(|e| e.0).or(at.hi),
+            };
+            self.walk(child, level - 1, lo, hi, limit, out)?;
+        }
+        Ok(())
+    }
+
+    /// Rebuild `spans`' leaves. Batched (Algorithm 1): the union of their log lists is read,
+    /// each page once, and its entries handed to the leaves naming it. Else leaf by leaf.
+    /// Then the clean policy for each.
+    pub(crate) fn read_leaves(&mut self, spans: &[LeafSpan]) -> Result<Vec<Node>> {
+        let mut nodes = Vec::with_capacity(spans.len());
+        if !self.o.batched_scans {
+            for s in spans {
+                nodes.push(self.rebuild(s.id)?);
+            }
+        } else {
+            let cap = (self.pager.pool_frames() as usize / 2).max(1);
+            let mut i = 0;
+            while i < spans.len() {
+                // A group of leaves whose pages fit the pool's half.
+                let mut pages: BTreeSet<PageId> = BTreeSet::new();
+                let mut j = i;
+                while j < spans.len() {
+                    let list = self.ntt.list(spans[j].id);
+                    let new = list.iter().filter(|p| !pages.contains(p)).count();
+                    if j > i && pages.len() + new > cap {
+                        break;
+                    }
+                    pages.extend(list.iter().copied());
+                    j += 1;
+                }
+                nodes.extend(self.read_group(&spans[i..j], &pages)?);
+                i = j;
+            }
+        }
+        for (s, n) in spans.iter().zip(&nodes) {
+            self.counters.query_rebuilds += 1;
+            self.after_read(s.id, n)?;
+        }
+        self.counters.range_leaves += spans.len() as u64;
+        Ok(nodes)
+    }
+
+    /// Algorithm 1 for one group: read the pages of `pages` once (one batched read of
+    /// those not in the pool) and rebuild each leaf of `spans` from them.
+    fn read_group(&mut self, spans: &[LeafSpan], pages: &BTreeSet<PageId>) -> Result<Vec<Node>> {
+        let all: Vec<PageId> = pages.iter().copied().collect();
+        self.prefetch(&all)?;
+        // page -> leaves of the group naming it
+        let mut naming: HashMap<PageId, Vec<u64>> = HashMap::new();
+        for s in spans {
+            for &p in self.ntt.list(s.id) {
+                naming.entry(p).or_default().push(s.id);
+            }
+            self.counters.range_list_pages += self.ntt.list(s.id).len() as u64;
+        }
+        // (leaf, page) -> its units on that page
+        let mut found: HashMap<(u64, PageId), Vec<Unit>> = HashMap::new();
+        for &pid in &all {
+            let leaves = naming.remove(&pid).unwrap_or_default();
+            let got = self.pager.read(pid, |b| -> Result<Vec<(u64, Vec<Unit>)>> {
+                let mut v = Vec::with_capacity(leaves.len());
+                for &leaf in &leaves {
+                    let mut units = Vec::new();
+                    unit::collect(b, pid, leaf, &mut units)?;
+                    v.push((leaf, units));
+                }
+                Ok(v)
+            })??;
+            for (leaf, units) in got {
+                if units.is_empty() {
+                    return Err(Error::corruption(
+                        DATA_FILE,
+                        Some(pid),
+                        format!("page holds no log entry of leaf {leaf}, which the NTT lists"),
+                    ));
+                }
+                found.insert((leaf, pid), units);
+            }
+        }
+        self.counters.range_pages_read += all.len() as u64;
+        let mut nodes = Vec::with_capacity(spans.len());
+        for s in spans {
+            let list = self.ntt.list(s.id).to_vec();
+            let mut units = Vec::new();
+            for &p in &list {
+                units.extend(found.get(&(s.id, p)).into_iter().flatten().copied());
+            }
+            units.extend_from_slice(self.logbuf.units(s.id));
+            self.counters.leaf_rebuilds += 1;
+            self.counters.leaf_rebuild_pages += list.len() as u64;
+            nodes.push(leaf_of(s.id, units, list.first().copied())?);
+        }
+        Ok(nodes)
+    }
+
+    /// `Engine::scan`: the entries of the next batch of leaves from `cur.next` (a few for
+    /// an open-ended scan, growing; [`SCAN_LEAVES`] for a bounded one).
+    pub(crate) fn scan_leaves(
+        &mut self,
+        cur: &mut RangeCursor,
+        out: &mut Vec<(u64, u64)>,
+    ) -> Result<()> {
+        let before = out.len();
+        while out.len() == before {
+            let Some((lo, hi)) = cur.remaining() else {
+                return Ok(());
+            };
+            let n = cur.ramp(2, SCAN_LEAVES) as usize;
+            let mut spans = Vec::new();
+            self.leaves_in(lo, hi, n, &mut spans)?;
+            let nodes = self.read_leaves(&spans)?;
+            for node in &nodes {
+                out.extend(node.entries.iter().filter(|e| e.0 >= lo && e.0 <= hi));
+            }
+            cur.next = match spans.last().and_then(|s| s.hi) {
+                Some(h) if h <= hi => Some(h),
+                _ => None,
+            };
+        }
+        Ok(())
+    }
+
+    /// `Engine::scan_many`: Algorithm 1 over every range at once (§4.3): the leaves of all
+    /// ranges (a leaf shared by neighbouring ranges once), their pages read once.
+    pub(crate) fn range_query(
+        &mut self,
+        ranges: &[(u64, u64)],
+        out: &mut Vec<(u64, u64)>,
+    ) -> Result<()> {
+        let mut spans: Vec<LeafSpan> = Vec::new();
+        for &(lo, hi) in ranges {
+            self.leaves_in(lo, hi, usize::MAX, &mut spans)?;
+        }
+        let mut r = 0;
+        for chunk in spans.chunks(QUERY_LEAVES) {
+            let nodes = self.read_leaves(chunk)?;
+            for node in &nodes {
+                for &(k, v) in &node.entries {
+                    while r < ranges.len() && ranges[r].1 < k {
+                        r += 1;
+                    }
+                    if r == ranges.len() {
+                        break;
+                    }
+                    if k >= ranges[r].0 {
+                        out.push((k, v));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
