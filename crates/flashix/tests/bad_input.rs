@@ -119,7 +119,10 @@ fn invalid_options_are_refused() {
         .unwrap();
     let r = Db::create(
         d.path().join("fill"),
-        Options::new(EngineKind::BTree).btree(BTreeOptions { bulk_fill: 0.3 }),
+        Options::new(EngineKind::BTree).btree(BTreeOptions {
+            bulk_fill: 0.3,
+            ..BTreeOptions::default()
+        }),
     );
     assert!(matches!(r, Err(Error::InvalidOptions(_))));
 }

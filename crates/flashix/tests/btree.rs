@@ -1,9 +1,10 @@
 //! B+-tree behaviour beyond the model check: structure under growth and shrinkage, the bulk
-//! load's fill factor, and the I/O a search and a range scan cost.
+//! load's fill factor, the I/O a search and a range scan cost, and node orders below a
+//! page's capacity (`BTreeOptions::{leaf_order, inner_order}`).
 
 use flashix::io::{MemDevice, MemVfs};
-use flashix::testing::Rng;
-use flashix::{Db, EngineKind, Options, Storage};
+use flashix::testing::{self, run_with, DeviceKind, History, Rng};
+use flashix::{BTreeOptions, Db, EngineKind, Error, Options, Storage};
 use std::sync::Arc;
 
 fn mem_db(page_size: usize, frames: u64) -> (Db, MemDevice, MemVfs) {
@@ -132,4 +133,200 @@ fn regression_bulk_insert_after_plain_inserts_keeps_them() {
     assert_eq!(all, vec![(0, 1), (5, 3), (7, 4), (u64::MAX, 2)]);
     assert_eq!(counter(&db, "entries"), 4);
     db.check_integrity().unwrap();
+}
+
+fn with_orders(page_size: usize, frames: u64, leaf: u32, inner: u32) -> Options {
+    Options::new(EngineKind::BTree)
+        .page_size(page_size)
+        .buffer_pool_bytes(frames * page_size as u64)
+        .btree(BTreeOptions::orders(leaf, inner))
+}
+
+/// The conformance harness (random histories against a `BTreeMap`, with reopen and crash
+/// steps) with tiny node orders, on the seed's page sizes, pools and checkpoint sizes:
+/// a few thousand operations split, borrow and merge at several levels.
+#[test]
+fn conformance_with_tiny_orders() {
+    // Equal and unequal minimums (order / 2) of the two kinds.
+    const ORDERS: [(u32, u32); 5] = [(4, 5), (5, 4), (4, 8), (9, 4), (6, 6)];
+    let mut crashes = 0;
+    for seed in 0..60 {
+        let h = History {
+            engine: EngineKind::BTree,
+            device: DeviceKind::Memory,
+            seed,
+            ops: 2_000,
+            crashes: true,
+        };
+        let (leaf, inner) = ORDERS[seed as usize % ORDERS.len()];
+        match run_with(&h, |o| o.btree(BTreeOptions::orders(leaf, inner))) {
+            Ok(r) => crashes += r.crashes,
+            Err(e) => panic!("orders ({leaf}, {inner}): {e}"),
+        }
+    }
+    assert!(crashes > 0, "no crash step ran");
+}
+
+/// Tiny orders make a tall tree of random inserts, and deleting everything again takes it
+/// back to one leaf through merges and redistributions at every level.
+#[test]
+fn tiny_orders_grow_tall_and_shrink_back() {
+    let (mut db, _, _) = testing::mem_db(with_orders(512, 16, 4, 5)).unwrap();
+    let mut rng = Rng::new(3);
+    let mut keys: Vec<u64> = (0..5_000).map(|_| rng.next_u64()).collect();
+    for (i, &k) in keys.iter().enumerate() {
+        db.insert(k, !k).unwrap();
+        if i % 1_000 == 0 {
+            db.check_integrity().unwrap();
+        }
+    }
+    db.check_integrity().unwrap();
+    // Leaves of 2..=4 entries under internal nodes of 3..=6 children.
+    let leaves = counter(&db, "leaves");
+    assert!((5_000 / 4..=5_000 / 2).contains(&leaves), "{leaves} leaves");
+    // At least 1,250 leaves under internal nodes of at most 6 children: 4+ internal levels.
+    assert!(
+        counter(&db, "height") >= 5,
+        "height {}",
+        counter(&db, "height")
+    );
+    assert!(counter(&db, "internal_splits") > 0);
+    for i in (1..keys.len()).rev() {
+        keys.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    for (i, &k) in keys.iter().enumerate() {
+        db.delete(k).unwrap();
+        if i % 1_000 == 0 {
+            db.check_integrity().unwrap();
+        }
+    }
+    db.check_integrity().unwrap();
+    assert!(counter(&db, "merges") > 0 && counter(&db, "redistributions") > 0);
+    assert_eq!(counter(&db, "height"), 1);
+    assert_eq!(counter(&db, "entries"), 0);
+}
+
+/// With a leaf order of 100 and an inner order of 200 in 4 KiB pages (which hold 254), no
+/// node grows past its order: `check_integrity` checks every node against it, and the tree
+/// has the leaves and levels of those orders, not of the page's. 100,000 keys make level-1
+/// nodes that would pass 200 separators if the inner order were not kept.
+#[test]
+fn orders_cap_every_node_below_the_page() {
+    let (mut db, _, _) = testing::mem_db(with_orders(4096, 64, 100, 200)).unwrap();
+    let mut rng = Rng::new(20);
+    for i in 0..100_000 {
+        let k = rng.next_u64();
+        db.insert(k, k).unwrap();
+        if i % 20_000 == 0 {
+            db.check_integrity().unwrap();
+        }
+    }
+    db.check_integrity().unwrap();
+    let entries = counter(&db, "entries");
+    assert_eq!(entries, 100_000);
+    let leaves = db.stats().shape.leaves.unwrap();
+    // At most 100 entries a leaf, at least 50.
+    assert!(
+        (entries / 100..=entries / 50).contains(&leaves),
+        "{leaves} leaves"
+    );
+    // Root, level 1 (at most 201 children a node), leaves.
+    assert_eq!(counter(&db, "height"), 3);
+
+    // The bulk load fills to 0.7 of each order: leaves of 70 entries (the last 60) and
+    // internal nodes of 140 separators; 143 leaves fit under one root of 142.
+    let (mut db, _, _) = testing::mem_db(with_orders(4096, 64, 100, 200)).unwrap();
+    let pairs: Vec<(u64, u64)> = (0..10_000u64).map(|k| (k * 3, k)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    db.check_integrity().unwrap();
+    assert_eq!(counter(&db, "leaves"), 143);
+    assert_eq!(counter(&db, "height"), 2);
+    assert_eq!(db.get(2997).unwrap(), Some(999));
+}
+
+fn invalid(o: Options) -> String {
+    match testing::mem_db(o) {
+        Err(Error::InvalidOptions(msg)) => msg,
+        other => panic!("expected InvalidOptions, got {:?}", other.err()),
+    }
+}
+
+#[test]
+fn orders_below_the_minimum_or_above_a_page_are_invalid_options() {
+    for bad in [0, 1, 3] {
+        let msg = invalid(with_orders(4096, 64, bad, 100));
+        assert!(
+            msg.contains(&format!("leaf_order {bad}")) && msg.contains("minimum order 4"),
+            "{msg}"
+        );
+        let msg = invalid(with_orders(4096, 64, 100, bad));
+        assert!(msg.contains(&format!("inner_order {bad}")), "{msg}");
+    }
+    // 4 KiB pages hold 254 entries: the FBX-tree paper's inner order 500 needs 8 KiB.
+    let msg = invalid(with_orders(4096, 64, 100, 500));
+    assert!(
+        msg.contains("inner_order 500")
+            && msg.contains("254 entries a 4096-byte page holds")
+            && msg.contains("8192 bytes"),
+        "{msg}"
+    );
+    let msg = invalid(with_orders(512, 64, 31, 4));
+    assert!(
+        msg.contains("leaf_order 31") && msg.contains("30 entries"),
+        "{msg}"
+    );
+    // The bounds themselves are valid, and so are the paper's orders in 8 KiB pages.
+    for (page, leaf, inner) in [(512, 4, 30), (4096, 254, 4), (8192, 100, 500)] {
+        let (mut db, _, _) = testing::mem_db(with_orders(page, 64, leaf, inner)).unwrap();
+        db.insert(1, 2).unwrap();
+        db.check_integrity().unwrap();
+    }
+}
+
+/// The orders are part of the options record: a reopened tree keeps them (a tree that lost
+/// them would find its nodes of a few entries below half a page and fail its check).
+#[test]
+fn reopen_keeps_the_orders() {
+    let (mut db, dev, vfs) = testing::mem_db(with_orders(512, 16, 4, 5)).unwrap();
+    for k in 0..1_000u64 {
+        db.insert(k * 4, k).unwrap();
+    }
+    db.close().unwrap();
+    let mut db = testing::reopen_mem(&dev, &vfs).unwrap();
+    db.check_integrity().unwrap();
+    // Three keys into every gap: 4,000 entries in leaves of at most 4 (with the page's
+    // order of 30 the 500-odd leaves would take them all without a split).
+    for k in 0..1_000u64 {
+        for d in 1..4 {
+            db.insert(k * 4 + d, k).unwrap();
+        }
+    }
+    db.check_integrity().unwrap();
+    let leaves = counter(&db, "leaves");
+    assert!(leaves >= 4_000 / 4, "{leaves} leaves");
+    db.close().unwrap();
+    let mut db = testing::reopen_mem(&dev, &vfs).unwrap();
+    db.check_integrity().unwrap();
+    assert_eq!(db.range(..).unwrap().count(), 4_000);
+}
+
+/// The same on a file device, where `Db::open` reads the options from the manifest alone.
+#[test]
+fn reopen_from_a_directory_keeps_the_orders() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idx");
+    let o = with_orders(512, 16, 4, 5).device(flashix::DeviceSpec::File { direct_io: false });
+    let mut db = Db::create(&path, o).unwrap();
+    for k in 0..500u64 {
+        db.insert(k, k).unwrap();
+    }
+    db.close().unwrap();
+    let mut db = Db::open(&path).unwrap();
+    db.check_integrity().unwrap();
+    for k in 500..1_000u64 {
+        db.insert(k, k).unwrap();
+    }
+    db.check_integrity().unwrap();
+    assert!(counter(&db, "leaves") >= 1_000 / 4);
+    db.close().unwrap();
 }

@@ -200,6 +200,38 @@ mod tests {
         }
     }
 
+    /// The B+-tree's node orders are recorded when set and read back; unset, the record is
+    /// the one earlier builds wrote (`default_records_are_frozen`), and a record without them
+    /// reads as unset.
+    #[test]
+    fn btree_orders_are_recorded_only_when_set() {
+        let o = Options::new(EngineKind::BTree)
+            .page_size(8192)
+            .btree(BTreeOptions::orders(100, 500));
+        let rec = encode(&o).unwrap();
+        assert_eq!(
+            rec["engine"].to_string(),
+            r#"{"BTree":{"bulk_fill":0.7,"inner_order":500,"leaf_order":100}}"#
+        );
+        assert_eq!(decode(&rec, 2).unwrap(), o);
+        let leaf_only = Options::new(EngineKind::BTree).btree(BTreeOptions {
+            leaf_order: Some(8),
+            ..BTreeOptions::default()
+        });
+        let rec = encode(&leaf_only).unwrap();
+        assert_eq!(
+            rec["engine"].to_string(),
+            r#"{"BTree":{"bulk_fill":0.7,"leaf_order":8}}"#
+        );
+        assert_eq!(decode(&rec, 2).unwrap(), leaf_only);
+        let mut old = encode(&Options::new(EngineKind::BTree)).unwrap();
+        old["engine"] = serde_json::json!({"BTree": {"bulk_fill": 0.7}});
+        assert_eq!(
+            decode(&old, 2).unwrap().btree_options(),
+            BTreeOptions::default()
+        );
+    }
+
     /// A format-1 record (the old `Options` struct) reads back as the chosen engine's
     /// options, whatever the other engines' objects say.
     #[test]

@@ -481,6 +481,13 @@ impl Env {
 
 /// Run one history; `Err` describes the first divergence.
 pub fn run(h: &History) -> Result<Report, String> {
+    run_with(h, |o| o)
+}
+
+/// [`run`] with the seed's options passed through `adjust` first (e.g. to set an engine's
+/// own options while keeping the seed's page size, pool and checkpoint size); the
+/// history's operations are the same as [`run`]'s for the seed.
+pub fn run_with(h: &History, adjust: impl FnOnce(Options) -> Options) -> Result<Report, String> {
     let ctx = |what: &str, step: usize, e: &dyn std::fmt::Display| {
         format!(
             "{:?} on {:?}, seed {}, step {step}: {what}: {e}",
@@ -488,7 +495,7 @@ pub fn run(h: &History) -> Result<Report, String> {
         )
     };
     let mut rng = Rng::new(h.seed);
-    let opts = options_for(h.engine, &mut rng);
+    let opts = adjust(options_for(h.engine, &mut rng));
     // The B+-tree updates in place: 400 pages hold it and keep the FTL collecting.
     // Out-of-place engines (runs, components) need room for old and new versions.
     // The in-page-logging trees keep a whole NAND medium on the SSD: a header page and

@@ -1,5 +1,6 @@
 //! Bulk insertion. Into an empty tree it is a bottom-up bulk load at the fill factor
-//! `BTreeOptions::bulk_fill` (0.7, FD-tree paper App. D); into a non-empty tree, a sorted
+//! `BTreeOptions::bulk_fill` (0.7, FD-tree paper App. D) of the leaf order for leaves and of
+//! the inner order for internal nodes; into a non-empty tree, a sorted
 //! sequence of single inserts (each leaf is visited once per run of keys it holds).
 
 use super::BTree;
@@ -24,14 +25,17 @@ impl BTree {
     /// Build the tree bottom-up from sorted, distinct entries (the tree is empty).
     fn bulk_load(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
         let fill = self.bulk_fill;
-        let min = self.min();
-        let per = ((self.cap as f64 * fill) as usize).clamp(min.max(1), self.cap);
+        // Entries per node at the fill factor, never below the occupancy minimum.
+        let per = |cap: usize, min: usize| ((cap as f64 * fill) as usize).clamp(min.max(1), cap);
+        let (leaf_min, inner_min) = (self.leaf_min(), self.inner_min());
+        let leaf_per = per(self.leaf_cap, leaf_min);
+        let inner_per = per(self.inner_cap, inner_min);
         // The empty tree is a single empty root leaf.
         let old_root = self.root;
         self.pager.free_page(old_root);
 
         // Leaves, allocated in key order and chained.
-        let sizes = group_sizes(sorted.len(), per, min, self.cap);
+        let sizes = group_sizes(sorted.len(), leaf_per, leaf_min, self.leaf_cap);
         let pages: Vec<PageId> = (0..sizes.len())
             .map(|_| self.pager.alloc_page())
             .collect::<Result<_>>()?;
@@ -46,11 +50,16 @@ impl BTree {
         }
         self.leaves = pages.len() as u64;
 
-        // Internal levels: groups of `per + 1` children (per separators).
+        // Internal levels: groups of `inner_per + 1` children (inner_per separators).
         let mut level = 0;
         while level_nodes.len() > 1 {
             level += 1;
-            let sizes: Vec<usize> = group_sizes(level_nodes.len(), per + 1, min + 1, self.cap + 1);
+            let sizes: Vec<usize> = group_sizes(
+                level_nodes.len(),
+                inner_per + 1,
+                inner_min + 1,
+                self.inner_cap + 1,
+            );
             let mut upper = Vec::with_capacity(sizes.len());
             let mut off = 0;
             for size in sizes {

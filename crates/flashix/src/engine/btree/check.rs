@@ -96,19 +96,25 @@ impl BTree {
                 format!("node level {lvl} (leaf: {leaf}), expected {level}"),
             ));
         }
-        if !is_root && es.len() < self.min() {
+        // Invariant 2 and the node orders: each kind has its own cap and minimum.
+        let (kind, cap, min) = if leaf {
+            ("leaf", self.leaf_cap, self.leaf_min())
+        } else {
+            ("internal node", self.inner_cap, self.inner_min())
+        };
+        if !is_root && es.len() < min {
             return Err(bad(
                 pid,
-                format!("{} entries, below the minimum {}", es.len(), self.min()),
+                format!("{kind} of {} entries, below the minimum {min}", es.len()),
             ));
         }
         if is_root && level > 0 && es.is_empty() {
             return Err(bad(pid, "internal root without separators".into()));
         }
-        if es.len() > self.cap {
+        if es.len() > cap {
             return Err(bad(
                 pid,
-                format!("{} entries above capacity {}", es.len(), self.cap),
+                format!("{kind} of {} entries, above its order {cap}", es.len()),
             ));
         }
         for pair in es.windows(2) {
@@ -141,5 +147,73 @@ impl BTree {
             child = next_child;
         }
         self.check_node(child, level - 1, child_lo, hi, false, w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::BTreeOptions;
+    use super::BTree;
+    use crate::cost::Tuning;
+    use crate::error::Error;
+    use crate::io::{MemDevice, MemVfs, Storage};
+    use crate::kind::EngineKind;
+    use crate::settings::{DeviceSpec, Settings};
+    use std::sync::Arc;
+
+    /// A tree of 4 KiB pages (254 entries) holding `keys`, inserted in order.
+    fn tree(keys: impl Iterator<Item = u64>) -> BTree {
+        // Settings, not the `Options` aggregate: engines sit below `options` (tests/layers.rs).
+        let s = Settings {
+            page_size: 4096,
+            buffer_pool_bytes: 64 * 4096,
+            device: DeviceSpec::Memory,
+            checkpoint_wal_bytes: 64 << 20,
+            tuning: Tuning::reference(4096),
+            engine: EngineKind::BTree,
+            record: serde_json::Value::Null,
+        };
+        let storage = Storage {
+            device: Box::new(MemDevice::new(4096)),
+            vfs: Arc::new(MemVfs::new()),
+        };
+        let mut t = BTree::create(storage, s, BTreeOptions::default()).unwrap();
+        for k in keys {
+            t.insert_unlogged(k, k).unwrap();
+        }
+        t
+    }
+
+    fn violation(t: &mut BTree) -> String {
+        match t.check() {
+            Err(Error::Corruption { detail, .. }) => detail,
+            other => panic!("expected an invariant violation, got {other:?}"),
+        }
+    }
+
+    /// Invariant 2 with node orders: a leaf or an internal node above its kind's order is
+    /// a violation, whatever a page could hold.
+    #[test]
+    fn a_node_above_its_order_is_a_violation() {
+        // 300 ascending keys in 254-entry leaves: one split, leaves of 127 and 173.
+        let mut t = tree(0..300);
+        t.check().unwrap();
+        t.leaf_cap = 150;
+        let d = violation(&mut t);
+        assert!(
+            d.contains("leaf of 173 entries, above its order 150"),
+            "{d}"
+        );
+
+        // 3,000 ascending keys: 23 leaves under a root of 22 separators.
+        let mut t = tree(0..3000);
+        t.check().unwrap();
+        assert_eq!(t.height, 2);
+        t.inner_cap = 20;
+        let d = violation(&mut t);
+        assert!(
+            d.contains("internal node of 22 entries, above its order 20"),
+            "{d}"
+        );
     }
 }

@@ -1,9 +1,11 @@
 //! Deletion with redistribution and merging (Comer 1979; FD-tree paper App. D: "if a node
 //! is less than half full, we combine it with its sibling node"). A node that falls below
-//! `capacity/2` entries first borrows from a sibling that has more than the minimum
-//! (redistribution); otherwise the two are merged and the parent loses a separator, which
-//! may cascade up to the root; a root with a single child is removed. Leaves are repaired
-//! here; internal nodes by the shared [`crate::kit::bnode::spine`].
+//! half its kind's order (`leaf_order / 2` entries for a leaf, `inner_order / 2`
+//! separators for an internal node; each order defaults to a page's capacity) first
+//! borrows from a sibling that has more than the minimum (redistribution); otherwise the
+//! two are merged and the parent loses a separator, which may cascade up to the root; a
+//! root with a single child is removed. Leaves are repaired here; internal nodes by the
+//! shared [`crate::kit::bnode::spine`] (given the inner order as its `cap`).
 
 use super::BTree;
 use crate::error::Result;
@@ -22,7 +24,7 @@ impl BTree {
             node::count(b)
         })?;
         self.entries -= 1;
-        if n < self.min() && !path.is_empty() {
+        if n < self.leaf_min() && !path.is_empty() {
             self.rebalance(path, leaf)?;
         }
         Ok(true)
@@ -48,7 +50,7 @@ impl BTree {
             .pager
             .read(right, |b| (node::link(b), node::entries(b)))?;
         all.extend(r_es);
-        if sib_count > self.min() {
+        if sib_count > self.leaf_min() {
             // Even the two out and update the separator.
             let m = all.len() / 2;
             let new_sep = all[m].0;

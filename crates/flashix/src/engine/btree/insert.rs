@@ -1,5 +1,7 @@
 //! Insertion and node splits (Comer 1979, §"Insertion"; FD-tree paper App. D: "if a node is
-//! full, an insertion causes a split on the node").
+//! full, an insertion causes a split on the node"). A leaf is full at the leaf order, an
+//! internal node at the inner order (`BTreeOptions::{leaf_order, inner_order}`, else what a
+//! page holds).
 
 use super::BTree;
 use crate::error::Result;
@@ -9,7 +11,7 @@ use crate::kit::bnode::node;
 impl BTree {
     pub(super) fn insert_unlogged(&mut self, k: u64, v: u64) -> Result<()> {
         let (path, leaf) = self.descend(k)?;
-        let cap = self.cap;
+        let cap = self.leaf_cap;
         let (found, full) = self.pager.read(leaf, |b| match node::search(b, k) {
             Ok(_) => (true, false),
             Err(_) => (false, node::count(b) >= cap),

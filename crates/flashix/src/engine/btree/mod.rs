@@ -4,16 +4,30 @@
 //! half full borrows from a sibling (redistribution) or is merged with it; bulk loading
 //! fills nodes to 0.7 (`BTreeOptions::bulk_fill`); range scans walk the leaf chain.
 //!
+//! # Node orders
+//! A node holds at most its kind's *order* of entries: the leaf order for a leaf (key,
+//! value pairs), the inner order for an internal node (separators; it has one child more).
+//! Both default to what a page holds, `(page_size-32)/16` (254 for 4 KiB pages), and can be
+//! set lower with `BTreeOptions::{leaf_order, inner_order}` — e.g. the FBX-tree paper's
+//! baseline (§5: leaf order 100, inner order 500; `BTreeOptions::orders(100, 500)`, which
+//! needs 8 KiB pages for the inner order). An order is within `BTreeOptions::MIN_ORDER` (4)
+//! and the page's capacity, else creating or opening the index fails with
+//! `Error::InvalidOptions`. The orders are part of the options record in the manifest (only
+//! when set: a tree without them has the record of earlier builds), so a reopened tree
+//! keeps them. Splits, underflow (below `order/2`), bulk loading (`bulk_fill` of the
+//! order) and `check_integrity` all use the order of the node's kind.
+//!
 //! # On-disk format
 //! Nodes: see [`crate::kit::bnode::node`] (a slotted page of 16-byte entries,
-//! capacity `(page_size-32)/16`, 254 for 4 KiB pages). The manifest's engine state holds
-//! `root`, `height` (levels; 1 when the root is a leaf), `entries` and `leaves`.
+//! capacity `(page_size-32)/16`, 254 for 4 KiB pages; a node may use fewer slots, see Node
+//! orders). The manifest's engine state holds `root`, `height` (levels; 1 when the root is
+//! a leaf), `entries` and `leaves`.
 //!
 //! # Invariants (checked by `check_integrity`)
 //! 1. Keys are strictly increasing within a node, and every key of the subtree in child slot
 //!    `s` lies in `[separator(s), separator(s+1))` of its parent.
-//! 2. Every node other than the root holds at least `capacity/2` entries; an internal root
-//!    holds at least one separator.
+//! 2. Every node holds at most its kind's order of entries; every node other than the root
+//!    holds at least `order/2`; an internal root holds at least one separator.
 //! 3. All leaves are at level 0, at depth `height - 1`; node levels decrease by one per step.
 //! 4. The leaf chain visits every leaf once, in key order, ending with `NONE`.
 //! 5. No page is reachable twice, and no reachable page is free in the extent allocator.
@@ -78,14 +92,18 @@ pub struct BTree {
     height: u32,
     entries: u64,
     leaves: u64,
-    cap: usize,
+    /// Most entries of a leaf ([`BTreeOptions::leaf_order`], else a page's capacity).
+    leaf_cap: usize,
+    /// Most separators of an internal node ([`BTreeOptions::inner_order`], else a page's
+    /// capacity).
+    inner_cap: usize,
     /// Fill factor of bulk loading ([`BTreeOptions::bulk_fill`]).
     bulk_fill: f64,
     counters: Counters,
 }
 
 /// Check the B+-tree's options.
-pub fn validate(_: &Settings, o: &BTreeOptions) -> Result<()> {
+pub fn validate(s: &Settings, o: &BTreeOptions) -> Result<()> {
     let fill = o.bulk_fill;
     // Below one half, bulk-loaded nodes would break the B+-tree's occupancy invariant.
     if !(0.5..=1.0).contains(&fill) {
@@ -93,13 +111,46 @@ pub fn validate(_: &Settings, o: &BTreeOptions) -> Result<()> {
             "btree bulk_fill {fill} must be within 0.5..=1.0"
         )));
     }
+    let page_cap = node::capacity(s.page_size);
+    for (name, order) in [("leaf_order", o.leaf_order), ("inner_order", o.inner_order)] {
+        let Some(order) = order else { continue };
+        let min = BTreeOptions::MIN_ORDER;
+        if order < min {
+            return Err(Error::InvalidOptions(format!(
+                "btree {name} {order} is below the minimum order {min} (a {}-byte page holds \
+                 {page_cap} entries)",
+                s.page_size
+            )));
+        }
+        if order as usize > page_cap {
+            // A node is one page: the order needs the smallest page that holds it.
+            let mut need = s.page_size;
+            while node::capacity(need) < order as usize {
+                need = need.saturating_mul(2);
+            }
+            return Err(Error::InvalidOptions(format!(
+                "btree {name} {order} is above the {page_cap} entries a {}-byte page holds \
+                 (entries are 16 bytes: an order of {order} needs pages of {need} bytes or \
+                 more)",
+                s.page_size
+            )));
+        }
+    }
     Ok(())
+}
+
+/// The most entries of a leaf and of an internal node: the options' orders, else what a
+/// page of `page_size` bytes holds.
+fn caps(page_size: usize, o: &BTreeOptions) -> (usize, usize) {
+    let page_cap = node::capacity(page_size);
+    let cap = |order: Option<u32>| order.map_or(page_cap, |n| n as usize);
+    (cap(o.leaf_order), cap(o.inner_order))
 }
 
 impl BTree {
     /// A new empty tree (one empty root leaf).
     pub fn create(storage: Storage, s: Settings, o: BTreeOptions) -> Result<BTree> {
-        let cap = node::capacity(s.page_size);
+        let (leaf_cap, inner_cap) = caps(s.page_size, &o);
         let config = s.pager_config(MIN_FRAMES, 0);
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
         let root = pager.alloc_page()?;
@@ -110,7 +161,8 @@ impl BTree {
             height: 1,
             entries: 0,
             leaves: 1,
-            cap,
+            leaf_cap,
+            inner_cap,
             bulk_fill: o.bulk_fill,
             counters: Counters::default(),
         };
@@ -127,7 +179,7 @@ impl BTree {
     ) -> Result<BTree> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad B+-tree state: {e}")))?;
-        let cap = node::capacity(s.page_size);
+        let (leaf_cap, inner_cap) = caps(s.page_size, &o);
         let config = s.pager_config(MIN_FRAMES, 0);
         let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
         let mut t = BTree {
@@ -136,7 +188,8 @@ impl BTree {
             height: state.height,
             entries: state.entries,
             leaves: state.leaves,
-            cap,
+            leaf_cap,
+            inner_cap,
             bulk_fill: o.bulk_fill,
             counters: Counters::default(),
         };
@@ -156,9 +209,14 @@ impl BTree {
         })
     }
 
-    /// Minimum entries of a non-root node.
-    fn min(&self) -> usize {
-        self.cap / 2
+    /// Minimum entries of a non-root leaf.
+    fn leaf_min(&self) -> usize {
+        self.leaf_cap / 2
+    }
+
+    /// Minimum separators of a non-root internal node (the spine's rule, `cap / 2`).
+    fn inner_min(&self) -> usize {
+        self.inner_cap / 2
     }
 
     /// The internal levels, for the shared split and underflow code.
@@ -167,7 +225,7 @@ impl BTree {
             pager: &mut self.pager,
             root: &mut self.root,
             height: &mut self.height,
-            cap: self.cap,
+            cap: self.inner_cap,
         }
     }
 
