@@ -52,8 +52,8 @@ pub use io::{DeviceStats, Storage};
 pub use kind::EngineKind;
 pub use options::{
     BTreeOptions, BftlOptions, BulkOptions, CleanPolicy, DiplOptions, EngineOptions, FbxOptions,
-    FdTreeOptions, IplOptions,
-    LaTreeOptions, LsmOptions, Options, PioOptions, Tuning, DEFAULT_PAGE_SIZE, PIO_OPQ_ENTRY_BYTES,
+    FdTreeOptions, IplOptions, LaTreeOptions, LsmOptions, Options, PioOptions, Tuning,
+    DEFAULT_PAGE_SIZE, PIO_OPQ_ENTRY_BYTES,
 };
 pub use settings::DeviceSpec;
 /// Not part of the API. The d-IPL reproduction (`flashix repro dipl` in flashix-bench)

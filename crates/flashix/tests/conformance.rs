@@ -109,10 +109,11 @@ fn file_device_direct_io() {
     for e in engines() {
         // Fewer histories for the slow ones on a real file, in the default run (memory and
         // simulated SSDs cover them more): raw NAND makes every program durable at once
-        // (an fdatasync each), and a BFTL node read is up to c O_DIRECT page reads.
+        // (an fdatasync each), and a BFTL node read is up to c O_DIRECT page reads, an FBX
+        // leaf read its log list.
         let n = match e {
             _ if long() => n,
-            EngineKind::IplBTree | EngineKind::DiplBTree => n / 6,
+            EngineKind::IplBTree | EngineKind::DiplBTree | EngineKind::Fbx => n / 6,
             EngineKind::Bftl => n / 3,
             _ => n,
         };

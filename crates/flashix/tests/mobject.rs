@@ -91,6 +91,18 @@ fn bx_tree_on_simulated_ssds() {
     }
 }
 
+/// The FBX-tree: the same front end over `EngineKind::Fbx`, on every device.
+#[test]
+fn fbx_tree_on_memory_a_file_and_simulated_ssds() {
+    let (n, ops) = if long() { (500, 5_000) } else { (40, 1_500) };
+    let t = run_many(EngineKind::Fbx, |_| (DeviceKind::Memory, None), n, ops);
+    assert!(t.crashes > 0, "no crash step ran");
+    run_many(EngineKind::Fbx, file_device, n / 10, ops);
+    for ftl in FtlKind::ALL {
+        run_many(EngineKind::Fbx, |_| (DeviceKind::SimSsd(ftl), None), 2, ops);
+    }
+}
+
 /// Every other engine under the same front end, shorter.
 #[test]
 fn every_engine_on_memory() {

@@ -16,6 +16,6 @@
 
 pub(crate) mod api;
 pub mod bnode;
-pub mod ntt;
 pub(crate) mod inpage;
+pub mod ntt;
 pub mod sorted;

@@ -89,6 +89,21 @@ use layout::{Layout, SUB_DIRECTORY, SUB_OVERFLOW_MOTION, SUB_OVERFLOW_TIME};
 use partition::{Part, State};
 use std::path::Path;
 
+/// The options the index is created with: `opts.index`, and for the FBX-tree the partition
+/// bits that come before the curve value in a key (its log buffer clusters entries by the
+/// first bits of the cell number, FBX paper §4.2), unless the caller set them.
+fn index_options(opts: &MobjectOptions) -> Result<crate::Options> {
+    let mut index = opts.index.clone();
+    if index.engine() == crate::EngineKind::Fbx {
+        let mut f = index.fbx_options();
+        if f.cluster_skip_bits == 0 {
+            f.cluster_skip_bits = Layout::new(opts)?.pbits;
+            index = index.fbx(f);
+        }
+    }
+    Ok(index)
+}
+
 /// A [`MovingIndex`]'s counters: its engine's, and its own since open.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MobjectStats {
@@ -133,7 +148,7 @@ impl MovingIndex {
     /// Create a moving-object index in `dir` (absent or empty), over `opts`'s engine.
     pub fn create(dir: impl AsRef<Path>, opts: MobjectOptions) -> Result<MovingIndex> {
         opts.validate()?;
-        let db = Db::create(dir, opts.index.clone())?;
+        let db = Db::create(dir, index_options(&opts)?)?;
         MovingIndex::init(db, opts)
     }
 
@@ -152,7 +167,7 @@ impl MovingIndex {
     /// [`MovingIndex::create`] on storage of the caller's (tests, embedders).
     pub fn create_on(storage: Storage, opts: MobjectOptions) -> Result<MovingIndex> {
         opts.validate()?;
-        let db = Db::create_on(storage, opts.index.clone())?;
+        let db = Db::create_on(storage, index_options(&opts)?)?;
         MovingIndex::init(db, opts)
     }
 

@@ -406,7 +406,7 @@ pub(crate) fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
             });
     }
     if engine == EngineKind::Fbx {
-        // Leaves of 3-12 entries and inner nodes of 2-8 separators build deep trees that
+        // Leaves of 3-24 entries and inner nodes of 2-20 separators build deep trees that
         // split often; log buffers of 1-8 pages with 0-3 cluster bits flush often and keep
         // several leaves per page; every clean policy, small thresholds; the Sequential
         // B-Tree mode and leaf-by-leaf scans now and then; segments of 2-16 pages with a
@@ -425,8 +425,8 @@ pub(crate) fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
         return opts
             .buffer_pool_bytes((frames + pages as u64) * page_size as u64)
             .fbx(crate::FbxOptions {
-                leaf_order: [3u32, 5, 12][rng.below(3) as usize],
-                inner_order: Some([2u32, 3, 8][rng.below(3) as usize]),
+                leaf_order: [3u32, 12, 24][rng.below(3) as usize],
+                inner_order: Some([2u32, 8, 20][rng.below(3) as usize]),
                 log_buffer_pages: pages,
                 cluster_bits: rng.below(4) as u32,
                 cluster_skip_bits: [0u32, 1, 60][rng.below(3) as usize],

@@ -2,11 +2,11 @@
 //! removal of empty nodes, range scans by fences, and the bulk load of an empty tree. Every
 //! change is an index unit pushed to the reservation buffer (module doc of `bftl`).
 
-use crate::kit::ntt::unit::Unit;
 use super::{Bftl, Node, NONE};
 use crate::error::{Error, Result};
 use crate::kit::api::RangeCursor;
 use crate::kit::bnode::group_sizes;
+use crate::kit::ntt::unit::Unit;
 
 /// Entries a range scan call gathers before it returns (more if a leaf holds more).
 const SCAN_BATCH: usize = 256;

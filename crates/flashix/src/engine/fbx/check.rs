@@ -29,7 +29,10 @@ impl Fbx {
             let node = self.inner_node(id)?;
             let pid = self.inner.get(&id).copied();
             if node.level != level {
-                return Err(bad(pid, format!("node {id} at level {} not {level}", node.level)));
+                return Err(bad(
+                    pid,
+                    format!("node {id} at level {} not {level}", node.level),
+                ));
             }
             if node.entries.len() > self.inner_order {
                 return Err(bad(
@@ -79,7 +82,10 @@ impl Fbx {
         let mut refs: BTreeMap<PageId, u32> = BTreeMap::new();
         for (id, list) in self.ntt.iter() {
             if !leaf_ids.contains(&id) {
-                return Err(bad(list.first().copied(), format!("list of unreachable node {id}")));
+                return Err(bad(
+                    list.first().copied(),
+                    format!("list of unreachable node {id}"),
+                ));
             }
             for &p in list {
                 *refs.entry(p).or_insert(0) += 1;
@@ -87,12 +93,18 @@ impl Fbx {
         }
         for (&p, &n) in &refs {
             if self.ntt.refs(p) != n {
-                return Err(bad(Some(p), format!("page count {} but {n} lists", self.ntt.refs(p))));
+                return Err(bad(
+                    Some(p),
+                    format!("page count {} but {n} lists", self.ntt.refs(p)),
+                ));
             }
         }
         for (leaf, _) in self.logbuf.homes() {
             if !leaf_ids.contains(&leaf) {
-                return Err(bad(None, format!("buffered entries of unreachable leaf {leaf}")));
+                return Err(bad(
+                    None,
+                    format!("buffered entries of unreachable leaf {leaf}"),
+                ));
             }
         }
         for span in &leaves {
@@ -106,7 +118,10 @@ impl Fbx {
                         .read(p, |b| unit::collect(b, p, span.id, &mut units))??;
                 }
                 if list.len() != 1 || !matches!(units.first(), Some(Unit::Reset { .. })) {
-                    return Err(bad(first, format!("compact leaf {} is not one page", span.id)));
+                    return Err(bad(
+                        first,
+                        format!("compact leaf {} is not one page", span.id),
+                    ));
                 }
             }
             let node = self.rebuild(span.id)?;

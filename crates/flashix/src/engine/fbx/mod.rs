@@ -104,9 +104,9 @@ mod tree;
 pub use crate::cost::logclean::CleanPolicy;
 pub use options::FbxOptions;
 
-use crate::cost::logclean::CleanState;
 use self::logbuf::LogBuffer;
 use self::space::Space;
+use crate::cost::logclean::CleanState;
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Pager, Store};
@@ -136,7 +136,8 @@ pub fn default_inner_order(page_size: usize) -> u32 {
 fn orders(s: &Settings, o: &FbxOptions) -> (usize, usize) {
     (
         o.leaf_order as usize,
-        o.inner_order.unwrap_or_else(|| default_inner_order(s.page_size)) as usize,
+        o.inner_order
+            .unwrap_or_else(|| default_inner_order(s.page_size)) as usize,
     )
 }
 
@@ -480,7 +481,9 @@ impl Fbx {
 
     /// Bytes of the NTT: lists, leaf metadata, inner addresses.
     fn ntt_bytes(&self) -> u64 {
-        self.ntt.memory_bytes() + 40 * self.leaves.capacity() as u64 + 24 * self.inner.capacity() as u64
+        self.ntt.memory_bytes()
+            + 40 * self.leaves.capacity() as u64
+            + 24 * self.inner.capacity() as u64
     }
 
     fn memory_bytes(&self) -> u64 {
@@ -562,10 +565,9 @@ impl Engine for Fbx {
 
     fn stats(&self) -> Stats {
         let c = &self.counters;
-        let (sum, max) = self
-            .ntt
-            .iter()
-            .fold((0u64, 0u64), |(s, m), (_, l)| (s + l.len() as u64, m.max(l.len() as u64)));
+        let (sum, max) = self.ntt.iter().fold((0u64, 0u64), |(s, m), (_, l)| {
+            (s + l.len() as u64, m.max(l.len() as u64))
+        });
         let nodes = (self.leaves.len() + self.inner.len()) as u64;
         let live = self.space.live_pages().max(1);
         let engine_counters = counters(&[

@@ -171,15 +171,17 @@ impl Fbx {
         let mut found: HashMap<(u64, PageId), Vec<Unit>> = HashMap::new();
         for &pid in &all {
             let leaves = naming.remove(&pid).unwrap_or_default();
-            let got = self.pager.read(pid, |b| -> Result<Vec<(u64, Vec<Unit>)>> {
-                let mut v = Vec::with_capacity(leaves.len());
-                for &leaf in &leaves {
-                    let mut units = Vec::new();
-                    unit::collect(b, pid, leaf, &mut units)?;
-                    v.push((leaf, units));
-                }
-                Ok(v)
-            })??;
+            let got = self
+                .pager
+                .read(pid, |b| -> Result<Vec<(u64, Vec<Unit>)>> {
+                    let mut v = Vec::with_capacity(leaves.len());
+                    for &leaf in &leaves {
+                        let mut units = Vec::new();
+                        unit::collect(b, pid, leaf, &mut units)?;
+                        v.push((leaf, units));
+                    }
+                    Ok(v)
+                })??;
             for (leaf, units) in got {
                 if units.is_empty() {
                     return Err(Error::corruption(

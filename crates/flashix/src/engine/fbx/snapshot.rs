@@ -75,7 +75,10 @@ pub(crate) fn read_page(buf: &[u8], pid: PageId, out: &mut Vec<u8>) -> Result<()
         return Err(Error::corruption(
             DATA_FILE,
             Some(pid),
-            format!("page kind {:#x} is not an NTT snapshot page", page::kind(buf)),
+            format!(
+                "page kind {:#x} is not an NTT snapshot page",
+                page::kind(buf)
+            ),
         ));
     }
     let n = page::read_u32(buf, page::HEADER) as usize;
@@ -134,7 +137,11 @@ pub(crate) fn decode(b: &[u8]) -> Result<Snapshot> {
     let leaves = r.u64()?;
     let inner = r.u64()?;
     // A leaf takes at least 29 bytes, an inner node 16: no count beyond what the bytes hold.
-    if leaves.saturating_mul(29).saturating_add(inner.saturating_mul(16)) > r.left() as u64 {
+    if leaves
+        .saturating_mul(29)
+        .saturating_add(inner.saturating_mul(16))
+        > r.left() as u64
+    {
         return Err(bad(format!(
             "NTT snapshot claims {leaves} leaves and {inner} inner nodes in {} bytes",
             r.left()
@@ -170,7 +177,10 @@ pub(crate) fn decode(b: &[u8]) -> Result<Snapshot> {
         s.inner.push((r.u64()?, r.u64()?));
     }
     if r.left() != 0 {
-        return Err(bad(format!("NTT snapshot: {} bytes after its end", r.left())));
+        return Err(bad(format!(
+            "NTT snapshot: {} bytes after its end",
+            r.left()
+        )));
     }
     Ok(s)
 }

@@ -100,7 +100,11 @@ impl Space {
     /// Count a page named again at open (its segment must exist).
     pub fn mark_live(&mut self, pid: PageId) -> Result<()> {
         let s = self.seg_of(pid).ok_or_else(|| {
-            Error::corruption(DATA_FILE, Some(pid), "page named by the NTT lies in no segment")
+            Error::corruption(
+                DATA_FILE,
+                Some(pid),
+                "page named by the NTT lies in no segment",
+            )
         })?;
         *self.segs.entry(s).or_insert(0) += 1;
         Ok(())
@@ -175,12 +179,14 @@ impl Space {
         self.segs.len()
     }
 
-    /// The segment with the fewest live pages, other than the head, and its live count.
-    pub fn emptiest(&self) -> Option<(PageId, u64)> {
+    /// The segment with the fewest live pages, other than the head and the segments of
+    /// `pinned` (pages the cleaner cannot move), and its live count.
+    pub fn emptiest(&self, pinned: &[PageId]) -> Option<(PageId, u64)> {
         let head = self.head.map(|(h, _)| h);
+        let pinned: Vec<PageId> = pinned.iter().filter_map(|&p| self.seg_of(p)).collect();
         self.segs
             .iter()
-            .filter(|(&s, _)| Some(s) != head)
+            .filter(|(&s, _)| Some(s) != head && !pinned.contains(&s))
             .min_by_key(|(&s, &n)| (n, s))
             .map(|(&s, &n)| (s, n))
     }

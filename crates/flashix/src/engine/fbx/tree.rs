@@ -71,7 +71,10 @@ impl Fbx {
                 return Err(Error::corruption(
                     DATA_FILE,
                     self.inner.get(&id).copied(),
-                    format!("inner node {id} is at level {}, expected {level}", node.level),
+                    format!(
+                        "inner node {id} is at level {}, expected {level}",
+                        node.level
+                    ),
                 ));
             }
             let s = node.child_slot(key);
@@ -209,7 +212,10 @@ impl Fbx {
             link: NONE,
             entries: right_entries,
         };
-        let pages = vec![self.node_page(leaf, &node), self.node_page(right_id, &right)];
+        let pages = vec![
+            self.node_page(leaf, &node),
+            self.node_page(right_id, &right),
+        ];
         let pids = self.append_pages(pages, true)?;
         self.leaves.insert(right_id, LeafMeta::default());
         self.set_compact(leaf, pids[0], node.entries.len());
@@ -360,7 +366,8 @@ impl Fbx {
             if file <= self.o.space_amp_limit * live + slack {
                 break;
             }
-            let Some((seg, _)) = self.space.emptiest() else {
+            let pinned: Vec<PageId> = self.snapshot.iter().chain(&self.retired).copied().collect();
+            let Some((seg, _)) = self.space.emptiest(&pinned) else {
                 break;
             };
             self.clean_segment(seg)?;
@@ -371,7 +378,7 @@ impl Fbx {
 
     /// Move every live page of the segment at `seg` to the head: compact the leaves whose
     /// lists name one, rewrite the inner nodes stored there. Snapshot pages stay: they die
-    /// at the next checkpoint.
+    /// at the next checkpoint (the caller does not pick their segments).
     fn clean_segment(&mut self, seg: PageId) -> Result<()> {
         let end = seg + self.space.seg_pages();
         let inside = |p: &PageId| (seg..end).contains(p);
