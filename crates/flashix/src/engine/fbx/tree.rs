@@ -412,8 +412,10 @@ impl Fbx {
 
 /// A leaf rebuilt from its units; `first` names its first page for errors.
 pub(crate) fn leaf_of(leaf: u64, units: Vec<Unit>, first: Option<PageId>) -> Result<Node> {
-    let mut node = Node::default();
-    node.link = NONE;
+    let mut node = Node {
+        link: NONE,
+        ..Node::default()
+    };
     for u in units {
         match u {
             Unit::Insert(..) | Unit::Delete(_) => node.apply(u),
