@@ -613,6 +613,7 @@ impl Engine for Fbx {
             .pager
             .stats(EngineKind::Fbx, engine_counters, self.memory_bytes());
         st.shape.leaves = Some(self.leaves.len() as u64);
+        st.shape.leaf_splits = Some(c.leaf_splits);
         st
     }
 
