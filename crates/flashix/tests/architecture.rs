@@ -5,8 +5,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// The engines under `src/engine/`, one folder each.
-const ENGINES: [&str; 9] = [
-    "bftl", "btree", "bulk", "dipl", "fdtree", "ipl", "latree", "lsm", "pio",
+const ENGINES: [&str; 10] = [
+    "bftl", "btree", "bulk", "dipl", "fbx", "fdtree", "ipl", "latree", "lsm", "pio",
 ];
 
 /// (engine, other engine) pairs allowed: none (the IPL and d-IPL B+-trees share the

@@ -116,7 +116,7 @@ fn algorithm_1_reads_each_log_page_at_most_once() {
         // No clustering and a one-page log buffer: every log page holds entries of many
         // leaves, so lists share pages. No cleans, so the lists stay long.
         let o = FbxOptions {
-            log_buffer_pages: 1,
+            log_buffer_pages: Some(1),
             cluster_bits: 0,
             clean: CleanPolicy::Never,
             batched_scans: batched,
@@ -196,7 +196,7 @@ fn algorithm_1_reads_each_log_page_at_most_once() {
 #[test]
 fn reads_clean_a_long_log_list() {
     let o = FbxOptions {
-        log_buffer_pages: 1,
+        log_buffer_pages: Some(1),
         cluster_bits: 0,
         clean: CleanPolicy::AccumulateClean { threshold: 8 },
         ..FbxOptions::default()
@@ -336,9 +336,9 @@ fn a_flipped_bit_in_any_page_is_detected_or_harmless() {
     let dev = MemDevice::new(512);
     let vfs = MemVfs::new();
     let o = FbxOptions {
-        leaf_order: 12,
+        leaf_order: Some(12),
         inner_order: Some(8),
-        log_buffer_pages: 4,
+        log_buffer_pages: Some(4),
         cluster_bits: 2,
         segment_pages: 16,
         ..FbxOptions::default()
@@ -378,8 +378,8 @@ fn persists_on_a_file_and_on_a_simulated_ssd() {
             .buffer_pool_bytes(1 << 20)
             .device(device)
             .fbx(FbxOptions {
-                leaf_order: 50,
-                log_buffer_pages: 64,
+                leaf_order: Some(50),
+                log_buffer_pages: Some(64),
                 ..FbxOptions::default()
             });
         let mut db = Db::create(&path, o).unwrap();
@@ -398,14 +398,14 @@ fn bad_options_are_refused_with_a_reason() {
     let cases: Vec<(FbxOptions, &str)> = vec![
         (
             FbxOptions {
-                leaf_order: 1,
+                leaf_order: Some(1),
                 ..FbxOptions::default()
             },
             "leaf_order",
         ),
         (
             FbxOptions {
-                leaf_order: 300,
+                leaf_order: Some(300),
                 ..FbxOptions::default()
             },
             "leaf_order",
@@ -419,7 +419,7 @@ fn bad_options_are_refused_with_a_reason() {
         ),
         (
             FbxOptions {
-                log_buffer_pages: 0,
+                log_buffer_pages: Some(0),
                 ..FbxOptions::default()
             },
             "log_buffer_pages",
@@ -466,7 +466,12 @@ fn bad_options_are_refused_with_a_reason() {
         }
     }
     // The log buffer comes out of the budget.
-    let small = Options::new(EngineKind::Fbx).buffer_pool_bytes(1 << 20);
+    let small = Options::new(EngineKind::Fbx)
+        .buffer_pool_bytes(1 << 20)
+        .fbx(FbxOptions {
+            log_buffer_pages: Some(256),
+            ..FbxOptions::default()
+        });
     match Db::create_on(
         Storage {
             device: Box::new(MemDevice::new(4096)),

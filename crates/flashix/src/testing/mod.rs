@@ -425,9 +425,9 @@ pub(crate) fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
         return opts
             .buffer_pool_bytes((frames + pages as u64) * page_size as u64)
             .fbx(crate::FbxOptions {
-                leaf_order: [3u32, 12, 24][rng.below(3) as usize],
+                leaf_order: Some([3u32, 12, 24][rng.below(3) as usize]),
                 inner_order: Some([2u32, 8, 20][rng.below(3) as usize]),
-                log_buffer_pages: pages,
+                log_buffer_pages: Some(pages),
                 cluster_bits: rng.below(4) as u32,
                 cluster_skip_bits: [0u32, 1, 60][rng.below(3) as usize],
                 clean,

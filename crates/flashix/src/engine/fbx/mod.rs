@@ -125,6 +125,10 @@ const MIN_FRAMES: usize = 4;
 
 /// The paper's inner order (§5).
 pub const PAPER_INNER_ORDER: u32 = 500;
+/// The paper's leaf order (§5).
+pub const PAPER_LEAF_ORDER: u32 = 100;
+/// The paper's log buffer: 1 MB of 4 KiB pages (§4.2).
+pub const PAPER_LOG_BUFFER_PAGES: u32 = 256;
 
 /// Separators an inner node holds by default on `page_size` pages: 500, or what a page
 /// of index units holds (one group: a `Reset` and the separators) when less.
@@ -134,17 +138,26 @@ pub fn default_inner_order(page_size: usize) -> u32 {
 
 /// The orders in effect: (leaf, inner).
 fn orders(s: &Settings, o: &FbxOptions) -> (usize, usize) {
+    let fits = unit::units_per_page(s.page_size).saturating_sub(1) as u32;
     (
-        o.leaf_order as usize,
+        o.leaf_order.unwrap_or(PAPER_LEAF_ORDER.min(fits)) as usize,
         o.inner_order
             .unwrap_or_else(|| default_inner_order(s.page_size)) as usize,
     )
 }
 
+/// Pages of the log buffer in effect.
+fn log_buffer_pages(s: &Settings, o: &FbxOptions) -> u32 {
+    o.log_buffer_pages.unwrap_or_else(|| {
+        let quarter = s.buffer_pool_bytes / s.page_size as u64 / 4;
+        (PAPER_LOG_BUFFER_PAGES as u64).min(quarter).max(1) as u32
+    })
+}
+
 /// Bytes of the budget the log buffer takes.
-pub fn log_buffer_bytes(page_size: usize, o: &FbxOptions) -> u64 {
+fn log_buffer_bytes(s: &Settings, o: &FbxOptions) -> u64 {
     if o.leaf_logging {
-        o.log_buffer_pages as u64 * page_size as u64
+        log_buffer_pages(s, o) as u64 * s.page_size as u64
     } else {
         0
     }
@@ -154,14 +167,15 @@ pub fn log_buffer_bytes(page_size: usize, o: &FbxOptions) -> u64 {
 pub fn validate(s: &Settings, o: &FbxOptions) -> Result<()> {
     let per = unit::units_per_page(s.page_size);
     let bad = |m: String| Err(Error::InvalidOptions(m));
-    if o.leaf_order < 2 || o.leaf_order as usize + 1 > per {
-        return bad(format!(
-            "fbx leaf_order = {} must be at least 2 and at most {} (a compact leaf is one \
-             {}-byte page of 17-byte units)",
-            o.leaf_order,
-            per - 1,
-            s.page_size
-        ));
+    if let Some(l) = o.leaf_order {
+        if l < 2 || l as usize + 1 > per {
+            return bad(format!(
+                "fbx leaf_order = {l} must be at least 2 and at most {} (a compact leaf is \
+                 one {}-byte page of 17-byte units)",
+                per - 1,
+                s.page_size
+            ));
+        }
     }
     if let Some(i) = o.inner_order {
         if i < 2 || i as usize + 1 > per {
@@ -173,11 +187,10 @@ pub fn validate(s: &Settings, o: &FbxOptions) -> Result<()> {
             ));
         }
     }
-    if o.log_buffer_pages == 0 || o.log_buffer_pages > 1 << 16 {
-        return bad(format!(
-            "fbx log_buffer_pages = {} must be in 1..=65536",
-            o.log_buffer_pages
-        ));
+    if let Some(p) = o.log_buffer_pages {
+        if p == 0 || p > 1 << 16 {
+            return bad(format!("fbx log_buffer_pages = {p} must be in 1..=65536"));
+        }
     }
     if o.cluster_bits > 16 {
         return bad(format!(
@@ -204,13 +217,15 @@ pub fn validate(s: &Settings, o: &FbxOptions) -> Result<()> {
         ));
     }
     o.clean.validate().map_err(Error::InvalidOptions)?;
-    let reserved = log_buffer_bytes(s.page_size, o);
+    let reserved = log_buffer_bytes(s, o);
     let min = reserved + (MIN_FRAMES * s.page_size) as u64;
     if s.buffer_pool_bytes < min {
         return bad(format!(
             "fbx needs a budget of at least {min} bytes: a log buffer of {} pages of {} \
              bytes ({reserved} bytes) and {MIN_FRAMES} pool frames; the budget is {}",
-            o.log_buffer_pages, s.page_size, s.buffer_pool_bytes
+            log_buffer_pages(s, o),
+            s.page_size,
+            s.buffer_pool_bytes
         ));
     }
     Ok(())
@@ -269,6 +284,7 @@ pub struct Fbx {
     o: FbxOptions,
     leaf_order: usize,
     inner_order: usize,
+    log_buffer_pages: u32,
     /// Leaf -> its log list.
     ntt: Ntt,
     /// Leaf -> its metadata; every leaf of the tree has one.
@@ -293,7 +309,7 @@ impl Fbx {
     /// A new index: an empty root leaf, committed by the first checkpoint.
     pub fn create(storage: Storage, s: Settings, o: FbxOptions) -> Result<Fbx> {
         validate(&s, &o)?;
-        let config = s.pager_config(MIN_FRAMES, log_buffer_bytes(s.page_size, &o));
+        let config = s.pager_config(MIN_FRAMES, log_buffer_bytes(&s, &o));
         let pager = Pager::create(storage.device, storage.vfs, config, s.record.clone())?;
         let mut t = Fbx::with(pager, &s, o, Space::new(0));
         t.space = Space::new(t.o.segment_pages as u64);
@@ -318,7 +334,7 @@ impl Fbx {
                 ),
             ));
         }
-        let config = s.pager_config(MIN_FRAMES, log_buffer_bytes(s.page_size, &o));
+        let config = s.pager_config(MIN_FRAMES, log_buffer_bytes(&s, &o));
         let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
         // The segment size is the file's: the options' value applies to a new index.
         let space = Space::restore(state.segment_pages, &state.segments, state.head)?;
@@ -335,12 +351,13 @@ impl Fbx {
         let (leaf_order, inner_order) = orders(s, &o);
         let logbuf = LogBuffer::new(
             s.page_size,
-            o.log_buffer_pages,
+            log_buffer_pages(s, &o),
             o.cluster_bits,
             o.cluster_skip_bits,
         );
         Fbx {
             pager,
+            log_buffer_pages: log_buffer_pages(s, &o),
             o,
             leaf_order,
             inner_order,
@@ -608,6 +625,7 @@ impl Engine for Fbx {
             ("ntt_paper_bytes", 14 * nodes),
             ("leaf_order", self.leaf_order as u64),
             ("inner_order", self.inner_order as u64),
+            ("log_buffer_pages", self.log_buffer_pages as u64),
         ]);
         let mut st = self
             .pager

@@ -13,14 +13,17 @@ use serde::{Deserialize, Serialize};
 pub struct FbxOptions {
     /// Most entries a leaf holds (§5: "the order of the leaf node is 100"). A leaf whose
     /// entries at its last rebuild plus the log entries since could exceed it is rebuilt
-    /// and split (or compacted).
-    pub leaf_order: u32,
+    /// and split (or compacted). `None`: 100, or what one page holds when that is less
+    /// (27 on 512-byte pages).
+    pub leaf_order: Option<u32>,
     /// Most separators an inner node holds (§5: 500). `None`: 500, or what one page holds
     /// when that is less (the paper's entries were 8 bytes, ours are 17-byte units: a
     /// 4 KiB page holds 238).
     pub inner_order: Option<u32>,
-    /// Pages of the log buffer (§4.2: "1M space, which can contain 2^8 log pages").
-    pub log_buffer_pages: u32,
+    /// Pages of the log buffer (§4.2: "1M space, which can contain 2^8 log pages"), taken
+    /// from the memory budget. `None`: 256, or a quarter of the budget's pages when that
+    /// is less (at least one).
+    pub log_buffer_pages: Option<u32>,
     /// Bits of a key that choose its log-buffer page (§4.2: "the first 8 bit of cell
     /// number"); 0 turns clustering off (one stream of log pages, E7's "original").
     pub cluster_bits: u32,
@@ -46,9 +49,9 @@ pub struct FbxOptions {
 impl Default for FbxOptions {
     fn default() -> Self {
         FbxOptions {
-            leaf_order: 100,
+            leaf_order: None,
             inner_order: None,
-            log_buffer_pages: 256,
+            log_buffer_pages: None,
             cluster_bits: 8,
             cluster_skip_bits: 0,
             clean: CleanPolicy::default(),
