@@ -168,6 +168,10 @@ mod tests {
                 r#"{"LaTree":{"adapt":true,"k":2,"max_buffer_pages":64,"node_bytes":0}}"#,
             ),
             (
+                EngineKind::Fbx,
+                r#"{"Fbx":{"batched_scans":true,"clean":{"AccumulateClean":{"threshold":64}},"cluster_bits":8,"cluster_skip_bits":0,"inner_order":null,"leaf_logging":true,"leaf_order":null,"log_buffer_pages":null,"segment_pages":256,"space_amp_limit":2.0}}"#,
+            ),
+            (
                 EngineKind::IplBTree,
                 r#"{"IplBTree":{"buffer_frames":null,"log_area_bytes":8192,"nand_blocks":1024,"node_bytes":8192,"pages_per_block":64}}"#,
             ),

@@ -119,7 +119,9 @@ impl Fbx {
 
     /// Rebuild `spans`' leaves. Batched (Algorithm 1): the union of their log lists is read,
     /// each page once, and its entries handed to the leaves naming it. Else leaf by leaf.
-    /// Then the clean policy for each.
+    /// Then the clean policy for each. The union is read in groups of leaves whose pages
+    /// fit half the buffer pool (memory stays bounded), so with a pool smaller than twice
+    /// the union a page shared by two groups is read once per group.
     pub(crate) fn read_leaves(&mut self, spans: &[LeafSpan]) -> Result<Vec<Node>> {
         let mut nodes = Vec::with_capacity(spans.len());
         if !self.o.batched_scans {
@@ -173,23 +175,15 @@ impl Fbx {
             let leaves = naming.remove(&pid).unwrap_or_default();
             let got = self
                 .pager
-                .read(pid, |b| -> Result<Vec<(u64, Vec<Unit>)>> {
-                    let mut v = Vec::with_capacity(leaves.len());
-                    for &leaf in &leaves {
-                        let mut units = Vec::new();
-                        unit::collect(b, pid, leaf, &mut units)?;
-                        v.push((leaf, units));
-                    }
-                    Ok(v)
-                })??;
+                .read(pid, |b| unit::collect_nodes(b, pid, &leaves))??;
+            if let Some(leaf) = leaves.iter().find(|&&l| !got.iter().any(|g| g.0 == l)) {
+                return Err(Error::corruption(
+                    DATA_FILE,
+                    Some(pid),
+                    format!("page holds no log entry of leaf {leaf}, which the NTT lists"),
+                ));
+            }
             for (leaf, units) in got {
-                if units.is_empty() {
-                    return Err(Error::corruption(
-                        DATA_FILE,
-                        Some(pid),
-                        format!("page holds no log entry of leaf {leaf}, which the NTT lists"),
-                    ));
-                }
                 found.insert((leaf, pid), units);
             }
         }

@@ -239,6 +239,43 @@ mod tests {
         }
     }
 
+    /// The format, frozen: a change here is a format change (bump `VERSION`).
+    #[test]
+    fn the_stream_format_is_frozen() {
+        let hex: String = encode(&sample())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            hex,
+            concat!(
+                "4642584e",
+                "01000000",
+                "0200000000000000",
+                "0100000000000000",
+                // leaf 1: exact 3, pending 2, acc 9, not compact, pages 10 and 12
+                "0100000000000000",
+                "03000000",
+                "02000000",
+                "0900000000000000",
+                "00",
+                "02000000",
+                "0a00000000000000",
+                "0c00000000000000",
+                // leaf 5: empty
+                "0500000000000000",
+                "00000000",
+                "00000000",
+                "0000000000000000",
+                "00",
+                "00000000",
+                // inner node 2 at page 11
+                "0200000000000000",
+                "0b00000000000000",
+            )
+        );
+    }
+
     #[test]
     fn a_header_claiming_huge_counts_is_refused_before_allocating() {
         let mut s = encode(&Snapshot::default());

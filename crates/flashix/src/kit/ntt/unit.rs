@@ -154,13 +154,43 @@ fn bad(pid: PageId, what: String) -> Error {
 /// of other nodes are skipped by their headers (their units are checked when their own
 /// node is read, and by `check_integrity`).
 pub fn collect(buf: &[u8], pid: PageId, node: u64, out: &mut Vec<Unit>) -> Result<usize> {
+    let before = out.len();
+    walk(buf, pid, |id| id == node, |_, u| out.push(u))?;
+    Ok(out.len() - before)
+}
+
+/// The units of every node of `nodes` in the page, in one pass over it: `(node, units)`
+/// for each of them that has a group there (a node with several groups gets one entry,
+/// its units in page order). For pages that many nodes name (the FBX-tree's log pages
+/// read once for all the leaves of a range query).
+pub fn collect_nodes(buf: &[u8], pid: PageId, nodes: &[u64]) -> Result<Vec<(u64, Vec<Unit>)>> {
+    let mut out: Vec<(u64, Vec<Unit>)> = Vec::new();
+    walk(
+        buf,
+        pid,
+        |id| nodes.contains(&id),
+        |id, u| match out.iter_mut().find(|(n, _)| *n == id) {
+            Some((_, v)) => v.push(u),
+            None => out.push((id, vec![u])),
+        },
+    )?;
+    Ok(out)
+}
+
+/// Check the page's kind and group headers, and hand every unit of the groups whose node
+/// `wanted` accepts to `f`, in page order. Units of other groups are not decoded.
+fn walk(
+    buf: &[u8],
+    pid: PageId,
+    wanted: impl Fn(u64) -> bool,
+    mut f: impl FnMut(u64, Unit),
+) -> Result<()> {
     if page::kind(buf) != KIND_UNITS {
         return Err(bad(
             pid,
             format!("page kind {:#x} is not an index-unit page", page::kind(buf)),
         ));
     }
-    let before = out.len();
     let g = u16::from_le_bytes([buf[GROUPS], buf[GROUPS + 1]]);
     let mut off = BODY;
     for i in 0..g {
@@ -174,19 +204,22 @@ pub fn collect(buf: &[u8], pid: PageId, node: u64, out: &mut Vec<Unit>) -> Resul
         if n == 0 || end > buf.len() {
             return Err(bad(pid, format!("group {i} of node {n_id} has {n} units")));
         }
-        if n_id == node {
+        if wanted(n_id) {
             for (j, ub) in buf[start..end].chunks_exact(UNIT).enumerate() {
-                out.push(Unit::decode(ub).ok_or_else(|| {
-                    bad(
-                        pid,
-                        format!("unit {j} of node {node} has an unknown tag or operand"),
-                    )
-                })?);
+                f(
+                    n_id,
+                    Unit::decode(ub).ok_or_else(|| {
+                        bad(
+                            pid,
+                            format!("unit {j} of node {n_id} has an unknown tag or operand"),
+                        )
+                    })?,
+                );
             }
         }
         off = end;
     }
-    Ok(out.len() - before)
+    Ok(())
 }
 
 /// The result of BFTL's commit policy: page contents, and for each node the pages that
@@ -279,6 +312,26 @@ mod tests {
                 prop_assert_eq!(&got, units);
             }
         }
+    }
+
+    /// One pass for many nodes gives each node what `collect` gives it alone, and leaves
+    /// out the nodes not asked for and those without a group.
+    #[test]
+    fn collect_nodes_equals_collect_for_each_node() {
+        let mut p = PageBuilder::new(512);
+        p.add(3, &[Unit::Insert(1, 10), Unit::Delete(2)]);
+        p.add(9, &[Unit::Reset { level: 0, link: 7 }]);
+        p.add(3, &[Unit::Truncate(5)]);
+        p.add(4, &[Unit::SetLink(8)]);
+        let b = p.finish(6);
+        let got = collect_nodes(&b, 6, &[4, 3, 11]).unwrap();
+        let mut three = Vec::new();
+        collect(&b, 6, 3, &mut three).unwrap();
+        assert_eq!(three.len(), 3);
+        assert_eq!(got, vec![(3, three), (4, vec![Unit::SetLink(8)])]);
+        let mut bad = b.clone();
+        page::set_kind(&mut bad, 7);
+        assert!(collect_nodes(&bad, 6, &[3]).is_err());
     }
 
     #[test]
