@@ -78,7 +78,7 @@ pub struct MoBenchArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum MoWorkload {
+pub(crate) enum MoWorkload {
     Update,
     /// Window side in % of the space's side; a fixed predictive time (else `--ahead`).
     Range(f64, Option<u64>),
@@ -87,7 +87,7 @@ enum MoWorkload {
 }
 
 impl MoWorkload {
-    fn parse(s: &str) -> Result<MoWorkload> {
+    pub(crate) fn parse(s: &str) -> Result<MoWorkload> {
         let num = |p: &str| s.strip_prefix(p).map(str::parse::<f64>);
         Ok(match s {
             "mo-update" => MoWorkload::Update,
@@ -188,6 +188,10 @@ pub struct MoResult {
     pub p99_us: f64,
     pub pages_read_per_op: f64,
     pub pages_written_per_op: f64,
+    /// Read and write requests per operation that did not start where the previous one
+    /// ended (the rest of the pages were sequential).
+    pub random_reads_per_op: f64,
+    pub random_writes_per_op: f64,
     pub results_per_query: f64,
     pub candidates_per_query: f64,
     pub false_hit_ratio: f64,
@@ -228,7 +232,8 @@ pub fn run(a: &MoBenchArgs) -> Result<()> {
     println!("data: {data}: {}", data.describe(1000.0, a.max_speed));
     let mut all = Vec::new();
     for (name, engine) in &subjects {
-        all.extend(run_subject(a, name, *engine, &workloads, budget)?);
+        let index = Options::new(*engine).device(DeviceSpec::File { direct_io: true });
+        all.extend(run_subject(a, name, index, &workloads, budget)?);
     }
     std::fs::create_dir_all(&a.out)?;
     let path = a.out.join("mo-results.json");
@@ -247,10 +252,13 @@ fn bar(len: u64, msg: String) -> ProgressBar {
     pb
 }
 
-fn run_subject(
+/// Prepare subject `name`, a moving-object index over `index` (its engine, device and
+/// engine options; the budget is set here), run `workloads` on it, print a row per
+/// workload and return them. The index is removed afterwards.
+pub(crate) fn run_subject(
     a: &MoBenchArgs,
     name: &str,
-    engine: EngineKind,
+    index: Options,
     workloads: &[MoWorkload],
     budget: Option<u64>,
 ) -> Result<Vec<MoResult>> {
@@ -263,13 +271,9 @@ fn run_subject(
     // memory at creation, the PIO B-tree's OPQ, size them for it) and prepared with a
     // 64 MiB pool, as `flashix bench` ages its indexes.
     let budget = budget.unwrap_or((a.objects * DEFAULT_BUDGET_PER_OBJECT).max(64 << 10));
-    let opts = MobjectOptions::new(
-        Options::new(engine)
-            .buffer_pool_bytes(budget)
-            .device(DeviceSpec::File { direct_io: true }),
-    )
-    .max_speed(a.max_speed)
-    .max_update_interval(a.max_update_interval);
+    let opts = MobjectOptions::new(index.buffer_pool_bytes(budget))
+        .max_speed(a.max_speed)
+        .max_update_interval(a.max_update_interval);
     let data: MoData = a.data.parse().context("--data")?;
     let mut world = World::new(
         data,
@@ -386,6 +390,12 @@ fn run_subject(
             pages_read_per_op: (after.index.device.reads - before.index.device.reads) as f64
                 / a.ops as f64,
             pages_written_per_op: (after.index.device.writes - before.index.device.writes) as f64
+                / a.ops as f64,
+            random_reads_per_op: (after.index.device.random_reads
+                - before.index.device.random_reads) as f64
+                / a.ops as f64,
+            random_writes_per_op: (after.index.device.random_writes
+                - before.index.device.random_writes) as f64
                 / a.ops as f64,
             results_per_query: per_q(results),
             candidates_per_query: per_q(cands),

@@ -65,7 +65,7 @@ impl Db {
 
     /// Open the index in `dir`; engine and options come from its manifest.
     pub fn open(dir: impl AsRef<Path>) -> Result<Db> {
-        Db::open_inner(dir.as_ref(), None)
+        Db::open_inner(dir.as_ref(), |o| o)
     }
 
     /// Open the index in `dir` with a buffer pool of `bytes` instead of the one in its
@@ -73,10 +73,19 @@ impl Db {
     /// on it). The new size is saved with the next checkpoint. Benchmarks use it to build
     /// an index with a large pool and measure it with a small one.
     pub fn open_with_buffer_pool(dir: impl AsRef<Path>, bytes: u64) -> Result<Db> {
-        Db::open_inner(dir.as_ref(), Some(bytes))
+        Db::open_inner(dir.as_ref(), |o| o.buffer_pool_bytes(bytes))
     }
 
-    fn open_inner(dir: &Path, pool_bytes: Option<u64>) -> Result<Db> {
+    /// Open the index in `dir` with its manifest's options changed by `adjust` (validated
+    /// again). For benchmarks and experiments that compare runtime settings on one index
+    /// (`crate::internals::open_adjusted`): `adjust` must change only settings the on-disk
+    /// format does not depend on (the pool, the FBX clean policy); changing anything else
+    /// gives an index its files do not match.
+    pub(crate) fn open_adjusted(dir: &Path, adjust: impl FnOnce(Options) -> Options) -> Result<Db> {
+        Db::open_inner(dir, adjust)
+    }
+
+    fn open_inner(dir: &Path, adjust: impl FnOnce(Options) -> Options) -> Result<Db> {
         if !dir.is_dir() {
             return Err(Error::NotFound(dir.to_path_buf()));
         }
@@ -85,10 +94,7 @@ impl Db {
             return Err(Error::NotAnIndex(dir.to_path_buf()));
         }
         let manifest = Manifest::load(&*vfs)?;
-        let mut opts = record::decode(&manifest.options, manifest.format_version)?;
-        if let Some(bytes) = pool_bytes {
-            opts = opts.buffer_pool_bytes(bytes);
-        }
+        let opts = adjust(record::decode(&manifest.options, manifest.format_version)?);
         if opts.device == DeviceSpec::Memory {
             return Err(Error::Unsupported(format!(
                 "the index in {} was created on a memory device, whose pages did not survive",
@@ -217,23 +223,21 @@ impl Db {
     /// returns: the caller asked for all of it.
     pub fn range_many(&mut self, ranges: &[(u64, u64)]) -> Result<Vec<(u64, u64)>> {
         self.usable()?;
-        if let Some(&(lo, hi)) = ranges.iter().find(|(lo, hi)| lo > hi) {
-            return Err(Error::InvalidArgument(format!(
-                "range_many: range ({lo}, {hi}) has lo > hi"
-            )));
-        }
-        let mut sorted = ranges.to_vec();
-        sorted.sort_unstable();
-        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(sorted.len());
-        for (lo, hi) in sorted {
-            match merged.last_mut() {
-                Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
-                _ => merged.push((lo, hi)),
-            }
-        }
+        let merged = merge_ranges("range_many", ranges)?;
         let mut out = Vec::new();
         self.engine.scan_many(&merged, &mut out)?;
         Ok(out)
+    }
+
+    /// An estimate of how many entries `ranges` (inclusive `(lo, hi)` pairs, any order,
+    /// may overlap) hold, made without reading leaves, or `None` when the engine cannot
+    /// estimate (only the FBX-tree can: from its node table's entry counts, §4.3, an upper
+    /// bound for fully covered leaves and a key-span share of partly covered ones). The
+    /// moving-object kNN sizes its first radius with it.
+    pub fn estimate_count(&mut self, ranges: &[(u64, u64)]) -> Result<Option<u64>> {
+        self.usable()?;
+        let merged = merge_ranges("estimate_count", ranges)?;
+        self.engine.estimate_count(&merged)
     }
 
     /// Insert many pairs, in any order; for equal keys the last wins.
@@ -355,6 +359,25 @@ impl Iterator for Range<'_> {
 /// The device of an index in `dir`; `create` for a new index (a simulated SSD formats its
 /// flash then, and rebuilds its mapping from it on open). The simulated flash file is
 /// opened without `O_DIRECT`: its simulated counters, not wall time, are what it measures.
+/// `ranges` checked (`lo <= hi`), sorted and merged where they overlap or touch.
+fn merge_ranges(what: &str, ranges: &[(u64, u64)]) -> Result<Vec<(u64, u64)>> {
+    if let Some(&(lo, hi)) = ranges.iter().find(|(lo, hi)| lo > hi) {
+        return Err(Error::InvalidArgument(format!(
+            "{what}: range ({lo}, {hi}) has lo > hi"
+        )));
+    }
+    let mut sorted = ranges.to_vec();
+    sorted.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(sorted.len());
+    for (lo, hi) in sorted {
+        match merged.last_mut() {
+            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+            _ => merged.push((lo, hi)),
+        }
+    }
+    Ok(merged)
+}
+
 fn device_for(
     dir: &Path,
     spec: &DeviceSpec,

@@ -68,5 +68,16 @@ pub mod internals {
     pub use crate::engine::ipl::IplBTree;
     pub use crate::engine::{create_bulk, create_dipl, create_ipl};
     pub use crate::kit::api::Engine;
+
+    /// Open the index in `dir` with its manifest's options changed by `adjust` (validated
+    /// again): experiments that compare runtime settings on copies of one index, such as
+    /// the FBX-tree's clean policies. `adjust` must change only settings the on-disk
+    /// format does not depend on (the buffer pool, `FbxOptions::clean`).
+    pub fn open_adjusted(
+        dir: impl AsRef<std::path::Path>,
+        adjust: impl FnOnce(crate::Options) -> crate::Options,
+    ) -> crate::Result<crate::Db> {
+        crate::Db::open_adjusted(dir.as_ref(), adjust)
+    }
 }
 pub use stats::{BufferStats, LevelShape, Shape, Stats, WalStats};

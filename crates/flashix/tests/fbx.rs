@@ -477,3 +477,61 @@ fn bad_options_are_refused_with_a_reason() {
         other => panic!("{:?}", other.map(|_| ())),
     }
 }
+
+/// §4.3: the entry-count estimate comes from the node table without reading a leaf; it is
+/// an upper bound over the whole key space (entries at the last rebuild plus log entries
+/// since) and near the true count of a range that spans many leaves. Engines without
+/// counts answer `None`.
+#[test]
+fn entry_count_estimate_reads_no_leaf_and_is_near_the_count() {
+    let mut db = db_on(Box::new(MemDevice::new(4096)), opts(FbxOptions::default()));
+    let mut model = BTreeMap::new();
+    let mut x = 7u64;
+    for i in 0..30_000u64 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let k = x >> 1;
+        db.insert(k, i).unwrap();
+        model.insert(k, i);
+        if i % 7 == 0 {
+            // Tombstones and overwrites make the estimate an upper bound, not exact.
+            let at = x.rotate_left(17) >> 1;
+            let gone = *model.range(at..).next().unwrap_or((&k, &0)).0;
+            db.delete(gone).unwrap();
+            model.remove(&gone);
+        }
+    }
+    let before = db.stats();
+    let all = db.estimate_count(&[(0, u64::MAX)]).unwrap().unwrap();
+    assert!(all >= model.len() as u64, "{all} < {}", model.len());
+    assert!(all <= 2 * model.len() as u64, "{all} vs {}", model.len());
+    for i in 1..20u64 {
+        let (lo, hi) = (i * (u64::MAX / 64), (i + 3) * (u64::MAX / 64));
+        let truth = model.range(lo..=hi).count() as f64;
+        let est = db.estimate_count(&[(lo, hi)]).unwrap().unwrap() as f64;
+        assert!(
+            est >= 0.8 * truth && est <= 1.5 * truth,
+            "[{lo}, {hi}]: estimate {est}, {truth} entries"
+        );
+    }
+    // Overlapping and unsorted ranges count once; a bad range is refused.
+    let one = db.estimate_count(&[(10, 1 << 62)]).unwrap().unwrap();
+    let two = db
+        .estimate_count(&[(1 << 61, 1 << 62), (10, 1 << 61)])
+        .unwrap()
+        .unwrap();
+    assert!(one.abs_diff(two) <= 1, "{one} vs {two}");
+    assert!(matches!(
+        db.estimate_count(&[(5, 4)]),
+        Err(Error::InvalidArgument(_))
+    ));
+    let after = db.stats();
+    assert_eq!(c(&after, "leaf_rebuilds"), c(&before, "leaf_rebuilds"));
+    let mut btree = db_on(
+        Box::new(MemDevice::new(4096)),
+        Options::new(EngineKind::BTree).page_size(4096),
+    );
+    btree.insert(1, 1).unwrap();
+    assert_eq!(btree.estimate_count(&[(0, 10)]).unwrap(), None);
+}

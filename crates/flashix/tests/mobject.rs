@@ -39,6 +39,7 @@ fn run_many(
                 total.crashes += r.crashes;
                 total.bad_inputs += r.bad_inputs;
                 total.migrations += r.migrations;
+                total.knn_estimates += r.knn_estimates;
                 total.final_objects += r.final_objects;
             }
             Err(e) => panic!("mobject model failure: {e}"),
@@ -66,6 +67,8 @@ fn bx_tree_on_memory() {
     let (n, ops) = if long() { (2_000, 5_000) } else { (120, 1_500) };
     let t = run_many(EngineKind::BTree, |_| (DeviceKind::Memory, None), n, ops);
     assert!(t.crashes > 0, "no crash step ran");
+    // The B+-tree keeps no counts: a kNN asks once and starts from the Bx-tree's radius.
+    assert!(t.knn_estimates <= t.knns, "{t:?}");
     assert!(
         t.migrations > 0,
         "no partition rolled over onto a stale object: {t:?}"
@@ -97,6 +100,9 @@ fn fbx_tree_on_memory_a_file_and_simulated_ssds() {
     let (n, ops) = if long() { (500, 5_000) } else { (40, 1_500) };
     let t = run_many(EngineKind::Fbx, |_| (DeviceKind::Memory, None), n, ops);
     assert!(t.crashes > 0, "no crash step ran");
+    // §4.3: kNN sizes its first radius from the node table's counts (and its answers,
+    // checked against the model, stay exact).
+    assert!(t.knn_estimates > t.knns / 2, "{t:?}");
     run_many(EngineKind::Fbx, file_device, n / 10, ops);
     for ftl in FtlKind::ALL {
         run_many(EngineKind::Fbx, |_| (DeviceKind::SimSsd(ftl), None), 2, ops);

@@ -4,6 +4,7 @@
 //!
 //! - [`dipl`]: the d-IPL paper (Na, Lee, Moon, TKDE 2011, §6.2), `flashix repro dipl`.
 //! - [`bulk`]: the bulk index thesis (Lehtonen 2014, Chapter 6), `flashix repro bulk`.
+//! - [`fbx`]: the FBX-tree paper (Luo, §3.1 and §5), `flashix repro fbx`.
 //!
 //! Another paper (`repro fdtree`, `repro pio`, `repro bulk`, `repro fbx`) gets a module
 //! beside [`dipl`] (its arguments, its experiments, the paper's numbers and the printing
@@ -11,6 +12,7 @@
 
 pub mod bulk;
 pub mod dipl;
+pub mod fbx;
 
 use anyhow::Result;
 
@@ -22,6 +24,9 @@ pub enum Repro {
     /// The bulk index thesis (Lehtonen 2014), Chapter 6: bulk index vs LA-tree on this
     /// machine's disk.
     Bulk(bulk::BulkReproArgs),
+    /// The FBX-tree paper (Luo), §3.1 and §5: FBX-tree vs B+-tree on this machine's disk and
+    /// the simulated SSD, and Bx-tree vs FBX-tree on moving objects.
+    Fbx(fbx::FbxReproArgs),
 }
 
 /// Run a `flashix repro` subcommand: the paper's experiments, then its tables.
@@ -29,5 +34,6 @@ pub fn run(cmd: &Repro) -> Result<()> {
     match cmd {
         Repro::Dipl(a) => dipl::run(a).map(|r| dipl::print(&r)),
         Repro::Bulk(a) => bulk::run(a).map(|r| bulk::print(&r)),
+        Repro::Fbx(a) => fbx::run(a).map(|r| fbx::print(&r)),
     }
 }

@@ -99,6 +99,13 @@ pub trait Engine: Send {
         }
         Ok(())
     }
+    /// An estimate, without reading leaves, of the entries in `ranges` (inclusive, sorted,
+    /// disjoint; `Db` prepares them), or `None` when the engine keeps no counts to answer
+    /// from (the default). The FBX-tree answers from its node table (§4.3).
+    fn estimate_count(&mut self, ranges: &[(u64, u64)]) -> Result<Option<u64>> {
+        let _ = ranges;
+        Ok(None)
+    }
     /// Sorted by key, no duplicate keys (Db prepares it).
     fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> Result<()>;
     /// A non-empty inclusive range.

@@ -47,7 +47,10 @@
 //!   the key intervals not scanned before; it stops when `k` candidates lie within the half
 //!   side (every object within it has been seen) or the square covers everything. flashix's
 //!   choice: the step doubles every 8 rounds, so a query far from the data ends in
-//!   logarithmically many rounds.
+//!   logarithmically many rounds. Over an engine that keeps entry counts (the FBX-tree,
+//!   §4.3) the first half side is sized from them instead, without reading a leaf
+//!   ([`crate::Db::estimate_count`]): grown from `D_k` until the square's estimated
+//!   candidates reach `k`, or shrunk while they still do; the step is then a `k`-th of it.
 //!
 //! # A broken `Δt_mu` promise (flashix's decision)
 //! When an update first uses a label whose code still holds an older label, every object
@@ -131,6 +134,9 @@ pub struct MobjectCounters {
     pub false_hits: u64,
     /// kNN enlargement rounds.
     pub knn_rounds: u64,
+    /// Entry-count estimates a kNN asked the engine for to size its first radius (FBX
+    /// §4.3; engines without counts are asked once a query).
+    pub knn_estimates: u64,
     /// Objects moved to the overflow when their partition code was reused.
     pub migrations: u64,
 }

@@ -71,9 +71,10 @@ impl MovingIndex {
         let share = (k as f64 / self.state.objects as f64).min(1.0);
         let dk = 2.0 / std::f64::consts::PI.sqrt() * (1.0 - (1.0 - share.sqrt()).sqrt()) * side;
         let dk = dk.max(side * 1e-9);
-        let mut step = dk / k as f64;
-        let mut radius = dk;
         let parts = self.live_parts();
+        let radius0 = self.estimated_radius(x, y, k, t, &parts, dk, 2.0 * side)?;
+        let mut radius = radius0.unwrap_or(dk);
+        let mut step = radius / k as f64;
         let mut done: Vec<Ivs> = vec![Vec::new(); parts.len()];
         let full = self.layout.full_interval();
         for round in 1u64.. {
@@ -109,6 +110,61 @@ impl MovingIndex {
         self.stats.false_hits += found.len().saturating_sub(k) as u64;
         found.truncate(k);
         Ok(found)
+    }
+
+    /// FBX §4.3: the first kNN radius sized from the engine's entry counts, without reading
+    /// a leaf ([`crate::Db::estimate_count`] over the square's key ranges in every live
+    /// partition): from the Bx-tree's `dk`, grown by half while the estimate is below `k`
+    /// (up to `max`), else shrunk by 0.7 while it still reaches `k` (at most 8 times).
+    /// `None` when the engine keeps no counts. The estimate counts the enlarged window's
+    /// candidates, so the rounds that follow still widen the square when it is short.
+    #[allow(clippy::too_many_arguments)]
+    fn estimated_radius(
+        &mut self,
+        x: f64,
+        y: f64,
+        k: usize,
+        t: u64,
+        parts: &[(u64, Part)],
+        dk: f64,
+        max: f64,
+    ) -> Result<Option<f64>> {
+        let estimate = |me: &mut MovingIndex, r: f64| -> Result<Option<u64>> {
+            me.stats.knn_estimates += 1;
+            let sq = Rect {
+                x0: x - r,
+                y0: y - r,
+                x1: x + r,
+                y1: y + r,
+            };
+            let mut ranges = Vec::new();
+            for &(code, part) in parts {
+                for (lo, hi) in me.window_intervals(&part, &sq, t) {
+                    ranges.push(me.layout.bx_range(code, lo, hi));
+                }
+            }
+            me.db.estimate_count(&ranges)
+        };
+        let k = k as u64;
+        let Some(mut n) = estimate(self, dk)? else {
+            return Ok(None);
+        };
+        let mut r = dk;
+        if n < k {
+            while n < k && r < max {
+                r *= 1.5;
+                n = estimate(self, r)?.unwrap_or(k);
+            }
+        } else {
+            for _ in 0..8 {
+                let smaller = r * 0.7;
+                if estimate(self, smaller)?.unwrap_or(0) < k {
+                    break;
+                }
+                r = smaller;
+            }
+        }
+        Ok(Some(r))
     }
 
     /// The partition codes that hold a label and objects, with their state.

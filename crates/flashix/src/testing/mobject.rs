@@ -33,6 +33,8 @@ pub struct MoReport {
     pub crashes: u64,
     pub bad_inputs: u64,
     pub migrations: u64,
+    /// Entry-count estimates the kNN queries asked for (`MobjectCounters::knn_estimates`).
+    pub knn_estimates: u64,
     pub final_objects: u64,
 }
 
@@ -271,6 +273,7 @@ pub fn run(h: &MoHistory) -> Result<MoReport, String> {
             91..=93 => {
                 if let Some(ix) = mi.take() {
                     report.migrations += ix.stats().counters.migrations;
+                    report.knn_estimates += ix.stats().counters.knn_estimates;
                     ix.close().map_err(|e| ctx("close", step, &e))?;
                 }
                 durable = model.clone();
@@ -318,6 +321,7 @@ pub fn run(h: &MoHistory) -> Result<MoReport, String> {
                 env.faults().crash_now();
                 if let Some(ix) = mi.take() {
                     report.migrations += ix.stats().counters.migrations;
+                    report.knn_estimates += ix.stats().counters.knn_estimates;
                 }
                 if let Some(e) = env.faults().image_error() {
                     return Err(ctx("building the crash image", step, &e));
@@ -367,6 +371,7 @@ pub fn run(h: &MoHistory) -> Result<MoReport, String> {
     if let Some(mut ix) = mi.take() {
         verify(&mut ix, &model, pool).map_err(|e| ctx("at the end", h.ops, &e))?;
         report.migrations += ix.stats().counters.migrations;
+        report.knn_estimates += ix.stats().counters.knn_estimates;
         ix.close().map_err(|e| ctx("close", h.ops, &e))?;
     }
     let s = env.storage().map_err(|e| ctx("storage", h.ops, &e))?;

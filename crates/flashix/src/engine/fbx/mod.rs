@@ -580,6 +580,10 @@ impl Engine for Fbx {
         self.range_query(ranges, out)
     }
 
+    fn estimate_count(&mut self, ranges: &[(u64, u64)]) -> Result<Option<u64>> {
+        self.estimate(ranges).map(Some)
+    }
+
     fn stats(&self) -> Stats {
         let c = &self.counters;
         let (sum, max) = self.ntt.iter().fold((0u64, 0u64), |(s, m), (_, l)| {

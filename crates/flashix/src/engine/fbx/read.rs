@@ -117,6 +117,34 @@ impl Fbx {
         Ok(())
     }
 
+    /// §4.3's entry-count estimate (for kNN): the leaves over `ranges` found by walking the
+    /// inner nodes (no leaf is read), each counted from the NTT as its entries at the last
+    /// rebuild plus the log entries since (an upper bound: a log entry may overwrite or
+    /// delete), a partly covered leaf by the share of its key span in the range.
+    pub(crate) fn estimate(&mut self, ranges: &[(u64, u64)]) -> Result<u64> {
+        let mut spans = Vec::new();
+        let mut total = 0f64;
+        for &(lo, hi) in ranges {
+            spans.clear();
+            self.leaves_in(lo, hi, usize::MAX, &mut spans)?;
+            for s in &spans {
+                let n = self
+                    .leaves
+                    .get(&s.id)
+                    .map_or(0, |m| u64::from(m.exact) + u64::from(m.pending));
+                // The leaf holds keys in [s.lo, last]; the range covers [a, b] of them.
+                let last = s.hi.map_or(u64::MAX, |h| h.saturating_sub(1));
+                let (a, b) = (lo.max(s.lo), hi.min(last));
+                if a > b || n == 0 {
+                    continue;
+                }
+                let share = ((b - a) as f64 + 1.0) / ((last - s.lo) as f64 + 1.0);
+                total += n as f64 * share.min(1.0);
+            }
+        }
+        Ok(total.round() as u64)
+    }
+
     /// Rebuild `spans`' leaves. Batched (Algorithm 1): the union of their log lists is read,
     /// each page once, and its entries handed to the leaves naming it. Else leaf by leaf.
     /// Then the clean policy for each. The union is read in groups of leaves whose pages
