@@ -434,6 +434,75 @@ fn repro_bulk_quick_runs_every_experiment() {
     assert!(stdout.contains("thesis: ") && stdout.contains("here: "));
 }
 
+/// `flashix repro fbx --quick` runs every experiment of the FBX paper at small sizes, on this
+/// disk and the simulated SSD, and writes repro-fbx.json with a cell per experiment and
+/// subject, the competitive ratios and a check of every printed claim. Invariants of the
+/// cells: FBX inserts read no leaf (no rebuild) and write sequentially; the Sequential
+/// B-Tree appends at least a page a record; Algorithm 1 reads fewer pages than leaf by leaf.
+#[test]
+fn repro_fbx_quick_runs_every_experiment() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = tmp.path().join("out");
+    let run = Command::new(env!("CARGO_BIN_EXE_flashix"))
+        .args(["repro", "fbx", "--quick", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("repro-fbx.json")).unwrap())
+            .unwrap();
+    let cells = json["cells"].as_array().unwrap();
+    let find = |e: &str, s: &str, dev: &str| {
+        cells
+            .iter()
+            .find(|c| c["experiment"] == e && c["subject"] == s && c["device"] == dev)
+            .unwrap_or_else(|| panic!("no {e} {s} cell on {dev}"))
+    };
+    for e in ["R1", "R2", "R3", "R4", "R5", "R6", "R7", "R10"] {
+        assert!(cells.iter().any(|c| c["experiment"] == e), "no {e} cell");
+        assert!(stdout.contains(&format!("\n{e}: ")), "{e} not printed");
+    }
+    for dev in ["disk", "ssd-page"] {
+        for s in ["btree", "seq-btree", "fbx"] {
+            find("R1", s, dev);
+            find("R2", s, dev);
+        }
+    }
+    let u = |c: &serde_json::Value, f: &str| c[f].as_u64().unwrap();
+    let fbx = find("R1", "fbx", "disk");
+    assert_eq!(
+        u(fbx, "leaf_rebuilds"),
+        0,
+        "an FBX insert rebuilt a leaf: {fbx}"
+    );
+    assert!(
+        u(fbx, "random_writes") * 20 <= u(fbx, "write_requests"),
+        "{fbx}"
+    );
+    let seq = find("R1", "seq-btree", "disk");
+    assert!(u(seq, "pages_written") >= u(seq, "ops"), "{seq}");
+    let r5 = |v: &str| {
+        cells
+            .iter()
+            .find(|c| c["experiment"] == "R5" && c["variant"] == v)
+            .unwrap_or_else(|| panic!("no R5 {v}"))
+    };
+    assert!(u(r5("original"), "pages_read") >= u(r5("no clustering"), "pages_read"));
+    assert_eq!(json["ratios"].as_array().unwrap().len(), 5);
+    let claims = json["claims"].as_array().unwrap();
+    assert!(claims.len() >= 15, "{claims:?}");
+    assert!(claims
+        .iter()
+        .all(|k| !k["verdict"].as_str().unwrap().is_empty()));
+    assert!(stdout.contains("The paper's claims:") && stdout.contains("here: "));
+}
+
 /// `flashix bulk-model` prints the candidates of M with the thesis's device and marks the
 /// one chosen; a bad share is refused.
 #[test]

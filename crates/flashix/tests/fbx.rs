@@ -535,3 +535,47 @@ fn entry_count_estimate_reads_no_leaf_and_is_near_the_count() {
     btree.insert(1, 1).unwrap();
     assert_eq!(btree.estimate_count(&[(0, 10)]).unwrap(), None);
 }
+
+/// The node table is charged to the budget: as the tree grows, the pool gets fewer frames,
+/// and the index's memory stays within the budget (plus the Pager's page-id sets, which
+/// no engine charges yet).
+#[test]
+fn the_node_table_is_charged_to_the_budget() {
+    let budget = 1u64 << 20;
+    let mut db = db_on(
+        Box::new(MemDevice::new(4096)),
+        opts(FbxOptions::default()).buffer_pool_bytes(budget),
+    );
+    let frames0 = db.stats().buffer.frames;
+    let mut x = 3u64;
+    let mut peak = 0;
+    for i in 0..60_000u64 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        db.insert(x, i).unwrap();
+        if i % 5000 == 0 {
+            peak = peak.max(db.stats().memory_bytes);
+        }
+    }
+    let s = db.stats();
+    let tables = c(&s, "ntt_bytes");
+    assert!(
+        tables > 64 << 10,
+        "a table of {tables} bytes proves nothing"
+    );
+    assert!(
+        s.buffer.frames < frames0 && s.buffer.frames * 4096 + tables <= budget,
+        "{} frames at first, {} now, tables {tables}",
+        frames0,
+        s.buffer.frames
+    );
+    let slack = budget / 16;
+    assert!(
+        peak.max(s.memory_bytes) <= budget + slack,
+        "memory {} / peak {peak} over the budget {budget}",
+        s.memory_bytes
+    );
+    // The index still answers (the shrunk pool wrote nothing wrong back).
+    db.check_integrity().unwrap();
+}

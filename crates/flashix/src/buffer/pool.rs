@@ -58,6 +58,9 @@ pub struct BufferPool {
     /// not the pool.
     dirty: BTreeSet<PageId>,
     free: Vec<FrameId>,
+    /// Frames whose buffer was dropped when the capacity shrank ([`BufferPool::set_capacity`]);
+    /// reused, with a new buffer, when it grows again.
+    released: Vec<FrameId>,
     /// Most recently used.
     head: usize,
     /// Least recently used.
@@ -83,6 +86,7 @@ impl BufferPool {
             map: HashMap::with_capacity(capacity),
             dirty: BTreeSet::new(),
             free: Vec::new(),
+            released: Vec::new(),
             head: NIL,
             tail: NIL,
             stats: BufferStats {
@@ -108,7 +112,52 @@ impl BufferPool {
 
     /// Bytes held by frames allocated so far.
     pub fn memory_bytes(&self) -> u64 {
-        (self.frames.len() * self.page_size) as u64
+        (self.live_frames() * self.page_size) as u64
+    }
+
+    /// Frames that hold a buffer.
+    fn live_frames(&self) -> usize {
+        self.frames.len() - self.released.len()
+    }
+
+    /// Change the frames the pool may hold (an engine whose own structures grow gives the
+    /// pool what is left of its budget). Shrinking drops unused frames' buffers first, then
+    /// evicts least recently used unpinned pages (writing dirty ones, after the barrier)
+    /// and drops theirs; pinned frames stay, so the pool may stay above the new capacity
+    /// until they are unpinned and the next shrink.
+    pub fn set_capacity(
+        &mut self,
+        dev: &mut dyn Device,
+        barrier: &mut dyn WriteBarrier,
+        frames: usize,
+    ) -> Result<()> {
+        self.capacity = frames;
+        self.stats.frames = frames as u64;
+        self.stats.capacity_bytes = (frames * self.page_size) as u64;
+        while self.live_frames() > self.capacity {
+            let f = match self.free.pop() {
+                Some(f) => f,
+                None => {
+                    let mut f = self.tail;
+                    while f != NIL && self.frames[f].pins > 0 {
+                        f = self.frames[f].prev;
+                    }
+                    if f == NIL {
+                        break;
+                    }
+                    if self.frames[f].dirty {
+                        self.write_back(dev, barrier, &[f])?;
+                    }
+                    self.unlink(f);
+                    self.map.remove(&self.frames[f].page);
+                    self.stats.evictions += 1;
+                    f
+                }
+            };
+            self.frames[f].data = AlignedBuf::zeroed(0);
+            self.released.push(f);
+        }
+        Ok(())
     }
 
     fn unlink(&mut self, f: FrameId) {
@@ -151,7 +200,11 @@ impl BufferPool {
         if let Some(f) = self.free.pop() {
             return Ok(f);
         }
-        if self.frames.len() < self.capacity {
+        if self.live_frames() < self.capacity {
+            if let Some(f) = self.released.pop() {
+                self.frames[f].data = AlignedBuf::zeroed(self.page_size);
+                return Ok(f);
+            }
             self.frames.push(Frame {
                 page: 0,
                 data: AlignedBuf::zeroed(self.page_size),
@@ -470,6 +523,43 @@ mod tests {
         let f = pool.create(dev, &mut NoBarrier, pid).unwrap();
         pool.data_mut(f, 0)[page::HEADER] = byte;
         pool.unpin(f);
+    }
+
+    /// Shrinking the capacity frees memory: unused frames first, then least recently used
+    /// pages (dirty ones written back, intact); pinned frames stay; growing again reuses
+    /// the released frames.
+    #[test]
+    fn a_shrunk_pool_releases_memory_and_grows_back() {
+        let mut dev = MemDevice::new(512);
+        let mut pool = BufferPool::new(512, 512 * 6, 1).unwrap();
+        for p in 0..6 {
+            write_page(&mut pool, &mut dev, p, p as u8 + 1);
+        }
+        pool.discard(5);
+        let pinned = pool.fetch(&mut dev, &mut NoBarrier, 0).unwrap();
+        assert_eq!(pool.memory_bytes(), 512 * 6);
+        pool.set_capacity(&mut dev, &mut NoBarrier, 2).unwrap();
+        // The discarded frame's buffer, then pages 1, 2 and 3 (least recent), went; page 0
+        // is pinned and page 4 is the most recent.
+        assert_eq!(pool.memory_bytes(), 512 * 2);
+        assert!(pool.contains(0) && pool.contains(4));
+        assert!(!pool.contains(1) && !pool.contains(3));
+        assert_eq!(pool.stats().writebacks, 3);
+        assert_eq!(pool.stats().frames, 2);
+        // Every pinned: the pool cannot go below its pinned frames.
+        let pinned4 = pool.fetch(&mut dev, &mut NoBarrier, 4).unwrap();
+        pool.set_capacity(&mut dev, &mut NoBarrier, 1).unwrap();
+        assert_eq!(pool.memory_bytes(), 512 * 2);
+        pool.unpin(pinned);
+        pool.unpin(pinned4);
+        pool.set_capacity(&mut dev, &mut NoBarrier, 4).unwrap();
+        for p in 1..4 {
+            let f = pool.fetch(&mut dev, &mut NoBarrier, p).unwrap();
+            assert_eq!(pool.data(f)[page::HEADER], p as u8 + 1);
+            pool.unpin(f);
+        }
+        assert_eq!(pool.memory_bytes(), 512 * 4);
+        assert_eq!(pool.stats().resident, 4);
     }
 
     #[test]

@@ -360,6 +360,19 @@ impl Pager {
         }
     }
 
+    /// Give the pool `bytes` (at least the engine's minimum frames): an engine whose own
+    /// structures grow with the index (the FBX-tree's node table) charges them to its
+    /// budget by shrinking the pool ([`BufferPool::set_capacity`]). A no-op when the frame
+    /// count does not change.
+    pub fn set_pool_bytes(&mut self, bytes: u64) -> Result<()> {
+        let frames = ((bytes / self.config.page_size as u64) as usize).max(self.config.min_frames);
+        if frames as u64 == self.pool.frames() {
+            return Ok(());
+        }
+        self.pool
+            .set_capacity(&mut *self.dev, &mut WalBarrier(&mut self.log), frames)
+    }
+
     /// Memory held: pool frames and the page-id sets.
     pub fn memory_bytes(&self) -> u64 {
         self.pool.memory_bytes() + 16 * (self.imaged.capacity() + self.fresh.capacity()) as u64

@@ -14,9 +14,9 @@ use rand::{Rng, SeedableRng};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// The trees of R1-R4.
+/// The trees of R1-R4 (and the simulated SSD).
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Tree {
+enum Subject {
     /// The in-place B+-tree: the paper's Random B-Tree.
     BTree,
     /// FBX with every node appended whole: §3.1's Sequential B-Tree.
@@ -24,12 +24,12 @@ enum Tree {
     Fbx,
 }
 
-impl Tree {
+impl Subject {
     fn name(self) -> &'static str {
         match self {
-            Tree::BTree => "btree",
-            Tree::SeqBTree => "seq-btree",
-            Tree::Fbx => "fbx",
+            Subject::BTree => "btree",
+            Subject::SeqBTree => "seq-btree",
+            Subject::Fbx => "fbx",
         }
     }
 
@@ -43,16 +43,16 @@ impl Tree {
             })
         };
         let o = match self {
-            Tree::BTree => {
+            Subject::BTree => {
                 Options::new(EngineKind::BTree).btree(BTreeOptions::orders(LEAF_ORDER, INNER_ORDER))
             }
             // The paper's naive method reclaims no space: no segment cleaning (segments
             // whose pages are all dead are still reused after a checkpoint).
-            Tree::SeqBTree => fbx(FbxOptions {
+            Subject::SeqBTree => fbx(FbxOptions {
                 space_amp_limit: 1e9,
                 ..FbxOptions::sequential_btree()
             }),
-            Tree::Fbx => fbx(FbxOptions::default()),
+            Subject::Fbx => fbx(FbxOptions::default()),
         };
         o.page_size(PAGE).buffer_pool_bytes(budget).device(device)
     }
@@ -322,7 +322,7 @@ impl Ctx<'_> {
     /// R3-R7 (`base-{tree}`).
     fn r1_r2(&self, cells: &mut Vec<Cell>) -> Result<()> {
         let n = self.z.records;
-        for tree in [Tree::BTree, Tree::SeqBTree, Tree::Fbx] {
+        for tree in [Subject::BTree, Subject::SeqBTree, Subject::Fbx] {
             let dir = self.path(&format!("base-{}", tree.name()));
             if dir.exists() {
                 std::fs::remove_dir_all(&dir)?;
@@ -340,7 +340,7 @@ impl Ctx<'_> {
             let c = Cell::new("R2", tree.name(), "", "search");
             cells.push(self.search_cell(&mut db, c, n, self.z.searches)?);
             db.close()?;
-            if tree == Tree::SeqBTree {
+            if tree == Subject::SeqBTree {
                 std::fs::remove_dir_all(&dir).ok();
             }
         }
@@ -351,7 +351,7 @@ impl Ctx<'_> {
     /// that; R4 gives the B+-tree twice the budget.
     fn r3_r4(&self, cells: &mut Vec<Cell>) -> Result<()> {
         let n = self.z.records;
-        for tree in [Tree::BTree, Tree::Fbx] {
+        for tree in [Subject::BTree, Subject::Fbx] {
             let base = self.path(&format!("base-{}", tree.name()));
             let big = self.path(&format!("base2-{}", tree.name()));
             copy_dir(&base, &big)?;
@@ -364,7 +364,7 @@ impl Ctx<'_> {
                     self.say(format!("R3: {} at {records}, {pct}% inserts", tree.name()));
                     let c = Cell::new("R3", tree.name(), "", "mix");
                     cells.push(self.mix_on_copy(dir, c, records, pct, |d| Db::open(d))?);
-                    if tree == Tree::BTree && pct >= 70 {
+                    if tree == Subject::BTree && pct >= 70 {
                         let pool = 2 * self.z.budget;
                         let variant = format!("pool {} MiB", pool >> 20);
                         let c = Cell::new("R4", tree.name(), &variant, "mix");
@@ -479,8 +479,8 @@ impl Ctx<'_> {
 
     /// R5: moving-object range queries over FBX variants.
     fn r5(&self, cells: &mut Vec<Cell>) -> Result<()> {
-        let fbx = |f: FbxOptions| Tree::Fbx.options(self.z.budget, disk()).fbx(f);
-        let base = Tree::Fbx.options(self.z.budget, disk()).fbx_options();
+        let fbx = |f: FbxOptions| Subject::Fbx.options(self.z.budget, disk()).fbx(f);
+        let base = Subject::Fbx.options(self.z.budget, disk()).fbx_options();
         // At most half the budget (the quick run's budget is small).
         let cap = (self.z.budget / PAGE as u64 / 2).max(1) as u32;
         let log_buffer = |f: &FbxOptions, pages: u32| FbxOptions {
@@ -536,7 +536,7 @@ impl Ctx<'_> {
     fn ssd(&self, cells: &mut Vec<Cell>) -> Result<()> {
         let n = self.z.ssd_records;
         let searches = self.z.searches.min(n);
-        for tree in [Tree::BTree, Tree::SeqBTree, Tree::Fbx] {
+        for tree in [Subject::BTree, Subject::SeqBTree, Subject::Fbx] {
             let dir = self.path(&format!("ssd-{}", tree.name()));
             if dir.exists() {
                 std::fs::remove_dir_all(&dir)?;

@@ -91,7 +91,11 @@
 //! Besides them: the NTT (the log lists and per-leaf metadata: exact, pending, clean state;
 //! an address per inner node), the segment table, and the Pager's page-id sets. The paper
 //! counts 14 bytes per node (§5, without the lists); `Stats` reports both figures
-//! (`ntt_bytes`, `ntt_paper_bytes`). The NTT is not taken from the pool's share.
+//! (`ntt_bytes`, `ntt_paper_bytes`). These tables are charged to the budget: after every
+//! update the pool gets the budget less the log buffer less the tables
+//! (`Pager::set_pool_bytes`), so the pool shrinks as the tree grows. Only when the tables
+//! alone outgrow the budget does memory exceed it (the pool then keeps its minimum of
+//! 4 frames).
 
 mod check;
 mod logbuf;
@@ -285,6 +289,8 @@ pub struct Fbx {
     leaf_order: usize,
     inner_order: usize,
     log_buffer_pages: u32,
+    /// The budget less the log buffer: the pool and the tables share it (Memory).
+    pool_share: u64,
     /// Leaf -> its log list.
     ntt: Ntt,
     /// Leaf -> its metadata; every leaf of the tree has one.
@@ -343,6 +349,7 @@ impl Fbx {
         t.height = state.height;
         t.next_id = state.next_id;
         t.load_snapshot(&state.snapshot, state.snapshot_bytes)?;
+        t.charge_tables()?;
         t.recover(&ops)?;
         Ok(t)
     }
@@ -358,6 +365,7 @@ impl Fbx {
         Fbx {
             pager,
             log_buffer_pages: log_buffer_pages(s, &o),
+            pool_share: s.buffer_pool_bytes.saturating_sub(log_buffer_bytes(s, &o)),
             o,
             leaf_order,
             inner_order,
@@ -501,6 +509,19 @@ impl Fbx {
         self.ntt.memory_bytes()
             + 40 * self.leaves.capacity() as u64
             + 24 * self.inner.capacity() as u64
+    }
+
+    /// Bytes of the tables charged to the budget besides the pool and the log buffer.
+    fn table_bytes(&self) -> u64 {
+        self.ntt_bytes()
+            + self.space.memory_bytes()
+            + 8 * (self.snapshot.capacity() + self.retired.capacity()) as u64
+    }
+
+    /// Give the pool what the tables leave of its share (Memory).
+    pub(crate) fn charge_tables(&mut self) -> Result<()> {
+        let pool = self.pool_share.saturating_sub(self.table_bytes());
+        self.pager.set_pool_bytes(pool)
     }
 
     fn memory_bytes(&self) -> u64 {

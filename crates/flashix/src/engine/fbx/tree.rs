@@ -102,7 +102,8 @@ impl Fbx {
             let mut node = self.rebuild(leaf)?;
             node.apply(u);
             self.write_leaf(&path, node)?;
-            return self.clean_space();
+            self.clean_space()?;
+            return self.charge_tables();
         }
         self.buffer(leaf, key, u)?;
         let m = self.leaves.entry(leaf).or_default();
@@ -113,7 +114,8 @@ impl Fbx {
             let node = self.rebuild(leaf)?;
             self.write_leaf(&path, node)?;
         }
-        self.clean_space()
+        self.clean_space()?;
+        self.charge_tables()
     }
 
     /// Put a log entry of `leaf` in the log buffer, appending the page it goes to first
@@ -349,7 +351,7 @@ impl Fbx {
         }
         self.root = level[0].1;
         self.height = height;
-        Ok(())
+        self.charge_tables()
     }
 
     /// The segment cleaner (module doc, Space): while the file holds more than

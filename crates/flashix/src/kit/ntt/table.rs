@@ -10,6 +10,11 @@ use std::collections::HashMap;
 pub struct Ntt {
     lists: HashMap<u64, Vec<PageId>>,
     refs: HashMap<PageId, u32>,
+    /// Sum of the lists' capacities and lengths, kept as they change so that
+    /// [`Ntt::memory_bytes`] and [`Ntt::entries`] cost O(1) (engines charge the table to
+    /// their budget after every change).
+    capacity: usize,
+    entries: usize,
 }
 
 impl Ntt {
@@ -20,6 +25,8 @@ impl Ntt {
             for &p in &pages {
                 *t.refs.entry(p).or_insert(0) += 1;
             }
+            t.capacity += pages.capacity();
+            t.entries += pages.len();
             t.lists.insert(node, pages);
         }
         t
@@ -35,7 +42,10 @@ impl Ntt {
     pub fn append(&mut self, node: u64, page: PageId) {
         let l = self.lists.entry(node).or_default();
         if l.last() != Some(&page) {
+            let before = l.capacity();
             l.push(page);
+            self.capacity += l.capacity() - before;
+            self.entries += 1;
             *self.refs.entry(page).or_insert(0) += 1;
         }
     }
@@ -46,6 +56,8 @@ impl Ntt {
         for &p in &pages {
             *self.refs.entry(p).or_insert(0) += 1;
         }
+        self.capacity += pages.capacity();
+        self.entries += pages.len();
         let old = self.lists.insert(node, pages).unwrap_or_default();
         self.release(old)
     }
@@ -57,6 +69,8 @@ impl Ntt {
     }
 
     fn release(&mut self, pages: Vec<PageId>) -> Vec<PageId> {
+        self.capacity -= pages.capacity();
+        self.entries -= pages.len();
         let mut dead = Vec::new();
         for p in pages {
             if let Some(r) = self.refs.get_mut(&p) {
@@ -92,13 +106,12 @@ impl Ntt {
 
     /// Sum of the list lengths.
     pub fn entries(&self) -> usize {
-        self.lists.values().map(Vec::len).sum()
+        self.entries
     }
 
     /// Bytes held (approximate: map entries and list storage).
     pub fn memory_bytes(&self) -> u64 {
-        let lists: usize = self.lists.values().map(|l| 8 * l.capacity() + 48).sum();
-        (lists + 16 * self.refs.capacity()) as u64
+        (8 * self.capacity + 48 * self.lists.len() + 16 * self.refs.capacity()) as u64
     }
 
     /// The lists sorted by node, for the manifest.
@@ -130,5 +143,32 @@ mod tests {
         let u = Ntt::from_lists(t.sorted());
         assert_eq!(u.list(1), &[12]);
         assert_eq!(u.refs(12), 1);
+    }
+
+    /// The running sums behind `entries` and `memory_bytes` match a recount after every
+    /// kind of change.
+    #[test]
+    fn entries_and_memory_are_kept_as_the_lists_change() {
+        let recount = |t: &Ntt| {
+            let lists: usize = t.lists.values().map(|l| 8 * l.capacity() + 48).sum();
+            let entries: usize = t.lists.values().map(Vec::len).sum();
+            ((lists + 16 * t.refs.capacity()) as u64, entries)
+        };
+        let mut t = Ntt::default();
+        let mut x = 1u64;
+        for i in 0..2000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let node = (x >> 40) % 50;
+            match (x >> 20) % 10 {
+                0 => drop(t.remove(node)),
+                1 => drop(t.replace(node, vec![i, i + 1])),
+                _ => t.append(node, i / 3),
+            }
+            assert_eq!((t.memory_bytes(), t.entries()), recount(&t), "step {i}");
+        }
+        let u = Ntt::from_lists(t.sorted());
+        assert_eq!((u.memory_bytes(), u.entries()), recount(&u));
     }
 }
