@@ -81,7 +81,9 @@
 //!
 //! # Space (not in the paper: U8)
 //! The file is a set of segments ([`space`]), each written from start to end. A segment
-//! whose pages are all dead is freed and trimmed after the next checkpoint. When the file
+//! whose pages are all dead is freed and trimmed after the next checkpoint, which is taken
+//! early (`checkpoint_due`) once the freed segments awaiting it hold half as many pages as
+//! are live (and at least four segments). When the file
 //! holds more than `space_amp_limit` times its live pages (plus four segments), the cleaner
 //! takes the segment with the fewest live pages and moves them to the head: each leaf with
 //! a page there is compacted, each inner node there rewritten; the segment dies.
@@ -542,6 +544,15 @@ impl Logged for Fbx {
         self.state()
     }
 
+    /// Due when the segments freed since the last checkpoint (reusable only after the next)
+    /// hold four segments and half as many pages as are live: without it a workload whose
+    /// WAL grows slowly (small logical records) would grow the file by every dead segment
+    /// until the WAL alone triggered a checkpoint.
+    fn checkpoint_due(&self) -> bool {
+        let freed = self.space.freed_pages();
+        freed >= 4 * self.space.seg_pages() && 2 * freed >= self.space.live_pages()
+    }
+
     /// Append the log buffer's pages, then the NTT snapshot.
     fn before_checkpoint(&mut self) -> Result<()> {
         self.flush_log_buffer()?;
@@ -638,6 +649,7 @@ impl Engine for Fbx {
                 c.range_list_pages.saturating_sub(c.range_pages_read),
             ),
             ("live_pages", self.space.live_pages()),
+            ("freed_pages_pending", self.space.freed_pages()),
             ("file_pages", self.space.file_pages()),
             ("space_amp_milli", self.space.file_pages() * 1000 / live),
             ("segments", self.space.segment_count() as u64),

@@ -164,6 +164,12 @@ impl Space {
         std::mem::take(&mut self.freed)
     }
 
+    /// Pages of the segments freed since the last checkpoint: not reusable before the next
+    /// one, so the file grows past them until it is taken (`Fbx::checkpoint_due`).
+    pub fn freed_pages(&self) -> u64 {
+        self.freed.iter().map(|e| e.len).sum()
+    }
+
     /// Pages of all segments (the file's footprint in the allocator).
     pub fn file_pages(&self) -> u64 {
         self.segs.len() as u64 * self.seg_pages
