@@ -437,8 +437,8 @@ fn repro_bulk_quick_runs_every_experiment() {
 /// `flashix repro fbx --quick` runs every experiment of the FBX paper at small sizes, on this
 /// disk and the simulated SSD, and writes repro-fbx.json with a cell per experiment and
 /// subject, the competitive ratios and a check of every printed claim. Invariants of the
-/// cells: FBX inserts read no leaf (no rebuild) and write sequentially; the Sequential
-/// B-Tree appends at least a page a record; Algorithm 1 reads fewer pages than leaf by leaf.
+/// cells: FBX inserts read a leaf only to split it, and write sequentially; the Sequential
+/// B-Tree appends at least a page a record; every R5 variant gives the same answers.
 #[test]
 fn repro_fbx_quick_runs_every_experiment() {
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -476,11 +476,10 @@ fn repro_fbx_quick_runs_every_experiment() {
     }
     let u = |c: &serde_json::Value, f: &str| c[f].as_u64().unwrap();
     let fbx = find("R1", "fbx", "disk");
-    assert_eq!(
-        u(fbx, "leaf_rebuilds"),
-        0,
-        "an FBX insert rebuilt a leaf: {fbx}"
-    );
+    // An insert reads a leaf only to split it (its size bound passed the order): at most
+    // once per leaf, a page read per 20 inserts.
+    assert!(u(fbx, "leaf_rebuilds") <= u(fbx, "nodes"), "{fbx}");
+    assert!(u(fbx, "pages_read") * 20 <= u(fbx, "ops"), "{fbx}");
     assert!(
         u(fbx, "random_writes") * 20 <= u(fbx, "write_requests"),
         "{fbx}"
@@ -493,7 +492,12 @@ fn repro_fbx_quick_runs_every_experiment() {
             .find(|c| c["experiment"] == "R5" && c["variant"] == v)
             .unwrap_or_else(|| panic!("no R5 {v}"))
     };
-    assert!(u(r5("original"), "pages_read") >= u(r5("no clustering"), "pages_read"));
+    // Every variant answers the same queries over the same objects alike.
+    let answers = |v: &str| r5(v)["results_per_query"].as_f64().unwrap();
+    assert!(answers("original") > 0.0);
+    for v in ["no clustering", "no Algorithm 1"] {
+        assert_eq!(answers(v), answers("original"), "{v}");
+    }
     assert_eq!(json["ratios"].as_array().unwrap().len(), 5);
     let claims = json["claims"].as_array().unwrap();
     assert!(claims.len() >= 15, "{claims:?}");

@@ -11,8 +11,11 @@
 //! of its tables), a variant of [`Repro`] and an arm of [`run`].
 
 pub mod bulk;
+mod common;
 pub mod dipl;
 pub mod fbx;
+
+pub use common::ClaimCheck;
 
 use anyhow::Result;
 

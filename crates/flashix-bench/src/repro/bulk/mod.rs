@@ -50,7 +50,7 @@ mod paper;
 mod print;
 mod run;
 
-pub use paper::ClaimCheck;
+pub use super::ClaimCheck;
 pub use print::print;
 pub use run::run;
 

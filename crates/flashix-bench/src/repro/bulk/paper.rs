@@ -6,20 +6,8 @@
 //! the first M, and the numbers at every M are printed beside them.
 
 use super::{BulkRepro, Cell};
-use serde::Serialize;
-
-/// One claim of the thesis and the run's numbers for it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ClaimCheck {
-    /// The experiment (`E1`..`E5`, `all`).
-    pub experiment: String,
-    /// The thesis's words.
-    pub claim: String,
-    /// What this run measured for it.
-    pub here: String,
-    /// `holds`, `holds, stronger here`, `weaker here`, `does not hold`, `not measured`.
-    pub verdict: String,
-}
+use crate::repro::common::Checks;
+use crate::repro::ClaimCheck;
 
 /// The cells of a run and the queries the checks make.
 struct View<'a> {
@@ -93,23 +81,6 @@ fn min_max(v: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
         None => Some((x, x)),
         Some((lo, hi)) => Some((lo.min(x), hi.max(x))),
     })
-}
-
-struct Checks(Vec<ClaimCheck>);
-
-impl Checks {
-    fn add(&mut self, e: &str, claim: &str, here: String, verdict: &str) {
-        self.0.push(ClaimCheck {
-            experiment: e.into(),
-            claim: claim.into(),
-            here,
-            verdict: verdict.into(),
-        });
-    }
-
-    fn missing(&mut self, e: &str, claim: &str, why: &str) {
-        self.add(e, claim, why.into(), "not measured");
-    }
 }
 
 /// Check every claim against the run.

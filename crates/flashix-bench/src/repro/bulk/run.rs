@@ -1,6 +1,7 @@
 //! The experiments of `flashix repro bulk` (module doc of [`super`]).
 
 use super::{paper, BulkRepro, BulkReproArgs, Cell, Sizes, BUDGET, LATREE_NODE, PAGE};
+use crate::repro::common::{copy_dir, counter, flash, mix};
 use anyhow::{Context, Result};
 use flashix::internals::Engine;
 use flashix::io::{Device, DirVfs, FileDevice};
@@ -42,14 +43,6 @@ const R2_SSD: &[(&str, Switch)] = &[
         b.trim_freed = false;
     }),
 ];
-
-pub(super) fn mix(mut x: u64) -> u64 {
-    x ^= x >> 30;
-    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x ^= x >> 27;
-    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
 
 /// The initial keys, sorted (uniform over u64, distinct).
 pub(super) fn initial_keys(n: u64, seed: u64) -> Vec<(u64, u64)> {
@@ -151,26 +144,6 @@ fn describe_ssd(name: &str, c: &SimSsdConfig) -> String {
         n.erase_us,
         n.bus_ns_per_byte
     )
-}
-
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    if to.exists() {
-        std::fs::remove_dir_all(to)?;
-    }
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        std::fs::copy(e.path(), to.join(e.file_name()))?;
-    }
-    Ok(())
-}
-
-fn counter(s: &Stats, name: &str) -> u64 {
-    s.engine_counters.get(name).copied().unwrap_or(0)
-}
-
-fn flash(s: &Stats, name: &str) -> u64 {
-    s.device.flash.get(name).copied().unwrap_or(0)
 }
 
 /// Create an index at `dir` holding the initial keys (one bulk insertion) and close it.

@@ -4,6 +4,7 @@ use super::{
     paper, Cell, FbxRepro, FbxReproArgs, RatioRow, Sizes, INNER_ORDER, LEAF_ORDER, OCZ, PAGE,
 };
 use crate::mobench::{self, MoBenchArgs, MoWorkload};
+use crate::repro::common::{copy_dir, counter, flash, mix};
 use anyhow::{Context, Result};
 use flashix::cost::logclean::{competitive_ratio, CleanPolicy, Op};
 use flashix::sim::{FtlKind, SimSsdConfig};
@@ -47,9 +48,14 @@ impl Subject {
                 Options::new(EngineKind::BTree).btree(BTreeOptions::orders(LEAF_ORDER, INNER_ORDER))
             }
             // The paper's naive method reclaims no space: no segment cleaning (segments
-            // whose pages are all dead are still reused after a checkpoint).
+            // whose pages are all dead are still reused after a checkpoint), except on the
+            // simulated SSD, which it would fill.
             Subject::SeqBTree => fbx(FbxOptions {
-                space_amp_limit: 1e9,
+                space_amp_limit: if matches!(device, DeviceSpec::SimulatedSsd(_)) {
+                    2.0
+                } else {
+                    1e9
+                },
                 ..FbxOptions::sequential_btree()
             }),
             Subject::Fbx => fbx(FbxOptions::default()),
@@ -85,38 +91,10 @@ pub(super) fn describe_ssd(c: &SimSsdConfig) -> String {
     )
 }
 
-fn mix(mut x: u64) -> u64 {
-    x ^= x >> 30;
-    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x ^= x >> 27;
-    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 /// The `i`-th key inserted (uniform over u64; distinct for distinct `i`: `mix` is a
 /// bijection).
 fn key(i: u64, seed: u64) -> u64 {
     mix(i ^ seed.rotate_left(32))
-}
-
-fn counter(s: &Stats, name: &str) -> u64 {
-    s.engine_counters.get(name).copied().unwrap_or(0)
-}
-
-fn flash(s: &Stats, name: &str) -> u64 {
-    s.device.flash.get(name).copied().unwrap_or(0)
-}
-
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    if to.exists() {
-        std::fs::remove_dir_all(to)?;
-    }
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        std::fs::copy(e.path(), to.join(e.file_name()))?;
-    }
-    Ok(())
 }
 
 fn bar(len: u64, msg: String) -> ProgressBar {
@@ -434,7 +412,8 @@ impl Ctx<'_> {
         }
     }
 
-    /// One moving-object subject over `index`, a cell per workload.
+    /// One moving-object subject over `index` with a budget of `budget` bytes, `ops`
+    /// operations of each workload, a cell per workload.
     fn mo_cells(
         &self,
         e: &str,
@@ -442,15 +421,17 @@ impl Ctx<'_> {
         variant: &str,
         index: Options,
         workloads: &str,
+        (budget, ops): (u64, u64),
     ) -> Result<Vec<Cell>> {
-        let a = self.mo_args(workloads);
+        let mut a = self.mo_args(workloads);
+        a.ops = ops;
         let ws: Vec<MoWorkload> = workloads
             .split(',')
             .map(MoWorkload::parse)
             .collect::<Result<_>>()?;
         self.say(format!("{e}: {subject} {variant} on {workloads}"));
         let name = format!("{subject}{}", if variant.is_empty() { "" } else { "-v" });
-        let rows = mobench::run_subject(&a, &name, index, &ws, Some(self.z.budget))?;
+        let rows = mobench::run_subject(&a, &name, index, &ws, Some(budget))?;
         Ok(rows
             .into_iter()
             .map(|r| {
@@ -515,8 +496,15 @@ impl Ctx<'_> {
                 },
             ),
         ];
+        // The pool's share stays that of the default log buffer: the budget grows and
+        // shrinks with the log buffer (else a smaller log buffer would mean a larger pool).
+        let pool_share = self.z.budget - u64::from(big) * PAGE as u64;
+        let ops = (self.z.mo_ops / 4).max(50);
         for (v, f) in variants {
-            cells.extend(self.mo_cells("R5", "fbx-tree", &v, fbx(f), "mo-range-10")?);
+            let pages = u64::from(f.log_buffer_pages.unwrap_or(big));
+            let budget = pool_share + pages * PAGE as u64;
+            let c = self.mo_cells("R5", "fbx-tree", &v, fbx(f), "mo-range-10", (budget, ops))?;
+            cells.extend(c);
         }
         Ok(())
     }
@@ -524,10 +512,11 @@ impl Ctx<'_> {
     /// R10: the Bx-tree against the FBX-tree on the moving-object workloads.
     fn r10(&self, cells: &mut Vec<Cell>) -> Result<()> {
         let w = "mo-update,mo-range-1,mo-range-10,mo-knn-10,mo-mix-50,mo-mix-90";
+        let (b, ops) = (self.z.budget, (self.z.mo_ops / 2).max(50));
         let bx = Options::new(EngineKind::BTree).device(disk());
-        cells.extend(self.mo_cells("R10", "bx", "", bx, w)?);
+        cells.extend(self.mo_cells("R10", "bx", "", bx, w, (b, ops))?);
         let fbx = Options::new(EngineKind::Fbx).device(disk());
-        cells.extend(self.mo_cells("R10", "fbx-tree", "", fbx, w)?);
+        cells.extend(self.mo_cells("R10", "fbx-tree", "", fbx, w, (b, ops))?);
         Ok(())
     }
 
