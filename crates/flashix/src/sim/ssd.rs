@@ -396,4 +396,55 @@ mod tests {
         assert!((serial - 16.0 * 77.8).abs() < 1e-6, "{serial}");
         assert!((batched - 8.0 * 77.8).abs() < 1e-6, "{batched}");
     }
+
+    #[test]
+    fn command_latency_and_write_back_time_a_write_and_sync_waits_for_it() {
+        let cfg = SimSsdConfig {
+            command_us: 10.0,
+            write_back: true,
+            ..small(FtlKind::Page)
+        };
+        let mut ssd = SimSsd::create(Box::new(MemDevice::new(2048)), &cfg, 2048).unwrap();
+        let buf = vec![7u8; 2048];
+        // Posted: 10 us of command, then the transfer of 2048 + 64 bytes at 25 ns/B.
+        let xfer = (2048.0 + 64.0) * 25.0 / 1000.0;
+        ssd.write(0, &buf).unwrap();
+        let t1 = ssd.sim_time_us();
+        assert!((t1 - (10.0 + xfer)).abs() < 1e-6, "{t1}");
+        // The next write lands on the other channel: it does not wait for the program.
+        ssd.write(1, &buf).unwrap();
+        let t2 = ssd.sim_time_us() - t1;
+        assert!((t2 - (10.0 + xfer)).abs() < 1e-6, "{t2}");
+        // A sync waits for the second program: 200 us after its transfer ended.
+        ssd.sync().unwrap();
+        let t3 = ssd.sim_time_us() - t1 - t2;
+        assert!((t3 - 200.0).abs() < 1e-6, "{t3}");
+        // Without write-back a write lasts until its program ends.
+        let cfg = SimSsdConfig {
+            command_us: 10.0,
+            ..small(FtlKind::Page)
+        };
+        let mut ssd = SimSsd::create(Box::new(MemDevice::new(2048)), &cfg, 2048).unwrap();
+        ssd.write(0, &buf).unwrap();
+        let t = ssd.sim_time_us();
+        assert!((t - (10.0 + xfer + 200.0)).abs() < 1e-6, "{t}");
+        // A batch of two reads pays the command latency once.
+        let mut a = vec![0u8; 2048];
+        let mut b = vec![0u8; 2048];
+        ssd.write(1, &buf).unwrap();
+        let base = ssd.sim_time_us();
+        let mut reqs = vec![
+            IoReq::Read {
+                page: 0,
+                buf: &mut a,
+            },
+            IoReq::Read {
+                page: 1,
+                buf: &mut b,
+            },
+        ];
+        ssd.submit(&mut reqs).unwrap();
+        let t = ssd.sim_time_us() - base;
+        assert!((t - (10.0 + 25.0 + xfer)).abs() < 1e-6, "{t}");
+    }
 }
