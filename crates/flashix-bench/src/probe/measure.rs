@@ -56,6 +56,9 @@ pub struct Plan {
     pub us_per_test: f64,
     /// ...or it did this many requests, whichever comes first (`None`: no limit).
     pub max_ops: Option<u64>,
+    /// The random-write measurements run at least this many requests whatever the limits
+    /// above (so that they span several garbage-collection cycles of a simulated SSD).
+    pub min_random_write_ops: u64,
     /// Random 4 KiB writes done, unmeasured, before the random-write measurements, to
     /// reach steady-state garbage collection or merging.
     pub warmup_writes: u64,
@@ -197,14 +200,15 @@ pub fn measure<D: Device, C: Clock<D>>(
     }
 
     progress("random 4 KiB writes, QD1");
-    let rand_write_iops_qd1 = m.rate(dev, true, |dev, n| {
+    let min = plan.min_random_write_ops;
+    let rand_write_iops_qd1 = m.rate_min(dev, true, min, |dev, n| {
         dev.write(rng.gen_range(0..pages), &small[0])?;
         *n += 1;
         Ok(())
     })?;
 
     progress("random 4 KiB writes, QD32");
-    let rand_write_iops_qd32 = m.rate(dev, true, |dev, n| {
+    let rand_write_iops_qd32 = m.rate_min(dev, true, min, |dev, n| {
         let mut batch: Vec<IoReq<'_>> = small
             .iter()
             .map(|buf| IoReq::Write {
@@ -244,6 +248,20 @@ impl<C> Meter<'_, C> {
         &self,
         dev: &mut D,
         sync: bool,
+        step: impl FnMut(&mut D, &mut u64) -> anyhow::Result<()>,
+    ) -> anyhow::Result<f64>
+    where
+        C: Clock<D>,
+    {
+        self.rate_min(dev, sync, 0, step)
+    }
+
+    /// [`Meter::rate`] that runs at least `min_ops` requests.
+    fn rate_min<D: Device>(
+        &self,
+        dev: &mut D,
+        sync: bool,
+        min_ops: u64,
         mut step: impl FnMut(&mut D, &mut u64) -> anyhow::Result<()>,
     ) -> anyhow::Result<f64>
     where
@@ -253,9 +271,9 @@ impl<C> Meter<'_, C> {
         let start = self.clock.now_us(dev);
         loop {
             step(dev, &mut n)?;
-            if self.clock.now_us(dev) - start >= self.plan.us_per_test
-                || self.plan.max_ops.is_some_and(|m| n >= m)
-            {
+            let limit = self.clock.now_us(dev) - start >= self.plan.us_per_test
+                || self.plan.max_ops.is_some_and(|m| n >= m);
+            if limit && n >= min_ops {
                 break;
             }
         }

@@ -222,6 +222,7 @@ pub fn run_probe(
         pages: file_bytes / PAGE as u64,
         us_per_test: cfg.seconds_per_test * 1e6,
         max_ops: None,
+        min_random_write_ops: 0,
         warmup_writes: 0,
         seed: cfg.seed,
     };

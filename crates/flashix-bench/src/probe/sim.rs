@@ -6,8 +6,9 @@
 //! [`flashix::sim::DEFAULT_NAND_BYTES`], 1 GiB); the probe uses its whole logical capacity
 //! rounded down to 512 KiB. Preconditioning: the probe's sequential fill writes every
 //! logical page once; before the random-write figures, [`steady_state_writes`] random
-//! 4 KiB writes (unmeasured) bring the FTL to steady state. Every figure is in simulated
-//! time, so a run is deterministic for a seed.
+//! 4 KiB writes (unmeasured) bring the FTL to steady state, and each random-write figure
+//! spans at least two garbage-collection cycles ([`gc_cycle_writes`]). Every figure is in
+//! simulated time, so a run is deterministic for a seed.
 
 use super::{measure, DeviceProfile, Plan, SimClock, PAGE, SEQ_BYTES};
 use anyhow::Context;
@@ -57,6 +58,16 @@ pub fn steady_state_writes(cfg: &SimSsdConfig, log_limit: u64, pages: u64) -> u6
     }
 }
 
+/// Random 4 KiB writes in which every chip fills one erase block (`chips x
+/// pages_per_block` NAND pages): the page FTL's stripes advance together, so its garbage
+/// collections come in bursts about this far apart, and the random-write figures are
+/// measured over at least two of them ([`Plan::min_random_write_ops`]).
+pub fn gc_cycle_writes(cfg: &SimSsdConfig, page_size: usize) -> u64 {
+    let per = (page_size / cfg.nand.page_bytes).max(1) as u64;
+    let chips = cfg.nand.channels as u64 * cfg.nand.ways as u64;
+    (chips * cfg.nand.pages_per_block as u64 / per).max(1)
+}
+
 /// Probe a simulated SSD. `progress` receives one line per step.
 pub fn run_sim_probe(
     cfg: &SimProbeConfig,
@@ -83,13 +94,14 @@ pub fn run_sim_probe(
         "probing the simulated SSD {} ({}): {} MiB of NAND, {} MiB probed",
         cfg.profile,
         cfg.profile.description(),
-        scfg.nand.total_pages() * scfg.nand.page_bytes as u64 >> 20,
-        pages * PAGE as u64 >> 20
+        (scfg.nand.total_pages() * scfg.nand.page_bytes as u64) >> 20,
+        (pages * PAGE as u64) >> 20
     ));
     let plan = Plan {
         pages,
         us_per_test: cfg.seconds_per_test * 1e6,
         max_ops: Some(cfg.max_ops.max(1)),
+        min_random_write_ops: gc_cycle_writes(&scfg, PAGE) * 2,
         warmup_writes: warmup,
         seed: cfg.seed,
     };
