@@ -34,7 +34,7 @@
 //! - `mtron`: after the fill every data block is full, so a random 4 KiB write (two NAND
 //!   pages of one logical block) takes a log block, and with 32 log blocks over thousands of
 //!   logical blocks that first merges the oldest: a full merge (64 copies into one chip,
-//!   two erases), about 16 ms, against a 4 KiB read of about 0.26 ms (two reads on one
+//!   two erases), about 17 ms, against a 4 KiB read of about 0.26 ms (two reads on one
 //!   chip plus the command). The slowness is the merges (the FD-tree paper's "each random
 //!   write triggers a block merge"), with no fudge factor.
 //! - `intel-x25m`: page mapping; a random write is posted (write-back) and costs its share
