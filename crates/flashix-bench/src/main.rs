@@ -3,9 +3,10 @@
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use flashix::sim::SsdProfile;
 use flashix::EngineKind;
 use flashix_bench::peers::PeerKind;
-use flashix_bench::probe::{self, ProbeConfig};
+use flashix_bench::probe::{self, sim::SimProbeConfig, ProbeConfig};
 use flashix_bench::runner::{self, BenchConfig, Scale};
 use flashix_bench::units::parse_size;
 use flashix_bench::workload::{KeyDist, Workload};
@@ -25,7 +26,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Measure the device: random 4 KiB IOPS at QD1/QD32, sequential bandwidth, latency by size.
+    /// Measure the device (or, with --sim, a simulated SSD of a named profile): random 4 KiB
+    /// IOPS at QD1/QD32, sequential bandwidth and 4 KiB IOPS, latency by size.
     Probe(ProbeArgs),
     /// Run workloads against engines and peers on aged indexes; writes a table,
     /// OUT/results.json and OUT/report.html.
@@ -62,15 +64,23 @@ struct ProbeArgs {
     /// Directory for the probe's test file.
     #[arg(long, default_value = "./bench-out/probe-dir")]
     dir: PathBuf,
-    /// Where to save the profile (JSON).
-    #[arg(long, default_value = "./bench-out/device-profile.json")]
-    out: PathBuf,
-    /// Size of the test file in MiB.
+    /// Where to save the profile (JSON) [default: ./bench-out/device-profile.json; with
+    /// --sim, not saved unless given].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Size of the test file in MiB; with --sim, the simulated NAND in MiB (kept in memory).
     #[arg(long = "file-mb", default_value_t = 1024)]
     file_mb: u64,
-    /// Seconds per test.
+    /// Seconds per test (simulated seconds with --sim).
     #[arg(long, default_value_t = 2.0)]
     seconds: f64,
+    /// Probe a simulated SSD of this profile instead of a directory's device, in simulated
+    /// time, and compare it with the paper's figures: mtron, intel-x25m, iodrive, p300, ocz.
+    #[arg(long)]
+    sim: Option<String>,
+    /// With --sim: at most this many requests per test.
+    #[arg(long = "max-ops", default_value_t = 20_000)]
+    max_ops: u64,
 }
 
 /// The long help of `flashix bench`: workloads, key distributions, scales, peers, rules.
@@ -349,26 +359,53 @@ fn probe_cmd(a: &ProbeArgs) -> Result<()> {
     if a.file_mb == 0 {
         anyhow::bail!("--file-mb must be at least 1");
     }
+    let bytes = a
+        .file_mb
+        .checked_mul(1 << 20)
+        .context("--file-mb: too large")?;
+    if let Some(name) = &a.sim {
+        let profile: SsdProfile = name.parse().context("--sim")?;
+        let cfg = SimProbeConfig {
+            nand_bytes: bytes,
+            seconds_per_test: a.seconds,
+            max_ops: a.max_ops,
+            ..SimProbeConfig::new(profile)
+        };
+        let p = probe::sim::run_sim_probe(&cfg, &mut |m: &str| eprintln!("{m}"))
+            .context("probing the simulated SSD")?;
+        probe::print_table(&p);
+        probe::sim::print_comparison(profile, &probe::sim::compare(profile, &p));
+        if let Some(out) = &a.out {
+            save_profile(&p, out)?;
+        }
+        return Ok(());
+    }
     let cfg = ProbeConfig {
         dir: a.dir.clone(),
-        file_bytes: a
-            .file_mb
-            .checked_mul(1 << 20)
-            .context("--file-mb: too large")?,
+        file_bytes: bytes,
         seconds_per_test: a.seconds,
         ..ProbeConfig::default()
     };
     let profile =
         probe::run_probe(&cfg, &mut |m: &str| eprintln!("{m}")).context("probing the device")?;
     probe::print_table(&profile);
-    if let Some(parent) = a.out.parent() {
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("./bench-out/device-profile.json"));
+    save_profile(&profile, &out)
+}
+
+/// Save a profile to `out` (creating its directory) and say where.
+fn save_profile(p: &probe::DeviceProfile, out: &std::path::Path) -> Result<()> {
+    if let Some(parent) = out.parent() {
         if !parent.as_os_str().is_empty() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
         }
     }
-    probe::save_profile(&profile, &a.out).with_context(|| format!("saving {}", a.out.display()))?;
-    println!("profile: {}", a.out.display());
+    probe::save_profile(p, out).with_context(|| format!("saving {}", out.display()))?;
+    println!("profile: {}", out.display());
     Ok(())
 }
 

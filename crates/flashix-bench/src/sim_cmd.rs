@@ -126,6 +126,7 @@ fn run_one(a: &SimArgs, ftl: FtlKind) -> Result<SimResult> {
         over_provisioning: a.over_provisioning,
         log_blocks: a.log_blocks,
         sync_per_op: false,
+        ..SimSsdConfig::default()
     };
     let backing = MemDevice::new(a.page_bytes);
     let mut ssd = SimSsd::create(Box::new(backing), &cfg, a.page_bytes)?;

@@ -18,7 +18,7 @@
 //! [`SimStats::counters`]) so they reach `Db::stats()`.
 
 use super::ftl::{self, Ftl, FtlConfig, FtlKind, FtlStats};
-use super::nand::{Nand, NandConfig, NandStats};
+use super::nand::{HostTiming, Nand, NandConfig, NandStats};
 use crate::error::{Error, Result};
 use crate::io::{Counters, Device, DeviceStats, IoReq, PageId};
 use serde::{Deserialize, Serialize};
@@ -37,6 +37,12 @@ pub struct SimSsdConfig {
     /// Sync the backing medium after every NAND program (slow on a file; `false` syncs it
     /// when the host syncs).
     pub sync_per_op: bool,
+    /// Latency of a host request before its NAND operations start, in microseconds
+    /// ([`HostTiming::command_us`]).
+    pub command_us: f64,
+    /// Write-back of programs ([`HostTiming::write_back`]): a write completes once its
+    /// data reached the chips; [`Device::sync`] waits for the programs.
+    pub write_back: bool,
 }
 
 impl Default for SimSsdConfig {
@@ -47,6 +53,8 @@ impl Default for SimSsdConfig {
             over_provisioning: 0.3,
             log_blocks: 0,
             sync_per_op: false,
+            command_us: 0.0,
+            write_back: false,
         }
     }
 }
@@ -76,6 +84,12 @@ impl SimSsdConfig {
                 "simulated SSD: page size {page_size} is not a multiple of the NAND page ({} \
                  bytes)",
                 self.nand.page_bytes
+            )));
+        }
+        if !(self.command_us.is_finite() && self.command_us >= 0.0) {
+            return Err(Error::InvalidOptions(format!(
+                "simulated SSD: command_us {} must be a finite number >= 0",
+                self.command_us
             )));
         }
         if !(0.0..1.0).contains(&self.over_provisioning) {
@@ -174,6 +188,10 @@ impl SimSsd {
 
     fn on(mut nand: Nand, cfg: &SimSsdConfig, page_size: usize) -> Result<SimSsd> {
         nand.set_sync_per_op(cfg.sync_per_op);
+        nand.set_host_timing(HostTiming {
+            command_us: cfg.command_us,
+            write_back: cfg.write_back,
+        });
         let ftl = ftl::open(nand, &cfg.ftl_config())?;
         let per = (page_size / cfg.nand.page_bytes) as u64;
         Ok(SimSsd {
@@ -195,6 +213,13 @@ impl SimSsd {
             ftl: self.ftl.stats(),
             nand: self.ftl.nand().stats(),
         }
+    }
+
+    /// Simulated time since the SSD was created or opened, in microseconds (the clock
+    /// of the timing model; with write-back it runs ahead to the programs' end only on a
+    /// sync).
+    pub fn sim_time_us(&self) -> f64 {
+        self.ftl.nand().time_us()
     }
 
     /// The FTL (and through it the NAND).
@@ -224,6 +249,7 @@ impl SimSsd {
     fn serve(&mut self, batch: &mut [IoReq<'_>]) -> Result<()> {
         let nb = self.page_size / self.per as usize;
         for req in batch.iter_mut() {
+            self.ftl.nand_mut().host_command();
             let first = req.page() * self.per;
             match req {
                 IoReq::Read { buf, .. } => {
@@ -260,6 +286,7 @@ impl Device for SimSsd {
 
     fn sync(&mut self) -> Result<()> {
         self.counters.stats.syncs += 1;
+        self.ftl.nand_mut().drain();
         self.ftl.nand_mut().sync()
     }
 
@@ -368,5 +395,56 @@ mod tests {
         // A read: 25 us + (2048 + 64) * 25 ns = 77.8 us; 8 on each channel overlap.
         assert!((serial - 16.0 * 77.8).abs() < 1e-6, "{serial}");
         assert!((batched - 8.0 * 77.8).abs() < 1e-6, "{batched}");
+    }
+
+    #[test]
+    fn command_latency_and_write_back_time_a_write_and_sync_waits_for_it() {
+        let cfg = SimSsdConfig {
+            command_us: 10.0,
+            write_back: true,
+            ..small(FtlKind::Page)
+        };
+        let mut ssd = SimSsd::create(Box::new(MemDevice::new(2048)), &cfg, 2048).unwrap();
+        let buf = vec![7u8; 2048];
+        // Posted: 10 us of command, then the transfer of 2048 + 64 bytes at 25 ns/B.
+        let xfer = (2048.0 + 64.0) * 25.0 / 1000.0;
+        ssd.write(0, &buf).unwrap();
+        let t1 = ssd.sim_time_us();
+        assert!((t1 - (10.0 + xfer)).abs() < 1e-6, "{t1}");
+        // The next write lands on the other channel: it does not wait for the program.
+        ssd.write(1, &buf).unwrap();
+        let t2 = ssd.sim_time_us() - t1;
+        assert!((t2 - (10.0 + xfer)).abs() < 1e-6, "{t2}");
+        // A sync waits for the second program: 200 us after its transfer ended.
+        ssd.sync().unwrap();
+        let t3 = ssd.sim_time_us() - t1 - t2;
+        assert!((t3 - 200.0).abs() < 1e-6, "{t3}");
+        // Without write-back a write lasts until its program ends.
+        let cfg = SimSsdConfig {
+            command_us: 10.0,
+            ..small(FtlKind::Page)
+        };
+        let mut ssd = SimSsd::create(Box::new(MemDevice::new(2048)), &cfg, 2048).unwrap();
+        ssd.write(0, &buf).unwrap();
+        let t = ssd.sim_time_us();
+        assert!((t - (10.0 + xfer + 200.0)).abs() < 1e-6, "{t}");
+        // A batch of two reads pays the command latency once.
+        let mut a = vec![0u8; 2048];
+        let mut b = vec![0u8; 2048];
+        ssd.write(1, &buf).unwrap();
+        let base = ssd.sim_time_us();
+        let mut reqs = vec![
+            IoReq::Read {
+                page: 0,
+                buf: &mut a,
+            },
+            IoReq::Read {
+                page: 1,
+                buf: &mut b,
+            },
+        ];
+        ssd.submit(&mut reqs).unwrap();
+        let t = ssd.sim_time_us() - base;
+        assert!((t - (10.0 + 25.0 + xfer)).abs() < 1e-6, "{t}");
     }
 }

@@ -27,6 +27,9 @@ macro_rules! core_ftl_methods {
         fn stats(&self) -> FtlStats {
             self.core.stats.clone()
         }
+        fn log_limit(&self) -> u32 {
+            self.core.log_limit
+        }
         fn nand(&self) -> &Nand {
             &self.core.nand
         }

@@ -212,6 +212,9 @@ pub trait Ftl: Send {
     /// Forget logical page `lpn` (reads zeros until written; not persistent).
     fn trim(&mut self, lpn: u64) -> Result<()>;
     fn stats(&self) -> FtlStats;
+    /// Log or replacement blocks the block-mapped kinds use at most (module doc, Capacity;
+    /// the page-level kind has none and answers the spare blocks it could use).
+    fn log_limit(&self) -> u32;
     fn nand(&self) -> &Nand;
     fn nand_mut(&mut self) -> &mut Nand;
     /// Zero the FTL's and the NAND's counters (wear stays).

@@ -71,6 +71,15 @@
 //! Every operation of a batch starts as soon as its chip and bus are free, so a batch
 //! spread over channels and ways overlaps and one chip serialises; the batch lasts until
 //! its last operation ends, and [`NandStats::time_us`] adds up batch durations.
+//!
+//! A simulated SSD adds host-side timing ([`HostTiming`], off by default): the NAND
+//! operations of each host command ([`Nand::host_command`]) start `command_us` after the
+//! batch starts (interface and firmware latency; a batch's commands are queued together,
+//! so their latencies overlap), and with
+//! `write_back` a batch ends once its reads are transferred and its programs' data reached
+//! their chips; the programs and erases run on after it, and the next batch's operations
+//! on a busy chip or bus wait for them ([`Nand::drain`] waits for all: a host flush). The
+//! clock is kept across batches for that; without write-back every batch starts idle.
 
 mod config;
 mod timing;
@@ -78,9 +87,10 @@ mod timing;
 use crate::error::{Error, Result};
 use crate::io::Device;
 use serde::{Deserialize, Serialize};
-use timing::Timed;
+use timing::{Clock, Timed};
 
 pub use config::NandConfig;
+pub use timing::HostTiming;
 
 /// Bytes of a NAND sector (the unit of partial programming and of torn writes).
 pub const NAND_SECTOR: usize = 512;
@@ -172,6 +182,9 @@ pub struct Nand {
     unsynced: bool,
     /// Inside [`Nand::begin_batch`]: operations whose time is summed at `end_batch`.
     pending: Option<Vec<Timed>>,
+    /// Simulated time and when each bus and chip is next free (Timing model).
+    clock: Clock,
+    host_timing: HostTiming,
 }
 
 impl std::fmt::Debug for Nand {
@@ -270,6 +283,8 @@ impl Nand {
             sync_per_op: true,
             unsynced: false,
             pending: None,
+            clock: Clock::new(cfg.channels, cfg.ways),
+            host_timing: HostTiming::default(),
             cfg,
         })
     }
@@ -342,7 +357,7 @@ impl Nand {
         }
         match &mut self.pending {
             Some(p) => p.extend(timed),
-            None => self.stats.time_us += self.batch_time(&timed),
+            None => self.run_batch(&timed),
         }
         result
     }
@@ -357,7 +372,7 @@ impl Nand {
     /// End the batch begun by [`Nand::begin_batch`] and add its simulated time.
     pub fn end_batch(&mut self) {
         if let Some(p) = self.pending.take() {
-            self.stats.time_us += self.batch_time(&p);
+            self.run_batch(&p);
         }
     }
 
@@ -448,6 +463,12 @@ impl Nand {
             min_erase_count: self.erase_counts.iter().copied().min().unwrap_or(0),
             ..self.stats.clone()
         }
+    }
+
+    /// Simulated time in microseconds ([`NandStats::time_us`], without the wear scan of
+    /// [`Nand::stats`]).
+    pub fn time_us(&self) -> f64 {
+        self.stats.time_us
     }
 
     /// Zero the operation counters and simulated time (wear stays).

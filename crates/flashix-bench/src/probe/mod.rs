@@ -1,21 +1,29 @@
-//! `flashix probe`: measure the device under a directory (DESIGN.md, Benchmarks): 4 KiB
-//! random read and write IOPS at queue depth 1 and 32, sequential read and write bandwidth
-//! with 512 KiB requests, and mean QD1 read latency by request size. The result, a
-//! [`DeviceProfile`], feeds the cost models and the "share of the device's limit" column of
-//! benchmark reports.
+//! `flashix probe`: measure a device (DESIGN.md, Benchmarks): 4 KiB random read and write
+//! IOPS at queue depth 1 and 32, sequential read and write bandwidth with 512 KiB requests,
+//! sequential 4 KiB read and write IOPS at QD1, and mean QD1 read latency by request size.
+//! The result, a [`DeviceProfile`], feeds the cost models and the "share of the device's
+//! limit" column of benchmark reports.
 //!
-//! The probe runs on a [`FileDevice`] opened with `direct_io = true` (so the page cache does
-//! not help; the backend actually used is recorded) on a file `probe.dat` in the probed
-//! directory, which it fills first so that reads hit real blocks, and deletes at the end.
+//! The measurements ([`measure`], module `measure`) run on any `io::Device` with a clock:
+//! - `flashix probe DIR` ([`run_probe`]): a [`FileDevice`] opened with `direct_io = true` (so
+//!   the page cache does not help; the backend actually used is recorded) on a file
+//!   `probe.dat` in the probed directory, which it fills first so that reads hit real
+//!   blocks, and deletes at the end; wall-clock time;
+//! - `flashix probe --sim PROFILE` ([`sim::run_sim_probe`]): a simulated SSD of a named
+//!   profile (`flashix::sim::SsdProfile`), in simulated time, with the calibration against
+//!   the papers' device figures (module `sim`).
+//!
 //! Bandwidth is in MB/s with 1 MB = 10^6 bytes.
 
+mod measure;
+pub mod sim;
+
 use anyhow::{bail, Context};
-use flashix::io::{AlignedBuf, Device, FileDevice, IoReq};
-use rand::rngs::StdRng;
-use rand::{Rng, RngCore, SeedableRng};
+use flashix::io::FileDevice;
+pub use measure::{measure, Clock, Figures, Plan, SimClock, WallClock};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Page size of the probe device.
 const PAGE: usize = 4096;
@@ -52,6 +60,12 @@ pub struct DeviceProfile {
     pub seq_read_mb_s: f64,
     /// Sequential writes, 512 KiB requests, MB/s (10^6 bytes).
     pub seq_write_mb_s: f64,
+    /// Sequential 4 KiB reads at QD1, IOPS (absent from profiles measured before it was).
+    #[serde(default)]
+    pub seq_read_iops_qd1: Option<f64>,
+    /// Sequential 4 KiB writes at QD1, IOPS (absent from profiles measured before it was).
+    #[serde(default)]
+    pub seq_write_iops_qd1: Option<f64>,
     /// Request bytes -> mean QD1 random-read latency in microseconds.
     pub read_latency_us_by_size: Vec<(u64, f64)>,
     /// UTC time of the measurement, `YYYY-MM-DDTHH:MM:SSZ`.
@@ -72,12 +86,33 @@ pub(crate) fn example_profile() -> DeviceProfile {
         rand_write_iops_qd32: 50_000.0,
         seq_read_mb_s: 2048.0,
         seq_write_mb_s: 1024.0,
+        seq_read_iops_qd1: Some(25_000.0),
+        seq_write_iops_qd1: Some(15_000.0),
         read_latency_us_by_size: vec![(4096, 60.0), (8192, 70.0), (16384, 90.0)],
         measured_at: "2026-01-01T00:00:00Z".into(),
     }
 }
 
 impl DeviceProfile {
+    /// A profile of measured figures; path, backend, size and time are left empty.
+    pub fn from_figures(f: Figures) -> DeviceProfile {
+        DeviceProfile {
+            path: String::new(),
+            backend: String::new(),
+            file_bytes: 0,
+            rand_read_iops_qd1: f.rand_read_iops_qd1,
+            rand_read_iops_qd32: f.rand_read_iops_qd32,
+            rand_write_iops_qd1: f.rand_write_iops_qd1,
+            rand_write_iops_qd32: f.rand_write_iops_qd32,
+            seq_read_mb_s: f.seq_read_mb_s,
+            seq_write_mb_s: f.seq_write_mb_s,
+            seq_read_iops_qd1: Some(f.seq_read_iops_qd1),
+            seq_write_iops_qd1: Some(f.seq_write_iops_qd1),
+            read_latency_us_by_size: f.read_latency_us_by_size,
+            measured_at: String::new(),
+        }
+    }
+
     /// Mean QD1 read latency of a request of `bytes`, linear between the measured request
     /// sizes. Below the smallest measured size it is an error; above the largest, an error
     /// too unless `extrapolate_up`, which extends the line through the last two sizes (or
@@ -168,7 +203,6 @@ pub fn run_probe(
             cfg.seconds_per_test
         );
     }
-    let dur = Duration::from_secs_f64(cfg.seconds_per_test);
     std::fs::create_dir_all(&cfg.dir)
         .with_context(|| format!("creating probe directory {}", cfg.dir.display()))?;
     let path = cfg.dir.join("probe.dat");
@@ -177,8 +211,6 @@ pub fn run_probe(
     let mut dev = FileDevice::open(&path, PAGE, true)
         .with_context(|| format!("opening probe file {}", path.display()))?;
     let backend = dev.backend().to_string();
-    let pages = file_bytes / PAGE as u64;
-    let mut rng = StdRng::seed_from_u64(cfg.seed);
     let measured_at = utc_timestamp(SystemTime::now());
 
     progress(&format!(
@@ -186,109 +218,15 @@ pub fn run_probe(
         cfg.dir.display(),
         file_bytes >> 20
     ));
-
-    // Fill sequentially with non-zero data so reads hit real blocks.
-    progress("filling the test file");
-    let mut big = AlignedBuf::zeroed(SEQ_BYTES);
-    rng.fill_bytes(&mut big);
-    let seq_pages = (SEQ_BYTES / PAGE) as u64;
-    let mut p = 0;
-    while p < pages {
-        dev.write(p, &big)?;
-        p += seq_pages;
-    }
-    dev.sync()?;
-
-    let mut small: Vec<AlignedBuf> = (0..QD).map(|_| AlignedBuf::zeroed(PAGE)).collect();
-    for b in &mut small {
-        rng.fill_bytes(b);
-    }
-
-    progress("random 4 KiB reads, QD1");
-    let rand_read_iops_qd1 = rate(timed(dur, |n| {
-        let page = rng.gen_range(0..pages);
-        dev.read(page, &mut small[0])?;
-        *n += 1;
-        Ok(())
-    })?);
-
-    progress("random 4 KiB reads, QD32");
-    let rand_read_iops_qd32 = rate(timed(dur, |n| {
-        let mut batch: Vec<IoReq<'_>> = small
-            .iter_mut()
-            .map(|buf| IoReq::Read {
-                page: rng.gen_range(0..pages),
-                buf,
-            })
-            .collect();
-        dev.submit(&mut batch)?;
-        *n += QD as u64;
-        Ok(())
-    })?);
-
-    // Write tests sync once at the end, inside the measured time.
-    progress("random 4 KiB writes, QD1");
-    let t = timed(dur, |n| {
-        let page = rng.gen_range(0..pages);
-        dev.write(page, &small[0])?;
-        *n += 1;
-        Ok(())
-    })?;
-    dev.sync()?;
-    let rand_write_iops_qd1 = rate(t);
-
-    progress("random 4 KiB writes, QD32");
-    let t = timed(dur, |n| {
-        let mut batch: Vec<IoReq<'_>> = small
-            .iter()
-            .map(|buf| IoReq::Write {
-                page: rng.gen_range(0..pages),
-                buf,
-            })
-            .collect();
-        dev.submit(&mut batch)?;
-        *n += QD as u64;
-        Ok(())
-    })?;
-    dev.sync()?;
-    let rand_write_iops_qd32 = rate(t);
-
-    progress("sequential 512 KiB reads");
-    let mut next = 0u64;
-    let seq_read_mb_s = rate(timed(dur, |n| {
-        dev.read(next, &mut big)?;
-        next = (next + seq_pages) % pages;
-        *n += 1;
-        Ok(())
-    })?) * SEQ_BYTES as f64
-        / 1e6;
-
-    progress("sequential 512 KiB writes");
-    let mut next = 0u64;
-    let t = timed(dur, |n| {
-        dev.write(next, &big)?;
-        next = (next + seq_pages) % pages;
-        *n += 1;
-        Ok(())
-    })?;
-    dev.sync()?;
-    let seq_write_mb_s = rate(t) * SEQ_BYTES as f64 / 1e6;
-
-    let mut read_latency_us_by_size = Vec::with_capacity(LATENCY_SIZES.len());
-    for size in LATENCY_SIZES {
-        progress(&format!("QD1 read latency, {} KiB requests", size >> 10));
-        let slots = file_bytes / size;
-        let size_pages = size / PAGE as u64;
-        let mut buf = AlignedBuf::zeroed(size as usize);
-        let per_sec = rate(timed(dur, |n| {
-            let page = rng.gen_range(0..slots) * size_pages;
-            dev.read(page, &mut buf)?;
-            *n += 1;
-            Ok(())
-        })?);
-        read_latency_us_by_size.push((size, 1e6 / per_sec));
-    }
-
+    let plan = Plan {
+        pages: file_bytes / PAGE as u64,
+        us_per_test: cfg.seconds_per_test * 1e6,
+        max_ops: None,
+        min_random_write_ops: 0,
+        warmup_writes: 0,
+        seed: cfg.seed,
+    };
+    let f = measure(&mut dev, &WallClock::new(), &plan, progress)?;
     drop(dev);
     drop(guard);
     progress("done");
@@ -296,38 +234,9 @@ pub fn run_probe(
         path: cfg.dir.display().to_string(),
         backend,
         file_bytes,
-        rand_read_iops_qd1,
-        rand_read_iops_qd32,
-        rand_write_iops_qd1,
-        rand_write_iops_qd32,
-        seq_read_mb_s,
-        seq_write_mb_s,
-        read_latency_us_by_size,
         measured_at,
+        ..DeviceProfile::from_figures(f)
     })
-}
-
-/// Run `step` (which adds the operations it did to its counter) until `dur` has passed
-/// (at least once); return the operation count and the start time, so that the caller can
-/// add a final step (a sync) to the measured time before calling [`rate`].
-fn timed(
-    dur: Duration,
-    mut step: impl FnMut(&mut u64) -> anyhow::Result<()>,
-) -> anyhow::Result<(u64, Instant)> {
-    let mut n = 0u64;
-    let start = Instant::now();
-    loop {
-        step(&mut n)?;
-        if start.elapsed() >= dur {
-            break;
-        }
-    }
-    Ok((n, start))
-}
-
-/// Operations per second since `start`.
-fn rate((n, start): (u64, Instant)) -> f64 {
-    n as f64 / start.elapsed().as_secs_f64().max(1e-9)
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` for a time (UTC), without a date library.
@@ -374,6 +283,15 @@ pub fn print_table(p: &DeviceProfile) {
     ];
     for (name, v, unit) in rows {
         println!("  {name:<30} {v:>9.0} {unit}");
+    }
+    for (name, v) in [
+        ("sequential 4 KiB read, QD1", p.seq_read_iops_qd1),
+        ("sequential 4 KiB write, QD1", p.seq_write_iops_qd1),
+    ] {
+        match v {
+            Some(v) => println!("  {name:<30} {v:>9.0} IOPS"),
+            None => println!("  {name:<30} {:>14}", "-"),
+        }
     }
     println!();
     println!("  {:<30} {:>14}", "QD1 read latency by size", "mean");
@@ -484,9 +402,9 @@ mod tests {
     #[test]
     fn timestamps() {
         assert_eq!(utc_timestamp(UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        let t = UNIX_EPOCH + Duration::from_secs(951_782_400 + 3661); // 2000-02-29 01:01:01
+        let t = UNIX_EPOCH + std::time::Duration::from_secs(951_782_400 + 3661); // 2000-02-29 01:01:01
         assert_eq!(utc_timestamp(t), "2000-02-29T01:01:01Z");
-        let t = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let t = UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
         assert_eq!(utc_timestamp(t), "2023-11-14T22:13:20Z");
     }
 }
