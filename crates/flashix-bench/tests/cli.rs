@@ -468,7 +468,7 @@ fn repro_fbx_quick_runs_every_experiment() {
         assert!(cells.iter().any(|c| c["experiment"] == e), "no {e} cell");
         assert!(stdout.contains(&format!("\n{e}: ")), "{e} not printed");
     }
-    for dev in ["disk", "ssd-page"] {
+    for dev in ["disk", "ssd-ocz"] {
         for s in ["btree", "seq-btree", "fbx"] {
             find("R1", s, dev);
             find("R2", s, dev);

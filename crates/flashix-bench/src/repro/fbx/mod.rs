@@ -42,10 +42,12 @@
 //! - **R10 (extension):** the Bx-tree (mobject over the B+-tree) against the FBX-tree
 //!   (mobject over FBX) on the `mo-*` workloads, `--objects` objects, half the
 //!   moving-object operations per workload.
-//! - **SSD:** R1 and R2 at `--ssd-records` on the simulated SSD (page-level FTL, 512 MiB of
-//!   NAND): programs, erases, garbage-collection copies, the most-erased block, and the
-//!   simulator's NAND time. The Sequential B-Tree runs with the segment cleaner there (it
-//!   would fill the device).
+//! - **SSD:** R1 and R2 at `--ssd-records` on the simulated OCZ (`SsdProfile::Ocz`, the
+//!   paper's Table 1 device as `flashix probe --sim ocz` calibrates it; 512 MiB of NAND),
+//!   with the budget scaled by `ssd-records / records` so that memory holds the same share
+//!   of the index as on the disk: programs, erases, garbage-collection copies, the
+//!   most-erased block, and the simulator's time. The Sequential B-Tree runs with the
+//!   segment cleaner there (it would fill the device).
 //!
 //! Every cell also carries a time computed from its I/O counts and the paper's Table 1 OCZ
 //! device ([`OCZ`]: 18,000 / 7,000 / 17,000 / 1,100 IO/s for sequential read / sequential
@@ -69,6 +71,9 @@ pub use run::run;
 
 use serde::Serialize;
 use std::path::PathBuf;
+
+/// The device name of the cells on the simulated OCZ (`SsdProfile::Ocz`).
+pub const SSD: &str = "ssd-ocz";
 
 /// The page size of both trees (§5: 4 KB).
 const PAGE: usize = 4096;
@@ -174,7 +179,7 @@ pub struct Cell {
     /// A setting that differs from the defaults (a clean policy, a log buffer, a pool),
     /// empty otherwise.
     pub variant: String,
-    /// `disk` (this machine, O_DIRECT) or `ssd-page` (the simulated SSD).
+    /// `disk` (this machine, O_DIRECT) or [`SSD`] (the simulated OCZ).
     pub device: String,
     /// What was measured: `insert`, `search`, `mix`, or a moving-object workload.
     pub op: String,

@@ -1,7 +1,7 @@
 //! The FBX paper's printed claims (§1, §3.1, §4.1, §4.4, §5; the notes §3 list them: its
 //! figures are plots with no values in the text) and what the cells of a run say of each.
 
-use super::{Cell, FbxRepro};
+use super::{Cell, FbxRepro, SSD};
 use crate::repro::common::Checks;
 use crate::repro::ClaimCheck;
 
@@ -107,8 +107,8 @@ fn e1(v: &View, k: &mut Checks) {
     let (wall, ocz) = View::ratio(b, s);
     let mut lenses = vec![("this disk", wall), ("OCZ model", ocz)];
     let ssd = match (
-        v.find("R1", "btree", "", "ssd-page"),
-        v.find("R1", "seq-btree", "", "ssd-page"),
+        v.find("R1", "btree", "", SSD),
+        v.find("R1", "seq-btree", "", SSD),
     ) {
         (Some(b), Some(s)) => {
             let x = View::ratio(b, s).0;
@@ -531,13 +531,10 @@ fn theorems(r: &FbxRepro, k: &mut Checks) {
 
 fn lifetime(v: &View, k: &mut Checks) {
     let claim = "§1: FBX produces fewer erases, so the device lives longer (no count in §5)";
-    let (Some(b), Some(f)) = (
-        v.find("R1", "btree", "", "ssd-page"),
-        v.find("R1", "fbx", "", "ssd-page"),
-    ) else {
+    let (Some(b), Some(f)) = (v.find("R1", "btree", "", SSD), v.find("R1", "fbx", "", SSD)) else {
         return k.missing("§1 (ssd)", claim, "not run (--only)");
     };
-    let s = v.find("R1", "seq-btree", "", "ssd-page");
+    let s = v.find("R1", "seq-btree", "", SSD);
     k.add(
         "§1 (ssd)",
         claim,

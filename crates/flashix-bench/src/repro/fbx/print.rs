@@ -94,7 +94,7 @@ pub fn print(r: &FbxRepro) {
         r.wall_seconds
     );
     println!(
-        "  times: wall on this disk (O_DIRECT) or the simulator's NAND time (ssd-page); OCZ: the \
+        "  times: wall on this disk (O_DIRECT) or the simulator's NAND time (ssd-ocz); OCZ: the \
          I/O counts at the paper's Table 1 costs; L read: log pages a leaf rebuild read; L mean: \
          over all leaves after the cell"
     );

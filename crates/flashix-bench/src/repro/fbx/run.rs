@@ -1,13 +1,13 @@
 //! The experiments of `flashix repro fbx` (module doc of [`super`]).
 
 use super::{
-    paper, Cell, FbxRepro, FbxReproArgs, RatioRow, Sizes, INNER_ORDER, LEAF_ORDER, OCZ, PAGE,
+    paper, Cell, FbxRepro, FbxReproArgs, RatioRow, Sizes, INNER_ORDER, LEAF_ORDER, OCZ, PAGE, SSD,
 };
 use crate::mobench::{self, MoBenchArgs, MoWorkload};
 use crate::repro::common::{copy_dir, counter, flash, mix};
 use anyhow::{Context, Result};
 use flashix::cost::logclean::{competitive_ratio, CleanPolicy, Op};
-use flashix::sim::{FtlKind, SimSsdConfig};
+use flashix::sim::{SimSsdConfig, SsdProfile};
 use flashix::{BTreeOptions, Db, DeviceSpec, EngineKind, FbxOptions, Options, Stats};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::StdRng;
@@ -69,20 +69,24 @@ fn disk() -> DeviceSpec {
     DeviceSpec::File { direct_io: true }
 }
 
-/// The simulated SSD of the `ssd` cells: the default 512 MiB of NAND, page-level FTL.
+/// The simulated SSD of the `ssd` cells: the paper's Table 1 OCZ (`SsdProfile::Ocz`,
+/// calibrated to its IO/s) with 512 MiB of NAND.
 pub(super) fn ssd_config() -> SimSsdConfig {
-    SimSsdConfig::with_ftl(FtlKind::Page)
+    SsdProfile::Ocz.config_sized(512 << 20)
 }
 
 pub(super) fn describe_ssd(c: &SimSsdConfig) -> String {
     let n = &c.nand;
     format!(
-        "{} MiB of NAND ({} blocks of {} pages of {} B), {} FTL, {:.0}% over-provisioning, \
-         read {} us, program {} us, erase {} us",
+        "{}: {} MiB of NAND ({} blocks of {} pages of {} B, {} x {} chips), {} FTL, {:.0}% \
+         over-provisioning, read {} us, program {} us, erase {} us",
+        SsdProfile::Ocz.description(),
         (n.blocks as u64 * u64::from(n.pages_per_block) * n.page_bytes as u64) >> 20,
         n.blocks,
         n.pages_per_block,
         n.page_bytes,
+        n.channels,
+        n.ways,
         c.ftl,
         c.over_provisioning * 100.0,
         n.read_us,
@@ -520,11 +524,15 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// R1 and R2 on the simulated SSD, in one session per tree (the simulator's counters
-    /// start at each open).
+    /// R1 and R2 on the simulated OCZ, in one session per tree (the simulator's counters
+    /// start at each open), with the budget scaled to the records so that memory holds
+    /// the same share of the index as on the disk.
     fn ssd(&self, cells: &mut Vec<Cell>) -> Result<()> {
         let n = self.z.ssd_records;
         let searches = self.z.searches.min(n);
+        let budget = ((u128::from(self.z.budget) * u128::from(n) / u128::from(self.z.records))
+            as u64)
+            .max(256 << 10);
         for tree in [Subject::BTree, Subject::SeqBTree, Subject::Fbx] {
             let dir = self.path(&format!("ssd-{}", tree.name()));
             if dir.exists() {
@@ -535,13 +543,13 @@ impl Ctx<'_> {
                 tree.name()
             ));
             let spec = DeviceSpec::SimulatedSsd(ssd_config());
-            let db = Db::create(&dir, tree.options(self.z.budget, spec))?;
+            let db = Db::create(&dir, tree.options(budget, spec))?;
             let mut c = Cell::new("R1", tree.name(), "", "insert");
-            c.device = "ssd-page".into();
+            c.device = SSD.into();
             cells.push(self.insert_cell(db, c, 0, n, None)?);
             let mut db = Db::open(&dir)?;
             let mut c = Cell::new("R2", tree.name(), "", "search");
-            c.device = "ssd-page".into();
+            c.device = SSD.into();
             cells.push(self.search_cell(&mut db, c, n, searches)?);
             db.close()?;
             std::fs::remove_dir_all(&dir).ok();
