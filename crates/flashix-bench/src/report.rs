@@ -111,6 +111,11 @@ pub struct Record {
     /// Bytes written (device and WAL) per written key, divided by the 16 bytes of an entry.
     #[serde(default)]
     pub write_amplification: Option<f64>,
+    /// Keys written in the phase over the entries the engine's write buffer holds
+    /// (`runner::BUFFER_RULE`); `None` for engines without one and workloads that do not
+    /// write. Below 1 the buffer absorbed the phase: the cell measured the buffer.
+    #[serde(default)]
+    pub buffer_turnovers: Option<f64>,
     /// The device's limit for this operation mix and the share of it reached.
     #[serde(default)]
     pub device_limit: Option<DeviceLimit>,
@@ -278,6 +283,10 @@ pub struct Results {
     pub aging_rule: String,
     #[serde(default)]
     pub device_limit_rule: String,
+    /// How write workloads are stretched for engines with write buffers
+    /// (`runner::BUFFER_RULE`).
+    #[serde(default)]
+    pub buffer_rule: String,
     /// Every engine and peer run: memory bound, page-cache bypass, commit model.
     #[serde(default)]
     pub subjects: Vec<SubjectInfo>,
@@ -326,6 +335,7 @@ pub fn format_table(records: &[Record]) -> String {
     let header = [
         "engine",
         "workload",
+        "ops",
         "ops/s",
         "keys/s",
         "mean us",
@@ -339,12 +349,17 @@ pub fn format_table(records: &[Record]) -> String {
         "dev limit",
         "spread",
     ];
-    let rows: Vec<[String; 14]> = records
+    let rows: Vec<[String; 15]> = records
         .iter()
         .map(|r| {
             [
                 r.engine.clone(),
-                r.workload.clone(),
+                if r.buffer_absorbed() {
+                    format!("{}*", r.workload)
+                } else {
+                    r.workload.clone()
+                },
+                r.ops.to_string(),
                 format!("{:.0}", r.ops_per_sec),
                 format!("{:.0}", r.ops_per_sec * r.keys_per_op as f64),
                 format!("{:.1}", r.latency_us.mean),
@@ -393,7 +408,21 @@ pub fn format_table(records: &[Record]) -> String {
         out.push_str(&line(row));
         out.push('\n');
     }
+    if records.iter().any(Record::buffer_absorbed) {
+        out.push_str(
+            "* the engine's write buffer absorbed the phase (fewer keys written than it \
+             holds): the cell measured the buffer, not the device\n",
+        );
+    }
     out
+}
+
+impl Record {
+    /// True when the engine's write buffer held every key the phase wrote
+    /// (`buffer_turnovers` below 1).
+    pub fn buffer_absorbed(&self) -> bool {
+        self.buffer_turnovers.is_some_and(|t| t < 1.0)
+    }
 }
 
 /// A record for unit tests.
@@ -432,6 +461,7 @@ pub(crate) mod tests_support {
             queue_depth: 1,
             write_keys_per_op: 0.0,
             write_amplification: None,
+            buffer_turnovers: None,
             device_limit: device_limit(
                 &crate::probe::example_profile(),
                 1.0,

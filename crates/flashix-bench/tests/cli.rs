@@ -356,7 +356,26 @@ fn binary_writes_table_results_and_report() {
         let rep = r.repeat.as_ref().expect("two runs");
         assert_eq!(rep.runs, 2);
         assert!(rep.min_ops_per_sec <= r.ops_per_sec && r.ops_per_sec <= rep.max_ops_per_sec);
+        // BUFFER_RULE: the FD-tree's write phases turn its head tree over, so they write to
+        // the device; the B+-tree has no write buffer and keeps OPS.
+        if r.workload == "o-insert" || r.workload == "tpcc" {
+            assert!(
+                r.writes_per_op > 0.0,
+                "{} {}: no device write",
+                r.engine,
+                r.workload
+            );
+            match r.engine.as_str() {
+                "fdtree" => {
+                    let t = r.buffer_turnovers.expect("the FD-tree's head tree");
+                    assert!(t >= 1.0, "{}: {t} turnovers in {} ops", r.workload, r.ops);
+                    assert!(r.ops > 2000, "{}: {} ops", r.workload, r.ops);
+                }
+                _ => assert_eq!((r.ops, r.buffer_turnovers), (2000, None)),
+            }
+        }
     }
+    assert!(!res.buffer_rule.is_empty());
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     for chart in [
         "ops",

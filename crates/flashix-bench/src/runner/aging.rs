@@ -14,6 +14,8 @@ use std::time::Instant;
 
 /// Share of the bulk-loaded leaves that aging makes split (FD-tree paper, App. D).
 pub const AGING_SPLIT_SHARE: f64 = 0.2;
+/// Most aging inserts of an engine of stepped levels, in multiples of ENTRIES (others: 1).
+pub const LEVELS_AGING_LIMIT: u64 = 4;
 /// Share of `entries` inserted by aging when an engine reports no leaf counters.
 pub const AGING_FALLBACK_SHARE: f64 = 0.1;
 /// Pairs per `bulk_insert` call when a peer is loaded or aged.
@@ -26,12 +28,13 @@ pub const AGING_RULE: &str = "the index is created with the measured buffer pool
 cost models tune it for that pool), then reopened with the preparation pool (PREP_POOL; \
 the structure built does not depend on it). One bulk_insert of the first ENTRIES keys (so \
 that the engine bulk-loads them: a B+-tree at fill factor 0.7), then new keys are inserted \
-one by one, at most ENTRIES of them, until: for an engine with leaf counters (B+-tree), \
+one by one, at most ENTRIES of them (4 x ENTRIES for an engine of stepped levels), until: for an engine with leaf counters (B+-tree), \
 engine_counters[\"leaf_splits\"] has grown by 20% of engine_counters[\"leaves\"] measured \
 right after the bulk load (FD-tree paper App. D: bulk load with load factor 0.7, then insert \
 entries to make 20% of the leaves split); for an engine of stepped levels (FD-tree levels, \
 LSM components; counters <level|component>_<i>_entries and _capacity), every level above \
-the lowest is at least half full; the bulk index gets none (bulk index thesis §6.1: the \
+the lowest is at least half full and a merge has reached the lowest level (it changed or a \
+new lowest level appeared: one full merge cycle); the bulk index gets none (bulk index thesis §6.1: the \
 initial keys in one bulk insertion, every range of size M but the last); the LA-tree, whose \
 leaves split only when its buffers are emptied (its splits lag its inserts), gets the same \
 number of the same new keys as a B+-tree of the same page size needs by the leaf rule (built \
@@ -50,6 +53,28 @@ pub struct Prepared {
     pub live: u64,
     pub aging_inserts: u64,
     pub prepare_s: f64,
+    /// Entries the engine's write buffer holds ([`write_buffer_entries`]; `None` for an
+    /// engine without one, and for peers).
+    pub write_buffer: Option<u64>,
+}
+
+/// Entries an engine's write buffer holds before it must write to the device, from its
+/// counters: the PIO B-tree's OPQ, the FD-tree's head tree, the LSM's C0, the bulk index's
+/// delta, the FBX-tree's log buffer (pages of 17-byte index units). `None` for an engine
+/// without one (the B+-tree writes a dirty page when the pool evicts it).
+pub fn write_buffer_entries(s: &Stats, page_size: usize) -> Option<u64> {
+    let fbx = counter(s, "log_buffer_pages").map(|p| p * (page_size as u64 / 17));
+    [
+        "opq_capacity",
+        "head_capacity",
+        "c0_capacity",
+        "delta_capacity",
+    ]
+    .iter()
+    .filter_map(|n| counter(s, n))
+    .chain(fbx)
+    .max()
+    .filter(|&n| n > 0)
 }
 
 pub(super) fn counter(s: &Stats, name: &str) -> Option<u64> {
@@ -108,6 +133,18 @@ pub fn levels_half_full(levels: &[(u64, u64, u64)]) -> bool {
     match levels.split_last() {
         None => true,
         Some((_, upper)) => upper.iter().all(|&(_, e, cap)| e.saturating_mul(2) >= cap),
+    }
+}
+
+/// True when a merge has reached the lowest level since `before` (the levels after the
+/// bulk load): a new lowest level exists, or the lowest level's entries changed. Until
+/// then a write workload would measure levels that have never been merged down (at the
+/// quick scale the LSM met the half-full rule with no insert at all).
+pub fn lowest_merged(before: &[(u64, u64, u64)], now: &[(u64, u64, u64)]) -> bool {
+    match (before.last(), now.last()) {
+        (_, None) => false,
+        (None, Some(_)) => true,
+        (Some(&(l0, e0, _)), Some(&(l1, e1, _))) => l1 > l0 || e1 != e0,
     }
 }
 
@@ -171,6 +208,15 @@ pub fn prepare(
             ((cfg.entries as f64 * AGING_FALLBACK_SHARE).round() as u64).min(limit),
         ),
     };
+    // A stepped engine may need more than ENTRIES inserts before a merge reaches its
+    // lowest level (the FD-tree's k picked for the quick scale put the bulk load in a
+    // lowest level 3% full, and its L1 took 400k inserts to fill).
+    let limit = if matches!(goal, AgingGoal::Levels) {
+        LEVELS_AGING_LIMIT * cfg.entries
+    } else {
+        limit
+    };
+    let bulk_levels = level_fill(&s0);
     let grown = |db: &Db, splits0: u64| {
         db.stats()
             .shape
@@ -203,7 +249,8 @@ pub fn prepare(
                 }
                 AgingGoal::Levels => {
                     pb.set_position(inserts);
-                    levels_half_full(&level_fill(&db.stats()))
+                    let levels = level_fill(&db.stats());
+                    levels_half_full(&levels) && lowest_merged(&bulk_levels, &levels)
                 }
                 AgingGoal::Inserts(n) | AgingGoal::AsBTree(n) => {
                     pb.set_position(inserts);
@@ -236,8 +283,8 @@ pub fn prepare(
             format!(
                 "levels {}{}",
                 describe_levels(&levels),
-                if levels_half_full(&levels) {
-                    ""
+                if levels_half_full(&levels) && lowest_merged(&bulk_levels, &levels) {
+                    ", the lowest merged into"
                 } else {
                     " (insert limit reached first)"
                 }
@@ -260,6 +307,7 @@ pub fn prepare(
         ui,
         &format!("{engine}: aged with {inserts} inserts ({summary})"),
     );
+    let write_buffer = write_buffer_entries(&s1, cfg.page_size);
     db.close().context("closing the aged index")?;
     let prepare_s = t0.elapsed().as_secs_f64();
     say(cfg, ui, &format!("{engine}: prepared in {prepare_s:.1} s"));
@@ -268,6 +316,7 @@ pub fn prepare(
         live: ks.live(),
         aging_inserts: inserts,
         prepare_s,
+        write_buffer,
     })
 }
 
@@ -321,6 +370,7 @@ pub fn prepare_peer(cfg: &BenchConfig, ui: &Ui, peer: PeerKind, aging: u64) -> R
         live: total,
         aging_inserts: aging,
         prepare_s,
+        write_buffer: None,
     })
 }
 
@@ -386,5 +436,48 @@ mod tests {
         assert!(!levels_half_full(&[(1, 4, 10), (2, 100, 100)]));
         assert!(!levels_half_full(&[(1, 5, 10), (2, 49, 100), (3, 1, 1000)]));
         assert!(levels_half_full(&[(1, 9, 10), (2, 50, 100), (3, 1, 1000)]));
+    }
+
+    #[test]
+    fn the_lowest_level_is_merged_into_when_it_changes_or_a_new_one_appears() {
+        let bulk = [(1, 0, 100), (2, 300, 10_000)];
+        assert!(!lowest_merged(&bulk, &bulk));
+        assert!(!lowest_merged(&bulk, &[(1, 99, 100), (2, 300, 10_000)]));
+        assert!(lowest_merged(&bulk, &[(1, 0, 100), (2, 400, 10_000)]));
+        assert!(lowest_merged(
+            &bulk,
+            &[(1, 0, 100), (2, 0, 10_000), (3, 500, 100_000)]
+        ));
+        assert!(lowest_merged(&[], &[(1, 10, 100)]));
+        assert!(!lowest_merged(&[], &[]));
+    }
+
+    /// The write buffer of every buffering engine is found in its counters, and a
+    /// B+-tree has none.
+    #[test]
+    fn write_buffers_are_read_from_the_counters() {
+        use flashix::io::{MemDevice, MemVfs};
+        use flashix::{Db, EngineKind, Options, Storage};
+        for kind in [
+            EngineKind::FdTree,
+            EngineKind::Lsm,
+            EngineKind::PioBTree,
+            EngineKind::BulkIndex,
+            EngineKind::Fbx,
+            EngineKind::BTree,
+        ] {
+            let storage = Storage {
+                device: Box::new(MemDevice::new(4096)),
+                vfs: std::sync::Arc::new(MemVfs::new()),
+            };
+            let opts = Options::new(kind).buffer_pool_bytes(2 << 20);
+            let db = Db::create_on(storage, opts).unwrap();
+            let buf = write_buffer_entries(&db.stats(), 4096);
+            if kind == EngineKind::BTree {
+                assert_eq!(buf, None);
+            } else {
+                assert!(buf.is_some_and(|b| b >= 16), "{kind}: {buf:?}");
+            }
+        }
     }
 }

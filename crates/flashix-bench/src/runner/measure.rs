@@ -18,6 +18,33 @@ use flashix::Db;
 use std::path::Path;
 use std::time::Instant;
 
+/// Times a write workload's phase turns the engine's write buffer over (BUFFER_RULE).
+pub const BUFFER_TURNOVERS: f64 = 3.0;
+/// Most operations a write workload's phase is stretched to, in multiples of OPS.
+pub const BUFFER_MAX_OPS_FACTOR: u64 = 20;
+
+/// How write workloads are sized for engines with write buffers, as printed and saved.
+pub const BUFFER_RULE: &str = "a workload of point operations that writes (o-insert, \
+o-delete, o-update, w-*, mix-*, tpcc) on an engine with a write buffer (PIO OPQ, FD-tree head \
+tree, LSM C0, bulk-index delta, FBX log buffer; runner::write_buffer_entries) runs \
+max(OPS, 3 x buffer entries / write share) operations, at most 20 x OPS, so that the buffer \
+turns over about 3 times inside the measured phase and the cell measures the engine's steady \
+state rather than its buffer; the same operation stream, longer. buffer_turnovers in \
+results.json is keys written / buffer entries; a cell below 1 is marked (the buffer absorbed \
+the phase).";
+
+/// Operations of workload `w`'s phase: OPS, stretched for a write buffer of `buffer`
+/// entries (BUFFER_RULE).
+pub fn phase_ops(ops: u64, w: Workload, buffer: Option<u64>) -> u64 {
+    match (w.write_share(), buffer) {
+        (Some(share), Some(buf)) => {
+            let want = (BUFFER_TURNOVERS * buf as f64 / share).ceil() as u64;
+            want.clamp(ops, ops.saturating_mul(BUFFER_MAX_OPS_FACTOR))
+        }
+        _ => ops,
+    }
+}
+
 /// Points of the per-interval latency series of a measured phase.
 pub const SERIES_POINTS: u64 = 100;
 
@@ -161,7 +188,8 @@ fn measure(
     profile: &DeviceProfile,
 ) -> Result<Record> {
     let gen = KeyGen::new(cfg.key_dist, cfg.seed);
-    let mut stream = OpStream::new(w, gen, prep.live, cfg.seed, cfg.ops)?;
+    let phase = phase_ops(cfg.ops, w, prep.write_buffer);
+    let mut stream = OpStream::new(w, gen, prep.live, cfg.seed, phase)?;
     let nops = stream.operations();
     let mut lat: Vec<u64> = Vec::with_capacity(nops as usize);
     // Touch the latency buffer now, so that a memory cgroup entered below is not charged
@@ -188,7 +216,7 @@ fn measure(
     let mut db = open_subject(cfg, subject, run_dir, profile)?;
 
     // Warm the cache (not measured), with draws of its own so the measured stream does not
-    // depend on the warm-up.
+    // depend on the warm-up (nor on how far BUFFER_RULE stretches it).
     let warm = (cfg.ops / 10).min(10_000);
     let mut wrng = rng_for(cfg.seed, 0x5741_524d ^ w.seed_index());
     for _ in 0..warm {
@@ -292,6 +320,10 @@ fn measure(
         io_counted_by: String::new(),
         queue_depth: 1,
         write_keys_per_op: write_keys as f64 / ops,
+        buffer_turnovers: prep
+            .write_buffer
+            .filter(|_| w.writes())
+            .map(|b| write_keys as f64 / b as f64),
         write_amplification: None,
         device_limit: None,
         series,
@@ -392,5 +424,27 @@ mod tests {
         assert_eq!(s[2].ops_per_sec, 4.0);
         assert_eq!((s[1].p50_us, s[1].max_us), (6.0, 8.0));
         assert_eq!(s[2].mean_us, 9.5);
+    }
+
+    /// A write workload runs long enough to turn the buffer over BUFFER_TURNOVERS times,
+    /// within [OPS, 20 x OPS]; read-only workloads, workloads with their own counts and
+    /// engines without a buffer keep OPS.
+    #[test]
+    fn write_phases_stretch_to_turn_the_buffer_over() {
+        assert_eq!(phase_ops(10_000, Workload::OInsert, Some(10_000)), 30_000);
+        assert_eq!(phase_ops(10_000, Workload::WSearch, Some(10_000)), 150_000);
+        assert_eq!(phase_ops(10_000, Workload::WSearch, Some(100_000)), 200_000);
+        assert_eq!(phase_ops(10_000, Workload::OInsert, Some(1_000)), 10_000);
+        assert_eq!(phase_ops(10_000, Workload::OSearch, Some(10_000)), 10_000);
+        assert_eq!(
+            phase_ops(10_000, Workload::Range(1000), Some(10_000)),
+            10_000
+        );
+        assert_eq!(
+            phase_ops(10_000, Workload::RangeDelete(100), Some(10_000)),
+            10_000
+        );
+        assert_eq!(phase_ops(10_000, Workload::OInsert, None), 10_000);
+        assert_eq!(phase_ops(10_000, Workload::Tpcc, Some(10_000)), 120_968);
     }
 }

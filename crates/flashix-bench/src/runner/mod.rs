@@ -31,13 +31,14 @@ mod results;
 mod ui;
 
 pub use aging::{
-    level_fill, levels_half_full, prepare, prepare_peer, Prepared, AGING_FALLBACK_SHARE,
-    AGING_RULE, AGING_SPLIT_SHARE, PEER_AGING_BATCH, PEER_LOAD_CHUNK,
+    level_fill, levels_half_full, lowest_merged, prepare, prepare_peer, write_buffer_entries,
+    Prepared, AGING_FALLBACK_SHARE, AGING_RULE, AGING_SPLIT_SHARE, PEER_AGING_BATCH,
+    PEER_LOAD_CHUNK,
 };
 pub use config::{BenchConfig, Scale, Subject};
 pub use measure::{
-    copy_dir, interval_series, run_workload, DEVICE_LIMIT_RULE, ENTRY_BYTES,
-    PEER_CHARGED_QUEUE_DEPTH, SERIES_POINTS,
+    copy_dir, interval_series, phase_ops, run_workload, BUFFER_MAX_OPS_FACTOR, BUFFER_RULE,
+    BUFFER_TURNOVERS, DEVICE_LIMIT_RULE, ENTRY_BYTES, PEER_CHARGED_QUEUE_DEPTH, SERIES_POINTS,
 };
 pub use params::{ipl_nand_blocks, IPL_ERASE_BLOCK_BYTES, PIO_MAX_SEGMENTS};
 pub use profile::device_profile;
@@ -91,6 +92,7 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
             format_size(cfg.prep_buffer_pool_bytes)
         );
         println!("device limit: {DEVICE_LIMIT_RULE}");
+        println!("write buffers: {BUFFER_RULE}");
     }
     let cells = subjects.len() as u64 * cfg.workloads.len() as u64 * u64::from(cfg.repeat);
     let ui = Ui::new(cfg, cells);

@@ -3,7 +3,7 @@
 
 use super::aging::AGING_RULE;
 use super::config::BenchConfig;
-use super::measure::DEVICE_LIMIT_RULE;
+use super::measure::{BUFFER_RULE, DEVICE_LIMIT_RULE};
 use crate::probe::DeviceProfile;
 use crate::report::{self, Record, Repeat, Results, RunOptions, SubjectInfo};
 use anyhow::Result;
@@ -45,6 +45,7 @@ pub(super) fn results_of(
         },
         aging_rule: AGING_RULE.to_string(),
         device_limit_rule: DEVICE_LIMIT_RULE.to_string(),
+        buffer_rule: BUFFER_RULE.to_string(),
         subjects: infos.to_vec(),
         results: records.to_vec(),
     }

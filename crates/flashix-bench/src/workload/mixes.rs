@@ -184,6 +184,19 @@ impl Workload {
         }
     }
 
+    /// Share of its operations that write one key (inserts, deletes, updates) for a
+    /// workload of point operations (and `tpcc`: 24.8%); `None` for the others, whose
+    /// operation counts follow their own rules ([`Workload::operations`]).
+    pub fn write_share(self) -> Option<f64> {
+        match self {
+            Workload::Tpcc => Some(0.248),
+            _ => self
+                .mix()
+                .map(|m| f64::from(100 - m[0]) / 100.0)
+                .filter(|&s| s > 0.0),
+        }
+    }
+
     /// True when the workload writes (so its device limit counts write bandwidth).
     pub fn writes(self) -> bool {
         !matches!(
