@@ -357,25 +357,31 @@ fn binary_writes_table_results_and_report() {
         assert_eq!(rep.runs, 2);
         assert!(rep.min_ops_per_sec <= r.ops_per_sec && r.ops_per_sec <= rep.max_ops_per_sec);
         // BUFFER_RULE: the FD-tree's write phases turn its head tree over, so they write to
-        // the device; the B+-tree has no write buffer and keeps OPS.
+        // the device; the B+-tree has no write buffer and keeps OPS (its 20,000 entries fit
+        // in the 2 MiB pool here).
         if r.workload == "o-insert" || r.workload == "tpcc" {
-            assert!(
-                r.writes_per_op > 0.0,
-                "{} {}: no device write",
-                r.engine,
-                r.workload
-            );
             match r.engine.as_str() {
                 "fdtree" => {
+                    assert!(r.writes_per_op > 0.0, "{}: no device write", r.workload);
                     let t = r.buffer_turnovers.expect("the FD-tree's head tree");
-                    assert!(t >= 1.0, "{}: {t} turnovers in {} ops", r.workload, r.ops);
                     assert!(r.ops > 2000, "{}: {} ops", r.workload, r.ops);
+                    // O-Insert reaches 3 turnovers; tpcc (24.8% writes) stops at 20 x OPS
+                    // short of one, and is marked.
+                    if r.workload == "o-insert" {
+                        assert!(t >= 2.9, "{t} turnovers in {} ops", r.ops);
+                    } else {
+                        assert_eq!(r.ops, 40_000);
+                        assert_eq!(r.buffer_absorbed(), t < 1.0, "{t}");
+                    }
                 }
                 _ => assert_eq!((r.ops, r.buffer_turnovers), (2000, None)),
             }
         }
     }
     assert!(!res.buffer_rule.is_empty());
+    if res.results.iter().any(|r| r.buffer_absorbed()) {
+        assert!(stdout.contains("absorbed the phase"), "{stdout}");
+    }
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     for chart in [
         "ops",
