@@ -56,7 +56,7 @@ impl<'a> View<'a> {
                 && c.lens == lens
                 && c.engine == engine
                 && c.workload == workload
-                && entries.is_none_or(|n| c.size == n)
+                && entries.map_or(true, |n| c.size == n)
         })
     }
 
@@ -348,6 +348,14 @@ fn fig11(v: &View, lenses: &[String], k: &mut Checks) {
     );
 }
 
+/// A Fig. 12 claim: the competitor, the workloads, the paper's words, the range.
+type Row = (
+    &'static str,
+    &'static [&'static str],
+    &'static str,
+    (f64, f64),
+);
+
 fn fig12(v: &View, lenses: &[String], k: &mut Checks) {
     let e = "Fig. 12 (fig12)";
     // The Mtron's figures (Fig. 12(a)); every lens is held to them, the reason it differs
@@ -356,7 +364,7 @@ fn fig12(v: &View, lenses: &[String], k: &mut Checks) {
         mtron: (lo, hi),
         intel: (lo, hi),
     };
-    let rows: [(&str, &[&str], &str, (f64, f64)); 9] = [
+    let rows: [Row; 9] = [
         (
             "btree",
             &["o-delete", "o-update"],

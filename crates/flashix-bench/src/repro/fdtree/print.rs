@@ -21,9 +21,9 @@ const EXPERIMENTS: &[(&str, &str)] = &[
 
 fn header() {
     println!(
-        "  {:<11} {:<7} {:<14} {:<11} {:>8} {:>7} {:>10} {:>10} {:>9} {:>9} {:>10} {:>7} {:>7} {:>8}  {}",
+        "  {:<11} {:<7} {:<14} {:<11} {:>8} {:>7} {:>10} {:>10} {:>9} {:>9} {:>10} {:>7} {:>7} {:>8}  params",
         "lens", "engine", "variant", "workload", "entries", "ops", "us/op", "wall us/op",
-        "p99.9 us", "max us", "model us", "rd/op", "wr/op", "wreq/op", "params"
+        "p99.9 us", "max us", "model us", "rd/op", "wr/op", "wreq/op"
     );
 }
 
