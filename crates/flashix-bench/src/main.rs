@@ -347,6 +347,7 @@ impl BenchArgs {
             out: self.out.clone(),
             profile: self.profile.clone(),
             direct_io: !self.no_direct_io,
+            device: None,
             verbose: true,
         })
     }

@@ -125,6 +125,10 @@ pub struct Record {
     /// With `--repeat N`: every run's figures; this record is the median run.
     #[serde(default)]
     pub repeat: Option<Repeat>,
+    /// On a simulated SSD (`BenchConfig::device`): the simulator's device time of the
+    /// measured phase (`Stats.device.flash["sim_time_us"]`), seconds; `None` on a file.
+    #[serde(default)]
+    pub sim_seconds: Option<f64>,
 }
 
 /// The share of the device's limit a result reached (see `runner::DEVICE_LIMIT_RULE`).
@@ -472,6 +476,7 @@ pub(crate) mod tests_support {
             ),
             series: Vec::new(),
             repeat: None,
+            sim_seconds: None,
         }
     }
 }

@@ -55,6 +55,7 @@ fn bench_writes_one_sane_record() {
         out: out.clone(),
         profile: Some(profile_path),
         direct_io: true,
+        device: None,
         verbose: false,
     };
     let returned = run_bench(&cfg).unwrap();
@@ -564,4 +565,82 @@ fn bulk_model_prints_the_choice() {
         .output()
         .unwrap();
     assert!(!bad.status.success());
+}
+
+/// `flashix repro fdtree --quick` runs every experiment (Fig. 10 at two sizes, Fig. 11,
+/// Fig. 12, deamortization on and off) for every engine on this disk and on the simulated
+/// Mtron, and writes repro-fdtree.json with its claims. No timing is asserted.
+#[test]
+fn repro_fdtree_quick_runs_every_experiment() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = tmp.path().join("out");
+    let run = Command::new(env!("CARGO_BIN_EXE_flashix"))
+        .args([
+            "repro",
+            "fdtree",
+            "--quick",
+            "--lenses",
+            "disk,mtron",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("repro-fdtree.json")).unwrap())
+            .unwrap();
+    let cells = json["cells"].as_array().unwrap();
+    for lens in ["disk", "mtron"] {
+        for e in ["fig10", "fig11", "fig12"] {
+            for engine in ["fdtree", "btree", "lsm", "bftl"] {
+                assert!(
+                    cells.iter().any(|c| c["experiment"] == e
+                        && c["lens"] == lens
+                        && c["engine"] == engine),
+                    "no {e} {engine} cell on {lens}"
+                );
+            }
+        }
+        for variant in ["deamortize on", "deamortize off"] {
+            assert!(
+                cells.iter().any(|c| c["experiment"] == "deamort"
+                    && c["lens"] == lens
+                    && c["variant"] == variant),
+                "no deamort {variant} cell on {lens}"
+            );
+        }
+        // Fig. 10 at two sizes.
+        let mut sizes: Vec<u64> = cells
+            .iter()
+            .filter(|c| c["experiment"] == "fig10" && c["lens"] == lens)
+            .map(|c| c["size"].as_u64().unwrap())
+            .collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        assert_eq!(sizes.len(), 2, "{lens}: {sizes:?}");
+    }
+    // The FD-tree's cells carry the cost model's prediction.
+    assert!(cells
+        .iter()
+        .any(|c| c["engine"] == "fdtree" && c["model"]["search_us"].as_f64().is_some()));
+    let claims = json["claims"].as_array().unwrap();
+    assert!(claims.len() >= 15, "{claims:?}");
+    for c in claims {
+        assert!(!c["verdict"].as_str().unwrap().is_empty());
+    }
+    for e in [
+        "fig10:",
+        "fig11:",
+        "fig12:",
+        "deamort:",
+        "The paper's claims:",
+    ] {
+        assert!(stdout.contains(e), "{e} not printed");
+    }
 }

@@ -5,6 +5,7 @@
 //! - [`dipl`]: the d-IPL paper (Na, Lee, Moon, TKDE 2011, §6.2), `flashix repro dipl`.
 //! - [`bulk`]: the bulk index thesis (Lehtonen 2014, Chapter 6), `flashix repro bulk`.
 //! - [`fbx`]: the FBX-tree paper (Luo, §3.1 and §5), `flashix repro fbx`.
+//! - [`fdtree`]: the FD-tree paper (Li et al., VLDB 2010, §5), `flashix repro fdtree`.
 //!
 //! Another paper (`repro fdtree`, `repro pio`, `repro bulk`, `repro fbx`) gets a module
 //! beside [`dipl`] (its arguments, its experiments, the paper's numbers and the printing
@@ -14,6 +15,7 @@ pub mod bulk;
 mod common;
 pub mod dipl;
 pub mod fbx;
+pub mod fdtree;
 
 pub use common::ClaimCheck;
 
@@ -30,6 +32,9 @@ pub enum Repro {
     /// The FBX-tree paper (Luo), §3.1 and §5: FBX-tree vs B+-tree on this machine's disk and
     /// the simulated SSD, and Bx-tree vs FBX-tree on moving objects.
     Fbx(fbx::FbxReproArgs),
+    /// The FD-tree paper (Li et al., VLDB 2010), §5: FD-tree vs B+-tree, LSM-tree and BFTL
+    /// on this machine's disk and on simulated Mtron and Intel X25-M SSDs.
+    Fdtree(fdtree::FdtreeReproArgs),
 }
 
 /// Run a `flashix repro` subcommand: the paper's experiments, then its tables.
@@ -38,5 +43,6 @@ pub fn run(cmd: &Repro) -> Result<()> {
         Repro::Dipl(a) => dipl::run(a).map(|r| dipl::print(&r)),
         Repro::Bulk(a) => bulk::run(a).map(|r| bulk::print(&r)),
         Repro::Fbx(a) => fbx::run(a).map(|r| fbx::print(&r)),
+        Repro::Fdtree(a) => fdtree::run(a).map(|r| fdtree::print(&r)),
     }
 }

@@ -6,7 +6,7 @@ use crate::target::TargetInfo;
 use crate::units::format_size;
 use crate::workload::{KeyDist, Workload};
 use anyhow::{bail, Result};
-use flashix::EngineKind;
+use flashix::{DeviceSpec, EngineKind};
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -121,6 +121,10 @@ pub struct BenchConfig {
     /// Device profile; `None` means `out/device-profile.json`.
     pub profile: Option<PathBuf>,
     pub direct_io: bool,
+    /// The device every engine's index lives on; `None`: this machine's disk
+    /// (`DeviceSpec::File` with `direct_io`). A simulated SSD here runs the same suite in
+    /// simulated time (`Record::sim_seconds`).
+    pub device: Option<DeviceSpec>,
     /// Show progress bars and messages on the terminal.
     pub verbose: bool,
 }
@@ -168,6 +172,7 @@ impl BenchConfig {
             out: PathBuf::from("./bench-out"),
             profile: None,
             direct_io: true,
+            device: None,
             verbose: true,
         }
     }

@@ -328,6 +328,7 @@ fn measure(
         device_limit: None,
         series,
         repeat: None,
+        sim_seconds: None,
     };
     let read_bytes_per_op;
     let read_queue_depth;
@@ -356,6 +357,10 @@ fn measure(
                 d1.read_requests.saturating_sub(d0.read_requests) as f64 / read_batches as f64
             };
             rec.io_counted_by = "flashix device and WAL counters".into();
+            let sim_us = |s: &flashix::Stats| s.device.flash.get("sim_time_us").copied();
+            if let (Some(a), Some(b)) = (sim_us(&s0), sim_us(&s1)) {
+                rec.sim_seconds = Some(b.saturating_sub(a) as f64 / 1e6);
+            }
         }
         _ => {
             // Peers: the process's storage I/O, in 4 KiB pages.

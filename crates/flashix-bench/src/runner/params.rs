@@ -92,9 +92,9 @@ impl BenchConfig {
         Ok(Options::new(engine)
             .page_size(self.page_size)
             .buffer_pool_bytes(self.buffer_pool_bytes)
-            .device(DeviceSpec::File {
+            .device(self.device.clone().unwrap_or(DeviceSpec::File {
                 direct_io: self.direct_io,
-            })
+            }))
             .tuning(tuning)
             .fdtree(fdtree)
             .lsm(lsm)

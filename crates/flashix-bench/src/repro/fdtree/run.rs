@@ -1,0 +1,299 @@
+//! The experiments of `flashix repro fdtree` (module doc of [`super`]): one suite of the
+//! bench runner per lens and index size, and the deamortization pair.
+
+use super::{nand_bytes, paper, Cell, FdtreeRepro, FdtreeReproArgs, Lens, LensInfo, Sizes};
+use crate::probe::sim::{run_sim_probe, Metric, SimProbeConfig};
+use crate::probe::{self, DeviceProfile, ProbeConfig};
+use crate::report::Record;
+use crate::runner::{run_bench, BenchConfig};
+use crate::workload::Workload;
+use anyhow::{Context, Result};
+use flashix::sim::SsdProfile;
+use flashix::{DeviceSpec, EngineKind};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// The engines of §5 (App. D), the FD-tree first.
+const ENGINES: [EngineKind; 4] = [
+    EngineKind::FdTree,
+    EngineKind::BTree,
+    EngineKind::Lsm,
+    EngineKind::Bftl,
+];
+
+/// Fig. 12's workloads.
+const FIG12: [Workload; 7] = [
+    Workload::OSearch,
+    Workload::OInsert,
+    Workload::ODelete,
+    Workload::OUpdate,
+    Workload::WSearch,
+    Workload::WInsert,
+    Workload::WDelete,
+];
+
+/// What a run shares.
+struct Ctx<'a> {
+    a: &'a FdtreeReproArgs,
+    z: Sizes,
+    data: PathBuf,
+    started: Instant,
+}
+
+impl Ctx<'_> {
+    fn say(&self, what: String) {
+        eprintln!(
+            "repro fdtree [{:>6.1} s]: {what}",
+            self.started.elapsed().as_secs_f64()
+        );
+    }
+
+    /// The device profile of a lens, measured once and kept in OUT: the disk's by the
+    /// probe (short with --quick), a simulated SSD's by `probe --sim` on a small device.
+    fn profile(&self, lens: Lens) -> Result<(PathBuf, DeviceProfile)> {
+        let path = match lens {
+            Lens::Disk => self.a.out.join("device-profile.json"),
+            Lens::Sim(p) => self.a.out.join(format!("sim-profile-{}.json", p.name())),
+        };
+        if path.exists() {
+            let p = probe::load_profile(&path)
+                .with_context(|| format!("loading {}", path.display()))?;
+            return Ok((path, p));
+        }
+        self.say(format!("{}: measuring the device profile", lens.label()));
+        let quick = self.a.quick;
+        let p = match lens {
+            Lens::Disk => {
+                let pcfg = ProbeConfig {
+                    dir: self.data.join("probe"),
+                    file_bytes: if quick { 16 << 20 } else { 256 << 20 },
+                    seconds_per_test: if quick { 0.05 } else { 0.5 },
+                    seed: self.a.seed,
+                };
+                let p = probe::run_probe(&pcfg, &mut |_| {})?;
+                std::fs::remove_dir_all(&pcfg.dir).ok();
+                p
+            }
+            Lens::Sim(profile) => {
+                let cfg = SimProbeConfig {
+                    nand_bytes: if quick { 64 << 20 } else { 128 << 20 },
+                    max_ops: if quick { 500 } else { 5_000 },
+                    warmup_factor: if quick { 0.1 } else { 1.0 },
+                    seed: self.a.seed,
+                    ..SimProbeConfig::new(profile)
+                };
+                run_sim_probe(&cfg, &mut |_| {})?
+            }
+        };
+        probe::save_profile(&p, &path)?;
+        Ok((path, p))
+    }
+
+    /// The suite of one lens: `engines` on `workloads` at `entries`.
+    #[allow(clippy::too_many_arguments)]
+    fn suite(
+        &self,
+        lens: Lens,
+        profile: &std::path::Path,
+        name: &str,
+        engines: &[EngineKind],
+        workloads: Vec<Workload>,
+        entries: u64,
+        ops: u64,
+        deamortize: bool,
+    ) -> Result<Vec<Record>> {
+        let dir = self.data.join(lens.key()).join(name);
+        let cfg = BenchConfig {
+            engines: engines.to_vec(),
+            workloads,
+            entries,
+            ops,
+            buffer_pool_bytes: self.z.budget,
+            prep_buffer_pool_bytes: 64 << 20,
+            deamortize,
+            // The FD-tree paper's LSM baseline searches before a delete (App. D).
+            lsm_search_before_delete: true,
+            seed: self.a.seed,
+            dir: dir.join("data"),
+            out: dir.clone(),
+            profile: Some(profile.to_path_buf()),
+            device: match lens {
+                Lens::Disk => None,
+                Lens::Sim(p) => Some(DeviceSpec::SimulatedSsd(
+                    p.config_sized(nand_bytes(entries)),
+                )),
+            },
+            verbose: false,
+            ..BenchConfig::new()
+        };
+        let r = run_bench(&cfg).with_context(|| format!("{} {name}", lens.label()))?;
+        std::fs::remove_dir_all(dir.join("data")).ok();
+        Ok(r.results)
+    }
+}
+
+/// A cell of `experiment` from a runner record on `lens`.
+fn cell(experiment: &str, lens: Lens, variant: &str, size: u64, r: &Record) -> Cell {
+    Cell {
+        size,
+        experiment: experiment.into(),
+        lens: lens.key().into(),
+        engine: r.engine.clone(),
+        variant: variant.into(),
+        workload: r.workload.clone(),
+        entries: r.entries,
+        ops: r.ops,
+        keys_per_op: r.keys_per_op,
+        seconds: r.sim_seconds.unwrap_or(r.elapsed_s),
+        wall_seconds: r.elapsed_s,
+        mean_us: r.latency_us.mean,
+        p999_us: r.latency_us.p999,
+        max_us: r.latency_us.max,
+        reads_per_op: r.reads_per_op,
+        writes_per_op: r.writes_per_op,
+        read_requests_per_op: r.read_requests_per_op,
+        write_requests_per_op: r.write_requests_per_op,
+        engine_params: r.engine_params.clone(),
+        model: r.model.clone(),
+    }
+}
+
+/// The lenses of `--lenses` (default: this disk, the Mtron, the Intel X25-M).
+fn lenses(a: &FdtreeReproArgs) -> Result<Vec<Lens>> {
+    if a.lenses.is_empty() {
+        return Ok(vec![
+            Lens::Disk,
+            Lens::Sim(SsdProfile::Mtron),
+            Lens::Sim(SsdProfile::IntelX25m),
+        ]);
+    }
+    a.lenses
+        .iter()
+        .map(|l| {
+            if l.eq_ignore_ascii_case("disk") {
+                return Ok(Lens::Disk);
+            }
+            SsdProfile::ALL
+                .into_iter()
+                .find(|p| p.name().eq_ignore_ascii_case(l))
+                .map(Lens::Sim)
+                .with_context(|| format!("--lenses: unknown lens {l:?} (disk or a profile name)"))
+        })
+        .collect()
+}
+
+/// Run the reproduction.
+pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
+    let z = Sizes::new(a)?;
+    std::fs::create_dir_all(&a.out)?;
+    let data = a
+        .dir
+        .clone()
+        .unwrap_or_else(|| a.out.join("repro-fdtree-data"));
+    std::fs::create_dir_all(&data)?;
+    let cx = Ctx {
+        a,
+        z,
+        data,
+        started: Instant::now(),
+    };
+    let mut cells = Vec::new();
+    let mut infos = Vec::new();
+    let n = cx.z.entries;
+    for lens in lenses(a)? {
+        let (path, profile) = cx.profile(lens)?;
+        infos.push(LensInfo {
+            lens: lens.key().into(),
+            device: match lens {
+                Lens::Disk => format!("{} (O_DIRECT)", profile.path),
+                Lens::Sim(p) => format!("{} ({})", p.name(), p.description()),
+            },
+            profile: path.display().to_string(),
+            read_over_write: Metric::RandReadOverRandWrite.of(&profile).unwrap_or(0.0),
+        });
+        // The largest index: Fig. 10's last size, Fig. 11, Fig. 12 and the model's cells.
+        let mut main: Vec<Workload> = Vec::new();
+        if a.runs("fig10") {
+            main.push(Workload::Mix(50));
+        }
+        if a.runs("fig11") {
+            main.extend(cx.z.ranges.iter().map(|&r| Workload::Range(r)));
+        }
+        if a.runs("fig12") {
+            main.extend(FIG12);
+        } else if a.runs("model") {
+            main.extend([Workload::OSearch, Workload::OInsert]);
+        }
+        if !main.is_empty() {
+            cx.say(format!(
+                "{}: {} workloads on {} engines at {n} entries",
+                lens.label(),
+                main.len(),
+                ENGINES.len()
+            ));
+            for r in cx.suite(lens, &path, "main", &ENGINES, main, n, cx.z.ops, true)? {
+                let e = match r.workload.as_str() {
+                    "mix-50" => "fig10",
+                    w if w.starts_with("range-") => "fig11",
+                    _ => "fig12",
+                };
+                cells.push(cell(e, lens, "", n, &r));
+            }
+        }
+        if a.runs("fig10") {
+            let small = n / 4;
+            cx.say(format!("{}: Fig. 10 at {small} entries", lens.label()));
+            let w = vec![Workload::Mix(50)];
+            for r in cx.suite(
+                lens,
+                &path,
+                "fig10-small",
+                &ENGINES,
+                w,
+                small,
+                cx.z.ops,
+                true,
+            )? {
+                cells.push(cell("fig10", lens, "", small, &r));
+            }
+        }
+        if a.runs("deamort") {
+            for on in [true, false] {
+                let variant = if on {
+                    "deamortize on"
+                } else {
+                    "deamortize off"
+                };
+                cx.say(format!(
+                    "{}: {} mix-50 operations on the FD-tree, {variant}",
+                    lens.label(),
+                    cx.z.deamort_ops
+                ));
+                let w = vec![Workload::Mix(50)];
+                let name = if on { "deamort-on" } else { "deamort-off" };
+                let fd = [EngineKind::FdTree];
+                for r in cx.suite(lens, &path, name, &fd, w, n, cx.z.deamort_ops, on)? {
+                    cells.push(cell("deamort", lens, variant, n, &r));
+                }
+            }
+        }
+    }
+    std::fs::remove_dir_all(&cx.data).ok();
+    let mut r = FdtreeRepro {
+        entries: n,
+        ops: cx.z.ops,
+        deamort_ops: cx.z.deamort_ops,
+        budget_bytes: cx.z.budget,
+        page_size: BenchConfig::new().page_size,
+        lenses: infos,
+        wall_seconds: cx.started.elapsed().as_secs_f64(),
+        cells,
+        claims: Vec::new(),
+    };
+    r.claims = paper::check(&r);
+    let path = a.out.join("repro-fdtree.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&r)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    cx.say(format!("wrote {}", path.display()));
+    Ok(r)
+}
