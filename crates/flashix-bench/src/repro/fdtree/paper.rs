@@ -60,7 +60,9 @@ impl<'a> View<'a> {
         })
     }
 
-    /// Seconds of `other` over the FD-tree's on `workload` (the FD-tree's speedup).
+    /// Time per operation of `other` over the FD-tree's on `workload` (the FD-tree's
+    /// speedup). Per operation: the bench runner stretches the write phases of engines
+    /// with write buffers (`runner::BUFFER_RULE`), so the engines' phases differ in length.
     fn speedup(
         &self,
         e: &str,
@@ -76,7 +78,7 @@ impl<'a> View<'a> {
         if fd.seconds <= 0.0 || o.seconds <= 0.0 {
             return None;
         }
-        Some(o.seconds / fd.seconds)
+        Some(o.us_per_op() / fd.us_per_op())
     }
 
     /// The label of a lens key (`this disk`, `simulated mtron`).
@@ -506,7 +508,7 @@ fn deamort(v: &View, lenses: &[String], k: &mut Checks) {
         let Some((on, off)) = pair(lens) else {
             continue;
         };
-        let x = on.seconds / off.seconds.max(1e-12) - 1.0;
+        let x = on.us_per_op() / off.us_per_op().max(1e-12) - 1.0;
         here.push(format!(
             "{}: {:+.1}% ({:.1} vs {:.1} us an op)",
             View::label(lens),
