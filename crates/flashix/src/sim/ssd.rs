@@ -38,11 +38,23 @@ pub struct SimSsdConfig {
     /// when the host syncs).
     pub sync_per_op: bool,
     /// Latency of a host request before its NAND operations start, in microseconds
-    /// ([`HostTiming::command_us`]).
+    /// ([`HostTiming::command_us`]). Left out of the manifest's record when 0, so the
+    /// record of a config without host timing is what earlier builds wrote.
+    #[serde(skip_serializing_if = "is_zero")]
     pub command_us: f64,
     /// Write-back of programs ([`HostTiming::write_back`]): a write completes once its
-    /// data reached the chips; [`Device::sync`] waits for the programs.
+    /// data reached the chips; [`Device::sync`] waits for the programs. Left out of the
+    /// record when off.
+    #[serde(skip_serializing_if = "is_false")]
     pub write_back: bool,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Default for SimSsdConfig {
@@ -395,6 +407,29 @@ mod tests {
         // A read: 25 us + (2048 + 64) * 25 ns = 77.8 us; 8 on each channel overlap.
         assert!((serial - 16.0 * 77.8).abs() < 1e-6, "{serial}");
         assert!((batched - 8.0 * 77.8).abs() < 1e-6, "{batched}");
+    }
+
+    /// Host timing is left out of the record when off (the record earlier builds wrote),
+    /// and read back when on.
+    #[test]
+    fn host_timing_is_in_the_record_only_when_set() {
+        let plain = serde_json::to_value(SimSsdConfig::default()).unwrap();
+        assert!(plain.get("command_us").is_none() && plain.get("write_back").is_none());
+        assert_eq!(
+            serde_json::from_value::<SimSsdConfig>(plain).unwrap(),
+            SimSsdConfig::default()
+        );
+        let timed = SimSsdConfig {
+            command_us: 12.5,
+            write_back: true,
+            ..SimSsdConfig::default()
+        };
+        let v = serde_json::to_value(&timed).unwrap();
+        assert_eq!(
+            (v["command_us"].as_f64(), v["write_back"].as_bool()),
+            (Some(12.5), Some(true))
+        );
+        assert_eq!(serde_json::from_value::<SimSsdConfig>(v).unwrap(), timed);
     }
 
     #[test]
