@@ -56,6 +56,12 @@ pub struct Shape {
     pub leaves: Option<u64>,
     /// Leaf splits since open (`None` where the engine does not split leaves).
     pub leaf_splits: Option<u64>,
+    /// Entries the engine's write buffer holds before it must write to the device: the
+    /// PIO B-tree's OPQ, the FD-tree's head tree, the LSM's C0, the bulk index's delta,
+    /// the FBX-tree's log buffer (about: its pages of index units). `None` for an engine
+    /// without one (the B+-tree writes a dirty page when the pool evicts it).
+    #[serde(default)]
+    pub write_buffer_entries: Option<u64>,
 }
 
 /// One level of a stepped engine.

@@ -39,6 +39,43 @@ impl Checks {
     }
 }
 
+/// How a measured ratio `x` stands against a claimed range `[lo, hi]` (a ratio where more
+/// is better for the paper's subject): `holds` inside it, `within 25%` within 25% of it,
+/// else `holds, stronger here`, `weaker here` (still above 1) or `does not hold`.
+pub(crate) fn verdict(x: f64, lo: f64, hi: f64) -> &'static str {
+    if x >= lo && x <= hi {
+        "holds"
+    } else if x >= 0.75 * lo && x <= 1.25 * hi {
+        "within 25%"
+    } else if x > hi {
+        "holds, stronger here"
+    } else if x > 1.0 {
+        "weaker here"
+    } else {
+        "does not hold"
+    }
+}
+
+/// One verdict per lens (`this disk`, `OCZ model`, `simulated mtron`, ...), never the best
+/// of them: the one verdict when every lens agrees, else `lens: verdict; ...`.
+pub(crate) fn join_verdicts<S: AsRef<str>>(vs: &[(S, &str)]) -> String {
+    let Some(first) = vs.first() else {
+        return "not measured".into();
+    };
+    if vs.iter().all(|v| v.1 == first.1) {
+        return first.1.to_string();
+    }
+    vs.iter()
+        .map(|(name, v)| format!("{}: {v}", name.as_ref()))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Whether part `p` of a reproduction runs: `--only` is empty or names it.
+pub(crate) fn runs_part(only: &[String], p: &str) -> bool {
+    only.is_empty() || only.iter().any(|o| o.eq_ignore_ascii_case(p))
+}
+
 /// A bijection of u64 that scatters its input (SplitMix64's finalizer): distinct seeds and
 /// counters give distinct, uniform-looking keys.
 pub(crate) fn mix(mut x: u64) -> u64 {
@@ -70,4 +107,28 @@ pub(crate) fn counter(s: &Stats, name: &str) -> u64 {
 /// A simulated SSD's flash counter, 0 on other devices.
 pub(crate) fn flash(s: &Stats, name: &str) -> u64 {
     s.device.flash.get(name).copied().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_grade_a_ratio_and_keep_every_lens() {
+        assert_eq!(verdict(2.5, 2.0, 3.0), "holds");
+        assert_eq!(verdict(1.6, 2.0, 3.0), "within 25%");
+        assert_eq!(verdict(3.7, 2.0, 3.0), "within 25%");
+        assert_eq!(verdict(4.0, 2.0, 3.0), "holds, stronger here");
+        assert_eq!(verdict(1.2, 2.0, 3.0), "weaker here");
+        assert_eq!(verdict(0.5, 2.0, 3.0), "does not hold");
+        assert_eq!(join_verdicts::<&str>(&[]), "not measured");
+        assert_eq!(join_verdicts(&[("a", "holds"), ("b", "holds")]), "holds");
+        assert_eq!(
+            join_verdicts(&[("this disk", "does not hold"), ("OCZ model", "holds")]),
+            "this disk: does not hold; OCZ model: holds"
+        );
+        assert!(runs_part(&[], "R1"));
+        assert!(runs_part(&["r1".into()], "R1"));
+        assert!(!runs_part(&["R2".into()], "R1"));
+    }
 }

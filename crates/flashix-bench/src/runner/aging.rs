@@ -53,28 +53,9 @@ pub struct Prepared {
     pub live: u64,
     pub aging_inserts: u64,
     pub prepare_s: f64,
-    /// Entries the engine's write buffer holds ([`write_buffer_entries`]; `None` for an
-    /// engine without one, and for peers).
+    /// Entries the engine's write buffer holds (`Shape::write_buffer_entries`; `None` for
+    /// an engine without one, and for peers).
     pub write_buffer: Option<u64>,
-}
-
-/// Entries an engine's write buffer holds before it must write to the device, from its
-/// counters: the PIO B-tree's OPQ, the FD-tree's head tree, the LSM's C0, the bulk index's
-/// delta, the FBX-tree's log buffer (pages of 17-byte index units). `None` for an engine
-/// without one (the B+-tree writes a dirty page when the pool evicts it).
-pub fn write_buffer_entries(s: &Stats, page_size: usize) -> Option<u64> {
-    let fbx = counter(s, "log_buffer_pages").map(|p| p * (page_size as u64 / 17));
-    [
-        "opq_capacity",
-        "head_capacity",
-        "c0_capacity",
-        "delta_capacity",
-    ]
-    .iter()
-    .filter_map(|n| counter(s, n))
-    .chain(fbx)
-    .max()
-    .filter(|&n| n > 0)
 }
 
 pub(super) fn counter(s: &Stats, name: &str) -> Option<u64> {
@@ -307,7 +288,7 @@ pub fn prepare(
         ui,
         &format!("{engine}: aged with {inserts} inserts ({summary})"),
     );
-    let write_buffer = write_buffer_entries(&s1, cfg.page_size);
+    let write_buffer = s1.shape.write_buffer_entries;
     db.close().context("closing the aged index")?;
     let prepare_s = t0.elapsed().as_secs_f64();
     say(cfg, ui, &format!("{engine}: prepared in {prepare_s:.1} s"));
@@ -452,10 +433,10 @@ mod tests {
         assert!(!lowest_merged(&[], &[]));
     }
 
-    /// The write buffer of every buffering engine is found in its counters, and a
-    /// B+-tree has none.
+    /// Every buffering engine reports its write buffer in its shape, and a B+-tree has
+    /// none.
     #[test]
-    fn write_buffers_are_read_from_the_counters() {
+    fn write_buffers_are_read_from_the_shape() {
         use flashix::io::{MemDevice, MemVfs};
         use flashix::{Db, EngineKind, Options, Storage};
         for kind in [
@@ -472,7 +453,7 @@ mod tests {
             };
             let opts = Options::new(kind).buffer_pool_bytes(2 << 20);
             let db = Db::create_on(storage, opts).unwrap();
-            let buf = write_buffer_entries(&db.stats(), 4096);
+            let buf = db.stats().shape.write_buffer_entries;
             if kind == EngineKind::BTree {
                 assert_eq!(buf, None);
             } else {

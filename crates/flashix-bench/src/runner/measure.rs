@@ -26,7 +26,7 @@ pub const BUFFER_MAX_OPS_FACTOR: u64 = 20;
 /// How write workloads are sized for engines with write buffers, as printed and saved.
 pub const BUFFER_RULE: &str = "a workload of point operations that writes (o-insert, \
 o-delete, o-update, w-*, mix-*, tpcc) on an engine with a write buffer (PIO OPQ, FD-tree head \
-tree, LSM C0, bulk-index delta, FBX log buffer; runner::write_buffer_entries) runs \
+tree, LSM C0, bulk-index delta, FBX log buffer; Shape::write_buffer_entries) runs \
 max(OPS, 3 x buffer entries / write share) operations, at most 20 x OPS, so that the buffer \
 turns over about 3 times inside the measured phase and the cell measures the engine's steady \
 state rather than its buffer; the same operation stream, longer. buffer_turnovers in \

@@ -31,9 +31,8 @@ mod results;
 mod ui;
 
 pub use aging::{
-    level_fill, levels_half_full, lowest_merged, prepare, prepare_peer, write_buffer_entries,
-    Prepared, AGING_FALLBACK_SHARE, AGING_RULE, AGING_SPLIT_SHARE, PEER_AGING_BATCH,
-    PEER_LOAD_CHUNK,
+    level_fill, levels_half_full, lowest_merged, prepare, prepare_peer, Prepared,
+    AGING_FALLBACK_SHARE, AGING_RULE, AGING_SPLIT_SHARE, PEER_AGING_BATCH, PEER_LOAD_CHUNK,
 };
 pub use config::{BenchConfig, Scale, Subject};
 pub use measure::{

@@ -98,7 +98,7 @@ pub struct BulkReproArgs {
 impl BulkReproArgs {
     /// Whether part `p` of the reproduction runs (`--only`).
     fn runs(&self, p: &str) -> bool {
-        self.only.is_empty() || self.only.iter().any(|o| o.eq_ignore_ascii_case(p))
+        super::common::runs_part(&self.only, p)
     }
 }
 

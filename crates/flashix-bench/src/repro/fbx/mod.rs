@@ -164,7 +164,7 @@ pub struct FbxReproArgs {
 impl FbxReproArgs {
     /// Whether part `p` of the reproduction runs (`--only`).
     fn runs(&self, p: &str) -> bool {
-        self.only.is_empty() || self.only.iter().any(|o| o.eq_ignore_ascii_case(p))
+        super::common::runs_part(&self.only, p)
     }
 }
 

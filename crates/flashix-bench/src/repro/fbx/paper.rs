@@ -2,7 +2,7 @@
 //! figures are plots with no values in the text) and what the cells of a run say of each.
 
 use super::{Cell, FbxRepro, SSD};
-use crate::repro::common::Checks;
+use crate::repro::common::{join_verdicts, verdict, Checks};
 use crate::repro::ClaimCheck;
 
 /// The cells of a run and the queries the checks make.
@@ -42,42 +42,20 @@ impl<'a> View<'a> {
     }
 }
 
-/// `holds` when `x` lies in `[lo, hi]`, `within 25%` when it lies within 25% of that
-/// range, else how it differs (a ratio where more is better for the paper's subject).
-fn verdict(x: f64, lo: f64, hi: f64) -> &'static str {
-    if x >= lo && x <= hi {
-        "holds"
-    } else if x >= 0.75 * lo && x <= 1.25 * hi {
-        "within 25%"
-    } else if x > hi {
-        "holds, stronger here"
-    } else if x > 1.0 {
-        "weaker here"
-    } else {
-        "does not hold"
-    }
-}
-
-/// One verdict per lens (`this disk`, `OCZ model`, `simulated SSD`): never the best of
-/// them. When every lens agrees, that verdict alone.
+/// One verdict per lens (`this disk`, `OCZ model`, `simulated SSD`), each judged by
+/// `judge`.
 fn lens_verdicts(lenses: &[(&str, f64)], judge: impl Fn(f64) -> &'static str) -> String {
     let vs: Vec<(&str, &str)> = lenses.iter().map(|&(name, x)| (name, judge(x))).collect();
-    if vs.windows(2).all(|w| w[0].1 == w[1].1) {
-        return vs.first().map_or("not measured", |v| v.1).to_string();
-    }
-    vs.iter()
-        .map(|(name, v)| format!("{name}: {v}"))
-        .collect::<Vec<_>>()
-        .join("; ")
+    join_verdicts(&vs)
 }
 
 /// `holds` or `differs` per lens, one word when the lenses agree.
 fn per_lens(lenses: &[(&str, bool)]) -> String {
-    let x: Vec<(&str, f64)> = lenses
+    let vs: Vec<(&str, &str)> = lenses
         .iter()
-        .map(|&(n, ok)| (n, if ok { 1.0 } else { 0.0 }))
+        .map(|&(n, ok)| (n, if ok { "holds" } else { "differs" }))
         .collect();
-    lens_verdicts(&x, |v| if v > 0.5 { "holds" } else { "differs" })
+    join_verdicts(&vs)
 }
 
 /// Check every claim against the run.

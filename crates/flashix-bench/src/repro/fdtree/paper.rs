@@ -3,38 +3,8 @@
 //! `simulated intel-x25m`), never the best of them.
 
 use super::{Cell, FdtreeRepro, LensInfo};
-use crate::repro::common::Checks;
+use crate::repro::common::{join_verdicts, verdict, Checks};
 use crate::repro::ClaimCheck;
-
-/// `holds` when `x` lies in `[lo, hi]`, `within 25%` when within 25% of that range, else
-/// how it differs (a speedup of the FD-tree: more is better).
-fn verdict(x: f64, lo: f64, hi: f64) -> &'static str {
-    if x >= lo && x <= hi {
-        "holds"
-    } else if x >= 0.75 * lo && x <= 1.25 * hi {
-        "within 25%"
-    } else if x > hi {
-        "holds, stronger here"
-    } else if x > 1.0 {
-        "weaker here"
-    } else {
-        "does not hold"
-    }
-}
-
-/// One verdict per lens; when every lens agrees, that verdict alone.
-fn lens_verdicts(vs: &[(String, &str)]) -> String {
-    if vs.is_empty() {
-        return "not measured".into();
-    }
-    if vs.windows(2).all(|w| w[0].1 == w[1].1) {
-        return vs[0].1.to_string();
-    }
-    vs.iter()
-        .map(|(name, v)| format!("{name}: {v}"))
-        .collect::<Vec<_>>()
-        .join("; ")
-}
 
 /// The cells of a run and the queries the checks make.
 struct View<'a> {
@@ -223,7 +193,7 @@ fn speedup_claim(
     if vs.is_empty() {
         return k.missing(e, claim, "not run (--only)");
     }
-    k.add(e, claim, here.join("; "), &lens_verdicts(&vs));
+    k.add(e, claim, here.join("; "), &join_verdicts(&vs));
 }
 
 fn fig10(v: &View, lenses: &[String], n: u64, k: &mut Checks) {
@@ -264,7 +234,7 @@ fn fig10(v: &View, lenses: &[String], n: u64, k: &mut Checks) {
     if vs.is_empty() {
         return k.missing(e, claim, "not run (--only)");
     }
-    k.add(e, claim, here.join("; "), &lens_verdicts(&vs));
+    k.add(e, claim, here.join("; "), &join_verdicts(&vs));
     // The largest measured size: the end of the paper's curve (8 GB).
     let largest = v
         .cells
@@ -457,7 +427,7 @@ fn fig12(v: &View, lenses: &[String], k: &mut Checks) {
     if vs.is_empty() {
         return k.missing(e, claim, "not run (--only)");
     }
-    k.add(e, claim, here.join("; "), &lens_verdicts(&vs));
+    k.add(e, claim, here.join("; "), &join_verdicts(&vs));
 }
 
 fn deamort(v: &View, lenses: &[String], k: &mut Checks) {
@@ -498,7 +468,7 @@ fn deamort(v: &View, lenses: &[String], k: &mut Checks) {
     let verdict = if vs.is_empty() {
         "not measured".to_string()
     } else {
-        lens_verdicts(&vs)
+        join_verdicts(&vs)
     };
     k.add(e, claim, here.join("; "), &verdict);
     let claim = "§5.4 Fig. 7(b): deamortization costs \"less than 5%\" on the average elapsed time";
@@ -527,7 +497,7 @@ fn deamort(v: &View, lenses: &[String], k: &mut Checks) {
             },
         ));
     }
-    k.add(e, claim, here.join("; "), &lens_verdicts(&vs));
+    k.add(e, claim, here.join("; "), &join_verdicts(&vs));
 }
 
 fn model(v: &View, lenses: &[String], k: &mut Checks) {
@@ -596,7 +566,7 @@ fn model(v: &View, lenses: &[String], k: &mut Checks) {
         if vs.is_empty() {
             k.missing(e, &claim, "not run (--only)");
         } else {
-            k.add(e, &claim, here.join("; "), &lens_verdicts(&vs));
+            k.add(e, &claim, here.join("; "), &join_verdicts(&vs));
         }
     }
 }

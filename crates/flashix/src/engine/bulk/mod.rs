@@ -601,8 +601,11 @@ impl Engine for BulkIndex {
             ("free_pages", alloc.free_pages()),
             ("garbage_pages", self.garbage_pages),
         ]);
-        self.pager
-            .stats(EngineKind::BulkIndex, engine_counters, self.memory_bytes())
+        let mut s = self
+            .pager
+            .stats(EngineKind::BulkIndex, engine_counters, self.memory_bytes());
+        s.shape.write_buffer_entries = Some(self.p.delta_cap as u64);
+        s
     }
 
     fn check_integrity(&mut self) -> Result<()> {

@@ -668,6 +668,9 @@ impl Engine for Fbx {
             .pager
             .stats(EngineKind::Fbx, engine_counters, self.memory_bytes());
         st.shape.leaves = Some(self.leaves.len() as u64);
+        st.shape.write_buffer_entries = Some(
+            self.log_buffer_pages as u64 * unit::units_per_page(self.pager.page_size()) as u64,
+        );
         st.shape.leaf_splits = Some(c.leaf_splits);
         st
     }

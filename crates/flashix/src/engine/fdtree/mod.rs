@@ -582,6 +582,7 @@ impl Engine for FdTree {
         let mut s = self
             .pager
             .stats(EngineKind::FdTree, engine_counters, self.memory_bytes());
+        s.shape.write_buffer_entries = Some(self.p.cap0);
         s.shape.levels = (self.levels.iter().enumerate())
             .map(|(i, r)| LevelShape {
                 level: i as u64 + 1,

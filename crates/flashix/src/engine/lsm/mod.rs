@@ -464,6 +464,7 @@ impl Engine for Lsm {
             .pager
             .stats(EngineKind::Lsm, engine_counters, self.pager.memory_bytes());
         s.shape.levels = levels;
+        s.shape.write_buffer_entries = Some(self.p.cap0);
         s
     }
 

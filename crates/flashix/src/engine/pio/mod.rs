@@ -611,6 +611,7 @@ impl Engine for PioBTree {
             self.pager.memory_bytes() + opq_bytes + lsmap_bytes,
         );
         s.shape.leaves = Some(self.leaves);
+        s.shape.write_buffer_entries = Some(self.opq.capacity() as u64);
         s.shape.leaf_splits = Some(c.leaf_splits);
         s
     }
