@@ -6,36 +6,174 @@ use flashix::Stats;
 use serde::Serialize;
 use std::path::Path;
 
-/// One claim of a paper and the run's numbers for it.
-#[derive(Debug, Clone, Serialize)]
+/// One claim of a paper and the run's numbers for it: a row of a paper's claim table and
+/// of `flashix repro all`'s table (paper, figure, the paper's number, ours per lens, the
+/// verdict, and for a verdict other than `holds` the measured reason).
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ClaimCheck {
+    /// The paper (`fdtree`, `pio`, `bulk`, `dipl`, `fbx`).
+    pub paper: String,
     /// The paper's experiment (and the run's cells that measure it).
     pub experiment: String,
     /// The paper's words.
     pub claim: String,
-    /// What this run measured for it.
+    /// The paper's number (`24.2x on the Mtron, 3.3x on the Intel`); empty when the claim
+    /// text is all there is.
+    pub paper_value: String,
+    /// What each lens measured (this disk, a simulated SSD, raw NAND, a cost model); empty
+    /// for a claim judged once over the whole run (its figures are in `here`).
+    pub lenses: Vec<LensFigure>,
+    /// What this run measured for it, every lens and the detail.
     pub here: String,
-    /// `holds`, `holds, stronger here`, `weaker here`, `does not hold`, `differs`,
-    /// `extension` (no claim in the paper), `not measured`.
+    /// `holds`, `within 25%`, `holds, stronger here`, `weaker here`, `does not hold`,
+    /// `differs`, `extension` (no claim in the paper), `not measured`; per lens
+    /// (`this disk: holds; simulated mtron: weaker here`) when the lenses disagree.
+    pub verdict: String,
+    /// Why the run differs from the paper, measured (one line); empty when it holds.
+    pub reason: String,
+}
+
+/// One lens's figure for a claim.
+#[derive(Debug, Clone, Serialize)]
+pub struct LensFigure {
+    /// `this disk`, `simulated mtron`, `raw NAND`, `OCZ model`, ...
+    pub lens: String,
+    /// The measured figure (`3.1x`).
+    pub value: String,
     pub verdict: String,
 }
 
+impl LensFigure {
+    pub fn new(lens: impl Into<String>, value: impl Into<String>, verdict: &str) -> LensFigure {
+        LensFigure {
+            lens: lens.into(),
+            value: value.into(),
+            verdict: verdict.into(),
+        }
+    }
+
+    /// Whether the lens is this machine's disk (the table's `this disk` column); every
+    /// other lens is simulated or modelled.
+    pub fn is_disk(&self) -> bool {
+        self.lens == DISK
+    }
+}
+
+/// The name of this machine's disk as a lens.
+pub const DISK: &str = "this disk";
+
 /// The claims of a run, as the checks add them.
-pub(crate) struct Checks(pub Vec<ClaimCheck>);
+pub(crate) struct Checks {
+    paper: &'static str,
+    pub rows: Vec<ClaimCheck>,
+}
 
 impl Checks {
+    pub fn new(paper: &'static str) -> Checks {
+        Checks {
+            paper,
+            rows: Vec::new(),
+        }
+    }
+
+    /// A claim judged once over the run.
     pub fn add(&mut self, e: &str, claim: &str, here: String, verdict: &str) {
-        self.0.push(ClaimCheck {
+        self.rows.push(ClaimCheck {
+            paper: self.paper.into(),
             experiment: e.into(),
             claim: claim.into(),
             here,
             verdict: verdict.into(),
+            ..ClaimCheck::default()
         });
+    }
+
+    /// The claim added last, to give it the paper's number or a reason.
+    pub fn last(&mut self) -> &mut ClaimCheck {
+        self.rows.last_mut().expect("a claim was added")
+    }
+
+    /// A claim judged on each lens: the verdict joins the lenses' ([`join_verdicts`]),
+    /// `here` lists their figures, then `detail`.
+    #[allow(dead_code)] // used by the checks as they move to per-lens rows
+    pub fn lensed(
+        &mut self,
+        e: &str,
+        claim: &str,
+        paper_value: &str,
+        lenses: Vec<LensFigure>,
+        detail: &str,
+    ) -> &mut ClaimCheck {
+        let vs: Vec<(&str, &str)> = lenses
+            .iter()
+            .map(|l| (l.lens.as_str(), l.verdict.as_str()))
+            .collect();
+        let verdict = join_verdicts(&vs);
+        let mut here = lenses
+            .iter()
+            .map(|l| format!("{}: {}", l.lens, l.value))
+            .collect::<Vec<_>>()
+            .join("; ");
+        if !detail.is_empty() {
+            if !here.is_empty() {
+                here.push(' ');
+            }
+            here.push_str(detail);
+        }
+        self.add(e, claim, here, &verdict);
+        let row = self.last();
+        row.paper_value = paper_value.into();
+        row.lenses = lenses;
+        row
     }
 
     /// A claim the run did not measure, and why.
     pub fn missing(&mut self, e: &str, claim: &str, why: &str) {
-        self.add(e, claim, why.into(), "not measured");
+        self.add(e, claim, why.into(), "not measured")
+    }
+}
+
+impl ClaimCheck {
+    /// The paper's number.
+    pub fn paper_says(&mut self, v: &str) -> &mut ClaimCheck {
+        self.paper_value = v.into();
+        self
+    }
+
+    /// The measured reason a verdict is not `holds`; kept only when it is not.
+    pub fn because(&mut self, why: &str) -> &mut ClaimCheck {
+        if !self.holds() {
+            self.reason = why.into();
+        }
+        self
+    }
+
+    /// Whether every lens holds the claim (`holds`, stronger or an extension).
+    pub fn holds(&self) -> bool {
+        matches!(
+            self.verdict.as_str(),
+            "holds" | "holds, stronger here" | "extension"
+        )
+    }
+
+    /// The figures of this disk (the table's column), or `here` for a claim judged once.
+    pub fn on_disk(&self) -> String {
+        self.lenses
+            .iter()
+            .filter(|l| l.is_disk())
+            .map(|l| l.value.clone())
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// The figures of every other lens, each named.
+    pub fn simulated(&self) -> String {
+        self.lenses
+            .iter()
+            .filter(|l| !l.is_disk())
+            .map(|l| format!("{}: {}", l.lens, l.value))
+            .collect::<Vec<_>>()
+            .join("; ")
     }
 }
 

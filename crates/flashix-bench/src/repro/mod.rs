@@ -17,7 +17,7 @@ pub mod dipl;
 pub mod fbx;
 pub mod fdtree;
 
-pub use common::ClaimCheck;
+pub use common::{ClaimCheck, LensFigure};
 
 use anyhow::Result;
 

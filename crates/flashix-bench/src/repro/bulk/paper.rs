@@ -95,13 +95,13 @@ pub fn check(r: &BulkRepro) -> Vec<ClaimCheck> {
         m,
         ms: &r.ms,
     };
-    let mut k = Checks(Vec::new());
+    let mut k = Checks::new("bulk");
     e1(&v, &mut k);
     e2_e3(&v, &mut k);
     e4(&v, &mut k);
     e5(&v, &mut k);
     overall(&v, &mut k);
-    k.0
+    k.rows
 }
 
 fn e1(v: &View, k: &mut Checks) {
@@ -548,8 +548,7 @@ fn overall(v: &View, k: &mut Checks) {
                 .collect();
             bytes.sort_by(f64::total_cmp);
             if let Some(b) = bytes.get(bytes.len() / 2) {
-                let last = k.0.len() - 1;
-                k.0[last].here.push_str(&format!(
+                k.last().here.push_str(&format!(
                     "; the simulated NAND (one chip) charges per page with no cost per request, \
                      and the LA-tree moves a median {b:.2}x the bulk index's KiB there"
                 ));

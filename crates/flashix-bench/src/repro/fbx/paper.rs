@@ -61,7 +61,7 @@ fn per_lens(lenses: &[(&str, bool)]) -> String {
 /// Check every claim against the run.
 pub fn check(r: &FbxRepro) -> Vec<ClaimCheck> {
     let v = View(&r.cells);
-    let mut k = Checks(Vec::new());
+    let mut k = Checks::new("fbx");
     e1(&v, &mut k);
     e3_e4(&v, &mut k);
     e5_e6(r, &v, &mut k);
@@ -71,7 +71,7 @@ pub fn check(r: &FbxRepro) -> Vec<ClaimCheck> {
     theorems(r, &mut k);
     lifetime(&v, &mut k);
     r10(&v, &mut k);
-    k.0
+    k.rows
 }
 
 fn e1(v: &View, k: &mut Checks) {

@@ -108,14 +108,14 @@ pub fn check(r: &FdtreeRepro) -> Vec<ClaimCheck> {
         cells: &r.cells,
         lenses: &r.lenses,
     };
-    let mut k = Checks(Vec::new());
+    let mut k = Checks::new("fdtree");
     let lenses: Vec<String> = r.lenses.iter().map(|l| l.lens.clone()).collect();
     fig10(&v, &lenses, r.entries, &mut k);
     fig11(&v, &lenses, &mut k);
     fig12(&v, &lenses, &mut k);
     deamort(&v, &lenses, &mut k);
     model(&v, &lenses, &mut k);
-    k.0
+    k.rows
 }
 
 /// The target a lens is held to: the Mtron's on the simulated Mtron, the Intel's on
