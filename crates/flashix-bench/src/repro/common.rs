@@ -65,6 +65,8 @@ pub const DISK: &str = "this disk";
 /// The claims of a run, as the checks add them.
 pub(crate) struct Checks {
     paper: &'static str,
+    /// The lens of the claims [`Checks::add`] adds from here on, if any.
+    lens: Option<String>,
     pub rows: Vec<ClaimCheck>,
 }
 
@@ -72,18 +74,30 @@ impl Checks {
     pub fn new(paper: &'static str) -> Checks {
         Checks {
             paper,
+            lens: None,
             rows: Vec::new(),
         }
     }
 
-    /// A claim judged once over the run.
+    /// The claims [`Checks::add`] adds from here on are measured on `lens` alone: each gets
+    /// that lens's figure (its `here`) and verdict.
+    pub fn on_lens(&mut self, lens: &str) {
+        self.lens = Some(lens.into());
+    }
+
+    /// A claim judged once over the run (on the lens of [`Checks::on_lens`], if set).
     pub fn add(&mut self, e: &str, claim: &str, here: String, verdict: &str) {
+        let lenses = match &self.lens {
+            Some(l) if verdict != "not measured" => vec![LensFigure::new(l, &here, verdict)],
+            _ => Vec::new(),
+        };
         self.rows.push(ClaimCheck {
             paper: self.paper.into(),
             experiment: e.into(),
             claim: claim.into(),
             here,
             verdict: verdict.into(),
+            lenses,
             ..ClaimCheck::default()
         });
     }
@@ -95,7 +109,6 @@ impl Checks {
 
     /// A claim judged on each lens: the verdict joins the lenses' ([`join_verdicts`]),
     /// `here` lists their figures, then `detail`.
-    #[allow(dead_code)] // used by the checks as they move to per-lens rows
     pub fn lensed(
         &mut self,
         e: &str,
@@ -109,6 +122,7 @@ impl Checks {
             .map(|l| (l.lens.as_str(), l.verdict.as_str()))
             .collect();
         let verdict = join_verdicts(&vs);
+        let lens = self.lens.take();
         let mut here = lenses
             .iter()
             .map(|l| format!("{}: {}", l.lens, l.value))
@@ -121,6 +135,7 @@ impl Checks {
             here.push_str(detail);
         }
         self.add(e, claim, here, &verdict);
+        self.lens = lens;
         let row = self.last();
         row.paper_value = paper_value.into();
         row.lenses = lenses;
@@ -177,6 +192,26 @@ impl ClaimCheck {
     }
 }
 
+/// Print a paper's claims: verdict, experiment, the paper's words and number, what the
+/// run measured and, where it differs, the measured reason.
+pub fn print_claims(claims: &[ClaimCheck]) {
+    println!("\nThe paper's claims:");
+    for c in claims {
+        let paper = if c.paper_value.is_empty() {
+            String::new()
+        } else {
+            format!(" [paper: {}]", c.paper_value)
+        };
+        println!(
+            "  [{}] {} — {}{paper}\n      here: {}",
+            c.verdict, c.experiment, c.claim, c.here
+        );
+        if !c.reason.is_empty() {
+            println!("      why: {}", c.reason);
+        }
+    }
+}
+
 /// How a measured ratio `x` stands against a claimed range `[lo, hi]` (a ratio where more
 /// is better for the paper's subject): `holds` inside it, `within 25%` within 25% of it,
 /// else `holds, stronger here`, `weaker here` (still above 1) or `does not hold`.
@@ -191,6 +226,21 @@ pub(crate) fn verdict(x: f64, lo: f64, hi: f64) -> &'static str {
         "weaker here"
     } else {
         "does not hold"
+    }
+}
+
+/// How a measured cost ratio `x` stands against a claimed range `[lo, hi]` where less is
+/// better for the paper's subject (a slowdown, extra reads): `holds` inside it, `within
+/// 25%` within 25% of it, `holds, stronger here` below it, else `weaker here`.
+pub(crate) fn verdict_cost(x: f64, lo: f64, hi: f64) -> &'static str {
+    if x >= lo && x <= hi {
+        "holds"
+    } else if x >= 0.75 * lo && x <= 1.25 * hi {
+        "within 25%"
+    } else if x < lo {
+        "holds, stronger here"
+    } else {
+        "weaker here"
     }
 }
 
@@ -259,6 +309,9 @@ mod tests {
         assert_eq!(verdict(4.0, 2.0, 3.0), "holds, stronger here");
         assert_eq!(verdict(1.2, 2.0, 3.0), "weaker here");
         assert_eq!(verdict(0.5, 2.0, 3.0), "does not hold");
+        assert_eq!(verdict_cost(2.2, 2.0, 2.0), "within 25%");
+        assert_eq!(verdict_cost(1.0, 2.0, 2.0), "holds, stronger here");
+        assert_eq!(verdict_cost(6.5, 2.0, 2.0), "weaker here");
         assert_eq!(join_verdicts::<&str>(&[]), "not measured");
         assert_eq!(join_verdicts(&[("a", "holds"), ("b", "holds")]), "holds");
         assert_eq!(

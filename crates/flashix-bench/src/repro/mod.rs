@@ -6,11 +6,14 @@
 //! - [`bulk`]: the bulk index thesis (Lehtonen 2014, Chapter 6), `flashix repro bulk`.
 //! - [`fbx`]: the FBX-tree paper (Luo, §3.1 and §5), `flashix repro fbx`.
 //! - [`fdtree`]: the FD-tree paper (Li et al., VLDB 2010, §5), `flashix repro fdtree`.
+//! - [`all`]: every paper at one scale and one table of their claims, `flashix repro all`.
 //!
-//! Another paper (`repro fdtree`, `repro pio`, `repro bulk`, `repro fbx`) gets a module
-//! beside [`dipl`] (its arguments, its experiments, the paper's numbers and the printing
-//! of its tables), a variant of [`Repro`] and an arm of [`run`].
+//! Another paper gets a module beside [`dipl`] (its arguments, its experiments, the
+//! paper's claims checked into [`ClaimCheck`] rows and the printing of its tables), a
+//! variant of [`Repro`], an arm of [`run`] and a line of [`all::PAPERS`]. Every paper's
+//! arguments take `--out`, `--quick`, `--paper` and `--seed`.
 
+pub mod all;
 pub mod bulk;
 mod common;
 pub mod dipl;
@@ -35,6 +38,9 @@ pub enum Repro {
     /// The FD-tree paper (Li et al., VLDB 2010), §5: FD-tree vs B+-tree, LSM-tree and BFTL
     /// on this machine's disk and on simulated Mtron and Intel X25-M SSDs.
     Fdtree(fdtree::FdtreeReproArgs),
+    /// Every paper's reproduction at one scale (`--scale quick|default|paper`), and one
+    /// table of every claim: `repro.json` and `repro.html`.
+    All(all::AllReproArgs),
 }
 
 /// Run a `flashix repro` subcommand: the paper's experiments, then its tables.
@@ -44,5 +50,6 @@ pub fn run(cmd: &Repro) -> Result<()> {
         Repro::Bulk(a) => bulk::run(a).map(|r| bulk::print(&r)),
         Repro::Fbx(a) => fbx::run(a).map(|r| fbx::print(&r)),
         Repro::Fdtree(a) => fdtree::run(a).map(|r| fdtree::print(&r)),
+        Repro::All(a) => all::run(a).map(|r| all::print(&r)),
     }
 }

@@ -74,8 +74,11 @@ pub struct BulkReproArgs {
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Small sizes (a test): 45,000 initial keys, fewer cells, searches and deletes.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "paper")]
     pub quick: bool,
+    /// The thesis's sizes (the default; accepted so that every `repro` takes `--paper`).
+    #[arg(long)]
+    pub paper: bool,
     /// Range searches averaged per size in E4 (default: the thesis's 2000; 50 with --quick).
     #[arg(long)]
     pub searches: Option<u64>,

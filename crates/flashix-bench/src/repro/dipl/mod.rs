@@ -68,6 +68,13 @@ pub struct DiplReproArgs {
     /// Where `repro-dipl.json` goes.
     #[arg(long, default_value = "./bench-out")]
     pub out: PathBuf,
+    /// Small sizes (a test, seconds): 10,000 keys, 5,000 searches, buffers of 8 and 16
+    /// frames, Table 5's 800 KB scaled by keys / 1,000,000, 64 blocks for BFTL.
+    #[arg(long, conflicts_with_all = ["paper", "keys", "searches", "frames", "bftl_blocks"])]
+    pub quick: bool,
+    /// The paper's sizes (the default; accepted so that every `repro` takes `--paper`).
+    #[arg(long)]
+    pub paper: bool,
     /// Keys inserted (the paper: 1,000,000). Table 5 inserts half as many.
     #[arg(long, default_value_t = 1_000_000)]
     pub keys: u64,
@@ -101,6 +108,22 @@ pub struct DiplReproArgs {
     /// BFTL's buffer pool in pages in Table 6.
     #[arg(long = "bftl-pool-pages", default_value_t = BFTL_POOL_PAGES)]
     pub bftl_pool_pages: u64,
+}
+
+impl DiplReproArgs {
+    /// The sizes a run uses: `--quick` replaces the paper's.
+    fn resolved(&self) -> DiplReproArgs {
+        let mut a = self.clone();
+        if a.quick {
+            a.keys = 10_000;
+            a.searches = 5_000;
+            // The IPL's and d-IPL's smallest buffer; the paper's 100..500 frames scaled by
+            // the keys would be 2..10.
+            a.frames = vec![8, 16];
+            a.bftl_blocks = 64;
+        }
+        a
+    }
 }
 
 /// Which index.
@@ -211,6 +234,8 @@ pub struct DiplRepro {
     pub node_size: Vec<NodeSizeRecord>,
     pub table6: Vec<Table6Record>,
     pub seconds: f64,
+    /// The paper's claims and what the run says of each.
+    pub claims: Vec<crate::repro::ClaimCheck>,
 }
 
 /// Table 6 row: one index (and FTL) after the inserts.

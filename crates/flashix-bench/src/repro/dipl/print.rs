@@ -227,4 +227,5 @@ fn print_table6(r: &DiplRepro) {
             x.ftl, x.host_reads, x.host_writes, x.gc_page_copies, x.merges, x.compactions, x.commits, x.node_splits, x.live_pages, x.pages_high_water, x.c, x.sim_time_minutes
         );
     }
+    crate::repro::common::print_claims(&r.claims);
 }

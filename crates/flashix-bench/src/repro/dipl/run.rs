@@ -289,6 +289,7 @@ fn mix(
 /// Run every experiment and write `OUT/repro-dipl.json`.
 pub fn run(a: &DiplReproArgs) -> Result<DiplRepro> {
     let start = std::time::Instant::now();
+    let a = &a.resolved();
     let n = a.keys;
     let keys = permutation(n, a.seed);
     let search_keys: Vec<u64> = {
@@ -305,12 +306,11 @@ pub fn run(a: &DiplReproArgs) -> Result<DiplRepro> {
         node_size: Vec::new(),
         table6: Vec::new(),
         seconds: 0.0,
+        claims: Vec::new(),
     };
     if a.only_table6 {
         out.table6 = table6(a, &keys, None)?;
-        out.seconds = start.elapsed().as_secs_f64();
-        save(&out, &a.out)?;
-        return Ok(out);
+        return finish(out, a, start);
     }
     // Fig. 12, Tables 1, 2, 4; Fig. 13 on the same indexes. IPL and d-IPL run side by
     // side on two threads (independent simulated devices).
@@ -333,9 +333,7 @@ pub fn run(a: &DiplReproArgs) -> Result<DiplRepro> {
         }
     }
     if a.only_insert {
-        out.seconds = start.elapsed().as_secs_f64();
-        save(&out, &a.out)?;
-        return Ok(out);
+        return finish(out, a, start);
     }
     // Table 3: insert:delete mixes at 500 frames, IPL and d-IPL side by side.
     for (ratio, ins, del) in [("5:5", 5u64, 5u64), ("7:3", 7, 3), ("9:1", 9, 1)] {
@@ -350,10 +348,12 @@ pub fn run(a: &DiplReproArgs) -> Result<DiplRepro> {
         out.mix.push(ri?);
         out.mix.push(rd?);
     }
-    // Table 5: node sizes, 800 KB of buffer, half the keys.
+    // Table 5: node sizes, 800 KB of buffer for the paper's million keys (scaled with
+    // the keys), half the keys.
     let half = permutation(n / 2, a.seed ^ 5);
+    let buffer = (800 * 1024 * n / 1_000_000).max(8 * 8192);
     for node in [2048u64, 4096, 8192] {
-        let frames = (800 * 1024 / node) as u32;
+        let frames = (buffer / node) as u32;
         let mut t = Tree::new(Index::Dipl, node, frames, None)?;
         t.reset();
         let pb = bar(
@@ -380,9 +380,17 @@ pub fn run(a: &DiplReproArgs) -> Result<DiplRepro> {
             blocks_in_use: c(&s, "blocks_in_use"),
         });
     }
-    let dipl100 = find(&out, Index::Dipl, 100).cloned();
+    // The paper's d-IPL row is at 100 frames, its smallest buffer.
+    let smallest = a.frames.iter().copied().min().unwrap_or(100);
+    let dipl100 = find(&out, Index::Dipl, smallest).cloned();
     out.table6 = table6(a, &keys, dipl100)?;
+    finish(out, a, start)
+}
+
+/// Time the run, check the paper's claims and write `OUT/repro-dipl.json`.
+fn finish(mut out: DiplRepro, a: &DiplReproArgs, start: std::time::Instant) -> Result<DiplRepro> {
     out.seconds = start.elapsed().as_secs_f64();
+    out.claims = super::paper::check(&out);
     save(&out, &a.out)?;
     Ok(out)
 }
@@ -406,7 +414,10 @@ fn table6(
         let h = sc.spawn(|| bftl_run(a, FtlKind::Page, keys));
         let d = match dipl100 {
             Some(r) => Ok(r),
-            None => insert_and_search(a, Index::Dipl, 100, keys, &[]).map(|x| x.0),
+            None => {
+                let smallest = a.frames.iter().copied().min().unwrap_or(100);
+                insert_and_search(a, Index::Dipl, smallest, keys, &[]).map(|x| x.0)
+            }
         };
         let p = h
             .join()
@@ -532,6 +543,8 @@ mod tests {
             searches: 500,
             frames: vec![8, 16],
             seed: 1,
+            quick: false,
+            paper: false,
             quiet: true,
             ipl_log_area: None,
             only_insert: false,

@@ -2,7 +2,7 @@
 //! figures are plots with no values in the text) and what the cells of a run say of each.
 
 use super::{Cell, FbxRepro, SSD};
-use crate::repro::common::{join_verdicts, verdict, Checks};
+use crate::repro::common::{join_verdicts, verdict, verdict_cost, Checks, LensFigure, DISK};
 use crate::repro::ClaimCheck;
 
 /// The cells of a run and the queries the checks make.
@@ -42,11 +42,12 @@ impl<'a> View<'a> {
     }
 }
 
-/// One verdict per lens (`this disk`, `OCZ model`, `simulated SSD`), each judged by
-/// `judge`.
-fn lens_verdicts(lenses: &[(&str, f64)], judge: impl Fn(f64) -> &'static str) -> String {
-    let vs: Vec<(&str, &str)> = lenses.iter().map(|&(name, x)| (name, judge(x))).collect();
-    join_verdicts(&vs)
+/// Each lens's ratio (`this disk`, `OCZ model`, `simulated SSD`), judged by `judge`.
+fn lens_figures(lenses: &[(&str, f64)], judge: impl Fn(f64) -> &'static str) -> Vec<LensFigure> {
+    lenses
+        .iter()
+        .map(|&(name, x)| LensFigure::new(name, format!("{x:.2}x"), judge(x)))
+        .collect()
 }
 
 /// `holds` or `differs` per lens, one word when the lenses agree.
@@ -62,14 +63,20 @@ fn per_lens(lenses: &[(&str, bool)]) -> String {
 pub fn check(r: &FbxRepro) -> Vec<ClaimCheck> {
     let v = View(&r.cells);
     let mut k = Checks::new("fbx");
+    // Claims without per-lens figures are measured on this disk, but the theorems' and
+    // the lifetime's (below).
+    k.on_lens(DISK);
     e1(&v, &mut k);
     e3_e4(&v, &mut k);
     e5_e6(r, &v, &mut k);
     e7(&v, &mut k);
     e8_e9(r, &mut k);
     e10(&v, &mut k);
+    k.on_lens("exhaustive check");
     theorems(r, &mut k);
+    k.on_lens("simulated SSD");
     lifetime(&v, &mut k);
+    k.on_lens(DISK);
     r10(&v, &mut k);
     k.rows
 }
@@ -84,27 +91,27 @@ fn e1(v: &View, k: &mut Checks) {
     };
     let (wall, ocz) = View::ratio(b, s);
     let mut lenses = vec![("this disk", wall), ("OCZ model", ocz)];
-    let ssd = match (
+    if let (Some(b), Some(s)) = (
         v.find("R1", "btree", "", SSD),
         v.find("R1", "seq-btree", "", SSD),
     ) {
-        (Some(b), Some(s)) => {
-            let x = View::ratio(b, s).0;
-            lenses.push(("simulated SSD", x));
-            format!("; simulated SSD {x:.2}x")
-        }
-        _ => String::new(),
-    };
-    k.add(
+        lenses.push(("simulated SSD", View::ratio(b, s).0));
+    }
+    k.lensed(
         "E1 (R1)",
         claim,
-        format!(
-            "this disk {wall:.2}x, OCZ-modelled {ocz:.2}x{ssd} ({} inserts; B+-tree {:.1} random \
-             writes per insert)",
+        "2-3x",
+        lens_figures(&lenses, |x| verdict(x, 2.0, 3.0)),
+        &format!(
+            "({} inserts; B+-tree {:.1} random writes per insert)",
             b.ops,
             b.random_writes as f64 / b.ops.max(1) as f64
         ),
-        &lens_verdicts(&lenses, |x| verdict(x, 2.0, 3.0)),
+    )
+    .because(
+        "on this disk and the fresh simulated OCZ a random 4 KiB write costs about what a \
+         sequential one does, so one append per insert buys nothing; priced at Table 1's OCZ \
+         costs (random write 6.4x sequential) the same counts give the paper's ratio",
     );
     let claim = "E1: the Sequential B-Tree's data file is \"nearly 20X larger than the original\"";
     let file = b.file_pages.max(1) as f64;
@@ -124,6 +131,11 @@ fn e1(v: &View, k: &mut Checks) {
             "differs"
         },
     );
+    k.last().paper_says("~20x").because(
+        "one append per insert makes the appended pages inserts / entries per leaf page \
+         (about 65 on 4 KiB pages at leaf order 100); the paper's 20x needs about 20 entries a \
+         page, which its stated orders do not give",
+    );
 }
 
 fn e3_e4(v: &View, k: &mut Checks) {
@@ -140,25 +152,25 @@ fn e3_e4(v: &View, k: &mut Checks) {
     };
     let (wall, ocz) = View::ratio(b, f);
     let mut lenses = vec![("this disk", wall), ("OCZ model", ocz)];
-    let mut sim = String::new();
     if let (Some(b), Some(f)) = (v.find("R1", "btree", "", SSD), v.find("R1", "fbx", "", SSD)) {
-        let x = View::ratio(b, f).0;
-        lenses.push(("simulated SSD", x));
-        sim = format!(", simulated SSD {x:.2}x");
+        lenses.push(("simulated SSD", View::ratio(b, f).0));
     }
-    k.add(
+    k.lensed(
         "E3 (R1)",
         "E3 §4.1: the insert speedup over the Random B-Tree \"will be nearly 4X\" (OCZ costs; \
          the notes' arithmetic: 6.4x, 9.1x with the root buffered)",
-        format!("OCZ-modelled {ocz:.2}x"),
-        verdict(ocz, 3.0, 5.0),
+        "~4x",
+        lens_figures(&[("OCZ model", ocz)], |x| verdict(x, 3.0, 5.0)),
+        "",
     );
-    k.add(
+    k.lensed(
         "E4 (R1)",
         "E4 Fig. 7: FBX insertion \"about 20X faster in general\"",
-        format!(
-            "this disk {wall:.2}x ({:.0} vs {:.0} inserts/s), OCZ-modelled {ocz:.2}x{sim}; \
-             B+-tree {:.2} pages read and {:.2} written per insert, FBX {:.3} and {:.3}",
+        "~20x",
+        lens_figures(&lenses, |x| verdict(x, 15.0, 25.0)),
+        &format!(
+            "({:.0} vs {:.0} inserts/s on this disk; B+-tree {:.2} pages read and {:.2} \
+             written per insert, FBX {:.3} and {:.3})",
             f.ops_per_s(),
             b.ops_per_s(),
             b.pages_read as f64 / b.ops.max(1) as f64,
@@ -166,7 +178,10 @@ fn e3_e4(v: &View, k: &mut Checks) {
             f.pages_read as f64 / f.ops.max(1) as f64,
             f.pages_written as f64 / f.ops.max(1) as f64
         ),
-        &lens_verdicts(&lenses, |x| verdict(x, 15.0, 25.0)),
+    )
+    .because(
+        "the B+-tree's random write is cheap on this disk (about a random read's cost); on the \
+         simulated OCZ, the paper's device, the same tree is near the paper's 20x",
     );
     let (Some(bs), Some(fs)) = (
         v.find("R2", "btree", "", "disk"),
@@ -176,37 +191,28 @@ fn e3_e4(v: &View, k: &mut Checks) {
     };
     let (wall, ocz) = View::ratio(fs, bs);
     let mut lenses = vec![("this disk", wall), ("OCZ model", ocz)];
-    let mut sim = String::new();
     if let (Some(bs), Some(fs)) = (v.find("R2", "btree", "", SSD), v.find("R2", "fbx", "", SSD)) {
-        let x = View::ratio(fs, bs).0;
-        lenses.push(("simulated SSD", x));
-        sim = format!(", simulated SSD {x:.2}x");
+        lenses.push(("simulated SSD", View::ratio(fs, bs).0));
     }
-    k.add(
+    k.lensed(
         "E4 (R2)",
         "E4 Fig. 7: FBX search \"mainly 3 times slower as in B-Tree\"",
-        format!(
-            "this disk {wall:.2}x slower, OCZ-modelled {ocz:.2}x{sim}; a search read {:.2} pages \
-             (B+-tree) vs {:.2} (FBX: mean log list {:.2} pages at a rebuild, {:.2} over all \
-             leaves, longest {})",
+        "~3x slower",
+        // A slowdown: less is better for FBX.
+        lens_figures(&lenses, |x| verdict_cost(x, 2.25, 3.75)),
+        &format!(
+            "(a search read {:.2} pages (B+-tree) vs {:.2} (FBX: mean log list {:.2} pages at a \
+             rebuild, {:.2} over all leaves, longest {}))",
             bs.pages_read as f64 / bs.ops.max(1) as f64,
             fs.pages_read as f64 / fs.ops.max(1) as f64,
             fs.pages_per_rebuild(),
             fs.mean_list_len,
             fs.max_list_len
         ),
-        // A slowdown: less is better for FBX.
-        &lens_verdicts(&lenses, |x| {
-            if (2.25..=3.75).contains(&x) {
-                "holds"
-            } else if (0.75 * 2.25..=1.25 * 3.75).contains(&x) {
-                "within 25%"
-            } else if x < 2.25 {
-                "holds, stronger here"
-            } else {
-                "weaker here"
-            }
-        }),
+    )
+    .because(
+        "this disk and the simulated OCZ read the log pages of a leaf in parallel and cheaply, \
+         so FBX's extra pages cost less time than on the paper's device",
     );
 }
 
@@ -273,6 +279,11 @@ fn e5_e6(r: &FbxRepro, v: &View, k: &mut Checks) {
             here.join("; "),
             &per_lens(&[("this disk", steady), ("OCZ model", steady_ocz)]),
         );
+        k.last().paper_says("steady").because(
+            "FBX's insert costs about 0.08 I/Os and its search 3.5 reads, so its throughput \
+             moves with the mix, while the B+-tree's insert and search cost about the same I/O \
+             on this disk",
+        );
     }
     let claim = "E6 §5.2: a B-Tree with a bigger buffer (8M) \"does not help\" under writes";
     let mut here = Vec::new();
@@ -308,6 +319,10 @@ fn e5_e6(r: &FbxRepro, v: &View, k: &mut Checks) {
             here.join("; "),
             if helps { "differs" } else { "holds" },
         );
+        k.last().paper_says("no help").because(
+            "the 8 MiB pool cuts the B+-tree's random writes (0.72 to 0.51 an operation at 90% \
+             inserts), which helps on any device",
+        );
     }
 }
 
@@ -335,19 +350,24 @@ fn e7(v: &View, k: &mut Checks) {
         .filter_map(|p| r5.iter().find(|c| &c.variant == p))
         .map(|c| format!("{} {:.2}x", c.variant, View::ratio(c, d).0))
         .collect();
-    k.add(
+    k.lensed(
         "E7 (R5)",
         claim,
-        format!(
-            "this disk {wall:.2}x, OCZ-modelled {ocz:.2}x, pages read {pages:.2}x ({} vs {} \
-             pages per query); alone: {}",
+        "3x",
+        lens_figures(&[("this disk", wall), ("OCZ model", ocz)], |x| {
+            verdict(x, 2.25, 3.75)
+        }),
+        &format!(
+            "(pages read {pages:.2}x: {} vs {} pages per query; alone: {})",
             d.pages_read / d.ops.max(1),
             o.pages_read / o.ops.max(1),
             parts.join(", ")
         ),
-        &lens_verdicts(&[("this disk", wall), ("OCZ model", ocz)], |x| {
-            verdict(x, 2.25, 3.75)
-        }),
+    )
+    .because(
+        "the gain on this disk is Algorithm 1's batched reads (queue depth), clustering alone \
+         gives little: a 10% window spans most leaves, so the union of their log pages is most \
+         of the file either way",
     );
 }
 
@@ -401,6 +421,10 @@ fn e8_e9(r: &FbxRepro, k: &mut Checks) {
         here.join("; "),
         &per_lens(&[("this disk", best_wall), ("OCZ model", best_ocz_always)]),
     );
+    k.last().paper_says("always best").because(
+        "a phase reads each leaf about once, so a clean's page write is rarely repaid by later \
+         reads and never-clean wins at write-heavy mixes on this disk",
+    );
     let fmt = |v: &[(u32, f64)]| {
         v.iter()
             .map(|(p, x)| format!("{p}%: {x:.2}"))
@@ -428,6 +452,10 @@ fn e8_e9(r: &FbxRepro, k: &mut Checks) {
             .collect::<Vec<_>>()
             .join("; "),
         if longer { "holds" } else { "differs" },
+    );
+    k.last().because(
+        "measured the opposite (naive(16) 3.1-3.7 pages a rebuild, AC 3.8-3.9 in the \
+         default run); not analysed further",
     );
     let claim = "E9 Fig. 11: the AC threshold \"between 60 ~ 70 remains at the bottom\"";
     let mut here = Vec::new();
@@ -465,6 +493,10 @@ fn e8_e9(r: &FbxRepro, k: &mut Checks) {
             here.join("; "),
             if holds { "holds" } else { "differs" },
         );
+        k.last().paper_says("60-70").because(
+            "the spread between thresholds is within this machine's run-to-run noise at 10k \
+             operations a cell",
+        );
     }
 }
 
@@ -491,6 +523,7 @@ fn e10(v: &View, k: &mut Checks) {
         ),
         "holds",
     );
+    k.last().paper_says("14 B a node, 3.5 MB per GB");
 }
 
 fn theorems(r: &FbxRepro, k: &mut Checks) {

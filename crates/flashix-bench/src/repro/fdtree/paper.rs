@@ -3,7 +3,7 @@
 //! `simulated intel-x25m`), never the best of them.
 
 use super::{Cell, FdtreeRepro, LensInfo};
-use crate::repro::common::{join_verdicts, verdict, Checks};
+use crate::repro::common::{verdict, Checks, LensFigure};
 use crate::repro::ClaimCheck;
 
 /// The cells of a run and the queries the checks make.
@@ -96,6 +96,25 @@ impl<'a> View<'a> {
     }
 }
 
+/// Why the overall and mixed-workload claims differ, as measured (issue 16's default run:
+/// the lenses' random write / random read cost and the engines' pages per operation).
+const FIG10_WHY: &str = "the FD-tree wins by turning random writes into sequential ones: \
+    a random write costs 66x a random read on the simulated Mtron (where the speedups over \
+    the B+-tree reach the paper's), 5.8x on the simulated Intel and 1.3x on this disk, so \
+    in-place trees lose little there; the LSM-tree reads fewer pages a search than the \
+    FD-tree (1.17 vs 1.47 on W-Search at k = 19, 3 levels) and wins everywhere";
+
+/// Why §5.4's deamortization claims differ, as far as measured.
+const DEAMORT_WHY: &str = "the worst case an amortized merge causes grows with the lowest \
+    level (the paper's 10^9 entries: a merge of minutes); here the whole merge takes \
+    milliseconds, so the cut is 2-8x; the mean's +25-34% is not yet explained (left for \
+    issue 17's merge work)";
+
+/// Why the cost model's times differ from the measured ones.
+const MODEL_WHY: &str = "the model prices I/Os only; the FD-tree spends CPU beyond its reads \
+    (about 20 us a search at the quick scale, issue 17's profile) and its merges are \
+    CPU-bound (issue 17: 20% of the device limit)";
+
 /// Paper figures: Mtron and Intel targets of a speedup.
 struct Target {
     mtron: (f64, f64),
@@ -145,13 +164,15 @@ fn speedup_claim(
     k: &mut Checks,
     e: &str,
     claim: &str,
+    paper: &str,
     other: &str,
     workloads: &[&str],
     entries: Option<u64>,
     t: &Target,
 ) {
-    let mut here = Vec::new();
-    let mut vs = Vec::new();
+    let mut figs = Vec::new();
+    let mut no_ratio = Vec::new();
+    let mut why = String::new();
     let key = key_of(e);
     for lens in lenses {
         let xs: Vec<(String, f64)> = workloads
@@ -163,7 +184,7 @@ fn speedup_claim(
                 .iter()
                 .any(|c| c.experiment == key && &c.lens == lens)
             {
-                here.push(format!(
+                no_ratio.push(format!(
                     "{}: no ratio (a phase without device time)",
                     View::label(lens)
                 ));
@@ -172,35 +193,35 @@ fn speedup_claim(
         };
         let (lo, hi) = target_of(lens, t);
         let verdict = verdict(min, lo, hi);
-        let why = if verdict == "holds" {
-            String::new()
-        } else {
-            workloads
+        if verdict != "holds" && why.is_empty() {
+            why = workloads
                 .first()
                 .map(|w| v.why(key, lens, other, w, entries))
-                .unwrap_or_default()
-        };
-        here.push(format!(
-            "{}: {}{why}",
+                .unwrap_or_default();
+            if !why.is_empty() {
+                why = format!("{}:{why}", View::label(lens));
+            }
+        }
+        figs.push(LensFigure::new(
             View::label(lens),
             xs.iter()
                 .map(|(w, x)| format!("{w} {x:.2}x"))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            verdict,
         ));
-        vs.push((View::label(lens), verdict));
     }
-    if vs.is_empty() {
+    if figs.is_empty() {
         return k.missing(e, claim, "not run (--only)");
     }
-    k.add(e, claim, here.join("; "), &join_verdicts(&vs));
+    k.lensed(e, claim, paper, figs, &no_ratio.join("; "))
+        .because(why.trim_start_matches(' '));
 }
 
 fn fig10(v: &View, lenses: &[String], n: u64, k: &mut Checks) {
     let e = "Fig. 10 (fig10)";
     // "FD-tree outperforms all other three indexes for all index sizes."
-    let mut here = Vec::new();
-    let mut vs = Vec::new();
+    let mut figs = Vec::new();
     for lens in lenses {
         let mut sizes: Vec<u64> = v
             .cells
@@ -223,18 +244,18 @@ fn fig10(v: &View, lenses: &[String], n: u64, k: &mut Checks) {
         if parts.is_empty() {
             continue;
         }
-        here.push(format!("{}: {}", View::label(lens), parts.join(", ")));
-        vs.push((
+        figs.push(LensFigure::new(
             View::label(lens),
+            parts.join(", "),
             if best { "holds" } else { "does not hold" },
         ));
     }
     let claim = "§5.5 Fig. 10: FD-tree \"outperforms all other three indexes for all index \
                  sizes\" (50% search / 50% insert)";
-    if vs.is_empty() {
+    if figs.is_empty() {
         return k.missing(e, claim, "not run (--only)");
     }
-    k.add(e, claim, here.join("; "), &join_verdicts(&vs));
+    k.lensed(e, claim, "> 1x each", figs, "").because(FIG10_WHY);
     // The largest measured size: the end of the paper's curve (8 GB).
     let largest = v
         .cells
@@ -243,11 +264,12 @@ fn fig10(v: &View, lenses: &[String], n: u64, k: &mut Checks) {
         .map(|c| c.size)
         .max()
         .unwrap_or(n);
-    for (o, claim, t) in [
+    for (o, claim, paper, t) in [
         (
             "btree",
             "Fig. 10 at 8 GB: FD-tree 24.2x B+-tree on the Mtron, 3.3x on the Intel (this disk \
              held to the Intel's)",
+            "24.2x Mtron, 3.3x Intel",
             Target {
                 mtron: (21.8, 26.6),
                 intel: (3.0, 3.6),
@@ -256,6 +278,7 @@ fn fig10(v: &View, lenses: &[String], n: u64, k: &mut Checks) {
         (
             "bftl",
             "Fig. 10 at 8 GB: FD-tree 5.8x BFTL on the Mtron, 3.3x on the Intel",
+            "5.8x Mtron, 3.3x Intel",
             Target {
                 mtron: (5.2, 6.4),
                 intel: (3.0, 3.6),
@@ -264,13 +287,25 @@ fn fig10(v: &View, lenses: &[String], n: u64, k: &mut Checks) {
         (
             "lsm",
             "Fig. 10 at 8 GB: FD-tree 1.8x LSM-tree on the Mtron, 1.6x on the Intel",
+            "1.8x Mtron, 1.6x Intel",
             Target {
                 mtron: (1.6, 2.0),
                 intel: (1.45, 1.75),
             },
         ),
     ] {
-        speedup_claim(v, lenses, k, e, claim, o, &["mix-50"], Some(largest), &t);
+        speedup_claim(
+            v,
+            lenses,
+            k,
+            e,
+            claim,
+            paper,
+            o,
+            &["mix-50"],
+            Some(largest),
+            &t,
+        );
     }
 }
 
@@ -302,6 +337,7 @@ fn fig11(v: &View, lenses: &[String], k: &mut Checks) {
         k,
         e,
         "§5.5 Fig. 11: for large ranges FD-tree is 6-10x faster than the B+-tree (multi-page I/O)",
+        "6-10x",
         "btree",
         &[w.as_str()],
         None,
@@ -313,6 +349,7 @@ fn fig11(v: &View, lenses: &[String], k: &mut Checks) {
         k,
         e,
         "§5.5 Fig. 11: for large ranges FD-tree is 6-9x faster than BFTL",
+        "6-9x",
         "bftl",
         &[w.as_str()],
         None,
@@ -395,13 +432,17 @@ fn fig12(v: &View, lenses: &[String], k: &mut Checks) {
     for (o, ws, claim, (lo, hi)) in rows {
         let claim =
             format!("{claim} on the Mtron (every lens held to it; the smallest speedup judged)");
-        speedup_claim(v, lenses, k, e, &claim, o, ws, None, &t(lo, hi));
+        let paper = if lo == hi {
+            format!("{lo}x")
+        } else {
+            format!("{lo}-{hi}x")
+        };
+        speedup_claim(v, lenses, k, e, &claim, &paper, o, ws, None, &t(lo, hi));
     }
     // Fig. 12(b): "it exhibits the best performance for the mixed workloads".
     let claim = "Fig. 12(b), Intel: FD-tree \"exhibits the best performance for the mixed \
                  workloads\" (W-Search, W-Insert, W-Delete)";
-    let mut here = Vec::new();
-    let mut vs = Vec::new();
+    let mut figs = Vec::new();
     for lens in lenses {
         let mut best = true;
         let mut parts = Vec::new();
@@ -418,16 +459,17 @@ fn fig12(v: &View, lenses: &[String], k: &mut Checks) {
         if parts.is_empty() {
             continue;
         }
-        here.push(format!("{}: {}", View::label(lens), parts.join(", ")));
-        vs.push((
+        figs.push(LensFigure::new(
             View::label(lens),
+            parts.join(", "),
             if best { "holds" } else { "does not hold" },
         ));
     }
-    if vs.is_empty() {
+    if figs.is_empty() {
         return k.missing(e, claim, "not run (--only)");
     }
-    k.add(e, claim, here.join("; "), &join_verdicts(&vs));
+    k.lensed(e, claim, "best of four", figs, "")
+        .because(FIG10_WHY);
 }
 
 fn deamort(v: &View, lenses: &[String], k: &mut Checks) {
@@ -443,51 +485,47 @@ fn deamort(v: &View, lenses: &[String], k: &mut Checks) {
     let claim = "§5.4 Fig. 7(b): deamortization reduces the worst elapsed time by 80-2500x \
                  (judged on this disk's wall latency: a simulated SSD gives no per-operation \
                  simulated latency)";
-    let mut here = Vec::new();
-    let mut vs = Vec::new();
+    let mut figs = Vec::new();
+    let mut other = Vec::new();
     for lens in lenses {
         let Some((on, off)) = pair(lens) else {
             continue;
         };
         let x = off.max_us / on.max_us.max(1e-9);
-        here.push(format!(
-            "{}: worst {:.0} us off, {:.0} us on ({x:.1}x); p99.9 {:.0} / {:.0} us (wall)",
-            View::label(lens),
-            off.max_us,
-            on.max_us,
-            off.p999_us,
-            on.p999_us
-        ));
+        let fig = format!(
+            "worst {:.0} us off, {:.0} us on ({x:.1}x); p99.9 {:.0} / {:.0} us (wall)",
+            off.max_us, on.max_us, off.p999_us, on.p999_us
+        );
         if lens == "disk" {
-            vs.push((View::label(lens), verdict(x, 80.0, 2500.0)));
+            figs.push(LensFigure::new(
+                View::label(lens),
+                fig,
+                verdict(x, 80.0, 2500.0),
+            ));
+        } else {
+            other.push(format!("[{}: {fig}]", View::label(lens)));
         }
     }
-    if here.is_empty() {
+    if figs.is_empty() && other.is_empty() {
         return k.missing(e, claim, "not run (--only)");
     }
-    let verdict = if vs.is_empty() {
-        "not measured".to_string()
-    } else {
-        join_verdicts(&vs)
-    };
-    k.add(e, claim, here.join("; "), &verdict);
+    k.lensed(e, claim, "80-2500x", figs, &other.join(" "))
+        .because(DEAMORT_WHY);
     let claim = "§5.4 Fig. 7(b): deamortization costs \"less than 5%\" on the average elapsed time";
-    let mut here = Vec::new();
-    let mut vs = Vec::new();
+    let mut figs = Vec::new();
     for lens in lenses {
         let Some((on, off)) = pair(lens) else {
             continue;
         };
         let x = on.us_per_op() / off.us_per_op().max(1e-12) - 1.0;
-        here.push(format!(
-            "{}: {:+.1}% ({:.1} vs {:.1} us an op)",
+        figs.push(LensFigure::new(
             View::label(lens),
-            x * 100.0,
-            on.us_per_op(),
-            off.us_per_op()
-        ));
-        vs.push((
-            View::label(lens),
+            format!(
+                "{:+.1}% ({:.1} vs {:.1} us an op)",
+                x * 100.0,
+                on.us_per_op(),
+                off.us_per_op()
+            ),
             if x < 0.05 {
                 "holds"
             } else if x < 0.0625 {
@@ -497,7 +535,10 @@ fn deamort(v: &View, lenses: &[String], k: &mut Checks) {
             },
         ));
     }
-    k.add(e, claim, here.join("; "), &join_verdicts(&vs));
+    if figs.is_empty() {
+        return k.missing(e, claim, "not run (--only)");
+    }
+    k.lensed(e, claim, "< 5%", figs, "").because(DEAMORT_WHY);
 }
 
 fn model(v: &View, lenses: &[String], k: &mut Checks) {
@@ -507,8 +548,7 @@ fn model(v: &View, lenses: &[String], k: &mut Checks) {
             "§5.2: the cost model's {what} time is close to the measured \"mostly within a 10% \
              difference\""
         );
-        let mut here = Vec::new();
-        let mut vs = Vec::new();
+        let mut figs = Vec::new();
         for lens in lenses {
             let Some(c) = v.find("fig12", lens, "fdtree", w, None) else {
                 continue;
@@ -543,17 +583,16 @@ fn model(v: &View, lenses: &[String], k: &mut Checks) {
             } else {
                 String::new()
             };
-            here.push(format!(
-                "{}: measured {:.1} us, predicted {predicted:.1} us (k={}, {} levels), ratio \
-                 {x:.2}{merges}",
-                View::label(lens),
-                c.us_per_op(),
-                m.k,
-                m.levels
-            ));
             let d = (x - 1.0).abs();
-            vs.push((
+            figs.push(LensFigure::new(
                 View::label(lens),
+                format!(
+                    "measured {:.1} us, predicted {predicted:.1} us (k={}, {} levels), ratio \
+                     {x:.2}{merges}",
+                    c.us_per_op(),
+                    m.k,
+                    m.levels
+                ),
                 if d <= 0.10 {
                     "holds"
                 } else if d <= 0.25 {
@@ -563,10 +602,11 @@ fn model(v: &View, lenses: &[String], k: &mut Checks) {
                 },
             ));
         }
-        if vs.is_empty() {
+        if figs.is_empty() {
             k.missing(e, &claim, "not run (--only)");
         } else {
-            k.add(e, &claim, here.join("; "), &join_verdicts(&vs));
+            k.lensed(e, &claim, "within 10%", figs, "")
+                .because(MODEL_WHY);
         }
     }
 }

@@ -90,11 +90,5 @@ pub fn print(r: &FdtreeRepro) {
             row(c);
         }
     }
-    println!("\nThe paper's claims:");
-    for c in &r.claims {
-        println!(
-            "  [{}] {} — {}\n      here: {}",
-            c.verdict, c.experiment, c.claim, c.here
-        );
-    }
+    crate::repro::common::print_claims(&r.claims);
 }
