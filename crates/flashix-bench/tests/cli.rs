@@ -403,25 +403,11 @@ fn binary_writes_table_results_and_report() {
     assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
 }
 
-/// `flashix repro bulk --quick` runs every experiment of the thesis's Chapter 6 at small
+/// `flashix repro bulk --quick` (run by [`repro_all_quick_runs_every_paper`]) ran every experiment of the thesis's Chapter 6 at small
 /// sizes, on this disk and the simulated SSDs, and writes repro-bulk.json with the bulk
 /// index's and the LA-tree's cells and a check of every printed claim; a range delete reads
 /// at most three ranges' pages (Theorem 5.4).
-#[test]
-fn repro_bulk_quick_runs_every_experiment() {
-    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let out = tmp.path().join("out");
-    let run = Command::new(env!("CARGO_BIN_EXE_flashix"))
-        .args(["repro", "bulk", "--quick", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+fn assert_repro_bulk(out: &Path, stdout: &str) {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("repro-bulk.json")).unwrap())
             .unwrap();
@@ -460,26 +446,12 @@ fn repro_bulk_quick_runs_every_experiment() {
     assert!(stdout.contains("thesis: ") && stdout.contains("here: "));
 }
 
-/// `flashix repro fbx --quick` runs every experiment of the FBX paper at small sizes, on this
+/// `flashix repro fbx --quick` (run by [`repro_all_quick_runs_every_paper`]) ran every experiment of the FBX paper at small sizes, on this
 /// disk and the simulated SSD, and writes repro-fbx.json with a cell per experiment and
 /// subject, the competitive ratios and a check of every printed claim. Invariants of the
 /// cells: FBX inserts read a leaf only to split it, and write sequentially; the Sequential
 /// B-Tree appends at least a page a record; every R5 variant gives the same answers.
-#[test]
-fn repro_fbx_quick_runs_every_experiment() {
-    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let out = tmp.path().join("out");
-    let run = Command::new(env!("CARGO_BIN_EXE_flashix"))
-        .args(["repro", "fbx", "--quick", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+fn assert_repro_fbx(out: &Path, stdout: &str) {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("repro-fbx.json")).unwrap())
             .unwrap();
@@ -567,31 +539,10 @@ fn bulk_model_prints_the_choice() {
     assert!(!bad.status.success());
 }
 
-/// `flashix repro fdtree --quick` runs every experiment (Fig. 10 at two sizes, Fig. 11,
+/// `flashix repro fdtree --quick` (run by [`repro_all_quick_runs_every_paper`]) ran every experiment (Fig. 10 at two sizes, Fig. 11,
 /// Fig. 12, deamortization on and off) for every engine on this disk and on the simulated
 /// Mtron, and writes repro-fdtree.json with its claims. No timing is asserted.
-#[test]
-fn repro_fdtree_quick_runs_every_experiment() {
-    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let out = tmp.path().join("out");
-    let run = Command::new(env!("CARGO_BIN_EXE_flashix"))
-        .args([
-            "repro",
-            "fdtree",
-            "--quick",
-            "--lenses",
-            "disk,mtron",
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+fn assert_repro_fdtree(out: &Path, stdout: &str) {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("repro-fdtree.json")).unwrap())
             .unwrap();
@@ -643,4 +594,92 @@ fn repro_fdtree_quick_runs_every_experiment() {
     ] {
         assert!(stdout.contains(e), "{e} not printed");
     }
+}
+
+/// `flashix repro dipl --quick` (run by [`repro_all_quick_runs_every_paper`]) ran every
+/// table on the NAND simulator and checked the paper's claims.
+fn assert_repro_dipl(out: &Path, stdout: &str) {
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("repro-dipl.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["insert"].as_array().unwrap().len(), 4);
+    assert_eq!(json["mix"].as_array().unwrap().len(), 6);
+    assert_eq!(json["table6"].as_array().unwrap().len(), 4);
+    let claims = json["claims"].as_array().unwrap();
+    for e in [
+        "Fig. 12", "Table 1", "Table 2", "Table 3", "Table 4", "Fig. 13", "Table 6",
+    ] {
+        assert!(
+            claims
+                .iter()
+                .any(|c| c["experiment"] == e && c["verdict"] != "not measured"),
+            "no claim of {e}"
+        );
+    }
+    assert!(stdout.contains("Table 6") && stdout.contains("The paper's claims:"));
+}
+
+/// `flashix repro all --quick` runs every paper's reproduction at its `--quick` size (each
+/// checked above as its own command would be) and writes one table of every claim:
+/// `repro.json` (a row per claim with the paper, the figure, the paper's number, each
+/// lens's figure and the verdict) and `repro.html`. No timing is asserted.
+#[test]
+fn repro_all_quick_runs_every_paper() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = tmp.path().join("out");
+    let run = Command::new(env!("CARGO_BIN_EXE_flashix"))
+        .args(["repro", "all", "--quick", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_repro_fdtree(&out, &stdout);
+    assert_repro_bulk(&out, &stdout);
+    assert_repro_dipl(&out, &stdout);
+    assert_repro_fbx(&out, &stdout);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("repro.json")).unwrap()).unwrap();
+    assert_eq!(json["scale"], "quick");
+    let papers: Vec<&str> = json["papers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["paper"].as_str().unwrap())
+        .collect();
+    assert_eq!(papers, flashix_bench::repro::all::PAPERS);
+    let claims = json["claims"].as_array().unwrap();
+    for paper in flashix_bench::repro::all::PAPERS {
+        let rows: Vec<&serde_json::Value> = claims.iter().filter(|c| c["paper"] == paper).collect();
+        assert!(rows.len() >= 5, "{paper}: {} claims", rows.len());
+        // Every measured claim names the lens it was measured on, with a figure and a
+        // verdict per lens.
+        for c in rows.iter().filter(|c| c["verdict"] != "not measured") {
+            let lenses = c["lenses"].as_array().unwrap();
+            assert!(!lenses.is_empty(), "{c}");
+            for l in lenses {
+                assert!(!l["lens"].as_str().unwrap().is_empty(), "{c}");
+                assert!(!l["verdict"].as_str().unwrap().is_empty(), "{c}");
+            }
+        }
+    }
+    // The simulated devices' column is filled for each paper: each runs on one.
+    for paper in flashix_bench::repro::all::PAPERS {
+        assert!(
+            claims.iter().any(|c| c["paper"] == paper
+                && c["lenses"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|l| l["lens"] != "this disk")),
+            "{paper}: no claim measured off this disk"
+        );
+    }
+    let html = std::fs::read_to_string(out.join("repro.html")).unwrap();
+    assert!(html.contains("<table>") && html.contains("paper's number"));
+    assert!(stdout.contains("| paper | figure | claim |"));
 }

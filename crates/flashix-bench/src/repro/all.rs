@@ -36,14 +36,25 @@ pub struct AllReproArgs {
     pub out: PathBuf,
     /// quick (each paper's --quick), default (each paper's default sizes) or paper (each
     /// paper's --paper sizes).
-    #[arg(long, default_value = "quick")]
+    #[arg(long, default_value = "quick", conflicts_with_all = ["quick", "paper"])]
     pub scale: String,
+    /// The same as `--scale quick` (the default).
+    #[arg(long)]
+    pub quick: bool,
+    /// The same as `--scale paper`.
+    #[arg(long, conflicts_with = "quick")]
+    pub paper: bool,
     /// Run only these papers (fdtree, pio, bulk, dipl, fbx); default all.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     /// Seed of every paper's keys and workloads.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Read the claims of a paper whose `repro-PAPER.json` is already in OUT instead of
+    /// running it again (to finish a long run that stopped, or to add a paper to one); the
+    /// file is trusted to be of this scale.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 /// One paper's part of the run.
@@ -56,6 +67,8 @@ pub struct PaperRun {
     /// Claims whose every lens holds, of all claims measured.
     pub claims_holding: usize,
     pub claims_measured: usize,
+    /// The claims were read from an earlier run's `repro-PAPER.json` (`--resume`).
+    pub resumed: bool,
 }
 
 /// Everything `repro.json` holds.
@@ -146,6 +159,11 @@ fn run_paper(args: &[String]) -> Result<Vec<ClaimCheck>> {
 /// `repro.html`.
 pub fn run(a: &AllReproArgs) -> Result<AllRepro> {
     let started = Instant::now();
+    let mut a = a.clone();
+    if a.paper {
+        a.scale = "paper".into();
+    }
+    let a = &a;
     scale_flag(&a.scale)?;
     for p in &a.only {
         if !PAPERS.contains(&p.as_str()) {
@@ -173,7 +191,13 @@ pub fn run(a: &AllReproArgs) -> Result<AllRepro> {
             cmd.join(" ")
         );
         let t = Instant::now();
-        let claims = run_paper(&cmd).with_context(|| format!("repro {paper}"))?;
+        let earlier = a.out.join(format!("repro-{paper}.json"));
+        let resumed = a.resume && earlier.exists();
+        let claims = if resumed {
+            read_claims(&earlier)?
+        } else {
+            run_paper(&cmd).with_context(|| format!("repro {paper}"))?
+        };
         let measured: Vec<&ClaimCheck> = claims
             .iter()
             .filter(|c| c.verdict != "not measured")
@@ -184,12 +208,23 @@ pub fn run(a: &AllReproArgs) -> Result<AllRepro> {
             wall_seconds: t.elapsed().as_secs_f64(),
             claims_holding: measured.iter().filter(|c| c.holds()).count(),
             claims_measured: measured.len(),
+            resumed,
         });
         all.claims.extend(claims);
     }
     all.wall_seconds = started.elapsed().as_secs_f64();
     save(&all, &a.out)?;
     Ok(all)
+}
+
+/// The claims of an earlier run of a paper.
+fn read_claims(path: &Path) -> Result<Vec<ClaimCheck>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    serde_json::from_value(v["claims"].clone())
+        .with_context(|| format!("the claims of {}", path.display()))
 }
 
 fn save(r: &AllRepro, dir: &Path) -> Result<()> {
@@ -209,8 +244,16 @@ pub fn print(r: &AllRepro) {
     );
     for p in &r.papers {
         println!(
-            "- {}: {} of {} claims hold on every lens ({:.0} s; `{}`)",
-            p.paper, p.claims_holding, p.claims_measured, p.wall_seconds, p.command
+            "- {}: {} of {} claims hold on every lens ({}; `{}`)",
+            p.paper,
+            p.claims_holding,
+            p.claims_measured,
+            if p.resumed {
+                "read from an earlier run".to_string()
+            } else {
+                format!("{:.0} s", p.wall_seconds)
+            },
+            p.command
         );
     }
     println!(
@@ -318,6 +361,9 @@ mod tests {
                 scale: scale.into(),
                 only: Vec::new(),
                 seed: 7,
+                resume: false,
+                quick: false,
+                paper: false,
             };
             for p in PAPERS {
                 let args = command(p, &a).unwrap();
@@ -332,6 +378,9 @@ mod tests {
             scale: "huge".into(),
             only: Vec::new(),
             seed: 7,
+            resume: false,
+            quick: false,
+            paper: false,
         };
         assert!(command("fdtree", &bad).is_err());
     }

@@ -3,13 +3,14 @@
 
 use anyhow::Result;
 use flashix::Stats;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// One claim of a paper and the run's numbers for it: a row of a paper's claim table and
 /// of `flashix repro all`'s table (paper, figure, the paper's number, ours per lens, the
 /// verdict, and for a verdict other than `holds` the measured reason).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ClaimCheck {
     /// The paper (`fdtree`, `pio`, `bulk`, `dipl`, `fbx`).
     pub paper: String,
@@ -34,7 +35,7 @@ pub struct ClaimCheck {
 }
 
 /// One lens's figure for a claim.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LensFigure {
     /// `this disk`, `simulated mtron`, `raw NAND`, `OCZ model`, ...
     pub lens: String,

@@ -92,7 +92,7 @@ pub struct FdtreeReproArgs {
     /// Run only these parts (fig10, fig11, fig12, deamort, model); default all.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
-    /// Lenses (disk, mtron, intel-x25m); default all three.
+    /// Lenses (disk, mtron, intel-x25m); default all three (with --quick: disk, mtron).
     #[arg(long, value_delimiter = ',')]
     pub lenses: Vec<String>,
     /// Seed of keys and workloads.
