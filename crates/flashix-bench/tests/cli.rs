@@ -570,15 +570,15 @@ fn bulk_model_prints_the_choice() {
 /// `flashix repro fdtree --quick` runs every experiment (Fig. 10 at two sizes, Fig. 11,
 /// Fig. 12, deamortization on and off) for every engine on this disk and on the simulated
 /// Mtron, and writes repro-fdtree.json with its claims. No timing is asserted.
-/// `repro pio --quick` runs Figs. 9-13 on this disk (a simulated ioDrive or P300 is
-/// 768 or 512 MiB of NAND, copied for every measured phase: minutes in a debug build) and
-/// gives each figure a claim row with a verdict.
+/// `repro pio --quick` runs Figs. 9-13 on this disk and the simulated P300 (the
+/// ioDrive's lens is the same code, another profile) and gives each figure a claim row
+/// with a verdict.
 #[test]
 fn repro_pio_quick_runs_every_experiment() {
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let out = tmp.path().join("out");
     let run = Command::new(env!("CARGO_BIN_EXE_flashix"))
-        .args(["repro", "pio", "--quick", "--lenses", "disk", "--out"])
+        .args(["repro", "pio", "--quick", "--lenses", "disk,p300", "--out"])
         .arg(&out)
         .output()
         .unwrap();
@@ -592,18 +592,23 @@ fn repro_pio_quick_runs_every_experiment() {
         serde_json::from_str(&std::fs::read_to_string(out.join("repro-pio.json")).unwrap())
             .unwrap();
     let cells = json["cells"].as_array().unwrap();
-    let has = |e: &str, engine: &str| {
+    let has = |e: &str, lens: &str, engine: &str| {
         cells
             .iter()
-            .any(|c| c["experiment"] == e && c["lens"] == "disk" && c["engine"] == engine)
+            .any(|c| c["experiment"] == e && c["lens"] == lens && c["engine"] == engine)
     };
-    for e in ["fig9", "fig10", "fig11", "fig13"] {
-        for engine in ["pio", "btree"] {
-            assert!(has(e, engine), "no {e} {engine} cell");
+    for lens in ["disk", "p300"] {
+        for e in ["fig9", "fig10", "fig11", "fig13"] {
+            for engine in ["pio", "btree"] {
+                assert!(has(e, lens, engine), "no {e} {engine} cell on {lens}");
+            }
         }
-    }
-    for engine in ["pio", "btree", "fdtree", "bftl"] {
-        assert!(has("fig12", engine), "no fig12 {engine} cell");
+        for engine in ["pio", "btree", "fdtree", "bftl"] {
+            assert!(
+                has("fig12", lens, engine),
+                "no fig12 {engine} cell on {lens}"
+            );
+        }
     }
     // Fig. 9 sweeps the pool, Fig. 11 the OPQ.
     for (e, n) in [("fig9", 2), ("fig11", 3)] {
@@ -630,6 +635,8 @@ fn repro_pio_quick_runs_every_experiment() {
         assert!(!rows.is_empty(), "no claim row for {e}");
         for c in rows {
             assert_eq!(c["paper"], "pio");
+            let lenses = c["lenses"].as_array().unwrap();
+            assert!(lenses.iter().any(|l| l["lens"] == "this disk"), "{c}");
             assert!(!c["paper_value"].as_str().unwrap().is_empty(), "{c}");
             let v = c["verdict"].as_str().unwrap();
             assert!(!v.is_empty() && v != "not measured", "{c}");
