@@ -539,6 +539,76 @@ fn bulk_model_prints_the_choice() {
     assert!(!bad.status.success());
 }
 
+/// `flashix repro pio --quick` (run by [`repro_all_quick_runs_every_paper`]) ran Figs.
+/// 9-13 on this disk and the simulated P300 (the ioDrive's lens is the same code, another
+/// profile) and gave each figure a claim row with a verdict.
+fn assert_repro_pio(out: &Path, stdout: &str) {
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("repro-pio.json")).unwrap())
+            .unwrap();
+    let cells = json["cells"].as_array().unwrap();
+    let has = |e: &str, lens: &str, engine: &str| {
+        cells
+            .iter()
+            .any(|c| c["experiment"] == e && c["lens"] == lens && c["engine"] == engine)
+    };
+    for lens in ["disk", "p300"] {
+        for e in ["fig9", "fig10", "fig11", "fig13"] {
+            for engine in ["pio", "btree"] {
+                assert!(has(e, lens, engine), "no {e} {engine} cell on {lens}");
+            }
+        }
+        for engine in ["pio", "btree", "fdtree", "bftl"] {
+            assert!(
+                has("fig12", lens, engine),
+                "no fig12 {engine} cell on {lens}"
+            );
+        }
+    }
+    // Fig. 9 sweeps the pool, Fig. 11 the OPQ.
+    for (e, n) in [("fig9", 2), ("fig11", 3)] {
+        let mut variants: Vec<&str> = cells
+            .iter()
+            .filter(|c| c["experiment"] == e && c["engine"] == "pio")
+            .map(|c| c["variant"].as_str().unwrap())
+            .collect();
+        variants.sort_unstable();
+        variants.dedup();
+        assert!(variants.len() >= n, "{e}: {variants:?}");
+    }
+    let claims = json["claims"].as_array().unwrap();
+    for e in ["fig9", "fig10", "fig11", "fig12", "fig13"] {
+        let rows: Vec<_> = claims
+            .iter()
+            .filter(|c| {
+                c["experiment"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with(&format!("({e})"))
+            })
+            .collect();
+        assert!(!rows.is_empty(), "no claim row for {e}");
+        for c in rows {
+            assert_eq!(c["paper"], "pio");
+            let lenses = c["lenses"].as_array().unwrap();
+            assert!(lenses.iter().any(|l| l["lens"] == "this disk"), "{c}");
+            assert!(!c["paper_value"].as_str().unwrap().is_empty(), "{c}");
+            let v = c["verdict"].as_str().unwrap();
+            assert!(!v.is_empty() && v != "not measured", "{c}");
+        }
+    }
+    for e in [
+        "fig9:",
+        "fig10:",
+        "fig11:",
+        "fig12:",
+        "fig13:",
+        "The paper's claims",
+    ] {
+        assert!(stdout.contains(e), "{e} not printed");
+    }
+}
+
 /// `flashix repro fdtree --quick` (run by [`repro_all_quick_runs_every_paper`]) ran every experiment (Fig. 10 at two sizes, Fig. 11,
 /// Fig. 12, deamortization on and off) for every engine on this disk and on the simulated
 /// Mtron, and writes repro-fdtree.json with its claims. No timing is asserted.
@@ -639,6 +709,7 @@ fn repro_all_quick_runs_every_paper() {
         String::from_utf8_lossy(&run.stderr)
     );
     assert_repro_fdtree(&out, &stdout);
+    assert_repro_pio(&out, &stdout);
     assert_repro_bulk(&out, &stdout);
     assert_repro_dipl(&out, &stdout);
     assert_repro_fbx(&out, &stdout);

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// The papers `repro all` runs, in order.
-pub const PAPERS: [&str; 4] = ["fdtree", "bulk", "dipl", "fbx"];
+pub const PAPERS: [&str; 5] = ["fdtree", "pio", "bulk", "dipl", "fbx"];
 
 /// Arguments of `flashix repro all`.
 #[derive(clap::Args, Debug, Clone)]
@@ -149,6 +149,10 @@ fn run_paper(args: &[String]) -> Result<Vec<ClaimCheck>> {
         })?,
         Repro::Fdtree(a) => super::fdtree::run(a).map(|r| {
             super::fdtree::print(&r);
+            r.claims
+        })?,
+        Repro::Pio(a) => super::pio::run(a).map(|r| {
+            super::pio::print(&r);
             r.claims
         })?,
         Repro::All(_) => bail!("repro all does not run itself"),

@@ -6,6 +6,7 @@
 //! - [`bulk`]: the bulk index thesis (Lehtonen 2014, Chapter 6), `flashix repro bulk`.
 //! - [`fbx`]: the FBX-tree paper (Luo, §3.1 and §5), `flashix repro fbx`.
 //! - [`fdtree`]: the FD-tree paper (Li et al., VLDB 2010, §5), `flashix repro fdtree`.
+//! - [`pio`]: the PIO B-tree paper (Roh et al., VLDB 2011, §4), `flashix repro pio`.
 //! - [`all`]: every paper at one scale and one table of their claims, `flashix repro all`.
 //!
 //! Another paper gets a module beside [`dipl`] (its arguments, its experiments, the
@@ -19,6 +20,7 @@ mod common;
 pub mod dipl;
 pub mod fbx;
 pub mod fdtree;
+pub mod pio;
 
 pub use common::{ClaimCheck, LensFigure};
 
@@ -38,6 +40,10 @@ pub enum Repro {
     /// The FD-tree paper (Li et al., VLDB 2010), §5: FD-tree vs B+-tree, LSM-tree and BFTL
     /// on this machine's disk and on simulated Mtron and Intel X25-M SSDs.
     Fdtree(fdtree::FdtreeReproArgs),
+    /// The PIO B-tree paper (Roh et al., VLDB 2011), §4 (Figs. 9-13): PIO B-tree vs
+    /// B+-tree, FD-tree and BFTL on this machine's disk and on simulated ioDrive and P300
+    /// SSDs.
+    Pio(pio::PioReproArgs),
     /// Every paper's reproduction at one scale (`--scale quick|default|paper`), and one
     /// table of every claim: `repro.json` and `repro.html`.
     All(all::AllReproArgs),
@@ -50,6 +56,7 @@ pub fn run(cmd: &Repro) -> Result<()> {
         Repro::Bulk(a) => bulk::run(a).map(|r| bulk::print(&r)),
         Repro::Fbx(a) => fbx::run(a).map(|r| fbx::print(&r)),
         Repro::Fdtree(a) => fdtree::run(a).map(|r| fdtree::print(&r)),
+        Repro::Pio(a) => pio::run(a).map(|r| pio::print(&r)),
         Repro::All(a) => all::run(a).map(|r| all::print(&r)),
     }
 }

@@ -1,0 +1,428 @@
+//! The experiments of `flashix repro pio` (module doc of [`super`]): suites of the bench
+//! runner per lens, one per memory setting the paper varies.
+
+use super::{nand_bytes, paper, Cell, Lens, LensInfo, PioRepro, PioReproArgs, Sizes, MIXES};
+use crate::probe::sim::{run_sim_probe, Metric, SimProbeConfig};
+use crate::probe::{self, DeviceProfile, ProbeConfig};
+use crate::report::Record;
+use crate::runner::{run_bench, BenchConfig};
+use crate::units::format_size;
+use crate::workload::{Workload, TPCC_SCAN};
+use anyhow::{Context, Result};
+use flashix::sim::SsdProfile;
+use flashix::{DeviceSpec, EngineKind};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+const PIO: EngineKind = EngineKind::PioBTree;
+const BTREE: EngineKind = EngineKind::BTree;
+
+/// What a run shares.
+struct Ctx<'a> {
+    a: &'a PioReproArgs,
+    z: Sizes,
+    data: PathBuf,
+    started: Instant,
+}
+
+/// One suite: engines and workloads under one memory setting.
+struct Suite<'s> {
+    name: String,
+    engines: &'s [EngineKind],
+    workloads: Vec<Workload>,
+    budget: u64,
+    /// Measured operations a workload (before `runner::BUFFER_RULE` stretches a write
+    /// phase).
+    ops: u64,
+    /// Share of searches the cost models tune for (PIO leaf and OPQ, FD-tree k).
+    search_fraction: f64,
+    opq_bytes: Option<u64>,
+    leaf_segments: Option<u32>,
+}
+
+impl Ctx<'_> {
+    fn say(&self, what: String) {
+        eprintln!(
+            "repro pio [{:>6.1} s]: {what}",
+            self.started.elapsed().as_secs_f64()
+        );
+    }
+
+    /// The device profile of a lens, measured once and kept in OUT: the disk's by the
+    /// probe (short with --quick), a simulated SSD's by `probe --sim` on a small device.
+    fn profile(&self, lens: Lens) -> Result<(PathBuf, DeviceProfile)> {
+        let path = match lens {
+            Lens::Disk => self.a.out.join("device-profile.json"),
+            Lens::Sim(p) => self.a.out.join(format!("sim-profile-{}.json", p.name())),
+        };
+        if path.exists() {
+            let p = probe::load_profile(&path)
+                .with_context(|| format!("loading {}", path.display()))?;
+            return Ok((path, p));
+        }
+        self.say(format!("{}: measuring the device profile", lens.label()));
+        let quick = self.a.quick;
+        let p = match lens {
+            Lens::Disk => {
+                let pcfg = ProbeConfig {
+                    dir: self.data.join("probe"),
+                    file_bytes: if quick { 16 << 20 } else { 256 << 20 },
+                    seconds_per_test: if quick { 0.05 } else { 0.5 },
+                    seed: self.a.seed,
+                };
+                let p = probe::run_probe(&pcfg, &mut |_| {})?;
+                std::fs::remove_dir_all(&pcfg.dir).ok();
+                p
+            }
+            Lens::Sim(profile) => {
+                let cfg = SimProbeConfig {
+                    nand_bytes: if quick { 64 << 20 } else { 128 << 20 },
+                    max_ops: if quick { 500 } else { 5_000 },
+                    warmup_factor: if quick { 0.1 } else { 1.0 },
+                    seed: self.a.seed,
+                    ..SimProbeConfig::new(profile)
+                };
+                run_sim_probe(&cfg, &mut |_| {})?
+            }
+        };
+        probe::save_profile(&p, &path)?;
+        Ok((path, p))
+    }
+
+    /// Run suite `s` on `lens`.
+    fn suite(&self, lens: Lens, profile: &Path, s: &Suite) -> Result<Vec<Record>> {
+        let dir = self.data.join(lens.key()).join(&s.name);
+        let entries = self.z.entries;
+        let cfg = BenchConfig {
+            engines: s.engines.to_vec(),
+            workloads: s.workloads.clone(),
+            entries,
+            ops: s.ops,
+            buffer_pool_bytes: s.budget,
+            prep_buffer_pool_bytes: 64 << 20,
+            search_fraction: s.search_fraction,
+            pio_opq_bytes: s.opq_bytes,
+            pio_leaf_segments: s.leaf_segments,
+            seed: self.a.seed,
+            dir: dir.join("data"),
+            out: dir.clone(),
+            profile: Some(profile.to_path_buf()),
+            device: match lens {
+                Lens::Disk => None,
+                Lens::Sim(p) => Some(DeviceSpec::SimulatedSsd(sim_config(p, entries))),
+            },
+            verbose: false,
+            ..BenchConfig::new()
+        };
+        self.say(format!(
+            "{}: {} ({} on {}, budget {}{})",
+            lens.label(),
+            s.name,
+            s.workloads
+                .iter()
+                .map(|w| w.name())
+                .collect::<Vec<_>>()
+                .join(","),
+            s.engines
+                .iter()
+                .map(|e| e.name())
+                .collect::<Vec<_>>()
+                .join(","),
+            format_size(s.budget),
+            s.opq_bytes
+                .map(|q| format!(", OPQ {}", format_size(q)))
+                .unwrap_or_default()
+        ));
+        let r = run_bench(&cfg).with_context(|| format!("{} {}", lens.label(), s.name))?;
+        std::fs::remove_dir_all(dir.join("data")).ok();
+        Ok(r.results)
+    }
+}
+
+/// Fewest erase blocks a chip of a simulated SSD gets here (`SsdProfile::config_sized`
+/// gives each 64).
+const SIM_BLOCKS_PER_CHIP: u32 = 16;
+
+/// The simulated SSD of profile `p` for an index of `entries`: the profile's geometry and
+/// timing with [`nand_bytes`] of NAND, at least [`SIM_BLOCKS_PER_CHIP`] blocks a chip.
+/// `config_sized`'s floor of 64 blocks a chip makes a simulated ioDrive (48 chips) 768
+/// MiB, ten times an index of the default size, and every measured phase copies the
+/// NAND file, which the log-structured FTL has written nearly all over by then. The
+/// profiles' figures depend on the over-provisioning, not the size (`sim::profiles`).
+fn sim_config(p: SsdProfile, entries: u64) -> flashix::sim::SimSsdConfig {
+    let mut c = p.config_sized(nand_bytes(entries));
+    let chips = c.nand.channels * c.nand.ways;
+    let block = c.nand.block_bytes() as u64;
+    let want = u32::try_from(nand_bytes(entries).div_ceil(block)).unwrap_or(u32::MAX);
+    c.nand.blocks = want
+        .div_ceil(chips)
+        .saturating_mul(chips)
+        .max(SIM_BLOCKS_PER_CHIP * chips)
+        .min(c.nand.blocks);
+    c
+}
+
+/// A cell of `experiment` from a runner record on `lens` under suite `s`.
+fn cell(experiment: &str, lens: Lens, variant: &str, s: &Suite, r: &Record) -> Cell {
+    Cell {
+        experiment: experiment.into(),
+        lens: lens.key().into(),
+        engine: r.engine.clone(),
+        variant: variant.into(),
+        budget: s.budget,
+        opq_bytes: if r.engine == PIO.name() {
+            s.opq_bytes.unwrap_or(0)
+        } else {
+            0
+        },
+        workload: r.workload.clone(),
+        entries: r.entries,
+        ops: r.ops,
+        keys_per_op: r.keys_per_op,
+        seconds: r.sim_seconds.unwrap_or(r.elapsed_s),
+        wall_seconds: r.elapsed_s,
+        mean_us: r.latency_us.mean,
+        p999_us: r.latency_us.p999,
+        reads_per_op: r.reads_per_op,
+        writes_per_op: r.writes_per_op,
+        read_requests_per_op: r.read_requests_per_op,
+        write_requests_per_op: r.write_requests_per_op,
+        queue_depth: r.queue_depth,
+        buffer_turnovers: r.buffer_turnovers,
+        engine_params: r.engine_params.clone(),
+    }
+}
+
+/// The lenses of `--lenses` (default: this disk, the ioDrive, the P300).
+fn lenses(a: &PioReproArgs) -> Result<Vec<Lens>> {
+    if a.lenses.is_empty() {
+        // --quick, a smoke test: one simulated SSD (the ioDrive's lens is the same code).
+        let mut all = vec![Lens::Disk, Lens::Sim(SsdProfile::P300)];
+        if !a.quick {
+            all.insert(1, Lens::Sim(SsdProfile::Iodrive));
+        }
+        return Ok(all);
+    }
+    a.lenses
+        .iter()
+        .map(|l| {
+            if l.eq_ignore_ascii_case("disk") {
+                return Ok(Lens::Disk);
+            }
+            SsdProfile::ALL
+                .into_iter()
+                .find(|p| p.name().eq_ignore_ascii_case(l))
+                .map(Lens::Sim)
+                .with_context(|| format!("--lenses: unknown lens {l:?} (disk or a profile name)"))
+        })
+        .collect()
+}
+
+/// Fig. 11's OPQs for budget `b`: one page, `b`/4 (the paper's 1024 of 4096 pages) and the paper's largest share (4041 of 4096), leaving the engine its 8 frames
+/// and a page for the LSMap; whole pages, in increasing order.
+pub(super) fn opqs(b: u64, page: u64) -> Vec<u64> {
+    let pages = b / page;
+    let largest = (pages * 4041 / 4096).min(pages.saturating_sub(9)).max(1);
+    let mut q: Vec<u64> = [1, pages / 4, largest]
+        .into_iter()
+        .map(|p| p.clamp(1, largest) * page)
+        .collect();
+    q.dedup();
+    q
+}
+
+/// Fig. 13's budget (the paper's 4 MB of its 16) and OPQ (its 20 pages of 1024).
+fn fig13_setting(b: u64, page: u64) -> (u64, u64) {
+    let budget = (b / 4).max(128 << 10);
+    let opq = (budget * 20 / 1024).max(2 * flashix::PIO_OPQ_ENTRY_BYTES);
+    (budget, opq.min(budget - 9 * page))
+}
+
+/// Run the reproduction.
+pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
+    let z = Sizes::new(a)?;
+    std::fs::create_dir_all(&a.out)?;
+    let data = a
+        .dir
+        .clone()
+        .unwrap_or_else(|| a.out.join("repro-pio-data"));
+    std::fs::create_dir_all(&data)?;
+    let page = BenchConfig::new().page_size as u64;
+    let cx = Ctx {
+        a,
+        z,
+        data,
+        started: Instant::now(),
+    };
+    let b = cx.z.budget;
+    let pools = cx.z.pools();
+    let opq_sizes = opqs(b, page);
+    let mut cells = Vec::new();
+    let mut infos = Vec::new();
+    for lens in lenses(a)? {
+        let (path, profile) = cx.profile(lens)?;
+        infos.push(LensInfo {
+            lens: lens.key().into(),
+            device: match lens {
+                Lens::Disk => format!("{} (O_DIRECT)", profile.path),
+                Lens::Sim(p) => format!("{} ({})", p.name(), p.description()),
+            },
+            profile: path.display().to_string(),
+            read_over_write: Metric::RandReadOverRandWrite.of(&profile).unwrap_or(0.0),
+            read_qd32_over_qd1: profile.rand_read_iops_qd32 / profile.rand_read_iops_qd1.max(1e-9),
+        });
+        // The whole budget, PIO and B+-tree tuned for searches (§4.1.1): Fig. 9's largest
+        // pool, Fig. 10's ranges and Fig. 11's B+-tree.
+        let mut w = Vec::new();
+        if a.runs("fig9") || a.runs("fig11") {
+            w.push(Workload::OSearch);
+        }
+        if a.runs("fig10") {
+            w.extend(cx.z.ranges.iter().map(|&r| Workload::Range(r)));
+        }
+        if a.runs("fig11") {
+            w.push(Workload::OInsert);
+        }
+        if !w.is_empty() {
+            let s = Suite {
+                name: "main".into(),
+                engines: &[PIO, BTREE],
+                workloads: w,
+                budget: b,
+                ops: cx.z.ops,
+                search_fraction: 1.0,
+                opq_bytes: None,
+                leaf_segments: None,
+            };
+            for r in cx.suite(lens, &path, &s)? {
+                let pool = format!("pool {}", format_size(b));
+                match r.workload.as_str() {
+                    "o-search" => {
+                        if a.runs("fig9") {
+                            cells.push(cell("fig9", lens, &pool, &s, &r));
+                        }
+                        if a.runs("fig11") && r.engine == BTREE.name() {
+                            cells.push(cell("fig11", lens, "", &s, &r));
+                        }
+                    }
+                    "o-insert" => {
+                        if r.engine == BTREE.name() {
+                            cells.push(cell("fig11", lens, "", &s, &r));
+                        }
+                    }
+                    _ => cells.push(cell("fig10", lens, "", &s, &r)),
+                }
+            }
+        }
+        if a.runs("fig9") {
+            for &pool in pools.iter().filter(|&&p| p != b) {
+                let s = Suite {
+                    name: format!("fig9-pool-{}", pool >> 10),
+                    engines: &[PIO, BTREE],
+                    workloads: vec![Workload::OSearch],
+                    budget: pool,
+                    ops: cx.z.ops,
+                    search_fraction: 1.0,
+                    opq_bytes: None,
+                    leaf_segments: None,
+                };
+                let variant = format!("pool {}", format_size(pool));
+                for r in cx.suite(lens, &path, &s)? {
+                    cells.push(cell("fig9", lens, &variant, &s, &r));
+                }
+            }
+        }
+        if a.runs("fig11") {
+            for &q in &opq_sizes {
+                let s = Suite {
+                    name: format!("fig11-opq-{}", q / page),
+                    engines: &[PIO],
+                    workloads: vec![Workload::OInsert, Workload::OSearch],
+                    budget: b,
+                    ops: cx.z.ops,
+                    search_fraction: 1.0,
+                    opq_bytes: Some(q),
+                    leaf_segments: None,
+                };
+                let variant = format!("opq {} pages", q / page);
+                for r in cx.suite(lens, &path, &s)? {
+                    cells.push(cell("fig11", lens, &variant, &s, &r));
+                }
+            }
+        }
+        if a.runs("fig12") {
+            // One suite of the four indexes, each tuned by its cost model (if any) for a
+            // 50% mix (the middle of the five). A quarter of OPS: BUFFER_RULE stretches
+            // the buffered engines' phases of the search-heavy mixes to 20 x OPS, mostly
+            // searches.
+            let s = Suite {
+                name: "fig12".into(),
+                engines: &[PIO, BTREE, EngineKind::FdTree, EngineKind::Bftl],
+                workloads: MIXES.iter().map(|&m| Workload::Mix(m)).collect(),
+                budget: b,
+                ops: (cx.z.ops / 4).max(10),
+                search_fraction: 0.5,
+                opq_bytes: None,
+                leaf_segments: None,
+            };
+            for r in cx.suite(lens, &path, &s)? {
+                cells.push(cell("fig12", lens, "", &s, &r));
+            }
+        }
+        if a.runs("fig13") {
+            let (budget, opq) = fig13_setting(b, page);
+            let s = Suite {
+                name: "fig13".into(),
+                engines: &[PIO, BTREE],
+                workloads: vec![
+                    Workload::Tpcc,
+                    Workload::OInsert,
+                    Workload::Range(TPCC_SCAN),
+                ],
+                budget,
+                ops: cx.z.ops,
+                search_fraction: 0.715,
+                opq_bytes: Some(opq),
+                leaf_segments: Some(1),
+            };
+            for r in cx.suite(lens, &path, &s)? {
+                cells.push(cell("fig13", lens, "", &s, &r));
+            }
+        }
+    }
+    std::fs::remove_dir_all(&cx.data).ok();
+    let mut r = PioRepro {
+        entries: cx.z.entries,
+        ops: cx.z.ops,
+        budget_bytes: b,
+        page_size: page as usize,
+        pools,
+        ranges: cx.z.ranges.clone(),
+        opqs: opq_sizes,
+        mixes: MIXES.to_vec(),
+        lenses: infos,
+        wall_seconds: cx.started.elapsed().as_secs_f64(),
+        cells,
+        claims: Vec::new(),
+    };
+    r.claims = paper::check(&r);
+    let path = a.out.join("repro-pio.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&r)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    cx.say(format!("wrote {}", path.display()));
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opq_sweep_follows_the_papers_shares() {
+        // 1 MiB of 4 KiB pages: 1 page, 64 (B/4, the paper's 1024 of 4096) and 247 (the
+        // budget less 9 pages; the paper's 4041 of 4096 would be 252).
+        assert_eq!(opqs(1 << 20, 4096), vec![4096, 64 * 4096, 247 * 4096]);
+        let (budget, opq) = fig13_setting(1 << 20, 4096);
+        assert_eq!((budget, opq), (256 << 10, 5120));
+    }
+}
