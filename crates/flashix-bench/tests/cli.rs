@@ -753,4 +753,19 @@ fn repro_all_quick_runs_every_paper() {
     let html = std::fs::read_to_string(out.join("repro.html")).unwrap();
     assert!(html.contains("<table>") && html.contains("paper's number"));
     assert!(stdout.contains("| paper | figure | claim |"));
+    // --resume checks the saved cells again instead of running: the same claims.
+    let again = Command::new(env!("CARGO_BIN_EXE_flashix"))
+        .args(["repro", "all", "--quick", "--resume", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    let json2: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("repro.json")).unwrap()).unwrap();
+    assert_eq!(json2["claims"], json["claims"]);
+    assert!(json2["papers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["resumed"] == true));
 }

@@ -50,9 +50,9 @@ pub struct AllReproArgs {
     /// Seed of every paper's keys and workloads.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Read the claims of a paper whose `repro-PAPER.json` is already in OUT instead of
-    /// running it again (to finish a long run that stopped, or to add a paper to one); the
-    /// file is trusted to be of this scale.
+    /// Check again the cells of a paper whose `repro-PAPER.json` is already in OUT instead
+    /// of running it again (to finish a long run that stopped, to add a paper to one, or
+    /// to apply this build's checks); the file is trusted to be of this scale.
     #[arg(long)]
     pub resume: bool,
 }
@@ -198,7 +198,7 @@ pub fn run(a: &AllReproArgs) -> Result<AllRepro> {
         let earlier = a.out.join(format!("repro-{paper}.json"));
         let resumed = a.resume && earlier.exists();
         let claims = if resumed {
-            read_claims(&earlier)?
+            read_claims(paper, &earlier)?
         } else {
             run_paper(&cmd).with_context(|| format!("repro {paper}"))?
         };
@@ -221,14 +221,19 @@ pub fn run(a: &AllReproArgs) -> Result<AllRepro> {
     Ok(all)
 }
 
-/// The claims of an earlier run of a paper.
-fn read_claims(path: &Path) -> Result<Vec<ClaimCheck>> {
+/// The claims of an earlier run of `paper`, checked again by this build.
+fn read_claims(paper: &str, path: &Path) -> Result<Vec<ClaimCheck>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-    serde_json::from_value(v["claims"].clone())
-        .with_context(|| format!("the claims of {}", path.display()))
+    let check = match paper {
+        "fdtree" => super::fdtree::recheck,
+        "pio" => super::pio::recheck,
+        "bulk" => super::bulk::recheck,
+        "dipl" => super::dipl::recheck,
+        "fbx" => super::fbx::recheck,
+        p => bail!("unknown paper {p:?}"),
+    };
+    check(&text).with_context(|| format!("the cells of {}", path.display()))
 }
 
 fn save(r: &AllRepro, dir: &Path) -> Result<()> {

@@ -106,7 +106,7 @@ impl BulkReproArgs {
 }
 
 /// One measured cell.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Cell {
     /// `E1`..`E5`, `ablation`, `R2`.
     pub experiment: String,
@@ -194,7 +194,7 @@ impl Cell {
 }
 
 /// The whole reproduction.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct BulkRepro {
     pub initial_keys: u64,
     pub budget_bytes: u64,
@@ -276,4 +276,11 @@ impl Sizes {
         }
         z
     }
+}
+
+/// The claims of a run saved as `repro-bulk.json`, checked again by this build (`repro
+/// all --resume`: the cells are kept, the checks and reasons are this build's).
+pub(crate) fn recheck(json: &str) -> anyhow::Result<Vec<crate::repro::ClaimCheck>> {
+    let r: BulkRepro = serde_json::from_str(json)?;
+    Ok(paper::check(&r))
 }

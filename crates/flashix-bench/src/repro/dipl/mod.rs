@@ -127,7 +127,7 @@ impl DiplReproArgs {
 }
 
 /// Which index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Index {
     Ipl,
@@ -144,7 +144,7 @@ impl Index {
 }
 
 /// One insert run (Fig. 12, Tables 1 and 2).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct InsertRecord {
     pub index: Index,
     pub buffer_frames: u32,
@@ -168,7 +168,7 @@ pub struct InsertRecord {
 }
 
 /// One search run (Fig. 13).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct SearchRecord {
     pub index: Index,
     pub buffer_frames: u32,
@@ -181,7 +181,7 @@ pub struct SearchRecord {
 }
 
 /// Table 3 row.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct MixRecord {
     pub index: Index,
     pub ratio: String,
@@ -194,7 +194,7 @@ pub struct MixRecord {
 }
 
 /// Table 4.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct GhostRecord {
     pub buffer_frames: u32,
     pub average_ghosts_per_block: f64,
@@ -204,7 +204,7 @@ pub struct GhostRecord {
 }
 
 /// Table 5 column.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct NodeSizeRecord {
     pub node_bytes: u64,
     pub buffer_frames: u32,
@@ -223,7 +223,7 @@ pub struct NodeSizeRecord {
 }
 
 /// Everything `repro-dipl.json` holds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct DiplRepro {
     pub keys: u64,
     pub searches: u64,
@@ -239,7 +239,7 @@ pub struct DiplRepro {
 }
 
 /// Table 6 row: one index (and FTL) after the inserts.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Table6Record {
     /// "bftl" or "dipl".
     pub index: String,
@@ -272,4 +272,11 @@ fn find(r: &DiplRepro, index: Index, frames: u32) -> Option<&InsertRecord> {
     r.insert
         .iter()
         .find(|x| x.index == index && x.buffer_frames == frames)
+}
+
+/// The claims of a run saved as `repro-dipl.json`, checked again by this build (`repro
+/// all --resume`: the cells are kept, the checks and reasons are this build's).
+pub(crate) fn recheck(json: &str) -> anyhow::Result<Vec<crate::repro::ClaimCheck>> {
+    let r: DiplRepro = serde_json::from_str(json)?;
+    Ok(paper::check(&r))
 }

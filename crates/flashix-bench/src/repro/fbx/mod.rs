@@ -169,7 +169,7 @@ impl FbxReproArgs {
 }
 
 /// One measured cell.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Cell {
     /// `R1`..`R10`.
     pub experiment: String,
@@ -260,7 +260,7 @@ impl Cell {
 }
 
 /// One policy's empirical competitive ratios in the abstract model (R8).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct RatioRow {
     pub policy: String,
     /// The theorem's bound (naive: K; LTN: 3; AC: √K/2 + 1/3).
@@ -274,7 +274,7 @@ pub struct RatioRow {
 }
 
 /// The whole reproduction.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct FbxRepro {
     pub records: u64,
     pub searches: u64,
@@ -355,4 +355,11 @@ impl Sizes {
         }
         Ok(z)
     }
+}
+
+/// The claims of a run saved as `repro-fbx.json`, checked again by this build (`repro
+/// all --resume`: the cells are kept, the checks and reasons are this build's).
+pub(crate) fn recheck(json: &str) -> anyhow::Result<Vec<crate::repro::ClaimCheck>> {
+    let r: FbxRepro = serde_json::from_str(json)?;
+    Ok(paper::check(&r))
 }

@@ -142,7 +142,7 @@ pub fn nand_bytes(entries: u64) -> u64 {
 }
 
 /// One measured cell: an engine, a workload, a lens.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Cell {
     /// `fig10`, `fig11`, `fig12`, `deamort`.
     pub experiment: String,
@@ -186,7 +186,7 @@ impl Cell {
 }
 
 /// A lens of the run and its device profile.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct LensInfo {
     pub lens: String,
     /// The device: the disk's profile path, or the simulated SSD's geometry and FTL.
@@ -198,7 +198,7 @@ pub struct LensInfo {
 }
 
 /// The whole reproduction.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct FdtreeRepro {
     pub entries: u64,
     pub ops: u64,
@@ -259,4 +259,11 @@ impl Sizes {
         }
         Ok(z)
     }
+}
+
+/// The claims of a run saved as `repro-fdtree.json`, checked again by this build (`repro
+/// all --resume`: the cells are kept, the checks and reasons are this build's).
+pub(crate) fn recheck(json: &str) -> anyhow::Result<Vec<crate::repro::ClaimCheck>> {
+    let r: FdtreeRepro = serde_json::from_str(json)?;
+    Ok(paper::check(&r))
 }

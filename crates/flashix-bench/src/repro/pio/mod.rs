@@ -166,7 +166,7 @@ pub fn nand_bytes(entries: u64) -> u64 {
 }
 
 /// One measured cell: an engine, a workload, a setting, a lens.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Cell {
     /// `fig9` .. `fig13`.
     pub experiment: String,
@@ -215,7 +215,7 @@ impl Cell {
 }
 
 /// A lens of the run and its device profile.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct LensInfo {
     pub lens: String,
     /// The device: the disk's profile path, or the simulated SSD's geometry and FTL.
@@ -229,7 +229,7 @@ pub struct LensInfo {
 }
 
 /// The whole reproduction.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct PioRepro {
     pub entries: u64,
     pub ops: u64,
@@ -308,4 +308,11 @@ impl Sizes {
         p.dedup();
         p
     }
+}
+
+/// The claims of a run saved as `repro-pio.json`, checked again by this build (`repro
+/// all --resume`: the cells are kept, the checks and reasons are this build's).
+pub(crate) fn recheck(json: &str) -> anyhow::Result<Vec<crate::repro::ClaimCheck>> {
+    let r: PioRepro = serde_json::from_str(json)?;
+    Ok(paper::check(&r))
 }
