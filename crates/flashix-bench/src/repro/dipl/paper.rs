@@ -195,12 +195,11 @@ fn table2(pairs: &[(u32, &InsertRecord, &InsertRecord)], k: &mut Checks) {
         "(C_n = one node write request per insert, the reading under which the paper's \
          Table 2 falls with the buffer)",
     );
-    k.last()
-        .because(
+    k.last().because(
         "with one C_n per insert for both indexes the ratio is the pages-written ratio of \
          Fig. 12's row; d-IPL's advantage here is 2.1-2.3x at every buffer, it does not grow \
          with the buffer as the paper's does; not analysed further",
-    ); see Fig. 12's row");
+    );
     let (Some(lo), Some(hi)) = (pairs.first(), pairs.last()) else {
         return;
     };
