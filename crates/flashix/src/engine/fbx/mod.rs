@@ -54,7 +54,9 @@
 //! page or an inner page holds one group starting with `Reset { level, link }` (an inner
 //! node's `link` is its leftmost child; its `Insert(separator, child)` units follow in key
 //! order). NTT snapshot pages: [`snapshot`]. The manifest's engine state holds the root,
-//! height, next id, the segments, the head and the snapshot's pages.
+//! height, next id, the segments, the head, the snapshot's pages and the clean policy the
+//! leaves' clean states were kept under (reopened with another policy, every leaf's state
+//! starts afresh).
 //!
 //! # Invariants (checked by `check_integrity`)
 //! 1. B+-tree order: separators strictly increase within an inner node and lie within its
@@ -282,6 +284,10 @@ struct State {
     head: Option<(PageId, u64)>,
     snapshot: Vec<PageId>,
     snapshot_bytes: u64,
+    /// The clean policy whose state the snapshot's leaves hold (absent in manifests written
+    /// before it was saved: unknown).
+    #[serde(default)]
+    clean: Option<CleanPolicy>,
 }
 
 /// The FBX-tree engine. See the module documentation.
@@ -351,6 +357,14 @@ impl Fbx {
         t.height = state.height;
         t.next_id = state.next_id;
         t.load_snapshot(&state.snapshot, state.snapshot_bytes)?;
+        if state.clean != Some(t.o.clean) {
+            // A leaf's clean state means something else under each policy (reads since
+            // the last clean for the naive method, accumulated pages for AC and LTN): an
+            // index reopened with another policy starts every leaf afresh.
+            for m in t.leaves.values_mut() {
+                CleanPolicy::reset(&mut m.clean);
+            }
+        }
         t.charge_tables()?;
         t.recover(&ops)?;
         Ok(t)
@@ -503,6 +517,7 @@ impl Fbx {
             head: self.space.head(),
             snapshot: self.snapshot.clone(),
             snapshot_bytes: self.snapshot_bytes,
+            clean: Some(self.o.clean),
         })
     }
 
