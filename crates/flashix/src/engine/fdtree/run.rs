@@ -6,7 +6,7 @@
 use crate::durable::Pager;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId};
-use crate::kit::sorted::entry::{self, Entry, KIND_RUN, NONE};
+use crate::kit::sorted::entry::{self, Entry, Probe, KIND_RUN, NONE};
 use crate::kit::sorted::head::Packer;
 use crate::kit::sorted::seq::SeqReader;
 use crate::page::{self, DATA_FILE};
@@ -62,7 +62,38 @@ pub fn read_page_cached(pager: &mut Pager, cap: usize, pid: PageId) -> Result<Ve
     pager.read(pid, |b| decode_page(pid, b, cap))?
 }
 
-fn decode_page(pid: PageId, b: &[u8], cap: usize) -> Result<Vec<Entry>> {
+/// A point search's step in run page `pid` (see [`entry::probe`]): through the buffer pool
+/// when `cached`, else one read past it. Checks the envelope and the kind as a decode does,
+/// but decodes only the few entries the step reads.
+pub fn probe_page(
+    pager: &mut Pager,
+    cap: usize,
+    pid: PageId,
+    key: u64,
+    cached: bool,
+) -> Result<Probe> {
+    let step = |b: &[u8]| -> Result<Probe> {
+        check_run_page(pid, b)?;
+        if entry::count(b) == 0 {
+            return Err(Error::corruption(
+                DATA_FILE,
+                Some(pid),
+                "empty FD-tree run page",
+            ));
+        }
+        entry::probe(b, cap, key)
+            .map_err(|e| Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}")))
+    };
+    if cached {
+        return pager.read(pid, step)?;
+    }
+    let mut buf = AlignedBuf::zeroed(pager.page_size());
+    pager.device().read(pid, &mut buf)?;
+    step(&buf)
+}
+
+/// The envelope (checksum, page id) and the kind of a run page.
+fn check_run_page(pid: PageId, b: &[u8]) -> Result<()> {
     page::verify(pid, b)?;
     if page::kind(b) != KIND_RUN {
         return Err(Error::corruption(
@@ -71,6 +102,11 @@ fn decode_page(pid: PageId, b: &[u8], cap: usize) -> Result<Vec<Entry>> {
             format!("FD-tree run page has kind {}", page::kind(b)),
         ));
     }
+    Ok(())
+}
+
+fn decode_page(pid: PageId, b: &[u8], cap: usize) -> Result<Vec<Entry>> {
+    check_run_page(pid, b)?;
     let es = entry::decode(b, cap)
         .map_err(|e| Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}")))?;
     if es.is_empty() {

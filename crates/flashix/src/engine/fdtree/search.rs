@@ -23,11 +23,11 @@
 //! in key order, with a [`PageMemo`] of the last page read at each level, so neighbouring
 //! ranges in one page of a level read it once.
 
-use super::run::{read_page_cached, read_pages};
+use super::run::{probe_page, read_page_cached, read_pages};
 use super::FdTree;
 use crate::error::{Error, Result};
 use crate::kit::api::{RangeCursor, RANGE_RAMP_PAGES};
-use crate::kit::sorted::entry::{index_pos, Entry, Kind, NONE};
+use crate::kit::sorted::entry::{index_pos, Entry, Kind, Probe, NONE};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
 use crate::page::DATA_FILE;
@@ -43,7 +43,6 @@ struct HeadRange {
 impl FdTree {
     /// Search the levels for `key` from page `pid` of L1: the newest index entry of `key`.
     pub(super) fn search_levels(&mut self, key: u64, mut pid: u64) -> Result<Option<Entry>> {
-        let pos = index_pos(key);
         let frames = self.pager.pool_frames();
         // Pages of the head tree(s) and the levels above the current one.
         let mut above = self.head.pages + self.frozen.as_ref().map_or(0, |h| h.pages);
@@ -63,32 +62,21 @@ impl FdTree {
             // the pool while the levels above it leave room there; the levels below are
             // read past it, so that their pages (touched once per search, k times more of
             // them than above) do not push the upper levels out of an LRU pool.
-            let es = if above < frames {
-                read_page_cached(&mut self.pager, self.p.cap, pid)?
-            } else {
-                read_pages(&mut self.pager, self.p.cap, pid, 1)?
-                    .pop()
-                    .unwrap_or_default()
-            };
+            // The step reads the page's bytes in place: a binary search and a backward
+            // scan to the first fence, no decoded copy of the page.
+            let step = probe_page(&mut self.pager, self.p.cap, pid, key, above < frames)?;
             above += run.pages;
-            let end = es.partition_point(|e| e.pos() <= pos);
-            let mut fence = None;
-            for e in es[..end].iter().rev() {
-                if e.is_fence() {
-                    fence = Some(e.val);
-                    break;
+            pid = match step {
+                Probe::Entry(e) => return Ok(Some(e)),
+                Probe::Fence(next) => next,
+                Probe::Neither => {
+                    return Err(Error::corruption(
+                        DATA_FILE,
+                        Some(pid),
+                        "FD-tree page does not begin with a fence (Invariant 1)",
+                    ))
                 }
-                if e.key == key {
-                    return Ok(Some(*e));
-                }
-            }
-            pid = fence.ok_or_else(|| {
-                Error::corruption(
-                    DATA_FILE,
-                    Some(pid),
-                    "FD-tree page does not begin with a fence (Invariant 1)",
-                )
-            })?;
+            };
         }
         Ok(None)
     }

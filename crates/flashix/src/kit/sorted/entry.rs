@@ -167,6 +167,84 @@ pub fn decode(b: &[u8], cap: usize) -> Result<Vec<Entry>, String> {
         .collect()
 }
 
+/// What one page of a level says about `key` (a point search's step, §3.3 Algorithm 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// The page's index entry of `key` (normal or filter), met before any fence below it.
+    Entry(Entry),
+    /// The page id of the nearest fence at or below `key`: the next level's page to read.
+    Fence(u64),
+    /// No fence at or below `key` in the page (Invariant 1 broken, or `key` below the
+    /// page's first entry).
+    Neither,
+}
+
+/// Point-search step inside a page's bytes, without decoding the page: a binary search on
+/// the keys for the last entry at or below `index_pos(key)`, then a backward scan to the
+/// first fence or the index entry of `key` (the scan stops at the first fence, so it reads
+/// a few entries at most). Decodes only the entries it reads; `Err` names a bad count or
+/// a bad type among them.
+pub fn probe(b: &[u8], cap: usize, key: u64) -> Result<Probe, String> {
+    let n = checked_count(b, cap)?;
+    let end = partition(b, n, index_pos(key))?;
+    for i in (0..end).rev() {
+        let e = get(b, i).ok_or_else(|| format!("entry {i} has an invalid type"))?;
+        if e.is_fence() {
+            return Ok(Probe::Fence(e.val));
+        }
+        if e.key == key {
+            return Ok(Probe::Entry(e));
+        }
+    }
+    Ok(Probe::Neither)
+}
+
+/// The entry count, checked against the page's capacity.
+#[inline]
+pub fn checked_count(b: &[u8], cap: usize) -> Result<usize, String> {
+    let n = count(b);
+    if n > cap {
+        return Err(format!("entry count {n} above capacity {cap}"));
+    }
+    Ok(n)
+}
+
+/// How many of the page's first `n` entries sort at or below `pos` (they are sorted by
+/// [`Entry::pos`]): a binary search on the bytes that reads an entry's type only where its
+/// key equals `pos`'s.
+pub fn partition(b: &[u8], n: usize, pos: (u64, u8)) -> Result<usize, String> {
+    let (mut lo, mut hi) = (0usize, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let off = ENTRIES + mid * ENTRY;
+        let key = read_u64(b, off);
+        let at_or_below = if key != pos.0 {
+            key < pos.0
+        } else {
+            let kind = Kind::from_byte(b[off + 16])
+                .ok_or_else(|| format!("entry {mid} has an invalid type"))?;
+            kind.rank() <= pos.1
+        };
+        if at_or_below {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(lo)
+}
+
+/// The value (page) of the last fence among the page's first `end` entries, if any.
+pub fn fence_before(b: &[u8], end: usize) -> Result<Option<u64>, String> {
+    for i in (0..end).rev() {
+        let e = get(b, i).ok_or_else(|| format!("entry {i} has an invalid type"))?;
+        if e.is_fence() {
+            return Ok(Some(e.val));
+        }
+    }
+    Ok(None)
+}
+
 /// Rewrite a page from scratch.
 #[inline]
 pub fn init(b: &mut [u8], kind: u16, level: u32, link: u64, entries: &[Entry]) {
@@ -201,6 +279,62 @@ pub fn remove_at(b: &mut [u8], i: usize) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The point-search step as the decoded page gives it: the greatest entry at or below
+    /// `index_pos(key)`, then back to the first fence or `key`'s index entry.
+    fn probe_by_decoding(es: &[Entry], key: u64) -> Probe {
+        let end = es.partition_point(|e| e.pos() <= index_pos(key));
+        for e in es[..end].iter().rev() {
+            if e.is_fence() {
+                return Probe::Fence(e.val);
+            }
+            if e.key == key {
+                return Probe::Entry(*e);
+            }
+        }
+        Probe::Neither
+    }
+
+    proptest! {
+        /// `probe` on the bytes equals the step on the decoded page, for sorted pages of
+        /// fences and index entries (a level's order: key, fences first; one index entry
+        /// a key) and any probed key, including keys of the page and its neighbours.
+        #[test]
+        fn probe_in_place_equals_the_decoded_step(
+            raw in proptest::collection::vec((0u64..200, 0u8..4), 0..20),
+            probes in proptest::collection::vec(0u64..210, 1..30),
+        ) {
+            let kinds = [Kind::Normal, Kind::Filter, Kind::Internal, Kind::External];
+            let mut es: Vec<Entry> =
+                raw.iter().map(|&(k, t)| Entry::new(k, k * 7 + u64::from(t), kinds[t as usize])).collect();
+            es.sort_by_key(|e| e.pos());
+            es.dedup_by_key(|e| e.pos());
+            let mut b = vec![0u8; 512];
+            init(&mut b, KIND_RUN, 0, NONE, &es);
+            for key in probes {
+                prop_assert_eq!(probe(&b, capacity(512), key).unwrap(), probe_by_decoding(&es, key));
+            }
+        }
+    }
+
+    #[test]
+    fn probe_reports_a_bad_count_and_a_bad_type_it_reads() {
+        let es = [
+            Entry::new(5, 1, Kind::External),
+            Entry::new(9, 2, Kind::Normal),
+        ];
+        let mut b = vec![0u8; 512];
+        init(&mut b, KIND_RUN, 0, NONE, &es);
+        assert_eq!(probe(&b, capacity(512), 9).unwrap(), Probe::Entry(es[1]));
+        assert_eq!(probe(&b, capacity(512), 7).unwrap(), Probe::Fence(1));
+        assert_eq!(probe(&b, capacity(512), 4).unwrap(), Probe::Neither);
+        b[ENTRIES + ENTRY + 16] = 9;
+        assert!(probe(&b, capacity(512), 9).unwrap_err().contains("entry 1"));
+        write_u32(&mut b, COUNT, 1000);
+        assert!(probe(&b, capacity(512), 9)
+            .unwrap_err()
+            .contains("count 1000"));
+    }
 
     proptest! {
         #[test]

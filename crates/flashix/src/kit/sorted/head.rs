@@ -104,12 +104,6 @@ fn read_node(pager: &mut Pager, pid: PageId, cap: usize) -> Result<(u16, u32, u6
         .map_err(|e| corrupt(pid, e))
 }
 
-/// Child slot for position `pos`: 0 is the leftmost child, `s >= 1` the child of
-/// separator `s - 1`.
-fn child_slot(seps: &[Entry], pos: (u64, u8)) -> usize {
-    seps.partition_point(|s| s.pos() <= pos)
-}
-
 fn child_at(leftmost: u64, seps: &[Entry], s: usize) -> u64 {
     if s == 0 {
         leftmost
@@ -146,16 +140,30 @@ impl Head {
         let mut pid = self.root;
         for depth in 0..self.height.saturating_sub(1) {
             let want = self.height - 1 - depth;
-            let (kind, lvl, leftmost, seps) = read_node(pager, pid, cap)?;
+            // The child is found in the node's bytes (no decoded copy of the node).
+            let (kind, lvl, slot, child) = pager
+                .read(pid, |b| -> std::result::Result<_, String> {
+                    let n = entry::checked_count(b, cap)?;
+                    let s = entry::partition(b, n, pos)?;
+                    let child = match s {
+                        0 => entry::link(b),
+                        _ => {
+                            entry::get(b, s - 1)
+                                .ok_or_else(|| format!("entry {} has an invalid type", s - 1))?
+                                .val
+                        }
+                    };
+                    Ok((crate::page::kind(b), entry::level(b), s, child))
+                })?
+                .map_err(|e| corrupt(pid, e))?;
             if kind != entry::KIND_HEAD_INTERNAL || lvl != want {
                 return Err(corrupt(
                     pid,
                     format!("node at level {lvl}, expected {want}"),
                 ));
             }
-            let s = child_slot(&seps, pos);
-            path.push((pid, s));
-            pid = child_at(leftmost, &seps, s);
+            path.push((pid, slot));
+            pid = child;
         }
         Ok((path, pid))
     }
@@ -165,19 +173,22 @@ impl Head {
     pub fn find(&self, pager: &mut Pager, cap: usize, key: u64) -> Result<Found> {
         let pos = entry::index_pos(key);
         let (_, leaf) = self.descend(pager, cap, pos)?;
-        let (_, _, _, es) = read_node(pager, leaf, cap)?;
-        let end = es.partition_point(|e| e.pos() <= pos);
-        let entry = es[..end]
-            .last()
-            .filter(|e| e.key == key && !e.is_fence())
-            .copied();
-        // Scan backward to the fence (Invariant 1 stops it within this leaf).
-        let fence = es[..end]
-            .iter()
-            .rev()
-            .find(|e| e.is_fence())
-            .map_or(NONE, |e| e.val);
-        Ok(Found { entry, fence })
+        pager
+            .read(leaf, |b| -> std::result::Result<_, String> {
+                let n = entry::checked_count(b, cap)?;
+                let end = entry::partition(b, n, pos)?;
+                let entry = match end {
+                    0 => None,
+                    _ => entry::get(b, end - 1)
+                        .ok_or_else(|| format!("entry {} has an invalid type", end - 1))?
+                        .into(),
+                }
+                .filter(|e: &Entry| e.key == key && !e.is_fence());
+                // Scan backward to the fence (Invariant 1 stops it within this leaf).
+                let fence = entry::fence_before(b, end)?.unwrap_or(NONE);
+                Ok(Found { entry, fence })
+            })?
+            .map_err(|e| corrupt(leaf, e))
     }
 
     /// The leaf for `key` (range scans start there).
