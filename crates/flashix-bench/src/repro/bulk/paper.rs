@@ -124,7 +124,7 @@ const REASONS: [(&str, &str); 6] = [
          1.6x at 300, 2.9x at 1000): the LA-tree's touched leaves fall first (550, 303, 132 \
          of 629 at b = 1, 100, 300), the bulk index's ranges later (219, 197, 117, 43 of \
          219 at b = 1, 100, 300, 1000). This disk's wall time adds what the replay left out, \
-         the LA-tree's 0.13-0.25 s of CPU and 2-10 MB of WAL (a 16 KiB before-image per leaf \
+         the LA-tree's 0.12-0.25 s of CPU and 2-10 MB of WAL (a 16 KiB before-image per leaf \
          changed) per 50,000 single inserts, and its reruns spread 2-4x (0.58-2.28 s at \
          b = 100)",
     ),
@@ -153,8 +153,8 @@ const REASONS: [(&str, &str); 6] = [
          vs 4096: 0.6 vs 0.9 ms at 1,000 keys to 59.3 vs 69.7 at 200,000), as at b = 1000 \
          both touch about as many ranges (27 vs 27 at 30,000 keys) and the larger moves \
          1.2-1.8x the bytes. The cells' wall time is mostly fixed open, WAL and checkpoint \
-         cost (0.03-0.17 s against 0.6-59 ms of modelled I/O), and reruns flip the order \
-         (200,000 keys: 0.167 vs 0.207 s, then 0.143 vs 0.366 s)",
+         cost (0.03-0.17 s against 0.6-59 ms of modelled I/O), and reruns reverse it \
+         (medians of five at 200,000 keys: 0.167 vs 0.207 s and 0.143 vs 0.366 s)",
     ),
     (
         "below a small constant",
