@@ -52,7 +52,7 @@ mod run;
 
 pub use super::ClaimCheck;
 pub use print::print;
-pub use run::run;
+pub use run::{bulk_keys, initial_keys, run};
 
 use serde::Serialize;
 use std::path::PathBuf;

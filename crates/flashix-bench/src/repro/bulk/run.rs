@@ -45,7 +45,7 @@ const R2_SSD: &[(&str, Switch)] = &[
 ];
 
 /// The initial keys, sorted (uniform over u64, distinct).
-pub(super) fn initial_keys(n: u64, seed: u64) -> Vec<(u64, u64)> {
+pub fn initial_keys(n: u64, seed: u64) -> Vec<(u64, u64)> {
     let mut keys: Vec<u64> = (0..n).map(|i| mix(i ^ seed.rotate_left(17))).collect();
     keys.sort_unstable();
     keys.dedup();
@@ -77,8 +77,9 @@ fn sorted(mut pairs: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     pairs
 }
 
-/// One bulk of `total` keys in elementary bulks of `b`, sorted.
-pub(super) fn bulk_keys(init: &[(u64, u64)], total: u64, b: u64, seed: u64) -> Vec<(u64, u64)> {
+/// One bulk of `total` keys in elementary bulks of `b`, sorted (the seed of an E1 cell is
+/// `seed ^ b`, of an E2/E3 cell `seed ^ b ^ total.rotate_left(20)`).
+pub fn bulk_keys(init: &[(u64, u64)], total: u64, b: u64, seed: u64) -> Vec<(u64, u64)> {
     sorted(elementary_bulks(init, total, b, seed))
 }
 

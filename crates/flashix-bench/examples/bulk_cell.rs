@@ -1,0 +1,207 @@
+//! One insert cell of `flashix repro bulk` (E1-E3) with every counter the analysis of its
+//! claims used: device requests and bytes, the thesis's SSD model of them (§2.3: 81 us a
+//! request and 4 ns a byte, CPU and WAL excluded as its trace replay excluded them), CPU
+//! time, the WAL (records, before-images, syncs) and the engine's counters.
+//!
+//! ```text
+//! cargo run --release -p flashix-bench --example bulk_cell -- ENGINE M EXP B TOTALS [KEY=VALUE...]
+//!   ENGINE  bulk | latree        M    the bulk index's range size (ignored by the LA-tree)
+//!   EXP     E1 | E2 | E3 (the keys' seed, as the repro's)
+//!   B       elementary bulk size TOTALS  keys inserted, comma-separated
+//!   KEY=VALUE: initial=450000 reps=1 dir=/work/bulkx budget=131072 ssd=page|fast
+//!              batch_reads=1 batch_writes=1 batch_ranges=1 (the bulk index's §5.6 switches)
+//!              maxbuf=64 k=2 (the LA-tree's max_buffer_pages and K)
+//! ```
+//!
+//! Each cell starts from a copy of the initial index, as the repro's do; the line printed is
+//! the last run's counters and every run's wall seconds, sorted.
+
+use flashix::cost::bulk::BulkDeviceCosts;
+use flashix::sim::{FtlKind, SimSsdConfig};
+use flashix::{BulkOptions, Db, DeviceSpec, EngineKind, LaTreeOptions, Options, Stats};
+use flashix_bench::repro::bulk::{bulk_keys, initial_keys};
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Instant;
+
+const SEED: u64 = 42;
+
+/// User and system CPU seconds of this process.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    if to.exists() {
+        std::fs::remove_dir_all(to)?;
+    }
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        std::fs::copy(e.path(), to.join(e.file_name()))?;
+    }
+    Ok(())
+}
+
+/// The engine counters that changed between `s0` and `s1`, and the shape ones as they are.
+fn engine_counters(s0: &Stats, s1: &Stats) -> String {
+    const SHAPE: &[&str] = &[
+        "leaves",
+        "height",
+        "buffer_pages",
+        "buffer_entries",
+        "ranges",
+    ];
+    const MOVED: &[&str] = &[
+        "ranges_affected",
+        "range_read_requests",
+        "ranges_written",
+        "range_write_requests",
+        "emptyings_overflow",
+        "emptyings_adapt",
+        "leaf_splits",
+    ];
+    let get = |s: &Stats, n: &str| s.engine_counters.get(n).copied();
+    let mut out = Vec::new();
+    for n in MOVED {
+        if let Some(v) = get(s1, n) {
+            out.push(format!("{n}={}", v - get(s0, n).unwrap_or(0)));
+        }
+    }
+    for n in SHAPE {
+        if let Some(v) = get(s1, n) {
+            out.push(format!("{n}={v}"));
+        }
+    }
+    out.join(" ")
+}
+
+fn main() -> anyhow::Result<()> {
+    let a: Vec<String> = std::env::args().collect();
+    anyhow::ensure!(
+        a.len() >= 6,
+        "usage: bulk_cell ENGINE M EXP B TOTALS [KEY=VALUE...]"
+    );
+    let engine = match a[1].as_str() {
+        "latree" => EngineKind::LaTree,
+        _ => EngineKind::BulkIndex,
+    };
+    let m: u32 = a[2].parse()?;
+    let exp = a[3].as_str();
+    let b: u64 = a[4].parse()?;
+    let totals: Vec<u64> = a[5].split(',').map(str::parse).collect::<Result<_, _>>()?;
+    let kv: HashMap<&str, &str> = a[6..].iter().filter_map(|x| x.split_once('=')).collect();
+    let flag = |k: &str| kv.get(k).map_or(true, |v| *v != "0");
+    let num = |k: &str, d: u64| kv.get(k).map_or(Ok(d), |v| v.parse());
+
+    let bulk = BulkOptions {
+        m: Some(m),
+        delta_bytes: Some(0),
+        append_only: true,
+        batch_reads: flag("batch_reads"),
+        batch_writes: flag("batch_writes"),
+        batch_ranges: flag("batch_ranges"),
+        ..BulkOptions::default()
+    };
+    let latree = LaTreeOptions {
+        node_bytes: 16 << 10,
+        max_buffer_pages: num("maxbuf", 64)?,
+        k: num("k", 2)? as u32,
+        adapt: true,
+    };
+    let page = if engine == EngineKind::LaTree {
+        16 << 10
+    } else {
+        4096
+    };
+    let mut opts = Options::new(engine)
+        .page_size(page)
+        .buffer_pool_bytes(num("budget", 128 << 10)?)
+        .bulk(bulk)
+        .latree(latree);
+    if let Some(s) = kv.get("ssd") {
+        let ftl = if *s == "fast" {
+            FtlKind::Fast
+        } else {
+            FtlKind::Page
+        };
+        opts = opts.device(DeviceSpec::SimulatedSsd(SimSsdConfig::with_ftl(ftl)));
+    }
+    let init = initial_keys(num("initial", 450_000)?, SEED);
+    let root = Path::new(kv.get("dir").copied().unwrap_or("/work/bulkx")).to_path_buf();
+    let (base, work) = (root.join("base"), root.join("work"));
+    if root.exists() {
+        std::fs::remove_dir_all(&root)?;
+    }
+    let mut db = Db::create(&base, opts)?;
+    db.bulk_insert(&init)?;
+    db.close()?;
+    let model = BulkDeviceCosts::thesis();
+    let args = a[6..].join(" ");
+    for &t in &totals {
+        let seed = if exp == "E1" {
+            SEED ^ b
+        } else {
+            SEED ^ b ^ t.rotate_left(20)
+        };
+        let pairs = bulk_keys(&init, t, b, seed);
+        let mut walls = Vec::new();
+        let mut line = String::new();
+        for _ in 0..num("reps", 1)? {
+            copy_dir(&base, &work)?;
+            let mut db = Db::open(&work)?;
+            let s0 = db.stats();
+            let (t0, c0) = (Instant::now(), cpu_seconds());
+            if engine == EngineKind::LaTree {
+                for &(k, v) in &pairs {
+                    db.insert(k, v)?;
+                }
+            } else {
+                db.bulk_insert(&pairs)?;
+            }
+            db.flush()?;
+            let s1 = db.close_with_stats()?;
+            let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
+            walls.push(wall);
+            let (d0, d1) = (&s0.device, &s1.device);
+            let (rr, wr) = (
+                d1.read_requests - d0.read_requests,
+                d1.write_requests - d0.write_requests,
+            );
+            let (rb, wb) = (
+                d1.read_bytes - d0.read_bytes,
+                d1.write_bytes - d0.write_bytes,
+            );
+            let model_ms = (model.seek_read_us * rr as f64
+                + model.seek_write_us * wr as f64
+                + model.read_us_per_byte * rb as f64
+                + model.write_us_per_byte * wb as f64)
+                / 1e3;
+            let sim = |s: &Stats| s.device.flash.get("sim_time_us").copied().unwrap_or(0);
+            let (w0, w1) = (&s0.wal, &s1.wal);
+            line = format!(
+                "{} M {m} {exp} b={b} n={t} [{args}]: reads {rr} req {} KiB, writes {wr} req {} \
+                 KiB | thesis model {model_ms:.1} ms | simulated SSD {:.1} ms | cpu {cpu:.3} s | \
+                 wal {} KiB, {} records, {} page images, {} syncs | {}",
+                engine.name(),
+                rb >> 10,
+                wb >> 10,
+                (sim(&s1) - sim(&s0)) as f64 / 1e3,
+                (w1.bytes - w0.bytes) >> 10,
+                w1.records - w0.records,
+                w1.page_images - w0.page_images,
+                w1.syncs - w0.syncs,
+                engine_counters(&s0, &s1),
+            );
+        }
+        walls.sort_by(f64::total_cmp);
+        let walls: Vec<String> = walls.iter().map(|w| format!("{w:.3}")).collect();
+        println!("{line} | wall s {}", walls.join(" "));
+    }
+    std::fs::remove_dir_all(&root).ok();
+    Ok(())
+}
