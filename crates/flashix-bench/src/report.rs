@@ -129,6 +129,11 @@ pub struct Record {
     /// measured phase (`Stats.device.flash["sim_time_us"]`), seconds; `None` on a file.
     #[serde(default)]
     pub sim_seconds: Option<f64>,
+    /// CPU time of the process (user and system, all threads: `getrusage`) during the
+    /// measured phase per operation, microseconds: what an operation costs beside waiting
+    /// for its I/O (kernel time of submitting I/O included). `None` in older results.
+    #[serde(default)]
+    pub cpu_us_per_op: Option<f64>,
 }
 
 /// The share of the device's limit a result reached (see `runner::DEVICE_LIMIT_RULE`).
@@ -343,6 +348,7 @@ pub fn format_table(records: &[Record]) -> String {
         "ops/s",
         "keys/s",
         "mean us",
+        "cpu us",
         "p50 us",
         "p99 us",
         "max us",
@@ -353,7 +359,7 @@ pub fn format_table(records: &[Record]) -> String {
         "dev limit",
         "spread",
     ];
-    let rows: Vec<[String; 15]> = records
+    let rows: Vec<[String; 16]> = records
         .iter()
         .map(|r| {
             [
@@ -367,6 +373,8 @@ pub fn format_table(records: &[Record]) -> String {
                 format!("{:.0}", r.ops_per_sec),
                 format!("{:.0}", r.ops_per_sec * r.keys_per_op as f64),
                 format!("{:.1}", r.latency_us.mean),
+                r.cpu_us_per_op
+                    .map_or("-".to_string(), |c| format!("{c:.1}")),
                 format!("{:.1}", r.latency_us.p50),
                 format!("{:.1}", r.latency_us.p99),
                 format!("{:.0}", r.latency_us.max),
@@ -477,6 +485,7 @@ pub(crate) mod tests_support {
             series: Vec::new(),
             repeat: None,
             sim_seconds: None,
+            cpu_us_per_op: None,
         }
     }
 }

@@ -102,6 +102,17 @@ pub fn process_io() -> (u64, u64) {
     (field("read_bytes:"), field("write_bytes:"))
 }
 
+/// CPU time of this process so far, user and system, all threads (`getrusage`), seconds.
+pub fn process_cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes one `rusage` into the zeroed value we pass.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    secs(u.ru_utime) + secs(u.ru_stime)
+}
+
 /// The big-endian bytes of a key or value (peers: byte order = key order).
 pub fn be(x: u64) -> [u8; 8] {
     x.to_be_bytes()

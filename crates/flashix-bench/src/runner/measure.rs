@@ -10,7 +10,7 @@ use crate::cgroup::{evict_from_page_cache, PageCacheBound, PEER_MEMORY_ALLOWANCE
 use crate::peers;
 use crate::probe::DeviceProfile;
 use crate::report::{self, Interval, Latency, Record};
-use crate::target::{process_io, Target};
+use crate::target::{process_cpu_seconds, process_io, Target};
 use crate::units::format_size;
 use crate::workload::{rng_for, KeyGen, Op, OpStream, Workload};
 use anyhow::{bail, Context, Result};
@@ -263,6 +263,7 @@ fn measure(
     let mut write_keys = 0u64;
     let s0 = db.flashix_stats();
     let io0 = process_io();
+    let cpu0 = process_cpu_seconds();
     let t0 = Instant::now();
     let mut n = 0u64;
     while let Some(op) = stream.next_op() {
@@ -288,6 +289,7 @@ fn measure(
         // The last interval includes the final sync.
         *last = elapsed;
     }
+    let cpu1 = process_cpu_seconds();
     pb.finish_and_clear();
     let io1 = process_io();
     let s1 = db.flashix_stats();
@@ -361,6 +363,7 @@ fn measure(
         series,
         repeat: None,
         sim_seconds: None,
+        cpu_us_per_op: Some((cpu1 - cpu0) * 1e6 / ops),
     };
     let read_bytes_per_op;
     let read_queue_depth;
