@@ -162,19 +162,45 @@ fn child_for(nd: &Node, key: u64) -> u64 {
     }
 }
 
+/// Check page `pid`'s envelope, kind and level in place (no decoded copy); its entry
+/// count. A leaf must hold an entry.
+fn check_node(pid: PageId, b: &[u8], cap: usize, kind: u16, level: u32) -> Result<usize> {
+    page::verify(pid, b)?;
+    let n = entry::checked_count(b, cap).map_err(|e| corrupt(Some(pid), e))?;
+    let (k, l) = (page::kind(b), entry::level(b));
+    if kind == KIND_LSM_LEAF && (k != KIND_LSM_LEAF || l != 0 || n == 0) {
+        return Err(corrupt(Some(pid), "not a non-empty leaf"));
+    }
+    if kind == KIND_LSM_INTERNAL && (k != KIND_LSM_INTERNAL || l != level) {
+        return Err(corrupt(
+            Some(pid),
+            format!("node at level {l}, expected {level}"),
+        ));
+    }
+    Ok(n)
+}
+
+/// Entry `i` of page `pid`, read in place.
+fn entry_at(pid: PageId, b: &[u8], i: usize) -> Result<Entry> {
+    entry::get(b, i).ok_or_else(|| corrupt(Some(pid), format!("entry {i} has an invalid type")))
+}
+
 /// Descend from the root to the leaf that holds `key` if any component entry does: one
-/// single-page read per internal level.
+/// single-page read per internal level, each node searched in its bytes.
 pub fn leaf_for(pager: &mut Pager, cap: usize, c: &Component, key: u64) -> Result<PageId> {
     let mut pid = c.root;
     for want in (1..c.height).rev() {
-        let nd = read_node_cached(pager, cap, pid)?;
-        if nd.kind != KIND_LSM_INTERNAL || nd.level != want {
-            return Err(corrupt(
-                Some(pid),
-                format!("node at level {}, expected {want}", nd.level),
-            ));
-        }
-        pid = child_for(&nd, key);
+        let at = pid;
+        pid = pager.read(at, |b| -> Result<u64> {
+            let n = check_node(at, b, cap, KIND_LSM_INTERNAL, want)?;
+            // The last separator at or below `key`, else the leftmost child.
+            let s =
+                entry::partition(b, n, entry::index_pos(key)).map_err(|e| corrupt(Some(at), e))?;
+            Ok(match s {
+                0 => entry::link(b),
+                _ => entry_at(at, b, s - 1)?.val,
+            })
+        })??;
         if !c.contains(pid) {
             return Err(corrupt(Some(pid), "child outside the component"));
         }
@@ -240,14 +266,23 @@ pub fn find(
     cache_leaf: bool,
 ) -> Result<Option<Entry>> {
     let leaf = leaf_for(pager, cap, c, key)?;
-    let es = if cache_leaf {
-        read_leaf_cached(pager, cap, c, leaf)?
-    } else {
-        read_leaves(pager, cap, c, leaf, 1)?
-            .pop()
-            .ok_or_else(|| corrupt(Some(leaf), "no leaf read"))?
+    // A binary search in the leaf's bytes, no decoded copy.
+    let look = |b: &[u8]| -> Result<Option<Entry>> {
+        let n = check_node(leaf, b, cap, KIND_LSM_LEAF, 0)?;
+        let p =
+            entry::partition(b, n, entry::index_pos(key)).map_err(|e| corrupt(Some(leaf), e))?;
+        if p == 0 {
+            return Ok(None);
+        }
+        let e = entry_at(leaf, b, p - 1)?;
+        Ok((e.key == key).then_some(e))
     };
-    Ok(es.binary_search_by_key(&key, |e| e.key).ok().map(|i| es[i]))
+    if cache_leaf {
+        return pager.read(leaf, look)?;
+    }
+    let mut buf = AlignedBuf::zeroed(pager.page_size());
+    pager.device().read(leaf, &mut buf)?;
+    look(&buf)
 }
 
 /// A sequential reader of a component's leaves (the first `leaves` pages of its extent).
