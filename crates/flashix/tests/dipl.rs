@@ -118,18 +118,21 @@ fn a_full_log_area_cleanses_the_block() {
     }
     assert_eq!(delta(f0, flash(&db)), [1, 60, 60, 0]);
     assert_eq!(c(&db, "block_cleansings"), 0);
-    // Record 1465: cleansing writes the current root (one page) into a fresh block; the old
-    // block, referenced by the creation checkpoint, is erased at the next checkpoint.
+    // Record 1465: cleansing (§4.3, Algorithm 3) reads the root as flash has it (its image
+    // and, through the LSLM, its 60 sectors on 15 pages) and writes it (one page) into a
+    // fresh block; the in-memory sector that found the log area full is then written to
+    // the new block's log area (Fig. 10). The old block, referenced by the creation
+    // checkpoint, is erased at the next checkpoint.
     let f1 = flash(&db);
     db.insert(1, 1464).unwrap();
-    assert_eq!(delta(f1, flash(&db)), [0, 1, 4, 1]);
+    assert_eq!(delta(f1, flash(&db)), [16, 2, 5, 1]);
     assert_eq!(c(&db, "block_cleansings"), 1);
     assert_eq!(c(&db, "nand_erases"), 0);
     assert_eq!(c(&db, "blocks_pending_erase"), 1);
-    // The new block's log area fills the same way (record 1465 is its first): 1463 more
-    // records fill it, the next one cleanses again. That block was never checkpointed,
-    // so it is erased at once.
-    for i in 0..1463 {
+    // The new block's log area holds that sector; 59 more fill it, written at records
+    // 1465 + 24k, and the 60th write (record 2905) cleanses again. That block was never
+    // checkpointed, so it is erased at once.
+    for i in 0..1439 {
         db.insert(1, 2000 + i).unwrap();
     }
     assert_eq!(c(&db, "block_cleansings"), 1);

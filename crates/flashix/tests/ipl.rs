@@ -75,9 +75,12 @@ fn a_full_log_area_merges_the_block() {
     assert_eq!(delta(f0, flash(&db)), [1, 8, 8, 0]);
     let f1 = flash(&db);
     db.insert(1, 234).unwrap();
-    // The merge writes the current root (one page) to a fresh block; the old block, which
-    // the creation checkpoint references, is erased at the next checkpoint.
-    assert_eq!(delta(f1, flash(&db)), [0, 1, 4, 1]);
+    // The merge reads the root as flash has it (its image and the 2 pages of the log area)
+    // and writes it (one page) to a fresh block, applying only the records on flash (d-IPL
+    // §4.3); the in-memory sector that found the log area full is then written to the new
+    // block's log area (Fig. 10). The old block, which the creation checkpoint references,
+    // is erased at the next checkpoint.
+    assert_eq!(delta(f1, flash(&db)), [3, 2, 5, 1]);
     assert_eq!(c(&db, "block_merges"), 1);
     assert_eq!(c(&db, "blocks_pending_erase"), 1);
     db.close().unwrap();
@@ -105,6 +108,36 @@ fn a_split_into_an_evaporated_slot_writes_physical_log_records() {
     for k in 1..=127 {
         assert_eq!(db.get(k).unwrap(), Some(k));
     }
+}
+
+#[test]
+fn a_merge_while_a_node_is_written_as_physical_records_keeps_its_records() {
+    let mut db = small();
+    // 126 inserts fill the root leaf (sectors at records 27, 53, 79, 105); upserts of key 1
+    // fill the 8-sector log area (sectors at records 131, 157, 183, 209).
+    for k in 1..=126 {
+        db.insert(k, k).unwrap();
+    }
+    for i in 0..83 {
+        db.insert(1, 1000 + i).unwrap();
+    }
+    assert_eq!(c(&db, "log_sector_writes"), 8);
+    assert_eq!(c(&db, "block_merges"), 0);
+    // Insert 127 splits the root leaf. The new node's slot has evaporated, so it is written
+    // as `Init` + 63 `Put` records; its first full sector finds the log area full and the
+    // block is merged while none of its records is on flash: the merge writes it empty (its
+    // version on flash) and its records follow in the new block's log area.
+    db.insert(127, 127).unwrap();
+    assert_eq!(c(&db, "block_merges"), 1);
+    assert_eq!(c(&db, "physical_nodes"), 1);
+    assert_eq!(c(&db, "physical_records"), 63);
+    assert_eq!(c(&db, "ghost_nodes"), 0, "the merge made it a regular node");
+    db.check_integrity().unwrap();
+    assert_eq!(db.get(1).unwrap(), Some(1082));
+    for k in 2..=127 {
+        assert_eq!(db.get(k).unwrap(), Some(k));
+    }
+    db.check_integrity().unwrap();
 }
 
 #[test]

@@ -14,12 +14,15 @@
 //!   the origin's `SplitRemove(key)`. The two sectors are written together to the block's
 //!   log area at the split (**Rule 3**); Rules 1 and 2 are the IPL ones.
 //! - **Block split before node split** (B.d, §4.2, Algorithm 2): a full node in a full
-//!   block first splits the block: the current nodes are written to two fresh blocks, the
-//!   first `d` and the remaining `d + 1` of the `2d + 1`; the old block is erased.
+//!   block first splits the block: the nodes as flash has them (base plus log records) are
+//!   written to two fresh blocks, the first `d` and the remaining `d + 1` of the `2d + 1`;
+//!   the old block is erased.
 //! - **Block cleansing** (§4.3, Algorithm 3): a log sector that finds the log area full
-//!   rewrites the block's current nodes (ghosts embodied) into a fresh block instead; empty
-//!   nodes whose parent is buffered and keeps another child are released there (§4.4:
-//!   underflow allowed, no node merges), and a block left empty is released.
+//!   first rewrites the block's nodes, each its base plus the block's log records (ghosts
+//!   embodied), into a fresh block, and is then written to its log area (Fig. 10);
+//!   in-memory log sectors of other buffered nodes stay in the buffer; empty nodes whose
+//!   parent is buffered and keeps another child are released there (§4.4: underflow
+//!   allowed, no node merges), and a block left empty is released.
 //! - **Blocks of siblings** (B.b): the root has a block of its own; every other block holds
 //!   consecutive nodes of one level. A root split puts the new root in a new block.
 //! - **LLSD and LSLM** (§5.1): every log sector carries the LLSD (the last log sector of

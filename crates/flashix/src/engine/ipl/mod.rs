@@ -9,8 +9,10 @@
 //! log area (`IplOptions::log_area_bytes`, 8 KiB = 16 log sectors by default). A dirty
 //! frame's log sector is written to that area (Rules 1 and 2). A node read reads its data
 //! pages and the whole written part of its block's log area and applies its records. A
-//! block whose log area is full is **merged**: every node's current version is written to
-//! a fresh block and the old one is erased.
+//! block whose log area is full is **merged**: every node's version on flash (its data
+//! pages plus the block's log records) is written to a fresh block and the old one is
+//! erased; in-memory log sectors stay in the buffer and go to the new block's log area
+//! (the sector that found the area full first).
 //!
 //! A node split logs `SplitRemove` in the old node. The new node goes to a free slot of the
 //! old node's block, else of the current allocation block, else of a new block. If its slot

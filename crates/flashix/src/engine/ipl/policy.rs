@@ -99,11 +99,11 @@ impl LogPolicy for Ipl {
                 sectors: Vec::new(),
             });
             core.location.insert(new, b);
+            core.counters.physical_nodes += 1;
+            // A merge of the block on the way writes the node as flash has it (the records
+            // written so far, Algorithm 3); the rest go on as records of the regular node.
             for (k, v) in entries {
-                // A merge of the block on the way writes the whole node: stop there.
-                if core.place_of(new)? != Place::Ghost {
-                    break;
-                }
+                core.counters.physical_records += 1;
                 core.log_record(new, Rec::Put(k, v))?;
             }
         }

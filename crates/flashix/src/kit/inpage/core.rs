@@ -205,6 +205,10 @@ pub struct Counters {
     pub checkpoints: u64,
     pub recovery_rebuilds: u64,
     pub hits: u64,
+    /// IPL: nodes born from a split written as physical log records (§2.3.1), and those
+    /// records.
+    pub physical_nodes: u64,
+    pub physical_records: u64,
 }
 
 /// The shared engine state.
@@ -543,14 +547,6 @@ impl<P: LogPolicy> Core<P> {
         self.blocks.get_mut(&b).ok_or_else(|| {
             Error::corruption(format::NAND_FILE, None, format!("block {b} is not in use"))
         })
-    }
-
-    pub fn place_of(&self, id: u64) -> Result<Place> {
-        let b = self.block_of(id)?;
-        let blk = &self.blocks[&b];
-        blk.pos(id)
-            .map(|p| blk.members[p].place)
-            .ok_or_else(|| lost(id, b))
     }
 
     pub fn free_sectors(&self, b: u32) -> u16 {

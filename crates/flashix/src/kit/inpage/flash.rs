@@ -219,19 +219,22 @@ impl<P: LogPolicy> Core<P> {
     }
 
     /// Write a resident node's in-memory log sector to its block (Rules 1 and 2). A block
-    /// whose log area is full is cleansed (d-IPL, §4.3) or merged (IPL) instead, which
-    /// writes the node's current version.
+    /// whose log area is full is cleansed (d-IPL, §4.3) or merged (IPL) first, and the
+    /// sector goes to the new block's log area (Fig. 10).
     pub fn flush_log(&mut self, id: u64) -> Result<()> {
         if self.frame(id)?.log.is_empty() {
             return Ok(());
         }
-        let b = self.block_of(id)?;
-        if self.free_sectors(b) >= 1 {
-            let log = std::mem::take(&mut self.frame_mut(id)?.log);
-            self.write_sectors(b, &[(id, &log)])
-        } else {
-            self.rebuild(b, Rebuild::Cleanse)
+        let mut b = self.block_of(id)?;
+        if self.free_sectors(b) == 0 {
+            self.rebuild(b, Rebuild::Cleanse)?;
+            if !self.frames.get(&id).is_some_and(|f| !f.log.is_empty()) {
+                return Ok(());
+            }
+            b = self.block_of(id)?;
         }
+        let log = std::mem::take(&mut self.frame_mut(id)?.log);
+        self.write_sectors(b, &[(id, &log)])
     }
 
     /// A fresh erased block with an empty log area starting at `log_start`.
@@ -280,27 +283,42 @@ impl<P: LogPolicy> Core<P> {
         Ok(())
     }
 
-    /// Rebuild block `b`: compute the current version of every node (buffer frame, or base
-    /// plus log records; ghosts are embodied), release empty nodes (§4.4), write the nodes
-    /// as regular nodes into one fresh block (cleansing / merge) or two (block split: the
-    /// first half of the nodes and the rest), and release the old block.
+    /// Rebuild block `b`: compute every node's version on flash (base plus the block's log
+    /// records; ghosts are embodied), release empty nodes (§4.4), write the nodes as
+    /// regular nodes into one fresh block (cleansing / merge) or two (block split: the
+    /// first half of the nodes and the rest), and release the old block. In-memory log
+    /// sectors stay with their frames.
     pub fn rebuild(&mut self, b: u32, why: Rebuild) -> Result<()> {
-        let ids: Vec<u64> = self.blocks[&b].members.iter().map(|m| m.node).collect();
-        let mut imgs: Vec<Option<NodeImage>> = Vec::with_capacity(ids.len());
-        for &id in &ids {
-            imgs.push(if self.frames.contains_key(&id) {
-                None
+        let members: Vec<(u64, Place, bool)> = self.blocks[&b]
+            .members
+            .iter()
+            .map(|m| (m.node, m.place, m.sectors.is_empty()))
+            .collect();
+        let ids: Vec<u64> = members.iter().map(|m| m.0).collect();
+        // Algorithm 3 (§4.3; IPL's merge likewise): each node's version on flash, its base
+        // plus the log records stored in the block. Buffered frames keep their in-memory
+        // log sectors, which Rules 1 and 2 write to the new block later (Fig. 10).
+        let mut imgs: Vec<NodeImage> = Vec::with_capacity(ids.len());
+        for &(id, place, no_sectors) in &members {
+            imgs.push(if place == Place::Ghost && no_sectors {
+                // An IPL node being written as physical log records whose `Init` has not
+                // reached flash: its flash version is empty, its frame holds the records.
+                NodeImage {
+                    level: self.frame(id)?.img.level,
+                    entries: Vec::new(),
+                }
             } else {
-                Some(self.materialize(id, None)?)
+                self.materialize(id, None)?
             });
         }
         // Release empty nodes whose parent is in the buffer, keeps another child, and has
-        // room in its log sector for the removal.
+        // room in its log sector for the removal (a buffered node is judged by its current
+        // version; its pending records go with it).
         let mut keep = Vec::with_capacity(ids.len());
         for (i, &id) in ids.iter().enumerate() {
-            let empty = match &imgs[i] {
-                Some(img) => img.entries.is_empty(),
-                None => self.frame(id)?.img.entries.is_empty(),
+            let empty = match self.frames.get(&id) {
+                Some(f) => f.img.entries.is_empty(),
+                None => imgs[i].entries.is_empty(),
             };
             if empty && id != self.root && !self.pinned.contains(&id) && self.release_node(id)? {
                 continue;
@@ -322,15 +340,15 @@ impl<P: LogPolicy> Core<P> {
             let mut members = Vec::with_capacity(g.len());
             for (slot, &i) in g.iter().enumerate() {
                 let id = ids[i];
-                let img = match imgs[i].take() {
-                    Some(img) => img,
-                    None => self.frame(id)?.img.clone(),
-                };
+                let img = std::mem::replace(
+                    &mut imgs[i],
+                    NodeImage {
+                        level: 0,
+                        entries: Vec::new(),
+                    },
+                );
                 let first = slot as u32 * np;
                 self.write_node(nb, first, id, &img)?;
-                if let Some(f) = self.frames.get_mut(&id) {
-                    f.log.clear();
-                }
                 self.location.insert(id, nb);
                 members.push(Member {
                     node: id,

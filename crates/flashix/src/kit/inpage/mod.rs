@@ -13,8 +13,10 @@
 //! base is a log record — a d-IPL ghost, an IPL node written as physical records — its
 //! first record) and applies its log records; how its sectors are found is the policy's
 //! ([`LogPolicy::node_log`]). A block whose log area is full is **rebuilt**: every node's
-//! current version is written to a fresh block and the old one is erased (IPL merge, d-IPL
-//! cleansing). A full node is split by the policy ([`LogPolicy::split`]). Deletions are log
+//! version on flash (its base plus the block's log records, d-IPL §4.3 Algorithm 3) is
+//! written to a fresh block and the old one is erased (IPL merge, d-IPL cleansing);
+//! buffered frames keep their in-memory log sectors, and the one that found the log area
+//! full is written to the new block's log area (Fig. 10). A full node is split by the policy ([`LogPolicy::split`]). Deletions are log
 //! records; underflow is allowed and nodes are not merged; an empty node is released at
 //! its block's rebuild when its parent is buffered and keeps another child (§4.4).
 //!

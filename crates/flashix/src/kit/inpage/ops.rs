@@ -175,6 +175,8 @@ impl<P: LogPolicy> Core<P> {
             ("nand_time_us", n.time_us as u64),
             ("max_erase_count", n.max_erase_count),
             ("write_amplification_milli", wa_milli),
+            ("physical_nodes", c.physical_nodes),
+            ("physical_records", c.physical_records),
         ]);
         let page = self.geo.page_bytes as u64;
         let device = DeviceStats {
