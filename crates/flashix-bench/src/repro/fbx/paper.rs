@@ -456,7 +456,8 @@ fn e8_e9(r: &FbxRepro, k: &mut Checks) {
     k.last().because(
         "naive(k) cleans a leaf at its (k+1)-th read, and a phase rebuilds a leaf about once \
          (5,194 rebuilds of 7,338 leaves at 500,000 records and 50% inserts): naive(8-32) did \
-         not clean and kept never-clean's lists (3.92 pages a rebuild against AC's 3.84)",    );
+         not clean and kept never-clean's lists (3.92 pages a rebuild against AC's 3.84)",
+    );
     let claim = "E9 Fig. 11: the AC threshold \"between 60 ~ 70 remains at the bottom\"";
     let mut here = Vec::new();
     let mut holds = true;
@@ -498,7 +499,8 @@ fn e8_e9(r: &FbxRepro, k: &mut Checks) {
              500,000 records and 50% inserts), and a reopened index starts every leaf's clean \
              state afresh, so no threshold from 30 up cleans at all: those cells do the same \
              I/O (16,372 pages read, 0.989 s OCZ-modelled each) and their wall-time spread \
-             is this machine's noise",        );
+             is this machine's noise",
+        );
     }
 }
 
