@@ -31,7 +31,6 @@ use crate::kit::sorted::entry::{index_pos, Entry, Kind, Probe, NONE};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
 use crate::page::DATA_FILE;
-use std::collections::BTreeMap;
 
 /// What a head tree contributes to a range batch.
 struct HeadRange {
@@ -299,26 +298,48 @@ impl FdTree {
             start = next_start;
             fences = next_fences;
         }
-        let mut merged: BTreeMap<u64, Entry> = BTreeMap::new();
-        for src in sources {
-            for e in src {
-                if e.key >= lo && e.key <= batch_hi {
-                    merged.entry(e.key).or_insert(e);
-                }
-            }
-        }
-        out.extend(
-            merged
-                .values()
-                .filter(|e| e.kind == Kind::Normal)
-                .map(|e| (e.key, e.val)),
-        );
+        merge_newest_first(&sources, lo, batch_hi, out);
         cur.next = if batch_hi >= hi {
             None
         } else {
             Some(batch_hi + 1)
         };
         Ok(())
+    }
+}
+
+/// Merge the sources of a batch, each sorted by key and listed newest first, in one
+/// streaming pass: the first source holding a key decides it (a filter hides its older
+/// entries), and the normal entries with key in `[lo, hi]` go to `out` in key order. With
+/// a handful of sources (the head trees and the levels), picking the least head among
+/// them costs less than a map of every entry.
+fn merge_newest_first(sources: &[Vec<Entry>], lo: u64, hi: u64, out: &mut Vec<(u64, u64)>) {
+    let mut at: Vec<usize> = sources
+        .iter()
+        .map(|s| s.partition_point(|e| e.key < lo))
+        .collect();
+    loop {
+        // The least key left; on a tie the newest source (the first) wins.
+        let mut best: Option<(u64, usize)> = None;
+        for (i, s) in sources.iter().enumerate() {
+            if let Some(e) = s.get(at[i]) {
+                if e.key <= hi && best.map_or(true, |(k, _)| e.key < k) {
+                    best = Some((e.key, i));
+                }
+            }
+        }
+        let Some((key, win)) = best else {
+            return;
+        };
+        let e = sources[win][at[win]];
+        if e.kind == Kind::Normal {
+            out.push((e.key, e.val));
+        }
+        for (i, s) in sources.iter().enumerate() {
+            while s.get(at[i]).is_some_and(|e| e.key == key) {
+                at[i] += 1;
+            }
+        }
     }
 }
 
@@ -346,4 +367,51 @@ fn take_head_entries(out: &mut HeadRange, es: Vec<Entry>, lo: u64, hi: u64) -> (
         }
     }
     (false, saw_start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    proptest! {
+        /// The streaming merge equals a map filled newest source first (the first entry of
+        /// a key wins), keeping the normal entries of `[lo, hi]`.
+        #[test]
+        fn merge_newest_first_equals_a_map_filled_newest_first(
+            raw in proptest::collection::vec(
+                proptest::collection::btree_map(0u64..60, (any::<u64>(), any::<bool>()), 0..25),
+                0..5,
+            ),
+            lo in 0u64..60,
+            span in 0u64..60,
+        ) {
+            let hi = lo + span;
+            let sources: Vec<Vec<Entry>> = raw
+                .iter()
+                .map(|m| {
+                    m.iter()
+                        .map(|(&k, &(v, normal))| {
+                            Entry::new(k, v, if normal { Kind::Normal } else { Kind::Filter })
+                        })
+                        .collect()
+                })
+                .collect();
+            let mut want: BTreeMap<u64, Entry> = BTreeMap::new();
+            for e in sources.iter().flatten() {
+                if e.key >= lo && e.key <= hi {
+                    want.entry(e.key).or_insert(*e);
+                }
+            }
+            let want: Vec<(u64, u64)> = want
+                .values()
+                .filter(|e| e.kind == Kind::Normal)
+                .map(|e| (e.key, e.val))
+                .collect();
+            let mut got = Vec::new();
+            merge_newest_first(&sources, lo, hi, &mut got);
+            prop_assert_eq!(got, want);
+        }
+    }
 }
