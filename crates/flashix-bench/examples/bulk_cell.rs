@@ -20,32 +20,13 @@ use flashix::cost::bulk::BulkDeviceCosts;
 use flashix::sim::{FtlKind, SimSsdConfig};
 use flashix::{BulkOptions, Db, DeviceSpec, EngineKind, LaTreeOptions, Options, Stats};
 use flashix_bench::repro::bulk::{bulk_keys, initial_keys};
+use flashix_bench::runner::copy_dir;
+use flashix_bench::target::process_cpu_seconds;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
 const SEED: u64 = 42;
-
-/// User and system CPU seconds of this process.
-fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage writes the struct it is given.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
-    t(u.ru_utime) + t(u.ru_stime)
-}
-
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    if to.exists() {
-        std::fs::remove_dir_all(to)?;
-    }
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        std::fs::copy(e.path(), to.join(e.file_name()))?;
-    }
-    Ok(())
-}
 
 /// The engine counters that changed between `s0` and `s1`, and the shape ones as they are.
 fn engine_counters(s0: &Stats, s1: &Stats) -> String {
@@ -155,7 +136,7 @@ fn main() -> anyhow::Result<()> {
             copy_dir(&base, &work)?;
             let mut db = Db::open(&work)?;
             let s0 = db.stats();
-            let (t0, c0) = (Instant::now(), cpu_seconds());
+            let (t0, c0) = (Instant::now(), process_cpu_seconds());
             if engine == EngineKind::LaTree {
                 for &(k, v) in &pairs {
                     db.insert(k, v)?;
@@ -165,7 +146,7 @@ fn main() -> anyhow::Result<()> {
             }
             db.flush()?;
             let s1 = db.close_with_stats()?;
-            let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
+            let (wall, cpu) = (t0.elapsed().as_secs_f64(), process_cpu_seconds() - c0);
             walls.push(wall);
             let (d0, d1) = (&s0.device, &s1.device);
             let (rr, wr) = (

@@ -1,10 +1,8 @@
 //! What every `flashix repro` module shares: the record of a paper's claim and the list
 //! that collects them, the key mixer, copying an index, and reading counters from `Stats`.
 
-use anyhow::Result;
 use flashix::Stats;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 /// One claim of a paper and the run's numbers for it: a row of a paper's claim table and
 /// of `flashix repro all`'s table (paper, figure, the paper's number, ours per lens, the
@@ -275,18 +273,9 @@ pub(crate) fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// Copy the index directory `from` to `to` (replacing `to`).
-pub(crate) fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    if to.exists() {
-        std::fs::remove_dir_all(to)?;
-    }
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        std::fs::copy(e.path(), to.join(e.file_name()))?;
-    }
-    Ok(())
-}
+/// Copy the index directory `from` to `to` (replacing `to`): the bench runner's copy
+/// (sparse, synced, so a measured phase does not pay for writing it back).
+pub(crate) use crate::runner::copy_dir;
 
 /// An engine counter, 0 when the engine has none of that name.
 pub(crate) fn counter(s: &Stats, name: &str) -> u64 {

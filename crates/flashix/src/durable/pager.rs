@@ -182,6 +182,15 @@ impl Pager {
         Ok(out)
     }
 
+    /// Run `f` on page `pid`'s bytes read past the buffer pool, in one request: the pool
+    /// neither gains nor loses a page (pages a search touches once, such as the lower
+    /// levels of an FD-tree or LSM point search). Only for pages never dirty in the pool.
+    pub fn read_past<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+        let mut buf = crate::io::AlignedBuf::zeroed(self.page_size());
+        self.dev.read(pid, &mut buf)?;
+        Ok(f(&buf))
+    }
+
     /// Run `f` on the page's bytes to change them, taking its before-image first if this
     /// is its first change since the checkpoint.
     pub fn write<T>(&mut self, pid: PageId, f: impl FnOnce(&mut [u8]) -> T) -> Result<T> {

@@ -85,11 +85,10 @@ pub fn probe_page(
             .map_err(|e| Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}")))
     };
     if cached {
-        return pager.read(pid, step)?;
+        pager.read(pid, step)?
+    } else {
+        pager.read_past(pid, step)?
     }
-    let mut buf = AlignedBuf::zeroed(pager.page_size());
-    pager.device().read(pid, &mut buf)?;
-    step(&buf)
 }
 
 /// The envelope (checksum, page id) and the kind of a run page.

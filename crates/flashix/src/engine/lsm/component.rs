@@ -278,11 +278,10 @@ pub fn find(
         Ok((e.key == key).then_some(e))
     };
     if cache_leaf {
-        return pager.read(leaf, look)?;
+        pager.read(leaf, look)?
+    } else {
+        pager.read_past(leaf, look)?
     }
-    let mut buf = AlignedBuf::zeroed(pager.page_size());
-    pager.device().read(leaf, &mut buf)?;
-    look(&buf)
 }
 
 /// A sequential reader of a component's leaves (the first `leaves` pages of its extent).

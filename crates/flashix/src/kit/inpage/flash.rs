@@ -340,13 +340,7 @@ impl<P: LogPolicy> Core<P> {
             let mut members = Vec::with_capacity(g.len());
             for (slot, &i) in g.iter().enumerate() {
                 let id = ids[i];
-                let img = std::mem::replace(
-                    &mut imgs[i],
-                    NodeImage {
-                        level: 0,
-                        entries: Vec::new(),
-                    },
-                );
+                let img = std::mem::take(&mut imgs[i]);
                 let first = slot as u32 * np;
                 self.write_node(nb, first, id, &img)?;
                 self.location.insert(id, nb);

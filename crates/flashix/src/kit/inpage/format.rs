@@ -71,7 +71,7 @@ pub fn internal_capacity(node_bytes: usize) -> usize {
 }
 
 /// A node's contents: level and sorted entries.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeImage {
     pub level: u8,
     pub entries: Vec<(u64, u64)>,
