@@ -395,6 +395,41 @@ impl Head {
         Ok(())
     }
 
+    /// Remove every index entry with key in `[lo, hi]` (fences stay: they navigate the
+    /// level below), leaf by leaf along the chain from `lo`'s leaf; the number removed.
+    /// Used when a range tombstone enters this tree's level ([`super::tombs`]).
+    pub fn remove_range(&mut self, pager: &mut Pager, cap: usize, lo: u64, hi: u64) -> Result<u64> {
+        let mut pid = self.leaf_for(pager, cap, lo)?;
+        let mut removed = 0u64;
+        let mut steps = 0u64;
+        while pid != NONE {
+            steps += 1;
+            if steps > self.pages {
+                return Err(corrupt(pid, "leaf chain longer than the tree".into()));
+            }
+            let (es, link) = Head::leaf(pager, cap, pid)?;
+            let doomed = |e: &Entry| !e.is_fence() && (lo..=hi).contains(&e.key);
+            let n = es.iter().filter(|e| doomed(e)).count();
+            if n > 0 {
+                pager.write(pid, |b| {
+                    for i in (0..es.len()).rev() {
+                        if doomed(&es[i]) {
+                            entry::remove_at(b, i);
+                        }
+                    }
+                })?;
+                removed += n as u64;
+            }
+            if es.last().is_some_and(|e| e.key > hi) {
+                break;
+            }
+            pid = link;
+        }
+        self.entries -= removed;
+        self.index_entries -= removed;
+        Ok(removed)
+    }
+
     /// All leaf entries in order (merges and head rebuilds; at most the head-tree size).
     pub fn all_entries(&self, pager: &mut Pager, cap: usize) -> Result<Vec<Entry>> {
         let mut out = Vec::with_capacity(self.entries as usize);
