@@ -492,3 +492,154 @@ fn an_open_ended_range_reads_about_the_pages_it_returns() {
         "{pages} pages read for {take} entries ({runs} runs, {lowest} pages in the lowest)"
     );
 }
+
+/// Every key of `[lo, hi]` out of the model.
+fn model_delete_range(model: &mut BTreeMap<u64, u64>, lo: u64, hi: u64) {
+    let doomed: Vec<u64> = model.range(lo..=hi).map(|(&k, _)| k).collect();
+    for k in doomed {
+        model.remove(&k);
+    }
+}
+
+#[test]
+fn range_tombstones_match_a_model_through_merges_and_recovery() {
+    for deamortize in [false, true] {
+        let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, deamortize)).unwrap();
+        let mut rng = Rng::new(if deamortize { 21 } else { 22 });
+        let mut model = BTreeMap::new();
+        let (mut most_tombs, mut most_level_tombs) = (0, 0);
+        let space = 60_000u64;
+        for i in 0..25_000u64 {
+            let k = rng.next_u64() % space;
+            match rng.below(100) {
+                0..=69 => {
+                    db.insert(k, i).unwrap();
+                    model.insert(k, i);
+                }
+                70..=89 => {
+                    db.delete(k).unwrap();
+                    model.remove(&k);
+                }
+                _ => {
+                    // Ranges of 1 key to about a twelfth of the key space.
+                    let span = [0, 10, 300, 5_000][rng.below(4) as usize];
+                    let hi = k + rng.below(span + 1);
+                    db.delete_range(k..=hi).unwrap();
+                    model_delete_range(&mut model, k, hi);
+                }
+            }
+            most_tombs = most_tombs.max(counter(&db, "range_tombstones"));
+            let s = db.stats();
+            let in_levels = s
+                .engine_counters
+                .iter()
+                .filter(|(n, _)| n.ends_with("_range_tombstones") && n.starts_with("level_"))
+                .map(|(_, &v)| v)
+                .sum::<u64>();
+            most_level_tombs = most_level_tombs.max(in_levels);
+            if i % 2_500 == 0 {
+                db.check_integrity().unwrap();
+                for _ in 0..50 {
+                    let k = rng.next_u64() % space;
+                    assert_eq!(db.get(k).unwrap(), model.get(&k).copied(), "key {k}");
+                }
+                let lo = rng.next_u64() % space;
+                let got: Vec<(u64, u64)> = db
+                    .range(lo..lo + 2_000)
+                    .unwrap()
+                    .map(|kv| kv.unwrap())
+                    .collect();
+                let want: Vec<(u64, u64)> =
+                    model.range(lo..lo + 2_000).map(|(&k, &v)| (k, v)).collect();
+                assert_eq!(got, want, "range from {lo}");
+            }
+        }
+        assert!(counter(&db, "levels") >= 4, "L0 + 3 runs at least");
+        assert!(most_tombs > 5, "range tombstones accumulated: {most_tombs}");
+        assert!(
+            most_level_tombs > 0,
+            "merges carried range tombstones into the levels"
+        );
+        db.check_integrity().unwrap();
+        let all = |db: &mut Db| -> BTreeMap<u64, u64> {
+            db.range(..).unwrap().map(|kv| kv.unwrap()).collect()
+        };
+        assert_eq!(all(&mut db), model);
+        // Not closed: the WAL's range deletes are replayed on the last checkpoint.
+        drop(db);
+        let mut db = reopen_mem(&dev, &vfs).unwrap();
+        db.check_integrity().unwrap();
+        assert_eq!(all(&mut db), model);
+        db.close().unwrap();
+        let mut db = reopen_mem(&dev, &vfs).unwrap();
+        db.check_integrity().unwrap();
+        assert_eq!(all(&mut db), model);
+        // Inserting until the merges reach the last level retires every tombstone there.
+        let mut i = 0u64;
+        while counter(&db, "level_1_range_tombstones") > 0
+            || counter(&db, "head_range_tombstones") > 0
+        {
+            let k = space + i;
+            db.insert(k, k).unwrap();
+            model.insert(k, k);
+            i += 1;
+            assert!(i < 200_000, "tombstones never left the upper levels");
+        }
+        db.check_integrity().unwrap();
+        assert_eq!(all(&mut db), model);
+    }
+}
+
+#[test]
+fn a_range_delete_reads_and_writes_a_bounded_number_of_pages() {
+    // 512-byte pages (20 entries), |L0| = 80 entries, k = 4: 400,000 keys make 5 levels.
+    let (mut db, _, _) = mem_db(opts(512, 64, 4, 8, false)).unwrap();
+    let pairs: Vec<(u64, u64)> = (0..400_000u64).map(|i| (i * 2, i)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    assert!(
+        counter(&db, "levels") >= 5,
+        "{:?}",
+        db.stats().engine_counters
+    );
+    let merges = counter(&db, "merges");
+    let mut lo = 0u64;
+    for n in [100u64, 1_000, 10_000, 100_000] {
+        let hi = lo + 2 * (n - 1);
+        let before = db.stats().device;
+        db.delete_range(lo..=hi).unwrap();
+        let after = db.stats().device;
+        let (reads, writes) = (after.reads - before.reads, after.writes - before.writes);
+        eprintln!("range delete of {n} keys: {reads} pages read, {writes} written");
+        // The head tree (8 pages, in the pool or read once) and nothing of the levels,
+        // whatever the range's size; a scan-and-delete read about n / 20 pages.
+        assert!(
+            reads <= 8 && writes <= 8,
+            "{n} keys: {reads} read, {writes} written"
+        );
+        assert_eq!(db.get(lo).unwrap(), None);
+        assert_eq!(db.get(hi).unwrap(), None);
+        assert_eq!(db.get(hi + 2).unwrap(), Some((hi + 2) / 2));
+        if lo > 0 {
+            assert_eq!(db.get(lo - 2).unwrap(), Some((lo - 2) / 2));
+        }
+        let got: Vec<(u64, u64)> = db
+            .range(lo.saturating_sub(4)..=hi + 4)
+            .unwrap()
+            .map(|kv| kv.unwrap())
+            .collect();
+        let mut want: Vec<(u64, u64)> = Vec::new();
+        if lo > 0 {
+            want.extend([((lo - 4), (lo - 4) / 2), (lo - 2, (lo - 2) / 2)]);
+        }
+        want.extend([(hi + 2, (hi + 2) / 2), (hi + 4, (hi + 4) / 2)]);
+        assert_eq!(got, want);
+        lo = hi + 100;
+    }
+    assert_eq!(
+        counter(&db, "merges"),
+        merges,
+        "no merge ran: the figures are the deletes'"
+    );
+    assert_eq!(counter(&db, "range_tombstones"), 4);
+    db.check_integrity().unwrap();
+}

@@ -39,6 +39,52 @@ struct HeadWalk {
 }
 
 impl FdTree {
+    /// Range tombstones ([`crate::kit::sorted::tombs`]): each set well formed, one set per
+    /// level, none in the last level (a merge into it retires them), none without an older
+    /// level to hide, none in the frozen head tree without a merge.
+    fn check_tombs(&self) -> Result<()> {
+        let sets = [
+            ("head tree", &self.head_tombs),
+            ("frozen head tree", &self.frozen_tombs),
+        ]
+        .into_iter()
+        .map(|(n, t)| (n.to_string(), t))
+        .chain((self.level_tombs.iter().enumerate()).map(|(i, t)| (format!("L{}", i + 1), t)));
+        for (name, t) in sets {
+            t.check()
+                .map_err(|e| bad(None, format!("{name} range tombstones: {e}")))?;
+        }
+        if self.level_tombs.len() != self.levels.len() {
+            return Err(bad(
+                None,
+                format!(
+                    "{} range-tombstone sets for {} levels",
+                    self.level_tombs.len(),
+                    self.levels.len()
+                ),
+            ));
+        }
+        if self.level_tombs.last().is_some_and(|t| !t.is_empty()) {
+            return Err(bad(
+                None,
+                "the last level holds range tombstones (the merge into it retires them)".into(),
+            ));
+        }
+        if self.frozen.is_none() && !self.frozen_tombs.is_empty() {
+            return Err(bad(
+                None,
+                "frozen range tombstones without a frozen head tree".into(),
+            ));
+        }
+        if self.levels.is_empty() && self.frozen.is_none() && !self.head_tombs.is_empty() {
+            return Err(bad(
+                None,
+                "head-tree range tombstones with no older level to hide".into(),
+            ));
+        }
+        Ok(())
+    }
+
     pub(super) fn check(&mut self) -> Result<()> {
         let mut seen: HashSet<PageId> = HashSet::new();
         if self.frozen.is_some() != self.job.is_some() {
@@ -47,6 +93,7 @@ impl FdTree {
                 "frozen head tree without a merge, or the reverse".into(),
             ));
         }
+        self.check_tombs()?;
         let head = self.head.clone();
         let active = self.check_head(&head, &mut seen, "head tree")?;
         let nav = match self.frozen.clone() {
@@ -65,14 +112,20 @@ impl FdTree {
             }
             None => active,
         };
-        if (nav.entries.len() as u64) >= self.p.cap0
+        let nav_tombs = if self.frozen.is_some() {
+            self.frozen_tombs.len()
+        } else {
+            self.head_tombs.len()
+        };
+        if (nav.entries.len() + nav_tombs) as u64 >= self.p.cap0
             && nav.entries.iter().any(|e| !e.is_fence())
             && self.job.is_none()
         {
             return Err(bad(
                 None,
                 format!(
-                    "head tree holds {} entries, at or above its capacity {} (§3.3 Insertion)",
+                    "head tree holds {} entries and {nav_tombs} range tombstones, at or above \
+                     its capacity {} (§3.3 Insertion)",
                     nav.entries.len(),
                     self.p.cap0
                 ),

@@ -12,7 +12,12 @@
 //!   phantom removes it (lines 7-8). Under upserts a key may also have older versions in
 //!   levels below L(i) that the phantom was shadowing, so the filter itself is dropped only
 //!   when L'(i) is the last level (which therefore holds no filters, §3.3 Deletion);
-//! - if L'(i) reaches its capacity k^i·|L0|, it is merged with L(i+1) in turn (line 28-29).
+//! - if L'(i) reaches its capacity k^i·|L0|, it is merged with L(i+1) in turn (line 28-29);
+//! - range tombstones ([`crate::kit::sorted::tombs`]): the index entries of L(i) that a
+//!   tombstone of L(i-1) covers are dropped (fences stay: they navigate L(i+1)), and L'(i)
+//!   keeps the union of both inputs' tombstones for the levels below, or none when it is
+//!   the last level. The levels rebuilt from fences above the cascade hold none (their
+//!   tombstones all went down into the merge).
 //!
 //! When the cascade stops at level j, the levels L(j-1)..L1 are rebuilt from the external
 //! fences of the level below (Property 1, App. C.2: they hold only external fences) and the
@@ -25,6 +30,7 @@ use crate::durable::Pager;
 use crate::error::Result;
 use crate::io::{Extent, PageId};
 use crate::kit::sorted::entry::{Entry, Kind};
+use crate::kit::sorted::tombs::Tombs;
 
 /// Sizes the job needs.
 #[derive(Debug, Clone, Copy)]
@@ -78,7 +84,11 @@ enum Upper {
 /// A merge in progress.
 pub struct MergeJob {
     levels: Vec<Run>,
+    /// The levels' range tombstones when the job started (parallel to `levels`).
+    tombs: Vec<Tombs>,
     upper: Upper,
+    /// The upper input's range tombstones: they delete the lower input's index entries.
+    upper_tombs: Tombs,
     lower: Option<RunReader>,
     /// Output level (1-based).
     level: usize,
@@ -97,11 +107,21 @@ pub struct Outcome {
     pub head_fences: Vec<(u64, PageId)>,
     /// Old runs replaced by the merge (to free).
     pub replaced: Vec<Run>,
+    /// The new levels' range tombstones (parallel to `levels`).
+    pub tombs: Vec<Tombs>,
 }
 
 impl MergeJob {
-    /// Start merging the head tree's index entries `head` into `levels`.
-    pub fn start(pager: &mut Pager, p: &Params, head: Vec<Entry>, levels: Vec<Run>) -> MergeJob {
+    /// Start merging the head tree's index entries `head` and its range tombstones
+    /// `head_tombs` into `levels` (whose tombstones are `tombs`).
+    pub fn start(
+        pager: &mut Pager,
+        p: &Params,
+        head: Vec<Entry>,
+        head_tombs: Tombs,
+        levels: Vec<Run>,
+        tombs: Vec<Tombs>,
+    ) -> MergeJob {
         let work = estimate(p, head.len() as u64, &levels, 1);
         let max = head.len() as u64 + levels.first().map_or(0, |r| r.entries);
         let writer = RunWriter::new(pager, p.cap, p.io_unit, max);
@@ -115,6 +135,8 @@ impl MergeJob {
             level: 1,
             writer: Some(writer),
             levels,
+            tombs,
+            upper_tombs: head_tombs,
             pages_read: 0,
             pages_written: 0,
             work,
@@ -140,7 +162,8 @@ impl MergeJob {
             Upper::Run { .. } => 0,
         };
         let fences = self.writer.as_ref().map_or(0, |w| w.fences.capacity() * 16);
-        (upper + fences) as u64
+        let tombs: u64 = self.tombs.iter().map(Tombs::memory_bytes).sum();
+        (upper + fences) as u64 + tombs + self.upper_tombs.memory_bytes()
     }
 
     fn is_last(&self) -> bool {
@@ -175,6 +198,14 @@ impl MergeJob {
             match r.peek(pager, p.cap, p.io_unit)? {
                 // Lines 5-6: internal fences are rebuilt for the new pages.
                 Some(e) if e.kind == Kind::Internal => r.advance(),
+                // An index entry under a range tombstone of the upper (newer) input.
+                Some(e)
+                    if !e.is_fence()
+                        && !self.upper_tombs.is_empty()
+                        && self.upper_tombs.covers(e.key) =>
+                {
+                    r.advance()
+                }
                 other => return Ok(other),
             }
         }
@@ -246,6 +277,13 @@ impl MergeJob {
             pager.free_extent(temp.extent());
         }
         let i = self.level;
+        // L'(i)'s tombstones: both inputs', for the levels below; none at the last level.
+        let mut run_tombs = std::mem::take(&mut self.upper_tombs);
+        if self.is_last() {
+            run_tombs = Tombs::new();
+        } else if let Some(t) = self.tombs.get(i - 1) {
+            run_tombs.union(t);
+        }
         if let Some(run) = run {
             if run.entries >= p.level_capacity(i) {
                 // L'(i) reached its capacity: Merge(L'(i), L(i+1)).
@@ -259,6 +297,7 @@ impl MergeJob {
                     reader: RunReader::new(run),
                     temp: run,
                 };
+                self.upper_tombs = run_tombs;
                 return Ok(None);
             }
         }
@@ -282,10 +321,17 @@ impl MergeJob {
         if levels.is_empty() {
             fences.clear();
         }
+        // Levels above i hold fences only (no tombstones); i holds the merge's; the levels
+        // below keep theirs.
+        let mut tombs = vec![Tombs::new(); i];
+        tombs[i - 1] = run_tombs;
+        tombs.extend(self.tombs.iter().skip(i).cloned());
+        tombs.truncate(levels.len());
         Ok(Some(Outcome {
             levels,
             head_fences: fences,
             replaced,
+            tombs,
         }))
     }
 }

@@ -21,8 +21,10 @@
 //! Run pages and head-tree nodes: see [`crate::kit::sorted::entry`] (24-byte
 //! entries, f = 20 for 512-byte pages, 169 for 4 KiB). The manifest's engine state holds
 //! the head tree (root, height, first leaf, counts), the frozen head tree of a deamortized
-//! merge in progress with the extents that merge had written so far, and every level's run
-//! (first page, pages, entries).
+//! merge in progress with the extents that merge had written so far, every level's run
+//! (first page, pages, entries), and the range tombstones of the head tree, the frozen
+//! head tree and every level (`head_tombs`, `frozen_tombs`, `level_tombs`: lists of
+//! `[lo, hi]` pairs, [`crate::kit::sorted::tombs`]; absent = none).
 //!
 //! # Invariants (checked by `check_integrity`)
 //! 1. (§3.2, Invariant 1) The first entry of every page of every level is a fence; in the
@@ -39,7 +41,10 @@
 //! 6. Head tree: node order and separators, leaves on one depth, the leaf chain in order,
 //!    at most f entries per node (leaves are not rebalanced on delete: the head tree is
 //!    rebuilt at every merge).
-//! 7. Counts in the manifest state equal the structure; no two structures share a page
+//! 7. Range tombstones: each level's sorted, disjoint and coalesced; none in the last
+//!    level, none in the head tree when no older level exists; the head tree's count
+//!    towards |L0| (one entry each).
+//! 8. Counts in the manifest state equal the structure; no two structures share a page
 //!    and no reachable page is free in the extent allocator.
 //!
 //! # Operations (§3.3, App. B)
@@ -47,8 +52,12 @@
 //! ([`merge`], Algorithm 3), cascading. Delete (Algorithm 4): a search first; an absent key
 //! needs nothing; a key whose newest entry is in the head tree and has no older live entry
 //! below is removed there; otherwise a filter entry goes into the head tree. Upsert: a newer
-//! normal entry shadows older ones; merges keep the newer. `delete_range`: a delete of every
-//! present key of the range. `bulk_insert` into an empty tree builds the levels directly
+//! normal entry shadows older ones; merges keep the newer. `delete_range`: a range
+//! tombstone in the head tree (the filter entries generalised to a key range; semantics in
+//! [`crate::kit::sorted::tombs`]): the head tree's entries in the range are removed and the
+//! range joins its tombstones, which searches honour level by level, merges carry down
+//! (dropping the older level's entries they cover) and the merge into the last level
+//! retires; no level is read, whatever the range's size. `bulk_insert` into an empty tree builds the levels directly
 //! (the bottom level from the input, the levels above from its fences, then the head
 //! tree); into a non-empty tree it is a sequence of inserts (logged as one record).
 //!
@@ -81,12 +90,15 @@
 //! `head_pages`, `head_capacity` (|L0|), `merges` (completed merges, cascades included),
 //! `merge_in_progress`, `merge_pages_read`, `merge_pages_written`,
 //! `forced_merge_completions` (deamortized merges finished early because the new head tree
-//! filled), `filters_inserted`, and per level `level_<i>_entries`, `_pages`, `_filters`, `_capacity`.
+//! filled), `filters_inserted`, `range_deletes` (calls), `range_tombstones` (intervals,
+//! all levels), `head_range_tombstones`, and per level `level_<i>_entries`, `_pages`,
+//! `_filters`, `_range_tombstones`, `_capacity`.
 //!
 //! # Memory
 //! The buffer pool, plus during a merge the frozen head tree's index entries (at most |L0|,
 //! 24 bytes each) and the page fences of the rewritten levels (16 bytes per page), plus a
-//! range-scan batch (at most `io_unit` pages per level). Reported in `Stats::memory_bytes`.
+//! range-scan batch (at most `io_unit` pages per level), plus the range tombstones (16
+//! bytes an interval). Reported in `Stats::memory_bytes`.
 
 mod options;
 pub use options::FdTreeOptions;
@@ -106,6 +118,7 @@ use crate::kit::api::{Engine, RangeCursor};
 use crate::kit::sorted::entry::{self, Entry, Kind};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::scan_many_with_memo;
+use crate::kit::sorted::tombs::Tombs;
 use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::{LevelShape, Stats};
@@ -125,6 +138,14 @@ struct State {
     /// Extents the merge in progress had written (freed on open; the merge restarts).
     merge_extents: Vec<Extent>,
     levels: Vec<Run>,
+    /// Range tombstones of the head tree, the frozen head tree and each level
+    /// (`level_tombs[i]` for L(i+1)); absent in manifests written before they existed.
+    #[serde(default)]
+    head_tombs: Tombs,
+    #[serde(default)]
+    frozen_tombs: Tombs,
+    #[serde(default)]
+    level_tombs: Vec<Tombs>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -134,6 +155,7 @@ struct Counters {
     merge_pages_written: u64,
     forced_merge_completions: u64,
     filters_inserted: u64,
+    range_deletes: u64,
 }
 
 /// Check FD-tree options against the page size (dispatched by `engine::validate`).
@@ -209,6 +231,11 @@ pub struct FdTree {
     frozen: Option<Head>,
     job: Option<MergeJob>,
     levels: Vec<Run>,
+    /// Range tombstones of the active head tree, the frozen one, and each level (parallel
+    /// to `levels`): see [`crate::kit::sorted::tombs`].
+    head_tombs: Tombs,
+    frozen_tombs: Tombs,
+    level_tombs: Vec<Tombs>,
     checkpoint_due: bool,
     /// Merge extents freed at open: the restarted merge must be published by a checkpoint.
     restarted_merge: bool,
@@ -233,6 +260,9 @@ impl FdTree {
             frozen: None,
             job: None,
             levels: Vec::new(),
+            head_tombs: Tombs::new(),
+            frozen_tombs: Tombs::new(),
+            level_tombs: Vec::new(),
             checkpoint_due: false,
             restarted_merge: false,
             counters: Counters::default(),
@@ -257,6 +287,8 @@ impl FdTree {
         for e in &state.merge_extents {
             pager.free_extent(*e);
         }
+        let mut level_tombs = state.level_tombs;
+        level_tombs.resize(state.levels.len(), Tombs::new());
         let mut t = FdTree {
             pager,
             p,
@@ -265,6 +297,9 @@ impl FdTree {
             frozen: None,
             job: None,
             levels: state.levels,
+            head_tombs: state.head_tombs,
+            frozen_tombs: state.frozen_tombs,
+            level_tombs,
             checkpoint_due: false,
             restarted_merge: !state.merge_extents.is_empty(),
             counters: Counters::default(),
@@ -282,6 +317,9 @@ impl FdTree {
             frozen: self.frozen.clone(),
             merge_extents: self.job.as_ref().map(MergeJob::owned).unwrap_or_default(),
             levels: self.levels.clone(),
+            head_tombs: self.head_tombs.clone(),
+            frozen_tombs: self.frozen_tombs.clone(),
+            level_tombs: self.level_tombs.clone(),
         })
     }
 
@@ -299,7 +337,12 @@ impl FdTree {
     fn delete_unlogged(&mut self, key: u64) -> Result<()> {
         let head = self.head.clone();
         let f = head.find(&mut self.pager, self.p.cap, key)?;
-        let below = self.find_below_head(key, f.fence)?;
+        // A range tombstone of the head tree deletes the key in every older level.
+        let below = if self.head_tombs.covers(key) {
+            None
+        } else {
+            self.find_below_head(key, f.fence)?
+        };
         let present = match f.entry {
             Some(e) => e.kind == Kind::Normal,
             None => below.is_some_and(|e| e.kind == Kind::Normal),
@@ -323,50 +366,84 @@ impl FdTree {
         self.after_mutation()
     }
 
+    /// A range tombstone ([`crate::kit::sorted::tombs`]; the filter entries of §3.3
+    /// generalised to a key range): the head tree's own entries in the range are removed
+    /// (a level's tombstones hide only older levels), and `[lo, hi]` joins the head tree's
+    /// tombstones unless nothing older than the head tree exists. It counts as one entry of
+    /// the head tree towards |L0|; the merges carry it down and retire it at the last level.
+    /// Its cost does not depend on the range's size: the head tree's pages in the range
+    /// (at most the head tree), no read of any level.
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
-        crate::kit::api::delete_range_by_scan(
-            self,
-            lo,
-            hi,
-            |e, cur, out| e.scan_batch(cur, out, None),
-            |e, k| e.delete_unlogged(k).map(|_| ()),
-        )
+        self.counters.range_deletes += 1;
+        self.head
+            .remove_range(&mut self.pager, self.p.cap, lo, hi)?;
+        if !self.levels.is_empty() || self.frozen.is_some() {
+            self.head_tombs.add(lo, hi);
+        }
+        self.after_mutation()
+    }
+
+    /// The active head tree's fill towards |L0|: its entries and its range tombstones.
+    fn head_fill(&self) -> u64 {
+        self.head.entries + self.head_tombs.len() as u64
+    }
+
+    /// Whether the active head tree holds anything a merge must carry down (its fences
+    /// alone point into the levels and are rebuilt by every merge).
+    fn head_has_work(&self) -> bool {
+        self.head.index_entries > 0 || !self.head_tombs.is_empty()
+    }
+
+    /// Freeze the active head tree (and its range tombstones), start a new one, and start
+    /// merging the frozen one; run it to completion at once unless deamortized.
+    fn freeze_and_merge(&mut self) -> Result<()> {
+        let old = std::mem::replace(&mut self.head, Head::create(&mut self.pager)?);
+        self.frozen_tombs = std::mem::take(&mut self.head_tombs);
+        self.start_job(old)?;
+        if !self.deamortize {
+            self.advance_job(u64::MAX)?;
+        }
+        Ok(())
     }
 
     /// Advance a deamortized merge, or start a merge when L0 reached its capacity.
     fn after_mutation(&mut self) -> Result<()> {
         if self.job.is_some() {
-            let units = if self.head.entries >= self.p.cap0 {
+            let units = if self.head_fill() >= self.p.cap0 {
                 // The new head tree is full before the merge completed: finish it now.
                 self.counters.forced_merge_completions += 1;
                 u64::MAX
             } else {
                 // The work left, spread over half the insertions the new head tree has
                 // room for (§3.4: the merge is divided over the insertions into L'0).
-                let room = (self.p.cap0 - self.head.entries) / 2;
+                let room = (self.p.cap0 - self.head_fill()) / 2;
                 let work = self.job.as_ref().map_or(0, |j| j.work);
                 work.div_ceil(room.max(1)).max(1)
             };
             self.advance_job(units)?;
         }
-        if self.job.is_none() && self.head.entries >= self.p.cap0 && self.head.index_entries > 0 {
-            let old = std::mem::replace(&mut self.head, Head::create(&mut self.pager)?);
-            self.start_job(old)?;
-            if !self.deamortize {
-                self.advance_job(u64::MAX)?;
-            }
+        if self.job.is_none() && self.head_fill() >= self.p.cap0 && self.head_has_work() {
+            self.freeze_and_merge()?;
         }
         Ok(())
     }
 
-    /// Freeze `frozen` and start merging its index entries into the levels.
+    /// Freeze `frozen` and start merging its index entries and range tombstones
+    /// (`self.frozen_tombs`) into the levels.
     fn start_job(&mut self, frozen: Head) -> Result<()> {
         let entries: Vec<Entry> = frozen
             .all_entries(&mut self.pager, self.p.cap)?
             .into_iter()
             .filter(|e| !e.is_fence())
             .collect();
-        let job = MergeJob::start(&mut self.pager, &self.p, entries, self.levels.clone());
+        let job = MergeJob::start(
+            &mut self.pager,
+            &self.p,
+            entries,
+            self.frozen_tombs.clone(),
+            self.levels.clone(),
+            self.level_tombs.clone(),
+        );
         self.job = Some(job);
         self.frozen = Some(frozen);
         Ok(())
@@ -382,12 +459,8 @@ impl FdTree {
             self.job = None;
             self.complete(out)?;
             // The rebuilt head tree may be full again (many entries arrived meanwhile).
-            if self.head.entries >= self.p.cap0 && self.head.index_entries > 0 {
-                let old = std::mem::replace(&mut self.head, Head::create(&mut self.pager)?);
-                self.start_job(old)?;
-                if !self.deamortize {
-                    self.advance_job(u64::MAX)?;
-                }
+            if self.head_fill() >= self.p.cap0 && self.head_has_work() {
+                self.freeze_and_merge()?;
             }
         }
         Ok(())
@@ -400,6 +473,12 @@ impl FdTree {
             self.pager.free_extent(r.extent());
         }
         self.levels = out.levels;
+        self.level_tombs = out.tombs;
+        self.frozen_tombs = Tombs::new();
+        if self.levels.is_empty() {
+            // Nothing older than the head tree is left for its tombstones to hide.
+            self.head_tombs = Tombs::new();
+        }
         // New entries of the head tree (only index entries: its fences, if any, came from
         // splits before L1's fences were known and point nowhere).
         let newer: Vec<Entry> = self
@@ -463,6 +542,10 @@ impl FdTree {
         let new_head = Head::bulk_load(&mut self.pager, self.p.cap, &all)?;
         self.head.free(&mut self.pager, self.p.cap)?;
         self.head = new_head;
+        // The tree was empty: any tombstone left covers nothing, and must not hide the
+        // loaded entries, which now sit below the head tree.
+        self.head_tombs = Tombs::new();
+        self.level_tombs = vec![Tombs::new(); self.levels.len()];
         Ok(())
     }
 
@@ -471,7 +554,16 @@ impl FdTree {
     }
 
     fn memory_bytes(&self) -> u64 {
-        self.pager.memory_bytes() + self.job.as_ref().map_or(0, MergeJob::memory_bytes)
+        self.pager.memory_bytes()
+            + self.job.as_ref().map_or(0, MergeJob::memory_bytes)
+            + self.tombs().map(Tombs::memory_bytes).sum::<u64>()
+    }
+
+    /// Every range-tombstone set: the head tree's, the frozen one's, each level's.
+    fn tombs(&self) -> impl Iterator<Item = &Tombs> {
+        [&self.head_tombs, &self.frozen_tombs]
+            .into_iter()
+            .chain(&self.level_tombs)
     }
 }
 
@@ -569,11 +661,21 @@ impl Engine for FdTree {
             ("merge_pages_written", c.merge_pages_written),
             ("forced_merge_completions", c.forced_merge_completions),
             ("filters_inserted", c.filters_inserted),
+            ("range_deletes", c.range_deletes),
+            (
+                "range_tombstones",
+                self.tombs().map(|t| t.len() as u64).sum::<u64>(),
+            ),
+            ("head_range_tombstones", self.head_tombs.len() as u64),
         ]);
         for (i, r) in self.levels.iter().enumerate() {
             engine_counters.insert(format!("level_{}_entries", i + 1), r.entries);
             engine_counters.insert(format!("level_{}_pages", i + 1), r.pages);
             engine_counters.insert(format!("level_{}_filters", i + 1), r.filters);
+            engine_counters.insert(
+                format!("level_{}_range_tombstones", i + 1),
+                self.level_tombs.get(i).map_or(0, |t| t.len() as u64),
+            );
             engine_counters.insert(
                 format!("level_{}_capacity", i + 1),
                 self.p.level_capacity(i + 1),

@@ -8,6 +8,12 @@
 //! read through the buffer pool from the top while the structures above them fit in it,
 //! and past it below (the top levels reside in the buffer, §4 Eq. 10).
 //!
+//! Range tombstones ([`crate::kit::sorted::tombs`]): at every level (head trees
+//! included) the level's own index entry of a key decides first (it is newer than the
+//! level's tombstones); else a tombstone of the level covering the key makes it absent;
+//! else the search goes down. A range scan drops a key whose deciding entry comes from a
+//! level older than one whose tombstones cover it.
+//!
 //! Range search: at each level, the fences of the level above say exactly which contiguous
 //! pages hold the range; they are fetched in ONE multi-page request per level (P3). A batch
 //! covers at most `io_unit` pages of the lowest level (for an open-ended range, 16 in the
@@ -30,6 +36,7 @@ use crate::kit::api::{RangeCursor, RANGE_RAMP_PAGES};
 use crate::kit::sorted::entry::{index_pos, Entry, Kind, Probe, NONE};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
+use crate::kit::sorted::tombs::Tombs;
 use crate::page::DATA_FILE;
 
 /// What a head tree contributes to a range batch.
@@ -67,6 +74,9 @@ impl FdTree {
             above += run.pages;
             pid = match step {
                 Probe::Entry(e) => return Ok(Some(e)),
+                Probe::Fence(_) if self.level_tombs.get(lvl).is_some_and(|t| t.covers(key)) => {
+                    return Ok(None)
+                }
                 Probe::Fence(next) => next,
                 Probe::Neither => {
                     return Err(Error::corruption(
@@ -86,7 +96,7 @@ impl FdTree {
         let fence = match self.frozen.clone() {
             Some(fr) => {
                 let f = fr.find(&mut self.pager, self.p.cap, key)?;
-                if f.entry.is_some() {
+                if f.entry.is_some() || self.frozen_tombs.covers(key) {
                     return Ok(f.entry);
                 }
                 f.fence
@@ -102,6 +112,7 @@ impl FdTree {
         let f = head.find(&mut self.pager, self.p.cap, key)?;
         let e = match f.entry {
             Some(e) => Some(e),
+            None if self.head_tombs.covers(key) => None,
             None => self.find_below_head(key, f.fence)?,
         };
         Ok(e.filter(|e| e.kind == Kind::Normal).map(|e| e.val))
@@ -298,7 +309,14 @@ impl FdTree {
             start = next_start;
             fences = next_fences;
         }
-        merge_newest_first(&sources, lo, batch_hi, out);
+        // Each source's range tombstones, in the same order: the head trees', the levels'.
+        let tombs: Vec<&Tombs> = [&self.head_tombs]
+            .into_iter()
+            .chain(self.frozen.as_ref().map(|_| &self.frozen_tombs))
+            .chain(&self.level_tombs)
+            .take(sources.len())
+            .collect();
+        merge_newest_first(&sources, &tombs, lo, batch_hi, out);
         cur.next = if batch_hi >= hi {
             None
         } else {
@@ -310,14 +328,22 @@ impl FdTree {
 
 /// Merge the sources of a batch, each sorted by key and listed newest first, in one
 /// streaming pass: the first source holding a key decides it (a filter hides its older
-/// entries), and the normal entries with key in `[lo, hi]` go to `out` in key order. With
+/// entries) unless a newer source's range tombstones (`tombs[i]` for `sources[i]`) cover
+/// the key, and the normal entries with key in `[lo, hi]` go to `out` in key order. With
 /// a handful of sources (the head trees and the levels), picking the least head among
 /// them costs less than a map of every entry.
-fn merge_newest_first(sources: &[Vec<Entry>], lo: u64, hi: u64, out: &mut Vec<(u64, u64)>) {
+fn merge_newest_first(
+    sources: &[Vec<Entry>],
+    tombs: &[&Tombs],
+    lo: u64,
+    hi: u64,
+    out: &mut Vec<(u64, u64)>,
+) {
     let mut at: Vec<usize> = sources
         .iter()
         .map(|s| s.partition_point(|e| e.key < lo))
         .collect();
+    let mut covers: Vec<_> = tombs.iter().map(|t| t.cursor()).collect();
     loop {
         // The least key left; on a tie the newest source (the first) wins.
         let mut best: Option<(u64, usize)> = None;
@@ -332,7 +358,8 @@ fn merge_newest_first(sources: &[Vec<Entry>], lo: u64, hi: u64, out: &mut Vec<(u
             return;
         };
         let e = sources[win][at[win]];
-        if e.kind == Kind::Normal {
+        let hidden = covers[..win].iter_mut().any(|c| c.covers(key));
+        if e.kind == Kind::Normal && !hidden {
             out.push((e.key, e.val));
         }
         for (i, s) in sources.iter().enumerate() {
@@ -373,16 +400,20 @@ fn take_head_entries(out: &mut HeadRange, es: Vec<Entry>, lo: u64, hi: u64) -> (
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::collections::BTreeMap;
 
     proptest! {
-        /// The streaming merge equals a map filled newest source first (the first entry of
-        /// a key wins), keeping the normal entries of `[lo, hi]`.
+        /// The streaming merge equals the definition key by key: newest source first, the
+        /// source's entry of the key decides, else its range tombstones hide the key from
+        /// older sources; the normal entries of `[lo, hi]` are kept.
         #[test]
-        fn merge_newest_first_equals_a_map_filled_newest_first(
+        fn merge_newest_first_equals_the_newest_first_definition(
             raw in proptest::collection::vec(
                 proptest::collection::btree_map(0u64..60, (any::<u64>(), any::<bool>()), 0..25),
                 0..5,
+            ),
+            raw_tombs in proptest::collection::vec(
+                proptest::collection::vec((0u64..60, 0u64..8), 0..3),
+                5,
             ),
             lo in 0u64..60,
             span in 0u64..60,
@@ -398,19 +429,31 @@ mod tests {
                         .collect()
                 })
                 .collect();
-            let mut want: BTreeMap<u64, Entry> = BTreeMap::new();
-            for e in sources.iter().flatten() {
-                if e.key >= lo && e.key <= hi {
-                    want.entry(e.key).or_insert(*e);
+            let tombs: Vec<Tombs> = raw_tombs[..sources.len()]
+                .iter()
+                .map(|ts| {
+                    let mut t = Tombs::new();
+                    ts.iter().for_each(|&(a, len)| t.add(a, a + len));
+                    t
+                })
+                .collect();
+            let mut want = Vec::new();
+            for key in lo..=hi {
+                for (s, m) in raw.iter().enumerate() {
+                    if let Some(&(v, normal)) = m.get(&key) {
+                        if normal {
+                            want.push((key, v));
+                        }
+                        break;
+                    }
+                    if tombs[s].covers(key) {
+                        break;
+                    }
                 }
             }
-            let want: Vec<(u64, u64)> = want
-                .values()
-                .filter(|e| e.kind == Kind::Normal)
-                .map(|e| (e.key, e.val))
-                .collect();
             let mut got = Vec::new();
-            merge_newest_first(&sources, lo, hi, &mut got);
+            let refs: Vec<&Tombs> = tombs.iter().collect();
+            merge_newest_first(&sources, &refs, lo, hi, &mut got);
             prop_assert_eq!(got, want);
         }
     }

@@ -42,6 +42,7 @@ impl Tombs {
     }
 
     /// The intervals, in key order.
+    #[cfg(test)]
     pub fn intervals(&self) -> &[(u64, u64)] {
         &self.0
     }
