@@ -8,9 +8,9 @@ use crate::stats::Stats;
 use std::ops::Bound;
 
 /// Pages of a level (FD-tree) or leaves of a component (LSM) that the first batch of an
-/// open-ended range scan reads ([`RangeCursor::ramp`]): 16 pages of 4 KiB hold about
-/// 4,000 entries, so a scan of 1,000 ends within the first batch.
-pub const RANGE_RAMP_PAGES: u64 = 16;
+/// open-ended range scan reads ([`RangeCursor::ramp`]): 8 pages of 4 KiB hold about
+/// 1,350 entries, so a scan of 1,000 ends within the first batch.
+pub const RANGE_RAMP_PAGES: u64 = 8;
 
 /// Where a range scan resumes. `next` is the smallest key not yet returned (`None`: done);
 /// `hint` is engine-defined (the B+-tree keeps the next leaf's page id there).
@@ -60,14 +60,15 @@ impl RangeCursor {
 
     /// Size of the next batch of a scan, at most `max` (the engine's unit: pages of a
     /// level, leaves). A bounded range reads `max`. An open-ended one (`lo..`, its end
-    /// decided by the caller, who may stop after a few entries) reads `first`, then 4x more
-    /// per batch (kept in `hint`), so a scan stopped early reads little.
+    /// decided by the caller, who may stop after a few entries) reads `first`, then twice
+    /// as much per batch (kept in `hint`), as readahead grows: a scan stopped early reads
+    /// little, and at most twice what it returned.
     pub fn ramp(&mut self, first: u64, max: u64) -> u64 {
         let max = max.max(1);
         match self.hi {
             Bound::Unbounded => {
                 let n = self.hint.unwrap_or(first).clamp(1, max);
-                self.hint = Some(n.saturating_mul(4));
+                self.hint = Some(n.saturating_mul(2));
                 n
             }
             _ => max,
@@ -206,8 +207,8 @@ mod tests {
     #[test]
     fn ramp_grows_open_ended_batches_and_keeps_bounded_ones_whole() {
         let mut open = cur(Some(5), Bound::Unbounded);
-        let sizes: Vec<u64> = (0..5).map(|_| open.ramp(16, 300)).collect();
-        assert_eq!(sizes, [16, 64, 256, 300, 300]);
+        let sizes: Vec<u64> = (0..6).map(|_| open.ramp(16, 300)).collect();
+        assert_eq!(sizes, [16, 32, 64, 128, 256, 300]);
         let mut bounded = cur(Some(5), Bound::Included(9));
         assert_eq!(bounded.ramp(16, 300), 300);
         assert_eq!(bounded.hint, None);

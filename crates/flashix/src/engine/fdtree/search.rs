@@ -16,10 +16,11 @@
 //!
 //! Range search: at each level, the fences of the level above say exactly which contiguous
 //! pages hold the range; they are fetched in ONE multi-page request per level (P3). A batch
-//! covers at most `io_unit` pages of the lowest level (for an open-ended range, 16 in the
-//! first batch and 4x as many in each next one, so a scan stopped early reads little) and
-//! the pages of each level above that span them (the batch's pages times the level's share
-//! of the lowest level's pages, plus two for the range's ends; bounded memory); when a
+//! covers at most `io_unit` pages of the lowest level (for an open-ended range,
+//! `RANGE_RAMP_PAGES` = 8 in the first batch and twice as many in each next one, so a scan
+//! stopped early reads little) and the pages of each level above that span them (the
+//! batch's pages times the level's share of the lowest level's pages, plus two for the
+//! range's ends; bounded memory; the head trees' leaves likewise); when a
 //! level's pages exceed that, the batch ends just below the first key of the first page
 //! left out, and the cursor resumes there. The levels' streams are merged newest first,
 //! filters cancelling. A level the point search reads through the pool is read through it
@@ -44,6 +45,9 @@ struct HeadRange {
     entries: Vec<Entry>,
     start: u64,
     fences: Vec<Entry>,
+    /// Set when the walk stopped at its leaf budget before `hi`: the batch must end at
+    /// this key (every head entry at or below it was seen).
+    cut: Option<u64>,
 }
 
 impl FdTree {
@@ -118,13 +122,16 @@ impl FdTree {
         Ok(e.filter(|e| e.kind == Kind::Normal).map(|e| e.val))
     }
 
-    /// The head tree's part of a range batch. With a memo (`slot` its slot there), a range
-    /// inside the head leaf read last needs no descent.
+    /// The head tree's part of a range batch: at most `max_leaves` leaves once past `lo`
+    /// (an open-ended range must not decode the whole head tree for every batch; the
+    /// batch then ends where the walk stopped, `HeadRange::cut`). With a memo (`slot` its
+    /// slot there), a range inside the head leaf read last needs no descent.
     fn head_range(
         &mut self,
         head: &Head,
         lo: u64,
         hi: u64,
+        max_leaves: u64,
         mut memo: Option<(&mut PageMemo, usize)>,
     ) -> Result<HeadRange> {
         let cap = self.p.cap;
@@ -132,6 +139,7 @@ impl FdTree {
             entries: Vec::new(),
             start: NONE,
             fences: Vec::new(),
+            cut: None,
         };
         let kept = match memo.as_mut() {
             Some((m, slot)) => m.covering(*slot, lo, hi),
@@ -162,10 +170,22 @@ impl FdTree {
             if let Some((m, slot)) = memo.as_mut() {
                 m.keep(*slot, pid, &es);
             }
+            let last = es.last().map(|e| e.key);
             let (ended, saw_start) = take_head_entries(&mut out, es, lo, hi);
             start_found |= saw_start;
             if ended {
                 return Ok(out);
+            }
+            // Stop at the budget once a leaf reached past `lo`: every entry below that
+            // leaf's last key was seen (the next leaf begins at or above it).
+            if steps >= max_leaves && link != NONE {
+                if let Some(k) = last.filter(|&k| k > lo) {
+                    let cut = k - 1;
+                    out.entries.retain(|e| e.key <= cut);
+                    out.fences.retain(|e| e.key <= cut);
+                    out.cut = Some(cut);
+                    return Ok(out);
+                }
             }
             if first && !start_found && pid != head.first_leaf {
                 // Only the first leaf may lack a leading fence (module doc of head.rs).
@@ -194,26 +214,55 @@ impl FdTree {
             return Ok(());
         };
         let mut batch_hi = hi;
+        let lowest = self.levels.last().map_or(1, |r| r.pages);
+        // A bounded range reads what the fences say, up to `io_unit` pages of the lowest
+        // level per batch. An open-ended one (`lo..`, its end decided by the caller) grows
+        // from RANGE_RAMP_PAGES by 2x per batch up to `io_unit`, so a scan stopped early does not
+        // read a whole `io_unit` (the cursor's hint holds the next batch's size).
+        let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit);
+        // A head tree's leaves span the levels' pages as a level's pages do (see `budget`
+        // below); with no level, the head tree is all there is.
+        let no_levels = self.levels.is_empty();
+        let leaves = |h: &Head| match no_levels {
+            true => u64::MAX,
+            false => (unit.saturating_mul(h.pages))
+                .div_ceil(lowest.max(1))
+                .saturating_add(2),
+        };
         // Sources newest first: active head, frozen head, L1, L2, ...
         let mut sources: Vec<Vec<Entry>> = Vec::new();
         let head = self.head.clone();
-        let active = self.head_range(&head, lo, hi, memo.as_deref_mut().map(|m| (m, 0)))?;
+        let active = self.head_range(
+            &head,
+            lo,
+            hi,
+            leaves(&head),
+            memo.as_deref_mut().map(|m| (m, 0)),
+        )?;
+        let mut cut = active.cut;
         sources.push(active.entries);
         let nav = match self.frozen.clone() {
             Some(fr) => {
-                let f = self.head_range(&fr, lo, hi, memo.as_deref_mut().map(|m| (m, 1)))?;
+                let f = self.head_range(
+                    &fr,
+                    lo,
+                    hi,
+                    leaves(&fr),
+                    memo.as_deref_mut().map(|m| (m, 1)),
+                )?;
+                cut = match (cut, f.cut) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
                 sources.push(f.entries);
                 (f.start, f.fences)
             }
             None => (active.start, active.fences),
         };
+        if let Some(c) = cut {
+            batch_hi = batch_hi.min(c);
+        }
         let (mut start, mut fences) = nav;
-        let lowest = self.levels.last().map_or(1, |r| r.pages);
-        // A bounded range reads what the fences say, up to `io_unit` pages of the lowest
-        // level per batch. An open-ended one (`lo..`, its end decided by the caller) grows
-        // from RANGE_RAMP_PAGES by 4x per batch up to `io_unit`, so a scan stopped early does not
-        // read a whole `io_unit` (the cursor's hint holds the next batch's size).
-        let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit);
         let frames = self.pager.pool_frames();
         let mut above = self.head.pages + self.frozen.as_ref().map_or(0, |h| h.pages);
         for lvl in 0..self.levels.len() {
