@@ -158,13 +158,31 @@ pub fn set(b: &mut [u8], i: usize, e: Entry) {
 /// first bad slot.
 #[inline]
 pub fn decode(b: &[u8], cap: usize) -> Result<Vec<Entry>, String> {
-    let n = count(b);
-    if n > cap {
-        return Err(format!("entry count {n} above capacity {cap}"));
+    let n = checked_count(b, cap)?;
+    let mut out = Vec::with_capacity(n);
+    decode_into(b, n, &mut out)?;
+    Ok(out)
+}
+
+/// Append the page's first `n` entries (`n` checked by the caller) to `out`: one tight
+/// loop over the slots (merges and scans decode every entry they read; an iterator of
+/// `Result`s collected cost ~50 ns an entry, this a few).
+#[inline]
+pub fn decode_into(b: &[u8], n: usize, out: &mut Vec<Entry>) -> Result<(), String> {
+    out.reserve(n);
+    let slots = b
+        .get(ENTRIES..ENTRIES + n * ENTRY)
+        .ok_or_else(|| format!("entry count {n} beyond the page"))?;
+    for (i, s) in slots.chunks_exact(ENTRY).enumerate() {
+        let kind =
+            Kind::from_byte(s[16]).ok_or_else(|| format!("entry {i} has an invalid type"))?;
+        out.push(Entry {
+            key: u64::from_le_bytes(s[0..8].try_into().expect("8 bytes")),
+            val: u64::from_le_bytes(s[8..16].try_into().expect("8 bytes")),
+            kind,
+        });
     }
-    (0..n)
-        .map(|i| get(b, i).ok_or_else(|| format!("entry {i} has an invalid type")))
-        .collect()
+    Ok(())
 }
 
 /// What one page of a level says about `key` (a point search's step, §3.3 Algorithm 1).
