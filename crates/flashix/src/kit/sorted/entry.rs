@@ -177,8 +177,8 @@ pub fn decode_into(b: &[u8], n: usize, out: &mut Vec<Entry>) -> Result<(), Strin
         let kind =
             Kind::from_byte(s[16]).ok_or_else(|| format!("entry {i} has an invalid type"))?;
         out.push(Entry {
-            key: u64::from_le_bytes(s[0..8].try_into().expect("8 bytes")),
-            val: u64::from_le_bytes(s[8..16].try_into().expect("8 bytes")),
+            key: read_u64(s, 0),
+            val: read_u64(s, 8),
             kind,
         });
     }
