@@ -84,6 +84,7 @@ use crate::kit::api::{Engine, RangeCursor};
 use crate::kit::sorted::entry::{self, Entry, Kind};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::scan_many_with_memo;
+use crate::kit::sorted::tombs::Tombs;
 use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::{LevelShape, Stats};
@@ -288,7 +289,7 @@ impl Lsm {
             self.components.push(None);
         }
         let old_c0 = std::mem::replace(&mut self.c0, Head::create(&mut self.pager)?);
-        self.merge_into(0, Input::memory(newer), old_c0.index_entries)?;
+        self.merge_into(0, Input::memory(newer))?;
         old_c0.free(&mut self.pager, cap)?;
         let mut i = 0;
         while let Some(c) = self.components[i] {
@@ -299,7 +300,7 @@ impl Lsm {
                 self.components.push(None);
             }
             self.components[i] = None;
-            self.merge_into(i + 1, Input::component(c), c.entries)?;
+            self.merge_into(i + 1, Input::component(c))?;
             self.pager.free_extent(c.extent());
             i += 1;
         }
@@ -310,8 +311,8 @@ impl Lsm {
         Ok(())
     }
 
-    /// Merge `newer` (of at most `newer_entries` entries) into level `i` (0-based index).
-    fn merge_into(&mut self, i: usize, newer: Input, newer_entries: u64) -> Result<()> {
+    /// Merge `newer` into level `i` (0-based index).
+    fn merge_into(&mut self, i: usize, newer: Input) -> Result<()> {
         let older = self.components[i];
         let drop = self.is_last(i);
         let out = merge::merge(
@@ -319,8 +320,8 @@ impl Lsm {
             self.p.cap,
             self.p.io_unit,
             newer,
+            &Tombs::new(),
             older.map_or_else(|| Input::memory(Vec::new()), Input::component),
-            newer_entries + older.map_or(0, |c| c.entries),
             drop,
         )?;
         if let Some(o) = older {
