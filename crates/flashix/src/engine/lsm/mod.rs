@@ -101,6 +101,13 @@ struct State {
     c0: Head,
     /// Level i + 1 at index i; `None`: empty level.
     components: Vec<Option<Component>>,
+    /// C0's range tombstones. Absent in manifests written before range tombstones.
+    #[serde(default)]
+    c0_tombs: Tombs,
+    /// Level i + 1's range tombstones at index i, parallel to `components` (empty in
+    /// manifests written before range tombstones).
+    #[serde(default)]
+    tombs: Vec<Tombs>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -182,7 +189,12 @@ pub struct Lsm {
     pager: Pager,
     p: Params,
     c0: Head,
+    /// C0's range tombstones: they hide keys of C1, C2, ... only (tombs.rs).
+    c0_tombs: Tombs,
     components: Vec<Option<Component>>,
+    /// Level i + 1's range tombstones at index i, also where the component is `None`; as
+    /// long as `components`.
+    tombs: Vec<Tombs>,
     checkpoint_due: bool,
     search_before_delete: bool,
     counters: Counters,
@@ -201,7 +213,9 @@ impl Lsm {
             pager,
             p,
             c0,
+            c0_tombs: Tombs::new(),
             components: Vec::new(),
+            tombs: Vec::new(),
             checkpoint_due: false,
             search_before_delete: o.search_before_delete,
             counters: Counters::default(),
@@ -214,6 +228,21 @@ impl Lsm {
     pub fn open(storage: Storage, manifest: Manifest, s: Settings, o: LsmOptions) -> Result<Lsm> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad LSM state: {e}")))?;
+        let mut tombs = state.tombs;
+        if tombs.is_empty() {
+            tombs.resize(state.components.len(), Tombs::new());
+        }
+        if tombs.len() != state.components.len() {
+            return Err(Error::corruption(
+                "MANIFEST",
+                None,
+                format!(
+                    "LSM state: {} range tombstone sets for {} levels",
+                    tombs.len(),
+                    state.components.len()
+                ),
+            ));
+        }
         let p = params(&s, &o)?;
         let config = s.pager_config(MIN_FRAMES, 0);
         let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
@@ -221,7 +250,9 @@ impl Lsm {
             pager,
             p,
             c0: state.c0,
+            c0_tombs: state.c0_tombs,
             components: state.components,
+            tombs,
             checkpoint_due: false,
             search_before_delete: o.search_before_delete,
             counters: Counters::default(),
@@ -234,6 +265,8 @@ impl Lsm {
         serde_json::json!(State {
             c0: self.c0.clone(),
             components: self.components.clone(),
+            c0_tombs: self.c0_tombs.clone(),
+            tombs: self.tombs.clone(),
         })
     }
 
@@ -272,10 +305,22 @@ impl Lsm {
         self.components[i + 1..].iter().all(Option::is_none)
     }
 
-    /// Merge C0 into C1 when C0 is full, then cascade while a component exceeds its
-    /// capacity.
+    /// C0 is full: its entries (fences included, as before range tombstones) and its
+    /// range tombstones reach |C0|, and it holds something to merge.
+    fn c0_full(&self) -> bool {
+        let held = self.c0.index_entries > 0 || !self.c0_tombs.is_empty();
+        held && self.c0.entries + self.c0_tombs.len() as u64 >= self.p.cap0
+    }
+
+    /// Level i + 1's fill against |C(i+1)|: its entries and its range tombstones (so that
+    /// range tombstones, too, move down and retire at the last level).
+    fn fill(&self, i: usize) -> u64 {
+        self.components[i].map_or(0, |c| c.entries) + self.tombs[i].len() as u64
+    }
+
+    /// Merge C0 into C1 when C0 is full, then cascade while a level exceeds its capacity.
     fn after_mutation(&mut self) -> Result<()> {
-        if self.c0.entries < self.p.cap0 || self.c0.index_entries == 0 {
+        if !self.c0_full() {
             return Ok(());
         }
         let cap = self.p.cap;
@@ -287,32 +332,43 @@ impl Lsm {
             .collect();
         if self.components.is_empty() {
             self.components.push(None);
+            self.tombs.push(Tombs::new());
         }
         let old_c0 = std::mem::replace(&mut self.c0, Head::create(&mut self.pager)?);
-        self.merge_into(0, Input::memory(newer))?;
+        let c0_tombs = std::mem::take(&mut self.c0_tombs);
+        self.merge_into(0, Input::memory(newer), c0_tombs)?;
         old_c0.free(&mut self.pager, cap)?;
         let mut i = 0;
-        while let Some(c) = self.components[i] {
-            if c.entries <= self.p.capacity(i + 1) {
-                break;
-            }
+        while i < self.components.len() && self.fill(i) > self.p.capacity(i + 1) {
             if self.components.len() == i + 1 {
                 self.components.push(None);
+                self.tombs.push(Tombs::new());
             }
-            self.components[i] = None;
-            self.merge_into(i + 1, Input::component(c))?;
-            self.pager.free_extent(c.extent());
+            // The level's entries and range tombstones move down together.
+            let c = self.components[i].take();
+            let tombs = std::mem::take(&mut self.tombs[i]);
+            let newer = c.map_or_else(|| Input::memory(Vec::new()), Input::component);
+            self.merge_into(i + 1, newer, tombs)?;
+            if let Some(c) = c {
+                self.pager.free_extent(c.extent());
+            }
             i += 1;
         }
+        // Levels past the last component hold no range tombstones (Invariant 3): nothing
+        // is lost with them.
         while self.components.last().is_some_and(Option::is_none) {
             self.components.pop();
+            let t = self.tombs.pop();
+            debug_assert!(t.unwrap_or_default().is_empty());
         }
         self.checkpoint_due = !self.pager.replaying();
         Ok(())
     }
 
-    /// Merge `newer` into level `i` (0-based index).
-    fn merge_into(&mut self, i: usize, newer: Input) -> Result<()> {
+    /// Merge `newer` with its range tombstones `newer_tombs` into level `i` (0-based
+    /// index). The output level keeps the union of both inputs' range tombstones, or none
+    /// when it is the last (tombs.rs), also when the output holds no entry.
+    fn merge_into(&mut self, i: usize, newer: Input, newer_tombs: Tombs) -> Result<()> {
         let older = self.components[i];
         let drop = self.is_last(i);
         let out = merge::merge(
@@ -320,7 +376,7 @@ impl Lsm {
             self.p.cap,
             self.p.io_unit,
             newer,
-            &Tombs::new(),
+            &newer_tombs,
             older.map_or_else(|| Input::memory(Vec::new()), Input::component),
             drop,
         )?;
@@ -328,6 +384,17 @@ impl Lsm {
             self.pager.free_extent(o.extent());
         }
         self.components[i] = out.component;
+        let older_tombs = std::mem::take(&mut self.tombs[i]);
+        if !drop {
+            // The union is a set of keys: add the smaller set's intervals to the larger.
+            let (mut all, other) = if newer_tombs.len() >= older_tombs.len() {
+                (newer_tombs, older_tombs)
+            } else {
+                (older_tombs, newer_tombs)
+            };
+            all.union(&other);
+            self.tombs[i] = all;
+        }
         self.counters.merges += 1;
         self.counters.merge_pages_read += out.pages_read;
         self.counters.merge_pages_written += out.pages_written;
@@ -349,9 +416,20 @@ impl Lsm {
         let mut components = vec![None; level];
         components[level - 1] = c;
         self.components = components;
+        // Nothing older than the loaded data is left to hide: range tombstones would only
+        // hide it.
+        self.c0_tombs = Tombs::new();
+        self.tombs = vec![Tombs::new(); level];
         Ok(())
     }
 
+    /// Every level's range tombstones, C0's first.
+    fn all_tombs(&self) -> impl Iterator<Item = &Tombs> {
+        std::iter::once(&self.c0_tombs).chain(&self.tombs)
+    }
+
+    /// No entry in C0 and no component. Range tombstones then hide nothing (none exist
+    /// without a component, Invariant 3; `bulk_load` clears them all the same).
     fn is_empty(&self) -> bool {
         self.c0.entries == 0 && self.components.iter().all(Option::is_none)
     }
