@@ -16,56 +16,87 @@
 //!   be empty (its component merged into the next one).
 //! - **Entries**: the FD-tree's 24-byte typed entries (key, value, type outside the key,
 //!   so every u64 is a user key); a tombstone is the FD-tree's filter type.
+//! - **Range tombstones** ([`crate::kit::sorted::tombs`], which fixes their semantics):
+//!   every level (C0, C1, ...) holds a set of disjoint closed key intervals, in memory and
+//!   in the manifest, also a level whose component is empty. A level's range tombstones
+//!   hide keys of the OLDER levels only; its own entries are always newer than them.
 //!
 //! # On-disk format
 //! C0 nodes: the FD-tree head-tree format. Component pages: see [`component`]. The
 //! manifest's engine state holds C0 (root, height, first leaf, counts) and for every level
-//! its component (extent, leaves, height, root, entries, tombstones) or nothing.
+//! its component (extent, leaves, height, root, entries, tombstones) or nothing, plus
+//! `c0_tombs` and `tombs` (level i + 1 at index i, as long as `components`): the range
+//! tombstones as lists of `[lo, hi]` pairs. Both default to empty, so manifests written
+//! before range tombstones open unchanged.
 //!
 //! # Invariants (checked by `check_integrity`)
 //! 1. Every component is a B+-tree: leaves contiguous at the start of its extent, keys
 //!    strictly increasing across them, no empty leaf; internal levels after them, each
 //!    separator the first key of its child's subtree, all leaves on one depth, every page
 //!    of the extent reached exactly once, the root the extent's last page.
-//! 2. |Ci| ≤ k^i·|C0| for every level i ≥ 1, and C0 below |C0| entries between
-//!    operations (it is merged when it reaches |C0|).
-//! 3. The last (oldest) non-empty component holds no tombstone.
+//! 2. Entries plus range tombstones of Ci ≤ k^i·|C0| for every level i ≥ 1, and C0's
+//!    entries plus range tombstones below |C0| between operations (it is merged when they
+//!    reach |C0|).
+//! 3. The last (oldest) non-empty component holds no tombstone and no range tombstone,
+//!    nor does any level past it; with no component at all no level holds range
+//!    tombstones. Every level's range tombstones are sorted, disjoint and coalesced
+//!    (`Tombs::check`).
 //! 4. C0 is a valid head tree (order, one depth, counts).
 //! 5. Counts in the manifest state equal the structure; no two structures share a page,
 //!    and no reachable page is free in the extent allocator.
 //!
 //! # Operations
-//! Search ([`search`]): C0, then C1, C2, ... (newest first); the first entry found decides,
-//! a tombstone meaning absent. A component is searched by a descent from its root: one
-//! single-page read per level, through the buffer pool (see [`component`]). Range scans merge
-//! the sources newest first in bounded batches (at most `io_unit` leaves per component).
+//! Search ([`search`]): C0, then C1, C2, ... (newest first); at each level the level's
+//! entry of the key decides first (a tombstone meaning absent), then its range tombstones
+//! (covered: absent), else the next level. A component is searched by a descent from its
+//! root: one single-page read per level, through the buffer pool (see [`component`]). Range
+//! scans merge the sources newest first in bounded batches (at most `io_unit` leaves per
+//! component) in one streaming pass, dropping a key whose winning entry is older than a
+//! level whose range tombstones cover it (one forward cursor per level); a component whose
+//! batch range one newer range tombstone spans is not read.
 //! Insert: an upsert into C0. Delete: a blind tombstone into C0 (no read), or a plain
 //! removal from C0 while no component exists; with `LsmOptions::search_before_delete`
-//! (the FD-tree paper's baseline) a search first, and nothing for an absent key. When C0 reaches |C0| entries it is merged
-//! into C1 ([`merge`]), and while Ci exceeds its capacity it is merged into C(i+1)
-//! (rolling merges of whole components). Tombstones are dropped by a merge whose output is
-//! the last component. `bulk_insert` into an empty index builds one component directly (at
-//! the first level whose capacity holds it); otherwise it is a sequence of inserts logged
-//! as one record. `delete_range`: a tombstone per present key.
+//! (the FD-tree paper's baseline) a search first, and nothing for an absent key.
+//! `delete_range(lo, hi)`: C0's own entries in the range are removed and, if a component
+//! exists, `[lo, hi]` joins C0's range tombstones: the C0 leaves the range spans (C0 is
+//! small and lives in the pool) and one interval, whatever the range's size. When C0's entries plus range tombstones reach |C0|
+//! it is merged into C1 ([`merge`]), and while a level's entries plus range tombstones
+//! exceed its capacity it is merged into the next (rolling merges of whole components;
+//! a level holding only range tombstones is merged as an empty input with them). A merge
+//! drops the older input's entries that the newer input's range tombstones cover, and
+//! the output level keeps the union of both inputs' range tombstones; a merged level's
+//! range tombstones move down with its entries. Tombstones and range tombstones are
+//! dropped by a merge whose output is the last component (also one that holds no entry).
+//! `bulk_insert` into an empty index builds one component directly (at the first level
+//! whose capacity holds it) and clears every range tombstone; otherwise it is a sequence of
+//! inserts logged as one record.
 //!
 //! # Durability
 //! The shared [`crate::durable::Pager`]: every operation is logged (logical redo) before it
 //! is applied; `flush` syncs the log. C0 pages change in place under before-images.
 //! Components are shadow-paged: a merge writes new extents, frees the old ones (reused
 //! only after the next checkpoint) and the new set is published by the checkpoint taken
-//! after the operation that merged, so a crash finds the old set or the new one. Recovery
-//! = `Pager::open` + replay of the WAL.
+//! after the operation that merged, so a crash finds the old set or the new one. The
+//! range tombstones of every level are saved in the same manifest state, so a checkpoint
+//! publishes a merge's components and tombstone sets together; C0's range tombstones
+//! change under logged operations, as C0's pages do, and every checkpoint saves them.
+//! Recovery = `Pager::open` (the checkpoint's state, range
+//! tombstones included) + replay of the WAL (logged `DeleteRange`s add them again).
 //!
 //! # Counters (`Stats::engine_counters`)
 //! `components` (non-empty ones), `k`, `entries` (stored: C0 and components, tombstones
 //! included), `c0_entries`, `c0_height`, `c0_pages`, `c0_capacity`, `merges`,
-//! `merge_pages_read`, `merge_pages_written`, and per level i `component_<i>_entries`,
-//! `_tombstones`, `_pages`, `_height`, `_capacity`.
+//! `merge_pages_read`, `merge_pages_written`, `range_deletes` (calls applied),
+//! `range_tombstones` (intervals of all levels), `c0_range_tombstones`, and per level i
+//! `component_<i>_entries`, `_tombstones`, `_range_tombstones`, `_pages`, `_height`,
+//! `_capacity`.
 //!
 //! # Memory
-//! The buffer pool; during a merge into C1 the entries of C0 (at most |C0|, 24 bytes
-//! each), the first keys of the written nodes (16 bytes per page) and one `io_unit` buffer
-//! per input and output; during a range scan at most `io_unit` leaves per component.
+//! The buffer pool; every level's range tombstones (16 bytes an interval, at most the
+//! level's capacity by Invariant 2, reported in `Stats::memory_bytes`); during a merge into
+//! C1 the entries of C0 (at most |C0|, 24 bytes each), the first keys of the written nodes
+//! (16 bytes per page) and one `io_unit` buffer per input and output; during a range scan
+//! at most `io_unit` leaves per component.
 
 mod options;
 pub use options::LsmOptions;
@@ -115,6 +146,7 @@ struct Counters {
     merges: u64,
     merge_pages_read: u64,
     merge_pages_written: u64,
+    range_deletes: u64,
 }
 
 /// Sizes derived from the options.
@@ -296,6 +328,7 @@ impl Lsm {
     /// key of the range (and no level holds range tombstones, Invariant 3): the removal
     /// suffices, as for a point delete.
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
+        self.counters.range_deletes += 1;
         self.c0.remove_range(&mut self.pager, self.p.cap, lo, hi)?;
         if self.components.iter().any(Option::is_some) {
             self.c0_tombs.add(lo, hi);
@@ -518,6 +551,12 @@ impl Engine for Lsm {
             ("merges", c.merges),
             ("merge_pages_read", c.merge_pages_read),
             ("merge_pages_written", c.merge_pages_written),
+            ("range_deletes", c.range_deletes),
+            ("c0_range_tombstones", self.c0_tombs.len() as u64),
+            (
+                "range_tombstones",
+                self.all_tombs().map(|t| t.len() as u64).sum(),
+            ),
         ]);
         let mut levels = Vec::new();
         for (i, comp) in self.components.iter().enumerate() {
@@ -533,6 +572,10 @@ impl Engine for Lsm {
             });
             engine_counters.insert(format!("component_{l}_entries"), comp.entries);
             engine_counters.insert(format!("component_{l}_tombstones"), comp.tombstones);
+            engine_counters.insert(
+                format!("component_{l}_range_tombstones"),
+                self.tombs[i].len() as u64,
+            );
             engine_counters.insert(format!("component_{l}_pages"), comp.pages);
             engine_counters.insert(format!("component_{l}_height"), u64::from(comp.height));
             engine_counters.insert(format!("component_{l}_capacity"), self.p.capacity(l));
@@ -542,9 +585,9 @@ impl Engine for Lsm {
                 capacity: self.p.capacity(l),
             });
         }
-        let mut s = self
-            .pager
-            .stats(EngineKind::Lsm, engine_counters, self.pager.memory_bytes());
+        let memory =
+            self.pager.memory_bytes() + self.all_tombs().map(Tombs::memory_bytes).sum::<u64>();
+        let mut s = self.pager.stats(EngineKind::Lsm, engine_counters, memory);
         s.shape.levels = levels;
         s.shape.write_buffer_entries = Some(self.p.cap0);
         s
