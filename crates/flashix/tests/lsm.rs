@@ -1,11 +1,13 @@
 //! LSM-tree behaviour beyond the model check: cascading merges into several components with
 //! the invariants holding, tombstones hiding older values and vanishing at the last
-//! component, and the I/O of a cold point search.
+//! component, range tombstones (a model history with range deletes of up to 5,000 keys, and
+//! the bounded I/O of one range delete), and the I/O of a cold point search.
 
 use flashix::io::{MemDevice, MemVfs};
 use flashix::testing::{mem_db, reopen_mem, Rng};
 use flashix::{Db, EngineKind, LsmOptions, Options, Storage};
 use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 fn opts(page_size: usize, frames: u64, k: u32, c0_pages: u64, io_unit_pages: u64) -> Options {
@@ -344,4 +346,243 @@ fn search_before_delete_skips_absent_keys() {
     db.check_integrity().unwrap();
     let got: Vec<(u64, u64)> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
     assert_eq!(got, model.into_iter().collect::<Vec<_>>());
+}
+
+/// How a model history reopens its index.
+#[derive(Debug, Clone, Copy)]
+enum Reopen {
+    /// `close` (a checkpoint), then open.
+    Close,
+    /// `flush` and drop without a checkpoint, then open: the range deletes since the last
+    /// checkpoint come back by WAL replay.
+    DropAfterFlush,
+}
+
+fn reopen(db: Db, dev: &MemDevice, vfs: &MemVfs, how: Reopen) -> Db {
+    match how {
+        Reopen::Close => db.close().unwrap(),
+        Reopen::DropAfterFlush => {
+            let mut db = db;
+            db.flush().unwrap();
+            drop(db);
+        }
+    }
+    let mut db = reopen_mem(dev, vfs).unwrap();
+    db.check_integrity().unwrap();
+    db
+}
+
+fn delete_range_in_model(model: &mut BTreeMap<u64, u64>, r: RangeInclusive<u64>) {
+    let doomed: Vec<u64> = model.range(r).map(|(&k, _)| k).collect();
+    for k in doomed {
+        model.remove(&k);
+    }
+}
+
+/// Point gets of present and absent keys, partial range scans and the full contents, all
+/// against the model.
+fn agrees_with_model(db: &mut Db, model: &BTreeMap<u64, u64>, rng: &mut Rng, space: u64) {
+    for _ in 0..60 {
+        let k = rng.below(space);
+        assert_eq!(db.get(k).unwrap(), model.get(&k).copied(), "get {k}");
+    }
+    for (&k, &v) in model.iter().step_by(41) {
+        assert_eq!(db.get(k).unwrap(), Some(v), "get {k}");
+    }
+    for _ in 0..8 {
+        let lo = rng.below(space);
+        let hi = lo + rng.below(3_000);
+        let got: Vec<(u64, u64)> = db.range(lo..=hi).unwrap().map(|kv| kv.unwrap()).collect();
+        let want: Vec<(u64, u64)> = model.range(lo..=hi).map(|(&k, &v)| (k, v)).collect();
+        assert_eq!(got, want, "range {lo}..={hi}");
+    }
+    assert_eq!(&contents(db), model);
+}
+
+/// A random history of inserts, deletes and range deletes of 1 to 5,000 keys against a
+/// `BTreeMap`, with 512-byte pages and a small C0 so that merges cascade through several
+/// components with range tombstones at every level; reopened `how` along the way and at
+/// the end.
+fn range_delete_history(seed: u64, c0_pages: u64, how: Reopen) {
+    const SPACE: u64 = 20_000;
+    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, c0_pages, 3)).unwrap();
+    let mut rng = Rng::new(seed);
+    let mut model = BTreeMap::new();
+    let mut most_range_tombstones = 0;
+    let mut most_components = 0;
+    // Counters start again at a reopen.
+    let mut merges = 0;
+    for i in 0..30_000u64 {
+        let k = rng.below(SPACE);
+        // Range deletes are rare enough that a fifth or so of the key space stays present.
+        match rng.below(1_000) {
+            0..=6 => {
+                let most = [1, 10, 100, 1_000, 5_000][rng.below(5) as usize];
+                let hi = k + rng.below(most);
+                db.delete_range(k..=hi).unwrap();
+                delete_range_in_model(&mut model, k..=hi);
+            }
+            7..=156 => {
+                db.delete(k).unwrap();
+                model.remove(&k);
+            }
+            _ => {
+                db.insert(k, i).unwrap();
+                model.insert(k, i);
+            }
+        }
+        most_range_tombstones = most_range_tombstones.max(counter(&db, "range_tombstones"));
+        most_components = most_components.max(counter(&db, "components"));
+        if i % 1_000 == 999 {
+            db.check_integrity().unwrap();
+            agrees_with_model(&mut db, &model, &mut rng, SPACE);
+        }
+        if i % 10_000 == 9_999 {
+            merges += counter(&db, "merges");
+            db = reopen(db, &dev, &vfs, how);
+            agrees_with_model(&mut db, &model, &mut rng, SPACE);
+        }
+    }
+    assert!(merges > 100, "{merges} merges");
+    assert!(most_components >= 3, "{most_components} components");
+    assert!(most_range_tombstones >= 3, "{most_range_tombstones}");
+    eprintln!(
+        "{how:?}: {merges} merges, at most {most_components} components and \
+         {most_range_tombstones} range tombstones, {} keys left",
+        model.len()
+    );
+    // The last operations are range deletes, so that a reopen without a checkpoint must
+    // replay them from the WAL.
+    for _ in 0..5 {
+        let lo = rng.below(SPACE);
+        let hi = lo + rng.below(2_000);
+        db.delete_range(lo..=hi).unwrap();
+        delete_range_in_model(&mut model, lo..=hi);
+    }
+    assert!(counter(&db, "c0_range_tombstones") > 0);
+    db = reopen(db, &dev, &vfs, how);
+    agrees_with_model(&mut db, &model, &mut rng, SPACE);
+}
+
+#[test]
+fn range_deletes_of_any_size_agree_with_a_model_across_cascading_merges_and_reopens() {
+    range_delete_history(21, 2, Reopen::Close);
+}
+
+#[test]
+fn range_deletes_come_back_by_wal_replay_after_a_reopen_without_close() {
+    range_delete_history(22, 8, Reopen::DropAfterFlush);
+}
+
+/// A range delete adds one interval to C0's range tombstones (and removes C0's own
+/// entries of the range): the pages it reads and writes do not grow with the range. The
+/// range tombstones then move down with the merges and retire at the last component.
+#[test]
+fn a_range_delete_reads_and_writes_a_bounded_number_of_pages() {
+    // 4 KiB pages: 169 entries a page, |C0| = 8 · 169 / 2 = 676, k = 8: |C1| = 5,408,
+    // |C2| = 43,264, |C3| = 346,112.
+    let (mut db, dev, vfs) = mem_db(opts(4096, 64, 8, 8, 32)).unwrap();
+    let mut model: BTreeMap<u64, u64> = (0..250_000u64).map(|i| (i * 2, i + 1)).collect();
+    let pairs: Vec<(u64, u64)> = model.iter().map(|(&k, &v)| (k, v)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    // Odd keys among them: merges into C1 and C2 over the bulk-loaded C3.
+    let mut rng = Rng::new(7);
+    for i in 0..20_000u64 {
+        let k = rng.below(250_000) * 2 + 1;
+        db.insert(k, i).unwrap();
+        model.insert(k, i);
+    }
+    assert!(
+        counter(&db, "components") >= 2,
+        "{:?}",
+        db.stats().engine_counters
+    );
+    // Insert until a merge has just emptied C0 (and its checkpoint cleaned the pool): the
+    // five range deletes below then add five range tombstones to an empty C0, far below
+    // |C0|, so none of them can trigger a merge, and no checkpoint is due. Whatever N, a
+    // range delete touches C0's one page (in the pool for the first four, read after a
+    // reopen for the fifth) and no component page.
+    let merges = counter(&db, "merges");
+    while counter(&db, "merges") == merges {
+        let k = rng.below(250_000) * 2 + 1;
+        db.insert(k, 1).unwrap();
+        model.insert(k, 1);
+    }
+    db.flush().unwrap();
+    assert_eq!(counter(&db, "c0_entries"), 0);
+    assert!(model.len() >= 200_000);
+    let keys: Vec<u64> = model.keys().copied().collect();
+    let mut deleted = Vec::new();
+    let ranges = [
+        (100usize, 1_000usize),
+        (1_000, 10_000),
+        (10_000, 30_000),
+        (100_000, 60_000),
+        (50_000, 170_000),
+    ];
+    for (i, &(n, at)) in ranges.iter().enumerate() {
+        if i == 4 {
+            assert_eq!(counter(&db, "range_deletes"), 4);
+            assert_eq!(counter(&db, "c0_range_tombstones"), 4);
+            assert_eq!(counter(&db, "range_tombstones"), 4);
+            db.close().unwrap();
+            db = reopen_mem(&dev, &vfs).unwrap();
+        }
+        let merges = counter(&db, "merges");
+        let (lo, hi) = (keys[at], keys[at + n - 1]);
+        assert_eq!(model.range(lo..=hi).count(), n);
+        let before = db.stats().device;
+        db.delete_range(lo..=hi).unwrap();
+        let after = db.stats().device;
+        let (read, written) = (after.reads - before.reads, after.writes - before.writes);
+        let pool = if i == 4 { "cold" } else { "warm" };
+        eprintln!(
+            "range delete of {n} keys ({pool} pool): {read} pages read, {written} pages written"
+        );
+        assert!(read <= 8, "a range delete of {n} keys read {read} pages");
+        assert!(
+            written <= 8,
+            "a range delete of {n} keys wrote {written} pages"
+        );
+        assert_eq!(counter(&db, "merges"), merges, "a range delete merged");
+        delete_range_in_model(&mut model, lo..=hi);
+        deleted.push((lo, hi, keys[at - 1], keys[at + n]));
+    }
+    assert_eq!(counter(&db, "c0_range_tombstones"), 5);
+    assert_eq!(counter(&db, "range_tombstones"), 5);
+    db.check_integrity().unwrap();
+    for &(lo, hi, below, above) in &deleted {
+        for k in [lo, lo + 1, (lo + hi) / 2, hi - 1, hi] {
+            assert_eq!(db.get(k).unwrap(), None, "key {k} in [{lo}, {hi}]");
+        }
+        assert_eq!(db.get(below).unwrap(), model.get(&below).copied());
+        assert_eq!(db.get(above).unwrap(), model.get(&above).copied());
+        assert!(model.contains_key(&below) && model.contains_key(&above));
+        let got: Vec<(u64, u64)> = db
+            .range(below..=above)
+            .unwrap()
+            .map(|kv| kv.unwrap())
+            .collect();
+        assert_eq!(got, vec![(below, model[&below]), (above, model[&above])]);
+    }
+    assert_eq!(contents(&mut db), model);
+    // New keys, some inside the deleted ranges, until the merges have carried every range
+    // tombstone down to the last component, which retires them (C2 must overflow into C3,
+    // about |C2| inserts).
+    let mut inserted = 0u64;
+    while counter(&db, "range_tombstones") > 0 {
+        assert!(inserted < 200_000, "{:?}", db.stats().engine_counters);
+        let k = rng.below(1_000_000);
+        db.insert(k, inserted).unwrap();
+        model.insert(k, inserted);
+        inserted += 1;
+    }
+    eprintln!("range tombstones retired after {inserted} inserts");
+    db.check_integrity().unwrap();
+    assert_eq!(contents(&mut db), model);
+    db.close().unwrap();
+    let mut db = reopen_mem(&dev, &vfs).unwrap();
+    db.check_integrity().unwrap();
+    assert_eq!(counter(&db, "range_tombstones"), 0);
+    assert_eq!(contents(&mut db), model);
 }

@@ -12,21 +12,23 @@ use std::collections::HashSet;
 impl Lsm {
     pub(super) fn check(&mut self) -> Result<()> {
         let mut seen: HashSet<PageId> = HashSet::new();
+        self.check_tombs()?;
         self.check_c0(&mut seen)?;
         let last = self.components.iter().rposition(Option::is_some);
         for (i, c) in self.components.clone().iter().enumerate() {
-            let Some(c) = c else { continue };
             let level = i + 1;
             let capacity = self.p.capacity(level);
-            if c.entries > capacity {
+            let fill = self.fill(i);
+            if fill > capacity {
                 return Err(corrupt(
-                    Some(c.start),
+                    c.map(|c| c.start),
                     format!(
-                        "C{level} holds {} entries, above |C{level}| = {capacity} (Invariant 2)",
-                        c.entries
+                        "C{level} holds {fill} entries and range tombstones, above \
+                         |C{level}| = {capacity} (Invariant 2)"
                     ),
                 ));
             }
+            let Some(c) = c else { continue };
             if Some(i) == last && c.tombstones > 0 {
                 return Err(corrupt(
                     Some(c.start),
@@ -37,6 +39,48 @@ impl Lsm {
                 ));
             }
             self.check_component(level, c, &mut seen)?;
+        }
+        Ok(())
+    }
+
+    /// Invariant 3 for range tombstones (tombs.rs): every level's are well formed, one set
+    /// per level, and none is held at or past the last component (its merge retired them),
+    /// nor anywhere while no component exists (a range delete then only removes from C0).
+    fn check_tombs(&self) -> Result<()> {
+        if self.tombs.len() != self.components.len() {
+            return Err(corrupt(
+                None,
+                format!(
+                    "{} range tombstone sets for {} levels",
+                    self.tombs.len(),
+                    self.components.len()
+                ),
+            ));
+        }
+        for (level, t) in self.all_tombs().enumerate() {
+            t.check()
+                .map_err(|e| corrupt(None, format!("C{level}: {e}")))?;
+        }
+        // C0 is level 0, component index i level i + 1.
+        let first_free = self
+            .components
+            .iter()
+            .rposition(Option::is_some)
+            .map_or(0, |i| i + 1);
+        if let Some((level, t)) = self
+            .all_tombs()
+            .enumerate()
+            .skip(first_free)
+            .find(|(_, t)| !t.is_empty())
+        {
+            return Err(corrupt(
+                None,
+                format!(
+                    "C{level} holds {} range tombstones with no component older than it \
+                     (Invariant 3)",
+                    t.len()
+                ),
+            ));
         }
         Ok(())
     }
@@ -63,12 +107,14 @@ impl Lsm {
     fn check_c0(&mut self, seen: &mut HashSet<PageId>) -> Result<()> {
         let cap = self.p.cap;
         let c0 = self.c0.clone();
-        if c0.index_entries > 0 && c0.entries >= self.p.cap0 {
+        if self.c0_full() {
             return Err(corrupt(
                 Some(c0.root),
                 format!(
-                    "C0 holds {} entries, |C0| = {} (Invariant 2)",
-                    c0.entries, self.p.cap0
+                    "C0 holds {} entries and {} range tombstones, |C0| = {} (Invariant 2)",
+                    c0.entries,
+                    self.c0_tombs.len(),
+                    self.p.cap0
                 ),
             ));
         }

@@ -309,6 +309,11 @@ impl LeafReader {
         self.seq.advance();
     }
 
+    /// The component's entries (a merge output's size bound).
+    pub fn entries(&self) -> u64 {
+        self.c.entries
+    }
+
     /// Pages read so far.
     pub fn pages_read(&self) -> u64 {
         self.seq.pages_read()

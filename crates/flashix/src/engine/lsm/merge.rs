@@ -1,13 +1,16 @@
 //! Rolling merge of a newer input (C0's entries, or component C(i-1)) into component C(i):
 //! both inputs read sequentially in `io_unit`-page requests, the output built bottom-up
 //! into a fresh extent (App. D: "multi-page I/O optimization applied to the merge between
-//! tree components"). For a key in both inputs the newer entry wins; tombstones are dropped
-//! when the output is the last component (nothing older remains for them to hide).
+//! tree components"). For a key in both inputs the newer entry wins; an older entry that a
+//! range tombstone of the newer input covers is dropped ([`crate::kit::sorted::tombs`]: a
+//! level's range tombstones hide the keys of older levels); tombstones are dropped when the
+//! output is the last component (nothing older remains for them to hide).
 
 use super::component::{Component, ComponentWriter, LeafReader, TOMBSTONE};
 use crate::durable::Pager;
 use crate::error::Result;
 use crate::kit::sorted::entry::Entry;
+use crate::kit::sorted::tombs::Tombs;
 
 /// A sorted input stream.
 pub enum Input {
@@ -41,6 +44,14 @@ impl Input {
         }
     }
 
+    /// The input's entries (asked before the merge reads any: the output's size bound).
+    fn entries(&self) -> u64 {
+        match self {
+            Input::Memory(it, cur) => it.len() as u64 + u64::from(cur.is_some()),
+            Input::Component(r) => r.entries(),
+        }
+    }
+
     fn pages_read(&self) -> u64 {
         match self {
             Input::Memory(..) => 0,
@@ -56,17 +67,22 @@ pub struct Merged {
     pub pages_written: u64,
 }
 
-/// Merge `newer` into `older` (either may be empty) as one new component.
+/// Merge `newer` into `older` (either may be empty) as one new component, leaving out the
+/// entries of `older` that `newer_tombs` (the newer input's range tombstones) cover. The
+/// output level's range tombstones are the caller's to set.
 pub fn merge(
     pager: &mut Pager,
     cap: usize,
     io_unit: u64,
     mut newer: Input,
+    newer_tombs: &Tombs,
     mut older: Input,
-    max_entries: u64,
     drop_tombstones: bool,
 ) -> Result<Merged> {
+    let max_entries = newer.entries() + older.entries();
     let mut w = ComponentWriter::new(pager, cap, io_unit, max_entries);
+    // Older keys arrive in increasing order: one forward cursor, no second pass.
+    let mut hidden = newer_tombs.cursor();
     loop {
         let a = newer.peek(pager, cap, io_unit)?;
         let b = older.peek(pager, cap, io_unit)?;
@@ -78,6 +94,9 @@ pub fn merge(
             }
             (None, Some(y)) => {
                 older.advance();
+                if hidden.covers(y.key) {
+                    continue;
+                }
                 y
             }
             (Some(x), Some(y)) => {
@@ -89,6 +108,9 @@ pub fn merge(
                     x
                 } else {
                     older.advance();
+                    if hidden.covers(y.key) {
+                        continue;
+                    }
                     y
                 }
             }

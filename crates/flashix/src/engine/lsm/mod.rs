@@ -16,56 +16,87 @@
 //!   be empty (its component merged into the next one).
 //! - **Entries**: the FD-tree's 24-byte typed entries (key, value, type outside the key,
 //!   so every u64 is a user key); a tombstone is the FD-tree's filter type.
+//! - **Range tombstones** ([`crate::kit::sorted::tombs`], which fixes their semantics):
+//!   every level (C0, C1, ...) holds a set of disjoint closed key intervals, in memory and
+//!   in the manifest, also a level whose component is empty. A level's range tombstones
+//!   hide keys of the OLDER levels only; its own entries are always newer than them.
 //!
 //! # On-disk format
 //! C0 nodes: the FD-tree head-tree format. Component pages: see [`component`]. The
 //! manifest's engine state holds C0 (root, height, first leaf, counts) and for every level
-//! its component (extent, leaves, height, root, entries, tombstones) or nothing.
+//! its component (extent, leaves, height, root, entries, tombstones) or nothing, plus
+//! `c0_tombs` and `tombs` (level i + 1 at index i, as long as `components`): the range
+//! tombstones as lists of `[lo, hi]` pairs. Both default to empty, so manifests written
+//! before range tombstones open unchanged.
 //!
 //! # Invariants (checked by `check_integrity`)
 //! 1. Every component is a B+-tree: leaves contiguous at the start of its extent, keys
 //!    strictly increasing across them, no empty leaf; internal levels after them, each
 //!    separator the first key of its child's subtree, all leaves on one depth, every page
 //!    of the extent reached exactly once, the root the extent's last page.
-//! 2. |Ci| ≤ k^i·|C0| for every level i ≥ 1, and C0 below |C0| entries between
-//!    operations (it is merged when it reaches |C0|).
-//! 3. The last (oldest) non-empty component holds no tombstone.
+//! 2. Entries plus range tombstones of Ci ≤ k^i·|C0| for every level i ≥ 1, and C0's
+//!    entries plus range tombstones below |C0| between operations (it is merged when they
+//!    reach |C0|).
+//! 3. The last (oldest) non-empty component holds no tombstone and no range tombstone,
+//!    nor does any level past it; with no component at all no level holds range
+//!    tombstones. Every level's range tombstones are sorted, disjoint and coalesced
+//!    (`Tombs::check`).
 //! 4. C0 is a valid head tree (order, one depth, counts).
 //! 5. Counts in the manifest state equal the structure; no two structures share a page,
 //!    and no reachable page is free in the extent allocator.
 //!
 //! # Operations
-//! Search ([`search`]): C0, then C1, C2, ... (newest first); the first entry found decides,
-//! a tombstone meaning absent. A component is searched by a descent from its root: one
-//! single-page read per level, through the buffer pool (see [`component`]). Range scans merge
-//! the sources newest first in bounded batches (at most `io_unit` leaves per component).
+//! Search ([`search`]): C0, then C1, C2, ... (newest first); at each level the level's
+//! entry of the key decides first (a tombstone meaning absent), then its range tombstones
+//! (covered: absent), else the next level. A component is searched by a descent from its
+//! root: one single-page read per level, through the buffer pool (see [`component`]). Range
+//! scans merge the sources newest first in bounded batches (at most `io_unit` leaves per
+//! component) in one streaming pass, dropping a key whose winning entry is older than a
+//! level whose range tombstones cover it (one forward cursor per level); a component whose
+//! batch range one newer range tombstone spans is not read.
 //! Insert: an upsert into C0. Delete: a blind tombstone into C0 (no read), or a plain
 //! removal from C0 while no component exists; with `LsmOptions::search_before_delete`
-//! (the FD-tree paper's baseline) a search first, and nothing for an absent key. When C0 reaches |C0| entries it is merged
-//! into C1 ([`merge`]), and while Ci exceeds its capacity it is merged into C(i+1)
-//! (rolling merges of whole components). Tombstones are dropped by a merge whose output is
-//! the last component. `bulk_insert` into an empty index builds one component directly (at
-//! the first level whose capacity holds it); otherwise it is a sequence of inserts logged
-//! as one record. `delete_range`: a tombstone per present key.
+//! (the FD-tree paper's baseline) a search first, and nothing for an absent key.
+//! `delete_range(lo, hi)`: C0's own entries in the range are removed and, if a component
+//! exists, `[lo, hi]` joins C0's range tombstones: the C0 leaves the range spans (C0 is
+//! small and lives in the pool) and one interval, whatever the range's size. When C0's entries plus range tombstones reach |C0|
+//! it is merged into C1 ([`merge`]), and while a level's entries plus range tombstones
+//! exceed its capacity it is merged into the next (rolling merges of whole components;
+//! a level holding only range tombstones is merged as an empty input with them). A merge
+//! drops the older input's entries that the newer input's range tombstones cover, and
+//! the output level keeps the union of both inputs' range tombstones; a merged level's
+//! range tombstones move down with its entries. Tombstones and range tombstones are
+//! dropped by a merge whose output is the last component (also one that holds no entry).
+//! `bulk_insert` into an empty index builds one component directly (at the first level
+//! whose capacity holds it) and clears every range tombstone; otherwise it is a sequence of
+//! inserts logged as one record.
 //!
 //! # Durability
 //! The shared [`crate::durable::Pager`]: every operation is logged (logical redo) before it
 //! is applied; `flush` syncs the log. C0 pages change in place under before-images.
 //! Components are shadow-paged: a merge writes new extents, frees the old ones (reused
 //! only after the next checkpoint) and the new set is published by the checkpoint taken
-//! after the operation that merged, so a crash finds the old set or the new one. Recovery
-//! = `Pager::open` + replay of the WAL.
+//! after the operation that merged, so a crash finds the old set or the new one. The
+//! range tombstones of every level are saved in the same manifest state, so a checkpoint
+//! publishes a merge's components and tombstone sets together; C0's range tombstones
+//! change under logged operations, as C0's pages do, and every checkpoint saves them.
+//! Recovery = `Pager::open` (the checkpoint's state, range
+//! tombstones included) + replay of the WAL (logged `DeleteRange`s add them again).
 //!
 //! # Counters (`Stats::engine_counters`)
 //! `components` (non-empty ones), `k`, `entries` (stored: C0 and components, tombstones
 //! included), `c0_entries`, `c0_height`, `c0_pages`, `c0_capacity`, `merges`,
-//! `merge_pages_read`, `merge_pages_written`, and per level i `component_<i>_entries`,
-//! `_tombstones`, `_pages`, `_height`, `_capacity`.
+//! `merge_pages_read`, `merge_pages_written`, `range_deletes` (calls applied),
+//! `range_tombstones` (intervals of all levels), `c0_range_tombstones`, and per level i
+//! `component_<i>_entries`, `_tombstones`, `_range_tombstones`, `_pages`, `_height`,
+//! `_capacity`.
 //!
 //! # Memory
-//! The buffer pool; during a merge into C1 the entries of C0 (at most |C0|, 24 bytes
-//! each), the first keys of the written nodes (16 bytes per page) and one `io_unit` buffer
-//! per input and output; during a range scan at most `io_unit` leaves per component.
+//! The buffer pool; every level's range tombstones (16 bytes an interval, at most the
+//! level's capacity by Invariant 2, reported in `Stats::memory_bytes`); during a merge into
+//! C1 the entries of C0 (at most |C0|, 24 bytes each), the first keys of the written nodes
+//! (16 bytes per page) and one `io_unit` buffer per input and output; during a range scan
+//! at most `io_unit` leaves per component.
 
 mod options;
 pub use options::LsmOptions;
@@ -84,6 +115,7 @@ use crate::kit::api::{Engine, RangeCursor};
 use crate::kit::sorted::entry::{self, Entry, Kind};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::scan_many_with_memo;
+use crate::kit::sorted::tombs::Tombs;
 use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::{LevelShape, Stats};
@@ -100,6 +132,13 @@ struct State {
     c0: Head,
     /// Level i + 1 at index i; `None`: empty level.
     components: Vec<Option<Component>>,
+    /// C0's range tombstones. Absent in manifests written before range tombstones.
+    #[serde(default)]
+    c0_tombs: Tombs,
+    /// Level i + 1's range tombstones at index i, parallel to `components` (empty in
+    /// manifests written before range tombstones).
+    #[serde(default)]
+    tombs: Vec<Tombs>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -107,6 +146,7 @@ struct Counters {
     merges: u64,
     merge_pages_read: u64,
     merge_pages_written: u64,
+    range_deletes: u64,
 }
 
 /// Sizes derived from the options.
@@ -181,7 +221,12 @@ pub struct Lsm {
     pager: Pager,
     p: Params,
     c0: Head,
+    /// C0's range tombstones: they hide keys of C1, C2, ... only (tombs.rs).
+    c0_tombs: Tombs,
     components: Vec<Option<Component>>,
+    /// Level i + 1's range tombstones at index i, also where the component is `None`; as
+    /// long as `components`.
+    tombs: Vec<Tombs>,
     checkpoint_due: bool,
     search_before_delete: bool,
     counters: Counters,
@@ -200,7 +245,9 @@ impl Lsm {
             pager,
             p,
             c0,
+            c0_tombs: Tombs::new(),
             components: Vec::new(),
+            tombs: Vec::new(),
             checkpoint_due: false,
             search_before_delete: o.search_before_delete,
             counters: Counters::default(),
@@ -213,6 +260,21 @@ impl Lsm {
     pub fn open(storage: Storage, manifest: Manifest, s: Settings, o: LsmOptions) -> Result<Lsm> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad LSM state: {e}")))?;
+        let mut tombs = state.tombs;
+        if tombs.is_empty() {
+            tombs.resize(state.components.len(), Tombs::new());
+        }
+        if tombs.len() != state.components.len() {
+            return Err(Error::corruption(
+                "MANIFEST",
+                None,
+                format!(
+                    "LSM state: {} range tombstone sets for {} levels",
+                    tombs.len(),
+                    state.components.len()
+                ),
+            ));
+        }
         let p = params(&s, &o)?;
         let config = s.pager_config(MIN_FRAMES, 0);
         let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
@@ -220,7 +282,9 @@ impl Lsm {
             pager,
             p,
             c0: state.c0,
+            c0_tombs: state.c0_tombs,
             components: state.components,
+            tombs,
             checkpoint_due: false,
             search_before_delete: o.search_before_delete,
             counters: Counters::default(),
@@ -233,6 +297,8 @@ impl Lsm {
         serde_json::json!(State {
             c0: self.c0.clone(),
             components: self.components.clone(),
+            c0_tombs: self.c0_tombs.clone(),
+            tombs: self.tombs.clone(),
         })
     }
 
@@ -256,14 +322,18 @@ impl Lsm {
         self.after_mutation()
     }
 
+    /// A range tombstone in C0 (tombs.rs): C0's own entries in the range go, and
+    /// `[lo, hi]` joins C0's range tombstones to hide the keys of the components, a few
+    /// C0 pages whatever the range's size. With no component, nothing older can hold a
+    /// key of the range (and no level holds range tombstones, Invariant 3): the removal
+    /// suffices, as for a point delete.
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
-        crate::kit::api::delete_range_by_scan(
-            self,
-            lo,
-            hi,
-            |e, cur, out| e.scan_batch(cur, out, None),
-            |e, k| e.delete_unlogged(k).map(|_| ()),
-        )
+        self.counters.range_deletes += 1;
+        self.c0.remove_range(&mut self.pager, self.p.cap, lo, hi)?;
+        if self.components.iter().any(Option::is_some) {
+            self.c0_tombs.add(lo, hi);
+        }
+        self.after_mutation()
     }
 
     /// True if no component at a level above `i` (0-based index) is non-empty.
@@ -271,10 +341,22 @@ impl Lsm {
         self.components[i + 1..].iter().all(Option::is_none)
     }
 
-    /// Merge C0 into C1 when C0 is full, then cascade while a component exceeds its
-    /// capacity.
+    /// C0 is full: its entries (fences included, as before range tombstones) and its
+    /// range tombstones reach |C0|, and it holds something to merge.
+    fn c0_full(&self) -> bool {
+        let held = self.c0.index_entries > 0 || !self.c0_tombs.is_empty();
+        held && self.c0.entries + self.c0_tombs.len() as u64 >= self.p.cap0
+    }
+
+    /// Level i + 1's fill against |C(i+1)|: its entries and its range tombstones (so that
+    /// range tombstones, too, move down and retire at the last level).
+    fn fill(&self, i: usize) -> u64 {
+        self.components[i].map_or(0, |c| c.entries) + self.tombs[i].len() as u64
+    }
+
+    /// Merge C0 into C1 when C0 is full, then cascade while a level exceeds its capacity.
     fn after_mutation(&mut self) -> Result<()> {
-        if self.c0.entries < self.p.cap0 || self.c0.index_entries == 0 {
+        if !self.c0_full() {
             return Ok(());
         }
         let cap = self.p.cap;
@@ -286,32 +368,43 @@ impl Lsm {
             .collect();
         if self.components.is_empty() {
             self.components.push(None);
+            self.tombs.push(Tombs::new());
         }
         let old_c0 = std::mem::replace(&mut self.c0, Head::create(&mut self.pager)?);
-        self.merge_into(0, Input::memory(newer), old_c0.index_entries)?;
+        let c0_tombs = std::mem::take(&mut self.c0_tombs);
+        self.merge_into(0, Input::memory(newer), c0_tombs)?;
         old_c0.free(&mut self.pager, cap)?;
         let mut i = 0;
-        while let Some(c) = self.components[i] {
-            if c.entries <= self.p.capacity(i + 1) {
-                break;
-            }
+        while i < self.components.len() && self.fill(i) > self.p.capacity(i + 1) {
             if self.components.len() == i + 1 {
                 self.components.push(None);
+                self.tombs.push(Tombs::new());
             }
-            self.components[i] = None;
-            self.merge_into(i + 1, Input::component(c), c.entries)?;
-            self.pager.free_extent(c.extent());
+            // The level's entries and range tombstones move down together.
+            let c = self.components[i].take();
+            let tombs = std::mem::take(&mut self.tombs[i]);
+            let newer = c.map_or_else(|| Input::memory(Vec::new()), Input::component);
+            self.merge_into(i + 1, newer, tombs)?;
+            if let Some(c) = c {
+                self.pager.free_extent(c.extent());
+            }
             i += 1;
         }
+        // Levels past the last component hold no range tombstones (Invariant 3): nothing
+        // is lost with them.
         while self.components.last().is_some_and(Option::is_none) {
             self.components.pop();
+            let t = self.tombs.pop();
+            debug_assert!(t.unwrap_or_default().is_empty());
         }
         self.checkpoint_due = !self.pager.replaying();
         Ok(())
     }
 
-    /// Merge `newer` (of at most `newer_entries` entries) into level `i` (0-based index).
-    fn merge_into(&mut self, i: usize, newer: Input, newer_entries: u64) -> Result<()> {
+    /// Merge `newer` with its range tombstones `newer_tombs` into level `i` (0-based
+    /// index). The output level keeps the union of both inputs' range tombstones, or none
+    /// when it is the last (tombs.rs), also when the output holds no entry.
+    fn merge_into(&mut self, i: usize, newer: Input, newer_tombs: Tombs) -> Result<()> {
         let older = self.components[i];
         let drop = self.is_last(i);
         let out = merge::merge(
@@ -319,14 +412,25 @@ impl Lsm {
             self.p.cap,
             self.p.io_unit,
             newer,
+            &newer_tombs,
             older.map_or_else(|| Input::memory(Vec::new()), Input::component),
-            newer_entries + older.map_or(0, |c| c.entries),
             drop,
         )?;
         if let Some(o) = older {
             self.pager.free_extent(o.extent());
         }
         self.components[i] = out.component;
+        let older_tombs = std::mem::take(&mut self.tombs[i]);
+        if !drop {
+            // The union is a set of keys: add the smaller set's intervals to the larger.
+            let (mut all, other) = if newer_tombs.len() >= older_tombs.len() {
+                (newer_tombs, older_tombs)
+            } else {
+                (older_tombs, newer_tombs)
+            };
+            all.union(&other);
+            self.tombs[i] = all;
+        }
         self.counters.merges += 1;
         self.counters.merge_pages_read += out.pages_read;
         self.counters.merge_pages_written += out.pages_written;
@@ -348,9 +452,20 @@ impl Lsm {
         let mut components = vec![None; level];
         components[level - 1] = c;
         self.components = components;
+        // Nothing older than the loaded data is left to hide: range tombstones would only
+        // hide it.
+        self.c0_tombs = Tombs::new();
+        self.tombs = vec![Tombs::new(); level];
         Ok(())
     }
 
+    /// Every level's range tombstones, C0's first.
+    fn all_tombs(&self) -> impl Iterator<Item = &Tombs> {
+        std::iter::once(&self.c0_tombs).chain(&self.tombs)
+    }
+
+    /// No entry in C0 and no component. Range tombstones then hide nothing (none exist
+    /// without a component, Invariant 3; `bulk_load` clears them all the same).
     fn is_empty(&self) -> bool {
         self.c0.entries == 0 && self.components.iter().all(Option::is_none)
     }
@@ -436,6 +551,12 @@ impl Engine for Lsm {
             ("merges", c.merges),
             ("merge_pages_read", c.merge_pages_read),
             ("merge_pages_written", c.merge_pages_written),
+            ("range_deletes", c.range_deletes),
+            ("c0_range_tombstones", self.c0_tombs.len() as u64),
+            (
+                "range_tombstones",
+                self.all_tombs().map(|t| t.len() as u64).sum(),
+            ),
         ]);
         let mut levels = Vec::new();
         for (i, comp) in self.components.iter().enumerate() {
@@ -451,6 +572,10 @@ impl Engine for Lsm {
             });
             engine_counters.insert(format!("component_{l}_entries"), comp.entries);
             engine_counters.insert(format!("component_{l}_tombstones"), comp.tombstones);
+            engine_counters.insert(
+                format!("component_{l}_range_tombstones"),
+                self.tombs[i].len() as u64,
+            );
             engine_counters.insert(format!("component_{l}_pages"), comp.pages);
             engine_counters.insert(format!("component_{l}_height"), u64::from(comp.height));
             engine_counters.insert(format!("component_{l}_capacity"), self.p.capacity(l));
@@ -460,9 +585,9 @@ impl Engine for Lsm {
                 capacity: self.p.capacity(l),
             });
         }
-        let mut s = self
-            .pager
-            .stats(EngineKind::Lsm, engine_counters, self.pager.memory_bytes());
+        let memory =
+            self.pager.memory_bytes() + self.all_tombs().map(Tombs::memory_bytes).sum::<u64>();
+        let mut s = self.pager.stats(EngineKind::Lsm, engine_counters, memory);
         s.shape.levels = levels;
         s.shape.write_buffer_entries = Some(self.p.cap0);
         s

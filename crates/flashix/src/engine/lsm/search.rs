@@ -1,5 +1,7 @@
-//! Point and range search: C0, then the components newest first; the newest entry of a key
-//! decides, a tombstone meaning absent.
+//! Point and range search: C0, then the components newest first. At each level the
+//! level's own entry of the key decides first (a tombstone meaning absent), then the
+//! level's range tombstones (covered: absent), else the next older level decides
+//! ([`crate::kit::sorted::tombs`]).
 
 use super::component::{self, TOMBSTONE};
 use super::Lsm;
@@ -8,27 +10,51 @@ use crate::kit::api::{RangeCursor, RANGE_RAMP_PAGES};
 use crate::kit::sorted::entry::{Entry, Kind, NONE};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
-use std::collections::BTreeMap;
+use crate::kit::sorted::tombs::Tombs;
+
+/// The entries of one level that a range batch read, sorted by key.
+struct Source {
+    /// 0: C0; i: Ci.
+    level: usize,
+    entries: Vec<Entry>,
+}
 
 impl Lsm {
-    /// The newest entry of `key`: C0 through the pool, then one descent per component.
+    /// The newest entry of `key`: C0 through the pool, then one descent per component,
+    /// stopping at the first level whose entry or range tombstones decide.
     pub(super) fn lookup(&mut self, key: u64) -> Result<Option<u64>> {
         let f = self.c0.find(&mut self.pager, self.p.cap, key)?;
         let mut found = f.entry;
-        if found.is_none() {
+        if found.is_none() && !self.c0_tombs.covers(key) {
             // As the FD-tree's levels (§4 Eq. 10): a component's leaves are read through
             // the pool while C0 and the newer components leave room there, past it below.
             let frames = self.pager.pool_frames();
             let mut above = self.c0.pages;
-            for c in self.components.clone().iter().flatten() {
-                found = component::find(&mut self.pager, self.p.cap, c, key, above < frames)?;
-                if found.is_some() {
+            for (i, c) in self.components.clone().iter().enumerate() {
+                if let Some(c) = c {
+                    found = component::find(&mut self.pager, self.p.cap, c, key, above < frames)?;
+                    if found.is_some() {
+                        break;
+                    }
+                    above += c.pages;
+                }
+                if self.tombs[i].covers(key) {
                     break;
                 }
-                above += c.pages;
             }
         }
         Ok(found.filter(|e| e.kind == Kind::Normal).map(|e| e.val))
+    }
+
+    /// Whether one range tombstone of a level newer than `level` spans all of `[lo, hi]`:
+    /// no key of `level` can show there, so a range batch need not read its leaves (a scan
+    /// over a deleted range costs what a range delete saved).
+    fn spanned_by_newer(&self, level: usize, lo: u64, hi: u64) -> bool {
+        self.all_tombs().take(level).any(|t| {
+            let iv = t.intervals();
+            let i = iv.partition_point(|&(_, h)| h < lo);
+            iv.get(i).is_some_and(|&(l, h)| l <= lo && hi <= h)
+        })
     }
 
     /// C0's index entries with key in [lo, hi] (at most |C0|). With a memo (slot 0), a
@@ -93,7 +119,10 @@ impl Lsm {
         };
         let cap = self.p.cap;
         let mut batch_hi = hi;
-        let mut sources: Vec<Vec<Entry>> = vec![self.c0_range(lo, hi, memo.as_deref_mut())?];
+        let mut sources = vec![Source {
+            level: 0,
+            entries: self.c0_range(lo, hi, memo.as_deref_mut())?,
+        }];
         let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit);
         // The point lookup's rule (Eq. 10): a component the pool holds is read through it
         // when the batch needs one leaf there, so short scans (the many small key
@@ -106,13 +135,18 @@ impl Lsm {
             let slot = i + 1;
             let cached = above < frames;
             above += c.pages;
+            if self.spanned_by_newer(slot, lo, hi) {
+                continue;
+            }
             // A range inside the leaf this component's last range ended in: no descent.
             if let Some(es) = memo.as_deref_mut().and_then(|m| m.covering(slot, lo, hi)) {
-                sources.push(
-                    es.into_iter()
+                sources.push(Source {
+                    level: slot,
+                    entries: es
+                        .into_iter()
                         .filter(|e| e.key >= lo && e.key <= hi)
                         .collect(),
-                );
+                });
                 continue;
             }
             let (mut first, last) = component::leaf_span(&mut self.pager, cap, c, lo, hi)?;
@@ -151,35 +185,130 @@ impl Lsm {
                 if more && last_key < hi {
                     batch_hi = batch_hi.min(last_key);
                 }
-                sources.push(
-                    pages
+                sources.push(Source {
+                    level: slot,
+                    entries: pages
                         .into_iter()
                         .flatten()
                         .filter(|e| e.key >= lo && e.key <= hi)
                         .collect(),
-                );
+                });
                 break;
             }
         }
-        let mut merged: BTreeMap<u64, Entry> = BTreeMap::new();
-        for src in sources {
-            for e in src {
-                if e.key <= batch_hi {
-                    merged.entry(e.key).or_insert(e);
-                }
-            }
-        }
-        out.extend(
-            merged
-                .values()
-                .filter(|e| e.kind != TOMBSTONE)
-                .map(|e| (e.key, e.val)),
-        );
+        let tombs: Vec<&Tombs> = self.all_tombs().collect();
+        merge_newest_first(&sources, &tombs, batch_hi, out);
         cur.next = if batch_hi >= hi {
             None
         } else {
             Some(batch_hi + 1)
         };
         Ok(())
+    }
+}
+
+/// Merge the sources of a batch (newest level first, each sorted by key, within the range)
+/// in one streaming pass, up to `hi`: the first source holding a key decides it, unless the
+/// range tombstones of a newer level cover the key (`tombs[l]`: level l's, C0 first; a level
+/// without a source may hold some). Tombstones and hidden keys are left out; the rest goes
+/// to `out` in key order. With a handful of levels, picking the least head among them costs
+/// less than a map of every entry.
+fn merge_newest_first(sources: &[Source], tombs: &[&Tombs], hi: u64, out: &mut Vec<(u64, u64)>) {
+    let mut at = vec![0usize; sources.len()];
+    // Keys go up, so each level's cursor only moves forward.
+    let mut covers: Vec<_> = tombs.iter().map(|t| t.cursor()).collect();
+    loop {
+        // The least key left; on a tie the newest source (the first) wins.
+        let mut best: Option<(u64, usize)> = None;
+        for (i, s) in sources.iter().enumerate() {
+            if let Some(e) = s.entries.get(at[i]) {
+                if e.key <= hi && best.map_or(true, |(k, _)| e.key < k) {
+                    best = Some((e.key, i));
+                }
+            }
+        }
+        let Some((key, win)) = best else {
+            return;
+        };
+        let e = sources[win].entries[at[win]];
+        let newer = sources[win].level.min(covers.len());
+        let hidden = covers[..newer].iter_mut().any(|c| c.covers(key));
+        if e.kind != TOMBSTONE && !hidden {
+            out.push((e.key, e.val));
+        }
+        for (i, s) in sources.iter().enumerate() {
+            while s.entries.get(at[i]).is_some_and(|e| e.key == key) {
+                at[i] += 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    proptest! {
+        /// The streaming merge equals the point search's rule applied key by key: levels
+        /// newest first, a level's own entry decides first, then its range tombstones.
+        /// Some levels hold range tombstones but no source (an empty component).
+        #[test]
+        fn merge_newest_first_applies_the_search_rule_to_every_key(
+            raw in proptest::collection::vec(
+                (
+                    proptest::option::of(proptest::collection::btree_map(
+                        0u64..80,
+                        (any::<u64>(), any::<bool>()),
+                        0..25,
+                    )),
+                    proptest::collection::vec((0u64..80, 0u64..15), 0..4),
+                ),
+                1..6,
+            ),
+            hi in 0u64..90,
+        ) {
+            let mut sources = Vec::new();
+            let mut tombs = Vec::new();
+            let mut levels: Vec<Option<BTreeMap<u64, Entry>>> = Vec::new();
+            for (level, (entries, ranges)) in raw.iter().enumerate() {
+                let mut t = Tombs::new();
+                for &(lo, len) in ranges {
+                    t.add(lo, lo + len);
+                }
+                tombs.push(t);
+                let es: Option<BTreeMap<u64, Entry>> = entries.as_ref().map(|m| {
+                    m.iter()
+                        .map(|(&k, &(v, normal))| {
+                            let kind = if normal { Kind::Normal } else { TOMBSTONE };
+                            (k, Entry::new(k, v, kind))
+                        })
+                        .collect()
+                });
+                if let Some(es) = &es {
+                    sources.push(Source { level, entries: es.values().copied().collect() });
+                }
+                levels.push(es);
+            }
+            let mut want = Vec::new();
+            for key in 0..=hi {
+                for (es, t) in levels.iter().zip(&tombs) {
+                    if let Some(e) = es.as_ref().and_then(|m| m.get(&key)) {
+                        if e.kind == Kind::Normal {
+                            want.push((key, e.val));
+                        }
+                        break;
+                    }
+                    if t.covers(key) {
+                        break;
+                    }
+                }
+            }
+            let refs: Vec<&Tombs> = tombs.iter().collect();
+            let mut got = Vec::new();
+            merge_newest_first(&sources, &refs, hi, &mut got);
+            prop_assert_eq!(got, want);
+        }
     }
 }
