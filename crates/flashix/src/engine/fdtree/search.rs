@@ -145,49 +145,21 @@ impl FdTree {
             Some((m, slot)) => m.covering(*slot, lo, hi),
             None => None,
         };
-        let mut pid = match kept {
-            Some(es) => {
-                // The leaf holds keys on both sides of the range: the walk below would
-                // start and end in it.
-                let _ = take_head_entries(&mut out, es, lo, hi);
-                return Ok(out);
-            }
-            None => head.leaf_for(&mut self.pager, cap, lo)?,
-        };
+        if let Some(es) = kept {
+            // The leaf holds keys on both sides of the range: the walk below would start
+            // and end in it.
+            let _ = take_head_entries(&mut out, es, lo, hi);
+            return Ok(out);
+        }
         let mut first = true;
         let mut start_found = false;
-        let mut steps = 0u64;
-        while pid != NONE {
-            steps += 1;
-            if steps > head.pages {
-                return Err(Error::corruption(
-                    DATA_FILE,
-                    Some(pid),
-                    "FD-tree head leaf chain longer than the tree",
-                ));
-            }
-            let (es, link) = Head::leaf(&mut self.pager, cap, pid)?;
+        let cut = head.walk_range(&mut self.pager, cap, lo, max_leaves, |pid, es| {
             if let Some((m, slot)) = memo.as_mut() {
                 m.keep(*slot, pid, &es);
             }
-            let last = es.last().map(|e| e.key);
             let (ended, saw_start) = take_head_entries(&mut out, es, lo, hi);
             start_found |= saw_start;
-            if ended {
-                return Ok(out);
-            }
-            // Stop at the budget once a leaf reached past `lo`: every entry below that
-            // leaf's last key was seen (the next leaf begins at or above it).
-            if steps >= max_leaves && link != NONE {
-                if let Some(k) = last.filter(|&k| k > lo) {
-                    let cut = k - 1;
-                    out.entries.retain(|e| e.key <= cut);
-                    out.fences.retain(|e| e.key <= cut);
-                    out.cut = Some(cut);
-                    return Ok(out);
-                }
-            }
-            if first && !start_found && pid != head.first_leaf {
+            if !ended && first && !start_found && pid != head.first_leaf {
                 // Only the first leaf may lack a leading fence (module doc of head.rs).
                 return Err(Error::corruption(
                     DATA_FILE,
@@ -196,7 +168,12 @@ impl FdTree {
                 ));
             }
             first = false;
-            pid = link;
+            Ok(ended)
+        })?;
+        if let Some(cut) = cut {
+            out.entries.retain(|e| e.key <= cut);
+            out.fences.retain(|e| e.key <= cut);
+            out.cut = Some(cut);
         }
         Ok(out)
     }

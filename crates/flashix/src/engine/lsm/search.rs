@@ -7,8 +7,7 @@ use super::component::{self, TOMBSTONE};
 use super::Lsm;
 use crate::error::Result;
 use crate::kit::api::{RangeCursor, RANGE_RAMP_PAGES};
-use crate::kit::sorted::entry::{Entry, Kind, NONE};
-use crate::kit::sorted::head::Head;
+use crate::kit::sorted::entry::{Entry, Kind};
 use crate::kit::sorted::memo::PageMemo;
 use crate::kit::sorted::tombs::Tombs;
 
@@ -50,11 +49,7 @@ impl Lsm {
     /// no key of `level` can show there, so a range batch need not read its leaves (a scan
     /// over a deleted range costs what a range delete saved).
     fn spanned_by_newer(&self, level: usize, lo: u64, hi: u64) -> bool {
-        self.all_tombs().take(level).any(|t| {
-            let iv = t.intervals();
-            let i = iv.partition_point(|&(_, h)| h < lo);
-            iv.get(i).is_some_and(|&(l, h)| l <= lo && hi <= h)
-        })
+        self.all_tombs().take(level).any(|t| t.spans(lo, hi))
     }
 
     /// C0's index entries with key in [lo, hi] (at most |C0|). With a memo (slot 0), a
@@ -63,50 +58,48 @@ impl Lsm {
         &mut self,
         lo: u64,
         hi: u64,
+        max_leaves: u64,
         mut memo: Option<&mut PageMemo>,
-    ) -> Result<Vec<Entry>> {
+    ) -> Result<(Vec<Entry>, Option<u64>)> {
         if let Some(es) = memo.as_deref_mut().and_then(|m| m.covering(0, lo, hi)) {
-            return Ok(es
+            let es = es
                 .into_iter()
                 .filter(|e| e.key >= lo && e.key <= hi && !e.is_fence())
-                .collect());
+                .collect();
+            return Ok((es, None));
         }
         let cap = self.p.cap;
         let head = self.c0.clone();
-        let mut pid = head.leaf_for(&mut self.pager, cap, lo)?;
         let mut out = Vec::new();
-        let mut steps = 0u64;
-        while pid != NONE {
-            steps += 1;
-            if steps > head.pages {
-                return Err(component::corrupt(
-                    Some(pid),
-                    "C0 leaf chain longer than C0",
-                ));
-            }
-            let (es, link) = Head::leaf(&mut self.pager, cap, pid)?;
+        // At most `max_leaves` leaves per batch (`Head::walk_range`): an open-ended range
+        // must not decode all of C0 for every batch.
+        let cut = head.walk_range(&mut self.pager, cap, lo, max_leaves, |pid, es| {
             if let Some(m) = memo.as_deref_mut() {
                 m.keep(0, pid, &es);
             }
             for e in es {
                 if e.key > hi {
-                    return Ok(out);
+                    return Ok(true);
                 }
                 if e.key >= lo && !e.is_fence() {
                     out.push(e);
                 }
             }
-            pid = link;
+            Ok(false)
+        })?;
+        if let Some(cut) = cut {
+            out.retain(|e| e.key <= cut);
         }
-        Ok(out)
+        Ok((out, cut))
     }
 
     /// One batch of a range scan: C0's entries of the range and at most `io_unit` leaves
     /// of each component (from a descent to `lo`; only the leaves that may hold keys up to
     /// `hi`; past the pool, except one leaf of a component the pool holds; an open-ended
-    /// range `lo..` reads RANGE_RAMP_PAGES first, then 4x more per batch, as the caller may
-    /// stop early), cut at the smallest last key read of a component that was not read to
-    /// the end of the range, so that every source is complete up to the cut. With a memo
+    /// range `lo..` reads RANGE_RAMP_PAGES first, then twice as many per batch, as the
+    /// caller may stop early; C0's leaves likewise), cut at the smallest last key read of a
+    /// source that was not read to the end of the range, so that every source is complete
+    /// up to the cut. With a memo
     /// (`scan_many`): slot 0 keeps C0's last leaf, slot 1 + i component i's.
     pub(super) fn scan_batch(
         &mut self,
@@ -119,22 +112,40 @@ impl Lsm {
         };
         let cap = self.p.cap;
         let mut batch_hi = hi;
+        let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit);
+        // C0's leaves span the components' leaves as a component's leaves do: a batch
+        // walks C0's share of the largest component's `unit` leaves, plus two for the ends.
+        let largest = self.components.iter().flatten().map(|c| c.leaves).max();
+        let c0_leaves = largest.map_or(u64::MAX, |l| {
+            (unit.saturating_mul(self.c0.pages))
+                .div_ceil(l.max(1))
+                .saturating_add(2)
+        });
+        let (c0, c0_cut) = self.c0_range(lo, hi, c0_leaves, memo.as_deref_mut())?;
+        if let Some(cut) = c0_cut {
+            batch_hi = batch_hi.min(cut);
+        }
         let mut sources = vec![Source {
             level: 0,
-            entries: self.c0_range(lo, hi, memo.as_deref_mut())?,
+            entries: c0,
         }];
-        let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit);
         // The point lookup's rule (Eq. 10): a component the pool holds is read through it
         // when the batch needs one leaf there, so short scans (the many small key
         // intervals of a moving-object query) find its leaves cached; longer spans go past
         // the pool in one request.
         let frames = self.pager.pool_frames();
         let mut above = self.c0.pages;
-        for (i, c) in self.components.clone().iter().enumerate() {
-            let Some(c) = c else { continue };
-            let slot = i + 1;
-            let cached = above < frames;
+        let mut comps = Vec::new();
+        for (i, c) in self.components.iter().enumerate() {
+            let Some(c) = *c else { continue };
+            comps.push((i + 1, c, above < frames));
             above += c.pages;
+        }
+        // The largest (oldest) component first: its `unit` leaves decide where the batch
+        // ends, and the smaller ones then read only up to there (their `unit` leaves span
+        // far more keys). The sources are put back newest first below.
+        for &(slot, c, cached) in comps.iter().rev() {
+            let c = &c;
             if self.spanned_by_newer(slot, lo, hi) {
                 continue;
             }
@@ -149,7 +160,7 @@ impl Lsm {
                 });
                 continue;
             }
-            let (mut first, last) = component::leaf_span(&mut self.pager, cap, c, lo, hi)?;
+            let (mut first, last) = component::leaf_span(&mut self.pager, cap, c, lo, batch_hi)?;
             loop {
                 let n = unit.min(last - first + 1);
                 // Within one `scan_many`, a leaf the previous range ended in is not read again.
@@ -182,8 +193,8 @@ impl Lsm {
                     first += n;
                     continue;
                 }
-                if more && last_key < hi {
-                    batch_hi = batch_hi.min(last_key);
+                if more && last_key < batch_hi {
+                    batch_hi = last_key;
                 }
                 sources.push(Source {
                     level: slot,
@@ -196,6 +207,8 @@ impl Lsm {
                 break;
             }
         }
+        // Newest first: the first source holding a key decides it.
+        sources.sort_by_key(|s| s.level);
         let tombs: Vec<&Tombs> = self.all_tombs().collect();
         merge_newest_first(&sources, &tombs, batch_hi, out);
         cur.next = if batch_hi >= hi {

@@ -395,6 +395,43 @@ impl Head {
         Ok(())
     }
 
+    /// Walk the leaves of a range scan's batch from `lo`'s leaf along the chain, giving
+    /// each leaf (page, entries) to `visit`, which returns whether the leaf ended the range
+    /// (an entry past `hi`). An open-ended range must not decode the whole tree for every
+    /// batch: after `max_leaves` leaves, once a leaf reached past `lo`, the walk stops and
+    /// returns `Some(cut)`: every entry of the tree at or below `cut` was visited (the next
+    /// leaf begins at or above the last key seen), so the batch must end at `cut` and the
+    /// caller drop what it took above it.
+    pub fn walk_range(
+        &self,
+        pager: &mut Pager,
+        cap: usize,
+        lo: u64,
+        max_leaves: u64,
+        mut visit: impl FnMut(PageId, Vec<Entry>) -> Result<bool>,
+    ) -> Result<Option<u64>> {
+        let mut pid = self.leaf_for(pager, cap, lo)?;
+        let mut steps = 0u64;
+        while pid != NONE {
+            steps += 1;
+            if steps > self.pages {
+                return Err(corrupt(pid, "leaf chain longer than the tree".into()));
+            }
+            let (es, link) = Head::leaf(pager, cap, pid)?;
+            let last = es.last().map(|e| e.key);
+            if visit(pid, es)? {
+                return Ok(None);
+            }
+            if steps >= max_leaves && link != NONE {
+                if let Some(k) = last.filter(|&k| k > lo) {
+                    return Ok(Some(k - 1));
+                }
+            }
+            pid = link;
+        }
+        Ok(None)
+    }
+
     /// Remove every index entry with key in `[lo, hi]` (fences stay: they navigate the
     /// level below), leaf by leaf along the chain from `lo`'s leaf; the number removed.
     /// Used when a range tombstone enters this tree's level ([`super::tombs`]).

@@ -85,6 +85,13 @@ impl Tombs {
         self.0.get(i).is_some_and(|&(l, _)| l <= key)
     }
 
+    /// Whether one tombstone covers all of `[lo, hi]` (a range scan need not read an
+    /// older level there).
+    pub fn spans(&self, lo: u64, hi: u64) -> bool {
+        let i = self.0.partition_point(|&(_, h)| h < lo);
+        self.0.get(i).is_some_and(|&(l, h)| l <= lo && hi <= h)
+    }
+
     /// A cursor answering [`Cover::covers`] for keys asked in nondecreasing order in
     /// amortised O(1) (merges and range scans walk keys in order).
     pub fn cursor(&self) -> Cover<'_> {
@@ -172,6 +179,7 @@ mod tests {
         t.add(0, 0);
         assert_eq!(t.intervals(), &[(0, 0), (10, 39), (u64::MAX - 1, u64::MAX)]);
         assert!(t.covers(u64::MAX) && t.covers(0) && !t.covers(1) && !t.covers(40));
+        assert!(t.spans(10, 39) && t.spans(12, 12) && !t.spans(9, 12) && !t.spans(30, 40));
         t.add(0, u64::MAX);
         assert_eq!(t.intervals(), &[(0, u64::MAX)]);
     }
