@@ -37,6 +37,7 @@ use crate::kit::api::{RangeCursor, RANGE_RAMP_PAGES};
 use crate::kit::sorted::entry::{index_pos, Entry, Kind, Probe, NONE};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
+use crate::kit::sorted::newest::{merge_newest_first, Source};
 use crate::kit::sorted::tombs::Tombs;
 use crate::page::DATA_FILE;
 
@@ -342,6 +343,9 @@ impl FdTree {
             .chain(&self.level_tombs)
             .take(sources.len())
             .collect();
+        let sources: Vec<Source> = (sources.into_iter().enumerate())
+            .map(|(level, entries)| Source { level, entries })
+            .collect();
         merge_newest_first(&sources, &tombs, lo, batch_hi, out);
         cur.next = if batch_hi >= hi {
             None
@@ -349,50 +353,6 @@ impl FdTree {
             Some(batch_hi + 1)
         };
         Ok(())
-    }
-}
-
-/// Merge the sources of a batch, each sorted by key and listed newest first, in one
-/// streaming pass: the first source holding a key decides it (a filter hides its older
-/// entries) unless a newer source's range tombstones (`tombs[i]` for `sources[i]`) cover
-/// the key, and the normal entries with key in `[lo, hi]` go to `out` in key order. With
-/// a handful of sources (the head trees and the levels), picking the least head among
-/// them costs less than a map of every entry.
-fn merge_newest_first(
-    sources: &[Vec<Entry>],
-    tombs: &[&Tombs],
-    lo: u64,
-    hi: u64,
-    out: &mut Vec<(u64, u64)>,
-) {
-    let mut at: Vec<usize> = sources
-        .iter()
-        .map(|s| s.partition_point(|e| e.key < lo))
-        .collect();
-    let mut covers: Vec<_> = tombs.iter().map(|t| t.cursor()).collect();
-    loop {
-        // The least key left; on a tie the newest source (the first) wins.
-        let mut best: Option<(u64, usize)> = None;
-        for (i, s) in sources.iter().enumerate() {
-            if let Some(e) = s.get(at[i]) {
-                if e.key <= hi && best.map_or(true, |(k, _)| e.key < k) {
-                    best = Some((e.key, i));
-                }
-            }
-        }
-        let Some((key, win)) = best else {
-            return;
-        };
-        let e = sources[win][at[win]];
-        let hidden = covers[..win].iter_mut().any(|c| c.covers(key));
-        if e.kind == Kind::Normal && !hidden {
-            out.push((e.key, e.val));
-        }
-        for (i, s) in sources.iter().enumerate() {
-            while s.get(at[i]).is_some_and(|e| e.key == key) {
-                at[i] += 1;
-            }
-        }
     }
 }
 
@@ -420,67 +380,4 @@ fn take_head_entries(out: &mut HeadRange, es: Vec<Entry>, lo: u64, hi: u64) -> (
         }
     }
     (false, saw_start)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// The streaming merge equals the definition key by key: newest source first, the
-        /// source's entry of the key decides, else its range tombstones hide the key from
-        /// older sources; the normal entries of `[lo, hi]` are kept.
-        #[test]
-        fn merge_newest_first_equals_the_newest_first_definition(
-            raw in proptest::collection::vec(
-                proptest::collection::btree_map(0u64..60, (any::<u64>(), any::<bool>()), 0..25),
-                0..5,
-            ),
-            raw_tombs in proptest::collection::vec(
-                proptest::collection::vec((0u64..60, 0u64..8), 0..3),
-                5,
-            ),
-            lo in 0u64..60,
-            span in 0u64..60,
-        ) {
-            let hi = lo + span;
-            let sources: Vec<Vec<Entry>> = raw
-                .iter()
-                .map(|m| {
-                    m.iter()
-                        .map(|(&k, &(v, normal))| {
-                            Entry::new(k, v, if normal { Kind::Normal } else { Kind::Filter })
-                        })
-                        .collect()
-                })
-                .collect();
-            let tombs: Vec<Tombs> = raw_tombs[..sources.len()]
-                .iter()
-                .map(|ts| {
-                    let mut t = Tombs::new();
-                    ts.iter().for_each(|&(a, len)| t.add(a, a + len));
-                    t
-                })
-                .collect();
-            let mut want = Vec::new();
-            for key in lo..=hi {
-                for (s, m) in raw.iter().enumerate() {
-                    if let Some(&(v, normal)) = m.get(&key) {
-                        if normal {
-                            want.push((key, v));
-                        }
-                        break;
-                    }
-                    if tombs[s].covers(key) {
-                        break;
-                    }
-                }
-            }
-            let mut got = Vec::new();
-            let refs: Vec<&Tombs> = tombs.iter().collect();
-            merge_newest_first(&sources, &refs, lo, hi, &mut got);
-            prop_assert_eq!(got, want);
-        }
-    }
 }

@@ -3,20 +3,14 @@
 //! level's range tombstones (covered: absent), else the next older level decides
 //! ([`crate::kit::sorted::tombs`]).
 
-use super::component::{self, TOMBSTONE};
+use super::component;
 use super::Lsm;
 use crate::error::Result;
 use crate::kit::api::{RangeCursor, RANGE_RAMP_PAGES};
 use crate::kit::sorted::entry::{Entry, Kind};
 use crate::kit::sorted::memo::PageMemo;
+use crate::kit::sorted::newest::{merge_newest_first, Source};
 use crate::kit::sorted::tombs::Tombs;
-
-/// The entries of one level that a range batch read, sorted by key.
-struct Source {
-    /// 0: C0; i: Ci.
-    level: usize,
-    entries: Vec<Entry>,
-}
 
 impl Lsm {
     /// The newest entry of `key`: C0 through the pool, then one descent per component,
@@ -210,118 +204,12 @@ impl Lsm {
         // Newest first: the first source holding a key decides it.
         sources.sort_by_key(|s| s.level);
         let tombs: Vec<&Tombs> = self.all_tombs().collect();
-        merge_newest_first(&sources, &tombs, batch_hi, out);
+        merge_newest_first(&sources, &tombs, lo, batch_hi, out);
         cur.next = if batch_hi >= hi {
             None
         } else {
             Some(batch_hi + 1)
         };
         Ok(())
-    }
-}
-
-/// Merge the sources of a batch (newest level first, each sorted by key, within the range)
-/// in one streaming pass, up to `hi`: the first source holding a key decides it, unless the
-/// range tombstones of a newer level cover the key (`tombs[l]`: level l's, C0 first; a level
-/// without a source may hold some). Tombstones and hidden keys are left out; the rest goes
-/// to `out` in key order. With a handful of levels, picking the least head among them costs
-/// less than a map of every entry.
-fn merge_newest_first(sources: &[Source], tombs: &[&Tombs], hi: u64, out: &mut Vec<(u64, u64)>) {
-    let mut at = vec![0usize; sources.len()];
-    // Keys go up, so each level's cursor only moves forward.
-    let mut covers: Vec<_> = tombs.iter().map(|t| t.cursor()).collect();
-    loop {
-        // The least key left; on a tie the newest source (the first) wins.
-        let mut best: Option<(u64, usize)> = None;
-        for (i, s) in sources.iter().enumerate() {
-            if let Some(e) = s.entries.get(at[i]) {
-                if e.key <= hi && best.map_or(true, |(k, _)| e.key < k) {
-                    best = Some((e.key, i));
-                }
-            }
-        }
-        let Some((key, win)) = best else {
-            return;
-        };
-        let e = sources[win].entries[at[win]];
-        let newer = sources[win].level.min(covers.len());
-        let hidden = covers[..newer].iter_mut().any(|c| c.covers(key));
-        if e.kind != TOMBSTONE && !hidden {
-            out.push((e.key, e.val));
-        }
-        for (i, s) in sources.iter().enumerate() {
-            while s.entries.get(at[i]).is_some_and(|e| e.key == key) {
-                at[i] += 1;
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-    use std::collections::BTreeMap;
-
-    proptest! {
-        /// The streaming merge equals the point search's rule applied key by key: levels
-        /// newest first, a level's own entry decides first, then its range tombstones.
-        /// Some levels hold range tombstones but no source (an empty component).
-        #[test]
-        fn merge_newest_first_applies_the_search_rule_to_every_key(
-            raw in proptest::collection::vec(
-                (
-                    proptest::option::of(proptest::collection::btree_map(
-                        0u64..80,
-                        (any::<u64>(), any::<bool>()),
-                        0..25,
-                    )),
-                    proptest::collection::vec((0u64..80, 0u64..15), 0..4),
-                ),
-                1..6,
-            ),
-            hi in 0u64..90,
-        ) {
-            let mut sources = Vec::new();
-            let mut tombs = Vec::new();
-            let mut levels: Vec<Option<BTreeMap<u64, Entry>>> = Vec::new();
-            for (level, (entries, ranges)) in raw.iter().enumerate() {
-                let mut t = Tombs::new();
-                for &(lo, len) in ranges {
-                    t.add(lo, lo + len);
-                }
-                tombs.push(t);
-                let es: Option<BTreeMap<u64, Entry>> = entries.as_ref().map(|m| {
-                    m.iter()
-                        .map(|(&k, &(v, normal))| {
-                            let kind = if normal { Kind::Normal } else { TOMBSTONE };
-                            (k, Entry::new(k, v, kind))
-                        })
-                        .collect()
-                });
-                if let Some(es) = &es {
-                    sources.push(Source { level, entries: es.values().copied().collect() });
-                }
-                levels.push(es);
-            }
-            let mut want = Vec::new();
-            for key in 0..=hi {
-                for (es, t) in levels.iter().zip(&tombs) {
-                    if let Some(e) = es.as_ref().and_then(|m| m.get(&key)) {
-                        if e.kind == Kind::Normal {
-                            want.push((key, e.val));
-                        }
-                        break;
-                    }
-                    if t.covers(key) {
-                        break;
-                    }
-                }
-            }
-            let refs: Vec<&Tombs> = tombs.iter().collect();
-            let mut got = Vec::new();
-            merge_newest_first(&sources, &refs, hi, &mut got);
-            prop_assert_eq!(got, want);
-        }
     }
 }

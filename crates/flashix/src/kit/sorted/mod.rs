@@ -7,5 +7,6 @@
 pub mod entry;
 pub(crate) mod head;
 pub(crate) mod memo;
+pub mod newest;
 pub(crate) mod seq;
 pub mod tombs;
