@@ -35,21 +35,50 @@ pub fn merge_newest_first(
     // Keys go up, so each level's cursor only moves forward.
     let mut covers: Vec<_> = tombs.iter().map(|t| t.cursor()).collect();
     loop {
-        // The least key left; on a tie the newest source (the first) wins.
+        // The least key left (on a tie the newest source, the first, wins), and the least
+        // key of the other sources: the winner's entries below it need no comparison.
         let mut best: Option<(u64, usize)> = None;
+        let mut bound: Option<u64> = None;
         for (i, s) in sources.iter().enumerate() {
-            if let Some(e) = s.entries.get(at[i]) {
-                if e.key <= hi && best.map_or(true, |(k, _)| e.key < k) {
-                    best = Some((e.key, i));
+            if let Some(e) = s.entries.get(at[i]).filter(|e| e.key <= hi) {
+                match best {
+                    Some((k, _)) if e.key >= k => {
+                        bound = Some(bound.map_or(e.key, |b| b.min(e.key)))
+                    }
+                    _ => {
+                        if let Some((k, _)) = best {
+                            bound = Some(bound.map_or(k, |b| b.min(k)));
+                        }
+                        best = Some((e.key, i));
+                    }
                 }
             }
         }
         let Some((key, win)) = best else {
             return;
         };
-        let e = sources[win].entries[at[win]];
         let newer = sources[win].level.min(covers.len());
-        let hidden = covers[..newer].iter_mut().any(|c| c.covers(key));
+        let tombs_above = tombs[..newer].iter().any(|t| !t.is_empty());
+        let s = &sources[win].entries;
+        if bound.map_or(true, |b| key < b) {
+            // A run of the winner alone: up to the other sources' least key, or `hi`.
+            let mut j = at[win];
+            while let Some(e) = s.get(j) {
+                if e.key > hi || bound.is_some_and(|b| e.key >= b) {
+                    break;
+                }
+                let hidden = tombs_above && covers[..newer].iter_mut().any(|c| c.covers(e.key));
+                if e.kind == Kind::Normal && !hidden {
+                    out.push((e.key, e.val));
+                }
+                j += 1;
+            }
+            at[win] = j;
+            continue;
+        }
+        // Several sources hold `key`: the newest decides, the others' entries are older.
+        let e = s[at[win]];
+        let hidden = tombs_above && covers[..newer].iter_mut().any(|c| c.covers(key));
         if e.kind == Kind::Normal && !hidden {
             out.push((e.key, e.val));
         }
@@ -84,6 +113,7 @@ mod tests {
                 ),
                 1..6,
             ),
+            lo in 0u64..90,
             hi in 0u64..90,
         ) {
             let mut sources = Vec::new();
@@ -109,7 +139,7 @@ mod tests {
                 levels.push(es);
             }
             let mut want = Vec::new();
-            for key in 0..=hi {
+            for key in lo..=hi {
                 for (es, t) in levels.iter().zip(&tombs) {
                     if let Some(e) = es.as_ref().and_then(|m| m.get(&key)) {
                         if e.kind == Kind::Normal {
@@ -124,7 +154,7 @@ mod tests {
             }
             let refs: Vec<&Tombs> = tombs.iter().collect();
             let mut got = Vec::new();
-            merge_newest_first(&sources, &refs, 0, hi, &mut got);
+            merge_newest_first(&sources, &refs, lo, hi, &mut got);
             prop_assert_eq!(got, want);
         }
     }
