@@ -7,7 +7,7 @@
 //! 0   8  magic "FLASHIXM"
 //! 8   4  format version (FORMAT_VERSION)
 //! 12  4  body length n
-//! 16  4  crc32c of the body
+//! 16  4  crc32c of bytes 8..16 and the body (format 3; formats 1 and 2: of the body)
 //! 20  n  body: JSON of `Manifest`
 //! ```
 //! The body names the engine and its options (an explicit options record, opaque at this
@@ -16,8 +16,13 @@
 //! the engine's own durable roots.
 //!
 //! Versions: 1 (flashix up to 997fefa) stored the `Options` struct as serde wrote it;
-//! 2 stores the versioned options record of `crate::options::record`. This build reads
-//! both and writes 2; anything else is [`Error::UnsupportedVersion`].
+//! 2 stores the versioned options record of `crate::options::record`; 3 (the options
+//! record of 2) adds the range tombstones of the FD-tree's and the LSM-tree's levels to
+//! their engine state (`crate::kit::sorted::tombs`): a build that reads 2 at most must
+//! refuse such an index rather than ignore them and show deleted keys again. This build
+//! reads 1 to 3 and writes 3; anything else is [`Error::UnsupportedVersion`]. From format
+//! 3 the checksum covers the version and the length too, so a flipped bit that turns a 3
+//! into a readable 2 or 1 is caught (it fails the older formats' body-only checksum).
 
 use crate::error::{Error, Result};
 use crate::io::alloc::AllocState;
@@ -33,7 +38,7 @@ pub const MANIFEST: &str = "MANIFEST";
 const TMP: &str = "MANIFEST.tmp";
 const MAGIC: &[u8; 8] = b"FLASHIXM";
 /// On-disk format version this build writes.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format version this build reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 
@@ -61,6 +66,16 @@ pub fn wal_name(generation: u64) -> String {
     format!("wal-{generation:06}.log")
 }
 
+/// The header's checksum for a manifest of `version`: from format 3 over the version and
+/// length fields (`fields`, bytes 8..16) and the body, before over the body alone.
+fn checksum(version: u32, fields: &[u8], body: &[u8]) -> u32 {
+    if version >= 3 {
+        crc32c::crc32c_append(crc32c::crc32c(fields), body)
+    } else {
+        crc32c::crc32c(body)
+    }
+}
+
 impl Manifest {
     /// Encode with header and checksum, as [`FORMAT_VERSION`] (the options record must be
     /// of the current shape).
@@ -71,7 +86,8 @@ impl Manifest {
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
         out.extend_from_slice(&(body.len() as u32).to_le_bytes());
-        out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+        let crc = checksum(FORMAT_VERSION, &out[8..16], &body);
+        out.extend_from_slice(&crc.to_le_bytes());
         out.extend_from_slice(&body);
         Ok(out)
     }
@@ -97,7 +113,7 @@ impl Manifest {
         if bytes.len() != 20 + len {
             return Err(bad("trailing bytes after the body".into()));
         }
-        if crc32c::crc32c(body) != crc {
+        if checksum(version, &bytes[8..16], body) != crc {
             return Err(bad("checksum mismatch".into()));
         }
         let mut m: Manifest =
