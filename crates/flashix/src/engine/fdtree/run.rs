@@ -54,6 +54,31 @@ pub fn read_pages(pager: &mut Pager, cap: usize, first: PageId, n: u64) -> Resul
         .collect()
 }
 
+/// Read `n` pages of a run from `first` in ONE request past the buffer pool, as
+/// [`read_pages`], decoding their entries in order straight into `out` (a merge's reader).
+pub fn read_pages_into(
+    pager: &mut Pager,
+    cap: usize,
+    first: PageId,
+    n: u64,
+    out: &mut Vec<Entry>,
+) -> Result<()> {
+    let ps = pager.page_size();
+    let mut buf = AlignedBuf::zeroed(ps * n as usize);
+    pager.device().read(first, &mut buf)?;
+    for (i, b) in buf.chunks(ps).enumerate() {
+        let pid = first + i as u64;
+        check_run_page(pid, b)?;
+        let bad = |e: String| Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}"));
+        let count = entry::checked_count(b, cap).map_err(bad)?;
+        if count == 0 {
+            return Err(bad("empty FD-tree run page".into()));
+        }
+        entry::decode_into(b, count, out).map_err(bad)?;
+    }
+    Ok(())
+}
+
 /// Read one run page through the buffer pool (point searches: the pages of the upper
 /// levels stay cached, as the paper's cost model assumes, §4 Eq. 10). Run pages are never
 /// dirty in the pool and a freed run's pages are discarded from it
@@ -128,8 +153,9 @@ impl RunReader {
 
     /// The next entry, or `None` at the end of the run.
     pub fn peek(&mut self, pager: &mut Pager, cap: usize, io_unit: u64) -> Result<Option<Entry>> {
-        self.0
-            .peek(pager, io_unit, |p, first, n| read_pages(p, cap, first, n))
+        self.0.peek(pager, io_unit, |p, first, n, out| {
+            read_pages_into(p, cap, first, n, out)
+        })
     }
 
     pub fn advance(&mut self) {

@@ -132,6 +132,37 @@ pub fn read_leaves(
         .collect()
 }
 
+/// Read `n` leaves of `c` from `first` in one request, as [`read_leaves`], decoding their
+/// entries in order straight into `out` (a merge's reader).
+pub fn read_leaves_into(
+    pager: &mut Pager,
+    cap: usize,
+    c: &Component,
+    first: PageId,
+    n: u64,
+    out: &mut Vec<Entry>,
+) -> Result<()> {
+    if !c.is_leaf(first) || !c.is_leaf(first + n - 1) {
+        return Err(corrupt(
+            Some(first),
+            "leaf read outside the component's leaves",
+        ));
+    }
+    let ps = pager.page_size();
+    let mut buf = AlignedBuf::zeroed(ps * n as usize);
+    pager.device().read(first, &mut buf)?;
+    for (i, b) in buf.chunks(ps).enumerate() {
+        let pid = first + i as u64;
+        page::verify(pid, b)?;
+        let count = entry::checked_count(b, cap).map_err(|e| corrupt(Some(pid), e))?;
+        if page::kind(b) != KIND_LSM_LEAF || entry::level(b) != 0 || count == 0 {
+            return Err(corrupt(Some(pid), "not a non-empty leaf"));
+        }
+        entry::decode_into(b, count, out).map_err(|e| corrupt(Some(pid), e))?;
+    }
+    Ok(())
+}
+
 /// Read leaf `pid` of `c` through the buffer pool, checked to be a non-empty leaf.
 pub fn read_leaf_cached(
     pager: &mut Pager,
@@ -300,8 +331,8 @@ impl LeafReader {
 
     pub fn peek(&mut self, pager: &mut Pager, cap: usize, io_unit: u64) -> Result<Option<Entry>> {
         let c = self.c;
-        self.seq.peek(pager, io_unit, |p, first, n| {
-            read_leaves(p, cap, &c, first, n)
+        self.seq.peek(pager, io_unit, |p, first, n, out| {
+            read_leaves_into(p, cap, &c, first, n, out)
         })
     }
 

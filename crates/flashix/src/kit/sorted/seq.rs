@@ -30,23 +30,26 @@ impl SeqReader {
         }
     }
 
-    /// The next entry, or `None` at the end; `read(pager, first, n)` reads and decodes `n`
-    /// pages from `first` in one request.
+    /// The next entry, or `None` at the end; `read(pager, first, n, out)` reads `n` pages
+    /// from `first` in one request and decodes their entries into `out` (empty; the
+    /// reader's one buffer, reused request after request: a merge decodes each entry once,
+    /// into place).
+    #[inline]
     pub(crate) fn peek(
         &mut self,
         pager: &mut Pager,
         io_unit: u64,
-        read: impl Fn(&mut Pager, PageId, u64) -> Result<Vec<Vec<Entry>>>,
+        read: impl Fn(&mut Pager, PageId, u64, &mut Vec<Entry>) -> Result<()>,
     ) -> Result<Option<Entry>> {
         while self.pos >= self.buf.len() {
             if self.next >= self.pages {
                 return Ok(None);
             }
             let n = io_unit.min(self.pages - self.next);
-            let pages = read(pager, self.first + self.next, n)?;
+            self.buf.clear();
+            read(pager, self.first + self.next, n, &mut self.buf)?;
             self.next += n;
             self.pages_read += n;
-            self.buf = pages.into_iter().flatten().collect();
             self.pos = 0;
         }
         Ok(Some(self.buf[self.pos]))
