@@ -68,15 +68,41 @@ impl Tombs {
         self.0.splice(a..b, [(nlo, nhi)]);
     }
 
-    /// Add every interval of `other`.
+    /// Add every interval of `other`: one merge of the two sorted lists, coalescing as it
+    /// goes (a merge of levels unions their sets, which may both be large).
     pub fn union(&mut self, other: &Tombs) {
+        if other.0.is_empty() {
+            return;
+        }
         if self.0.is_empty() {
             self.0.clone_from(&other.0);
             return;
         }
-        for &(lo, hi) in &other.0 {
-            self.add(lo, hi);
+        let (a, b) = (std::mem::take(&mut self.0), &other.0);
+        let mut out: Vec<(u64, u64)> = Vec::with_capacity(a.len() + b.len());
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            let next = match (a.get(i), b.get(j)) {
+                (Some(&x), Some(&y)) if x.0 <= y.0 => {
+                    i += 1;
+                    x
+                }
+                (_, Some(&y)) => {
+                    j += 1;
+                    y
+                }
+                (Some(&x), None) => {
+                    i += 1;
+                    x
+                }
+                (None, None) => break,
+            };
+            match out.last_mut() {
+                Some(last) if last.1.saturating_add(1) >= next.0 => last.1 = last.1.max(next.1),
+                _ => out.push(next),
+            }
         }
+        self.0 = out;
     }
 
     /// Whether a tombstone covers `key`.
@@ -166,6 +192,42 @@ mod tests {
             prop_assert!(u.check().is_ok());
             prop_assert_eq!(u.len(), t.len() + 1);
         }
+    }
+
+    proptest! {
+        /// The union of two sets covers exactly the keys either covers, in one well-formed
+        /// set, equal to adding the intervals one by one.
+        #[test]
+        fn union_covers_what_either_covers(
+            xs in proptest::collection::vec((0u64..120, 0u64..20), 0..15),
+            ys in proptest::collection::vec((0u64..120, 0u64..20), 0..15),
+        ) {
+            let mut a = Tombs::new();
+            let mut b = Tombs::new();
+            xs.iter().for_each(|&(lo, len)| a.add(lo, lo + len));
+            ys.iter().for_each(|&(lo, len)| b.add(lo, lo + len));
+            let mut one_by_one = a.clone();
+            ys.iter().for_each(|&(lo, len)| one_by_one.add(lo, lo + len));
+            let mut u = a.clone();
+            u.union(&b);
+            prop_assert!(u.check().is_ok(), "{:?}", u);
+            for k in 0..150 {
+                prop_assert_eq!(u.covers(k), a.covers(k) || b.covers(k), "key {}", k);
+            }
+            prop_assert_eq!(u, one_by_one);
+        }
+    }
+
+    #[test]
+    fn union_merges_at_the_key_space_ends() {
+        let mut a = Tombs::new();
+        a.add(0, 5);
+        a.add(u64::MAX - 3, u64::MAX);
+        let mut b = Tombs::new();
+        b.add(6, 9);
+        b.add(u64::MAX, u64::MAX);
+        a.union(&b);
+        assert_eq!(a.intervals(), &[(0, 9), (u64::MAX - 3, u64::MAX)]);
     }
 
     #[test]
