@@ -436,31 +436,23 @@ impl Head {
     /// level below), leaf by leaf along the chain from `lo`'s leaf; the number removed.
     /// Used when a range tombstone enters this tree's level ([`super::tombs`]).
     pub fn remove_range(&mut self, pager: &mut Pager, cap: usize, lo: u64, hi: u64) -> Result<u64> {
-        let mut pid = self.leaf_for(pager, cap, lo)?;
+        let doomed = |e: &Entry| !e.is_fence() && (lo..=hi).contains(&e.key);
+        // The leaves holding entries of the range (the walk holds the pager), then their
+        // rewrites: at most the tree's leaves.
+        let mut hit: Vec<(PageId, Vec<usize>)> = Vec::new();
+        self.walk_range(pager, cap, lo, u64::MAX, |pid, es| {
+            let slots: Vec<usize> = (0..es.len()).filter(|&i| doomed(&es[i])).collect();
+            if !slots.is_empty() {
+                hit.push((pid, slots));
+            }
+            Ok(es.last().is_some_and(|e| e.key > hi))
+        })?;
         let mut removed = 0u64;
-        let mut steps = 0u64;
-        while pid != NONE {
-            steps += 1;
-            if steps > self.pages {
-                return Err(corrupt(pid, "leaf chain longer than the tree".into()));
-            }
-            let (es, link) = Head::leaf(pager, cap, pid)?;
-            let doomed = |e: &Entry| !e.is_fence() && (lo..=hi).contains(&e.key);
-            let n = es.iter().filter(|e| doomed(e)).count();
-            if n > 0 {
-                pager.write(pid, |b| {
-                    for i in (0..es.len()).rev() {
-                        if doomed(&es[i]) {
-                            entry::remove_at(b, i);
-                        }
-                    }
-                })?;
-                removed += n as u64;
-            }
-            if es.last().is_some_and(|e| e.key > hi) {
-                break;
-            }
-            pid = link;
+        for (pid, slots) in hit {
+            pager.write(pid, |b| {
+                slots.iter().rev().for_each(|&i| entry::remove_at(b, i))
+            })?;
+            removed += slots.len() as u64;
         }
         self.entries -= removed;
         self.index_entries -= removed;
