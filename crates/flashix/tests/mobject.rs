@@ -94,16 +94,35 @@ fn bx_tree_on_simulated_ssds() {
     }
 }
 
-/// The FBX-tree: the same front end over `EngineKind::Fbx`, on every device.
+/// The FBX-tree: the same front end over `EngineKind::Fbx`, on every device (a test per
+/// device, so that they run beside each other).
+fn fbx_tree_histories() -> (u64, usize) {
+    if long() {
+        (500, 5_000)
+    } else {
+        (40, 1_500)
+    }
+}
+
 #[test]
-fn fbx_tree_on_memory_a_file_and_simulated_ssds() {
-    let (n, ops) = if long() { (500, 5_000) } else { (40, 1_500) };
+fn fbx_tree_on_memory() {
+    let (n, ops) = fbx_tree_histories();
     let t = run_many(EngineKind::Fbx, |_| (DeviceKind::Memory, None), n, ops);
     assert!(t.crashes > 0, "no crash step ran");
     // §4.3: kNN sizes its first radius from the node table's counts (and its answers,
     // checked against the model, stay exact).
     assert!(t.knn_estimates > t.knns / 2, "{t:?}");
+}
+
+#[test]
+fn fbx_tree_on_a_file() {
+    let (n, ops) = fbx_tree_histories();
     run_many(EngineKind::Fbx, file_device, n / 10, ops);
+}
+
+#[test]
+fn fbx_tree_on_simulated_ssds() {
+    let (_, ops) = fbx_tree_histories();
     for ftl in FtlKind::ALL {
         run_many(EngineKind::Fbx, |_| (DeviceKind::SimSsd(ftl), None), 2, ops);
     }
