@@ -107,6 +107,62 @@ pub trait Device: Send {
     fn write(&mut self, page: PageId, buf: &[u8]) -> Result<()> {
         self.submit(&mut [IoReq::Write { page, buf }])
     }
+
+    /// Start reading `len` bytes (whole pages) from `page` into `buf` and return without
+    /// waiting: the caller computes while the device works, and [`Device::finish`] gives
+    /// the buffer back, filled. The request counts as one request of a batch of one.
+    /// Requests started and not yet finished must not overlap each other's pages; every
+    /// other call ([`Device::submit`], `sync`, `trim`) first waits for them, so it sees
+    /// their effects. By default the request is done before this returns.
+    fn start_read(&mut self, page: PageId, mut buf: AlignedBuf, len: usize) -> Result<Ticket> {
+        let b = started_slice(&mut buf, len)?;
+        self.read(page, b)?;
+        Ok(Ticket(Started::Done(buf)))
+    }
+
+    /// Start writing the first `len` bytes (whole pages) of `buf` to `page`, as
+    /// [`Device::start_read`]. The write is complete (not durable: `sync`) once
+    /// [`Device::finish`] returns or another call has waited for it.
+    fn start_write(&mut self, page: PageId, mut buf: AlignedBuf, len: usize) -> Result<Ticket> {
+        let b = started_slice(&mut buf, len)?;
+        self.write(page, b)?;
+        Ok(Ticket(Started::Done(buf)))
+    }
+
+    /// Wait for a started request and take its buffer back; its error, if it failed.
+    fn finish(&mut self, ticket: Ticket) -> Result<AlignedBuf> {
+        match ticket.0 {
+            Started::Done(buf) => Ok(buf),
+            Started::InFlight(id) => Err(Error::InvalidArgument(format!(
+                "request {id} was not started on this device"
+            ))),
+        }
+    }
+}
+
+/// A request started by [`Device::start_read`] or [`Device::start_write`], to give to
+/// [`Device::finish`]. A ticket dropped unfinished is harmless: the device keeps the buffer
+/// until the request is done and frees it when the device is dropped.
+#[must_use = "a started request is finished with Device::finish, which reports its error"]
+#[derive(Debug)]
+pub struct Ticket(Started);
+
+#[derive(Debug)]
+enum Started {
+    /// Done already; the buffer is here.
+    Done(AlignedBuf),
+    /// In flight on the device that issued it, which holds the buffer.
+    InFlight(u64),
+}
+
+/// `&mut buf[..len]`, or an error when `len` is more than the buffer.
+fn started_slice(buf: &mut AlignedBuf, len: usize) -> Result<&mut [u8]> {
+    let total = buf.len();
+    buf.get_mut(..len).ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "a request of {len} bytes does not fit its buffer of {total}"
+        ))
+    })
 }
 
 impl Device for Box<dyn Device> {
@@ -124,6 +180,15 @@ impl Device for Box<dyn Device> {
     }
     fn stats(&self) -> DeviceStats {
         (**self).stats()
+    }
+    fn start_read(&mut self, page: PageId, buf: AlignedBuf, len: usize) -> Result<Ticket> {
+        (**self).start_read(page, buf, len)
+    }
+    fn start_write(&mut self, page: PageId, buf: AlignedBuf, len: usize) -> Result<Ticket> {
+        (**self).start_write(page, buf, len)
+    }
+    fn finish(&mut self, ticket: Ticket) -> Result<AlignedBuf> {
+        (**self).finish(ticket)
     }
 }
 

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId};
 use crate::kit::sorted::entry::{self, Entry, Probe, KIND_RUN, NONE};
 use crate::kit::sorted::head::Packer;
-use crate::kit::sorted::seq::SeqReader;
+use crate::kit::sorted::seq::{ChunkWriter, SeqReader};
 use crate::page::{self, DATA_FILE};
 use serde::{Deserialize, Serialize};
 
@@ -54,19 +54,16 @@ pub fn read_pages(pager: &mut Pager, cap: usize, first: PageId, n: u64) -> Resul
         .collect()
 }
 
-/// Read `n` pages of a run from `first` in ONE request past the buffer pool, as
-/// [`read_pages`], decoding their entries in order straight into `out` (a merge's reader).
-pub fn read_pages_into(
-    pager: &mut Pager,
+/// Check and decode `n` run pages read from `first` (`bytes`), their entries in order
+/// straight into `out` (a merge's reader).
+pub fn decode_pages_into(
     cap: usize,
     first: PageId,
-    n: u64,
+    bytes: &[u8],
+    ps: usize,
     out: &mut Vec<Entry>,
 ) -> Result<()> {
-    let ps = pager.page_size();
-    let mut buf = AlignedBuf::zeroed(ps * n as usize);
-    pager.device().read(first, &mut buf)?;
-    for (i, b) in buf.chunks(ps).enumerate() {
+    for (i, b) in bytes.chunks(ps).enumerate() {
         let pid = first + i as u64;
         check_run_page(pid, b)?;
         let bad = |e: String| Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}"));
@@ -153,8 +150,9 @@ impl RunReader {
 
     /// The next entry, or `None` at the end of the run.
     pub fn peek(&mut self, pager: &mut Pager, cap: usize, io_unit: u64) -> Result<Option<Entry>> {
-        self.0.peek(pager, io_unit, |p, first, n, out| {
-            read_pages_into(p, cap, first, n, out)
+        let ps = pager.page_size();
+        self.0.peek(pager, io_unit, |first, _, bytes, out| {
+            decode_pages_into(cap, first, bytes, ps, out)
         })
     }
 
@@ -174,8 +172,9 @@ impl RunReader {
 pub struct RunWriter {
     extent: Extent,
     packer: Packer,
-    chunk: AlignedBuf,
-    chunk_pages: u64,
+    /// Pages are built here and written `io_unit` at a time (one request in flight).
+    out: ChunkWriter,
+    /// Pages of the run written (or in flight) so far.
     chunk_start: u64,
     pages: u64,
     pub entries: u64,
@@ -194,8 +193,7 @@ impl RunWriter {
         RunWriter {
             extent,
             packer: Packer::new(cap, true),
-            chunk: AlignedBuf::zeroed(ps * io_unit.min(max_pages) as usize),
-            chunk_pages: 0,
+            out: ChunkWriter::new(ps, io_unit.min(max_pages)),
             chunk_start: 0,
             pages: 0,
             entries: 0,
@@ -231,8 +229,7 @@ impl RunWriter {
             ));
         }
         let pid = self.extent.start + self.pages;
-        let slot = self.chunk_pages as usize;
-        let b = &mut self.chunk[slot * ps..(slot + 1) * ps];
+        let b = self.out.next_page(ps);
         entry::init(b, KIND_RUN, 0, NONE, es);
         page::seal(pid, b);
         self.fences.push((es[0].key, pid));
@@ -240,24 +237,17 @@ impl RunWriter {
         self.index_entries += es.iter().filter(|e| !e.is_fence()).count() as u64;
         self.filters += es.iter().filter(|e| e.kind == entry::Kind::Filter).count() as u64;
         self.pages += 1;
-        self.chunk_pages += 1;
-        if self.chunk_pages as usize * ps == self.chunk.len() {
+        if self.out.built(ps) {
             self.write_chunk(pager)?;
         }
         Ok(())
     }
 
     fn write_chunk(&mut self, pager: &mut Pager) -> Result<()> {
-        if self.chunk_pages == 0 {
-            return Ok(());
-        }
-        let ps = pager.page_size();
-        let len = self.chunk_pages as usize * ps;
-        pager
-            .device()
-            .write(self.extent.start + self.chunk_start, &self.chunk[..len])?;
-        self.chunk_start += self.chunk_pages;
-        self.chunk_pages = 0;
+        let n = self.out.pending();
+        self.out
+            .write(pager, self.extent.start + self.chunk_start)?;
+        self.chunk_start += n;
         Ok(())
     }
 
@@ -268,6 +258,7 @@ impl RunWriter {
             self.emit(pager, &page)?;
         }
         self.write_chunk(pager)?;
+        self.out.wait(pager)?;
         let tail = Extent {
             start: self.extent.start + self.pages,
             len: self.extent.len - self.pages,

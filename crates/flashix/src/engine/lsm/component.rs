@@ -18,7 +18,7 @@ use crate::durable::Pager;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId};
 use crate::kit::sorted::entry::{self, Entry, Kind, NONE};
-use crate::kit::sorted::seq::SeqReader;
+use crate::kit::sorted::seq::{ChunkWriter, SeqReader};
 use crate::page::{self, DATA_FILE};
 use serde::{Deserialize, Serialize};
 
@@ -132,14 +132,15 @@ pub fn read_leaves(
         .collect()
 }
 
-/// Read `n` leaves of `c` from `first` in one request, as [`read_leaves`], decoding their
-/// entries in order straight into `out` (a merge's reader).
-pub fn read_leaves_into(
-    pager: &mut Pager,
+/// Check and decode `n` leaves of `c` read from `first` (`bytes`), their entries in order
+/// straight into `out` (a merge's reader).
+pub fn decode_leaves_into(
     cap: usize,
     c: &Component,
     first: PageId,
     n: u64,
+    bytes: &[u8],
+    ps: usize,
     out: &mut Vec<Entry>,
 ) -> Result<()> {
     if !c.is_leaf(first) || !c.is_leaf(first + n - 1) {
@@ -148,10 +149,7 @@ pub fn read_leaves_into(
             "leaf read outside the component's leaves",
         ));
     }
-    let ps = pager.page_size();
-    let mut buf = AlignedBuf::zeroed(ps * n as usize);
-    pager.device().read(first, &mut buf)?;
-    for (i, b) in buf.chunks(ps).enumerate() {
+    for (i, b) in bytes.chunks(ps).enumerate() {
         let pid = first + i as u64;
         page::verify(pid, b)?;
         let count = entry::checked_count(b, cap).map_err(|e| corrupt(Some(pid), e))?;
@@ -331,8 +329,9 @@ impl LeafReader {
 
     pub fn peek(&mut self, pager: &mut Pager, cap: usize, io_unit: u64) -> Result<Option<Entry>> {
         let c = self.c;
-        self.seq.peek(pager, io_unit, |p, first, n, out| {
-            read_leaves_into(p, cap, &c, first, n, out)
+        let ps = pager.page_size();
+        self.seq.peek(pager, io_unit, |first, n, bytes, out| {
+            decode_leaves_into(cap, &c, first, n, bytes, ps, out)
         })
     }
 
@@ -358,8 +357,9 @@ pub struct ComponentWriter {
     extent: Extent,
     cap: usize,
     cur: Vec<Entry>,
-    chunk: AlignedBuf,
-    chunk_pages: u64,
+    /// Pages are built here and written `io_unit` at a time (one request in flight).
+    out: ChunkWriter,
+    /// Pages of the component written (or in flight) so far.
     chunk_start: u64,
     pages: u64,
     entries: u64,
@@ -390,8 +390,7 @@ impl ComponentWriter {
             extent,
             cap,
             cur: Vec::with_capacity(cap),
-            chunk: AlignedBuf::zeroed(ps * io_unit.min(max) as usize),
-            chunk_pages: 0,
+            out: ChunkWriter::new(ps, io_unit.min(max)),
             chunk_start: 0,
             pages: 0,
             entries: 0,
@@ -450,28 +449,21 @@ impl ComponentWriter {
             ));
         }
         let pid = self.extent.start + self.pages;
-        let slot = self.chunk_pages as usize;
-        let b = &mut self.chunk[slot * ps..(slot + 1) * ps];
+        let b = self.out.next_page(ps);
         entry::init(b, kind, level, link, es);
         page::seal(pid, b);
         self.pages += 1;
-        self.chunk_pages += 1;
-        if self.chunk_pages as usize * ps == self.chunk.len() {
+        if self.out.built(ps) {
             self.write_chunk(pager)?;
         }
         Ok(pid)
     }
 
     fn write_chunk(&mut self, pager: &mut Pager) -> Result<()> {
-        if self.chunk_pages == 0 {
-            return Ok(());
-        }
-        let len = self.chunk_pages as usize * pager.page_size();
-        pager
-            .device()
-            .write(self.extent.start + self.chunk_start, &self.chunk[..len])?;
-        self.chunk_start += self.chunk_pages;
-        self.chunk_pages = 0;
+        let n = self.out.pending();
+        self.out
+            .write(pager, self.extent.start + self.chunk_start)?;
+        self.chunk_start += n;
         Ok(())
     }
 
@@ -496,6 +488,7 @@ impl ComponentWriter {
             height += 1;
         }
         self.write_chunk(pager)?;
+        self.out.wait(pager)?;
         pager.free_extent(Extent {
             start: self.extent.start + self.pages,
             len: self.extent.len - self.pages,

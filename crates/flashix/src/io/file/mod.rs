@@ -30,7 +30,7 @@
 //! `io_uring+O_DIRECT`, `io_uring+buffered`, `pread+O_DIRECT` or `pread+buffered`.
 
 use super::aligned::{AlignedBuf, ALIGN};
-use super::{check_page_size, validate, Counters, Device, DeviceStats, IoReq, PageId};
+use super::{check_page_size, validate, Counters, Device, DeviceStats, IoReq, PageId, Ticket};
 use crate::error::{Error, Result};
 use io_uring::IoUring;
 use std::fs::{File, OpenOptions};
@@ -39,6 +39,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
+mod started;
 mod uring;
 
 /// Entries of the submission ring: the most requests in flight at once.
@@ -173,6 +174,15 @@ pub struct FileDevice {
     /// Bytes at the start of the file that this device has written or found written (the
     /// file's length at open): a write below it never fills a hole the device made.
     written_to: u64,
+    /// Requests started and not yet finished ([`started`]).
+    started: Vec<started::Started>,
+    next_started: u64,
+}
+
+impl Drop for FileDevice {
+    fn drop(&mut self) {
+        self.drop_started();
+    }
 }
 
 impl FileDevice {
@@ -214,6 +224,8 @@ impl FileDevice {
             slots: Vec::new(),
             results: Vec::new(),
             counters: Counters::new(backend),
+            started: Vec::new(),
+            next_started: 0,
         })
     }
 
@@ -311,6 +323,7 @@ impl Device for FileDevice {
     }
 
     fn submit(&mut self, batch: &mut [IoReq<'_>]) -> Result<()> {
+        self.settle()?;
         self.counters.record_batch(self.page_size, batch)?;
         let ps = self.page_size as u64;
         let end = batch
@@ -332,6 +345,7 @@ impl Device for FileDevice {
     }
 
     fn sync(&mut self) -> Result<()> {
+        self.settle()?;
         self.counters.stats.syncs += 1;
         self.files
             .file
@@ -340,6 +354,7 @@ impl Device for FileDevice {
     }
 
     fn trim(&mut self, page: PageId, pages: u64) -> Result<()> {
+        self.settle()?;
         if pages == 0 {
             return Ok(());
         }
@@ -382,6 +397,18 @@ impl Device for FileDevice {
 
     fn stats(&self) -> DeviceStats {
         self.counters.stats.clone()
+    }
+
+    fn start_read(&mut self, page: PageId, buf: AlignedBuf, len: usize) -> Result<Ticket> {
+        self.start(page, buf, len, false)
+    }
+
+    fn start_write(&mut self, page: PageId, buf: AlignedBuf, len: usize) -> Result<Ticket> {
+        self.start(page, buf, len, true)
+    }
+
+    fn finish(&mut self, ticket: Ticket) -> Result<AlignedBuf> {
+        self.finish_started(ticket)
     }
 }
 

@@ -15,7 +15,7 @@ use std::os::unix::io::AsRawFd;
 /// Largest transfer put in one SQE (its length field is 32 bits). A larger request is
 /// started through the ring and completed like a short transfer. A multiple of every
 /// valid page size.
-const MAX_SQE_BYTES: usize = 1 << 30;
+pub(super) const MAX_SQE_BYTES: usize = 1 << 30;
 
 /// `IORING_ENTER_GETEVENTS` of io_uring_enter(2) (the crate keeps its `sys` module private).
 const IORING_ENTER_GETEVENTS: u32 = 1;

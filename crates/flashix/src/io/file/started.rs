@@ -1,0 +1,301 @@
+//! Requests started without waiting ([`crate::io::Device::start_read`], `start_write`):
+//! the overlap of a merge's I/O with its CPU (issue 17: a merge reads the next 512 KiB of
+//! its inputs and writes the previous 512 KiB of its output while it merges the current).
+//!
+//! Through the ring, a started request is one SQE tagged [`STARTED_TAG`] | its id, handed to
+//! the kernel with a non-blocking `io_uring_enter`; the device keeps the buffer (the
+//! kernel's target) in [`Started`] until `Device::finish` takes it back, so a ticket
+//! dropped unfinished never leaves the kernel writing into freed memory. At most
+//! [`MAX_STARTED`] are in flight; one more first waits for the oldest.
+//!
+//! Ordering: every other call of the device (`submit`, `sync`, `trim`) first waits for
+//! every started request ([`FileDevice::settle`]), completing short transfers, so a sync
+//! covers every started write and a batch never races a started request. Started requests
+//! among themselves must not overlap (the `Device` contract).
+//!
+//! Without a ring, or for a buffer `O_DIRECT` cannot take, a request is served at once with
+//! `pread`/`pwrite`, as the default `Device` methods do.
+
+use super::FileDevice;
+use crate::error::{Error, Result};
+use crate::io::aligned::AlignedBuf;
+use crate::io::{IoReq, PageId, Started as TicketState, Ticket};
+use io_uring::{opcode, types};
+use std::io;
+use std::os::unix::io::AsRawFd;
+
+/// Tag of a started request's `user_data` (a batch's SQEs carry their index, far below).
+const STARTED_TAG: u64 = 1 << 63;
+
+/// Most started requests in flight at once (the ring has room for a batch chunk beside).
+pub(super) const MAX_STARTED: usize = 16;
+
+/// A started request in flight or done, not yet finished.
+pub(super) struct Started {
+    id: u64,
+    page: PageId,
+    len: usize,
+    write: bool,
+    buf: AlignedBuf,
+    /// The completion's result (bytes or `-errno`), once reaped.
+    result: Option<i32>,
+    /// Short transfers completed (after `settle`): the request is entirely done.
+    settled: bool,
+}
+
+impl FileDevice {
+    /// Start one request: counted as a batch of one; through the ring when it can be.
+    pub(super) fn start(
+        &mut self,
+        page: PageId,
+        mut buf: AlignedBuf,
+        len: usize,
+        write: bool,
+    ) -> Result<Ticket> {
+        if len > buf.len() {
+            return Err(Error::InvalidArgument(format!(
+                "a request of {len} bytes does not fit its buffer of {}",
+                buf.len()
+            )));
+        }
+        {
+            let b = &mut buf[..len];
+            let req = if write {
+                IoReq::Write { page, buf: b }
+            } else {
+                IoReq::Read { page, buf: b }
+            };
+            self.counters.record_batch(self.page_size, &[req])?;
+        }
+        if write {
+            self.fill_to(page * self.page_size as u64 + len as u64)?;
+        }
+        let direct_ok = !self.files.needs_bounce(&buf[..len]);
+        if self.ring.is_none() || !direct_ok || len > super::uring::MAX_SQE_BYTES {
+            let ps = self.page_size as u64;
+            let pages = len as u64 / ps;
+            if write {
+                self.files
+                    .write_rest(&buf[..len], page * ps, 0, page, pages)?;
+            } else {
+                self.files
+                    .read_rest(&mut buf[..len], page * ps, 0, page, pages)?;
+            }
+            return Ok(Ticket(TicketState::Done(buf)));
+        }
+        // Room in the ring: settle the oldest in flight (a settled request holds none).
+        while let Some(i) = self.oldest_in_flight() {
+            self.settle_at(i)?;
+        }
+        let id = self.next_started;
+        self.next_started += 1;
+        let fd = types::Fd(self.files.file.as_raw_fd());
+        let offset = page * self.page_size as u64;
+        let entry = if write {
+            opcode::Write::new(fd, buf.as_ptr(), len as u32)
+                .offset(offset)
+                .build()
+        } else {
+            opcode::Read::new(fd, buf.as_mut_ptr(), len as u32)
+                .offset(offset)
+                .build()
+        }
+        .user_data(STARTED_TAG | id);
+        // The buffer moves into `started` (its heap allocation does not move), where it
+        // stays until the completion is reaped.
+        self.started.push(Started {
+            id,
+            page,
+            len,
+            write,
+            buf,
+            result: None,
+            settled: false,
+        });
+        let pushed = match self.ring.as_mut() {
+            // SAFETY: the SQE's buffer is owned by `self.started` until its completion is
+            // reaped (`settle_*`, and `Drop`, which waits for every started request).
+            Some(ring) => unsafe { ring.submission().push(&entry) }.is_ok(),
+            None => false,
+        };
+        if !pushed {
+            // The ring is full of a batch's leftovers (cannot happen: batches are reaped
+            // before they return): serve this one at once.
+            let ps = self.page_size as u64;
+            let mut buf = match self.started.pop() {
+                Some(s) => s.buf,
+                None => return Err(lost()),
+            };
+            if write {
+                self.files
+                    .write_rest(&buf[..len], offset, 0, page, len as u64 / ps)?;
+            } else {
+                self.files
+                    .read_rest(&mut buf[..len], offset, 0, page, len as u64 / ps)?;
+            }
+            return Ok(Ticket(TicketState::Done(buf)));
+        }
+        self.enter(0)?;
+        Ok(Ticket(TicketState::InFlight(id)))
+    }
+
+    /// Wait for a started request and take its buffer back.
+    pub(super) fn finish_started(&mut self, ticket: Ticket) -> Result<AlignedBuf> {
+        let id = match ticket.0 {
+            TicketState::Done(buf) => return Ok(buf),
+            TicketState::InFlight(id) => id,
+        };
+        let i = self
+            .started
+            .iter()
+            .position(|s| s.id == id)
+            .ok_or_else(|| Error::InvalidArgument(format!("request {id} is not in flight here")))?;
+        self.settle_at(i)?;
+        let s = self.started.remove(i);
+        match s.result {
+            Some(r) if r < 0 => Err(Error::io(
+                self.files
+                    .context(s.write, s.page, (s.len / self.page_size) as u64),
+                io::Error::from_raw_os_error(-r),
+            )),
+            _ => Ok(s.buf),
+        }
+    }
+
+    /// Wait for every started request and complete its short transfer, so that what comes
+    /// next (a batch, a sync, a trim) sees them all done. Failures stay with their
+    /// requests, for `finish` to report; a sync after a failed write reports it too.
+    pub(super) fn settle(&mut self) -> Result<()> {
+        for i in 0..self.started.len() {
+            self.settle_at(i)?;
+        }
+        match self
+            .started
+            .iter()
+            .find(|s| s.write && s.result.is_some_and(|r| r < 0))
+        {
+            Some(s) => Err(Error::io(
+                self.files
+                    .context(true, s.page, (s.len / self.page_size) as u64),
+                io::Error::from_raw_os_error(-s.result.unwrap_or(-libc::EIO)),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The oldest started request still in flight when [`MAX_STARTED`] are.
+    fn oldest_in_flight(&self) -> Option<usize> {
+        let in_flight = self.started.iter().filter(|s| !s.settled).count();
+        if in_flight < MAX_STARTED {
+            return None;
+        }
+        self.started.iter().position(|s| !s.settled)
+    }
+
+    /// Wait for the completion of `started[i]` and complete a short transfer.
+    fn settle_at(&mut self, i: usize) -> Result<()> {
+        while self.started[i].result.is_none() {
+            self.enter(1)?;
+        }
+        let ps = self.page_size as u64;
+        let s = &mut self.started[i];
+        if s.settled {
+            return Ok(());
+        }
+        s.settled = true;
+        let Some(r) = s.result else { return Ok(()) };
+        if r < 0 {
+            return Ok(());
+        }
+        let (page, len) = (s.page, s.len);
+        let pages = len as u64 / ps;
+        let done = r as usize;
+        let outcome = if s.write {
+            self.files
+                .write_rest(&s.buf[..len], page * ps, done, page, pages)
+        } else {
+            self.files
+                .read_rest(&mut s.buf[..len], page * ps, done, page, pages)
+        };
+        if let Err(e) = outcome {
+            let errno = match e {
+                Error::Io { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
+                _ => libc::EIO,
+            };
+            s.result = Some(-errno);
+        }
+        Ok(())
+    }
+
+    /// Submit what is queued and wait for at least `wait` completions; record every
+    /// completion of a started request.
+    fn enter(&mut self, wait: usize) -> Result<()> {
+        let Some(ring) = self.ring.as_mut() else {
+            return Err(lost());
+        };
+        loop {
+            match ring.submit_and_wait(wait) {
+                Ok(_) => break,
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)
+                    ) =>
+                {
+                    if wait == 0 {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    return Err(Error::io(
+                        format!(
+                            "waiting for started requests on {}",
+                            self.files.path.display()
+                        ),
+                        e,
+                    ))
+                }
+            }
+        }
+        for cqe in ring.completion() {
+            let tag = cqe.user_data();
+            if tag & STARTED_TAG == 0 {
+                continue;
+            }
+            let id = tag & !STARTED_TAG;
+            if let Some(s) = self.started.iter_mut().find(|s| s.id == id) {
+                s.result = Some(cqe.result());
+            }
+        }
+        Ok(())
+    }
+
+    /// On drop: wait for every started request, so the kernel never writes into freed
+    /// buffers; if the ring cannot be waited on, leak the buffers instead.
+    pub(super) fn drop_started(&mut self) {
+        for i in 0..self.started.len() {
+            if self.started[i].result.is_some() {
+                continue;
+            }
+            let mut tries = 0;
+            while self.started[i].result.is_none() && tries < 1000 {
+                if self.enter(1).is_err() {
+                    tries += 1;
+                }
+            }
+        }
+        for s in std::mem::take(&mut self.started) {
+            if s.result.is_none() {
+                std::mem::forget(s.buf);
+            }
+        }
+    }
+}
+
+/// A started request the device cannot find or wait for (a bug, not a disk error).
+fn lost() -> Error {
+    Error::io(
+        "finishing a started request",
+        io::Error::other("the request is not in flight on this device"),
+    )
+}
