@@ -96,7 +96,9 @@
 //!
 //! # Memory
 //! The buffer pool, plus during a merge the frozen head tree's index entries (at most |L0|,
-//! 24 bytes each) and the page fences of the rewritten levels (16 bytes per page), plus a
+//! 24 bytes each), the page fences of the rewritten levels (16 bytes per page) and two
+//! `io_unit` buffers per input run and output run (one in flight while the other is
+//! decoded or filled: [`crate::kit::sorted::seq`]), plus a
 //! range-scan batch (at most `io_unit` pages per level), plus the range tombstones (16
 //! bytes an interval). Reported in `Stats::memory_bytes`.
 

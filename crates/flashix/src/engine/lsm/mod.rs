@@ -95,7 +95,8 @@
 //! The buffer pool; every level's range tombstones (16 bytes an interval, at most the
 //! level's capacity by Invariant 2, reported in `Stats::memory_bytes`); during a merge into
 //! C1 the entries of C0 (at most |C0|, 24 bytes each), the first keys of the written nodes
-//! (16 bytes per page) and one `io_unit` buffer per input and output; during a range scan
+//! (16 bytes per page) and two `io_unit` buffers per input and output (one in flight while
+//! the other is decoded or filled: [`crate::kit::sorted::seq`]); during a range scan
 //! at most `io_unit` leaves per component.
 
 mod options;
