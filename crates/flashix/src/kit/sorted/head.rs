@@ -211,11 +211,7 @@ impl Head {
         debug_assert!(!e.is_fence());
         let pos = e.pos();
         let (path, leaf) = self.descend(pager, cap, pos)?;
-        let (found, full) = pager.read(leaf, |b| {
-            let n = entry::count(b);
-            let found = (0..n).find(|&i| entry::get(b, i).is_some_and(|x| x.pos() == pos));
-            (found, n >= cap)
-        })?;
+        let (found, full) = pager.read(leaf, |b| (slot_of(b, pos), entry::count(b) >= cap))?;
         if let Some(i) = found {
             return pager.write(leaf, |b| entry::set(b, i, e));
         }
@@ -223,10 +219,7 @@ impl Head {
         self.index_entries += 1;
         if !full {
             return pager.write(leaf, |b| {
-                let n = entry::count(b);
-                let i = (0..n)
-                    .find(|&i| entry::get(b, i).is_some_and(|x| x.pos() > pos))
-                    .unwrap_or(n);
+                let i = lower_bound(b, pos);
                 entry::insert_at(b, i, e)
             });
         }
@@ -302,9 +295,7 @@ impl Head {
     pub fn remove(&mut self, pager: &mut Pager, cap: usize, key: u64) -> Result<bool> {
         let pos = entry::index_pos(key);
         let (_, leaf) = self.descend(pager, cap, pos)?;
-        let slot = pager.read(leaf, |b| {
-            (0..entry::count(b)).find(|&i| entry::get(b, i).is_some_and(|x| x.pos() == pos))
-        })?;
+        let slot = pager.read(leaf, |b| slot_of(b, pos))?;
         let Some(i) = slot else { return Ok(false) };
         pager.write(leaf, |b| entry::remove_at(b, i))?;
         self.entries -= 1;
@@ -487,12 +478,59 @@ pub fn child(leftmost: u64, seps: &[Entry], s: usize) -> u64 {
     child_at(leftmost, seps, s)
 }
 
+/// The first slot of a head-tree page (entries sorted by position) whose entry is at or
+/// after `pos`: a binary search of the page bytes (a slot whose type byte is invalid sorts
+/// last, as the linear scan it replaces stopped short of it).
+fn lower_bound(b: &[u8], pos: (u64, u8)) -> usize {
+    let (mut lo, mut hi) = (0, entry::count(b));
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if entry::get(b, mid).is_some_and(|x| x.pos() < pos) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// The slot holding exactly `pos`, if any.
+fn slot_of(b: &[u8], pos: (u64, u8)) -> Option<usize> {
+    let i = lower_bound(b, pos);
+    (i < entry::count(b) && entry::get(b, i).is_some_and(|x| x.pos() == pos)).then_some(i)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
     proptest! {
+        /// The binary search of a head-tree page finds what a linear scan finds: the slot
+        /// of an entry present, and the insertion slot of one absent.
+        #[test]
+        fn page_search_matches_a_linear_scan(
+            items in proptest::collection::btree_map((0u64..500, 0u8..3), any::<u64>(), 0..150),
+            probes in proptest::collection::vec((0u64..520, 0u8..3), 1..40),
+        ) {
+            let kind = |r: u8| match r { 0 => Kind::External, 1 => Kind::Internal, _ => Kind::Normal };
+            let mut es: Vec<Entry> = items
+                .iter()
+                .map(|(&(k, r), &v)| Entry::new(k, v, kind(r)))
+                .collect();
+            es.sort_by_key(|e| e.pos());
+            es.dedup_by_key(|e| e.pos());
+            let mut b = vec![0u8; 4096];
+            entry::init(&mut b, entry::KIND_HEAD_LEAF, 0, NONE, &es);
+            for (k, r) in probes {
+                let pos = Entry::new(k, 0, kind(r)).pos();
+                let linear = es.iter().position(|e| e.pos() >= pos).unwrap_or(es.len());
+                prop_assert_eq!(lower_bound(&b, pos), linear);
+                let exact = es.iter().position(|e| e.pos() == pos);
+                prop_assert_eq!(slot_of(&b, pos), exact);
+            }
+        }
+
         /// Invariant 1 (§3.2): every packed run page begins with a fence, and an internal
         /// fence carries the page id of the last external fence before it (or NONE).
         #[test]
