@@ -323,7 +323,8 @@ impl Device for FileDevice {
     }
 
     fn submit(&mut self, batch: &mut [IoReq<'_>]) -> Result<()> {
-        self.settle()?;
+        let ps = self.page_size as u64;
+        self.settle_overlapping(batch.iter().map(|r| (r.page(), r.len() as u64 / ps)))?;
         self.counters.record_batch(self.page_size, batch)?;
         let ps = self.page_size as u64;
         let end = batch
@@ -345,7 +346,7 @@ impl Device for FileDevice {
     }
 
     fn sync(&mut self) -> Result<()> {
-        self.settle()?;
+        self.settle_writes()?;
         self.counters.stats.syncs += 1;
         self.files
             .file
@@ -354,7 +355,7 @@ impl Device for FileDevice {
     }
 
     fn trim(&mut self, page: PageId, pages: u64) -> Result<()> {
-        self.settle()?;
+        self.settle_overlapping(std::iter::once((page, pages)))?;
         if pages == 0 {
             return Ok(());
         }

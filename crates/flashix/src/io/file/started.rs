@@ -8,10 +8,12 @@
 //! dropped unfinished never leaves the kernel writing into freed memory. At most
 //! [`MAX_STARTED`] are in flight; one more first waits for the oldest.
 //!
-//! Ordering: every other call of the device (`submit`, `sync`, `trim`) first waits for
-//! every started request ([`FileDevice::settle`]), completing short transfers, so a sync
-//! covers every started write and a batch never races a started request. Started requests
-//! among themselves must not overlap (the `Device` contract).
+//! Ordering: a batch (`submit`) or a `trim` first waits for the started requests whose
+//! pages it overlaps ([`FileDevice::settle_overlapping`]), so that it sees a started write
+//! and a started read does not see it; the others stay in flight beside it (the batch's
+//! reaping records their completions). A `sync` first waits for every started write
+//! ([`FileDevice::settle_writes`]), completing short transfers, so it covers them. Started
+//! requests among themselves must not overlap (the `Device` contract).
 //!
 //! Without a ring, or for a buffer `O_DIRECT` cannot take, a request is served at once with
 //! `pread`/`pwrite`, as the default `Device` methods do.
@@ -26,6 +28,11 @@ use std::os::unix::io::AsRawFd;
 
 /// Tag of a started request's `user_data` (a batch's SQEs carry their index, far below).
 const STARTED_TAG: u64 = 1 << 63;
+
+/// True for the `user_data` of a started request's completion.
+pub(super) fn is_started(user_data: u64) -> bool {
+    user_data & STARTED_TAG != 0
+}
 
 /// Most started requests in flight at once (the ring has room for a batch chunk beside).
 pub(super) const MAX_STARTED: usize = 16;
@@ -162,12 +169,33 @@ impl FileDevice {
         }
     }
 
-    /// Wait for every started request and complete its short transfer, so that what comes
-    /// next (a batch, a sync, a trim) sees them all done. Failures stay with their
-    /// requests, for `finish` to report; a sync after a failed write reports it too.
-    pub(super) fn settle(&mut self) -> Result<()> {
+    /// Wait for the started requests that overlap a page range of `ranges` (first page,
+    /// pages) and complete their short transfers.
+    pub(super) fn settle_overlapping(
+        &mut self,
+        ranges: impl Iterator<Item = (PageId, u64)> + Clone,
+    ) -> Result<()> {
+        let ps = self.page_size as u64;
         for i in 0..self.started.len() {
-            self.settle_at(i)?;
+            let s = &self.started[i];
+            if s.settled {
+                continue;
+            }
+            let (a, b) = (s.page, s.page + s.len as u64 / ps);
+            if ranges.clone().any(|(p, n)| p < b && a < p + n) {
+                self.settle_at(i)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Wait for every started write and complete its short transfer, so that a sync
+    /// covers it; a failed one fails the sync (and stays for `finish` to report).
+    pub(super) fn settle_writes(&mut self) -> Result<()> {
+        for i in 0..self.started.len() {
+            if self.started[i].write {
+                self.settle_at(i)?;
+            }
         }
         match self
             .started
@@ -181,6 +209,19 @@ impl FileDevice {
             )),
             None => Ok(()),
         }
+    }
+
+    /// Record the completion `cqe` if it is a started request's (true), else leave it to
+    /// the caller (a batch's).
+    pub(super) fn record_started(&mut self, user_data: u64, result: i32) -> bool {
+        if user_data & STARTED_TAG == 0 {
+            return false;
+        }
+        let id = user_data & !STARTED_TAG;
+        if let Some(s) = self.started.iter_mut().find(|s| s.id == id) {
+            s.result = Some(result);
+        }
+        true
     }
 
     /// The oldest started request still in flight when [`MAX_STARTED`] are.
@@ -257,15 +298,13 @@ impl FileDevice {
                 }
             }
         }
-        for cqe in ring.completion() {
-            let tag = cqe.user_data();
-            if tag & STARTED_TAG == 0 {
-                continue;
-            }
-            let id = tag & !STARTED_TAG;
-            if let Some(s) = self.started.iter_mut().find(|s| s.id == id) {
-                s.result = Some(cqe.result());
-            }
+        let done: Vec<(u64, i32)> = ring
+            .completion()
+            .map(|c| (c.user_data(), c.result()))
+            .collect();
+        for (tag, result) in done {
+            // Nothing but started requests is in flight outside a batch.
+            self.record_started(tag, result);
         }
         Ok(())
     }

@@ -420,6 +420,37 @@ fn started_requests_overlap_and_are_seen_by_every_later_call() {
         dev.read(500, &mut back).unwrap();
         assert_eq!(back, pattern(99, 2 * PS), "{backend}");
         dev.finish(t).unwrap();
+        // Started requests stay in flight beside a batch on other pages (the batch's
+        // reaping keeps their completions) and are right when finished.
+        let w = dev
+            .start_write(700, aligned(&pattern(70, 8 * PS)), 8 * PS)
+            .unwrap();
+        let r = dev
+            .start_read(0, AlignedBuf::zeroed(3 * PS), 3 * PS)
+            .unwrap();
+        let mut other = vec![0u8; 3 * PS];
+        let mut batch = [
+            IoReq::Read {
+                page: 3,
+                buf: &mut other,
+            },
+            IoReq::Write {
+                page: 800,
+                buf: &pattern(80, PS),
+            },
+        ];
+        dev.submit(&mut batch).unwrap();
+        assert_eq!(other, pattern(1, 3 * PS), "{backend}");
+        assert_eq!(
+            &dev.finish(r).unwrap()[..],
+            &pattern(0, 3 * PS)[..],
+            "{backend}"
+        );
+        dev.sync().unwrap();
+        dev.finish(w).unwrap();
+        let mut back = vec![0u8; 8 * PS];
+        dev.read(700, &mut back).unwrap();
+        assert_eq!(back, pattern(70, 8 * PS), "{backend}");
         // A ticket dropped unfinished: the write still lands, sync covers it.
         drop(dev.start_write(600, aligned(&pattern(7, PS)), PS).unwrap());
         dev.sync().unwrap();
@@ -427,9 +458,9 @@ fn started_requests_overlap_and_are_seen_by_every_later_call() {
         dev.read(600, &mut back).unwrap();
         assert_eq!(back, pattern(7, PS), "{backend}");
         let s = dev.stats();
-        assert_eq!(s.write_requests, 40 + 2, "{backend}");
-        assert_eq!(s.writes, 40 * 3 + 2 + 1, "{backend}");
-        assert_eq!(s.read_requests, 40 + 2, "{backend}");
+        assert_eq!(s.write_requests, 40 + 4, "{backend}");
+        assert_eq!(s.writes, 40 * 3 + 2 + 8 + 1 + 1, "{backend}");
+        assert_eq!(s.read_requests, 40 + 5, "{backend}");
         // Bad requests are refused before anything starts.
         assert!(dev.start_read(0, AlignedBuf::zeroed(PS), 2 * PS).is_err());
         assert!(dev.start_write(0, AlignedBuf::zeroed(PS), 100).is_err());

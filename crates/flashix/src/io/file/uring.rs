@@ -4,7 +4,7 @@
 //! transfers (or requests the ring never ran) are completed with `pread`/`pwrite`. A ring
 //! that fails is dropped and the device falls back to `pread`/`pwrite` for good.
 
-use super::{backend_name, ensure_len, FileDevice};
+use super::{backend_name, ensure_len, started, FileDevice};
 use crate::error::{Error, Result};
 use crate::io::aligned::ALIGN;
 use crate::io::IoReq;
@@ -117,6 +117,7 @@ impl FileDevice {
 
         let mut submitted = 0usize;
         let mut completed = 0usize;
+        let mut started_done: Vec<(u64, i32)> = Vec::new();
         let mut fatal: Option<io::Error> = None;
         while completed < pushed {
             if fatal.is_none() {
@@ -142,14 +143,23 @@ impl FileDevice {
                 }
             }
             for cqe in ring.completion() {
-                let i = cqe.user_data() as usize;
+                let (tag, result) = (cqe.user_data(), cqe.result());
+                if started::is_started(tag) {
+                    // A started request in flight beside the batch: keep its completion.
+                    started_done.push((tag, result));
+                    continue;
+                }
+                let i = tag as usize;
                 if i < n && results[i].is_none() {
-                    results[i] = Some(cqe.result());
+                    results[i] = Some(result);
                     completed += 1;
                 }
             }
         }
 
+        for (tag, result) in started_done {
+            self.record_started(tag, result);
+        }
         if fatal.is_some() || pushed < n {
             // The ring cannot be trusted any more: drop it (unsubmitted SQEs go with it) and
             // serve everything from now on with pread/pwrite.
