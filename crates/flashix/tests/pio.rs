@@ -680,3 +680,38 @@ fn a_crash_while_applying_a_range_tombstone_is_undone_and_replayed() {
     }
     assert!(crashes >= 3, "the apply was cut only {crashes} times");
 }
+
+/// Range ends at and next to leaf boundaries on consecutive keys: each range delete is
+/// applied at once (an OPQ of two slots), and the keys just outside it survive.
+#[test]
+fn range_deletes_keep_the_keys_next_to_their_ends() {
+    let (dev, vfs) = (MemDevice::new(512), MemVfs::new());
+    let mut db = Db::create_on(storage(&dev, &vfs), opts(512, 32, pio(2, 2, 4, 2))).unwrap();
+    let pairs: Vec<(u64, u64)> = (0..40_000u64).map(|k| (k, k)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    let mut model: BTreeMap<u64, u64> = pairs.iter().copied().collect();
+    let mut rng = Rng::new(5);
+    for i in 0..600u64 {
+        let lo = rng.below(40_000);
+        // Around one and two leaves (28 records each after the bulk load), and longer.
+        let span = [26, 27, 28, 29, 55, 56, 57, 800][rng.below(8) as usize];
+        let hi = lo + span;
+        db.delete_range(lo..=hi).unwrap();
+        model_delete_range(&mut model, lo, hi);
+        // Fills the OPQ: the tombstone is applied to the tree now.
+        db.insert(1_000_000 + i, i).unwrap();
+        model.insert(1_000_000 + i, i);
+        assert_eq!(counter(&db, "range_tombstones"), 0);
+        let (a, b) = (lo.saturating_sub(3), hi + 3);
+        let got: Vec<(u64, u64)> = db.range(a..=b).unwrap().map(|kv| kv.unwrap()).collect();
+        let want: Vec<(u64, u64)> = model.range(a..=b).map(|(&k, &v)| (k, v)).collect();
+        assert_eq!(got, want, "around [{lo}, {hi}]");
+        if i % 100 == 0 {
+            db.check_integrity().unwrap();
+        }
+    }
+    db.check_integrity().unwrap();
+    assert!(counter(&db, "leaves_freed_unread") > 100);
+    let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
+    assert_eq!(got, model);
+}
