@@ -39,9 +39,10 @@
 //! or when the tree is one leaf again (the root leaf is then counted).
 
 use super::{Fenced, PioBTree};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::kit::bnode::node;
+use crate::page::DATA_FILE;
 
 impl PioBTree {
     /// Delete every key of `[lo, hi]` (`lo <= hi`) from the tree (see the module doc).
@@ -98,12 +99,21 @@ impl PioBTree {
                         keep.push((c.lo, c.pid));
                     }
                 }
-                // A node the range covers in part keeps a child outside it.
                 if keep.len() < n.slots() {
-                    if let Some((&(_, link), rest)) = keep.split_first() {
-                        self.pager
-                            .write(at.pid, |b| node::init(b, level, link, rest))?;
-                    }
+                    // A node the range covers in part keeps a child outside it.
+                    let Some((&(_, link), rest)) = keep.split_first() else {
+                        return Err(Error::corruption(
+                            DATA_FILE,
+                            Some(at.pid),
+                            format!(
+                                "internal node over {}..{:?} lies inside the deleted range \
+                                 [{lo}, {hi}] but was not freed",
+                                at.lo, at.hi
+                            ),
+                        ));
+                    };
+                    self.pager
+                        .write(at.pid, |b| node::init(b, level, link, rest))?;
                 }
             }
             self.free_subtrees(&doomed, level, &mut next_doomed)?;
