@@ -457,3 +457,261 @@ fn unset_sizes_come_from_the_cost_model_and_the_opq_shares_the_budget() {
         .to_string();
     assert!(err.contains("opq_bytes"), "{err}");
 }
+
+/// Every key of `[lo, hi]` out of the model.
+fn model_delete_range(model: &mut BTreeMap<u64, u64>, lo: u64, hi: u64) {
+    let doomed: Vec<u64> = model.range(lo..=hi).map(|(&k, _)| k).collect();
+    for k in doomed {
+        model.remove(&k);
+    }
+}
+
+/// Range deletes are OPQ range tombstones applied to the tree when the OPQ is flushed:
+/// a model check through many flushes, with leaves freed unread, boundary leaves rewritten
+/// and the tree shrinking, then a reopen by WAL replay and one after a clean close.
+#[test]
+fn range_tombstones_match_a_model_through_flushes_and_recovery() {
+    let (dev, vfs) = (MemDevice::new(512), MemVfs::new());
+    // 512-byte pages: leaves of 2 segments (56 records), 30 separators a node; an OPQ of
+    // 40 slots flushed in batches of 25.
+    let mut db = Db::create_on(storage(&dev, &vfs), opts(512, 32, pio(2, 40, 4, 25))).unwrap();
+    let space = 60_000u64;
+    let pairs: Vec<(u64, u64)> = (0..space / 2).map(|k| (k * 2, k)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    let mut model: BTreeMap<u64, u64> = pairs.iter().copied().collect();
+    let mut rng = Rng::new(17);
+    let (mut most_tombs, mut ranges) = (0, 0);
+    for i in 0..12_000u64 {
+        let k = rng.below(space);
+        match rng.below(100) {
+            0..=59 => {
+                db.insert(k, i).unwrap();
+                model.insert(k, i);
+            }
+            60..=79 => {
+                db.delete(k).unwrap();
+                model.remove(&k);
+            }
+            80..=89 => {
+                // 1 to 5,000 keys.
+                let span = [0, 10, 300, 4_999][rng.below(4) as usize];
+                let hi = k + rng.below(span + 1);
+                db.delete_range(k..=hi).unwrap();
+                model_delete_range(&mut model, k, hi);
+                ranges += 1;
+            }
+            90..=97 => assert_eq!(db.get(k).unwrap(), model.get(&k).copied(), "key {k}"),
+            _ => {
+                let got: Vec<(u64, u64)> = db
+                    .range(k..k + 500)
+                    .unwrap()
+                    .map(|kv| kv.unwrap())
+                    .collect();
+                let want: Vec<(u64, u64)> =
+                    model.range(k..k + 500).map(|(&k, &v)| (k, v)).collect();
+                assert_eq!(got, want, "range from {k}");
+            }
+        }
+        most_tombs = most_tombs.max(counter(&db, "range_tombstones"));
+        if i % 1_000 == 0 {
+            db.check_integrity().unwrap();
+        }
+    }
+    for c in [
+        "range_tombstones_applied",
+        "leaves_freed_unread",
+        "merges",
+        "bupdates",
+    ] {
+        assert!(
+            counter(&db, c) > 0,
+            "{c} never happened: {:?}",
+            db.stats().engine_counters
+        );
+    }
+    assert!(
+        most_tombs >= 2,
+        "{most_tombs} tombstones at most in the OPQ"
+    );
+    assert_eq!(counter(&db, "range_deletes"), ranges);
+    db.check_integrity().unwrap();
+    let all = |db: &mut Db| -> BTreeMap<u64, u64> {
+        db.range(..).unwrap().map(|kv| kv.unwrap()).collect()
+    };
+    assert_eq!(all(&mut db), model);
+    // Not closed: the WAL's range deletes are replayed into the OPQ on the checkpoint.
+    db.flush().unwrap();
+    drop(db);
+    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    db.check_integrity().unwrap();
+    assert_eq!(all(&mut db), model);
+    db.close().unwrap();
+    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    db.check_integrity().unwrap();
+    assert_eq!(all(&mut db), model);
+    // Deleting everything leaves one empty root leaf, counted exactly.
+    db.delete_range(..).unwrap();
+    db.insert(5, 5).unwrap();
+    db.close().unwrap();
+    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    db.check_integrity().unwrap();
+    assert_eq!(all(&mut db), BTreeMap::from([(5, 5)]));
+    assert_eq!(counter(&db, "height"), 1);
+    assert_eq!(counter(&db, "leaf_records"), 1);
+    assert_eq!(counter(&db, "leaf_records_bound"), 0);
+}
+
+/// A range delete is one OPQ tombstone: the call reads and writes no page; applying it
+/// when the OPQ is flushed reads the internal nodes over the range and the boundary leaves
+/// (and a sibling of each for the repairs), never the leaves inside the range.
+#[test]
+fn a_range_delete_reads_a_bounded_number_of_pages() {
+    let (dev, vfs) = (MemDevice::new(512), MemVfs::new());
+    let segs = 2u64;
+    let o = opts(512, 64, pio(segs as u32, 1000, 16, 1000));
+    let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
+    let pairs: Vec<(u64, u64)> = (0..400_000u64).map(|i| (i * 2, i)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    let height = counter(&db, "height");
+    assert!(height >= 4, "{height} levels");
+    db.close().unwrap();
+    let mut lo = 10u64;
+    let mut cuts: Vec<(u64, u64)> = Vec::new();
+    for n in [100u64, 1_000, 10_000, 100_000] {
+        let hi = lo + 2 * (n - 1);
+        let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+        let before = db.stats().device;
+        db.delete_range(lo..=hi).unwrap();
+        let after = db.stats().device;
+        assert_eq!(
+            (after.reads - before.reads, after.writes - before.writes),
+            (0, 0),
+            "the call only adds a tombstone to the OPQ"
+        );
+        assert_eq!(counter(&db, "range_tombstones"), 1);
+        let freed0 = counter(&db, "leaves_freed_unread");
+        let leaves0 = counter(&db, "leaves");
+        // The close's checkpoint flushes the OPQ: the tombstone is applied.
+        let s = db.close_with_stats().unwrap();
+        let reads = s.device.reads - after.reads;
+        let freed = s.engine_counters["leaves_freed_unread"] - freed0;
+        let leaves_gone = leaves0 - s.engine_counters["leaves"];
+        eprintln!(
+            "range delete of {n} keys: {reads} pages read to apply it, {freed} leaves freed \
+             unread, {leaves_gone} leaves fewer, height {}",
+            s.engine_counters["height"]
+        );
+        // About n / 28 leaves in the range: all but the boundary ones freed unread.
+        assert!(freed + 4 >= n / 28, "{n} keys: {freed} leaves freed unread");
+        // Leaves read: at most the 2 boundary leaves and 2 siblings, whatever n; internal
+        // nodes: the ones over the range (a node has at least 16 children) and a path of
+        // siblings for the repairs.
+        let bound = 4 * segs + 3 * height + freed / 15;
+        assert!(
+            reads <= bound,
+            "{n} keys: {reads} pages read, bound {bound}"
+        );
+        assert!(
+            n < 10_000 || reads * 10 < freed * segs,
+            "{n} keys: {reads} pages read for {freed} leaves of {segs} pages"
+        );
+        cuts.push((lo, hi));
+        lo = hi + 1_000;
+    }
+    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    db.check_integrity().unwrap();
+    for &(lo, hi) in &cuts {
+        assert_eq!(db.get(lo).unwrap(), None);
+        assert_eq!(db.get(hi).unwrap(), None);
+        assert_eq!(db.get(lo - 2).unwrap(), Some((lo - 2) / 2));
+        assert_eq!(db.get(hi + 2).unwrap(), Some((hi + 2) / 2));
+        let got: Vec<(u64, u64)> = db
+            .range(lo - 4..=hi + 4)
+            .unwrap()
+            .map(|kv| kv.unwrap())
+            .collect();
+        let want: Vec<(u64, u64)> = [lo - 4, lo - 2, hi + 2, hi + 4]
+            .iter()
+            .filter(|&&k| k < 800_000)
+            .map(|&k| (k, k / 2))
+            .collect();
+        assert_eq!(got, want, "around [{lo}, {hi}]");
+    }
+    let gone: u64 = cuts.iter().map(|&(lo, hi)| (hi - lo) / 2 + 1).sum();
+    assert_eq!(db.range(..).unwrap().count() as u64, 400_000 - gone);
+}
+
+/// A crash at any point of applying a range tombstone to the tree (the close's checkpoint
+/// flushes the OPQ) is undone by the before-images and the range delete is replayed from
+/// the WAL: the reopened index is the model, whole and consistent.
+#[test]
+fn a_crash_while_applying_a_range_tombstone_is_undone_and_replayed() {
+    let o = || opts(512, 16, pio(2, 64, 4, 64));
+    let base: Vec<(u64, u64)> = (0..4_000u64).map(|k| (k * 10, k)).collect();
+    let mut model: BTreeMap<u64, u64> = base.iter().copied().collect();
+    model_delete_range(&mut model, 1_005, 30_000);
+    model.insert(3, 3);
+    model.insert(20_005, 1);
+    let mut crashes = 0;
+    for n in 1.. {
+        let (dev, vfs) = (MemDevice::new(512), MemVfs::new());
+        let faults = Faults::new(n);
+        let mut db = Db::create_on(faulty(&faults, &dev, &vfs), o()).unwrap();
+        db.bulk_insert(&base).unwrap();
+        db.insert(3, 3).unwrap();
+        db.delete_range(1_005..=30_000).unwrap();
+        db.insert(20_005, 1).unwrap();
+        db.flush().unwrap();
+        faults.crash_after(n);
+        let r = db.close();
+        if !faults.crashed() {
+            assert!(r.is_ok(), "crash point {n}: {r:?}");
+            break;
+        }
+        // (A crash in the close's last, best-effort steps may leave it `Ok`.)
+        crashes += 1;
+        faults.crash_now();
+        assert_eq!(faults.image_error(), None);
+        let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+        db.check_integrity().unwrap();
+        let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(got, model, "crash point {n}");
+        db.close().unwrap();
+    }
+    assert!(crashes >= 3, "the apply was cut only {crashes} times");
+}
+
+/// Range ends at and next to leaf boundaries on consecutive keys: each range delete is
+/// applied at once (an OPQ of two slots), and the keys just outside it survive.
+#[test]
+fn range_deletes_keep_the_keys_next_to_their_ends() {
+    let (dev, vfs) = (MemDevice::new(512), MemVfs::new());
+    let mut db = Db::create_on(storage(&dev, &vfs), opts(512, 32, pio(2, 2, 4, 2))).unwrap();
+    let pairs: Vec<(u64, u64)> = (0..40_000u64).map(|k| (k, k)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    let mut model: BTreeMap<u64, u64> = pairs.iter().copied().collect();
+    let mut rng = Rng::new(5);
+    for i in 0..600u64 {
+        let lo = rng.below(40_000);
+        // Around one and two leaves (28 records each after the bulk load), and longer.
+        let span = [26, 27, 28, 29, 55, 56, 57, 800][rng.below(8) as usize];
+        let hi = lo + span;
+        db.delete_range(lo..=hi).unwrap();
+        model_delete_range(&mut model, lo, hi);
+        // Fills the OPQ: the tombstone is applied to the tree now.
+        db.insert(1_000_000 + i, i).unwrap();
+        model.insert(1_000_000 + i, i);
+        assert_eq!(counter(&db, "range_tombstones"), 0);
+        let (a, b) = (lo.saturating_sub(3), hi + 3);
+        let got: Vec<(u64, u64)> = db.range(a..=b).unwrap().map(|kv| kv.unwrap()).collect();
+        let want: Vec<(u64, u64)> = model.range(a..=b).map(|(&k, &v)| (k, v)).collect();
+        assert_eq!(got, want, "around [{lo}, {hi}]");
+        if i % 100 == 0 {
+            db.check_integrity().unwrap();
+        }
+    }
+    db.check_integrity().unwrap();
+    assert!(counter(&db, "leaves_freed_unread") > 100);
+    let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
+    assert_eq!(got, model);
+}

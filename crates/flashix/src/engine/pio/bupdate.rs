@@ -18,6 +18,11 @@
 //! internal nodes up to the root). The changed internal nodes are written with psync
 //! writes (Algorithm 2 line 26).
 //!
+//! The OPQ's range tombstones are applied before any batch ([`super::rdelete`]; the
+//! point entries of a tombstone's range are newer than it), so a batch holds point
+//! entries only; the tree-level range delete shares the leaf and internal merges
+//! ([`PioBTree::join_leaf`], the spine's `join_child`) with the underflow repair here.
+//!
 //! Simplification: the fence propagation runs after the whole leaf level, one fence at a
 //! time, each finding its parent by a descent through the buffer pool (the internal nodes
 //! were just read, so these are pool hits), instead of returning the fence records up the
@@ -152,7 +157,7 @@ impl PioBTree {
     }
 
     /// Rewrite a leaf with sorted live entries and account for them.
-    fn rewrite_leaf(&mut self, pid: PageId, live: &[(u64, u64)]) -> Result<()> {
+    pub(super) fn rewrite_leaf(&mut self, pid: PageId, live: &[(u64, u64)]) -> Result<()> {
         let last = leaf::rewrite(&mut self.pager, pid, self.segs, live)?;
         self.lsmap.insert(pid, last);
         self.leaf_records += live.len() as u64;
@@ -160,7 +165,7 @@ impl PioBTree {
     }
 
     /// The live entries of a whole leaf and its record count.
-    fn leaf_live(&mut self, pid: PageId) -> Result<(Vec<(u64, u64)>, u64)> {
+    pub(super) fn leaf_live(&mut self, pid: PageId) -> Result<(Vec<(u64, u64)>, u64)> {
         let img = self.load_leaf(pid)?;
         let n = img.records.len() as u64;
         Ok((leaf::live(img.records), n))
@@ -179,38 +184,54 @@ impl PioBTree {
             if live.len() >= self.leaf_min() {
                 return Ok(());
             }
-            let p = self.internal(parent, 1)?;
-            if p.entries.is_empty() {
-                return Err(crate::error::Error::corruption(
-                    crate::page::DATA_FILE,
-                    Some(parent),
-                    "internal node without separators above an underflowing leaf",
-                ));
-            }
-            let (left, right, sep_idx) = sibling_pair(p.link, &p.entries, pid, slot);
-            let segs = u64::from(self.segs);
-            self.psync_read(&[(left, segs), (right, segs)])?;
-            let (mut all, l_recs) = self.leaf_live(left)?;
-            let (r_live, r_recs) = self.leaf_live(right)?;
-            all.extend(r_live);
-            self.leaf_records = self.leaf_records.saturating_sub(l_recs + r_recs);
-            if all.len() > self.leaf_max() {
-                let m = all.len() / 2;
-                self.rewrite_leaf(left, &all[..m])?;
-                self.rewrite_leaf(right, &all[m..])?;
-                let sep = all[m].0;
-                self.pager
-                    .write(parent, |b| node::set_key(b, sep_idx, sep))?;
-                self.counters.redistributions += 1;
+            if self.join_leaf(parent, slot)?.is_none() {
                 return Ok(());
             }
-            self.rewrite_leaf(left, &all)?;
-            self.free_leaf(right);
-            self.leaves -= 1;
-            self.pager.write(parent, |b| node::remove_at(b, sep_idx))?;
-            self.counters.merges += 1;
             self.rebalance_internal(path)?;
             // `key` now routes to the merged leaf, which may still be below the minimum.
         }
+    }
+
+    /// Merge the leaf at child slot `slot` of the level-1 node `parent` with a sibling, or
+    /// redistribute with it when the two hold more than one leaf may keep. Returns the
+    /// merged leaf if it merged (the parent lost a separator; the merged leaf may still be
+    /// below the minimum when both were).
+    pub(super) fn join_leaf(&mut self, parent: PageId, slot: usize) -> Result<Option<PageId>> {
+        let p = self.internal(parent, 1)?;
+        if p.entries.is_empty() {
+            return Err(crate::error::Error::corruption(
+                crate::page::DATA_FILE,
+                Some(parent),
+                "internal node without separators above an underflowing leaf",
+            ));
+        }
+        let pid = if slot == 0 {
+            p.link
+        } else {
+            p.entries[slot - 1].1
+        };
+        let (left, right, sep_idx) = sibling_pair(p.link, &p.entries, pid, slot);
+        let segs = u64::from(self.segs);
+        self.psync_read(&[(left, segs), (right, segs)])?;
+        let (mut all, l_recs) = self.leaf_live(left)?;
+        let (r_live, r_recs) = self.leaf_live(right)?;
+        all.extend(r_live);
+        self.leaf_records = self.leaf_records.saturating_sub(l_recs + r_recs);
+        if all.len() > self.leaf_max() {
+            let m = all.len() / 2;
+            self.rewrite_leaf(left, &all[..m])?;
+            self.rewrite_leaf(right, &all[m..])?;
+            let sep = all[m].0;
+            self.pager
+                .write(parent, |b| node::set_key(b, sep_idx, sep))?;
+            self.counters.redistributions += 1;
+            return Ok(None);
+        }
+        self.rewrite_leaf(left, &all)?;
+        self.free_leaf(right);
+        self.leaves -= 1;
+        self.pager.write(parent, |b| node::remove_at(b, sep_idx))?;
+        self.counters.merges += 1;
+        Ok(Some(left))
     }
 }

@@ -35,12 +35,26 @@ impl PioBTree {
             hi: None,
         };
         self.check_node(root, self.height - 1, true, &mut w)?;
-        if w.leaves != self.leaves || w.records != self.leaf_records {
+        // After leaves were freed unread, `leaf_records` is an upper bound (see rdelete).
+        let records_ok = if self.leaf_records_bound {
+            w.records <= self.leaf_records
+        } else {
+            w.records == self.leaf_records
+        };
+        if w.leaves != self.leaves || !records_ok {
             return Err(bad(
                 self.root,
                 format!(
-                    "tree has {} leaves and {} leaf records, the header says {} and {}",
-                    w.leaves, w.records, self.leaves, self.leaf_records
+                    "tree has {} leaves and {} leaf records, the header says {} and {}{}",
+                    w.leaves,
+                    w.records,
+                    self.leaves,
+                    self.leaf_records,
+                    if self.leaf_records_bound {
+                        " (at most)"
+                    } else {
+                        ""
+                    }
                 ),
             ));
         }
@@ -69,13 +83,19 @@ impl PioBTree {
                 "PIO B-tree invariant violated: the OPQ's sorted region is out of order",
             ));
         }
-        if self.opq.len() > self.opq.capacity() {
+        self.opq.tombs().check().map_err(|e| {
+            Error::corruption("OPQ", None, format!("PIO B-tree invariant violated: {e}"))
+        })?;
+        // Range tombstones take OPQ slots: a full OPQ is flushed before another is added.
+        if self.opq.used() >= self.opq.capacity() {
             return Err(Error::corruption(
                 "OPQ",
                 None,
                 format!(
-                    "PIO B-tree invariant violated: {} OPQ entries above its capacity {}",
+                    "PIO B-tree invariant violated: {} OPQ entries and {} range tombstones \
+                     reach its capacity {} (a full OPQ is flushed at once)",
                     self.opq.len(),
+                    self.opq.tombs().len(),
                     self.opq.capacity()
                 ),
             ));

@@ -63,4 +63,26 @@ impl PioBTree {
         self.count(ev);
         Ok(())
     }
+
+    /// Merge the internal child at `slot` of `parent` (of `parent_level`) with a sibling
+    /// or redistribute with it ([`Spine::join_child`]). Returns whether it merged.
+    pub(super) fn join_internal(
+        &mut self,
+        parent: PageId,
+        parent_level: u32,
+        slot: usize,
+    ) -> Result<bool> {
+        let mut ev = SpineEvents::default();
+        let merged = self
+            .spine()
+            .join_child(parent, parent_level, slot, &mut ev)?;
+        self.count(ev);
+        Ok(merged)
+    }
+
+    /// Remove an internal root without separators (one level shorter). Returns whether it
+    /// did.
+    pub(super) fn collapse_root(&mut self) -> Result<bool> {
+        self.spine().collapse_root()
+    }
 }

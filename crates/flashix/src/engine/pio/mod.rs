@@ -15,6 +15,11 @@
 //!   entries to `bupdate`, which descends like MPSearch, appends to the leaves, shrinks,
 //!   splits, merges or redistributes them, propagates fence keys upward ([`internal`]) and
 //!   writes the changed pages in psync groups.
+//! - **Range deletes** (flashix's extension, like RocksDB's `DeleteRange`; the paper's OPQ
+//!   holds point operations only): `delete_range` adds one *range tombstone* to the OPQ
+//!   ([`opq`]), reading and writing no page; searches honour it; a flush of the OPQ
+//!   applies every tombstone to the tree before the point batches ([`rdelete`]), freeing
+//!   the leaves inside the range without reading them.
 //! - **Leaf segments** (§3.2.2–3.3, Algorithm 3; [`leaf`]): a leaf is `L` contiguous pages;
 //!   updates append to its last segment; the LSMap caches each leaf's last segment id; a
 //!   full leaf is shrunk (its records replayed, cancelled pairs dropped), then split or
@@ -25,7 +30,10 @@
 //! separators and child page ids, `link` the leftmost child; a child of a level-1 node is
 //! the first page of a leaf. Leaves: [`leaf`] (kind 3, `L` segment pages). The manifest's
 //! engine state holds `root` (a page id; the first page of a leaf when `height` is 1),
-//! `height` (levels, leaves included), `leaves` and `leaf_records`.
+//! `height` (levels, leaves included), `leaves`, `leaf_records` and, only when set,
+//! `leaf_records_bound` (`leaf_records` is an upper bound since a range delete freed
+//! leaves unread: [`rdelete`]). The OPQ, range tombstones included, is never on disk: a
+//! checkpoint empties it into the tree.
 //!
 //! # Invariants (checked by `check_integrity`)
 //! 1. Internal nodes: keys strictly increasing; every key below child slot `s` lies in
@@ -38,9 +46,13 @@
 //!    `base` is at least `C/4` (C = `L` × records per segment), since every rewrite of a
 //!    non-root leaf leaves at least that many live entries.
 //! 3. The LSMap names only reachable leaves, each with its true last segment.
-//! 4. The OPQ's sorted region is strictly increasing, and the OPQ is within its capacity.
-//! 5. `leaves` and `leaf_records` equal the tree; no page is reachable twice and no
-//!    reachable page is free in the extent allocator.
+//! 4. The OPQ's sorted region is strictly increasing; its range tombstones are sorted,
+//!    disjoint and coalesced; point entries and tombstones together stay below its
+//!    capacity (a full OPQ is flushed at once). (That every point entry a tombstone
+//!    covers is newer than it is not checkable: the OPQ keeps no order between them.)
+//! 5. `leaves` equals the tree and `leaf_records` equals its records (is at least that
+//!    many when `leaf_records_bound` is set); no page is reachable twice and no reachable
+//!    page is free in the extent allocator.
 //!
 //! # Durability and recovery (§3.4)
 //! The shared [`Pager`]: every operation is appended to the WAL as a logical redo record
@@ -59,11 +71,18 @@
 //! the paper's flush event log pair and key-range filtering of the redo phase, with the
 //! same outcome (no flushed entry redone twice, no torn flush visible).
 //!
+//! A range delete is one logical WAL record (`DeleteRange`), replayed into the OPQ as a
+//! tombstone. Applying a tombstone to the tree changes pages only through the Pager (so
+//! under before-images, like a batch update) and frees pages that are reused only after
+//! the next checkpoint, so a crash in the middle of it is undone with the rest of the
+//! flush and the tombstone is replayed.
+//!
 //! # Memory
 //! [`Options::buffer_pool_bytes`] is the engine's memory budget `M`, shared as in the paper
 //! (§4.1.3: "after allocating the main memory to OPQ and LSMap, the rest of main memory
 //! space was allocated to the buffer pool"): the OPQ (`opq_bytes`, entries of
-//! [`crate::PIO_OPQ_ENTRY_BYTES`]); the LSMap ([`lsmap`]: a few bits per page of the
+//! [`crate::PIO_OPQ_ENTRY_BYTES`]; a range tombstone takes one entry slot and holds 16
+//! bytes beside the entry array, reported in `Stats::memory_bytes`); the LSMap ([`lsmap`]: a few bits per page of the
 //! index, sized at open for the index's pages and an eighth more); the buffer pool gets the
 //! rest. During MPSearch and `bupdate` the engine also holds the page ids of at most
 //! `pio_max` × fan-out child nodes per level (the pages themselves are in the pool: psync
@@ -78,6 +97,7 @@ pub mod leaf;
 mod lsmap;
 mod mpsearch;
 pub mod opq;
+mod rdelete;
 
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
@@ -102,6 +122,10 @@ struct State {
     height: u32,
     leaves: u64,
     leaf_records: u64,
+    /// `leaf_records` is an upper bound, not the exact count: a range delete freed leaves
+    /// without reading them ([`rdelete`]). Absent (false) in the manifests of older builds.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    leaf_records_bound: bool,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -118,6 +142,9 @@ struct Counters {
     mpsearches: u64,
     psync_reads: u64,
     opq_hits: u64,
+    range_deletes: u64,
+    range_tombstones_applied: u64,
+    leaves_freed_unread: u64,
 }
 
 impl PioOptions {
@@ -268,6 +295,8 @@ pub struct PioBTree {
     height: u32,
     leaves: u64,
     leaf_records: u64,
+    /// `leaf_records` is only an upper bound (see [`State`]).
+    leaf_records_bound: bool,
     /// L: segments per leaf.
     segs: u16,
     /// Records per segment.
@@ -291,6 +320,7 @@ impl PioBTree {
             height: s.height,
             leaves: s.leaves,
             leaf_records: s.leaf_records,
+            leaf_records_bound: s.leaf_records_bound,
             segs,
             seg_cap: leaf::segment_capacity(options.page_size),
             cap: node::capacity(options.page_size),
@@ -318,6 +348,7 @@ impl PioBTree {
             height: 1,
             leaves: 1,
             leaf_records: 0,
+            leaf_records_bound: false,
         };
         let mut t = PioBTree::new(pager, &s, &o, state)?;
         t.lsmap.insert(root, 0);
@@ -360,6 +391,7 @@ impl PioBTree {
             height: self.height,
             leaves: self.leaves,
             leaf_records: self.leaf_records,
+            leaf_records_bound: self.leaf_records_bound,
         })
     }
 
@@ -411,9 +443,19 @@ impl PioBTree {
         Ok(img)
     }
 
-    /// Append an update to the OPQ; a full OPQ is flushed by a batch update (§3.1.3).
+    /// Append an update to the OPQ; a full OPQ is flushed (§3.1.3).
     fn enqueue(&mut self, e: OpqEntry) -> Result<()> {
         self.opq.push(e);
+        self.flush_if_full()
+    }
+
+    /// A full OPQ applies its range tombstones to the tree, then, if it is still full,
+    /// gives a batch of `bcnt` point entries to `bupdate` (§3.1.3). The tombstones go
+    /// first: the point entries of their ranges are newer (see [`opq`]).
+    fn flush_if_full(&mut self) -> Result<()> {
+        if self.opq.is_full() {
+            self.apply_tombs()?;
+        }
         if self.opq.is_full() {
             let batch = self.opq.take_batch(self.bcnt);
             self.bupdate(batch)?;
@@ -421,8 +463,10 @@ impl PioBTree {
         Ok(())
     }
 
-    /// Apply every OPQ entry to the tree (before a checkpoint).
+    /// Apply every OPQ entry to the tree (before a checkpoint): the range tombstones
+    /// first, then the point batches.
     fn flush_opq(&mut self) -> Result<()> {
+        self.apply_tombs()?;
         while !self.opq.is_empty() {
             let batch = self.opq.take_batch(self.bcnt);
             self.bupdate(batch)?;
@@ -430,20 +474,24 @@ impl PioBTree {
         Ok(())
     }
 
+    /// Take the OPQ's range tombstones and delete their ranges in the tree.
+    fn apply_tombs(&mut self) -> Result<()> {
+        let tombs = self.opq.take_tombs();
+        for (lo, hi) in tombs.iter() {
+            self.delete_range_in_tree(lo, hi)?;
+        }
+        Ok(())
+    }
+
+    /// A range delete is one range tombstone in the OPQ, whatever the range's size: no
+    /// page is read or written until the OPQ is flushed ([`rdelete`]).
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
-        crate::kit::api::delete_range_by_scan(
-            self,
-            lo,
-            hi,
-            |e, cur, out| e.prange(cur, out),
-            |e, key| {
-                e.enqueue(OpqEntry {
-                    key,
-                    value: 0,
-                    op: Op::Delete,
-                })
-            },
-        )
+        if lo > hi {
+            return Ok(());
+        }
+        self.counters.range_deletes += 1;
+        self.opq.delete_range(lo, hi);
+        self.flush_if_full()
     }
 
     /// Bottom-up bulk load of the empty tree (the paper's bulk loader, §4.1): leaves at
@@ -470,6 +518,7 @@ impl PioBTree {
         }
         self.leaves = level_nodes.len() as u64;
         self.leaf_records = sorted.len() as u64;
+        self.leaf_records_bound = false;
         let min = self.cap / 2;
         let per = ((self.cap as f64 * 0.7) as usize).clamp(min.max(1), self.cap);
         let mut level = 0;
@@ -587,6 +636,11 @@ impl Engine for PioBTree {
             ("leaf_records", self.leaf_records),
             ("leaf_segments", u64::from(self.segs)),
             ("opq_entries", self.opq.len() as u64),
+            ("range_deletes", c.range_deletes),
+            ("range_tombstones", self.opq.tombs().len() as u64),
+            ("range_tombstones_applied", c.range_tombstones_applied),
+            ("leaves_freed_unread", c.leaves_freed_unread),
+            ("leaf_records_bound", u64::from(self.leaf_records_bound)),
             ("opq_capacity", self.opq.capacity() as u64),
             ("opq_sorts", self.opq.sorts),
             ("opq_hits", c.opq_hits),
@@ -603,7 +657,7 @@ impl Engine for PioBTree {
             ("mpsearches", c.mpsearches),
             ("psync_reads", c.psync_reads),
         ]);
-        let opq_bytes = self.opq.capacity() as u64 * PIO_OPQ_ENTRY_BYTES;
+        let opq_bytes = self.opq.memory_bytes();
         let lsmap_bytes = self.lsmap.memory_bytes();
         let mut s = self.pager.stats(
             EngineKind::PioBTree,

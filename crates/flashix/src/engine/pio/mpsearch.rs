@@ -60,7 +60,7 @@ impl PioBTree {
     /// group of leaves a batch update passed through the pool pushed level-1 nodes out
     /// (measured: 1.83 page reads per insert at 10M entries with a 170-entry OPQ, where
     /// the model counts about one).
-    fn demote_leaves(&mut self, leaves: impl IntoIterator<Item = PageId>) {
+    pub(super) fn demote_leaves(&mut self, leaves: impl IntoIterator<Item = PageId>) {
         let segs = u64::from(self.segs);
         let runs: Vec<(PageId, u64)> = leaves.into_iter().map(|p| (p, segs)).collect();
         self.pager.demote(&runs);
@@ -134,8 +134,10 @@ impl PioBTree {
         Ok(())
     }
 
-    /// Point searches of many keys (`get_many`; `get` is one key): the OPQ first (§3.3),
-    /// then MPSearch for the rest, each leaf group read with one psync read.
+    /// Point searches of many keys (`get_many`; `get` is one key): the OPQ first (§3.3;
+    /// its newest point entry of the key, else a range tombstone covering it, answers
+    /// without reading the tree), then MPSearch for the rest, each leaf group read with
+    /// one psync read.
     pub(super) fn search_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
         let mut out = vec![None; keys.len()];
         let mut pending: Vec<(u64, usize)> = Vec::new();
@@ -233,6 +235,11 @@ impl PioBTree {
             let img = self.load_leaf(n.pid)?;
             let live = leaf::live(img.records);
             tree.extend(live.into_iter().filter(|(k, _)| (next..=end).contains(k)));
+        }
+        // The OPQ's range tombstones hide the leaves' entries they cover (older).
+        if !self.opq.tombs().is_empty() {
+            let mut hidden = self.opq.tombs().cursor();
+            tree.retain(|(k, _)| !hidden.covers(*k));
         }
         self.demote_leaves(nodes.iter().map(|n| n.pid));
         let queued = self.opq.range(next, end);

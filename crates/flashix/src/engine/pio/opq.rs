@@ -5,8 +5,22 @@
 //! binary-searches the sorted region and scans the appended region; the newest entry of a
 //! key wins. The sorted region holds at most one entry per key (merging keeps the newer).
 //!
-//! Memory: `capacity` entries of [`crate::PIO_OPQ_ENTRY_BYTES`] bytes, allocated up front.
+//! # Range tombstones (flashix's extension)
+//! Beside its point entries the OPQ holds **range tombstones** ([`Tombs`]: sorted,
+//! disjoint, coalesced closed intervals), one per `delete_range` whatever its size, as
+//! RocksDB's `DeleteRange` does; the paper's OPQ has point operations only. Invariant:
+//! every point entry whose key a tombstone covers is **newer** than that tombstone. Adding
+//! `[lo, hi]` therefore first removes the point entries of `[lo, hi]` from both regions,
+//! then adds the interval. A lookup takes the newest point entry of the key, else a
+//! covering tombstone (a delete), else nothing (the tree decides). When the OPQ is
+//! flushed, every tombstone is applied to the tree first ([`super::rdelete`]), then the
+//! point batches: correct because the point entries in a tombstone's range are newer.
+//!
+//! Memory: `capacity` entries of [`crate::PIO_OPQ_ENTRY_BYTES`] bytes, allocated up front;
+//! a tombstone takes one of the `capacity` slots (16 bytes held, charged to the OPQ's
+//! `memory_bytes`), so a full OPQ counts both.
 
+use crate::kit::sorted::tombs::Tombs;
 use std::collections::BTreeMap;
 
 /// The operation of an entry (§3.1.3: insert, delete, update; an update of this map is a
@@ -38,6 +52,8 @@ pub struct Opq {
     since_sort: usize,
     /// Where the next batch starts (round robin over the key space).
     cursor: u64,
+    /// Range tombstones, older than every point entry they cover.
+    tombs: Tombs,
     pub sorts: u64,
 }
 
@@ -51,16 +67,35 @@ impl Opq {
             speriod: speriod.max(1),
             since_sort: 0,
             cursor: 0,
+            tombs: Tombs::new(),
             sorts: 0,
         }
     }
 
+    /// Point entries held.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// Neither point entries nor range tombstones.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries.is_empty() && self.tombs.is_empty()
+    }
+
+    /// Slots in use: point entries and range tombstones.
+    pub fn used(&self) -> usize {
+        self.entries.len() + self.tombs.len()
+    }
+
+    /// The range tombstones.
+    pub fn tombs(&self) -> &Tombs {
+        &self.tombs
+    }
+
+    /// Bytes held: the entry array and the tombstones.
+    pub fn memory_bytes(&self) -> u64 {
+        self.entries.capacity().max(self.capacity) as u64 * crate::PIO_OPQ_ENTRY_BYTES
+            + self.tombs.memory_bytes()
     }
 
     pub fn capacity(&self) -> usize {
@@ -73,8 +108,29 @@ impl Opq {
         self.sorted
     }
 
+    /// Point entries and tombstones fill the capacity.
     pub fn is_full(&self) -> bool {
-        self.entries.len() >= self.capacity
+        self.used() >= self.capacity
+    }
+
+    /// Delete `[lo, hi]` (`lo <= hi`): drop the point entries of the range from both
+    /// regions (older than the new tombstone), then add the interval.
+    pub fn delete_range(&mut self, lo: u64, hi: u64) {
+        let from = self.entries[..self.sorted].partition_point(|e| e.key < lo);
+        let to = from + self.entries[from..self.sorted].partition_point(|e| e.key <= hi);
+        self.entries.drain(from..to);
+        self.sorted -= to - from;
+        let (sorted, mut i) = (self.sorted, 0);
+        self.entries.retain(|e| {
+            i += 1;
+            i <= sorted || !(lo..=hi).contains(&e.key)
+        });
+        self.tombs.add(lo, hi);
+    }
+
+    /// Remove and return the range tombstones (applied to the tree before any point batch).
+    pub fn take_tombs(&mut self) -> Tombs {
+        std::mem::take(&mut self.tombs)
     }
 
     /// Append an entry; sort when a sort period has passed.
@@ -135,8 +191,20 @@ impl Opq {
     }
 
     /// The newest entry of `key`: a linear scan of the appended region from its end, then
-    /// a binary search of the sorted region (§3.1.3).
+    /// a binary search of the sorted region (§3.1.3); else a delete if a range tombstone
+    /// covers `key`; else `None` (the tree decides).
     pub fn lookup(&self, key: u64) -> Option<OpqEntry> {
+        self.point(key).or_else(|| {
+            self.tombs.covers(key).then_some(OpqEntry {
+                key,
+                value: 0,
+                op: Op::Delete,
+            })
+        })
+    }
+
+    /// The newest point entry of `key`.
+    fn point(&self, key: u64) -> Option<OpqEntry> {
         if let Some(e) = self.entries[self.sorted..]
             .iter()
             .rev()
@@ -150,7 +218,7 @@ impl Opq {
             .map(|i| head[i])
     }
 
-    /// The newest entry of every key in `[lo, hi]`.
+    /// The newest point entry of every key in `[lo, hi]` (the tombstones: [`Opq::tombs`]).
     pub fn range(&self, lo: u64, hi: u64) -> BTreeMap<u64, OpqEntry> {
         let head = &self.entries[..self.sorted];
         let from = head.partition_point(|e| e.key < lo);
@@ -255,5 +323,41 @@ mod tests {
         // The cursor is past 2: 4 and 8 first, then 1.
         let b: Vec<u64> = q.take_batch(5).iter().map(|e| e.key).collect();
         assert_eq!(b, vec![1, 4, 8]);
+    }
+
+    #[test]
+    fn a_range_delete_drops_the_older_entries_and_takes_a_slot() {
+        let mut q = Opq::new(10, 3);
+        for k in [1u64, 5, 9] {
+            q.push(put(k, k)); // sorted after the third
+        }
+        q.push(put(6, 60)); // appended region
+        q.push(put(20, 20));
+        assert_eq!((q.sorted_len(), q.len()), (3, 5));
+        q.delete_range(5, 10);
+        // 5 and 9 (sorted region) and 6 (appended region) are older: gone.
+        assert_eq!((q.sorted_len(), q.len(), q.used()), (1, 2, 3));
+        assert_eq!(q.lookup(6).map(|e| e.op), Some(Op::Delete));
+        assert_eq!(q.lookup(10).map(|e| e.op), Some(Op::Delete));
+        assert_eq!(q.lookup(11), None);
+        assert_eq!(q.lookup(1), Some(put(1, 1)));
+        // A newer put inside the tombstone wins over it.
+        q.push(put(7, 70));
+        assert_eq!(q.lookup(7), Some(put(7, 70)));
+        assert_eq!(
+            q.range(0, 100).keys().copied().collect::<Vec<_>>(),
+            vec![1, 7, 20]
+        );
+        q.delete_range(11, 12); // coalesces with [5, 10]: still one slot
+        assert_eq!(q.tombs().len(), 1);
+        q.delete_range(30, 30);
+        assert_eq!(q.used(), 3 + 2);
+        for k in 40..45 {
+            q.push(put(k, k));
+        }
+        assert!(q.is_full());
+        let t = q.take_tombs();
+        assert_eq!(t.iter().collect::<Vec<_>>(), vec![(5, 12), (30, 30)]);
+        assert!(!q.is_full() && !q.is_empty());
     }
 }

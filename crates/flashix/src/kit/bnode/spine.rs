@@ -132,11 +132,7 @@ impl Spine<'_> {
         loop {
             let n = self.internal(pid, level)?;
             if path.is_empty() {
-                if n.entries.is_empty() {
-                    self.pager.free_page(pid);
-                    *self.root = n.link;
-                    *self.height -= 1;
-                }
+                self.collapse_root()?;
                 return Ok(ev);
             }
             if n.entries.len() >= min {
@@ -145,47 +141,92 @@ impl Spine<'_> {
             let Some((parent, slot)) = path.pop() else {
                 return Ok(ev);
             };
-            let p = self.internal(parent, level + 1)?;
-            if p.entries.is_empty() {
-                return Err(Error::corruption(
-                    DATA_FILE,
-                    Some(parent),
-                    "internal node without separators above an underflowing node",
-                ));
-            }
-            let (left, right, sep_idx) = siblings(&p, pid, slot);
-            let sibling = if left == pid { right } else { left };
-            let ln = self.internal(left, level)?;
-            let rn = self.internal(right, level)?;
-            let sib_count = if sibling == left {
-                ln.entries.len()
-            } else {
-                rn.entries.len()
-            };
-            // The parent's separator comes down between the two, carrying right's leftmost.
-            let mut all = ln.entries;
-            all.push((p.entries[sep_idx].0, rn.link));
-            all.extend(rn.entries);
-            if sib_count > min {
-                let m = all.len() / 2;
-                let (up, up_child) = all[m];
-                self.pager
-                    .write(left, |b| node::init(b, level, ln.link, &all[..m]))?;
-                self.pager
-                    .write(right, |b| node::init(b, level, up_child, &all[m + 1..]))?;
-                self.pager
-                    .write(parent, |b| node::set_key(b, sep_idx, up))?;
-                ev.redistributions += 1;
+            if !self.join_child(parent, level + 1, slot, &mut ev)? {
                 return Ok(ev);
             }
-            self.pager
-                .write(left, |b| node::init(b, level, ln.link, &all))?;
-            self.pager.free_page(right);
-            self.pager.write(parent, |b| node::remove_at(b, sep_idx))?;
-            ev.merges += 1;
             pid = parent;
             level += 1;
         }
+    }
+
+    /// Remove an internal root left without separators: its only child becomes the root
+    /// (the tree gets one level shorter). Returns whether it did.
+    pub fn collapse_root(&mut self) -> Result<bool> {
+        if *self.height < 2 {
+            return Ok(false);
+        }
+        let pid = *self.root;
+        let n = self.internal(pid, *self.height - 1)?;
+        if !n.entries.is_empty() {
+            return Ok(false);
+        }
+        self.pager.free_page(pid);
+        *self.root = n.link;
+        *self.height -= 1;
+        Ok(true)
+    }
+
+    /// Restore the occupancy of the internal child at `slot` of `parent` (a node of
+    /// `parent_level` ≥ 2 with at least one separator) with a sibling: redistribution when
+    /// the sibling has more than the minimum and the two hold enough for two nodes of at
+    /// least `cap / 2` separators (or too many for one node), else a merge into the left
+    /// one, which takes the parent's separator between them. Returns whether it merged
+    /// (the parent lost a separator). The child may be far below the minimum (a range
+    /// delete removed many of its children): a redistribution then leaves both at the
+    /// minimum or above, a merge may leave the merged node still below it.
+    pub fn join_child(
+        &mut self,
+        parent: PageId,
+        parent_level: u32,
+        slot: usize,
+        ev: &mut SpineEvents,
+    ) -> Result<bool> {
+        let level = parent_level - 1;
+        let min = self.cap / 2;
+        let p = self.internal(parent, parent_level)?;
+        if p.entries.is_empty() {
+            return Err(Error::corruption(
+                DATA_FILE,
+                Some(parent),
+                "internal node without separators above an underflowing node",
+            ));
+        }
+        let pid = if slot == 0 {
+            p.link
+        } else {
+            p.entries[slot - 1].1
+        };
+        let (left, right, sep_idx) = siblings(&p, pid, slot);
+        let sibling = if left == pid { right } else { left };
+        let ln = self.internal(left, level)?;
+        let rn = self.internal(right, level)?;
+        let sib_count = if sibling == left {
+            ln.entries.len()
+        } else {
+            rn.entries.len()
+        };
+        // The parent's separator comes down between the two, carrying right's leftmost.
+        let mut all = ln.entries;
+        all.push((p.entries[sep_idx].0, rn.link));
+        all.extend(rn.entries);
+        if (sib_count > min || all.len() > self.cap) && all.len() > 2 * min {
+            let m = all.len() / 2;
+            let (up, up_child) = all[m];
+            self.pager
+                .write(left, |b| node::init(b, level, ln.link, &all[..m]))?;
+            self.pager
+                .write(right, |b| node::init(b, level, up_child, &all[m + 1..]))?;
+            self.pager
+                .write(parent, |b| node::set_key(b, sep_idx, up))?;
+            ev.redistributions += 1;
+            return Ok(false);
+        }
+        self.pager
+            .write(left, |b| node::init(b, level, ln.link, &all))?;
+        self.pager.free_page(right);
+        self.pager.write(parent, |b| node::remove_at(b, sep_idx))?;
+        ev.merges += 1;
+        Ok(true)
     }
 }
 

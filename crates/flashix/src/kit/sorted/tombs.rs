@@ -47,6 +47,11 @@ impl Tombs {
         &self.0
     }
 
+    /// The intervals, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.0.iter().copied()
+    }
+
     /// Bytes held (16 an interval).
     pub fn memory_bytes(&self) -> u64 {
         self.0.capacity() as u64 * 16
