@@ -7,9 +7,13 @@
 //! to run such peers under a memory cgroup where the machine allows.
 //!
 //! How: for the measured phase (open, warm-up, operations, sync, close) the bench process
-//! moves itself into a child of its own cgroup-v1 memory cgroup whose
-//! `memory.limit_in_bytes` is the budget plus [`PEER_MEMORY_ALLOWANCE`], then moves back
-//! and removes the child. Memory charged before the move (the bench's own key sets, the
+//! moves itself into a child of its own cgroup-v1 memory cgroup, then moves back and
+//! removes the child. The child's `memory.limit_in_bytes` is the budget plus
+//! [`PEER_MEMORY_ALLOWANCE`] while the peer opens; once it is open, the limit becomes the
+//! budget plus the anonymous memory charged so far ([`MemoryCgroup::anon_bytes`]: the
+//! peer's heap after open: its file indexes, filters, buffers), so that what the peer
+//! caches from then on — in its own cache, its memtables or the page cache — shares the
+//! budget, as a flashix engine's buffer pool is its budget. Memory charged before the move (the bench's own key sets, the
 //! op stream) stays with the parent (`move_charge_at_immigrate` is left at 0); what the
 //! phase faults in — the peer's heap and every page-cache page it reads or writes — is
 //! charged to the child, and the kernel reclaims the child's page cache to keep under the
@@ -26,9 +30,8 @@ use anyhow::{bail, Context, Result};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-/// Memory a confined peer may use beyond the budget: its heap outside its cache
-/// (memtables, indexes of open files, transaction state) and buffers. The page cache gets
-/// what the peer's own cache and heap leave of `budget + allowance`.
+/// Memory a confined peer may use beyond the budget while it opens (recovery, indexes of
+/// open files); the limit is lowered to the budget plus what it then holds once open.
 pub const PEER_MEMORY_ALLOWANCE: u64 = 64 << 20;
 
 /// Root of the cgroup-v1 memory hierarchy.
@@ -87,7 +90,30 @@ impl MemoryCgroup {
         self.limit
     }
 
-    /// Peak memory charged to the cgroup since it was made (heap and page cache).
+    /// Change the limit; a lower one than the usage makes the kernel reclaim (page cache
+    /// first) until the usage fits, or fails when it cannot.
+    pub fn set_limit(&mut self, limit: u64) -> Result<()> {
+        write(&self.dir.join("memory.limit_in_bytes"), &limit.to_string())?;
+        self.limit = limit;
+        Ok(())
+    }
+
+    /// Anonymous memory charged to the cgroup now (`rss` of `memory.stat`: heap, not page
+    /// cache).
+    pub fn anon_bytes(&self) -> Result<u64> {
+        let path = self.dir.join("memory.stat");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        stat_field(&text, "rss").with_context(|| format!("no rss in {}", path.display()))
+    }
+
+    /// Start the peak ([`MemoryCgroup::peak_bytes`]) afresh from the current usage.
+    pub fn reset_peak(&self) -> Result<()> {
+        write(&self.dir.join("memory.max_usage_in_bytes"), "0")
+    }
+
+    /// Peak memory charged to the cgroup since it was made or the last
+    /// [`MemoryCgroup::reset_peak`] (heap and page cache).
     pub fn peak_bytes(&self) -> Result<u64> {
         read_u64(&self.dir.join("memory.max_usage_in_bytes"))
     }
@@ -141,6 +167,18 @@ fn own_memory_cgroup() -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// The value of `name` in a `memory.stat` text (lines of `name value`).
+fn stat_field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (n, v) = line.split_once(' ')?;
+        if n == name {
+            v.trim().parse().ok()
+        } else {
+            None
+        }
+    })
+}
+
 fn write(path: &Path, value: &str) -> Result<()> {
     std::fs::write(path, value).with_context(|| format!("writing {value} to {}", path.display()))
 }
@@ -191,6 +229,14 @@ mod tests {
     use std::io::Read;
 
     #[test]
+    fn stat_fields_are_found_by_exact_name() {
+        let text = "cache 4096\nrss 12288\nrss_huge 0\ntotal_rss 16384\n";
+        assert_eq!(stat_field(text, "rss"), Some(12288));
+        assert_eq!(stat_field(text, "total_rss"), Some(16384));
+        assert_eq!(stat_field(text, "swap"), None);
+    }
+
+    #[test]
     fn eviction_keeps_the_data() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("sub")).unwrap();
@@ -213,12 +259,23 @@ mod tests {
         const LIMIT: u64 = 8 << 30;
         let before = std::fs::read_to_string("/proc/self/cgroup").unwrap();
         match MemoryCgroup::enter(LIMIT, "test") {
-            Ok(cg) => {
+            Ok(mut cg) => {
                 let dir = cg.dir.clone();
                 assert_eq!(read_u64(&dir.join("memory.limit_in_bytes")).unwrap(), LIMIT);
                 let inside = std::fs::read_to_string("/proc/self/cgroup").unwrap();
                 assert!(inside.contains("flashix-bench-"), "{inside}");
                 assert_eq!(cg.limit(), LIMIT);
+                // Heap touched inside is charged as anonymous memory.
+                let heap = vec![1u8; 32 << 20];
+                assert!(cg.anon_bytes().unwrap() >= 16 << 20);
+                cg.set_limit(LIMIT / 2).unwrap();
+                assert_eq!(
+                    read_u64(&dir.join("memory.limit_in_bytes")).unwrap(),
+                    LIMIT / 2
+                );
+                cg.reset_peak().unwrap();
+                assert!(cg.peak_bytes().unwrap() <= LIMIT / 2);
+                drop(heap);
                 drop(cg);
                 assert!(!dir.exists());
                 assert_eq!(

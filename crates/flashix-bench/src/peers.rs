@@ -8,10 +8,12 @@
 //! Configurations:
 //! - RocksDB: as an expert would for a small cache: 10-bit Bloom filters, partitioned index
 //!   and filters (`TwoLevelIndexSearch`, `partition_filters`), index and filter blocks in
-//!   the block cache with the top level pinned, block cache = the budget, direct reads and
-//!   direct I/O for flush and compaction, WAL on (written per write, synced by the
-//!   end-of-phase flush), memtables of 4 MiB.
-//! - fjall: cache = the budget, 10-bit Bloom filters (its default), memtables of 4 MiB.
+//!   the block cache with the top level pinned, direct reads and direct I/O for flush and
+//!   compaction, WAL on (written per write, synced by the end-of-phase flush). Block cache
+//!   = the budget, with the memtables charged to it (a `WriteBufferManager` on the cache,
+//!   RocksDB's way to put both under one limit): memtables of [`memtable_bytes`] in all.
+//! - fjall: 10-bit Bloom filters (its default); memtables of [`memtable_bytes`] in all and
+//!   a cache of the rest of the budget.
 //! - redb: `set_cache_size` = the budget; one copy-on-write transaction per write
 //!   (`redb`), or per [`BATCH_WRITES`] writes (`redb-batched`, a labelled variant).
 //! - LMDB through heed: memory-mapped, without readahead (`MDB_NORDAHEAD`, LMDB's advice
@@ -20,8 +22,11 @@
 //!   writes (`lmdb-batched`).
 //!
 //! fjall, redb and LMDB read through the page cache: the runner runs their measured phases
-//! in a memory cgroup of budget + [`crate::cgroup::PEER_MEMORY_ALLOWANCE`] where the
-//! machine allows, else marks their results "page cache unbounded" ([`crate::cgroup`]).
+//! in a memory cgroup whose limit is the budget plus the anonymous memory the peer holds
+//! once open (its heap before its first operation), where the machine allows, else marks
+//! their results "page cache unbounded" ([`crate::cgroup`]). Their own caches and
+//! memtables then share the budget with the page cache, as a flashix engine's buffer pool
+//! is its budget.
 
 use crate::target::TargetInfo;
 #[allow(unused_imports)]
@@ -33,6 +38,13 @@ use std::str::FromStr;
 
 /// Writes per transaction of the batched variants of redb and LMDB.
 pub const BATCH_WRITES: u64 = 1000;
+
+/// Memtable memory of RocksDB and fjall, inside their `budget`: a quarter of it (two
+/// memtables of an eighth: one filling while the other is flushed), at least fjall's
+/// minimum write buffer of 1 MiB, at most half the budget. The cache gets the rest.
+pub fn memtable_bytes(budget: u64) -> u64 {
+    (budget / 4).max(1 << 20).min(budget / 2)
+}
 
 /// A peer engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -98,8 +110,9 @@ impl PeerKind {
             PeerKind::RocksDb => (
                 format!(
                     "block cache = budget ({}; index and filter blocks inside, top level \
-                     pinned); plus memtables of 4 MiB",
-                    mib(budget)
+                     pinned; memtables of {} charged to it)",
+                    mib(budget),
+                    mib(memtable_bytes(budget))
                 ),
                 true,
                 "WAL appended per write without fsync; the end-of-phase flush syncs the WAL \
@@ -107,7 +120,12 @@ impl PeerKind {
                     .to_string(),
             ),
             PeerKind::Fjall => (
-                format!("cache = budget ({}); plus memtables of 4 MiB", mib(budget)),
+                format!(
+                    "cache {} + memtables {} = budget ({}); reads through the page cache",
+                    mib(budget - memtable_bytes(budget)),
+                    mib(memtable_bytes(budget)),
+                    mib(budget)
+                ),
                 false,
                 "journal appended per write without fsync; the end-of-phase flush persists \
                  it (PersistMode::SyncAll)"
@@ -206,7 +224,7 @@ mod rocks {
     use anyhow::Context;
     use rocksdb::{
         BlockBasedIndexType, BlockBasedOptions, Cache, Direction, IteratorMode, Options,
-        WriteBatch, DB,
+        WriteBatch, WriteBufferManager, DB,
     };
 
     pub struct Rocks {
@@ -221,13 +239,19 @@ mod rocks {
             t.set_partition_filters(true);
             t.set_cache_index_and_filter_blocks(true);
             t.set_pin_top_level_index_and_filter(true);
-            t.set_block_cache(&Cache::new_lru_cache(budget as usize));
+            let cache = Cache::new_lru_cache(budget as usize);
+            t.set_block_cache(&cache);
+            let memtables = memtable_bytes(budget) as usize;
             let mut o = Options::default();
+            // Memtables charged to the block cache: both under the one budget.
+            o.set_write_buffer_manager(&WriteBufferManager::new_write_buffer_manager_with_cache(
+                memtables, false, cache,
+            ));
             o.create_if_missing(true);
             o.set_block_based_table_factory(&t);
             o.set_use_direct_reads(true);
             o.set_use_direct_io_for_flush_and_compaction(true);
-            o.set_write_buffer_size(4 << 20);
+            o.set_write_buffer_size(memtables / 2);
             o.set_max_write_buffer_number(2);
             let db = DB::open(&o, dir)
                 .with_context(|| format!("opening RocksDB in {}", dir.display()))?;
@@ -312,15 +336,17 @@ mod fj {
 
     impl Fjall {
         pub fn open(dir: &Path, budget: u64) -> Result<Fjall> {
+            let memtables = memtable_bytes(budget);
             let ks = Config::new(dir)
-                .cache_size(budget)
-                .max_write_buffer_size(4 << 20)
+                .cache_size(budget - memtables)
+                .max_write_buffer_size(memtables)
                 .open()
                 .with_context(|| format!("opening fjall in {}", dir.display()))?;
             let part = ks
                 .open_partition(
                     "index",
-                    PartitionCreateOptions::default().max_memtable_size(4 << 20),
+                    PartitionCreateOptions::default()
+                        .max_memtable_size(u32::try_from(memtables / 2).unwrap_or(u32::MAX)),
                 )
                 .context("opening the fjall partition")?;
             Ok(Fjall { ks, part })
