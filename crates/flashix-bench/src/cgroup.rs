@@ -7,13 +7,14 @@
 //! to run such peers under a memory cgroup where the machine allows.
 //!
 //! How: for the measured phase (open, warm-up, operations, sync, close) the bench process
-//! moves itself into a child of its own cgroup-v1 memory cgroup, then moves back and
-//! removes the child. The child's `memory.limit_in_bytes` is the budget plus
-//! [`PEER_MEMORY_ALLOWANCE`] while the peer opens; once it is open, the limit becomes the
-//! budget plus the anonymous memory charged so far ([`MemoryCgroup::anon_bytes`]: the
-//! peer's heap after open: its file indexes, filters, buffers), so that what the peer
-//! caches from then on — in its own cache, its memtables or the page cache — shares the
-//! budget, as a flashix engine's buffer pool is its budget. Memory charged before the move (the bench's own key sets, the
+//! moves itself into a child of its own cgroup-v1 memory cgroup whose
+//! `memory.limit_in_bytes` is the budget plus [`PEER_MEMORY_ALLOWANCE`], then moves back
+//! and removes the child. (Lowering the limit once the peer is open to the budget plus the
+//! heap it then holds, with [`MemoryCgroup::anon_bytes`] and [`MemoryCgroup::set_limit`],
+//! was tried: a peer whose heap grows afterwards, fjall with its memtables and block cache,
+//! is then OOM-killed by the cgroup, since anonymous memory cannot be reclaimed. An equal
+//! bound needs a limit that follows the heap: budget + the heap now, re-set as it grows.)
+//! Memory charged before the move (the bench's own key sets, the
 //! op stream) stays with the parent (`move_charge_at_immigrate` is left at 0); what the
 //! phase faults in — the peer's heap and every page-cache page it reads or writes — is
 //! charged to the child, and the kernel reclaims the child's page cache to keep under the
@@ -30,8 +31,9 @@ use anyhow::{bail, Context, Result};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-/// Memory a confined peer may use beyond the budget while it opens (recovery, indexes of
-/// open files); the limit is lowered to the budget plus what it then holds once open.
+/// Memory a confined peer may use beyond the budget: its heap outside its cache
+/// (memtables, indexes of open files, transaction state) and buffers. The page cache gets
+/// what the peer's own cache and heap leave of `budget + allowance`.
 pub const PEER_MEMORY_ALLOWANCE: u64 = 64 << 20;
 
 /// Root of the cgroup-v1 memory hierarchy.

@@ -22,11 +22,8 @@
 //!   writes (`lmdb-batched`).
 //!
 //! fjall, redb and LMDB read through the page cache: the runner runs their measured phases
-//! in a memory cgroup whose limit is the budget plus the anonymous memory the peer holds
-//! once open (its heap before its first operation), where the machine allows, else marks
-//! their results "page cache unbounded" ([`crate::cgroup`]). Their own caches and
-//! memtables then share the budget with the page cache, as a flashix engine's buffer pool
-//! is its budget.
+//! in a memory cgroup of budget + [`crate::cgroup::PEER_MEMORY_ALLOWANCE`] where the
+//! machine allows, else marks their results "page cache unbounded" ([`crate::cgroup`]).
 
 use crate::target::TargetInfo;
 #[allow(unused_imports)]

@@ -231,7 +231,7 @@ fn measure(
     let info = subject.info(cfg);
     // A peer reading through the page cache runs its phase in a memory cgroup (module
     // crate::cgroup), from a store none of which is cached.
-    let mut page_cache = match subject {
+    let page_cache = match subject {
         Subject::Peer(_) if !info.page_cache_bypassed => {
             evict_from_page_cache(run_dir)?;
             let bound = PageCacheBound::confine(
@@ -246,16 +246,6 @@ fn measure(
         _ => None,
     };
     let mut db = open_subject(cfg, subject, run_dir, profile)?;
-    // Open: from now on the peer's caches and the page cache share the budget (module
-    // crate::cgroup).
-    let mut heap_at_open = None;
-    if let Some(PageCacheBound::Cgroup(cg)) = page_cache.as_mut() {
-        let anon = cg.anon_bytes()?;
-        cg.set_limit(cfg.buffer_pool_bytes + anon)
-            .context("lowering the peer's memory cgroup to budget + its heap once open")?;
-        cg.reset_peak()?;
-        heap_at_open = Some(anon);
-    }
 
     // Warm the cache (not measured), with draws of its own so the measured stream does not
     // depend on the warm-up (nor on how far BUFFER_RULE stretches it).
@@ -309,9 +299,9 @@ fn measure(
         Some(PageCacheBound::Cgroup(cg)) => {
             let peak = cg.peak_bytes()?;
             let bound = format!(
-                "memory cgroup for the measured phase: budget + the heap once open ({}) = {} \
-                 for heap and page cache (peak {}, limit hit {} times); {}",
-                format_size(heap_at_open.unwrap_or(0)),
+                "memory cgroup for the measured phase: budget + {} = {} for heap and page \
+                 cache (peak {}, limit hit {} times); {}",
+                format_size(PEER_MEMORY_ALLOWANCE),
                 format_size(cg.limit()),
                 format_size(peak),
                 cg.limit_hits()?,
