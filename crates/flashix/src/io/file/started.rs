@@ -79,16 +79,7 @@ impl FileDevice {
         }
         let direct_ok = !self.files.needs_bounce(&buf[..len]);
         if self.ring.is_none() || !direct_ok || len > super::uring::MAX_SQE_BYTES {
-            let ps = self.page_size as u64;
-            let pages = len as u64 / ps;
-            if write {
-                self.files
-                    .write_rest(&buf[..len], page * ps, 0, page, pages)?;
-            } else {
-                self.files
-                    .read_rest(&mut buf[..len], page * ps, 0, page, pages)?;
-            }
-            return Ok(Ticket(TicketState::Done(buf)));
+            return self.serve_now(page, buf, len, write);
         }
         // Room in the ring: settle the oldest in flight (a settled request holds none).
         while let Some(i) = self.oldest_in_flight() {
@@ -128,22 +119,34 @@ impl FileDevice {
         if !pushed {
             // The ring is full of a batch's leftovers (cannot happen: batches are reaped
             // before they return): serve this one at once.
-            let ps = self.page_size as u64;
-            let mut buf = match self.started.pop() {
-                Some(s) => s.buf,
-                None => return Err(lost()),
+            return match self.started.pop() {
+                Some(s) => self.serve_now(page, s.buf, len, write),
+                None => Err(lost()),
             };
-            if write {
-                self.files
-                    .write_rest(&buf[..len], offset, 0, page, len as u64 / ps)?;
-            } else {
-                self.files
-                    .read_rest(&mut buf[..len], offset, 0, page, len as u64 / ps)?;
-            }
-            return Ok(Ticket(TicketState::Done(buf)));
         }
         self.enter(0)?;
         Ok(Ticket(TicketState::InFlight(id)))
+    }
+
+    /// Serve a request at once with `pread`/`pwrite` (no ring, or a buffer the ring cannot
+    /// take); its ticket is done already.
+    fn serve_now(
+        &mut self,
+        page: PageId,
+        mut buf: AlignedBuf,
+        len: usize,
+        write: bool,
+    ) -> Result<Ticket> {
+        let ps = self.page_size as u64;
+        let pages = len as u64 / ps;
+        if write {
+            self.files
+                .write_rest(&buf[..len], page * ps, 0, page, pages)?;
+        } else {
+            self.files
+                .read_rest(&mut buf[..len], page * ps, 0, page, pages)?;
+        }
+        Ok(Ticket(TicketState::Done(buf)))
     }
 
     /// Wait for a started request and take its buffer back.
