@@ -87,6 +87,20 @@ fn matches_a_btreemap_through_splits_merges_and_shrinks() {
         if i % 5_000 == 0 {
             db.check_integrity().unwrap();
         }
+        // Point gets (each leaf's records searched in place, across appended segments,
+        // deletes and shrinks) against the model and against get_many (decoded leaves).
+        if i % 97 == 0 {
+            let probe = [k, rng.below(6_000) * 7, rng.below(6_000) * 7 + 1];
+            for q in probe {
+                assert_eq!(
+                    db.get(q).unwrap(),
+                    model.get(&q).copied(),
+                    "get({q}) at {i}"
+                );
+            }
+            let want: Vec<Option<u64>> = probe.iter().map(|q| model.get(q).copied()).collect();
+            assert_eq!(db.get_many(&probe).unwrap(), want);
+        }
     }
     db.check_integrity().unwrap();
     let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
@@ -168,9 +182,14 @@ fn get_many_issues_one_psync_batch_per_level() {
     assert!(requests >= 1 + 24 + 2, "{requests} requests");
     assert!(after.max_queue_depth >= 24);
     assert_eq!(after.write_requests, before.write_requests);
-    // The same keys one `get` at a time: one batch per node read.
+    // The same keys one `get` at a time: one batch per node read; on a cold pool the first
+    // is one request per level (the leaf's segments in one request).
     let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
     let before = db.stats().device;
+    assert_eq!(db.get(keys[0]).unwrap(), Some(keys[0] / 2));
+    let first = db.stats().device;
+    assert_eq!(first.batches - before.batches, height);
+    assert_eq!(first.read_requests - before.read_requests, height);
     for &k in &keys {
         assert_eq!(db.get(k).unwrap(), Some(k / 2));
     }
@@ -411,7 +430,10 @@ fn unset_sizes_come_from_the_cost_model_and_the_opq_shares_the_budget() {
         let (dev, vfs) = (MemDevice::new(4096), MemVfs::new());
         let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
         assert_eq!(counter(&db, "leaf_segments"), u64::from(l));
-        assert_eq!(counter(&db, "opq_capacity"), q / PIO_OPQ_ENTRY_BYTES);
+        assert_eq!(
+            counter(&db, "opq_capacity"),
+            PioOptions::opq_entries(q, 5000)
+        );
         let pool = db.stats().buffer.capacity_bytes;
         assert_eq!(
             pool,
@@ -422,7 +444,10 @@ fn unset_sizes_come_from_the_cost_model_and_the_opq_shares_the_budget() {
         db.close().unwrap();
         let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
         assert_eq!(counter(&db, "leaf_segments"), u64::from(l));
-        assert_eq!(counter(&db, "opq_capacity"), q / PIO_OPQ_ENTRY_BYTES);
+        assert_eq!(
+            counter(&db, "opq_capacity"),
+            PioOptions::opq_entries(q, 5000)
+        );
         assert_eq!(db.get(7).unwrap(), Some(70));
         chosen.push((l, q));
     }

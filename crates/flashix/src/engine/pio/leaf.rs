@@ -100,14 +100,14 @@ fn set_record(b: &mut [u8], i: usize, e: &OpqEntry) {
     };
 }
 
-/// The records of a segment, checked against the segment's place in its leaf.
-fn segment_records(
+/// A segment's header, checked against the segment's place in its leaf.
+fn segment_header(
     pid: PageId,
     b: &[u8],
     index: u16,
     total: u16,
     cap: usize,
-) -> Result<(SegmentHeader, Vec<OpqEntry>)> {
+) -> Result<SegmentHeader> {
     let h = header(pid, b)?;
     if h.index != index || h.total != total || h.count > cap {
         return Err(Error::corruption(
@@ -119,17 +119,18 @@ fn segment_records(
             ),
         ));
     }
-    let mut out = Vec::with_capacity(h.count);
-    for i in 0..h.count {
-        out.push(record(b, i).ok_or_else(|| {
-            Error::corruption(
-                DATA_FILE,
-                Some(pid),
-                format!("leaf record {i} has a bad operation flag"),
-            )
-        })?);
-    }
-    Ok((h, out))
+    Ok(h)
+}
+
+/// Record `i` of segment `pid`; a bad operation flag is corruption.
+fn checked_record(pid: PageId, b: &[u8], i: usize) -> Result<OpqEntry> {
+    record(b, i).ok_or_else(|| {
+        Error::corruption(
+            DATA_FILE,
+            Some(pid),
+            format!("leaf record {i} has a bad operation flag"),
+        )
+    })
 }
 
 /// A leaf read back: its records in append order, `base` and its last segment.
@@ -138,6 +139,43 @@ pub struct LeafImage {
     pub records: Vec<OpqEntry>,
     pub base: usize,
     pub last: u16,
+}
+
+/// Visit the segments of the leaf at `start` (`total` segments, prefetched by a psync read
+/// before) in order with their checked headers: up to `known_last` if the LSMap knows it,
+/// otherwise until the first segment that is not full. Returns the leaf's `base` and its
+/// last segment (the last one holding a record; 0 for an empty leaf).
+fn walk(
+    pager: &mut Pager,
+    start: PageId,
+    total: u16,
+    known_last: Option<u16>,
+    mut visit: impl FnMut(PageId, &[u8], &SegmentHeader) -> Result<()>,
+) -> Result<(usize, u16)> {
+    let cap = segment_capacity(pager.page_size());
+    let (mut base, mut last) = (0, 0u16);
+    for i in 0..total {
+        let pid = start + u64::from(i);
+        let h = pager.read(pid, |b| {
+            let h = segment_header(pid, b, i, total, cap)?;
+            visit(pid, b, &h)?;
+            Ok::<_, Error>(h)
+        })??;
+        if i == 0 {
+            base = h.base;
+        }
+        if h.count > 0 {
+            last = i;
+        }
+        let stop = match known_last {
+            Some(l) => i >= l,
+            None => h.count < cap,
+        };
+        if stop {
+            break;
+        }
+    }
+    Ok((base, last))
 }
 
 /// Read a leaf starting at `start` of `total` segments through the pool (prefetched by a
@@ -149,29 +187,14 @@ pub fn load(
     total: u16,
     known_last: Option<u16>,
 ) -> Result<LeafImage> {
-    let cap = segment_capacity(pager.page_size());
     let mut records = Vec::new();
-    let mut base = 0;
-    let mut last = 0u16;
-    for i in 0..total {
-        let pid = start + u64::from(i);
-        let (h, recs) = pager.read(pid, |b| segment_records(pid, b, i, total, cap))??;
-        if i == 0 {
-            base = h.base;
+    let (base, last) = walk(pager, start, total, known_last, |pid, b, h| {
+        records.reserve(h.count);
+        for i in 0..h.count {
+            records.push(checked_record(pid, b, i)?);
         }
-        let n = recs.len();
-        records.extend(recs);
-        if n > 0 {
-            last = i;
-        }
-        let stop = match known_last {
-            Some(l) => i >= l,
-            None => n < cap,
-        };
-        if stop {
-            break;
-        }
-    }
+        Ok(())
+    })?;
     if base > records.len() {
         return Err(Error::corruption(
             DATA_FILE,
@@ -184,6 +207,30 @@ pub fn load(
         base,
         last,
     })
+}
+
+/// The newest record of `key` in the leaf at `start` (read as [`load`] reads it), found
+/// inside the segment bytes without decoding the leaf: a point search's leaf step
+/// (§3.2.2: the records replayed in append order, the newest of a key deciding). Returns
+/// it and the leaf's last segment.
+pub fn find(
+    pager: &mut Pager,
+    start: PageId,
+    total: u16,
+    known_last: Option<u16>,
+    key: u64,
+) -> Result<(Option<OpqEntry>, u16)> {
+    let mut newest = None;
+    let (_, last) = walk(pager, start, total, known_last, |pid, b, h| {
+        for i in (0..h.count).rev() {
+            if read_u64(b, RECORDS + i * RECORD) == key {
+                newest = Some(checked_record(pid, b, i)?);
+                break;
+            }
+        }
+        Ok(())
+    })?;
+    Ok((newest, last))
 }
 
 /// The live entries of a sequence of records in append order: for each key its newest

@@ -81,8 +81,10 @@
 //! [`Options::buffer_pool_bytes`] is the engine's memory budget `M`, shared as in the paper
 //! (§4.1.3: "after allocating the main memory to OPQ and LSMap, the rest of main memory
 //! space was allocated to the buffer pool"): the OPQ (`opq_bytes`, entries of
-//! [`crate::PIO_OPQ_ENTRY_BYTES`]; a range tombstone takes one entry slot and holds 16
-//! bytes beside the entry array, reported in `Stats::memory_bytes`); the LSMap ([`lsmap`]: a few bits per page of the
+//! [`crate::PIO_OPQ_ENTRY_BYTES`] and, for an appended region that can exceed 512 entries,
+//! its hash index of 4-byte slots, both inside `opq_bytes`: [`PioOptions::opq_entries`];
+//! a range tombstone takes one entry slot and holds 16 bytes beside the entry array,
+//! reported in `Stats::memory_bytes`); the LSMap ([`lsmap`]: a few bits per page of the
 //! index, sized at open for the index's pages and an eighth more); the buffer pool gets the
 //! rest. During MPSearch and `bupdate` the engine also holds the page ids of at most
 //! `pio_max` × fan-out child nodes per level (the pages themselves are in the pool: psync
@@ -148,6 +150,13 @@ struct Counters {
 }
 
 impl PioOptions {
+    /// Point entries an OPQ of `opq_bytes` holds when sorted every `speriod` appends: its
+    /// entries ([`PIO_OPQ_ENTRY_BYTES`] each) and, when its appended region can grow past
+    /// 512 entries, the region's hash index (4 bytes a slot) share those bytes.
+    pub fn opq_entries(opq_bytes: u64, speriod: u32) -> u64 {
+        opq::entries_for(opq_bytes, speriod as usize) as u64
+    }
+
     /// `s`: records of one leaf segment of `page_size` bytes (239 for 4 KiB pages), 0
     /// below 512 bytes; a number the PIO cost model takes
     /// ([`crate::cost::pio::PioWorkload::segment_records`]).
@@ -256,7 +265,7 @@ pub fn validate(opts: &Settings, o: &PioOptions) -> Result<()> {
 /// Leaf segments and OPQ entries of resolved options (a manifest always holds both).
 fn sizes(o: &PioOptions) -> Result<(u16, usize)> {
     match (o.leaf_segments, o.opq_bytes) {
-        (Some(l), Some(q)) => Ok((l as u16, (q / PIO_OPQ_ENTRY_BYTES) as usize)),
+        (Some(l), Some(q)) => Ok((l as u16, opq::entries_for(q, o.speriod as usize))),
         _ => Err(Error::corruption(
             "MANIFEST",
             None,
@@ -617,7 +626,7 @@ impl Engine for PioBTree {
     logged_engine_methods!();
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {
-        Ok(self.search_many(&[key])?.first().copied().flatten())
+        self.search_one(key)
     }
 
     fn get_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {

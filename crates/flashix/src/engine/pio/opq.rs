@@ -16,9 +16,19 @@
 //! flushed, every tombstone is applied to the tree first ([`super::rdelete`]), then the
 //! point batches: correct because the point entries in a tombstone's range are newer.
 //!
-//! Memory: `capacity` entries of [`crate::PIO_OPQ_ENTRY_BYTES`] bytes, allocated up front;
-//! a tombstone takes one of the `capacity` slots (16 bytes held, charged to the OPQ's
-//! `memory_bytes`), so a full OPQ counts both.
+//! # The appended region's index (flashix's addition)
+//! The paper scans the appended region linearly; with the default `speriod` of 5000 and a
+//! large OPQ that is up to 5000 entries compared per lookup (a few µs of CPU, as much as
+//! the read it may save). When the appended region can grow past [`INDEX_FROM`] entries
+//! (`min(speriod, capacity)`), the OPQ keeps an open-addressing hash index of it: `u32`
+//! slots holding 1 + the position of the key's newest appended entry (0 empty), linear
+//! probing, at most 3/4 full. It is cleared by every sort and rebuilt after a range delete
+//! drops appended entries; lookups and the answers they give are the paper's.
+//!
+//! Memory: `capacity` entries of [`crate::PIO_OPQ_ENTRY_BYTES`] bytes, allocated up front,
+//! and the index's slots (4 bytes each), both taken from the OPQ's bytes
+//! ([`entries_for`]); a tombstone takes one of the `capacity` slots (16 bytes held,
+//! charged to the OPQ's `memory_bytes`), so a full OPQ counts both.
 
 use crate::kit::sorted::tombs::Tombs;
 use std::collections::BTreeMap;
@@ -40,6 +50,54 @@ pub struct OpqEntry {
     pub op: Op,
 }
 
+/// Appended regions that can hold more entries than this get a hash index; below it a
+/// linear scan (at most 512 compares) is as fast.
+pub const INDEX_FROM: usize = 512;
+
+/// Slots of the appended-region index of an OPQ of `capacity` entries sorted every
+/// `speriod` appends: 0 when the region stays short, else a power of two at least 4/3 of
+/// the region's longest (`min(speriod, capacity)`, plus the entry that triggers a sort).
+fn index_slots(capacity: usize, speriod: usize) -> usize {
+    let most = speriod.min(capacity) + 1;
+    if most <= INDEX_FROM {
+        return 0;
+    }
+    (most * 4).div_ceil(3).next_power_of_two()
+}
+
+/// Point entries an OPQ of `bytes` holds when sorted every `speriod` appends: the largest
+/// `n` whose entries ([`crate::PIO_OPQ_ENTRY_BYTES`] each) and appended-region index fit
+/// `bytes`; at least 1.
+pub fn entries_for(bytes: u64, speriod: usize) -> usize {
+    let entry = crate::PIO_OPQ_ENTRY_BYTES;
+    let whole = usize::try_from(bytes / entry).unwrap_or(usize::MAX);
+    // For each index size `slots` (none, or a power of two), the most entries whose index
+    // is at most that size, and the most whose entries fit beside it; the best of them.
+    let longest = |slots: usize| {
+        // `min(speriod, n) + 1` appended entries at most.
+        let most = if slots == 0 {
+            INDEX_FROM
+        } else {
+            slots * 3 / 4
+        };
+        if speriod < most {
+            usize::MAX
+        } else {
+            most.saturating_sub(1)
+        }
+    };
+    let mut best = whole.min(longest(0));
+    let mut slots = 1usize;
+    while slots <= index_slots(usize::MAX, speriod) {
+        if let Some(left) = bytes.checked_sub(slots as u64 * 4) {
+            let n = usize::try_from(left / entry).unwrap_or(usize::MAX);
+            best = best.max(n.min(longest(slots)));
+        }
+        slots *= 2;
+    }
+    best.max(1)
+}
+
 /// The operation queue.
 #[derive(Debug)]
 pub struct Opq {
@@ -54,6 +112,8 @@ pub struct Opq {
     cursor: u64,
     /// Range tombstones, older than every point entry they cover.
     tombs: Tombs,
+    /// Hash index of the appended region (see the module doc); empty when not kept.
+    index: Vec<u32>,
     pub sorts: u64,
 }
 
@@ -68,7 +128,62 @@ impl Opq {
             since_sort: 0,
             cursor: 0,
             tombs: Tombs::new(),
+            index: vec![0; index_slots(capacity.max(1), speriod.max(1))],
             sorts: 0,
+        }
+    }
+
+    /// The first index slot to probe for `key` (Fibonacci hashing).
+    fn home(&self, key: u64) -> usize {
+        let bits = self.index.len().trailing_zeros();
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
+    }
+
+    /// Record appended entry `pos` in the index (it is the newest of its key).
+    fn index_insert(&mut self, pos: usize) {
+        let mask = self.index.len() - 1;
+        let key = self.entries[pos].key;
+        let mut h = self.home(key);
+        loop {
+            match self.index[h] {
+                0 => break,
+                p if self.entries[p as usize - 1].key == key => break,
+                _ => h = (h + 1) & mask,
+            }
+        }
+        self.index[h] = pos as u32 + 1;
+    }
+
+    /// Index every entry of the appended region again (after entries moved).
+    fn reindex(&mut self) {
+        if self.index.is_empty() {
+            return;
+        }
+        self.index.fill(0);
+        for pos in self.sorted..self.entries.len() {
+            self.index_insert(pos);
+        }
+    }
+
+    /// The newest appended entry of `key`.
+    fn appended(&self, key: u64) -> Option<OpqEntry> {
+        if self.index.is_empty() {
+            return self.entries[self.sorted..]
+                .iter()
+                .rev()
+                .find(|e| e.key == key)
+                .copied();
+        }
+        let mask = self.index.len() - 1;
+        let mut h = self.home(key);
+        loop {
+            match self.index[h] {
+                0 => return None,
+                p if self.entries[p as usize - 1].key == key => {
+                    return Some(self.entries[p as usize - 1])
+                }
+                _ => h = (h + 1) & mask,
+            }
         }
     }
 
@@ -95,6 +210,7 @@ impl Opq {
     /// Bytes held: the entry array and the tombstones.
     pub fn memory_bytes(&self) -> u64 {
         self.entries.capacity().max(self.capacity) as u64 * crate::PIO_OPQ_ENTRY_BYTES
+            + self.index.len() as u64 * 4
             + self.tombs.memory_bytes()
     }
 
@@ -125,6 +241,7 @@ impl Opq {
             i += 1;
             i <= sorted || !(lo..=hi).contains(&e.key)
         });
+        self.reindex();
         self.tombs.add(lo, hi);
     }
 
@@ -136,6 +253,9 @@ impl Opq {
     /// Append an entry; sort when a sort period has passed.
     pub fn push(&mut self, e: OpqEntry) {
         self.entries.push(e);
+        if !self.index.is_empty() {
+            self.index_insert(self.entries.len() - 1);
+        }
         self.since_sort += 1;
         if self.since_sort >= self.speriod {
             self.sort();
@@ -151,6 +271,7 @@ impl Opq {
             return;
         }
         self.sorts += 1;
+        self.index.fill(0);
         let mut tail: Vec<OpqEntry> = self.entries.split_off(self.sorted);
         // Stable: equal keys keep append order; keep the last of each run.
         tail.sort_by_key(|e| e.key);
@@ -190,9 +311,9 @@ impl Opq {
         self.entries = merged;
     }
 
-    /// The newest entry of `key`: a linear scan of the appended region from its end, then
-    /// a binary search of the sorted region (§3.1.3); else a delete if a range tombstone
-    /// covers `key`; else `None` (the tree decides).
+    /// The newest entry of `key`: the appended region (its index, or a scan from its end
+    /// as in §3.1.3), then a binary search of the sorted region; else a delete if a range
+    /// tombstone covers `key`; else `None` (the tree decides).
     pub fn lookup(&self, key: u64) -> Option<OpqEntry> {
         self.point(key).or_else(|| {
             self.tombs.covers(key).then_some(OpqEntry {
@@ -205,12 +326,8 @@ impl Opq {
 
     /// The newest point entry of `key`.
     fn point(&self, key: u64) -> Option<OpqEntry> {
-        if let Some(e) = self.entries[self.sorted..]
-            .iter()
-            .rev()
-            .find(|e| e.key == key)
-        {
-            return Some(*e);
+        if let Some(e) = self.appended(key) {
+            return Some(e);
         }
         let head = &self.entries[..self.sorted];
         head.binary_search_by_key(&key, |e| e.key)
@@ -359,5 +476,87 @@ mod tests {
         let t = q.take_tombs();
         assert_eq!(t.iter().collect::<Vec<_>>(), vec![(5, 12), (30, 30)]);
         assert!(!q.is_full() && !q.is_empty());
+    }
+
+    /// The appended region's hash index answers as the paper's linear scan does: a model of
+    /// the newest point entry per key and the tombstones, through pushes, sorts, range
+    /// deletes and batches, on an OPQ large enough to keep the index.
+    #[test]
+    fn the_appended_index_answers_as_the_scan() {
+        let mut q = Opq::new(3_000, 1_000);
+        assert!(!q.index.is_empty());
+        let mut rng = crate::util::Rng::new(5);
+        let mut model: BTreeMap<u64, OpqEntry> = BTreeMap::new();
+        let mut tombs = Tombs::new();
+        for step in 0..40_000u64 {
+            let k = rng.below(2_500);
+            match rng.below(100) {
+                0 => {
+                    let hi = k + rng.below(40);
+                    q.delete_range(k, hi);
+                    model.retain(|&key, _| !(k..=hi).contains(&key));
+                    tombs.add(k, hi);
+                }
+                1..=3 => {
+                    for e in q.take_batch(1 + rng.below(500) as usize) {
+                        assert_eq!(model.remove(&e.key), Some(e));
+                    }
+                }
+                4 => {
+                    q.take_tombs();
+                    tombs = Tombs::new();
+                }
+                5..=30 => {
+                    let e = OpqEntry {
+                        key: k,
+                        value: 0,
+                        op: Op::Delete,
+                    };
+                    q.push(e);
+                    model.insert(k, e);
+                }
+                _ => {
+                    q.push(put(k, step));
+                    model.insert(k, put(k, step));
+                }
+            }
+            if q.is_full() {
+                for e in q.take_batch(1_000) {
+                    assert_eq!(model.remove(&e.key), Some(e));
+                }
+            }
+            let probe = rng.below(2_600);
+            let want = model.get(&probe).copied().or_else(|| {
+                tombs.covers(probe).then_some(OpqEntry {
+                    key: probe,
+                    value: 0,
+                    op: Op::Delete,
+                })
+            });
+            assert_eq!(q.lookup(probe), want, "key {probe} at step {step}");
+        }
+        assert!(q.sorts > 10);
+    }
+
+    #[test]
+    fn entries_and_index_share_the_opq_bytes() {
+        // A short appended region has no index: every byte holds entries.
+        assert_eq!(entries_for(4096, 5000), 4096 / 24);
+        assert_eq!(Opq::new(170, 5000).index.len(), 0);
+        assert_eq!(entries_for(48, 1), 2);
+        for (bytes, speriod) in [
+            (1u64 << 22, 5000),
+            (1 << 20, 5000),
+            (20_000, 5000),
+            (1 << 30, 1),
+        ] {
+            let n = entries_for(bytes, speriod);
+            let q = Opq::new(n, speriod);
+            assert!(q.memory_bytes() <= bytes, "{bytes} B, speriod {speriod}");
+            // The largest that fits: one entry more does not.
+            assert!(Opq::new(n + 1, speriod).memory_bytes() > bytes);
+        }
+        // 4 MiB, the default speriod: 8192 slots (32 KiB) beside the entries.
+        assert_eq!(Opq::new(entries_for(1 << 22, 5000), 5000).index.len(), 8192);
     }
 }

@@ -68,6 +68,27 @@ pub(crate) fn read_internal(pager: &mut Pager, pid: PageId, level: u32) -> Resul
     Ok(Internal { link, entries })
 }
 
+/// The child of internal node `pid` (at `level` ≥ 1) whose range holds `key`, found by a
+/// binary search inside the page bytes (a point descent decodes no node). The node is
+/// checked as [`read_internal`] checks it, and its entry count against the page's capacity.
+pub(crate) fn child_for(pager: &mut Pager, pid: PageId, level: u32, key: u64) -> Result<PageId> {
+    let cap = node::capacity(pager.page_size());
+    let found = pager.read(pid, |b| {
+        let (kind, lvl, n) = (page::kind(b), node::level(b), node::count(b));
+        if kind != node::KIND_INTERNAL || lvl != level || lvl == 0 || n > cap {
+            return Err(Error::corruption(
+                DATA_FILE,
+                Some(pid),
+                format!(
+                    "node of kind {kind} at level {lvl} with {n} entries, expected an internal node at level {level} (at most {cap})"
+                ),
+            ));
+        }
+        Ok(node::child_at(b, node::child_slot(b, key)))
+    })?;
+    found
+}
+
 impl Spine<'_> {
     fn internal(&mut self, pid: PageId, level: u32) -> Result<Internal> {
         read_internal(self.pager, pid, level)
