@@ -221,6 +221,58 @@ impl MergeJob {
         }
     }
 
+    /// Emit the lower input's decoded entries that sort before `bound` (all of them for
+    /// `None`), at most `max`, filtered as [`MergeJob::lower_peek`] and
+    /// [`MergeJob::emit`] filter: the common step of a merge (the lower level is about k
+    /// times the upper one) without a peek and a match per entry. Returns the entries
+    /// taken; at least one when `lower_peek` has just returned an entry before `bound`.
+    fn copy_lower(&mut self, pager: &mut Pager, bound: Option<(u64, u8)>, max: u64) -> Result<u64> {
+        let last = self.is_last();
+        let MergeJob {
+            lower,
+            writer,
+            upper_tombs,
+            ..
+        } = self;
+        let Some(r) = lower.as_mut() else {
+            return Ok(0);
+        };
+        let mut n = 0usize;
+        for e in r.buffered() {
+            if n as u64 >= max || bound.is_some_and(|b| e.pos() >= b) {
+                break;
+            }
+            n += 1;
+            let dropped = e.kind == Kind::Internal
+                || (e.kind == Kind::Filter && last)
+                || (!e.is_fence() && !upper_tombs.is_empty() && upper_tombs.covers(e.key));
+            if let (false, Some(w)) = (dropped, writer.as_mut()) {
+                w.push(pager, *e)?;
+            }
+        }
+        r.consume(n);
+        Ok(n as u64)
+    }
+
+    /// Take `l`, the lower input's next entry (sorting before `bound`), and the decoded
+    /// entries after it that also do, up to the step's `left` units; returns the units
+    /// used beyond the first.
+    fn take_lower(
+        &mut self,
+        pager: &mut Pager,
+        l: Entry,
+        bound: Option<(u64, u8)>,
+        left: u64,
+    ) -> Result<u64> {
+        let n = self.copy_lower(pager, bound, left)?;
+        if n == 0 {
+            self.lower.as_mut().map(RunReader::advance);
+            self.emit(pager, l)?;
+            return Ok(0);
+        }
+        Ok(n - 1)
+    }
+
     /// Process up to `units` input entries; `Some` when the whole merge is complete.
     pub fn step(&mut self, pager: &mut Pager, p: &Params, units: u64) -> Result<Option<Outcome>> {
         let mut done = 0u64;
@@ -240,13 +292,15 @@ impl MergeJob {
                     self.emit(pager, u)?;
                 }
                 (None, Some(l)) => {
-                    self.lower.as_mut().map(RunReader::advance);
-                    self.emit(pager, l)?;
+                    let more = self.take_lower(pager, l, None, units - done + 1)?;
+                    done += more;
+                    self.work = self.work.saturating_sub(more);
                 }
                 (Some(u), Some(l)) => {
                     if l.pos() < u.pos() {
-                        self.lower.as_mut().map(RunReader::advance);
-                        self.emit(pager, l)?;
+                        let more = self.take_lower(pager, l, Some(u.pos()), units - done + 1)?;
+                        done += more;
+                        self.work = self.work.saturating_sub(more);
                     } else if u.pos() < l.pos() {
                         self.upper_advance();
                         self.emit(pager, u)?;

@@ -160,6 +160,16 @@ impl RunReader {
         self.0.advance();
     }
 
+    /// The decoded entries not yet taken, from the one `peek` returned.
+    pub fn buffered(&self) -> &[Entry] {
+        self.0.buffered()
+    }
+
+    /// Take `n` entries of [`RunReader::buffered`].
+    pub fn consume(&mut self, n: usize) {
+        self.0.consume(n);
+    }
+
     /// Pages read so far.
     pub fn pages_read(&self) -> u64 {
         self.0.pages_read()

@@ -97,6 +97,17 @@ impl SeqReader {
         self.pos += 1;
     }
 
+    /// The decoded entries not yet taken, starting with the one [`SeqReader::peek`]
+    /// returned (empty before the first `peek` and at the end of each request).
+    pub(crate) fn buffered(&self) -> &[Entry] {
+        &self.buf[self.pos.min(self.buf.len())..]
+    }
+
+    /// Take `n` entries of [`SeqReader::buffered`].
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.pos += n;
+    }
+
     /// Pages read so far.
     pub(crate) fn pages_read(&self) -> u64 {
         self.pages_read
