@@ -88,10 +88,7 @@ impl Device for OverlayDevice {
                     if (0..n).any(|i| shared.pages.contains_key(&(*page + i))) {
                         patched.push((*page, &mut **buf));
                     } else {
-                        through.push(IoReq::Read {
-                            page: *page,
-                            buf: &mut **buf,
-                        });
+                        through.push(IoReq::Read { page: *page, buf });
                     }
                 }
             }
