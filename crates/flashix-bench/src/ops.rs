@@ -143,9 +143,15 @@ pub fn format_check(dir: &Path, r: &CheckReport) -> String {
              pages never written)\n",
             r.pages_checked, r.pages_unwritten
         );
-    } else {
+    } else if r
+        .info
+        .as_ref()
+        .is_some_and(|i| matches!(i.engine, EngineKind::IplBTree | EngineKind::DiplBTree))
+    {
         s += "pages checked: none by the page sweep (an engine on raw NAND keeps its own page \
               format; its pages are covered by the structure check and the scan)\n";
+    } else {
+        s += "pages checked: none (the check stopped before the page sweep)\n";
     }
     if r.is_clean() {
         s += "problems: none\nstatus: clean\n";
@@ -238,14 +244,19 @@ pub fn format_stats(dir: &Path, x: &IndexStats) -> String {
     o += &format!("device: {}\n", i.device);
     o += &format!("options: {}\n", i.options);
     o += &format!("entries: {}\n", x.entries);
-    o += &format!(
-        "pages: {} live (allocated at the last checkpoint), {} below the high water mark, {} \
-         free ({} live)\n",
-        x.live_pages,
-        x.allocated_pages,
-        i.free_pages,
-        mib(x.live_pages * i.page_size as u64)
-    );
+    if matches!(i.engine, EngineKind::IplBTree | EngineKind::DiplBTree) {
+        o += "pages: erase blocks of the raw NAND, not an extent allocator's pages (see \
+              blocks_in_use in the engine counters)\n";
+    } else {
+        o += &format!(
+            "pages: {} live (allocated at the last checkpoint), {} below the high water mark, \
+             {} free ({} live)\n",
+            x.live_pages,
+            x.allocated_pages,
+            i.free_pages,
+            mib(x.live_pages * i.page_size as u64)
+        );
+    }
     if let Some(f) = x.fill {
         o += &format!(
             "fill: {:.1}% (entry bytes, 16 per entry, over live page bytes)\n",

@@ -23,7 +23,9 @@
 //!
 //! Every problem names its file and, where it has one, its page. The sweep reports every
 //! damaged page it finds (up to [`MAX_PROBLEMS`]); a failing step 4 or 5 reports its first
-//! error and ends that step.
+//! error and ends that step. When the open itself fails (step 2), the sweep still runs, on
+//! the pages as they are on disk (a page a crash tore, which recovery would have restored,
+//! is then reported too), and steps 4 and 5 do not.
 
 use crate::db::Db;
 use crate::durable::{Manifest, MANIFEST};
@@ -255,7 +257,14 @@ pub fn check(dir: impl AsRef<Path>, progress: &mut dyn FnMut(Progress<'_>)) -> R
         Ok(x) => x,
         Err(e @ Error::Io { .. }) => return Err(e),
         Err(e) => {
+            // The pages as they are on disk (recovery did not run), so that the report
+            // still lists every damaged page.
             report.push(Problem::from_error("open", &e));
+            let opts = record::decode(&manifest.options, manifest.format_version)?;
+            if let Ok((_, Some(mut dev))) = crate::db::read_only_device(dir, &opts) {
+                report.page_sweep = true;
+                sweep(&mut dev, &manifest, &mut report, progress)?;
+            }
             return Ok(report);
         }
     };

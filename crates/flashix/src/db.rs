@@ -98,41 +98,7 @@ impl Db {
         let manifest = Manifest::load(&*vfs)?;
         let opts = record::decode(&manifest.options, manifest.format_version)?;
         engine::validate(&opts)?;
-        let ps = opts.page_size;
-        let (device, view): (Box<dyn Device>, Option<OverlayDevice>) = match &opts.device {
-            DeviceSpec::File { .. } => {
-                let dev = OverlayDevice::new(Box::new(FileDevice::open_read_only(
-                    &dir.join(DATA_FILE),
-                    ps,
-                )?));
-                (Box::new(dev.clone()), Some(dev))
-            }
-            DeviceSpec::Memory => {
-                return Err(Error::Unsupported(format!(
-                    "the index in {} was created on a memory device, whose pages did not survive",
-                    dir.display()
-                )))
-            }
-            // Opening a simulated SSD rebuilds its mapping from the flash (and may write to
-            // it): an overlay on the flash below it, and one above it for the view.
-            DeviceSpec::SimulatedSsd(cfg) => {
-                cfg.validate(ps)?;
-                let nand = OverlayDevice::new(Box::new(FileDevice::open_read_only(
-                    &dir.join(NAND_FILE),
-                    cfg.nand.page_bytes,
-                )?));
-                let dev = OverlayDevice::new(Box::new(SimSsd::open(Box::new(nand), cfg, ps)?));
-                (Box::new(dev.clone()), Some(dev))
-            }
-            DeviceSpec::RawNand(cfg) => {
-                cfg.validate()?;
-                let dev = OverlayDevice::new(Box::new(FileDevice::open_read_only(
-                    &dir.join(NAND_FILE),
-                    cfg.page_bytes,
-                )?));
-                (Box::new(dev), None)
-            }
-        };
+        let (device, view) = read_only_device(dir, &opts)?;
         let db = Db::from_engine(engine::open(Storage { device, vfs }, manifest, opts)?)?;
         Ok((db, view))
     }
@@ -445,6 +411,50 @@ fn merge_ranges(what: &str, ranges: &[(u64, u64)]) -> Result<Vec<(u64, u64)>> {
         }
     }
     Ok(merged)
+}
+
+/// The device of the index in `dir` (options `opts`) opened read-only beneath an
+/// [`OverlayDevice`], and a handle on the device that holds the engine's pages in the page
+/// envelope (`None` on raw NAND): see [`Db::open_read_only`].
+pub(crate) fn read_only_device(
+    dir: &Path,
+    opts: &Options,
+) -> Result<(Box<dyn Device>, Option<OverlayDevice>)> {
+    let ps = opts.page_size;
+    Ok(match &opts.device {
+        DeviceSpec::File { .. } => {
+            let dev = OverlayDevice::new(Box::new(FileDevice::open_read_only(
+                &dir.join(DATA_FILE),
+                ps,
+            )?));
+            (Box::new(dev.clone()), Some(dev))
+        }
+        DeviceSpec::Memory => {
+            return Err(Error::Unsupported(format!(
+                "the index in {} was created on a memory device, whose pages did not survive",
+                dir.display()
+            )))
+        }
+        // Opening a simulated SSD rebuilds its mapping from the flash (and may write to
+        // it): an overlay on the flash below it, and one above it for the view.
+        DeviceSpec::SimulatedSsd(cfg) => {
+            cfg.validate(ps)?;
+            let nand = OverlayDevice::new(Box::new(FileDevice::open_read_only(
+                &dir.join(NAND_FILE),
+                cfg.nand.page_bytes,
+            )?));
+            let dev = OverlayDevice::new(Box::new(SimSsd::open(Box::new(nand), cfg, ps)?));
+            (Box::new(dev.clone()), Some(dev))
+        }
+        DeviceSpec::RawNand(cfg) => {
+            cfg.validate()?;
+            let dev = OverlayDevice::new(Box::new(FileDevice::open_read_only(
+                &dir.join(NAND_FILE),
+                cfg.page_bytes,
+            )?));
+            (Box::new(dev), None)
+        }
+    })
 }
 
 fn device_for(
