@@ -1,17 +1,18 @@
 //! `flashix compare A.json B.json`: two runs of `flashix bench` side by side, cell by cell
 //! (engine x workload), so that a regression stands out.
 //!
-//! For each cell in both runs: the ops/s of each, the ratio B/A, the pages read and
-//! written per operation of each, and the noise of each run: the `--repeat` spread
-//! (`Repeat::spread`, (max - min) / median of the runs' ops/s), or "n/a" for a single run.
+//! For each cell in both runs: the ops/s of each, the ratio B/A, the pages read and the
+//! pages written per operation of each (`A→B`), and the noise of each run: the `--repeat`
+//! spread (`Repeat::spread`, (max - min) / median of the runs' ops/s), or "n/a" for a
+//! single run.
 //!
 //! **The flag rule.** A cell's change in ops/s is flagged when `|B/A - 1|` exceeds its
 //! bound: the larger of `--threshold` (10% by default) and the noise of the two runs, half
 //! of each run's spread added (each median is known to about ± half its spread). A cell
-//! whose pages read plus written per operation change by more than the threshold (and by
-//! at least 0.01 page) is flagged too: I/O counts hardly vary between runs, so a change in
-//! them is a change in the engine, whatever the wall time says. Flags: `SLOWER`,
-//! `faster`, `more-io`, `less-io`.
+//! whose pages read, or pages written, per operation change by more than the threshold
+//! (and by at least 0.01 page) is flagged too: I/O counts hardly vary between runs, so a
+//! change in them is a change in the engine, whatever the wall time says. Flags: `SLOWER`,
+//! `faster`, `more-reads`, `fewer-reads`, `more-writes`, `fewer-writes`.
 
 use crate::report::{Record, Results};
 use serde::{Deserialize, Serialize};
@@ -29,9 +30,7 @@ pub struct CellChange {
     pub b_ops_per_sec: f64,
     /// B / A of ops/s (`None` when A measured 0).
     pub ratio: Option<f64>,
-    /// Pages read + written per operation, in A and in B.
-    pub a_io_per_op: f64,
-    pub b_io_per_op: f64,
+    /// Pages read, and written, per operation in A and in B.
     pub a_reads_per_op: f64,
     pub b_reads_per_op: f64,
     pub a_writes_per_op: f64,
@@ -41,7 +40,8 @@ pub struct CellChange {
     pub b_spread: Option<f64>,
     /// The change in ops/s beyond which the cell is flagged (the module doc's rule).
     pub bound: f64,
-    /// `SLOWER`, `faster`, `more-io`, `less-io`; empty when the cell is within its bound.
+    /// `SLOWER`, `faster`, `more-reads`, `fewer-reads`, `more-writes`, `fewer-writes`;
+    /// empty when the cell is within its bounds.
     pub flags: Vec<String>,
 }
 
@@ -60,10 +60,6 @@ impl Comparison {
     pub fn flagged(&self) -> impl Iterator<Item = &CellChange> {
         self.cells.iter().filter(|c| !c.flags.is_empty())
     }
-}
-
-fn io(r: &Record) -> f64 {
-    r.reads_per_op + r.writes_per_op
 }
 
 /// Compare every cell of `b` with the same cell of `a`; `threshold` is a fraction (0.1).
@@ -93,10 +89,15 @@ pub fn compare(a: &Results, b: &Results, threshold: f64) -> Comparison {
                 flags.push("SLOWER".to_string());
             }
         }
-        let (ia, ib) = (io(ra), io(rb));
-        let dio = ib - ia;
-        if dio.abs() >= IO_FLOOR && dio.abs() > threshold * ia.max(ib) {
-            flags.push(if dio > 0.0 { "more-io" } else { "less-io" }.to_string());
+        for (what, ia, ib) in [
+            ("reads", ra.reads_per_op, rb.reads_per_op),
+            ("writes", ra.writes_per_op, rb.writes_per_op),
+        ] {
+            let d = ib - ia;
+            if d.abs() >= IO_FLOOR && d.abs() > threshold * ia.max(ib) {
+                let more = if d > 0.0 { "more" } else { "fewer" };
+                flags.push(format!("{more}-{what}"));
+            }
         }
         cells.push(CellChange {
             engine: rb.engine.clone(),
@@ -104,8 +105,6 @@ pub fn compare(a: &Results, b: &Results, threshold: f64) -> Comparison {
             a_ops_per_sec: ra.ops_per_sec,
             b_ops_per_sec: rb.ops_per_sec,
             ratio,
-            a_io_per_op: ia,
-            b_io_per_op: ib,
             a_reads_per_op: ra.reads_per_op,
             b_reads_per_op: rb.reads_per_op,
             a_writes_per_op: ra.writes_per_op,
@@ -155,8 +154,8 @@ pub fn format(c: &Comparison, a_name: &str, b_name: &str) -> String {
         "change",
         "A noise",
         "B noise",
-        "A rd+wr/op",
-        "B rd+wr/op",
+        "reads/op A→B",
+        "writes/op A→B",
         "flag",
     ];
     let rows: Vec<Vec<String>> = c
@@ -172,16 +171,17 @@ pub fn format(c: &Comparison, a_name: &str, b_name: &str) -> String {
                 change(x.ratio),
                 noise(x.a_spread),
                 noise(x.b_spread),
-                format!("{:.3}", x.a_io_per_op),
-                format!("{:.3}", x.b_io_per_op),
+                format!("{:.3}→{:.3}", x.a_reads_per_op, x.b_reads_per_op),
+                format!("{:.3}→{:.3}", x.a_writes_per_op, x.b_writes_per_op),
                 x.flags.join(","),
             ]
         })
         .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    let len = |s: &str| s.chars().count();
+    let mut widths: Vec<usize> = header.iter().map(|h| len(h)).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.len());
+            *w = (*w).max(len(cell));
         }
     }
     let line = |cells: &[String]| {
@@ -223,7 +223,7 @@ pub fn format(c: &Comparison, a_name: &str, b_name: &str) -> String {
         out,
         "{flagged} of {} cells changed beyond their bound ({slower} slower); bound: the larger of \
          the threshold {:.0}% and the runs' noise (half of each --repeat spread); I/O flags: \
-         rd+wr/op changed by more than the threshold",
+         reads/op or writes/op changed by more than the threshold",
         c.cells.len(),
         c.threshold * 100.0
     );
@@ -296,7 +296,7 @@ mod tests {
             cell("btree", "o-search", 1050.0, 2.0), // +5%: within 10%
             cell("btree", "o-insert", 700.0, 2.0),  // -30%
             noisy,                                  // -20%, noise ±25%
-            cell("lsm", "o-insert", 1000.0, 3.0),   // same speed, 50% more I/O
+            cell("lsm", "o-insert", 1000.0, 3.0),   // same speed, 50% more reads
             cell("fdtree", "tpcc", 1.0, 1.0),
         ]);
         let c = compare(&a, &b, 0.10);
@@ -311,7 +311,7 @@ mod tests {
                 ("btree/o-search".to_string(), vec![]),
                 ("btree/o-insert".to_string(), vec!["SLOWER".to_string()]),
                 ("lsm/o-search".to_string(), vec![]),
-                ("lsm/o-insert".to_string(), vec!["more-io".to_string()]),
+                ("lsm/o-insert".to_string(), vec!["more-reads".to_string()]),
             ]
         );
         assert_eq!(c.only_in_a, vec!["pio/tpcc".to_string()]);

@@ -479,16 +479,21 @@ pub fn comparison(c: &Comparison, names: &(String, String)) -> String {
         "<h2>Compared with a baseline</h2><p>A: <code>{}</code>, B (this run): <code>{}</code>. \
          A cell is flagged when ops/s changed by more than the larger of {:.0}% and the runs' \
          noise (half of each <code>--repeat</code> spread; n/a for a single run), or pages \
-         read+written per operation by more than {:.0}%.</p>\n<table><tr><th>engine</th>\
+         read, or written, per operation by more than {:.0}%.</p>\n<table><tr><th>engine</th>\
          <th>workload</th><th>A ops/s</th><th>B ops/s</th><th>B/A</th><th>change</th>\
-         <th>A noise</th><th>B noise</th><th>A rd+wr/op</th><th>B rd+wr/op</th><th>flag</th></tr>\n",
+         <th>A noise</th><th>B noise</th><th>reads/op A&rarr;B</th><th>writes/op A&rarr;B</th>\
+         <th>flag</th></tr>\n",
         esc(&names.0),
         esc(&names.1),
         c.threshold * 100.0,
         c.threshold * 100.0
     );
     for x in &c.cells {
-        let style = if x.flags.iter().any(|f| f == "SLOWER" || f == "more-io") {
+        let style = if x
+            .flags
+            .iter()
+            .any(|f| f == "SLOWER" || f.starts_with("more-"))
+        {
             " style=\"background:#fdd\""
         } else if x.flags.is_empty() {
             ""
@@ -498,7 +503,7 @@ pub fn comparison(c: &Comparison, names: &(String, String)) -> String {
         let _ = writeln!(
             h,
             "<tr{style}><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td></tr>",
+             <td>{}</td><td>{}</td><td>{:.3}&rarr;{:.3}</td><td>{:.3}&rarr;{:.3}</td><td>{}</td></tr>",
             esc(&x.engine),
             esc(&x.workload),
             x.a_ops_per_sec,
@@ -507,8 +512,10 @@ pub fn comparison(c: &Comparison, names: &(String, String)) -> String {
             compare::change(x.ratio),
             compare::noise(x.a_spread),
             compare::noise(x.b_spread),
-            x.a_io_per_op,
-            x.b_io_per_op,
+            x.a_reads_per_op,
+            x.b_reads_per_op,
+            x.a_writes_per_op,
+            x.b_writes_per_op,
             esc(&x.flags.join(", "))
         );
     }

@@ -51,7 +51,7 @@ enum Cmd {
     /// Render report.html again from a results.json (e.g. one written by an older build);
     /// given a second results.json, add a section comparing the two (`flashix compare`).
     Report(ReportArgs),
-    /// Two runs' results.json side by side: per cell ops/s, B/A, pages read+written per
+    /// Two runs' results.json side by side: per cell ops/s, B/A, pages read and written per
     /// operation and the --repeat noise of each; flags the cells that changed beyond the
     /// noise or the threshold.
     Compare(CompareArgs),
@@ -96,7 +96,7 @@ struct CompareArgs {
     a: PathBuf,
     /// The run compared with it.
     b: PathBuf,
-    /// Least change in ops/s (and in pages read+written per operation) that is flagged,
+    /// Least change in ops/s (and in pages read, or written, per operation) that is flagged,
     /// as a percentage (10%) or a fraction (0.1); a noisier cell needs more.
     #[arg(long, default_value = "10%")]
     threshold: String,
