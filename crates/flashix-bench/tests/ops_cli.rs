@@ -131,6 +131,8 @@ fn dump_and_load_move_an_index_to_another_engine() {
     let dump = flashix(&["dump", p(&src)]);
     assert!(dump.status.success(), "{}", text(&dump.stderr));
     assert_eq!(text(&dump.stdout), want);
+    // stderr is not a terminal here: no progress bar is drawn on it.
+    assert_eq!(text(&dump.stderr), "");
 
     for (binary, engine) in [(false, "btree"), (true, "pio")] {
         let input = if binary {
