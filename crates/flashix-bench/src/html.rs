@@ -9,7 +9,11 @@
 //! - `limit`: throughput as a share of the device's limit;
 //! - `insert-latency`: mean latency per interval over the measured phase of the workloads
 //!   that insert (the FD-tree paper's Fig. 6 and 7), one line per engine.
+//!
+//! Given a baseline run (`flashix report A.json B.json`), a section before the result table
+//! compares B with A cell by cell ([`crate::compare`]), flagged cells highlighted.
 
+use crate::compare::{self, Comparison};
 use crate::report::{Record, Results};
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
@@ -468,8 +472,73 @@ fn table(res: &Results) -> String {
     t
 }
 
+/// The section comparing this run (B) with a baseline (A): `flashix compare`'s table, the
+/// flagged cells highlighted.
+pub fn comparison(c: &Comparison, names: &(String, String)) -> String {
+    let mut h = format!(
+        "<h2>Compared with a baseline</h2><p>A: <code>{}</code>, B (this run): <code>{}</code>. \
+         A cell is flagged when ops/s changed by more than the larger of {:.0}% and the runs' \
+         noise (half of each <code>--repeat</code> spread; n/a for a single run), or pages \
+         read, or written, per operation by more than {:.0}%.</p>\n<table><tr><th>engine</th>\
+         <th>workload</th><th>A ops/s</th><th>B ops/s</th><th>B/A</th><th>change</th>\
+         <th>A noise</th><th>B noise</th><th>reads/op A&rarr;B</th><th>writes/op A&rarr;B</th>\
+         <th>flag</th></tr>\n",
+        esc(&names.0),
+        esc(&names.1),
+        c.threshold * 100.0,
+        c.threshold * 100.0
+    );
+    for x in &c.cells {
+        let style = if x
+            .flags
+            .iter()
+            .any(|f| f == "SLOWER" || f.starts_with("more-"))
+        {
+            " style=\"background:#fdd\""
+        } else if x.flags.is_empty() {
+            ""
+        } else {
+            " style=\"background:#dfd\""
+        };
+        let _ = writeln!(
+            h,
+            "<tr{style}><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{:.3}&rarr;{:.3}</td><td>{:.3}&rarr;{:.3}</td><td>{}</td></tr>",
+            esc(&x.engine),
+            esc(&x.workload),
+            x.a_ops_per_sec,
+            x.b_ops_per_sec,
+            x.ratio.map_or("-".to_string(), |r| format!("{r:.3}")),
+            compare::change(x.ratio),
+            compare::noise(x.a_spread),
+            compare::noise(x.b_spread),
+            x.a_reads_per_op,
+            x.b_reads_per_op,
+            x.a_writes_per_op,
+            x.b_writes_per_op,
+            esc(&x.flags.join(", "))
+        );
+    }
+    h.push_str("</table>\n");
+    for (side, cells) in [("A", &c.only_in_a), ("B", &c.only_in_b)] {
+        if !cells.is_empty() {
+            let _ = writeln!(h, "<p>Only in {side}: {}</p>", esc(&cells.join(", ")));
+        }
+    }
+    h
+}
+
 /// The whole page.
 pub fn render(res: &Results) -> String {
+    render_with(res, None)
+}
+
+/// The page of `res` with a section comparing it with a baseline run.
+pub fn render_compared(res: &Results, c: &Comparison, names: &(String, String)) -> String {
+    render_with(res, Some(comparison(c, names)))
+}
+
+fn render_with(res: &Results, compared: Option<String>) -> String {
     let o = &res.options;
     let p = &res.device_profile;
     let mut h = String::new();
@@ -538,6 +607,9 @@ pub fn render(res: &Results) -> String {
     for c in charts(res) {
         h.push_str(&c);
     }
+    if let Some(c) = compared {
+        h.push_str(&c);
+    }
     h.push_str("<h2>Results</h2>\n");
     h.push_str(&table(res));
     let _ = writeln!(
@@ -553,6 +625,18 @@ pub fn render(res: &Results) -> String {
 /// Write `report.html`.
 pub fn save(res: &Results, path: &Path) -> Result<()> {
     std::fs::write(path, render(res)).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Write `report.html` with the comparison section (`names`: the baseline's and this
+/// run's results files).
+pub fn save_compared(
+    res: &Results,
+    c: &Comparison,
+    names: &(String, String),
+    path: &Path,
+) -> Result<()> {
+    std::fs::write(path, render_compared(res, c, names))
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@
 //! - [`repro`]: the d-IPL paper's experiments on the NAND simulator (`flashix repro dipl`);
 //! - [`report`]: result records, percentiles, device limits, the terminal table and
 //!   `results.json`;
+//! - [`compare`]: two runs' results side by side (`flashix compare`);
+//! - [`ops`]: operating an index: `flashix check`, `stats`, `dump` and `load`;
 //! - [`html`]: the self-contained `report.html` with inline SVG charts;
 //! - [`target`]: the trait every engine and peer runs the workloads through;
 //! - [`peers`]: RocksDB, fjall, redb and LMDB behind cargo features;
@@ -17,10 +19,12 @@
 
 pub mod bulk_model;
 pub mod cgroup;
+pub mod compare;
 pub mod html;
 pub mod mobench;
 pub mod mobject_workload;
 pub mod model;
+pub mod ops;
 pub mod peers;
 pub mod pio_model;
 pub mod probe;

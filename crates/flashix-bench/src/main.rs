@@ -1,5 +1,6 @@
 //! The `flashix` command: `flashix probe` measures the device, `flashix bench` runs
-//! workloads against engines (DESIGN.md, Benchmarks).
+//! workloads against engines (DESIGN.md, Benchmarks), `flashix compare` sets two runs side
+//! by side, and `flashix check / stats / dump / load` operate an index.
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -17,7 +18,8 @@ use std::process::ExitCode;
 #[command(
     name = "flashix",
     version,
-    about = "flashix device probe and benchmarks"
+    about = "flashix device probe and benchmarks, and tools to operate an index",
+    after_help = OPS_HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -46,17 +48,89 @@ enum Cmd {
     /// Reproduce a paper's experiments: `flashix repro dipl|bulk --out DIR`.
     #[command(subcommand)]
     Repro(flashix_bench::repro::Repro),
-    /// Render report.html again from a results.json (e.g. one written by an older build).
+    /// Render report.html again from a results.json (e.g. one written by an older build);
+    /// given a second results.json, add a section comparing the two (`flashix compare`).
     Report(ReportArgs),
+    /// Two runs' results.json side by side: per cell ops/s, B/A, pages read and written per
+    /// operation and the --repeat noise of each; flags the cells that changed beyond the
+    /// noise or the threshold.
+    Compare(CompareArgs),
+    /// Verify an index without changing it: recovery (in memory), the checksum and page id
+    /// of every allocated page, the engine's invariants, a full scan. Exit status 0 only
+    /// when clean.
+    Check(flashix_bench::ops::CheckArgs),
+    /// An index's engine, options, sizes, space use, memory budget and counters (read-only).
+    Stats(flashix_bench::ops::StatsArgs),
+    /// Every entry, ascending, to standard output: `key value` lines, or --binary.
+    Dump(flashix_bench::ops::DumpArgs),
+    /// Standard input (a dump, text or binary) into a NEW index of any engine.
+    #[command(after_long_help = LOAD_HELP)]
+    Load(flashix_bench::ops::LoadArgs),
+}
+
+/// The closing help of `flashix`: the commands that operate an index.
+const OPS_HELP: &str = "\
+OPERATING AN INDEX (none of check, stats, dump changes anything in DIR; an index that
+was not closed cleanly is recovered in memory)
+  flashix check DIR            verify; exit 0 only when clean
+  flashix stats DIR [--json]   engine, options, entries, pages live/allocated, memory
+  flashix dump DIR [--binary] > FILE
+  flashix load NEW --engine NAME [--binary] [engine options] < FILE
+  flashix dump OLD | flashix load NEW --engine lsm     (migrate between engines)
+  flashix compare A/results.json B/results.json [--threshold 10%]";
+
+/// The long help of `flashix load`: the input forms.
+const LOAD_HELP: &str = "\
+INPUT
+  text    one `key value` line per entry, decimal u64 (what `flashix dump` writes);
+          blank lines are skipped; a malformed line stops the load with its number
+  binary  \"FLASHIXD\", u32 version 1, u32 0, then key,value u64 pairs, then u64 count
+          and u32 crc32c of the pairs; all little-endian (`flashix dump --binary`)
+  The form is detected by the magic. Input whose keys ascend (a dump's) goes in by
+  bulk_insert in batches of 65,536; from the first key that does not, one insert at a
+  time (the last value of a repeated key wins). On any error the new index is removed.";
+
+#[derive(clap::Args)]
+struct CompareArgs {
+    /// The baseline run's results.json.
+    a: PathBuf,
+    /// The run compared with it.
+    b: PathBuf,
+    /// Least change in ops/s (and in pages read, or written, per operation) that is flagged,
+    /// as a percentage (10%) or a fraction (0.1); a noisier cell needs more.
+    #[arg(long, default_value = "10%")]
+    threshold: String,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A percentage (`10%`) or a fraction (`0.1`).
+fn parse_fraction(s: &str) -> Result<f64> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .with_context(|| format!("{s:?} is not a percentage or a fraction"))?;
+    if !(v.is_finite() && v >= 0.0) {
+        anyhow::bail!("{s:?} must be a non-negative percentage");
+    }
+    Ok(v)
 }
 
 #[derive(clap::Args)]
 struct ReportArgs {
-    /// The results of a `flashix bench` run.
-    results: PathBuf,
-    /// Where to write the page [default: report.html beside RESULTS].
+    /// The results of a `flashix bench` run; given two (A B), the page shows B with a
+    /// section comparing it with A (as `flashix compare A B`).
+    #[arg(num_args = 1..=2, required = true, value_name = "RESULTS")]
+    results: Vec<PathBuf>,
+    /// Where to write the page [default: report.html beside the (last) RESULTS].
     #[arg(long)]
     out: Option<PathBuf>,
+    /// With two runs: the threshold of `flashix compare`.
+    #[arg(long, default_value = "10%")]
+    threshold: String,
 }
 
 #[derive(clap::Args)]
@@ -410,8 +484,38 @@ fn save_profile(p: &probe::DeviceProfile, out: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-fn run(cli: Cli) -> Result<()> {
+fn run(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
+        Cmd::Check(a) => flashix_bench::ops::check_cmd(&a),
+        cmd => run_other(cmd).map(|()| ExitCode::SUCCESS),
+    }
+}
+
+fn run_other(cmd: Cmd) -> Result<()> {
+    match cmd {
+        Cmd::Check(_) => Ok(()),
+        Cmd::Stats(a) => flashix_bench::ops::stats_cmd(&a),
+        Cmd::Dump(a) => flashix_bench::ops::dump_cmd(&a),
+        Cmd::Load(a) => flashix_bench::ops::load_cmd(&a),
+        Cmd::Compare(a) => {
+            let threshold = parse_fraction(&a.threshold).context("--threshold")?;
+            let ra = flashix_bench::report::Results::load(&a.a)?;
+            let rb = flashix_bench::report::Results::load(&a.b)?;
+            let c = flashix_bench::compare::compare(&ra, &rb, threshold);
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&c)?);
+            } else {
+                print!(
+                    "{}",
+                    flashix_bench::compare::format(
+                        &c,
+                        &a.a.display().to_string(),
+                        &a.b.display().to_string()
+                    )
+                );
+            }
+            Ok(())
+        }
         Cmd::Probe(a) => probe_cmd(&a),
         Cmd::Bench(a) => {
             if let Some(mo) = a.moving_objects()? {
@@ -427,11 +531,23 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Sim(a) => flashix_bench::sim_cmd::run(&a).map(|_| ()),
         Cmd::Repro(r) => flashix_bench::repro::run(&r),
         Cmd::Report(a) => {
-            let res = flashix_bench::report::Results::load(&a.results)?;
-            let out = a
-                .out
-                .unwrap_or_else(|| a.results.with_file_name("report.html"));
-            flashix_bench::html::save(&res, &out)?;
+            let (base, run) = match a.results.as_slice() {
+                [run] => (None, run),
+                [base, run] => (Some(base), run),
+                _ => anyhow::bail!("report: give one or two results.json"),
+            };
+            let res = flashix_bench::report::Results::load(run)?;
+            let out = a.out.unwrap_or_else(|| run.with_file_name("report.html"));
+            match base {
+                Some(base) => {
+                    let threshold = parse_fraction(&a.threshold).context("--threshold")?;
+                    let base_res = flashix_bench::report::Results::load(base)?;
+                    let c = flashix_bench::compare::compare(&base_res, &res, threshold);
+                    let names = (base.display().to_string(), run.display().to_string());
+                    flashix_bench::html::save_compared(&res, &c, &names, &out)?;
+                }
+                None => flashix_bench::html::save(&res, &out)?,
+            }
             println!("report: {}", out.display());
             Ok(())
         }
@@ -441,7 +557,7 @@ fn run(cli: Cli) -> Result<()> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE

@@ -4,7 +4,7 @@ use crate::batch::Batch;
 use crate::durable::{Manifest, MANIFEST};
 use crate::engine;
 use crate::error::{Error, Result};
-use crate::io::{Device, DirVfs, FileDevice, MemDevice, Storage, Vfs};
+use crate::io::{Device, DirVfs, FileDevice, MemDevice, OverlayDevice, OverlayVfs, Storage, Vfs};
 use crate::kit::api::{Engine, RangeCursor};
 use crate::options::{record, DeviceSpec, Options};
 use crate::sim::SimSsd;
@@ -66,6 +66,41 @@ impl Db {
     /// Open the index in `dir`; engine and options come from its manifest.
     pub fn open(dir: impl AsRef<Path>) -> Result<Db> {
         Db::open_inner(dir.as_ref(), |o| o)
+    }
+
+    /// Open the index in `dir` without changing anything on disk: for inspecting, checking
+    /// and exporting an index (`flashix check`, `stats`, `dump`).
+    ///
+    /// The files are opened read-only beneath a copy-on-write overlay in memory
+    /// ([`crate::io::OverlayDevice`], [`crate::io::OverlayVfs`]): the engine's open runs
+    /// unchanged, so an index that was not closed cleanly is recovered (its WAL replayed,
+    /// torn pages restored) and reads give exactly what [`Db::open`] would, but what
+    /// recovery writes, and anything written through the returned `Db` (which accepts
+    /// writes), stays in memory and is gone when it is dropped. Nothing is created,
+    /// truncated, renamed or written in `dir`; the overlay's memory grows with what is
+    /// written through it.
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Db> {
+        Ok(Db::open_read_only_view(dir.as_ref())?.0)
+    }
+
+    /// [`Db::open_read_only`], with a handle on the device the engine sees (after its
+    /// recovery) when it holds the engine's pages in the page envelope (`crate::page`):
+    /// `None` for an engine on raw NAND, whose pages have their own format.
+    pub(crate) fn open_read_only_view(dir: &Path) -> Result<(Db, Option<OverlayDevice>)> {
+        if !dir.is_dir() {
+            return Err(Error::NotFound(dir.to_path_buf()));
+        }
+        let base: Arc<dyn Vfs> = Arc::new(DirVfs::read_only(dir));
+        if !base.exists(MANIFEST)? {
+            return Err(Error::NotAnIndex(dir.to_path_buf()));
+        }
+        let vfs: Arc<dyn Vfs> = Arc::new(OverlayVfs::new(base));
+        let manifest = Manifest::load(&*vfs)?;
+        let opts = record::decode(&manifest.options, manifest.format_version)?;
+        engine::validate(&opts)?;
+        let (device, view) = read_only_device(dir, &opts)?;
+        let db = Db::from_engine(engine::open(Storage { device, vfs }, manifest, opts)?)?;
+        Ok((db, view))
     }
 
     /// Open the index in `dir` with a buffer pool of `bytes` instead of the one in its
@@ -376,6 +411,50 @@ fn merge_ranges(what: &str, ranges: &[(u64, u64)]) -> Result<Vec<(u64, u64)>> {
         }
     }
     Ok(merged)
+}
+
+/// The device of the index in `dir` (options `opts`) opened read-only beneath an
+/// [`OverlayDevice`], and a handle on the device that holds the engine's pages in the page
+/// envelope (`None` on raw NAND): see [`Db::open_read_only`].
+pub(crate) fn read_only_device(
+    dir: &Path,
+    opts: &Options,
+) -> Result<(Box<dyn Device>, Option<OverlayDevice>)> {
+    let ps = opts.page_size;
+    Ok(match &opts.device {
+        DeviceSpec::File { .. } => {
+            let dev = OverlayDevice::new(Box::new(FileDevice::open_read_only(
+                &dir.join(DATA_FILE),
+                ps,
+            )?));
+            (Box::new(dev.clone()), Some(dev))
+        }
+        DeviceSpec::Memory => {
+            return Err(Error::Unsupported(format!(
+                "the index in {} was created on a memory device, whose pages did not survive",
+                dir.display()
+            )))
+        }
+        // Opening a simulated SSD rebuilds its mapping from the flash (and may write to
+        // it): an overlay on the flash below it, and one above it for the view.
+        DeviceSpec::SimulatedSsd(cfg) => {
+            cfg.validate(ps)?;
+            let nand = OverlayDevice::new(Box::new(FileDevice::open_read_only(
+                &dir.join(NAND_FILE),
+                cfg.nand.page_bytes,
+            )?));
+            let dev = OverlayDevice::new(Box::new(SimSsd::open(Box::new(nand), cfg, ps)?));
+            (Box::new(dev.clone()), Some(dev))
+        }
+        DeviceSpec::RawNand(cfg) => {
+            cfg.validate()?;
+            let dev = OverlayDevice::new(Box::new(FileDevice::open_read_only(
+                &dir.join(NAND_FILE),
+                cfg.page_bytes,
+            )?));
+            (Box::new(dev), None)
+        }
+    })
 }
 
 fn device_for(

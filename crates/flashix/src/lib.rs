@@ -27,6 +27,7 @@
 
 mod batch;
 mod buffer;
+pub mod check;
 pub mod cost;
 mod db;
 mod durable;

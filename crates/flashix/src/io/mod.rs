@@ -17,6 +17,7 @@ pub mod alloc;
 pub mod fault;
 mod file;
 mod mem;
+mod overlay;
 pub mod psync;
 mod vfs;
 
@@ -25,6 +26,7 @@ pub use alloc::{Extent, ExtentAllocator};
 pub use fault::{FailSpec, FaultPlan, Faults, FaultyDevice, FaultyVfs, OpKind};
 pub use file::FileDevice;
 pub use mem::MemDevice;
+pub use overlay::{OverlayDevice, OverlayVfs};
 pub use vfs::{DirVfs, MemVfs, Vfs};
 
 use crate::error::{Error, Result};

@@ -129,6 +129,7 @@ impl Vfs for MemVfs {
 pub struct DirVfs {
     dir: PathBuf,
     handles: Mutex<HashMap<String, File>>,
+    writable: bool,
 }
 
 impl DirVfs {
@@ -137,7 +138,32 @@ impl DirVfs {
         DirVfs {
             dir: dir.into(),
             handles: Mutex::new(HashMap::new()),
+            writable: true,
         }
+    }
+
+    /// The directory `dir` for reading only: files are opened read-only and every change
+    /// (create, append, truncate, sync, rename, remove, sync_dir) is an error. The base of
+    /// a read-only index (`crate::io::OverlayVfs`, `Db::open_read_only`).
+    pub fn read_only(dir: impl Into<PathBuf>) -> Self {
+        DirVfs {
+            writable: false,
+            ..DirVfs::new(dir)
+        }
+    }
+
+    /// An error for a change asked of a read-only directory.
+    fn check_writable(&self, what: &str, name: &str) -> Result<()> {
+        if self.writable {
+            return Ok(());
+        }
+        Err(Error::io(
+            format!("{what} {}", self.dir.join(name).display()),
+            std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "the directory was opened read-only",
+            ),
+        ))
     }
 
     /// The directory's path.
@@ -159,7 +185,7 @@ impl DirVfs {
         if !handles.contains_key(name) {
             let file = OpenOptions::new()
                 .read(true)
-                .write(true)
+                .write(self.writable)
                 .open(self.dir.join(name))
                 .map_err(|e| Error::io(format!("opening {}", self.dir.join(name).display()), e))?;
             handles.insert(name.to_string(), file);
@@ -171,6 +197,7 @@ impl DirVfs {
 
 impl Vfs for DirVfs {
     fn create(&self, name: &str) -> Result<()> {
+        self.check_writable("creating", name)?;
         let path = self.dir.join(name);
         let file = OpenOptions::new()
             .read(true)
@@ -183,6 +210,7 @@ impl Vfs for DirVfs {
         Ok(())
     }
     fn append(&self, name: &str, data: &[u8]) -> Result<()> {
+        self.check_writable("appending to", name)?;
         self.with_file(name, "appending to", |f| {
             f.seek(SeekFrom::End(0))?;
             f.write_all(data)
@@ -200,12 +228,15 @@ impl Vfs for DirVfs {
         self.with_file(name, "reading the length of", |f| Ok(f.metadata()?.len()))
     }
     fn truncate(&self, name: &str, len: u64) -> Result<()> {
+        self.check_writable("truncating", name)?;
         self.with_file(name, "truncating", |f| f.set_len(len))
     }
     fn sync(&self, name: &str) -> Result<()> {
+        self.check_writable("syncing", name)?;
         self.with_file(name, "syncing", |f| f.sync_data())
     }
     fn rename(&self, from: &str, to: &str) -> Result<()> {
+        self.check_writable("renaming", from)?;
         let mut handles = self.lock();
         std::fs::rename(self.dir.join(from), self.dir.join(to)).map_err(|e| {
             Error::io(
@@ -220,6 +251,7 @@ impl Vfs for DirVfs {
         Ok(())
     }
     fn remove(&self, name: &str) -> Result<()> {
+        self.check_writable("removing", name)?;
         self.lock().remove(name);
         let path = self.dir.join(name);
         std::fs::remove_file(&path)
@@ -243,6 +275,7 @@ impl Vfs for DirVfs {
         Ok(names)
     }
     fn sync_dir(&self) -> Result<()> {
+        self.check_writable("syncing", ".")?;
         let d = File::open(&self.dir)
             .map_err(|e| Error::io(format!("opening directory {}", self.dir.display()), e))?;
         d.sync_all()

@@ -202,8 +202,25 @@ impl FileDevice {
         direct_io: bool,
         try_io_uring: bool,
     ) -> Result<Self> {
+        Self::open_mode(path, page_size, direct_io, try_io_uring, true)
+    }
+
+    /// Open the existing file at `path` for reading only (buffered `pread`): every write,
+    /// trim or sync fails with an error from the file system. The base of a read-only index
+    /// (`crate::io::OverlayDevice`, `Db::open_read_only`); a missing file is an error.
+    pub fn open_read_only(path: &Path, page_size: usize) -> Result<Self> {
+        Self::open_mode(path, page_size, false, false, false)
+    }
+
+    fn open_mode(
+        path: &Path,
+        page_size: usize,
+        direct_io: bool,
+        try_io_uring: bool,
+        writable: bool,
+    ) -> Result<Self> {
         check_page_size(page_size)?;
-        let files = open_files(path, page_size, direct_io)?;
+        let files = open_files(path, page_size, direct_io, writable)?;
         let ring = if try_io_uring {
             IoUring::new(RING_ENTRIES).ok()
         } else {
@@ -429,9 +446,12 @@ fn ensure_len(buf: &mut AlignedBuf, len: usize) {
     }
 }
 
-fn open_file(path: &Path, direct: bool) -> io::Result<File> {
+fn open_file(path: &Path, direct: bool, writable: bool) -> io::Result<File> {
     let mut o = OpenOptions::new();
-    o.read(true).write(true).create(true);
+    o.read(true);
+    if writable {
+        o.write(true).create(true);
+    }
     if direct {
         o.custom_flags(libc::O_DIRECT);
     }
@@ -439,7 +459,7 @@ fn open_file(path: &Path, direct: bool) -> io::Result<File> {
 }
 
 /// Open the data file, with `O_DIRECT` when asked for and usable for `page_size`.
-fn open_files(path: &Path, page_size: usize, direct_io: bool) -> Result<Files> {
+fn open_files(path: &Path, page_size: usize, direct_io: bool, writable: bool) -> Result<Files> {
     let ctx = || format!("opening {}", path.display());
     let buffered = |file: File| Files {
         file,
@@ -451,14 +471,14 @@ fn open_files(path: &Path, page_size: usize, direct_io: bool) -> Result<Files> {
     };
     if !direct_io {
         return Ok(buffered(
-            open_file(path, false).map_err(|e| Error::io(ctx(), e))?,
+            open_file(path, false, writable).map_err(|e| Error::io(ctx(), e))?,
         ));
     }
-    let file = match open_file(path, true) {
+    let file = match open_file(path, true, writable) {
         Ok(f) => f,
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
             return Ok(buffered(
-                open_file(path, false).map_err(|e| Error::io(ctx(), e))?,
+                open_file(path, false, writable).map_err(|e| Error::io(ctx(), e))?,
             ));
         }
         Err(e) => return Err(Error::io(ctx(), e)),
@@ -472,10 +492,10 @@ fn open_files(path: &Path, page_size: usize, direct_io: bool) -> Result<Files> {
     if offset_align == 0 || page_size % offset_align != 0 || mem_align % ALIGN != 0 {
         drop(file);
         return Ok(buffered(
-            open_file(path, false).map_err(|e| Error::io(ctx(), e))?,
+            open_file(path, false, writable).map_err(|e| Error::io(ctx(), e))?,
         ));
     }
-    let plain = open_file(path, false).map_err(|e| Error::io(ctx(), e))?;
+    let plain = open_file(path, false, writable).map_err(|e| Error::io(ctx(), e))?;
     Ok(Files {
         file,
         buffered: Some(plain),
