@@ -339,6 +339,16 @@ impl LeafReader {
         self.seq.advance();
     }
 
+    /// The decoded entries not yet taken, from the one `peek` returned.
+    pub fn buffered(&self) -> &[Entry] {
+        self.seq.buffered()
+    }
+
+    /// Take `n` entries of [`LeafReader::buffered`].
+    pub fn consume(&mut self, n: usize) {
+        self.seq.consume(n);
+    }
+
     /// The component's entries (a merge output's size bound).
     pub fn entries(&self) -> u64 {
         self.c.entries

@@ -10,7 +10,7 @@ use super::component::{Component, ComponentWriter, LeafReader, TOMBSTONE};
 use crate::durable::Pager;
 use crate::error::Result;
 use crate::kit::sorted::entry::Entry;
-use crate::kit::sorted::tombs::Tombs;
+use crate::kit::sorted::tombs::{Cover, Tombs};
 
 /// A sorted input stream.
 pub enum Input {
@@ -60,6 +60,48 @@ impl Input {
     }
 }
 
+/// Take the older input's next entry, which sorts before `bound` (before everything for
+/// `None`), and, from a component, every decoded entry after it that also does: written to
+/// `w` unless a newer range tombstone covers it or it is a tombstone the merge drops. The
+/// common step of a merge (the older component is about k times the newer input) without
+/// a peek and a match per entry.
+fn copy_older(
+    pager: &mut Pager,
+    older: &mut Input,
+    bound: Option<u64>,
+    hidden: &mut Cover<'_>,
+    drop_tombstones: bool,
+    w: &mut ComponentWriter,
+) -> Result<()> {
+    let mut keep = |e: &Entry| !(hidden.covers(e.key) || drop_tombstones && e.kind == TOMBSTONE);
+    match older {
+        Input::Memory(it, cur) => {
+            if let Some(e) = cur.take() {
+                *cur = it.next();
+                if keep(&e) {
+                    w.push(pager, e)?;
+                }
+            }
+        }
+        Input::Component(r) => {
+            let mut n = 0;
+            for e in r.buffered() {
+                if bound.is_some_and(|b| e.key >= b) {
+                    break;
+                }
+                n += 1;
+                if keep(e) {
+                    w.push(pager, *e)?;
+                }
+            }
+            // `peek` returned the first buffered entry, which sorts before `bound`.
+            debug_assert!(n > 0, "the older input's peeked entry was not taken");
+            r.consume(n);
+        }
+    }
+    Ok(())
+}
+
 /// What a merge produced.
 pub struct Merged {
     pub component: Option<Component>,
@@ -92,12 +134,16 @@ pub fn merge(
                 newer.advance();
                 x
             }
-            (None, Some(y)) => {
-                older.advance();
-                if hidden.covers(y.key) {
-                    continue;
-                }
-                y
+            (None, Some(_)) => {
+                copy_older(
+                    pager,
+                    &mut older,
+                    None,
+                    &mut hidden,
+                    drop_tombstones,
+                    &mut w,
+                )?;
+                continue;
             }
             (Some(x), Some(y)) => {
                 if x.key <= y.key {
@@ -107,11 +153,15 @@ pub fn merge(
                     }
                     x
                 } else {
-                    older.advance();
-                    if hidden.covers(y.key) {
-                        continue;
-                    }
-                    y
+                    copy_older(
+                        pager,
+                        &mut older,
+                        Some(x.key),
+                        &mut hidden,
+                        drop_tombstones,
+                        &mut w,
+                    )?;
+                    continue;
                 }
             }
         };
