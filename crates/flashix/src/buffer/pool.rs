@@ -14,7 +14,8 @@ use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Device, IoReq, PageId};
 use crate::page;
 use crate::stats::BufferStats;
-use std::collections::{BTreeSet, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeSet;
 
 /// Called before dirty frames are written back.
 pub trait WriteBarrier {
@@ -53,7 +54,9 @@ pub struct BufferPool {
     page_size: usize,
     frames: Vec<Frame>,
     capacity: usize,
-    map: HashMap<PageId, FrameId>,
+    /// Page → frame (Fx hashing: page ids are the engine's own, not adversarial input,
+    /// and SipHash was ~3% of an FD-tree insert profile).
+    map: FxHashMap<PageId, FrameId>,
     /// Pages of the dirty frames, in page order, so that a flush costs the dirty pages,
     /// not the pool.
     dirty: BTreeSet<PageId>,
@@ -83,7 +86,7 @@ impl BufferPool {
             page_size,
             frames: Vec::new(),
             capacity,
-            map: HashMap::with_capacity(capacity),
+            map: FxHashMap::with_capacity_and_hasher(capacity, Default::default()),
             dirty: BTreeSet::new(),
             free: Vec::new(),
             released: Vec::new(),

@@ -36,8 +36,8 @@ use crate::io::{Device, DeviceStats, Extent, ExtentAllocator, PageId, Vfs};
 use crate::kind::EngineKind;
 use crate::page;
 use crate::stats::{BufferStats, Stats, WalStats};
+use rustc_hash::FxHashSet;
 use std::collections::BTreeMap;
-use std::collections::HashSet;
 use std::sync::Arc;
 
 /// The Pager is the [`Store`] of the engines that keep pages on a `Device`.
@@ -85,9 +85,9 @@ pub struct Pager {
     alloc: ExtentAllocator,
     config: PagerConfig,
     /// Checkpoint-image pages whose before-image is in the current WAL.
-    imaged: HashSet<PageId>,
+    imaged: FxHashSet<PageId>,
     /// Pages allocated since the last checkpoint.
-    fresh: HashSet<PageId>,
+    fresh: FxHashSet<PageId>,
 }
 
 impl Pager {
@@ -108,8 +108,8 @@ impl Pager {
             log,
             alloc: ExtentAllocator::new(0),
             config,
-            imaged: HashSet::new(),
-            fresh: HashSet::new(),
+            imaged: FxHashSet::default(),
+            fresh: FxHashSet::default(),
         })
     }
 
@@ -126,7 +126,7 @@ impl Pager {
         let name = wal_name(manifest.generation);
         // Leftovers of an interrupted checkpoint or manifest switch are dropped.
         let (log, records) = Log::recover(vfs, manifest)?;
-        let mut imaged = HashSet::new();
+        let mut imaged = FxHashSet::default();
         let mut ops = Vec::new();
         for rec in records {
             match rec {
@@ -157,7 +157,7 @@ impl Pager {
             alloc,
             config,
             imaged,
-            fresh: HashSet::new(),
+            fresh: FxHashSet::default(),
         };
         Ok((pager, ops))
     }

@@ -218,6 +218,7 @@ impl RunWriter {
         self.extent
     }
 
+    #[inline]
     pub fn push(&mut self, pager: &mut Pager, e: Entry) -> Result<()> {
         if let Some(page) = self.packer.push(e) {
             self.emit(pager, &page)?;

@@ -416,6 +416,7 @@ impl ComponentWriter {
     }
 
     /// Append the next entry (keys strictly increasing).
+    #[inline]
     pub fn push(&mut self, pager: &mut Pager, e: Entry) -> Result<()> {
         if self.last_key.is_some_and(|k| k >= e.key) {
             return Err(corrupt(

@@ -53,6 +53,7 @@ impl Packer {
     }
 
     /// Add `e`; returns a completed page when `e` starts a new one.
+    #[inline]
     pub fn push(&mut self, e: Entry) -> Option<Vec<Entry>> {
         let mut done = None;
         if self.cur.len() >= self.cap {
