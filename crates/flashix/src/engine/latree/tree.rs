@@ -9,7 +9,7 @@ use super::buffer;
 use super::LaTree;
 use crate::error::{Error, Result};
 use crate::io::PageId;
-use crate::kit::bnode::spine::{read_internal, sibling_pair, Path};
+use crate::kit::bnode::spine::{read_internal, sibling_pair, Join, Path, Spine, SpineEvents};
 use crate::kit::bnode::{group_sizes, node};
 use crate::page::{self, DATA_FILE};
 
@@ -276,47 +276,26 @@ impl LaTree {
             let Some((parent, slot)) = path.pop() else {
                 return Ok(());
             };
-            let p = read_internal(&mut self.pager, parent, level + 1)?;
-            if p.entries.is_empty() {
-                return Err(Error::corruption(
-                    DATA_FILE,
-                    Some(parent),
-                    "internal node without separators above an underflowing node",
-                ));
-            }
-            let (left, right, sep_idx) = sibling_pair(p.link, &p.entries, pid, slot);
-            let sibling = if left == pid { right } else { left };
-            let ln = read_internal(&mut self.pager, left, level)?;
-            let rn = read_internal(&mut self.pager, right, level)?;
-            let sib_count = if sibling == left {
-                ln.entries.len()
-            } else {
-                rn.entries.len()
+            let mut ev = SpineEvents::default();
+            let mut spine = Spine {
+                pager: &mut self.pager,
+                root: &mut self.root,
+                height: &mut self.height,
+                cap: self.cap,
             };
-            let mut all = ln.entries;
-            all.push((p.entries[sep_idx].0, rn.link));
-            all.extend(rn.entries);
-            if sib_count > min {
-                let m = all.len() / 2;
-                let (up, up_child) = all[m];
-                self.pager
-                    .write(left, |b| node::init(b, level, ln.link, &all[..m]))?;
-                self.pager
-                    .write(right, |b| node::init(b, level, up_child, &all[m + 1..]))?;
-                self.pager
-                    .write(parent, |b| node::set_key(b, sep_idx, up))?;
-                self.repartition(left, right, up, level)?;
-                self.counters.redistributions += 1;
-                return Ok(());
+            match spine.join_child(parent, level + 1, slot, &mut ev)? {
+                Join::Redistributed { left, right, up } => {
+                    self.repartition(left, right, up, level)?;
+                    self.counters.redistributions += 1;
+                    return Ok(());
+                }
+                Join::Merged { left, right } => {
+                    let l = self.buffers.remove(&left);
+                    let r = self.buffers.remove(&right);
+                    let b = buffer::concat(&mut self.pager, l, r, level)?;
+                    self.put_buffer(left, b);
+                }
             }
-            self.pager
-                .write(left, |b| node::init(b, level, ln.link, &all))?;
-            self.pager.free_page(right);
-            self.pager.write(parent, |b| node::remove_at(b, sep_idx))?;
-            let l = self.buffers.remove(&left);
-            let r = self.buffers.remove(&right);
-            let b = buffer::concat(&mut self.pager, l, r, level)?;
-            self.put_buffer(left, b);
             self.counters.merges += 1;
             pid = parent;
             level += 1;

@@ -9,7 +9,7 @@ use super::PioBTree;
 use crate::error::Result;
 use crate::io::PageId;
 pub(super) use crate::kit::bnode::spine::Path;
-use crate::kit::bnode::spine::{Spine, SpineEvents};
+use crate::kit::bnode::spine::{Join, Spine, SpineEvents};
 
 impl PioBTree {
     /// Descend to the leaf whose fence range holds `key` through the pool.
@@ -73,11 +73,11 @@ impl PioBTree {
         slot: usize,
     ) -> Result<bool> {
         let mut ev = SpineEvents::default();
-        let merged = self
+        let join = self
             .spine()
             .join_child(parent, parent_level, slot, &mut ev)?;
         self.count(ev);
-        Ok(merged)
+        Ok(matches!(join, Join::Merged { .. }))
     }
 
     /// Remove an internal root without separators (one level shorter). Returns whether it

@@ -39,6 +39,20 @@ pub(crate) struct Spine<'a> {
     pub cap: usize,
 }
 
+/// What [`Spine::join_child`] did to the underflowing node and its sibling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Join {
+    /// Separators moved between `left` and `right`; `up` is their new separator in the
+    /// parent.
+    Redistributed {
+        left: PageId,
+        right: PageId,
+        up: u64,
+    },
+    /// `right` was merged into `left` and freed; the parent lost a separator.
+    Merged { left: PageId, right: PageId },
+}
+
 /// An internal node's leftmost child and (separator, child) entries.
 pub(crate) struct Internal {
     pub link: PageId,
@@ -162,7 +176,7 @@ impl Spine<'_> {
             let Some((parent, slot)) = path.pop() else {
                 return Ok(ev);
             };
-            if !self.join_child(parent, level + 1, slot, &mut ev)? {
+            if let Join::Redistributed { .. } = self.join_child(parent, level + 1, slot, &mut ev)? {
                 return Ok(ev);
             }
             pid = parent;
@@ -191,8 +205,8 @@ impl Spine<'_> {
     /// `parent_level` ≥ 2 with at least one separator) with a sibling: redistribution when
     /// the sibling has more than the minimum and the two hold enough for two nodes of at
     /// least `cap / 2` separators (or too many for one node), else a merge into the left
-    /// one, which takes the parent's separator between them. Returns whether it merged
-    /// (the parent lost a separator). The child may be far below the minimum (a range
+    /// one, which takes the parent's separator between them. Returns which (after a merge
+    /// the parent lost a separator). The child may be far below the minimum (a range
     /// delete removed many of its children): a redistribution then leaves both at the
     /// minimum or above, a merge may leave the merged node still below it.
     pub fn join_child(
@@ -201,7 +215,7 @@ impl Spine<'_> {
         parent_level: u32,
         slot: usize,
         ev: &mut SpineEvents,
-    ) -> Result<bool> {
+    ) -> Result<Join> {
         let level = parent_level - 1;
         let min = self.cap / 2;
         let p = self.internal(parent, parent_level)?;
@@ -240,14 +254,14 @@ impl Spine<'_> {
             self.pager
                 .write(parent, |b| node::set_key(b, sep_idx, up))?;
             ev.redistributions += 1;
-            return Ok(false);
+            return Ok(Join::Redistributed { left, right, up });
         }
         self.pager
             .write(left, |b| node::init(b, level, ln.link, &all))?;
         self.pager.free_page(right);
         self.pager.write(parent, |b| node::remove_at(b, sep_idx))?;
         ev.merges += 1;
-        Ok(true)
+        Ok(Join::Merged { left, right })
     }
 }
 
