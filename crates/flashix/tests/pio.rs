@@ -740,3 +740,42 @@ fn range_deletes_keep_the_keys_next_to_their_ends() {
     let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
     assert_eq!(got, model);
 }
+
+#[test]
+fn a_scan_does_not_read_leaves_a_queued_range_tombstone_spans() {
+    let (dev, vfs) = (MemDevice::new(512), MemVfs::new());
+    let o = opts(512, 64, pio(2, 1000, 16, 1000));
+    let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
+    let pairs: Vec<(u64, u64)> = (0..20_000u64).map(|i| (i * 2, i)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    db.close().unwrap();
+    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    // Keys 1,000..=30,000 deleted by one tombstone still in the OPQ, two keys put back.
+    db.delete_range(1_000..=30_000).unwrap();
+    db.insert(20_000, 7).unwrap();
+    db.insert(20_001, 8).unwrap();
+    let leaves = counter(&db, "leaves");
+    let before = db.stats().device.reads;
+    let got: Vec<(u64, u64)> = db.range(0..=40_000).unwrap().map(|r| r.unwrap()).collect();
+    let reads = db.stats().device.reads - before;
+    let mut want: Vec<(u64, u64)> = (0..20_000u64)
+        .map(|i| (i * 2, i))
+        .filter(|(k, _)| !(1_000..=30_000).contains(k))
+        .collect();
+    want.extend([(20_000, 7), (20_001, 8)]);
+    want.sort_unstable();
+    assert!(
+        got == want,
+        "{} entries, {} expected",
+        got.len(),
+        want.len()
+    );
+    // The range spans ~715 leaves (28 records a segment, 2 segments); the ~536 inside the
+    // tombstone are skipped, the rest (and the internal nodes) read.
+    let skipped = counter(&db, "leaves_skipped_by_tombstones");
+    assert!(skipped >= 500, "{skipped} leaves skipped of {leaves}");
+    assert!(
+        reads < 2 * (leaves - skipped) + 40,
+        "{reads} pages read with {skipped} of {leaves} leaves skipped"
+    );
+}

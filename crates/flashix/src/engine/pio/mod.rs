@@ -147,6 +147,7 @@ struct Counters {
     range_deletes: u64,
     range_tombstones_applied: u64,
     leaves_freed_unread: u64,
+    leaves_skipped_by_tombstones: u64,
 }
 
 impl PioOptions {
@@ -649,6 +650,10 @@ impl Engine for PioBTree {
             ("range_tombstones", self.opq.tombs().len() as u64),
             ("range_tombstones_applied", c.range_tombstones_applied),
             ("leaves_freed_unread", c.leaves_freed_unread),
+            (
+                "leaves_skipped_by_tombstones",
+                c.leaves_skipped_by_tombstones,
+            ),
             ("leaf_records_bound", u64::from(self.leaf_records_bound)),
             ("opq_capacity", self.opq.capacity() as u64),
             ("opq_sorts", self.opq.sorts),

@@ -244,13 +244,23 @@ impl PioBTree {
             }
             nodes = children;
         }
-        let runs: Vec<(PageId, u64)> = nodes.iter().map(|n| self.search_run(n.pid)).collect();
-        self.psync_read(&runs)?;
         let covered = nodes.last().and_then(|n| n.hi);
         let end = match covered {
             Some(h) if h <= hi => h.saturating_sub(1),
             _ => hi,
         };
+        // A leaf whose part of the range one OPQ range tombstone spans holds nothing the
+        // scan returns (the tombstone is newer than every record in the tree): not read.
+        let tombs = self.opq.tombs();
+        let before = nodes.len();
+        nodes.retain(|n| {
+            let lo = n.lo.max(next);
+            let top = n.hi.map_or(u64::MAX, |h| h.saturating_sub(1)).min(end);
+            tombs.is_empty() || lo > top || !tombs.spans(lo, top)
+        });
+        self.counters.leaves_skipped_by_tombstones += (before - nodes.len()) as u64;
+        let runs: Vec<(PageId, u64)> = nodes.iter().map(|n| self.search_run(n.pid)).collect();
+        self.psync_read(&runs)?;
         // The leaves are in key order with disjoint fence ranges, so their live entries
         // concatenated are sorted; the OPQ's entries of the range (newer) are merged in
         // with one pass. (A map of every entry cost about 100 ns per entry, which made a
