@@ -88,3 +88,13 @@ impl Error {
         matches!(self, Error::Io { source, .. } if source.raw_os_error() == Some(libc::ENOSPC))
     }
 }
+
+/// The outcome a decoder of damaged bytes may have (`crate::hostile`): a value, or
+/// [`Error::Corruption`]; anything else is the message of a failed property.
+#[cfg(test)]
+pub(crate) fn ok_or_corruption<T>(r: Result<T>) -> std::result::Result<(), String> {
+    match r {
+        Ok(_) | Err(Error::Corruption { .. }) => Ok(()),
+        Err(e) => Err(format!("not a corruption error: {e:?}")),
+    }
+}

@@ -132,7 +132,7 @@ mod tests {
         set_kind(&mut valid, 1);
         seal(9, &mut valid);
         crate::hostile::fuzz_page("page envelope", 9, &valid, |b| {
-            crate::hostile::ok_or_corruption(verify(9, b))
+            crate::error::ok_or_corruption(verify(9, b))
         });
     }
 }

@@ -196,7 +196,7 @@ mod tests {
         let bytes = sample().encode().unwrap();
         crate::hostile::fuzz_stream("manifest", &bytes, |b| match Manifest::decode(b) {
             Err(Error::UnsupportedVersion { .. }) => Ok(()),
-            r => crate::hostile::ok_or_corruption(r),
+            r => crate::error::ok_or_corruption(r),
         });
     }
 }

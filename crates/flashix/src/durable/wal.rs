@@ -528,7 +528,7 @@ mod tests {
                     return Err(format!("valid prefix {} of {} bytes", r.valid_len, b.len()));
                 }
             }
-            crate::hostile::ok_or_corruption(r)
+            crate::error::ok_or_corruption(r)
         });
         let mut batch = Vec::new();
         LogicalOp::Batch(vec![LogicalOp::Insert(1, 2), LogicalOp::DeleteRange(3, 4)])

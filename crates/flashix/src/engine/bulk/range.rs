@@ -356,7 +356,7 @@ mod hostile_tests {
                 page::seal(41, &mut b[512..]);
             }
             let mut out = Vec::new();
-            crate::hostile::ok_or_corruption(decode(10, &e, &b, &mut out))
+            crate::error::ok_or_corruption(decode(10, &e, &b, &mut out))
         });
     }
 }

@@ -290,7 +290,7 @@ mod tests {
     fn hostile_snapshot_streams_decode_or_are_corruption() {
         let stream = encode(&sample());
         crate::hostile::fuzz_stream("NTT snapshot", &stream, |b| {
-            crate::hostile::ok_or_corruption(decode(b))
+            crate::error::ok_or_corruption(decode(b))
         });
     }
 }

@@ -312,7 +312,7 @@ mod hostile_tests {
         entry::init(&mut valid, KIND_RUN, 0, entry::NONE, &es);
         page::seal(21, &mut valid);
         crate::hostile::fuzz_page("FD-tree run page", 21, &valid, |b| {
-            crate::hostile::ok_or_corruption(decode_page(21, b, entry::capacity(512)))
+            crate::error::ok_or_corruption(decode_page(21, b, entry::capacity(512)))
         });
     }
 }

@@ -529,7 +529,7 @@ mod tests {
         entry::init(&mut valid, KIND_LSM_LEAF, 0, 77, &es);
         page::seal(5, &mut valid);
         crate::hostile::fuzz_page("LSM component page", 5, &valid, |b| {
-            crate::hostile::ok_or_corruption(decode(5, b, entry::capacity(512)))
+            crate::error::ok_or_corruption(decode(5, b, entry::capacity(512)))
         });
     }
 }

@@ -364,7 +364,7 @@ mod tests {
         set_record(&mut valid, 1, &del(4));
         page::seal(12, &mut valid);
         crate::hostile::fuzz_page("PIO leaf segment", 12, &valid, |b| {
-            crate::hostile::ok_or_corruption(segment_records(12, b, 0, 1, cap))
+            crate::error::ok_or_corruption(segment_records(12, b, 0, 1, cap))
         });
     }
 }

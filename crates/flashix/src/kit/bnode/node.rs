@@ -201,7 +201,7 @@ mod tests {
         let mut valid = vec![0u8; 512];
         init(&mut valid, 1, 77, &[(1, 10), (5, 11), (9, 12)]);
         crate::hostile::fuzz_page("B+-tree node", 6, &valid, |b| {
-            crate::hostile::ok_or_corruption(check_page(6, b))?;
+            crate::error::ok_or_corruption(check_page(6, b))?;
             if check_page(6, b).is_ok() && matches!(page::kind(b), KIND_LEAF | KIND_INTERNAL) {
                 let _ = entries(b);
                 for k in [0, 5, u64::MAX] {

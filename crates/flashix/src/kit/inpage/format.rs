@@ -384,7 +384,7 @@ mod tests {
             if b.len() >= 4 && b.len() % 2 == 0 {
                 reseal(&mut b);
             }
-            crate::hostile::ok_or_corruption(decode_node(3, &b, 0))
+            crate::error::ok_or_corruption(decode_node(3, &b, 0))
         });
         let mut recs = Vec::new();
         for r in [
@@ -409,7 +409,7 @@ mod tests {
             if b[5] % 2 == 0 {
                 reseal(&mut b);
             }
-            crate::hostile::ok_or_corruption(decode_sector(&b, 0, 1))
+            crate::error::ok_or_corruption(decode_sector(&b, 0, 1))
         });
     }
 }

@@ -373,8 +373,8 @@ mod tests {
         let valid = p.finish(11);
         crate::hostile::fuzz_page("NTT unit page", 11, &valid, |b| {
             let mut out = Vec::new();
-            crate::hostile::ok_or_corruption(collect(b, 11, 4, &mut out))?;
-            crate::hostile::ok_or_corruption(collect_nodes(b, 11, &[3, 4]))
+            crate::error::ok_or_corruption(collect(b, 11, 4, &mut out))?;
+            crate::error::ok_or_corruption(collect_nodes(b, 11, &[3, 4]))
         });
     }
 }

@@ -235,7 +235,7 @@ mod hostile_tests {
             }
             match r {
                 Err(Error::UnsupportedVersion { .. }) => Ok(()),
-                r => crate::hostile::ok_or_corruption(r),
+                r => crate::error::ok_or_corruption(r),
             }
         });
     }
