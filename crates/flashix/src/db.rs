@@ -212,16 +212,33 @@ impl Db {
         self.mutate(|e| e.delete(key))
     }
 
+    /// Run a reading operation. A read may write (a buffer-pool eviction, the FBX-tree's
+    /// log cleaning on a query); one that met a full device ([`Error::is_no_space`]) may
+    /// have stopped half way through such a write, so it poisons the `Db` as a mutating
+    /// operation does.
+    fn read<T>(&mut self, f: impl FnOnce(&mut dyn Engine) -> Result<T>) -> Result<T> {
+        self.usable()?;
+        let r = f(&mut *self.engine);
+        if let Err(e) = &r {
+            self.poison_if_no_space(e);
+        }
+        r
+    }
+
+    fn poison_if_no_space(&mut self, e: &Error) {
+        if e.is_no_space() {
+            self.poisoned = Some(e.to_string());
+        }
+    }
+
     /// The value of `key`.
     pub fn get(&mut self, key: u64) -> Result<Option<u64>> {
-        self.usable()?;
-        self.engine.get(key)
+        self.read(|e| e.get(key))
     }
 
     /// The values of many keys, in the order given (batched by engines that can).
     pub fn get_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
-        self.usable()?;
-        self.engine.get_many(keys)
+        self.read(|e| e.get_many(keys))
     }
 
     /// Entries with keys in `range`, ascending. The iterator reads lazily, a batch at a time.
@@ -260,7 +277,7 @@ impl Db {
         self.usable()?;
         let merged = merge_ranges("range_many", ranges)?;
         let mut out = Vec::new();
-        self.engine.scan_many(&merged, &mut out)?;
+        self.read(|e| e.scan_many(&merged, &mut out))?;
         Ok(out)
     }
 
@@ -377,6 +394,7 @@ impl Iterator for Range<'_> {
             self.pos = 0;
             while self.buf.is_empty() && self.cursor.next.is_some() {
                 if let Err(e) = self.db.engine.scan(&mut self.cursor, &mut self.buf) {
+                    self.db.poison_if_no_space(&e);
                     self.cursor.next = None;
                     return Some(Err(e));
                 }

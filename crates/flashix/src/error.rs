@@ -75,8 +75,26 @@ impl Error {
         }
     }
 
+    /// The error a full disk gives: `Error::Io` with the OS error ENOSPC, so that a full
+    /// simulated SSD, a full raw NAND and a full file system are one error to callers
+    /// ([`Error::is_no_space`]) and poison the `Db` alike. `context` says what was being
+    /// done (`"writing page 7 of the simulated SSD"`).
+    pub fn no_space(context: impl Into<String>) -> Self {
+        Error::io(context, std::io::Error::from_raw_os_error(libc::ENOSPC))
+    }
+
     /// True for `Error::Io` whose OS error is ENOSPC.
     pub fn is_no_space(&self) -> bool {
         matches!(self, Error::Io { source, .. } if source.raw_os_error() == Some(libc::ENOSPC))
+    }
+}
+
+/// The outcome a decoder of damaged bytes may have (`crate::hostile`): a value, or
+/// [`Error::Corruption`]; anything else is the message of a failed property.
+#[cfg(test)]
+pub(crate) fn ok_or_corruption<T>(r: Result<T>) -> std::result::Result<(), String> {
+    match r {
+        Ok(_) | Err(Error::Corruption { .. }) => Ok(()),
+        Err(e) => Err(format!("not a corruption error: {e:?}")),
     }
 }

@@ -33,6 +33,8 @@ mod db;
 mod durable;
 mod engine;
 mod error;
+#[cfg(test)]
+mod hostile;
 pub mod io;
 mod kind;
 mod kit;

@@ -123,4 +123,16 @@ mod tests {
             prop_assert!(is_corruption);
         }
     }
+
+    /// Hostile bytes (crate::hostile): any page, damaged or random, verifies or is
+    /// corruption naming the page.
+    #[test]
+    fn hostile_pages_verify_or_are_corruption() {
+        let mut valid = vec![3u8; 512];
+        set_kind(&mut valid, 1);
+        seal(9, &mut valid);
+        crate::hostile::fuzz_page("page envelope", 9, &valid, |b| {
+            crate::error::ok_or_corruption(verify(9, b))
+        });
+    }
 }

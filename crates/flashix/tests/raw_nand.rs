@@ -5,7 +5,7 @@
 
 use flashix::sim::NandConfig;
 use flashix::testing::Rng;
-use flashix::{Db, DeviceSpec, DiplOptions, EngineKind, Error, Options};
+use flashix::{Db, DeviceSpec, DiplOptions, EngineKind, Error, IplOptions, Options};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -143,6 +143,18 @@ fn restore(dir: &Path, files: &[(String, Vec<u8>)]) {
 /// page, so a node image is one page), or the right contents.
 #[test]
 fn a_flipped_bit_in_any_written_nand_page_is_detected_or_harmless() {
+    flip_every_written_nand_page(EngineKind::DiplBTree, 12000);
+}
+
+/// The same for the IPL B+-tree (fixed log area at the end of each block).
+#[test]
+fn a_flipped_bit_in_any_written_nand_page_of_an_ipl_tree_is_detected_or_harmless() {
+    flip_every_written_nand_page(EngineKind::IplBTree, 7000);
+}
+
+/// Build an index of `kind` with `ops` random operations, close it, then damage each
+/// written NAND page in turn.
+fn flip_every_written_nand_page(kind: EngineKind, ops: u64) {
     let (page, ppb, blocks) = (2048usize, 16u32, 64u32);
     let cfg = NandConfig {
         page_bytes: page,
@@ -152,15 +164,24 @@ fn a_flipped_bit_in_any_written_nand_page_is_detected_or_harmless() {
     };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idx");
-    let opts = Options::new(EngineKind::DiplBTree)
-        .device(DeviceSpec::RawNand(cfg.clone()))
-        .dipl(DiplOptions {
+    let opts = Options::new(kind).device(DeviceSpec::RawNand(cfg.clone()));
+    let opts = if kind == EngineKind::IplBTree {
+        opts.ipl(IplOptions {
+            node_bytes: page as u64,
+            buffer_frames: Some(8),
+            log_area_bytes: 2 * page as u64,
+            nand_blocks: blocks,
+            pages_per_block: ppb,
+        })
+    } else {
+        opts.dipl(DiplOptions {
             node_bytes: page as u64,
             buffer_frames: Some(8),
             ..Default::default()
-        });
+        })
+    };
     let mut db = Db::create(&path, opts).unwrap();
-    let model = churn(&mut db, 11, 12000, 8000);
+    let model = churn(&mut db, 11, ops, ops * 2 / 3);
     db.close().unwrap();
     let pristine = snapshot(&path);
     let nand = path.join("nand");
@@ -211,7 +232,9 @@ fn a_flipped_bit_in_any_written_nand_page_is_detected_or_harmless() {
             }
         }
     }
-    eprintln!("{written} written pages ({log_pages} partly programmed), {detected} detected");
+    eprintln!(
+        "{kind}: {written} written pages ({log_pages} partly programmed), {detected} detected"
+    );
     assert!(
         written > 30 && log_pages > 0,
         "{written} written, {log_pages} with log sectors"

@@ -3,4 +3,4 @@
 
 mod pool;
 
-pub use pool::{BufferPool, WriteBarrier};
+pub use pool::{BufferPool, PageCheck, WriteBarrier};

@@ -39,6 +39,9 @@ pub type FrameId = usize;
 
 const NIL: usize = usize::MAX;
 
+/// Page-map entries allocated when the pool is made (more as it fills).
+const MAP_PREALLOC: usize = 1 << 16;
+
 struct Frame {
     page: PageId,
     data: AlignedBuf,
@@ -49,9 +52,21 @@ struct Frame {
     next: usize,
 }
 
+/// A structural check of a page read from the device, after its envelope
+/// ([`page::verify`]): the owner's format rules that keep its accessors in bounds (an entry
+/// count within the page, ...), so that a page whose checksum was forged over damaged
+/// contents is `Error::Corruption`, never an out-of-bounds panic.
+pub type PageCheck = fn(PageId, &[u8]) -> Result<()>;
+
+fn no_check(_: PageId, _: &[u8]) -> Result<()> {
+    Ok(())
+}
+
 /// An LRU pool of page frames.
 pub struct BufferPool {
     page_size: usize,
+    /// Run on every page read from the device ([`BufferPool::set_page_check`]).
+    check: PageCheck,
     frames: Vec<Frame>,
     capacity: usize,
     /// Page → frame (Fx hashing: page ids are the engine's own, not adversarial input,
@@ -84,9 +99,15 @@ impl BufferPool {
         }
         Ok(BufferPool {
             page_size,
+            check: no_check,
             frames: Vec::new(),
             capacity,
-            map: FxHashMap::with_capacity_and_hasher(capacity, Default::default()),
+            // Frames are made as pages come in; the map grows with them. A budget (from a
+            // manifest, possibly damaged) never sizes an allocation up front.
+            map: FxHashMap::with_capacity_and_hasher(
+                capacity.min(MAP_PREALLOC),
+                Default::default(),
+            ),
             dirty: BTreeSet::new(),
             free: Vec::new(),
             released: Vec::new(),
@@ -98,6 +119,12 @@ impl BufferPool {
                 ..BufferStats::default()
             },
         })
+    }
+
+    /// Check every page read from the device from now on with `check` as well as its
+    /// envelope.
+    pub fn set_page_check(&mut self, check: PageCheck) {
+        self.check = check;
     }
 
     /// Counters.
@@ -288,7 +315,8 @@ impl BufferPool {
         let f = self.victim(dev, barrier)?;
         let read = dev
             .read(pid, &mut self.frames[f].data)
-            .and_then(|_| page::verify(pid, &self.frames[f].data));
+            .and_then(|_| page::verify(pid, &self.frames[f].data))
+            .and_then(|_| (self.check)(pid, &self.frames[f].data));
         if let Err(e) = read {
             self.free.push(f);
             return Err(e);
@@ -340,6 +368,7 @@ impl BufferPool {
                 }
                 let bytes = &buf[i * self.page_size..(i + 1) * self.page_size];
                 page::verify(pid, bytes)?;
+                (self.check)(pid, bytes)?;
                 self.stats.misses += 1;
                 let f = self.victim(dev, barrier)?;
                 self.frames[f].data.copy_from_slice(bytes);

@@ -37,6 +37,8 @@ pub struct Log {
     /// While replaying, operations are not logged again (they are in the WAL already) and
     /// no checkpoint is due.
     replaying: bool,
+    /// The WAL recovered holds an out-of-space record ([`wal::Replay::out_of_space`]).
+    recovered_out_of_space: bool,
 }
 
 impl Log {
@@ -50,6 +52,7 @@ impl Log {
             options,
             base: WalStats::default(),
             replaying: false,
+            recovered_out_of_space: false,
         })
     }
 
@@ -66,6 +69,7 @@ impl Log {
             options: manifest.options.clone(),
             base: WalStats::default(),
             replaying: false,
+            recovered_out_of_space: replay.out_of_space,
         };
         Ok((log, replay.records))
     }
@@ -98,6 +102,18 @@ impl Log {
             self.wal.log_op(op)?;
         }
         Ok(())
+    }
+
+    /// Record that the operation logged at `op_start` (or, `None`, the checkpoint after
+    /// an applied operation) failed because the device was full ([`Wal::log_no_space`]).
+    pub fn log_no_space(&mut self, op_start: Option<Lsn>) -> Result<()> {
+        self.wal.log_no_space(op_start)
+    }
+
+    /// True when the WAL this log recovered holds an out-of-space record: recovery keeps
+    /// this generation rather than taking a checkpoint.
+    pub fn recovered_out_of_space(&self) -> bool {
+        self.recovered_out_of_space
     }
 
     /// Append a page's before-image (in-place engines); returns its LSN.

@@ -132,23 +132,46 @@ pub(crate) trait Logged {
             return Ok(());
         }
         if self.holds_nothing() {
-            self.load_empty(sorted)?;
-            return self.checkpoint();
+            let r = self.load_empty(sorted).and_then(|_| self.checkpoint());
+            return r.map_err(|e| self.note_no_space(e, None));
         }
         if sorted.len() as u64 * 16 > self.checkpoint_wal_bytes() / 4 {
-            for &(k, v) in sorted {
-                self.apply(&LogicalOp::Insert(k, v))?;
-            }
-            return self.checkpoint();
+            let r = sorted
+                .iter()
+                .try_for_each(|&(k, v)| self.apply(&LogicalOp::Insert(k, v)))
+                .and_then(|_| self.checkpoint());
+            return r.map_err(|e| self.note_no_space(e, None));
         }
         self.logged(LogicalOp::BulkInsert(sorted.to_vec()))
     }
 
-    /// Log `op`, apply it, and checkpoint if due.
+    /// Log `op`, apply it, and checkpoint if due. When the device is full, the WAL says so
+    /// ([`Logged::note_no_space`]).
     fn logged(&mut self, op: LogicalOp) -> Result<()> {
+        let start = self.log().bytes();
         self.log().log_op(&op)?;
-        self.apply(&op)?;
-        self.after_op()
+        if let Err(e) = self.apply(&op) {
+            return Err(self.note_no_space(e, Some(start)));
+        }
+        self.after_op().map_err(|e| self.note_no_space(e, None))
+    }
+
+    /// After `e` ended an operation: if it is the device being full, append an
+    /// out-of-space record naming the failed logical operation (`op_start`), or none when
+    /// the operation was applied and only a checkpoint failed. Recovery then drops that
+    /// operation, whose replay would fail the same way (the extent allocator meets the
+    /// device's end at the same allocation), and takes no checkpoint at its end, which
+    /// could need space the device has not got; so the index opens with everything
+    /// logged before. The record is best effort: the `Db` is poisoned by `e` anyway.
+    fn note_no_space(
+        &mut self,
+        e: crate::error::Error,
+        op_start: Option<u64>,
+    ) -> crate::error::Error {
+        if e.is_no_space() && !self.log().replaying() {
+            let _ = self.log().log_no_space(op_start);
+        }
+        e
     }
 
     /// Between operations: checkpoint when due (never while replaying).
@@ -165,12 +188,18 @@ pub(crate) trait Logged {
     }
 
     /// Recovery's last step: apply the operations the WAL held, in order, unlogged; then
-    /// a checkpoint if anything was replayed (or [`Logged::checkpoint_after_recovery`]).
+    /// a checkpoint if anything was replayed (or [`Logged::checkpoint_after_recovery`]),
+    /// unless the WAL says the device was full ([`super::Log::recovered_out_of_space`]):
+    /// then the index goes on in the same generation, as the run that filled the device
+    /// did, and its next checkpoint is due as usual.
     fn recover(&mut self, ops: &[LogicalOp]) -> Result<()> {
         self.log().set_replaying(true);
         let r = ops.iter().try_for_each(|op| self.apply(op));
         self.log().set_replaying(false);
         r?;
+        if self.log().recovered_out_of_space() {
+            return Ok(());
+        }
         if !ops.is_empty() || self.checkpoint_after_recovery() {
             self.checkpoint()?;
         }

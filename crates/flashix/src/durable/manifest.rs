@@ -188,4 +188,15 @@ mod tests {
             Err(Error::UnsupportedVersion { found: 9, .. })
         ));
     }
+
+    /// Hostile bytes (crate::hostile): a damaged manifest decodes, is corruption, or (its
+    /// version field damaged) names the version; never a panic.
+    #[test]
+    fn hostile_manifests_decode_or_are_refused() {
+        let bytes = sample().encode().unwrap();
+        crate::hostile::fuzz_stream("manifest", &bytes, |b| match Manifest::decode(b) {
+            Err(Error::UnsupportedVersion { .. }) => Ok(()),
+            r => crate::error::ok_or_corruption(r),
+        });
+    }
 }

@@ -102,11 +102,13 @@ impl Pager {
     ) -> Result<Pager> {
         let pool = BufferPool::new(config.page_size, config.pool_bytes, config.min_frames)?;
         let log = Log::create(vfs, options)?;
+        let mut alloc = ExtentAllocator::new(0);
+        alloc.set_limit(device.capacity_pages());
         Ok(Pager {
             dev: device,
             pool,
             log,
-            alloc: ExtentAllocator::new(0),
+            alloc,
             config,
             imaged: FxHashSet::default(),
             fresh: FxHashSet::default(),
@@ -122,7 +124,8 @@ impl Pager {
         config: PagerConfig,
     ) -> Result<(Pager, Vec<LogicalOp>)> {
         let pool = BufferPool::new(config.page_size, config.pool_bytes, config.min_frames)?;
-        let alloc = ExtentAllocator::from_state(&manifest.alloc)?;
+        let mut alloc = ExtentAllocator::from_state(&manifest.alloc)?;
+        alloc.set_limit(device.capacity_pages());
         let name = wal_name(manifest.generation);
         // Leftovers of an interrupted checkpoint or manifest switch are dropped.
         let (log, records) = Log::recover(vfs, manifest)?;
@@ -165,6 +168,12 @@ impl Pager {
     /// Page size.
     pub fn page_size(&self) -> usize {
         self.config.page_size
+    }
+
+    /// Check every page read through the pool with `check` after its envelope (the
+    /// engine's page format rules, [`crate::buffer::PageCheck`]).
+    pub fn set_page_check(&mut self, check: crate::buffer::PageCheck) {
+        self.pool.set_page_check(check);
     }
 
     /// Frames of the buffer pool.
@@ -245,7 +254,7 @@ impl Pager {
     /// `len` new contiguous zeroed pages changed through the pool like
     /// [`Pager::alloc_page`]'s (multi-page nodes: the PIO B-tree's leaf segments).
     pub fn alloc_run(&mut self, len: u64) -> Result<Extent> {
-        let e = self.alloc.alloc(len);
+        let e = self.alloc.alloc(len)?;
         for pid in e.start..e.end() {
             self.fresh.insert(pid);
             let fid = self
@@ -258,7 +267,7 @@ impl Pager {
 
     /// A new zeroed page (not in the checkpoint image, so it needs no before-image).
     pub fn alloc_page(&mut self) -> Result<PageId> {
-        let pid = self.alloc.alloc_page();
+        let pid = self.alloc.alloc_page()?;
         self.fresh.insert(pid);
         let fid = self
             .pool
@@ -277,7 +286,7 @@ impl Pager {
     /// read past the buffer pool (sorted runs, components). Such pages are written only
     /// through [`Pager::device`] while they are new, never changed in place afterwards, and
     /// become part of the durable state with the next checkpoint's manifest.
-    pub fn alloc_extent(&mut self, len: u64) -> Extent {
+    pub fn alloc_extent(&mut self, len: u64) -> Result<Extent> {
         self.alloc.alloc(len)
     }
 

@@ -7,7 +7,7 @@
 //! ```text
 //! 0  4  payload length n
 //! 4  4  crc32c of (generation u64 LE, kind, payload)
-//! 8  1  kind: 1 = logical operation, 2 = page image
+//! 8  1  kind: 1 = logical operation, 2 = page image, 3 = out of space
 //! 9  n  payload
 //! ```
 //! Logical operation payloads: `1 key value` insert, `2 key` delete,
@@ -15,6 +15,12 @@
 //! `5 count op*` an atomic batch (`crate::Batch`) of kind-1, 2 and 4 operations, each in
 //! its own encoding above (batches do not nest and hold no bulk insert).
 //! Page image payload: `page-id` followed by the page's bytes.
+//! Out-of-space payload: `lsn` u64, the offset where the logical operation that failed
+//! because the device was full starts, or `u64::MAX` when the failure was the checkpoint
+//! after an operation that had been applied. Reading drops that operation (it failed, so
+//! no prefix needs it, and replaying it would fail again) and reports the record
+//! ([`Replay::out_of_space`]): recovery then keeps the generation and takes no checkpoint,
+//! which would need space the device may not have (`super::Logged::recover`).
 //!
 //! Reading stops at the first record that is cut short or fails its checksum *if nothing
 //! valid follows it* (a torn tail from a crash); a bad record followed by a valid one is
@@ -29,6 +35,9 @@ use std::sync::Arc;
 const REC_HEADER: usize = 9;
 const KIND_OP: u8 = 1;
 const KIND_IMAGE: u8 = 2;
+const KIND_NO_SPACE: u8 = 3;
+/// The out-of-space record's `lsn` when no logical operation failed.
+const NO_OP: u64 = u64::MAX;
 /// Buffered bytes after which the log is written (not synced) to its file.
 const WRITE_CHUNK: usize = 1 << 20;
 
@@ -85,10 +94,14 @@ impl LogicalOp {
             1 if p.len() == 17 => LogicalOp::Insert(u(1)?, u(9)?),
             2 if p.len() == 9 => LogicalOp::Delete(u(1)?),
             3 => {
-                let n = u(1)? as usize;
-                if p.len() != 9 + 16 * n {
+                // The count must be what the payload holds: computed from the length, so a
+                // damaged count (2^60) can neither overflow nor size an allocation.
+                let n = u(1)?;
+                let pairs = (p.len() - 9) / 16;
+                if (p.len() - 9) % 16 != 0 || n != pairs as u64 {
                     return None;
                 }
+                let n = pairs;
                 LogicalOp::BulkInsert(
                     (0..n)
                         .map(|i| (read_u64(p, 9 + 16 * i), read_u64(p, 17 + 16 * i)))
@@ -222,6 +235,15 @@ impl Wal {
         })
     }
 
+    /// Append and sync an out-of-space record (module doc): the logical operation whose
+    /// record starts at `op_start` failed because the device was full, or (`None`) the
+    /// checkpoint after an applied operation did.
+    pub fn log_no_space(&mut self, op_start: Option<Lsn>) -> Result<()> {
+        let lsn = op_start.unwrap_or(NO_OP);
+        self.append(KIND_NO_SPACE, |b| b.extend_from_slice(&lsn.to_le_bytes()))?;
+        self.sync()
+    }
+
     /// Hand buffered records to the file (not durable yet).
     pub fn write_out(&mut self) -> Result<()> {
         if !self.buf.is_empty() {
@@ -255,12 +277,22 @@ impl Wal {
 
 /// The records of a WAL file and the length of its valid prefix.
 pub struct Replay {
+    /// Page images and logical operations, in order, without the operations an
+    /// out-of-space record cancelled.
     pub records: Vec<Record>,
     pub valid_len: u64,
+    /// The WAL holds an out-of-space record: the device was full when it was written.
+    pub out_of_space: bool,
+}
+
+/// One parsed record: a [`Record`], or an out-of-space record naming the operation.
+enum Parsed {
+    Rec(Record),
+    NoSpace(u64),
 }
 
 /// Parse one record at `off`; `None` if cut short or failing its checksum.
-fn parse_at(data: &[u8], off: usize, generation: u64) -> Option<(Record, usize)> {
+fn parse_at(data: &[u8], off: usize, generation: u64) -> Option<(Parsed, usize)> {
     let header = data.get(off..off + REC_HEADER)?;
     let len = read_u32(header, 0) as usize;
     let crc = read_u32(header, 4);
@@ -271,10 +303,11 @@ fn parse_at(data: &[u8], off: usize, generation: u64) -> Option<(Record, usize)>
     }
     let payload = &body[1..];
     let rec = match body[0] {
-        KIND_OP => Record::Op(LogicalOp::decode(payload)?),
+        KIND_OP => Parsed::Rec(Record::Op(LogicalOp::decode(payload)?)),
         KIND_IMAGE if payload.len() >= 8 => {
-            Record::Image(read_u64(payload, 0), payload[8..].to_vec())
+            Parsed::Rec(Record::Image(read_u64(payload, 0), payload[8..].to_vec()))
         }
+        KIND_NO_SPACE if payload.len() == 8 => Parsed::NoSpace(read_u64(payload, 0)),
         _ => return None,
     };
     Some((rec, off + REC_HEADER + len))
@@ -311,11 +344,29 @@ pub fn read(vfs: &dyn Vfs, generation: u64) -> Result<Replay> {
     let name = super::manifest::wal_name(generation);
     let data = vfs.read(&name)?;
     let mut records = Vec::new();
+    // Where each logical operation of `records` starts, to find the one an out-of-space
+    // record names.
+    let mut op_starts: Vec<(u64, usize)> = Vec::new();
+    let mut out_of_space = false;
     let mut off = 0usize;
     while off < data.len() {
         match parse_at(&data, off, generation) {
-            Some((rec, next)) => {
+            Some((Parsed::Rec(rec), next)) => {
+                if matches!(rec, Record::Op(_)) {
+                    op_starts.push((off as u64, records.len()));
+                }
                 records.push(rec);
+                off = next;
+            }
+            Some((Parsed::NoSpace(lsn), next)) => {
+                out_of_space = true;
+                if let Some(i) = op_starts.iter().position(|&(s, _)| s == lsn) {
+                    let (_, at) = op_starts.remove(i);
+                    records.remove(at);
+                    for (_, later) in &mut op_starts[i..] {
+                        *later -= 1;
+                    }
+                }
                 off = next;
             }
             None => {
@@ -335,6 +386,7 @@ pub fn read(vfs: &dyn Vfs, generation: u64) -> Result<Replay> {
     Ok(Replay {
         records,
         valid_len: off as u64,
+        out_of_space,
     })
 }
 
@@ -405,6 +457,39 @@ mod tests {
         assert_eq!(r.records[4], Record::Op(LogicalOp::Delete(u64::MAX)));
     }
 
+    /// An out-of-space record drops the operation it names (keeping the page images
+    /// logged after it) and is reported; one naming no operation drops nothing.
+    #[test]
+    fn an_out_of_space_record_drops_its_operation() {
+        let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+        let mut w = Wal::create(Arc::clone(&vfs), 3).unwrap();
+        w.log_op(&LogicalOp::Insert(1, 1)).unwrap();
+        let failed = w.end();
+        w.log_op(&LogicalOp::Insert(2, 2)).unwrap();
+        w.log_image(5, &[7u8; 16]).unwrap();
+        w.log_no_space(Some(failed)).unwrap();
+        let r = read(&*vfs, 3).unwrap();
+        assert!(r.out_of_space);
+        assert_eq!(
+            r.records,
+            vec![
+                Record::Op(LogicalOp::Insert(1, 1)),
+                Record::Image(5, vec![7u8; 16])
+            ]
+        );
+        // Appends after it (a reopen that went on in the same generation) are replayed.
+        w.log_op(&LogicalOp::Delete(1)).unwrap();
+        w.log_no_space(None).unwrap();
+        w.sync().unwrap();
+        let r = read(&*vfs, 3).unwrap();
+        assert_eq!(r.records.len(), 3);
+        assert_eq!(r.records[2], Record::Op(LogicalOp::Delete(1)));
+        // A WAL without one says so.
+        let plain: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+        sample(&plain);
+        assert!(!read(&*plain, 7).unwrap().out_of_space);
+    }
+
     #[test]
     fn torn_tail_is_cut_and_middle_damage_is_corruption() {
         let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
@@ -425,5 +510,48 @@ mod tests {
         assert!(matches!(read(&*vfs, 7), Err(Error::Corruption { .. })));
         // Another generation's file does not parse as this one.
         assert!(read(&*vfs, 8).is_err());
+    }
+
+    /// Hostile bytes (crate::hostile): a damaged WAL reads as a valid prefix or is
+    /// corruption; a damaged logical record decodes or is refused.
+    #[test]
+    fn hostile_wals_read_a_prefix_or_are_corruption() {
+        let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+        let bytes = sample(&vfs);
+        let name = crate::durable::manifest::wal_name(7);
+        crate::hostile::fuzz_stream("WAL", &bytes, |b| {
+            vfs.create(&name).map_err(|e| e.to_string())?;
+            vfs.append(&name, b).map_err(|e| e.to_string())?;
+            let r = read(&*vfs, 7);
+            if let Ok(r) = &r {
+                if r.valid_len > b.len() as u64 {
+                    return Err(format!("valid prefix {} of {} bytes", r.valid_len, b.len()));
+                }
+            }
+            crate::error::ok_or_corruption(r)
+        });
+        let mut batch = Vec::new();
+        LogicalOp::Batch(vec![LogicalOp::Insert(1, 2), LogicalOp::DeleteRange(3, 4)])
+            .encode(&mut batch);
+        let mut bulk = Vec::new();
+        LogicalOp::BulkInsert(vec![(1, 2), (3, 4)]).encode(&mut bulk);
+        for valid in [batch, bulk] {
+            crate::hostile::fuzz_stream("WAL logical record", &valid, |b| {
+                let _ = LogicalOp::decode(b);
+                Ok(())
+            });
+        }
+    }
+
+    /// Regression (hostile bytes): a bulk-insert record whose count is 2^60 overflowed
+    /// `9 + 16 * n` (a panic in debug builds) instead of being refused.
+    #[test]
+    fn a_bulk_record_claiming_2_pow_60_pairs_is_refused() {
+        let mut b = Vec::new();
+        LogicalOp::BulkInsert(vec![(1, 2)]).encode(&mut b);
+        for n in [1u64 << 60, u64::MAX, u64::MAX / 16 + 1] {
+            b[1..9].copy_from_slice(&n.to_le_bytes());
+            assert_eq!(LogicalOp::decode(&b), None, "count {n}");
+        }
     }
 }

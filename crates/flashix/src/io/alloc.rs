@@ -6,6 +6,13 @@
 //! longer refers to the extent is durable. So a crash never finds live data overwritten.
 //! The state saved with a manifest ([`AllocState`]) counts pending extents as free, because
 //! that manifest is exactly the one that stops referring to them.
+//!
+//! A device of fixed size ([`super::Device::capacity_pages`]) sets a limit
+//! ([`ExtentAllocator::set_limit`]): an allocation that would reach past it is
+//! [`Error::no_space`], the error a full disk gives, and changes nothing. So a full device
+//! is met at allocation, before the operation that needs the pages writes any of them, and
+//! at the same operation when recovery replays the log (the allocator's decisions depend
+//! only on the operations and the manifest, not on which pages the buffer pool wrote).
 
 use super::PageId;
 use crate::error::{Error, Result};
@@ -43,6 +50,8 @@ pub struct ExtentAllocator {
     free: BTreeMap<PageId, u64>,
     /// Freed since the last commit; not reusable yet.
     pending: Vec<Extent>,
+    /// Pages at or past this are never handed out (the device's capacity).
+    limit: Option<PageId>,
 }
 
 impl ExtentAllocator {
@@ -96,8 +105,14 @@ impl ExtentAllocator {
         }
     }
 
-    /// A run of `len` contiguous pages.
-    pub fn alloc(&mut self, len: u64) -> Extent {
+    /// Hand out no page at or past `limit` (`None`: no limit).
+    pub fn set_limit(&mut self, limit: Option<PageId>) {
+        self.limit = limit;
+    }
+
+    /// A run of `len` contiguous pages; [`Error::no_space`] when it would reach past the
+    /// limit (nothing changes then).
+    pub fn alloc(&mut self, len: u64) -> Result<Extent> {
         debug_assert!(len > 0);
         let found = self
             .free
@@ -109,23 +124,34 @@ impl ExtentAllocator {
             if have > len {
                 self.free.insert(start + len, have - len);
             }
-            return Extent { start, len };
+            return Ok(Extent { start, len });
         }
         // Grow at the end; a free extent touching the end is absorbed first.
         let mut start = self.high_water;
+        let mut absorbed = None;
         if let Some((&s, &l)) = self.free.iter().next_back() {
             if s + l == self.high_water {
-                self.free.remove(&s);
+                absorbed = Some(s);
                 start = s;
             }
         }
+        let end = start.checked_add(len);
+        if end.map_or(true, |e| self.limit.is_some_and(|l| e > l)) {
+            return Err(Error::no_space(format!(
+                "allocating {len} pages at page {start}: the device holds {} pages",
+                self.limit.unwrap_or(u64::MAX)
+            )));
+        }
+        if let Some(s) = absorbed {
+            self.free.remove(&s);
+        }
         self.high_water = start + len;
-        Extent { start, len }
+        Ok(Extent { start, len })
     }
 
     /// One page.
-    pub fn alloc_page(&mut self) -> PageId {
-        self.alloc(1).start
+    pub fn alloc_page(&mut self) -> Result<PageId> {
+        Ok(self.alloc(1)?.start)
     }
 
     /// Free an extent; it becomes reusable after the next [`commit`](Self::commit).
@@ -184,38 +210,42 @@ mod tests {
     #[test]
     fn freed_extents_wait_for_commit() {
         let mut a = ExtentAllocator::new(1);
-        let x = a.alloc(4);
+        let x = a.alloc(4).unwrap();
         assert_eq!(x, Extent { start: 1, len: 4 });
         a.free(x);
-        assert_eq!(a.alloc(2).start, 5, "pending extent must not be reused");
+        assert_eq!(
+            a.alloc(2).unwrap().start,
+            5,
+            "pending extent must not be reused"
+        );
         a.commit();
-        assert_eq!(a.alloc(2).start, 1);
-        assert_eq!(a.alloc(2).start, 3);
+        assert_eq!(a.alloc(2).unwrap().start, 1);
+        assert_eq!(a.alloc(2).unwrap().start, 3);
     }
 
     #[test]
     fn state_round_trips_and_coalesces() {
         let mut a = ExtentAllocator::new(0);
-        let e1 = a.alloc(3);
-        let e2 = a.alloc(3);
-        let _e3 = a.alloc(1);
+        let e1 = a.alloc(3).unwrap();
+        let e2 = a.alloc(3).unwrap();
+        let _e3 = a.alloc(1).unwrap();
         a.free(e1);
         a.free(e2);
         let s = a.state();
         assert_eq!(s.free, vec![Extent { start: 0, len: 6 }]);
         let mut b = ExtentAllocator::from_state(&s).unwrap();
-        assert_eq!(b.alloc(6).start, 0);
+        assert_eq!(b.alloc(6).unwrap().start, 0);
         assert!(!b.is_free(0));
     }
 
     #[test]
     fn tail_free_extent_is_absorbed_when_growing() {
         let mut a = ExtentAllocator::new(0);
-        let _ = a.alloc(2);
-        let t = a.alloc(2);
+        let _ = a.alloc(2).unwrap();
+        let t = a.alloc(2).unwrap();
         a.free(t);
         a.commit();
-        let big = a.alloc(5);
+        let big = a.alloc(5).unwrap();
         assert_eq!(big, Extent { start: 2, len: 5 });
         assert_eq!(a.high_water(), 7);
     }
@@ -230,5 +260,28 @@ mod tests {
             ExtentAllocator::from_state(&s),
             Err(Error::Corruption { .. })
         ));
+    }
+
+    #[test]
+    fn a_limit_makes_growth_past_it_no_space_and_changes_nothing() {
+        let mut a = ExtentAllocator::new(0);
+        a.set_limit(Some(10));
+        let x = a.alloc(6).unwrap();
+        let e = a.alloc(5).unwrap_err();
+        assert!(e.is_no_space(), "{e}");
+        assert_eq!(a.high_water(), 6);
+        assert_eq!(
+            a.alloc(4).unwrap().start,
+            6,
+            "the free space below the limit is used"
+        );
+        assert!(a.alloc_page().unwrap_err().is_no_space());
+        // Freed and committed pages below the limit are reused.
+        a.free(x);
+        a.commit();
+        assert_eq!(a.alloc(6).unwrap(), x);
+        // No limit: u64 overflow is no space too, never a wrap.
+        let mut b = ExtentAllocator::new(u64::MAX - 1);
+        assert!(b.alloc(2).unwrap_err().is_no_space());
     }
 }

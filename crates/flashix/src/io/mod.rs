@@ -100,6 +100,14 @@ pub trait Device: Send {
     /// Counters since the device was opened.
     fn stats(&self) -> DeviceStats;
 
+    /// Pages the device can hold, when it has a fixed size (a simulated SSD); `None` for a
+    /// device that grows until its medium is full (a file, memory). The extent allocator
+    /// hands out no page at or past it: running out is [`Error::no_space`] at allocation,
+    /// before any page of the operation that needs it is written.
+    fn capacity_pages(&self) -> Option<u64> {
+        None
+    }
+
     /// Read pages starting at `page` into `buf` (one request).
     fn read(&mut self, page: PageId, buf: &mut [u8]) -> Result<()> {
         self.submit(&mut [IoReq::Read { page, buf }])
@@ -182,6 +190,9 @@ impl Device for Box<dyn Device> {
     }
     fn stats(&self) -> DeviceStats {
         (**self).stats()
+    }
+    fn capacity_pages(&self) -> Option<u64> {
+        (**self).capacity_pages()
     }
     fn start_read(&mut self, page: PageId, buf: AlignedBuf, len: usize) -> Result<Ticket> {
         (**self).start_read(page, buf, len)

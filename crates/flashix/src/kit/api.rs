@@ -12,6 +12,16 @@ use std::ops::Bound;
 /// 1,350 entries, so a scan of 1,000 ends within the first batch.
 pub const RANGE_RAMP_PAGES: u64 = 8;
 
+/// The greatest tree height a manifest may claim: a tree of fanout 2 or more over 2^64
+/// pages is never deeper. A larger (damaged or hostile) height is corruption, refused at
+/// open before it sizes a root-to-leaf path.
+pub const MAX_TREE_HEIGHT: u32 = 64;
+
+/// True for a height a manifest may hold (1 ..= [`MAX_TREE_HEIGHT`]).
+pub fn plausible_height(h: impl Into<u64>) -> bool {
+    (1..=u64::from(MAX_TREE_HEIGHT)).contains(&h.into())
+}
+
 /// Where a range scan resumes. `next` is the smallest key not yet returned (`None`: done);
 /// `hint` is engine-defined (the B+-tree keeps the next leaf's page id there).
 #[derive(Debug, Clone)]

@@ -14,6 +14,10 @@
 //! torn NAND operation, from which the FTL's open-time scan rebuilds its mapping (module
 //! `ftl`, Recovery).
 //!
+//! Full: a write past the SSD's logical capacity, or one the FTL cannot place because no
+//! block is free even after garbage collection, is [`Error::no_space`], the error a full
+//! disk gives (an OS `ENOSPC`), so the `Db` that meets it is poisoned as on a full disk.
+//!
 //! [`DeviceStats::flash`] carries the simulated counters (FTL and NAND, see
 //! [`SimStats::counters`]) so they reach `Db::stats()`.
 
@@ -244,11 +248,22 @@ impl SimSsd {
         self.ftl.check()
     }
 
-    fn check_range(&self, page: PageId, pages: u64) -> Result<()> {
-        if page
+    /// Check that `pages` pages from `page` are on the SSD. A write past the end is the
+    /// SSD being full: the error a full disk gives ([`Error::no_space`]), which poisons the
+    /// `Db` (an engine's allocator grows its page space until the device refuses a page).
+    /// A read or trim there is a bad argument.
+    fn check_range(&self, page: PageId, pages: u64, write: bool) -> Result<()> {
+        let beyond = page
             .checked_add(pages)
-            .map_or(true, |e| e > self.capacity_pages())
-        {
+            .map_or(true, |e| e > self.capacity_pages());
+        if beyond && write {
+            return Err(Error::no_space(format!(
+                "writing pages {page}..{} of the simulated SSD (it has {} pages)",
+                page.saturating_add(pages),
+                self.capacity_pages()
+            )));
+        }
+        if beyond {
             return Err(Error::InvalidArgument(format!(
                 "simulated SSD: pages {page}..{} beyond its {} pages",
                 page.saturating_add(pages),
@@ -288,7 +303,11 @@ impl Device for SimSsd {
     fn submit(&mut self, batch: &mut [IoReq<'_>]) -> Result<()> {
         self.counters.record_batch(self.page_size, batch)?;
         for req in batch.iter() {
-            self.check_range(req.page(), (req.len() / self.page_size) as u64)?;
+            self.check_range(
+                req.page(),
+                (req.len() / self.page_size) as u64,
+                req.is_write(),
+            )?;
         }
         self.ftl.nand_mut().begin_batch();
         let r = self.serve(batch);
@@ -303,12 +322,16 @@ impl Device for SimSsd {
     }
 
     fn trim(&mut self, page: PageId, pages: u64) -> Result<()> {
-        self.check_range(page, pages)?;
+        self.check_range(page, pages, false)?;
         self.counters.stats.trims += pages;
         for lpn in page * self.per..(page + pages) * self.per {
             self.ftl.trim(lpn)?;
         }
         Ok(())
+    }
+
+    fn capacity_pages(&self) -> Option<u64> {
+        Some(SimSsd::capacity_pages(self))
     }
 
     fn stats(&self) -> DeviceStats {
@@ -376,6 +399,10 @@ mod tests {
                 ssd.read(88, &mut buf),
                 Err(Error::InvalidArgument(m)) if m.contains("beyond")
             ));
+            // A write past the end is the SSD being full: the error a full disk gives.
+            let e = ssd.write(88, &buf).unwrap_err();
+            assert!(e.is_no_space(), "{kind}: {e}");
+            assert!(e.to_string().contains("simulated SSD"), "{e}");
         }
     }
 

@@ -241,7 +241,7 @@ impl Bftl {
     pub fn open(storage: Storage, manifest: Manifest, s: Settings, o: BftlOptions) -> Result<Bftl> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad BFTL state: {e}")))?;
-        if state.height == 0 || state.next_id <= state.root {
+        if !crate::kit::api::plausible_height(state.height) || state.next_id <= state.root {
             return Err(Error::corruption(
                 "MANIFEST",
                 None,
@@ -298,13 +298,13 @@ impl Bftl {
     }
 
     /// A page to write: a recycled fresh page, else a new one from the allocator.
-    fn alloc_page(&mut self) -> PageId {
+    fn alloc_page(&mut self) -> Result<PageId> {
         if let Some(p) = self.recycled.pop_first() {
-            return p;
+            return Ok(p);
         }
-        let p = self.pager.alloc_extent(1).start;
+        let p = self.pager.alloc_extent(1)?.start;
         self.fresh.insert(p);
-        p
+        Ok(p)
     }
 
     /// A page no list names any more (module doc, Durability).
@@ -320,7 +320,10 @@ impl Bftl {
 
     /// Write sealed pages in one batch; returns their ids.
     fn write_pages(&mut self, pages: Vec<unit::PageBuilder>) -> Result<Vec<PageId>> {
-        let pids: Vec<PageId> = pages.iter().map(|_| self.alloc_page()).collect();
+        let pids: Vec<PageId> = pages
+            .iter()
+            .map(|_| self.alloc_page())
+            .collect::<Result<_>>()?;
         let bufs: Vec<Vec<u8>> = pages
             .into_iter()
             .zip(&pids)

@@ -153,6 +153,7 @@ impl BTree {
         let (leaf_cap, inner_cap) = caps(s.page_size, &o);
         let config = s.pager_config(MIN_FRAMES, 0);
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
+        pager.set_page_check(node::check_page);
         let root = pager.alloc_page()?;
         pager.write(root, |b| node::init(b, 0, node::NONE, &[]))?;
         let mut t = BTree {
@@ -181,7 +182,8 @@ impl BTree {
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad B+-tree state: {e}")))?;
         let (leaf_cap, inner_cap) = caps(s.page_size, &o);
         let config = s.pager_config(MIN_FRAMES, 0);
-        let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
+        let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
+        pager.set_page_check(node::check_page);
         let mut t = BTree {
             pager,
             root: state.root,
@@ -193,8 +195,12 @@ impl BTree {
             bulk_fill: o.bulk_fill,
             counters: Counters::default(),
         };
-        if state.height == 0 {
-            return Err(Error::corruption("MANIFEST", None, "B+-tree height 0"));
+        if !crate::kit::api::plausible_height(state.height) {
+            return Err(Error::corruption(
+                "MANIFEST",
+                None,
+                format!("B+-tree height {}", state.height),
+            ));
         }
         t.recover(&ops)?;
         Ok(t)

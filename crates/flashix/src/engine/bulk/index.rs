@@ -124,7 +124,7 @@ impl RangeIndex {
         let ps = pager.page_size();
         let f = per_page(ps);
         let pages = self.map.len().div_ceil(f);
-        let ext = pager.alloc_extent(pages as u64);
+        let ext = pager.alloc_extent(pages as u64)?;
         let mut buf = AlignedBuf::zeroed(pages * ps);
         let entries: Vec<(u64, RangeEntry)> = self.iter().collect();
         for (i, (chunk, b)) in entries.chunks(f).zip(buf.chunks_mut(ps)).enumerate() {

@@ -26,7 +26,7 @@ impl LogPolicy for Dipl {
         node_bytes: u64,
         _log_bytes: u64,
     ) -> std::result::Result<Layout, String> {
-        if 3 * np > ppb {
+        if np.saturating_mul(3) > ppb {
             return Err(format!(
                 "a block of {ppb} pages holds fewer than three {node_bytes}-byte nodes"
             ));

@@ -206,10 +206,10 @@ pub fn validate(s: &Settings, o: &FbxOptions) -> Result<()> {
             o.cluster_bits
         ));
     }
-    if o.cluster_skip_bits + o.cluster_bits > 64 {
+    if o.cluster_skip_bits.saturating_add(o.cluster_bits) > 64 {
         return bad(format!(
             "fbx cluster_skip_bits + cluster_bits = {} exceeds the 64 bits of a key",
-            o.cluster_skip_bits + o.cluster_bits
+            u64::from(o.cluster_skip_bits) + u64::from(o.cluster_bits)
         ));
     }
     if o.segment_pages < 2 {
@@ -338,7 +338,10 @@ impl Fbx {
     pub fn open(storage: Storage, manifest: Manifest, s: Settings, o: FbxOptions) -> Result<Fbx> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad FBX state: {e}")))?;
-        if state.height == 0 || state.next_id <= state.root || state.segment_pages < 2 {
+        if !crate::kit::api::plausible_height(state.height)
+            || state.next_id <= state.root
+            || state.segment_pages < 2
+        {
             return Err(Error::corruption(
                 "MANIFEST",
                 None,
@@ -412,7 +415,7 @@ impl Fbx {
         let pids: Vec<PageId> = pages
             .iter()
             .map(|_| self.space.next_page(&mut self.pager))
-            .collect();
+            .collect::<Result<_>>()?;
         for (b, &pid) in pages.iter_mut().zip(&pids) {
             crate::page::seal(pid, b);
         }

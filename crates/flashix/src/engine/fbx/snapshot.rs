@@ -282,4 +282,15 @@ mod tests {
         s[8..16].copy_from_slice(&(1u64 << 60).to_le_bytes());
         assert!(decode(&s).is_err());
     }
+
+    /// Hostile bytes (crate::hostile): a damaged NTT snapshot stream decodes or is
+    /// corruption; counts it cannot hold (2^60 leaves) are refused before they size a
+    /// vector.
+    #[test]
+    fn hostile_snapshot_streams_decode_or_are_corruption() {
+        let stream = encode(&sample());
+        crate::hostile::fuzz_stream("NTT snapshot", &stream, |b| {
+            crate::error::ok_or_corruption(decode(b))
+        });
+    }
 }

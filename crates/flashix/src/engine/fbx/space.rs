@@ -112,7 +112,7 @@ impl Space {
 
     /// The next page to write, at the head; takes a new segment when the head is full.
     /// The page counts as live.
-    pub fn next_page(&mut self, pager: &mut Pager) -> PageId {
+    pub fn next_page(&mut self, pager: &mut Pager) -> Result<PageId> {
         let (start, off) = match self.head {
             Some((s, off)) if off < self.seg_pages => (s, off),
             full => {
@@ -120,7 +120,7 @@ impl Space {
                     self.head = None;
                     self.free_if_dead(pager, old);
                 }
-                let e = pager.alloc_extent(self.seg_pages);
+                let e = pager.alloc_extent(self.seg_pages)?;
                 self.segs.insert(e.start, 0);
                 self.opened += 1;
                 self.check_due = true;
@@ -129,7 +129,7 @@ impl Space {
         };
         self.head = Some((start, off + 1));
         *self.segs.entry(start).or_insert(0) += 1;
-        start + off
+        Ok(start + off)
     }
 
     /// A page nothing names any more.

@@ -121,12 +121,12 @@ impl MergeJob {
         head_tombs: Tombs,
         levels: Vec<Run>,
         tombs: Vec<Tombs>,
-    ) -> MergeJob {
+    ) -> Result<MergeJob> {
         let work = estimate(p, head.len() as u64, &levels, 1);
         let max = head.len() as u64 + levels.first().map_or(0, |r| r.entries);
-        let writer = RunWriter::new(pager, p.cap, p.io_unit, max);
+        let writer = RunWriter::new(pager, p.cap, p.io_unit, max)?;
         let lower = levels.first().copied().map(RunReader::new);
-        MergeJob {
+        Ok(MergeJob {
             upper: Upper::Head {
                 entries: head,
                 pos: 0,
@@ -140,7 +140,7 @@ impl MergeJob {
             pages_read: 0,
             pages_written: 0,
             work,
-        }
+        })
     }
 
     /// Extents this job holds that no manifest refers to (freed if the job is abandoned).
@@ -345,7 +345,7 @@ impl MergeJob {
                 self.level = i + 1;
                 let lower = self.levels.get(i).copied();
                 let max = run.entries + lower.map_or(0, |r| r.entries);
-                self.writer = Some(RunWriter::new(pager, p.cap, p.io_unit, max));
+                self.writer = Some(RunWriter::new(pager, p.cap, p.io_unit, max)?);
                 self.lower = lower.map(RunReader::new);
                 self.upper = Upper::Run {
                     reader: RunReader::new(run),

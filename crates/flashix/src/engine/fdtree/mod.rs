@@ -445,7 +445,7 @@ impl FdTree {
             self.frozen_tombs.clone(),
             self.levels.clone(),
             self.level_tombs.clone(),
-        );
+        )?;
         self.job = Some(job);
         self.frozen = Some(frozen);
         Ok(())
@@ -523,7 +523,7 @@ impl FdTree {
         while stored >= self.p.level_capacity(depth) {
             depth += 1;
         }
-        let mut w = RunWriter::new(&mut self.pager, self.p.cap, self.p.io_unit, n);
+        let mut w = RunWriter::new(&mut self.pager, self.p.cap, self.p.io_unit, n)?;
         for &(k, v) in sorted {
             w.push(&mut self.pager, Entry::new(k, v, Kind::Normal))?;
         }

@@ -196,11 +196,11 @@ pub struct RunWriter {
 
 impl RunWriter {
     /// A writer for at most `max_entries` entries (one internal fence per page extra).
-    pub fn new(pager: &mut Pager, cap: usize, io_unit: u64, max_entries: u64) -> Self {
+    pub fn new(pager: &mut Pager, cap: usize, io_unit: u64, max_entries: u64) -> Result<Self> {
         let max_pages = max_entries.div_ceil(cap as u64 - 1).max(1) + 1;
-        let extent = pager.alloc_extent(max_pages);
+        let extent = pager.alloc_extent(max_pages)?;
         let ps = pager.page_size();
-        RunWriter {
+        Ok(RunWriter {
             extent,
             packer: Packer::new(cap, true),
             out: ChunkWriter::new(ps, io_unit.min(max_pages)),
@@ -210,7 +210,7 @@ impl RunWriter {
             index_entries: 0,
             filters: 0,
             fences: Vec::new(),
-        }
+        })
     }
 
     /// The extent reserved so far (to free it if the writer is abandoned).
@@ -299,9 +299,31 @@ pub fn write_fence_run(
     io_unit: u64,
     fences: &[(u64, PageId)],
 ) -> Result<Written> {
-    let mut w = RunWriter::new(pager, cap, io_unit, fences.len() as u64);
+    let mut w = RunWriter::new(pager, cap, io_unit, fences.len() as u64)?;
     for &(k, p) in fences {
         w.push(pager, Entry::new(k, p, entry::Kind::External))?;
     }
     w.finish(pager)
+}
+
+#[cfg(test)]
+mod hostile_tests {
+    use super::*;
+
+    use crate::kit::sorted::entry::{self, Entry, Kind};
+
+    /// Hostile bytes (crate::hostile): a damaged run page decodes or is corruption.
+    #[test]
+    fn hostile_run_pages_decode_or_are_corruption() {
+        let es = [
+            Entry::new(1, 2, Kind::Normal),
+            Entry::new(8, 3, Kind::External),
+        ];
+        let mut valid = vec![0u8; 512];
+        entry::init(&mut valid, KIND_RUN, 0, entry::NONE, &es);
+        page::seal(21, &mut valid);
+        crate::hostile::fuzz_page("FD-tree run page", 21, &valid, |b| {
+            crate::error::ok_or_corruption(decode_page(21, b, entry::capacity(512)))
+        });
+    }
 }

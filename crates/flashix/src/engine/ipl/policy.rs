@@ -25,7 +25,7 @@ impl LogPolicy for Ipl {
         node_bytes: u64,
         log_bytes: u64,
     ) -> std::result::Result<Layout, String> {
-        if log_pages == 0 || log_pages + np > ppb {
+        if log_pages == 0 || log_pages.saturating_add(np) > ppb {
             return Err(format!(
                 "a {log_bytes}-byte log area and one {node_bytes}-byte node do not fit a block of {ppb} pages"
             ));

@@ -269,6 +269,7 @@ impl LaTree {
             Self::pager_config(&s),
             s.record.clone(),
         )?;
+        pager.set_page_check(node::check_page);
         let root = pager.alloc_page()?;
         pager.write(root, |b| node::init(b, 0, node::NONE, &[]))?;
         let st = State {
@@ -293,8 +294,12 @@ impl LaTree {
     ) -> Result<LaTree> {
         let st: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad LA-tree state: {e}")))?;
-        if st.height == 0 {
-            return Err(Error::corruption("MANIFEST", None, "LA-tree height 0"));
+        if !crate::kit::api::plausible_height(st.height) {
+            return Err(Error::corruption(
+                "MANIFEST",
+                None,
+                format!("LA-tree height {}", st.height),
+            ));
         }
         if st
             .buffers
@@ -307,12 +312,13 @@ impl LaTree {
                 "LA-tree buffer table row out of shape",
             ));
         }
-        let (pager, ops) = Pager::open(
+        let (mut pager, ops) = Pager::open(
             storage.device,
             storage.vfs,
             &manifest,
             Self::pager_config(&s),
         )?;
+        pager.set_page_check(node::check_page);
         let mut t = LaTree::new(pager, &s, &o, st);
         t.recover(&ops)?;
         Ok(t)

@@ -51,7 +51,7 @@ impl LaTree {
                     // emptyCost: read the buffer, then a read and a write of each subtree
                     // it reaches (at most one per message, at most one per child).
                     let reach = b.entries.min(count as u64 + 1);
-                    let empty_cost = b.pages + 2 * reach;
+                    let empty_cost = b.pages.saturating_add(reach.saturating_mul(2));
                     if let Some(e) = self.buffers.get_mut(&pid) {
                         if e.adapt.lookup(scanned, empty_cost) {
                             fired.push(pid);

@@ -392,11 +392,11 @@ fn max_pages(n: u64, cap: u64) -> u64 {
 
 impl ComponentWriter {
     /// A writer for at most `max_entries` entries.
-    pub fn new(pager: &mut Pager, cap: usize, io_unit: u64, max_entries: u64) -> Self {
+    pub fn new(pager: &mut Pager, cap: usize, io_unit: u64, max_entries: u64) -> Result<Self> {
         let max = max_pages(max_entries, cap as u64);
-        let extent = pager.alloc_extent(max);
+        let extent = pager.alloc_extent(max)?;
         let ps = pager.page_size();
-        ComponentWriter {
+        Ok(ComponentWriter {
             extent,
             cap,
             cur: Vec::with_capacity(cap),
@@ -407,7 +407,7 @@ impl ComponentWriter {
             tombstones: 0,
             last_key: None,
             firsts: Vec::new(),
-        }
+        })
     }
 
     /// Pages written so far.
@@ -518,7 +518,7 @@ impl ComponentWriter {
 
 #[cfg(test)]
 mod tests {
-    use super::max_pages;
+    use super::*;
 
     #[test]
     fn max_pages_counts_every_level() {
@@ -526,5 +526,21 @@ mod tests {
         assert_eq!(max_pages(20, 20), 1);
         assert_eq!(max_pages(21, 20), 3);
         assert_eq!(max_pages(20 * 21 + 1, 20), 22 + 2 + 1);
+    }
+
+    /// Hostile bytes (crate::hostile): a damaged component page decodes or is corruption.
+    #[test]
+    fn hostile_component_pages_decode_or_are_corruption() {
+        use crate::kit::sorted::entry::{self, Entry, Kind};
+        let es = [
+            Entry::new(1, 2, Kind::Normal),
+            Entry::new(8, 9, Kind::Normal),
+        ];
+        let mut valid = vec![0u8; 512];
+        entry::init(&mut valid, KIND_LSM_LEAF, 0, 77, &es);
+        page::seal(5, &mut valid);
+        crate::hostile::fuzz_page("LSM component page", 5, &valid, |b| {
+            crate::error::ok_or_corruption(decode(5, b, entry::capacity(512)))
+        });
     }
 }

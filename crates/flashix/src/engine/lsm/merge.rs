@@ -122,7 +122,7 @@ pub fn merge(
     drop_tombstones: bool,
 ) -> Result<Merged> {
     let max_entries = newer.entries() + older.entries();
-    let mut w = ComponentWriter::new(pager, cap, io_unit, max_entries);
+    let mut w = ComponentWriter::new(pager, cap, io_unit, max_entries)?;
     // Older keys arrive in increasing order: one forward cursor, no second pass.
     let mut hidden = newer_tombs.cursor();
     loop {

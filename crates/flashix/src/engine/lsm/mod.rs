@@ -445,7 +445,7 @@ impl Lsm {
         while n > self.p.capacity(level) {
             level += 1;
         }
-        let mut w = ComponentWriter::new(&mut self.pager, self.p.cap, self.p.io_unit, n);
+        let mut w = ComponentWriter::new(&mut self.pager, self.p.cap, self.p.io_unit, n)?;
         for &(k, v) in sorted {
             w.push(&mut self.pager, Entry::new(k, v, Kind::Normal))?;
         }

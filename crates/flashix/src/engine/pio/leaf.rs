@@ -396,4 +396,27 @@ mod tests {
         assert_eq!(segment_capacity(512), 28);
         assert_eq!(segment_capacity(4096), 239);
     }
+
+    /// Hostile bytes (crate::hostile): a damaged leaf segment gives its records or
+    /// corruption; a count of `u32::MAX` is refused before it sizes a vector.
+    #[test]
+    fn hostile_leaf_segments_decode_or_are_corruption() {
+        let cap = segment_capacity(512);
+        let mut valid = vec![0u8; 512];
+        page::set_kind(&mut valid, KIND_LEAF_SEGMENT);
+        write_u32(&mut valid, COUNT, 2);
+        valid[INDEX..INDEX + 2].copy_from_slice(&0u16.to_le_bytes());
+        valid[TOTAL..TOTAL + 2].copy_from_slice(&1u16.to_le_bytes());
+        set_record(&mut valid, 0, &put(4, 5));
+        set_record(&mut valid, 1, &del(4));
+        page::seal(12, &mut valid);
+        crate::hostile::fuzz_page("PIO leaf segment", 12, &valid, |b| {
+            let records = segment_header(12, b, 0, 1, cap).and_then(|h| {
+                (0..h.count)
+                    .map(|i| checked_record(12, b, i))
+                    .collect::<Result<Vec<_>>>()
+            });
+            crate::error::ok_or_corruption(records)
+        });
+    }
 }

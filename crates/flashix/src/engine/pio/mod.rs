@@ -282,7 +282,7 @@ fn sizes(o: &PioOptions) -> Result<(u16, usize)> {
 fn lsmap_pages(manifest: &Manifest) -> Result<u64> {
     let alloc = crate::io::ExtentAllocator::from_state(&manifest.alloc)?;
     let hw = alloc.high_water();
-    Ok(hw + hw / 8)
+    Ok(hw.saturating_add(hw / 8))
 }
 
 /// Frames the engine needs: two leaves at once (a rebalance) and a few internal pages.
@@ -351,6 +351,7 @@ impl PioBTree {
         let opq_bytes = o.opq_bytes.unwrap_or(0);
         let config = s.pager_config(min_frames(segs), opq_bytes);
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record.clone())?;
+        pager.set_page_check(node::check_page);
         let root = pager.alloc_run(u64::from(segs))?.start;
         leaf::rewrite(&mut pager, root, segs, &[])?;
         let state = State {
@@ -376,8 +377,12 @@ impl PioBTree {
         let state: State = serde_json::from_value(manifest.engine.clone()).map_err(|e| {
             Error::corruption("MANIFEST", None, format!("bad PIO B-tree state: {e}"))
         })?;
-        if state.height == 0 {
-            return Err(Error::corruption("MANIFEST", None, "PIO B-tree height 0"));
+        if !crate::kit::api::plausible_height(state.height) {
+            return Err(Error::corruption(
+                "MANIFEST",
+                None,
+                format!("PIO B-tree height {}", state.height),
+            ));
         }
         let (segs, _) = sizes(&o)?;
         let pages = lsmap_pages(&manifest)?;
@@ -388,9 +393,13 @@ impl PioBTree {
             .saturating_sub(min_frames(segs) as u64 * s.page_size as u64);
         let reserve = LsMap::bytes_for(segs, pages).min(spare);
         let config = s.pager_config(min_frames(segs), opq_bytes + reserve);
-        let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
+        let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
+        pager.set_page_check(node::check_page);
         let mut t = PioBTree::new(pager, &s, &o, state)?;
-        t.lsmap.reserve_pages(pages);
+        // The page count comes from the manifest: reserve only what the budget set aside.
+        if LsMap::bytes_for(segs, pages) <= reserve {
+            t.lsmap.reserve_pages(pages);
+        }
         t.recover(&ops)?;
         Ok(t)
     }

@@ -253,4 +253,11 @@ impl Device for FaultyDevice {
         s.max_queue_depth = own.max_queue_depth;
         s
     }
+
+    fn capacity_pages(&self) -> Option<u64> {
+        let st = self.faults.lock();
+        st.devices
+            .get(self.idx)
+            .and_then(|d| d.inner.capacity_pages())
+    }
 }

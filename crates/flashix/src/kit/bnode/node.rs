@@ -12,6 +12,8 @@
 //!               where `child` holds keys >= separator (and < the next separator)
 //! ```
 
+use crate::error::{Error, Result};
+use crate::io::PageId;
 use crate::page::{self, read_u32, read_u64, write_u32, write_u64};
 
 pub const KIND_LEAF: u16 = 1;
@@ -63,6 +65,29 @@ pub fn set_val(b: &mut [u8], i: usize, v: u64) {
 
 pub fn set_key(b: &mut [u8], i: usize, k: u64) {
     write_u64(b, ENTRIES + i * ENTRY, k)
+}
+
+/// The format rules a node page read from the device must hold before its accessors run
+/// ([`crate::buffer::PageCheck`]): an entry count within the page, and level 0 exactly for
+/// leaves. Pages of other kinds (an engine's other page formats) are left to their own
+/// decoders.
+pub fn check_page(pid: PageId, b: &[u8]) -> Result<()> {
+    let kind = page::kind(b);
+    if kind != KIND_LEAF && kind != KIND_INTERNAL {
+        return Ok(());
+    }
+    let bad = |d: String| Err(Error::corruption(page::DATA_FILE, Some(pid), d));
+    if b.len() < ENTRIES {
+        return bad(format!("node page of {} bytes", b.len()));
+    }
+    let (n, cap) = (count(b), capacity(b.len()));
+    if n > cap {
+        return bad(format!("node holds {n} entries, a page holds {cap}"));
+    }
+    if (level(b) == 0) != (kind == KIND_LEAF) {
+        return bad(format!("node of kind {kind} at level {}", level(b)));
+    }
+    Ok(())
 }
 
 /// Binary search among the entries: `Ok(i)` if found, `Err(i)` where it would go.
@@ -167,5 +192,40 @@ mod tests {
             assert_eq!(capacity(ps) % 2, 0);
         }
         assert_eq!(capacity(4096), 254);
+    }
+
+    /// Hostile bytes (crate::hostile): a node page either fails [`check_page`] with
+    /// corruption or keeps every accessor in bounds.
+    #[test]
+    fn hostile_node_pages_are_refused_or_safe_to_read() {
+        let mut valid = vec![0u8; 512];
+        init(&mut valid, 1, 77, &[(1, 10), (5, 11), (9, 12)]);
+        crate::hostile::fuzz_page("B+-tree node", 6, &valid, |b| {
+            crate::error::ok_or_corruption(check_page(6, b))?;
+            if check_page(6, b).is_ok() && matches!(page::kind(b), KIND_LEAF | KIND_INTERNAL) {
+                let _ = entries(b);
+                for k in [0, 5, u64::MAX] {
+                    let s = child_slot(b, k);
+                    let _ = child_at(b, s);
+                    let _ = search(b, k);
+                }
+            }
+            Ok(())
+        });
+    }
+
+    /// Regression (hostile bytes): a node whose count claims `u32::MAX` entries under a
+    /// valid checksum is corruption, not an out-of-bounds read.
+    #[test]
+    fn a_forged_node_claiming_u32_max_entries_is_corruption() {
+        let mut b = vec![0u8; 512];
+        init(&mut b, 0, NONE, &[(1, 2)]);
+        write_u32(&mut b, COUNT, u32::MAX);
+        page::seal(3, &mut b);
+        assert!(page::verify(3, &b).is_ok());
+        assert!(matches!(
+            check_page(3, &b),
+            Err(Error::Corruption { page: Some(3), .. })
+        ));
     }
 }

@@ -70,10 +70,11 @@ impl Geometry {
                 "node_bytes {node_bytes} is not a whole number of {page}-byte NAND pages"
             ));
         }
-        let np = (node_bytes / page) as u32;
+        // Page counts beyond u32 are more than any block holds (refused below).
+        let np = u32::try_from(node_bytes / page).unwrap_or(u32::MAX);
         let ppb = nand.pages_per_block;
         let spp = (nand.page_bytes / SECTOR) as u32;
-        if ppb * spp > 256 {
+        if ppb.saturating_mul(spp) > 256 {
             return bad(format!(
                 "{ppb} pages of {spp} sectors per block exceed the 256 log sectors an LSLM maps"
             ));
@@ -83,7 +84,7 @@ impl Geometry {
                 "log_area_bytes {log_bytes} is not a whole number of pages"
             ));
         }
-        let log_pages = (log_bytes / page) as u32;
+        let log_pages = u32::try_from(log_bytes / page).unwrap_or(u32::MAX);
         let Layout {
             max_members,
             fixed_log_start,

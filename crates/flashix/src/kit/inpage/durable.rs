@@ -256,8 +256,8 @@ impl<P: LogPolicy> Core<P> {
             })
             .collect();
         let mut c = Core::empty(config, options, nand, log)?;
-        if state.height == 0 {
-            return Err(bad("height 0".into()));
+        if !crate::kit::api::plausible_height(state.height) {
+            return Err(bad(format!("height {}", state.height)));
         }
         c.root = state.root;
         c.height = state.height;

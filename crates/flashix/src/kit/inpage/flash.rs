@@ -240,14 +240,11 @@ impl<P: LogPolicy> Core<P> {
     /// A fresh erased block with an empty log area starting at `log_start`.
     pub fn new_block(&mut self, log_start: u32) -> Result<u32> {
         let Some(b) = self.free.pop_first() else {
-            return Err(Error::io(
-                format!(
-                    "allocating an erase block on the raw NAND ({} blocks in use, {} waiting for erase at the next checkpoint)",
-                    self.blocks.len(),
-                    self.pending.len()
-                ),
-                std::io::Error::from_raw_os_error(libc::ENOSPC),
-            ));
+            return Err(Error::no_space(format!(
+                "allocating an erase block on the raw NAND ({} blocks in use, {} waiting for erase at the next checkpoint)",
+                self.blocks.len(),
+                self.pending.len()
+            )));
         };
         // A block left programmed by an interrupted run is erased before reuse.
         if (0..self.geo.ppb).any(|p| !self.nand.is_page_erased(PageAddr { block: b, page: p })) {

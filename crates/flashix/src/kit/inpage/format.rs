@@ -365,4 +365,51 @@ mod tests {
             assert!(decode_sector(&c, 0, 4).is_err(), "flip {bit}");
         }
     }
+
+    /// Hostile bytes (crate::hostile): node images, log sectors and record areas decode
+    /// or are corruption (`None` for a record area), never panic.
+    #[test]
+    fn hostile_node_images_and_log_sectors_decode_or_are_refused() {
+        let img = NodeImage {
+            level: 0,
+            entries: vec![(0, 7), (3, 4), (u64::MAX, 9)],
+        };
+        let node = encode_node(3, &img, 1024);
+        let reseal = |b: &mut [u8]| {
+            let crc = crc32c::crc32c(&b[4..]);
+            b[0..4].copy_from_slice(&crc.to_le_bytes());
+        };
+        crate::hostile::fuzz_stream("in-page node image", &node, |b| {
+            let mut b = b.to_vec();
+            if b.len() >= 4 && b.len() % 2 == 0 {
+                reseal(&mut b);
+            }
+            crate::error::ok_or_corruption(decode_node(3, &b, 0))
+        });
+        let mut recs = Vec::new();
+        for r in [
+            Rec::Put(1, u64::MAX),
+            Rec::Del(0),
+            Rec::GhostCreate {
+                origin: 4,
+                key: 8,
+                sector: 2,
+            },
+            Rec::Init(1),
+        ] {
+            r.encode(&mut recs);
+        }
+        crate::hostile::fuzz_stream("in-page records", &recs, |b| {
+            let _ = decode_records(b);
+            Ok(())
+        });
+        let sector = encode_sector(3, 1, &[0, 200], &[3, NO_SECTOR], &recs);
+        crate::hostile::fuzz_page("in-page log sector", 0, &sector, |b| {
+            let mut b = b.to_vec();
+            if b[5] % 2 == 0 {
+                reseal(&mut b);
+            }
+            crate::error::ok_or_corruption(decode_sector(&b, 0, 1))
+        });
+    }
 }

@@ -362,4 +362,19 @@ mod tests {
         b[BODY + 8] = 200; // 200 units cannot fit in 512 bytes
         assert!(collect(&b, 9, 7, &mut Vec::new()).is_err());
     }
+
+    /// Hostile bytes (crate::hostile): a damaged unit page gives a node's units or
+    /// corruption, never a panic.
+    #[test]
+    fn hostile_unit_pages_collect_or_are_corruption() {
+        let mut p = PageBuilder::new(512);
+        p.add(3, &[Unit::Insert(1, 2), Unit::Reset { level: 1, link: 9 }]);
+        p.add(4, &[Unit::Delete(7), Unit::SetLink(8), Unit::Truncate(2)]);
+        let valid = p.finish(11);
+        crate::hostile::fuzz_page("NTT unit page", 11, &valid, |b| {
+            let mut out = Vec::new();
+            crate::error::ok_or_corruption(collect(b, 11, 4, &mut out))?;
+            crate::error::ok_or_corruption(collect_nodes(b, 11, &[3, 4]))
+        });
+    }
 }

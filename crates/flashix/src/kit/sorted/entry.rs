@@ -377,4 +377,24 @@ mod tests {
         assert_eq!(capacity(512), 20);
         assert_eq!(capacity(4096), 169);
     }
+
+    /// Hostile bytes (crate::hostile): a damaged sorted-entry page decodes, or the decoder
+    /// and the in-page probe name what is wrong; neither panics.
+    #[test]
+    fn hostile_entry_pages_decode_or_are_refused() {
+        let es = [
+            Entry::new(5, 1, Kind::External),
+            Entry::new(9, 2, Kind::Normal),
+            Entry::new(u64::MAX, 3, Kind::Normal),
+        ];
+        let mut valid = vec![0u8; 512];
+        init(&mut valid, KIND_RUN, 0, NONE, &es);
+        crate::hostile::fuzz_page("sorted entries", 4, &valid, |b| {
+            let _ = decode(b, capacity(512));
+            for key in [0, 5, 9, u64::MAX] {
+                let _ = probe(b, capacity(512), key);
+            }
+            Ok(())
+        });
+    }
 }

@@ -137,7 +137,9 @@ impl Head {
         cap: usize,
         pos: (u64, u8),
     ) -> Result<(Vec<(PageId, usize)>, PageId)> {
-        let mut path = Vec::with_capacity(self.height as usize);
+        // The height comes from a manifest: it bounds the loop, not an allocation.
+        let mut path =
+            Vec::with_capacity(self.height.min(crate::kit::api::MAX_TREE_HEIGHT) as usize);
         let mut pid = self.root;
         for depth in 0..self.height.saturating_sub(1) {
             let want = self.height - 1 - depth;
@@ -453,7 +455,8 @@ impl Head {
 
     /// All leaf entries in order (merges and head rebuilds; at most the head-tree size).
     pub fn all_entries(&self, pager: &mut Pager, cap: usize) -> Result<Vec<Entry>> {
-        let mut out = Vec::with_capacity(self.entries as usize);
+        // `entries` comes from a manifest: a hint, capped, never trusted to size memory.
+        let mut out = Vec::with_capacity(self.entries.min(1 << 16) as usize);
         let mut pid = self.first_leaf;
         let mut steps = 0u64;
         while pid != NONE {

@@ -263,8 +263,15 @@ impl Core {
     }
 
     /// Check a host write of `len` bytes to `lpn` and count it.
+    /// A write beyond the logical capacity is the device being full ([`Error::no_space`]),
+    /// as a write past the end of a full disk is; a read or trim there is a bad argument.
     pub fn host_write(&mut self, lpn: u64, len: usize) -> Result<()> {
-        self.check_lpn(lpn, "write")?;
+        if lpn >= self.logical_pages() {
+            return Err(Error::no_space(format!(
+                "FTL write of logical page {lpn}: beyond the device's {} logical pages",
+                self.logical_pages()
+            )));
+        }
         self.check_len(len, "write", lpn)?;
         self.stats.host_writes += 1;
         Ok(())
@@ -280,11 +287,11 @@ impl Core {
         Ok(())
     }
 
-    /// Take a free block.
+    /// Take a free block; none left is the device being full ([`Error::no_space`]).
     pub fn alloc(&mut self) -> Result<u32> {
         self.free.pop_front().ok_or_else(|| {
-            Error::InvalidArgument(
-                "FTL: no free block left (more data than the logical capacity?)".into(),
+            Error::no_space(
+                "FTL: taking a free block (none left: more data than the logical capacity?)",
             )
         })
     }

@@ -87,7 +87,7 @@ impl PageFtl {
             match (victim, dest) {
                 (Some(v), Some(a)) => ftl.collect_into(v, a)?,
                 _ => {
-                    return Err(Error::InvalidArgument(format!(
+                    return Err(Error::no_space(format!(
                         "page FTL: no free block at open and no garbage collection victim \
                          fits an active block (victim {victim:?} with {need:?} current pages)"
                     )))
@@ -138,19 +138,19 @@ impl PageFtl {
             self.collect(b)?;
         }
         let p = self.core.next_page(b).ok_or_else(|| {
-            Error::InvalidArgument("page FTL: garbage collection filled the active block".into())
+            Error::no_space("page FTL: garbage collection filled the active block")
         })?;
         Ok((b, p))
     }
 
     /// Greedy garbage collection of one victim into the (fresh) active block `dest`.
     fn collect(&mut self, dest: u32) -> Result<()> {
-        let victim = self.victim().ok_or_else(|| {
-            Error::InvalidArgument("page FTL: no garbage collection victim".into())
-        })?;
+        let victim = self
+            .victim()
+            .ok_or_else(|| Error::no_space("page FTL: garbage collection found no victim"))?;
         if self.core.valid[victim as usize] >= self.core.ppb {
-            return Err(Error::InvalidArgument(
-                "page FTL: every block is full of current pages".into(),
+            return Err(Error::no_space(
+                "page FTL: garbage collection (every block is full of current pages)",
             ));
         }
         self.collect_into(victim, dest)

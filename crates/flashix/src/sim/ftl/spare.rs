@@ -74,3 +74,24 @@ pub(super) fn parse_spare(data: &[u8], s: &[u8]) -> Option<(u64, u64)> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod hostile_tests {
+    use super::*;
+
+    /// Hostile bytes (crate::hostile): a damaged spare record (the page's data and spare
+    /// keep their sizes, fixed by the NAND) is checked and parsed without a panic, and a
+    /// parsed one names a whole record.
+    #[test]
+    fn hostile_spare_records_are_classified() {
+        let data = vec![7u8; 2 * NAND_SECTOR];
+        let len = spare_record_len(2) + 8;
+        let valid = make_spare(len, 42, 9, &data);
+        assert_eq!(parse_spare(&data, &valid), Some((42, 9)));
+        crate::hostile::fuzz_page("FTL spare record", 0, &valid, |s| {
+            let _ = check_page(&data, s);
+            let _ = parse_spare(&data, s);
+            Ok(())
+        });
+    }
+}

@@ -199,7 +199,44 @@ impl NandConfig {
             erase_us: f64_at(56),
             bus_ns_per_byte: f64_at(64),
         };
-        cfg.validate()?;
+        // A geometry no NAND can have, behind a valid checksum, is a damaged (or forged)
+        // medium, not a caller's bad option.
+        cfg.validate().map_err(|e| {
+            Error::corruption(
+                FILE,
+                Some(0),
+                format!("header holds an impossible geometry: {e}"),
+            )
+        })?;
         Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod hostile_tests {
+    use super::*;
+
+    /// Hostile bytes (crate::hostile): a damaged NAND header decodes, is corruption, or
+    /// (its version field damaged) names the version; one that decodes describes a
+    /// geometry `validate` then judges.
+    #[test]
+    fn hostile_nand_headers_decode_or_are_corruption() {
+        let valid = NandConfig::default().encode();
+        crate::hostile::fuzz_stream("NAND header", &valid, |b| {
+            let mut b = b.to_vec();
+            // Forge the checksum half of the time, so the fields behind it are tested.
+            if b.len() >= HEADER_BYTES + 4 && b[9] % 2 == 0 {
+                let crc = crc32c::crc32c(&b[..HEADER_BYTES]);
+                b[HEADER_BYTES..HEADER_BYTES + 4].copy_from_slice(&crc.to_le_bytes());
+            }
+            let r = NandConfig::decode(&b);
+            if let Ok(c) = &r {
+                let _ = c.validate();
+            }
+            match r {
+                Err(Error::UnsupportedVersion { .. }) => Ok(()),
+                r => crate::error::ok_or_corruption(r),
+            }
+        });
     }
 }
