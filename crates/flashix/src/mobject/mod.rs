@@ -1,5 +1,5 @@
 //! Moving objects: [`MovingIndex`], the Bx-tree front end (Jensen, Lin, Ooi, VLDB 2004;
-//! `bx-tree.md`, FBX notes §2 and §4.4) over any engine. Over [`EngineKind::BTree`] it is
+//! `bx-tree.md`, FBX notes §2 and §4.4) over any engine. Over [`crate::EngineKind::BTree`] it is
 //! the Bx-tree, over the FBX engine the FBX-tree, and it runs over every other engine
 //! unchanged: everything it stores is `u64 -> u64` entries of one [`Db`].
 //!
