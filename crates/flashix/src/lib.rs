@@ -52,6 +52,7 @@
 //! [`cost`] is a leaf of models over numbers. Only what DESIGN.md's Public API lists is
 //! public; the conformance harness (`testing`) is behind the `testing` cargo feature.
 
+#![deny(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 

@@ -112,15 +112,20 @@ fn index_options(opts: &MobjectOptions) -> Result<crate::Options> {
 pub struct MobjectStats {
     /// The `Db`'s counters (I/O, buffer pool, WAL, engine).
     pub index: Stats,
+    /// The moving-object layer's own counters since open.
     pub counters: MobjectCounters,
 }
 
 /// The moving-object index's own counters since open.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MobjectCounters {
+    /// Successful [`MovingIndex::update`] calls.
     pub updates: u64,
+    /// [`MovingIndex::remove`] calls that removed an object.
     pub removes: u64,
+    /// [`MovingIndex::range`] queries.
     pub range_queries: u64,
+    /// [`MovingIndex::knn`] calls that passed the argument checks (`k = 0` included).
     pub knn_queries: u64,
     /// Key ranges scanned by queries (one per curve interval per partition, and the
     /// overflow).
