@@ -208,7 +208,9 @@ impl CheckReport {
 pub struct Progress<'a> {
     /// `pages` or `scan` (the other steps report once, with `done` 0).
     pub step: &'a str,
+    /// Units done so far in this step.
     pub done: u64,
+    /// Units in the whole step, when known.
     pub total: Option<u64>,
 }
 

@@ -13,7 +13,9 @@ pub enum Error {
     /// An operating-system I/O error, with what flashix was doing when it happened.
     #[error("I/O error while {context}: {source}")]
     Io {
+        /// What flashix was doing (`reading page 7 of data`, `syncing the WAL`, ...).
         context: String,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
@@ -21,8 +23,11 @@ pub enum Error {
     /// (`data`, `MANIFEST`, `wal-000001.log`, ...) and `page` the page or byte offset.
     #[error("corruption in {file}{}: {detail}", page.map(|p| format!(" at page {p}")).unwrap_or_default())]
     Corruption {
+        /// The file the damaged data is in.
         file: String,
+        /// The page (or byte offset) inside `file`, when the check knows it.
         page: Option<u64>,
+        /// What failed: the checksum, the magic, the structure, ...
         detail: String,
     },
     /// The options cannot be used (bad page size, buffer pool below the engine's minimum, ...).
@@ -41,7 +46,12 @@ pub enum Error {
     #[error(
         "on-disk format version {found} is not supported (this build reads version {supported})"
     )]
-    UnsupportedVersion { found: u32, supported: u32 },
+    UnsupportedVersion {
+        /// The version the index's manifest records.
+        found: u32,
+        /// The newest version this build reads.
+        supported: u32,
+    },
     /// A feature or engine kind that this build does not provide.
     #[error("unsupported: {0}")]
     Unsupported(String),

@@ -15,7 +15,11 @@ use serde::{Deserialize, Serialize};
 pub enum DeviceSpec {
     /// One file `data` in the index directory; `direct_io` asks for `O_DIRECT` (the
     /// default, so the page cache does not help; Contract 5).
-    File { direct_io: bool },
+    File {
+        /// Open the file with `O_DIRECT` (falls back to buffered I/O where the file
+        /// system refuses it).
+        direct_io: bool,
+    },
     /// Pages in memory (tests). Such an index cannot be reopened by [`crate::Db::open`].
     Memory,
     /// A simulated SSD ([`crate::sim::SimSsd`]: an FTL over simulated NAND) whose flash

@@ -8,11 +8,17 @@ use std::collections::BTreeMap;
 /// Buffer pool counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BufferStats {
+    /// Bytes of the pool's frames (`frames` x the page size).
     pub capacity_bytes: u64,
+    /// Page frames in the pool.
     pub frames: u64,
+    /// Pages resident in the pool now.
     pub resident: u64,
+    /// Page fetches answered from the pool.
     pub hits: u64,
+    /// Page fetches that read the page from the device.
     pub misses: u64,
+    /// Pages evicted to make room.
     pub evictions: u64,
     /// Dirty pages written back (on eviction or checkpoint).
     pub writebacks: u64,
@@ -25,17 +31,25 @@ pub struct WalStats {
     pub records: u64,
     /// Full-page before-images appended (in-place engines).
     pub page_images: u64,
+    /// Bytes appended to the WAL (records, page images and their headers).
     pub bytes: u64,
+    /// WAL syncs that had new bytes to make durable (group commits: a `Db::flush` with
+    /// nothing new appended costs none).
     pub syncs: u64,
+    /// Checkpoints taken (each starts a new WAL generation).
     pub checkpoints: u64,
 }
 
 /// Everything an index reports: I/O, buffer, WAL, engine counters and memory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
+    /// The engine of the index.
     pub engine: EngineKind,
+    /// Page I/O on the index's device since open (and flash counters of a simulated one).
     pub device: DeviceStats,
+    /// The buffer pool's counters since open.
     pub buffer: BufferStats,
+    /// The WAL's counters since open.
     pub wal: WalStats,
     /// Engine counters (`node_splits`, `merges`, ...), named per STYLE.md: for display.
     /// What callers read back is typed in [`Stats::shape`].

@@ -37,9 +37,13 @@ pub const MAX_PAGES: u64 = 64;
 /// The thesis's device model: per-request and per-byte times, microseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct BulkDeviceCosts {
+    /// `t_seek` of a random read request, microseconds.
     pub seek_read_us: f64,
+    /// `t_seek` of a write request, microseconds.
     pub seek_write_us: f64,
+    /// Transfer time per byte read, microseconds.
     pub read_us_per_byte: f64,
+    /// Transfer time per byte written, microseconds.
     pub write_us_per_byte: f64,
 }
 
@@ -165,8 +169,11 @@ pub fn expected_ranges(n_r: f64, t: f64, b: f64) -> f64 {
 /// What the engine tells the model.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BulkModelInput {
+    /// The index's page size, bytes.
     pub page_size: usize,
+    /// Bytes of one tuple in a range page.
     pub tuple_bytes: u64,
+    /// Tuples one range page holds (M is a multiple of it).
     pub tuples_per_page: u64,
     /// Memory one range-index entry takes.
     pub range_entry_bytes: u64,
@@ -177,12 +184,19 @@ pub struct BulkModelInput {
 /// One candidate M and its predicted costs (microseconds).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BulkCandidate {
+    /// The range size parameter M.
     pub m: u32,
+    /// `n_r = N/M`: ranges of the expected entries.
     pub ranges: f64,
+    /// Memory of their range index.
     pub range_index_bytes: f64,
+    /// One point search: one read of an average range.
     pub point_search_us: f64,
+    /// One bulk insertion of the tuning's bulk keys (Theorem 5.2, expected R).
     pub bulk_insert_us: f64,
+    /// `bulk_insert_us` per key inserted.
     pub bulk_insert_per_key_us: f64,
+    /// One range deletion (Theorem 5.4 with the neighbour read).
     pub range_delete_us: f64,
     /// The objective: expected time per operation.
     pub per_op_us: f64,
@@ -191,10 +205,15 @@ pub struct BulkCandidate {
 /// The choice and every candidate considered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BulkChoice {
+    /// The chosen M.
     pub m: u32,
+    /// The device costs the choice used.
     pub device: BulkDeviceCosts,
+    /// T: keys of one bulk insertion (by default a ninth of the expected entries).
     pub bulk_keys: u64,
+    /// b: keys of one elementary bulk (by default 100).
     pub elementary_bulk_keys: u64,
+    /// Every M considered whose range index fits its memory, ascending.
     pub candidates: Vec<BulkCandidate>,
 }
 

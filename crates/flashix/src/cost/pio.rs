@@ -157,6 +157,7 @@ impl PioDeviceCosts {
         )
     }
 
+    /// The page size the costs are for, bytes.
     pub fn page_size(&self) -> usize {
         self.page_size
     }
@@ -211,7 +212,9 @@ pub struct PioWorkload {
 /// The model's cost of one configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PioCost {
+    /// `L`: leaf segments (pages) per leaf.
     pub leaf_segments: usize,
+    /// OPQ size in pages of the memory budget.
     pub opq_pages: u64,
     /// Levels, leaves included.
     pub height: usize,
@@ -219,7 +222,10 @@ pub struct PioCost {
     pub nodes: Vec<f64>,
     /// Buffered share of each level, leaves first.
     pub coverage: Vec<f64>,
+    /// Expected time of one point search, microseconds.
     pub search_us: f64,
+    /// Expected time of one update (insert, delete or update) amortised over batch
+    /// updates, microseconds.
     pub update_us: f64,
     /// `C = Rs·search + Ri·update`.
     pub total_us: f64,

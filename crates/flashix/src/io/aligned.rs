@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 /// Alignment of every [`AlignedBuf`]: enough for `O_DIRECT` on any common device.
 pub const ALIGN: usize = 4096;
 
-/// A zero-initialised byte buffer aligned to [`ALIGN`] bytes.
+/// A zero-initialised byte buffer aligned to `ALIGN` (4096) bytes.
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     len: usize,

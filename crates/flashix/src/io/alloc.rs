@@ -22,7 +22,9 @@ use std::collections::BTreeMap;
 /// A run of `len` pages starting at `start`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Extent {
+    /// The first page.
     pub start: PageId,
+    /// Pages in the run.
     pub len: u64,
 }
 

@@ -36,7 +36,9 @@ use std::sync::Arc;
 /// `Db::create` and `Db::open` build it from a directory; tests and embedders can pass
 /// their own (memory, fault injection) to `Db::create_on` and `Db::open_on`.
 pub struct Storage {
+    /// The page device the index's pages live on.
     pub device: Box<dyn Device>,
+    /// The index directory's small files (WAL, manifest).
     pub vfs: Arc<dyn Vfs>,
 }
 use serde::{Deserialize, Serialize};
@@ -51,9 +53,19 @@ pub const SECTOR: usize = 512;
 #[derive(Debug)]
 pub enum IoReq<'a> {
     /// Read `buf.len() / page_size` pages starting at `page` into `buf`.
-    Read { page: PageId, buf: &'a mut [u8] },
+    Read {
+        /// The first page to read.
+        page: PageId,
+        /// Where the pages go: a whole number of pages.
+        buf: &'a mut [u8],
+    },
     /// Write `buf` to `buf.len() / page_size` pages starting at `page`.
-    Write { page: PageId, buf: &'a [u8] },
+    Write {
+        /// The first page to write.
+        page: PageId,
+        /// The pages' bytes: a whole number of pages.
+        buf: &'a [u8],
+    },
 }
 
 impl IoReq<'_> {
@@ -211,17 +223,29 @@ impl Device for Box<dyn Device> {
 pub struct DeviceStats {
     /// How requests reach the medium: `io_uring+O_DIRECT`, `pread+O_DIRECT`, `buffered`, `memory`, ...
     pub backend: String,
+    /// Pages read.
     pub reads: u64,
+    /// Read requests (one request reads one or more consecutive pages).
     pub read_requests: u64,
+    /// Bytes read.
     pub read_bytes: u64,
+    /// Read requests that started where the previous read request ended.
     pub sequential_reads: u64,
+    /// Read requests that did not (`read_requests - sequential_reads`).
     pub random_reads: u64,
+    /// Pages written.
     pub writes: u64,
+    /// Write requests (one request writes one or more consecutive pages).
     pub write_requests: u64,
+    /// Bytes written.
     pub write_bytes: u64,
+    /// Write requests that started where the previous write request ended.
     pub sequential_writes: u64,
+    /// Write requests that did not (`write_requests - sequential_writes`).
     pub random_writes: u64,
+    /// Calls to `Device::sync`.
     pub syncs: u64,
+    /// Calls to `Device::trim`.
     pub trims: u64,
     /// Batches given to `submit`.
     pub batches: u64,
@@ -244,6 +268,7 @@ pub struct DeviceStats {
 /// Shared counting and validation for `Device` implementations.
 #[derive(Debug, Clone, Default)]
 pub struct Counters {
+    /// The counts so far.
     pub stats: DeviceStats,
     next_read: Option<PageId>,
     next_write: Option<PageId>,

@@ -89,9 +89,14 @@ impl RangeCursor {
 /// What every engine does. `Db` validates arguments and handles poisoning; engines log
 /// their operations in their own WAL so that recovery stays inside the engine.
 pub trait Engine: Send {
+    /// Insert or replace `key` ([`crate::Db::insert`]).
     fn insert(&mut self, key: u64, value: u64) -> Result<()>;
+    /// Delete `key`, present or not ([`crate::Db::delete`]).
     fn delete(&mut self, key: u64) -> Result<()>;
+    /// The value of `key` ([`crate::Db::get`]).
     fn get(&mut self, key: u64) -> Result<Option<u64>>;
+    /// The values of `keys`, in their order ([`crate::Db::get_many`]); by default one `get`
+    /// per key.
     fn get_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
         keys.iter().map(|&k| self.get(k)).collect()
     }
@@ -124,9 +129,14 @@ pub trait Engine: Send {
     /// An atomic batch (`Insert`, `Delete`, `DeleteRange`; non-empty ranges), logged as one
     /// record and applied in order (`durable::Logged::apply`).
     fn apply_batch(&mut self, ops: &[LogicalOp]) -> Result<()>;
+    /// Make every operation so far durable ([`crate::Db::flush`]).
     fn flush(&mut self) -> Result<()>;
+    /// Flush and release the engine's resources ([`crate::Db::close`]).
     fn close(&mut self) -> Result<()>;
+    /// The engine's counters ([`crate::Db::stats`]).
     fn stats(&self) -> Stats;
+    /// Check the engine's documented invariants (the module doc lists them); a violation is
+    /// an error naming it.
     fn check_integrity(&mut self) -> Result<()>;
 }
 

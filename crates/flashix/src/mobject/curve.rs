@@ -21,7 +21,9 @@ use std::str::FromStr;
 /// Which curve numbers the grid cells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Curve {
+    /// The Hilbert curve (the Bx-tree's default: neighbouring cells stay close on it).
     Hilbert,
+    /// The Z-order (Morton) curve: the cell's x and y bits interleaved.
     Z,
 }
 
@@ -50,6 +52,7 @@ impl FromStr for Curve {
 /// Sorted, disjoint, non-adjacent inclusive intervals `[lo, hi]` of curve values.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Intervals {
+    /// The intervals, ascending.
     pub list: Vec<(u64, u64)>,
     /// Gaps merged to respect the cap (0 when it was not reached).
     pub merged_gaps: u64,

@@ -1,5 +1,5 @@
 //! Moving objects: [`MovingIndex`], the Bx-tree front end (Jensen, Lin, Ooi, VLDB 2004;
-//! `bx-tree.md`, FBX notes §2 and §4.4) over any engine. Over [`EngineKind::BTree`] it is
+//! `bx-tree.md`, FBX notes §2 and §4.4) over any engine. Over [`crate::EngineKind::BTree`] it is
 //! the Bx-tree, over the FBX engine the FBX-tree, and it runs over every other engine
 //! unchanged: everything it stores is `u64 -> u64` entries of one [`Db`].
 //!
@@ -112,15 +112,20 @@ fn index_options(opts: &MobjectOptions) -> Result<crate::Options> {
 pub struct MobjectStats {
     /// The `Db`'s counters (I/O, buffer pool, WAL, engine).
     pub index: Stats,
+    /// The moving-object layer's own counters since open.
     pub counters: MobjectCounters,
 }
 
 /// The moving-object index's own counters since open.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MobjectCounters {
+    /// Successful [`MovingIndex::update`] calls.
     pub updates: u64,
+    /// [`MovingIndex::remove`] calls that removed an object.
     pub removes: u64,
+    /// [`MovingIndex::range`] queries.
     pub range_queries: u64,
+    /// [`MovingIndex::knn`] calls that passed the argument checks (`k = 0` included).
     pub knn_queries: u64,
     /// Key ranges scanned by queries (one per curve interval per partition, and the
     /// overflow).

@@ -11,10 +11,15 @@ use crate::{EngineKind, Options};
 /// tick `t`. Its position at any tick is linear in time ([`Motion::at`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Motion {
+    /// Position on the x axis at tick `t`.
     pub x: f64,
+    /// Position on the y axis at tick `t`.
     pub y: f64,
+    /// Velocity along x, units per tick (at most `max_speed` in magnitude).
     pub vx: f64,
+    /// Velocity along y, units per tick (at most `max_speed` in magnitude).
     pub vy: f64,
+    /// The tick the position was taken at.
     pub t: u64,
 }
 
@@ -30,9 +35,13 @@ impl Motion {
 /// A closed axis-aligned rectangle `[x0, x1] x [y0, y1]`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Rect {
+    /// Lower x bound (inclusive).
     pub x0: f64,
+    /// Lower y bound (inclusive).
     pub y0: f64,
+    /// Upper x bound (inclusive).
     pub x1: f64,
+    /// Upper y bound (inclusive).
     pub y1: f64,
 }
 
@@ -46,8 +55,11 @@ impl Rect {
 /// An object of a range query's answer: its id and position at the query's time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Hit {
+    /// The object's id.
     pub id: u64,
+    /// Its x position at the query's tick.
     pub x: f64,
+    /// Its y position at the query's tick.
     pub y: f64,
 }
 
@@ -55,9 +67,13 @@ pub struct Hit {
 /// `sqrt(dx * dx + dy * dy)` from the query point.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Neighbor {
+    /// The object's id.
     pub id: u64,
+    /// Its x position at the query's tick.
     pub x: f64,
+    /// Its y position at the query's tick.
     pub y: f64,
+    /// Euclidean distance from the query point at the query's tick.
     pub dist: f64,
 }
 

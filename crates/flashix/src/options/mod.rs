@@ -31,15 +31,25 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum EngineOptions {
+    /// The B+-tree's options.
     BTree(BTreeOptions),
+    /// The LSM-tree's options.
     Lsm(LsmOptions),
+    /// The FD-tree's options.
     FdTree(FdTreeOptions),
+    /// The PIO B-tree's options.
     PioBTree(PioOptions),
+    /// The bulk index's options.
     BulkIndex(BulkOptions),
+    /// BFTL's options.
     Bftl(BftlOptions),
+    /// The LA-tree's options.
     LaTree(LaTreeOptions),
+    /// The FBX-tree's options.
     Fbx(FbxOptions),
+    /// The IPL B+-tree's options.
     IplBTree(IplOptions),
+    /// The d-IPL B+-tree's options.
     DiplBTree(DiplOptions),
 }
 

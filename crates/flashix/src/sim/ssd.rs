@@ -32,7 +32,9 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SimSsdConfig {
+    /// The flash: geometry and timing.
     pub nand: NandConfig,
+    /// The flash translation layer.
     pub ftl: FtlKind,
     /// Share of the flash hidden from the host (0.3, the d-IPL paper's §6.3).
     pub over_provisioning: f64,
@@ -121,7 +123,9 @@ impl SimSsdConfig {
 /// The simulated counters of a [`SimSsd`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SimStats {
+    /// The FTL's counters (host pages, programs, copies, merges).
     pub ftl: FtlStats,
+    /// The NAND's counters (operations, wear, simulated time).
     pub nand: NandStats,
 }
 

@@ -15,26 +15,40 @@ use std::collections::BTreeMap;
 /// One history to run.
 #[derive(Debug, Clone)]
 pub struct MoHistory {
+    /// The engine under the moving-object index.
     pub engine: EngineKind,
+    /// The device it runs on.
     pub device: DeviceKind,
+    /// The seed the operations are drawn from (a history is a function of it).
     pub seed: u64,
+    /// Operations to run.
     pub ops: usize,
+    /// Include crash steps.
     pub crashes: bool,
 }
 
 /// What a history did.
 #[derive(Debug, Default, Clone)]
 pub struct MoReport {
+    /// Updates applied.
     pub updates: u64,
+    /// Range queries checked against the model.
     pub ranges: u64,
+    /// kNN queries checked against the model.
     pub knns: u64,
+    /// Objects the range queries returned.
     pub hits: u64,
+    /// Close-and-open steps.
     pub reopens: u64,
+    /// Crash steps.
     pub crashes: u64,
+    /// Bad-input steps (each must be refused and leave the index as it was).
     pub bad_inputs: u64,
+    /// Objects moved to the overflow (`MobjectCounters::migrations`).
     pub migrations: u64,
     /// Entry-count estimates the kNN queries asked for (`MobjectCounters::knn_estimates`).
     pub knn_estimates: u64,
+    /// Objects in the index at the end.
     pub final_objects: u64,
 }
 

@@ -80,9 +80,13 @@ pub fn sim_ssd_config(ftl: FtlKind, page_size: usize, device_pages: u32) -> SimS
 /// One history to run.
 #[derive(Debug, Clone)]
 pub struct History {
+    /// The engine under test.
     pub engine: EngineKind,
+    /// The device it runs on.
     pub device: DeviceKind,
+    /// The seed the operations are drawn from (a history is a function of it).
     pub seed: u64,
+    /// Operations to run.
     pub ops: usize,
     /// Include crash steps.
     pub crashes: bool,
@@ -91,11 +95,15 @@ pub struct History {
 /// What a history did (for the test's summary).
 #[derive(Debug, Default, Clone)]
 pub struct Report {
+    /// Operations run.
     pub ops: usize,
+    /// Close-and-open steps.
     pub reopens: usize,
+    /// Crash steps.
     pub crashes: usize,
     /// Operations after the last flush that a crash lost (allowed by the prefix rule).
     pub lost_after_crash: usize,
+    /// Entries in the index at the end.
     pub final_entries: usize,
     /// Atomic batches applied ([`crate::Db::apply`]).
     pub batches: usize,

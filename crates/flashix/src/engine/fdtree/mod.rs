@@ -191,7 +191,7 @@ impl FdTreeOptions {
     /// `f`: entries in an FD-tree page of `page_size` bytes (24-byte entries after a 32-byte
     /// header: 169 for 4 KiB pages), 0 below 512 bytes; the number the FD-tree cost model
     /// takes ([`crate::cost::fdtree::FdTreeWorkload::entries_per_page`],
-    /// [`Options::fdtree_model_workload`]). The LSM-tree's pages hold as many.
+    /// [`crate::Options::fdtree_model_workload`]). The LSM-tree's pages hold as many.
     pub fn entries_per_page(page_size: usize) -> u64 {
         if page_size < 512 {
             return 0;

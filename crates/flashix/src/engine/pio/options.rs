@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// PIO B-tree sub-options (Roh et al., VLDB 2011). Defaults: the paper's experimental
 /// settings for `pio_max`, `speriod` and `bcnt` (§4.1: "PioMax, speriod, and bcnt were
 /// fixed at 64, 5000, and 5000"), and the cost model's choice (§3.6, Eq. 10;
-/// [`PioOptions::resolved`]) for `leaf_segments` and `opq_bytes` left `None`, made
+/// `PioOptions::resolved`) for `leaf_segments` and `opq_bytes` left `None`, made
 /// when the index is created for the [`crate::Options::tuning`] and saved in its manifest.
 ///
 /// **Memory.** As in the paper (§4.1.3: "after allocating the main memory to OPQ and

@@ -146,6 +146,7 @@ impl FromStr for FtlKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct FtlConfig {
+    /// The mapping scheme.
     pub kind: FtlKind,
     /// Share of the NAND's blocks kept from the host (0.3: the paper's §6.3).
     pub over_provisioning: f64,
@@ -167,20 +168,29 @@ impl Default for FtlConfig {
 /// FTL counters. Pages are NAND pages.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FtlStats {
+    /// Logical pages the host read.
     pub host_reads: u64,
+    /// Logical pages the host wrote.
     pub host_writes: u64,
+    /// Logical pages the host trimmed.
     pub host_trims: u64,
     /// NAND page reads the FTL issued (host reads and copies).
     pub flash_reads: u64,
     /// NAND page programs the FTL issued (host writes and copies).
     pub flash_programs: u64,
+    /// Blocks erased.
     pub erases: u64,
     /// Valid pages copied by garbage collection or merges.
     pub gc_page_copies: u64,
     /// Blocks reclaimed by the page-level FTL's garbage collection.
     pub gc_victims: u64,
+    /// Block-mapped merges that turned a log block written in order into the data block
+    /// (no copy).
     pub switch_merges: u64,
+    /// Block-mapped merges that completed an in-order log block with the data block's
+    /// remaining valid pages.
     pub partial_merges: u64,
+    /// Block-mapped merges that copied a logical block's valid pages into a fresh block.
     pub full_merges: u64,
 }
 
@@ -202,6 +212,7 @@ impl FtlStats {
 
 /// A logical page device over a [`Nand`].
 pub trait Ftl: Send {
+    /// The mapping scheme.
     fn kind(&self) -> FtlKind;
     /// Logical pages (of one NAND page each).
     fn logical_pages(&self) -> u64;
@@ -211,11 +222,14 @@ pub trait Ftl: Send {
     fn write(&mut self, lpn: u64, buf: &[u8]) -> Result<()>;
     /// Forget logical page `lpn` (reads zeros until written; not persistent).
     fn trim(&mut self, lpn: u64) -> Result<()>;
+    /// The counters since creation or the last `reset_stats`.
     fn stats(&self) -> FtlStats;
     /// Log or replacement blocks the block-mapped kinds use at most (module doc, Capacity;
     /// the page-level kind has none and answers the spare blocks it could use).
     fn log_limit(&self) -> u32;
+    /// The NAND under the FTL.
     fn nand(&self) -> &Nand;
+    /// The NAND under the FTL, mutable (tests, fault injection).
     fn nand_mut(&mut self) -> &mut Nand;
     /// Zero the FTL's and the NAND's counters (wear stays).
     fn reset_stats(&mut self);

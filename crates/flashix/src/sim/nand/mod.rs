@@ -101,11 +101,14 @@ const FILE: &str = "nand";
 /// A page of the NAND: erase block and page inside it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PageAddr {
+    /// The erase block.
     pub block: u32,
+    /// The page inside the block.
     pub page: u32,
 }
 
 impl PageAddr {
+    /// Page `page` of erase block `block`.
     pub fn new(block: u32, page: u32) -> PageAddr {
         PageAddr { block, page }
     }
@@ -124,20 +127,31 @@ pub enum NandOp<'a> {
     /// spare bytes (`spare.len() == sectors * spare_bytes_per_sector`, or empty to skip the
     /// spare). Erased bytes read as 0xFF.
     Read {
+        /// The page.
         addr: PageAddr,
+        /// The first sector read.
         first_sector: u32,
+        /// Where the sectors' bytes go (whole sectors).
         data: &'a mut [u8],
+        /// Where their spare bytes go, or empty.
         spare: &'a mut [u8],
     },
     /// Program sectors of a page (a partial program when fewer than all sectors).
     Program {
+        /// The page.
         addr: PageAddr,
+        /// The first sector programmed.
         first_sector: u32,
+        /// The sectors' bytes (whole sectors).
         data: &'a [u8],
+        /// Their spare bytes, or empty to leave the spare erased.
         spare: &'a [u8],
     },
     /// Erase a block: every byte of its pages and spare reads 0xFF again.
-    Erase { block: u32 },
+    Erase {
+        /// The erase block.
+        block: u32,
+    },
 }
 
 /// NAND counters since the [`Nand`] was created or opened (or [`Nand::reset_stats`]).
@@ -145,15 +159,19 @@ pub enum NandOp<'a> {
 pub struct NandStats {
     /// Read operations (each reads part or all of one page).
     pub page_reads: u64,
+    /// Sectors read by those operations.
     pub sector_reads: u64,
     /// Program operations (full or partial).
     pub page_programs: u64,
+    /// Sectors programmed by those operations.
     pub sector_programs: u64,
+    /// Blocks erased.
     pub erases: u64,
     /// Simulated time in microseconds (a batch overlaps across channels x ways).
     pub time_us: f64,
     /// Highest and lowest erase count over all blocks (wear; persistent across open).
     pub max_erase_count: u64,
+    /// See `max_erase_count`.
     pub min_erase_count: u64,
 }
 
