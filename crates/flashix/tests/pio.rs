@@ -430,24 +430,18 @@ fn unset_sizes_come_from_the_cost_model_and_the_opq_shares_the_budget() {
         let (dev, vfs) = (MemDevice::new(4096), MemVfs::new());
         let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
         assert_eq!(counter(&db, "leaf_segments"), u64::from(l));
-        assert_eq!(
-            counter(&db, "opq_capacity"),
-            PioOptions::opq_entries(q, 5000)
-        );
+        assert_eq!(counter(&db, "opq_capacity"), q / PIO_OPQ_ENTRY_BYTES);
         let pool = db.stats().buffer.capacity_bytes;
         assert_eq!(
             pool,
-            (budget - q) / 4096 * 4096,
-            "the pool is the budget less the OPQ"
+            (budget - q - PioOptions::opq_index_bytes(q, 5000)) / 4096 * 4096,
+            "the pool is the budget less the OPQ (and its appended-region index)"
         );
         db.insert(7, 70).unwrap();
         db.close().unwrap();
         let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
         assert_eq!(counter(&db, "leaf_segments"), u64::from(l));
-        assert_eq!(
-            counter(&db, "opq_capacity"),
-            PioOptions::opq_entries(q, 5000)
-        );
+        assert_eq!(counter(&db, "opq_capacity"), q / PIO_OPQ_ENTRY_BYTES);
         assert_eq!(db.get(7).unwrap(), Some(70));
         chosen.push((l, q));
     }

@@ -81,9 +81,9 @@
 //! [`Options::buffer_pool_bytes`] is the engine's memory budget `M`, shared as in the paper
 //! (§4.1.3: "after allocating the main memory to OPQ and LSMap, the rest of main memory
 //! space was allocated to the buffer pool"): the OPQ (`opq_bytes`, entries of
-//! [`crate::PIO_OPQ_ENTRY_BYTES`] and, for an appended region that can exceed 512 entries,
-//! its hash index of 4-byte slots, both inside `opq_bytes`: [`PioOptions::opq_entries`];
-//! a range tombstone takes one entry slot and holds 16 bytes beside the entry array,
+//! [`crate::PIO_OPQ_ENTRY_BYTES`]; for an appended region that can exceed 512 entries, its
+//! hash index of 4-byte slots beside it, [`PioOptions::opq_index_bytes`], 32 KiB at the
+//! default `speriod`); a range tombstone takes one entry slot and holds 16 bytes beside the entry array,
 //! reported in `Stats::memory_bytes`); the LSMap ([`lsmap`]: a few bits per page of the
 //! index, sized at open for the index's pages and an eighth more); the buffer pool gets the
 //! rest. During MPSearch and `bupdate` the engine also holds the page ids of at most
@@ -151,11 +151,12 @@ struct Counters {
 }
 
 impl PioOptions {
-    /// Point entries an OPQ of `opq_bytes` holds when sorted every `speriod` appends: its
-    /// entries ([`PIO_OPQ_ENTRY_BYTES`] each) and, when its appended region can grow past
-    /// 512 entries, the region's hash index (4 bytes a slot) share those bytes.
-    pub fn opq_entries(opq_bytes: u64, speriod: u32) -> u64 {
-        opq::entries_for(opq_bytes, speriod as usize) as u64
+    /// Bytes of the OPQ's appended-region hash index for an OPQ of `opq_bytes` sorted
+    /// every `speriod` appends (0 when its appended region stays within 512 entries): the
+    /// engine takes them from the buffer pool's share of the budget, beside the OPQ.
+    pub fn opq_index_bytes(opq_bytes: u64, speriod: u32) -> u64 {
+        let entries = usize::try_from(opq_bytes / PIO_OPQ_ENTRY_BYTES).unwrap_or(usize::MAX);
+        opq::index_bytes(entries, speriod as usize)
     }
 
     /// `s`: records of one leaf segment of `page_size` bytes (239 for 4 KiB pages), 0
@@ -263,10 +264,17 @@ pub fn validate(opts: &Settings, o: &PioOptions) -> Result<()> {
     Ok(())
 }
 
+/// The budget the OPQ takes from the pool: its entries (`opq_bytes`) and its
+/// appended-region index.
+fn opq_share(o: &PioOptions) -> u64 {
+    let q = o.opq_bytes.unwrap_or(0);
+    q + PioOptions::opq_index_bytes(q, o.speriod)
+}
+
 /// Leaf segments and OPQ entries of resolved options (a manifest always holds both).
 fn sizes(o: &PioOptions) -> Result<(u16, usize)> {
     match (o.leaf_segments, o.opq_bytes) {
-        (Some(l), Some(q)) => Ok((l as u16, opq::entries_for(q, o.speriod as usize))),
+        (Some(l), Some(q)) => Ok((l as u16, (q / PIO_OPQ_ENTRY_BYTES) as usize)),
         _ => Err(Error::corruption(
             "MANIFEST",
             None,
@@ -348,7 +356,7 @@ impl PioBTree {
     pub fn create(storage: Storage, s: Settings, o: PioOptions) -> Result<PioBTree> {
         validate(&s, &o)?;
         let (segs, _) = sizes(&o)?;
-        let opq_bytes = o.opq_bytes.unwrap_or(0);
+        let opq_bytes = opq_share(&o);
         let config = s.pager_config(min_frames(segs), opq_bytes);
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record.clone())?;
         pager.set_page_check(node::check_page);
@@ -388,7 +396,7 @@ impl PioBTree {
         let pages = lsmap_pages(&manifest)?;
         // The LSMap never takes the frames the engine needs: an index that opened once
         // opens again (past that point its bytes are reported in `Stats::memory_bytes`).
-        let opq_bytes = o.opq_bytes.unwrap_or(0);
+        let opq_bytes = opq_share(&o);
         let spare = (s.buffer_pool_bytes.saturating_sub(opq_bytes))
             .saturating_sub(min_frames(segs) as u64 * s.page_size as u64);
         let reserve = LsMap::bytes_for(segs, pages).min(spare);

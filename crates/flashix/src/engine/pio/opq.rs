@@ -26,8 +26,8 @@
 //! drops appended entries; lookups and the answers they give are the paper's.
 //!
 //! Memory: `capacity` entries of [`crate::PIO_OPQ_ENTRY_BYTES`] bytes, allocated up front,
-//! and the index's slots (4 bytes each), both taken from the OPQ's bytes
-//! ([`entries_for`]); a tombstone takes one of the `capacity` slots (16 bytes held,
+//! and the index's slots (4 bytes each, [`index_bytes`]: taken from the buffer pool's
+//! share, 32 KiB at the default `speriod`); a tombstone takes one of the `capacity` slots (16 bytes held,
 //! charged to the OPQ's `memory_bytes`), so a full OPQ counts both.
 
 use crate::kit::sorted::tombs::Tombs;
@@ -65,37 +65,12 @@ fn index_slots(capacity: usize, speriod: usize) -> usize {
     (most * 4).div_ceil(3).next_power_of_two()
 }
 
-/// Point entries an OPQ of `bytes` holds when sorted every `speriod` appends: the largest
-/// `n` whose entries ([`crate::PIO_OPQ_ENTRY_BYTES`] each) and appended-region index fit
-/// `bytes`; at least 1.
-pub fn entries_for(bytes: u64, speriod: usize) -> usize {
-    let entry = crate::PIO_OPQ_ENTRY_BYTES;
-    let whole = usize::try_from(bytes / entry).unwrap_or(usize::MAX);
-    // For each index size `slots` (none, or a power of two), the most entries whose index
-    // is at most that size, and the most whose entries fit beside it; the best of them.
-    let longest = |slots: usize| {
-        // `min(speriod, n) + 1` appended entries at most.
-        let most = if slots == 0 {
-            INDEX_FROM
-        } else {
-            slots * 3 / 4
-        };
-        if speriod < most {
-            usize::MAX
-        } else {
-            most.saturating_sub(1)
-        }
-    };
-    let mut best = whole.min(longest(0));
-    let mut slots = 1usize;
-    while slots <= index_slots(usize::MAX, speriod) {
-        if let Some(left) = bytes.checked_sub(slots as u64 * 4) {
-            let n = usize::try_from(left / entry).unwrap_or(usize::MAX);
-            best = best.max(n.min(longest(slots)));
-        }
-        slots *= 2;
-    }
-    best.max(1)
+/// Bytes of the appended-region index of an OPQ of `capacity` entries sorted every
+/// `speriod` appends (0 when it keeps none). They come from the buffer pool's share of the
+/// budget, as the LSMap's do: the OPQ's own bytes hold `opq_bytes / 24` entries, the
+/// number the cost model chose.
+pub fn index_bytes(capacity: usize, speriod: usize) -> u64 {
+    index_slots(capacity.max(1), speriod.max(1)) as u64 * 4
 }
 
 /// The operation queue.
@@ -539,24 +514,16 @@ mod tests {
     }
 
     #[test]
-    fn entries_and_index_share_the_opq_bytes() {
-        // A short appended region has no index: every byte holds entries.
-        assert_eq!(entries_for(4096, 5000), 4096 / 24);
+    fn the_index_is_kept_only_for_long_appended_regions() {
+        // A short appended region has no index.
         assert_eq!(Opq::new(170, 5000).index.len(), 0);
-        assert_eq!(entries_for(48, 1), 2);
-        for (bytes, speriod) in [
-            (1u64 << 22, 5000),
-            (1 << 20, 5000),
-            (20_000, 5000),
-            (1 << 30, 1),
-        ] {
-            let n = entries_for(bytes, speriod);
-            let q = Opq::new(n, speriod);
-            assert!(q.memory_bytes() <= bytes, "{bytes} B, speriod {speriod}");
-            // The largest that fits: one entry more does not.
-            assert!(Opq::new(n + 1, speriod).memory_bytes() > bytes);
-        }
-        // 4 MiB, the default speriod: 8192 slots (32 KiB) beside the entries.
-        assert_eq!(Opq::new(entries_for(1 << 22, 5000), 5000).index.len(), 8192);
+        assert_eq!(index_bytes(100_000, 100), 0);
+        assert_eq!(index_bytes(511, 5000), 0);
+        // 4/3 of the longest region (speriod + 1), a power of two: 8192 slots at 5000.
+        assert_eq!(Opq::new(21_845, 5000).index.len(), 8192);
+        assert_eq!(index_bytes(21_845, 5000), 8192 * 4);
+        assert_eq!(index_bytes(1_000, 5000), 2048 * 4);
+        let q = Opq::new(21_845, 5000);
+        assert_eq!(q.memory_bytes(), 21_845 * 24 + 8192 * 4);
     }
 }
