@@ -264,11 +264,24 @@ pub fn validate(opts: &Settings, o: &PioOptions) -> Result<()> {
     Ok(())
 }
 
+/// The bytes of the OPQ's appended-region index: [`PioOptions::opq_index_bytes`] when the
+/// pool keeps the frames the engine needs beside it, else 0 (no index).
+fn opq_index(s: &Settings, o: &PioOptions, segs: u16) -> u64 {
+    let q = o.opq_bytes.unwrap_or(0);
+    let index = PioOptions::opq_index_bytes(q, o.speriod);
+    let need = min_frames(segs) as u64 * s.page_size as u64;
+    let pool = s.buffer_pool_bytes.saturating_sub(q).saturating_sub(index);
+    if pool >= need {
+        index
+    } else {
+        0
+    }
+}
+
 /// The budget the OPQ takes from the pool: its entries (`opq_bytes`) and its
 /// appended-region index.
-fn opq_share(o: &PioOptions) -> u64 {
-    let q = o.opq_bytes.unwrap_or(0);
-    q + PioOptions::opq_index_bytes(q, o.speriod)
+fn opq_share(s: &Settings, o: &PioOptions, segs: u16) -> u64 {
+    o.opq_bytes.unwrap_or(0) + opq_index(s, o, segs)
 }
 
 /// Leaf segments and OPQ entries of resolved options (a manifest always holds both).
@@ -344,7 +357,11 @@ impl PioBTree {
             cap: node::capacity(options.page_size),
             pio_max: o.pio_max as usize,
             bcnt: o.bcnt as usize,
-            opq: Opq::new(opq_cap, o.speriod as usize),
+            opq: if opq_index(options, o, segs) > 0 {
+                Opq::new(opq_cap, o.speriod as usize)
+            } else {
+                Opq::new(opq_cap, o.speriod as usize).without_index()
+            },
             lsmap: LsMap::new(segs),
             counters: Counters::default(),
         })
@@ -356,7 +373,7 @@ impl PioBTree {
     pub fn create(storage: Storage, s: Settings, o: PioOptions) -> Result<PioBTree> {
         validate(&s, &o)?;
         let (segs, _) = sizes(&o)?;
-        let opq_bytes = opq_share(&o);
+        let opq_bytes = opq_share(&s, &o, segs);
         let config = s.pager_config(min_frames(segs), opq_bytes);
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record.clone())?;
         pager.set_page_check(node::check_page);
@@ -396,7 +413,7 @@ impl PioBTree {
         let pages = lsmap_pages(&manifest)?;
         // The LSMap never takes the frames the engine needs: an index that opened once
         // opens again (past that point its bytes are reported in `Stats::memory_bytes`).
-        let opq_bytes = opq_share(&o);
+        let opq_bytes = opq_share(&s, &o, segs);
         let spare = (s.buffer_pool_bytes.saturating_sub(opq_bytes))
             .saturating_sub(min_frames(segs) as u64 * s.page_size as u64);
         let reserve = LsMap::bytes_for(segs, pages).min(spare);

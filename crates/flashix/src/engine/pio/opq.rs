@@ -62,7 +62,12 @@ fn index_slots(capacity: usize, speriod: usize) -> usize {
     if most <= INDEX_FROM {
         return 0;
     }
-    (most * 4).div_ceil(3).next_power_of_two()
+    let slots = (most * 4).div_ceil(3).next_power_of_two();
+    // At most an eighth of the entries' bytes: a small OPQ scans its short region.
+    if slots.saturating_mul(4) > capacity.saturating_mul(3) {
+        return 0;
+    }
+    slots
 }
 
 /// Bytes of the appended-region index of an OPQ of `capacity` entries sorted every
@@ -106,6 +111,13 @@ impl Opq {
             index: vec![0; index_slots(capacity.max(1), speriod.max(1))],
             sorts: 0,
         }
+    }
+
+    /// Keep no appended-region index (the pool could not spare its bytes): lookups scan
+    /// the appended region, as in the paper.
+    pub fn without_index(mut self) -> Opq {
+        self.index = Vec::new();
+        self
     }
 
     /// The first index slot to probe for `key` (Fibonacci hashing).
@@ -522,7 +534,9 @@ mod tests {
         // 4/3 of the longest region (speriod + 1), a power of two: 8192 slots at 5000.
         assert_eq!(Opq::new(21_845, 5000).index.len(), 8192);
         assert_eq!(index_bytes(21_845, 5000), 8192 * 4);
-        assert_eq!(index_bytes(1_000, 5000), 2048 * 4);
+        // At most an eighth of the entries' bytes: 1,000 entries would need 2048 slots.
+        assert_eq!(index_bytes(1_000, 5000), 0);
+        assert_eq!(index_bytes(3_000, 1_000), 2048 * 4);
         let q = Opq::new(21_845, 5000);
         assert_eq!(q.memory_bytes(), 21_845 * 24 + 8192 * 4);
     }
