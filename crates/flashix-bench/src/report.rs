@@ -72,7 +72,14 @@ pub struct Record {
     pub bytes_written_per_op: f64,
     /// Bytes appended to the write-ahead log per operation (a file beside the device).
     pub wal_bytes_per_op: f64,
+    /// The subject's memory: a flashix engine's accounted `Stats::memory_bytes` at the end
+    /// of the measured phase; a peer's measured peak (see `memory_bound`).
     pub memory_bytes: u64,
+    /// How much the process's resident memory peaked above its level at the start of the
+    /// measured phase (`VmHWM` after a reset, less `VmRSS`; Linux), beside the accounted
+    /// `memory_bytes`: the engine's real growth, the bench's own op stream included.
+    #[serde(default)]
+    pub rss_growth_bytes: Option<u64>,
     pub buffer_hit_ratio: f64,
     /// Wall time of the measured phase, final flush included.
     pub elapsed_s: f64,
@@ -357,9 +364,11 @@ pub fn format_table(records: &[Record]) -> String {
         "KiB wr/op",
         "WAL KiB/op",
         "dev limit",
+        "mem MiB",
+        "rss+ MiB",
         "spread",
     ];
-    let rows: Vec<[String; 16]> = records
+    let rows: Vec<[String; 18]> = records
         .iter()
         .map(|r| {
             [
@@ -385,6 +394,10 @@ pub fn format_table(records: &[Record]) -> String {
                 r.device_limit
                     .as_ref()
                     .map_or("-".to_string(), |d| format!("{:.1}%", d.share * 100.0)),
+                format!("{:.2}", r.memory_bytes as f64 / (1 << 20) as f64),
+                r.rss_growth_bytes.map_or("-".to_string(), |b| {
+                    format!("{:.2}", b as f64 / (1 << 20) as f64)
+                }),
                 r.repeat
                     .as_ref()
                     .map_or("-".to_string(), |p| format!("±{:.0}%", p.spread * 50.0)),
@@ -458,6 +471,7 @@ pub(crate) mod tests_support {
             bytes_written_per_op: 2048.0,
             wal_bytes_per_op: 32.0,
             memory_bytes: 0,
+            rss_growth_bytes: None,
             buffer_hit_ratio: 0.5,
             elapsed_s: 1.0,
             prepare_s: 1.0,

@@ -113,6 +113,29 @@ pub fn process_cpu_seconds() -> f64 {
     secs(u.ru_utime) + secs(u.ru_stime)
 }
 
+/// Resident memory of this process: (current, peak since the last [`reset_peak_rss`])
+/// in bytes, from `/proc/self/status` (`VmRSS`, `VmHWM`); `None` where it is not there.
+pub fn process_rss() -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        let kib: u64 = line[name.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kib * 1024)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// Reset the process's peak resident memory to its current one (`/proc/self/clear_refs`,
+/// value 5: Linux 4.0+); false where that is not possible.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 /// The big-endian bytes of a key or value (peers: byte order = key order).
 pub fn be(x: u64) -> [u8; 8] {
     x.to_be_bytes()

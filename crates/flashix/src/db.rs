@@ -265,6 +265,7 @@ impl Db {
             cursor,
             buf: Vec::new(),
             pos: 0,
+            last: None,
         })
     }
 
@@ -382,6 +383,32 @@ pub struct Range<'a> {
     cursor: RangeCursor,
     buf: Vec<(u64, u64)>,
     pos: usize,
+    /// The last key returned: keys must come strictly ascending, at or above the start
+    /// (a damaged leaf chain that loops back, or a misordered page, is corruption here
+    /// rather than an endless or unordered scan).
+    last: Option<u64>,
+}
+
+impl Range<'_> {
+    /// Check the keys the last scan step put in `buf` against `last` and the step's start.
+    fn check_order(&mut self, start: u64) -> Result<()> {
+        let mut prev = self.last;
+        for &(k, _) in &self.buf {
+            if k < start || prev.is_some_and(|p| k <= p) {
+                return Err(Error::corruption(
+                    crate::page::DATA_FILE,
+                    None,
+                    format!(
+                        "range scan met key {k} after {prev:?} (scanning from {start}): a \
+                         damaged leaf chain or a misordered page"
+                    ),
+                ));
+            }
+            prev = Some(k);
+        }
+        self.last = prev;
+        Ok(())
+    }
 }
 
 impl Iterator for Range<'_> {
@@ -392,8 +419,9 @@ impl Iterator for Range<'_> {
             self.cursor.next?;
             self.buf.clear();
             self.pos = 0;
-            while self.buf.is_empty() && self.cursor.next.is_some() {
-                if let Err(e) = self.db.engine.scan(&mut self.cursor, &mut self.buf) {
+            while let (true, Some(start)) = (self.buf.is_empty(), self.cursor.next) {
+                let r = self.db.engine.scan(&mut self.cursor, &mut self.buf);
+                if let Err(e) = r.and_then(|_| self.check_order(start)) {
                     self.db.poison_if_no_space(&e);
                     self.cursor.next = None;
                     return Some(Err(e));

@@ -117,7 +117,17 @@ pub mod internals {
 pub use stats::{BufferStats, LevelShape, Shape, Stats, WalStats};
 
 /// What [`Stats::memory_bytes`] may exceed the budget ([`Options::buffer_pool_bytes`]) by
-/// between operations, for every engine: the structures an engine cannot shrink below a
-/// working minimum when its charged tables outgrow the budget (each engine's minimum of
-/// pool frames stays resident).
+/// between operations, for every engine: nothing. Each engine charges its own structures
+/// (OPQ, LSMap, node tables, range tombstones, merge buffers, log buffers, block tables)
+/// to the budget after every operation and gives its buffer pool the rest
+/// (`Pager::charge`; the IPL kit's frames likewise); the Pager keeps nothing per page
+/// besides its frames (format 4's generation stamps). `tests/memory_budget.rs` checks it
+/// for every engine.
+///
+/// Not covered: (1) an index whose tables alone outgrow the budget — the pool then keeps
+/// the engine's minimum of frames, and memory is the tables plus those frames; (2) memory
+/// held only during one operation (merge and scan I/O buffers, batch sort space), which
+/// each engine's module doc bounds under "Memory"; (3) the bookkeeping of the pool's
+/// frames (page map and LRU, about 64 bytes a frame), which is not counted; (4) the IPL
+/// and d-IPL trees with a fixed `buffer_frames`, whose frames are the caller's choice.
 pub const MEMORY_SLACK_BYTES: u64 = 0;

@@ -330,3 +330,52 @@ fn reopen_from_a_directory_keeps_the_orders() {
     assert!(counter(&db, "leaves") >= 1_000 / 4);
     db.close().unwrap();
 }
+
+/// A damaged leaf chain that loops back (the last leaf's link forged to point at the
+/// first leaf, the page re-sealed) makes a full scan fail with corruption instead of
+/// scanning for ever.
+#[test]
+fn a_leaf_chain_that_loops_back_is_corruption_not_an_endless_scan() {
+    use flashix::io::Device;
+    let (mut db, dev, vfs) = mem_db(512, 64);
+    for k in 0..2000u64 {
+        db.insert(k, k).unwrap();
+    }
+    db.close().unwrap();
+    let mut d = dev.reopen();
+    let pages = dev.len_bytes() / 512;
+    let (mut first, mut last) = (None, None);
+    let mut buf = vec![0u8; 512];
+    for pid in 0..pages {
+        d.read(pid, &mut buf).unwrap();
+        let kind = u16::from_le_bytes([buf[12], buf[13]]);
+        let count = u32::from_le_bytes(buf[16..20].try_into().unwrap());
+        let link = u64::from_le_bytes(buf[24..32].try_into().unwrap());
+        if kind != 1 || count == 0 {
+            continue;
+        }
+        let key0 = u64::from_le_bytes(buf[32..40].try_into().unwrap());
+        if key0 == 0 {
+            first = Some(pid);
+        }
+        if link == u64::MAX {
+            last = Some(pid);
+        }
+    }
+    let (first, last) = (first.unwrap(), last.unwrap());
+    d.read(last, &mut buf).unwrap();
+    buf[24..32].copy_from_slice(&first.to_le_bytes());
+    let crc = crc32c::crc32c(&buf[4..]);
+    buf[0..4].copy_from_slice(&crc.to_le_bytes());
+    d.write(last, &buf).unwrap();
+    drop(d);
+    let mut db = reopen(&dev, &vfs);
+    let got: Result<Vec<(u64, u64)>, Error> = db.range(..).unwrap().collect();
+    match got {
+        Err(Error::Corruption { page: Some(p), .. }) => assert_eq!(p, first),
+        other => panic!(
+            "expected corruption at page {first}, got {:?}",
+            other.map(|v| v.len())
+        ),
+    }
+}

@@ -63,12 +63,16 @@ fn options(kind: EngineKind) -> Options {
         .page_size(2048)
         .buffer_pool_bytes(64 << 10);
     match kind {
-        EngineKind::IplBTree | EngineKind::DiplBTree => o.device(DeviceSpec::RawNand(NandConfig {
-            page_bytes: 2048,
-            pages_per_block: 16,
-            blocks: 64,
-            ..NandConfig::default()
-        })),
+        // Eight frames of a node and a log sector each.
+        EngineKind::IplBTree | EngineKind::DiplBTree => {
+            o.buffer_pool_bytes(80 << 10)
+                .device(DeviceSpec::RawNand(NandConfig {
+                    page_bytes: 2048,
+                    pages_per_block: 16,
+                    blocks: 64,
+                    ..NandConfig::default()
+                }))
+        }
         _ => o,
     }
 }

@@ -77,7 +77,9 @@ fn every_engine_stays_within_its_budget() {
             peak as i64 - budget as i64
         );
         if peak > budget + MEMORY_SLACK_BYTES {
-            over.push(format!("{engine}: {peak} > {budget} + {MEMORY_SLACK_BYTES}"));
+            over.push(format!(
+                "{engine}: {peak} > {budget} + {MEMORY_SLACK_BYTES}"
+            ));
         }
     }
     assert!(over.is_empty(), "over the budget: {over:?}");

@@ -264,6 +264,9 @@ fn measure(
     let s0 = db.flashix_stats();
     let io0 = process_io();
     let cpu0 = process_cpu_seconds();
+    let rss0 = crate::target::reset_peak_rss()
+        .then(crate::target::process_rss)
+        .flatten();
     let t0 = Instant::now();
     let mut n = 0u64;
     while let Some(op) = stream.next_op() {
@@ -290,6 +293,9 @@ fn measure(
         *last = elapsed;
     }
     let cpu1 = process_cpu_seconds();
+    let rss_growth = rss0
+        .zip(crate::target::process_rss())
+        .map(|((start, _), (_, peak))| peak.saturating_sub(start));
     pb.finish_and_clear();
     let io1 = process_io();
     let s1 = db.flashix_stats();
@@ -337,6 +343,7 @@ fn measure(
         bytes_written_per_op: 0.0,
         wal_bytes_per_op: 0.0,
         memory_bytes: memory,
+        rss_growth_bytes: rss_growth,
         buffer_hit_ratio: 0.0,
         elapsed_s: elapsed,
         prepare_s: prep.prepare_s,

@@ -132,7 +132,10 @@ pub(crate) trait Logged {
             return Ok(());
         }
         if self.holds_nothing() {
-            let r = self.load_empty(sorted).and_then(|_| self.checkpoint());
+            let r = self
+                .load_empty(sorted)
+                .and_then(|_| self.charge_memory())
+                .and_then(|_| self.checkpoint());
             return r.map_err(|e| self.note_no_space(e, None));
         }
         if sorted.len() as u64 * 16 > self.checkpoint_wal_bytes() / 4 {

@@ -488,7 +488,11 @@ mod tests {
         assert_eq!(images(&pager), 4);
         fill(&mut pager, pids[0], 4);
         fill(&mut pager, pids[1], 4);
-        assert_eq!(images(&pager), 4, "read back from the device, still stamped");
+        assert_eq!(
+            images(&pager),
+            4,
+            "read back from the device, still stamped"
+        );
 
         Store::checkpoint(&mut pager, serde_json::json!({})).unwrap();
         fill(&mut pager, pids[0], 5);
@@ -503,15 +507,23 @@ mod tests {
         pager.log().sync().unwrap();
         drop(pager);
         let manifest = Manifest::load(&vfs).unwrap();
-        let (mut pager, ops) =
-            Pager::open(Box::new(dev.reopen()), Arc::new(vfs.clone()), &manifest, config())
-                .unwrap();
+        let (mut pager, ops) = Pager::open(
+            Box::new(dev.reopen()),
+            Arc::new(vfs.clone()),
+            &manifest,
+            config(),
+        )
+        .unwrap();
         assert!(ops.is_empty());
         let before = images(&pager);
         for (&p, want) in pids.iter().zip([5, 4, 2, 2]) {
             assert_eq!(pager.read(p, |b| b[page::HEADER]).unwrap(), want);
             fill(&mut pager, p, 7);
         }
-        assert_eq!(images(&pager), before, "restored pages are stamped: no new images");
+        assert_eq!(
+            images(&pager),
+            before,
+            "restored pages are stamped: no new images"
+        );
     }
 }

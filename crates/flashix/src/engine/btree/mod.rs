@@ -363,9 +363,20 @@ impl Engine for BTree {
             None => self.walk_down(next, None)?,
         };
         let before = out.len();
+        let by_link = cur.hint.is_some();
         let (link, hit_end) = self.pager.read(leaf, |b| {
             if !node::is_leaf(b) {
                 return Err(level_error(leaf, node::level(b), 0));
+            }
+            // A leaf reached by its left sibling's link holds keys (Invariant 2) above
+            // those the scan returned: a damaged chain that loops back is caught here, not
+            // followed for ever.
+            if by_link && (node::count(b) == 0 || node::key(b, 0) < next) {
+                return Err(Error::corruption(
+                    DATA_FILE,
+                    Some(leaf),
+                    format!("leaf chain: a leaf reached by a link holds no key at or above {next}"),
+                ));
             }
             let start = node::search(b, next).unwrap_or_else(|i| i);
             for i in start..node::count(b) {

@@ -39,6 +39,54 @@ fn per_page(page_size: usize) -> usize {
     (page_size - ENTRIES) / ENTRY
 }
 
+/// Add the entries of range-index page `pid` (bytes `b`), page `i` of an extent of `len`
+/// pages, to `map`, after checking its envelope and header.
+fn decode_page(
+    pid: u64,
+    b: &[u8],
+    i: usize,
+    len: usize,
+    map: &mut BTreeMap<u64, RangeEntry>,
+) -> Result<()> {
+    page::verify(pid, b)?;
+    let n = read_u32(b, N) as usize;
+    if page::kind(b) != KIND_RANGE_INDEX
+        || read_u32(b, INDEX) as usize != i
+        || read_u32(b, PAGES) as usize != len
+        || n > per_page(b.len())
+    {
+        return Err(Error::corruption(
+            DATA_FILE,
+            Some(pid),
+            "range-index page header disagrees with its extent",
+        ));
+    }
+    for j in 0..n {
+        let o = ENTRIES + j * ENTRY;
+        let k1 = read_u64(b, o);
+        let e = RangeEntry {
+            k2: read_u64(b, o + 8),
+            start: read_u64(b, o + 16),
+            pages: read_u32(b, o + 24),
+            count: read_u32(b, o + 28),
+        };
+        // What later code relies on: a range of keys k1..=k2 in pages that exist.
+        let end = e.start.checked_add(u64::from(e.pages));
+        if e.k2 < k1 || e.pages == 0 || end.map_or(true, |end| end > page::MAX_PAGES) {
+            return Err(Error::corruption(
+                DATA_FILE,
+                Some(pid),
+                format!(
+                    "range-index entry {j}: keys {k1}..={}, {} pages at {}",
+                    e.k2, e.pages, e.start
+                ),
+            ));
+        }
+        map.insert(k1, e);
+    }
+    Ok(())
+}
+
 /// The ranges, ordered by k1.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RangeIndex {
@@ -169,30 +217,7 @@ impl RangeIndex {
         let mut buf = AlignedBuf::zeroed(len * ps);
         pager.device().read(ext.start, &mut buf)?;
         for (i, b) in buf.chunks(ps).enumerate() {
-            let pid = ext.start + i as u64;
-            page::verify(pid, b)?;
-            let n = read_u32(b, N) as usize;
-            if page::kind(b) != KIND_RANGE_INDEX
-                || read_u32(b, INDEX) as usize != i
-                || read_u32(b, PAGES) as usize != len
-                || n > per_page(ps)
-            {
-                return Err(Error::corruption(
-                    DATA_FILE,
-                    Some(pid),
-                    "range-index page header disagrees with its extent",
-                ));
-            }
-            for j in 0..n {
-                let o = ENTRIES + j * ENTRY;
-                let e = RangeEntry {
-                    k2: read_u64(b, o + 8),
-                    start: read_u64(b, o + 16),
-                    pages: read_u32(b, o + 24),
-                    count: read_u32(b, o + 28),
-                };
-                idx.map.insert(read_u64(b, o), e);
-            }
+            decode_page(ext.start + i as u64, b, i, len, &mut idx.map)?;
         }
         if idx.map.len() as u64 != ranges {
             return Err(Error::corruption(
@@ -219,6 +244,40 @@ mod tests {
             pages: 1,
             count: 1,
         }
+    }
+
+    /// Hostile bytes (crate::hostile): a damaged range-index page decodes into entries of
+    /// keys k1 <= k2 in pages that exist, or is corruption naming the page.
+    #[test]
+    fn hostile_range_index_pages_decode_or_are_corruption() {
+        let mut valid = vec![0u8; 512];
+        page::set_kind(&mut valid, KIND_RANGE_INDEX);
+        let n = per_page(512);
+        write_u32(&mut valid, N, n as u32);
+        write_u32(&mut valid, INDEX, 1);
+        write_u32(&mut valid, PAGES, 3);
+        for j in 0..n {
+            let o = ENTRIES + j * ENTRY;
+            write_u64(&mut valid, o, j as u64 * 100);
+            write_u64(&mut valid, o + 8, j as u64 * 100 + 50);
+            write_u64(&mut valid, o + 16, 1000 + j as u64 * 4);
+            write_u32(&mut valid, o + 24, 4);
+            write_u32(&mut valid, o + 28, 60);
+        }
+        page::seal(7, &mut valid);
+        crate::hostile::fuzz_page("bulk range index", 7, &valid, |b| {
+            let mut map = BTreeMap::new();
+            let r = decode_page(7, b, 1, 3, &mut map);
+            if r.is_ok() {
+                if map.len() > n {
+                    return Err(format!("{} entries in a page", map.len()));
+                }
+                if let Some((k1, e)) = map.iter().find(|(&k1, e)| e.k2 < k1 || e.pages == 0) {
+                    return Err(format!("entry {k1}: {e:?} accepted"));
+                }
+            }
+            crate::error::ok_or_corruption(r)
+        });
     }
 
     /// Definition 5.1 routing, and the cases Alg. 5 gets wrong (notes §1.11, erratum 1):

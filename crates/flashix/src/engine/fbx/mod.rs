@@ -93,11 +93,11 @@
 //! # Memory
 //! The buffer pool gets the budget less the log buffer (`log_buffer_pages` pages, reserved).
 //! Besides them: the NTT (the log lists and per-leaf metadata: exact, pending, clean state;
-//! an address per inner node), the segment table, and the Pager's page-id sets. The paper
+//! an address per inner node) and the segment table. The paper
 //! counts 14 bytes per node (§5, without the lists); `Stats` reports both figures
 //! (`ntt_bytes`, `ntt_paper_bytes`). These tables are charged to the budget: after every
-//! update the pool gets the budget less the log buffer less the tables
-//! (`Pager::set_pool_bytes`), so the pool shrinks as the tree grows. Only when the tables
+//! update the pool gets the budget less the log buffer (with its map of homes) less the tables
+//! (`Pager::charge`, `Logged::charge_memory`), so the pool shrinks as the tree grows. Only when the tables
 //! alone outgrow the budget does memory exceed it (the pool then keeps its minimum of
 //! 4 frames).
 
@@ -297,8 +297,6 @@ pub struct Fbx {
     leaf_order: usize,
     inner_order: usize,
     log_buffer_pages: u32,
-    /// The budget less the log buffer: the pool and the tables share it (Memory).
-    pool_share: u64,
     /// Leaf -> its log list.
     ntt: Ntt,
     /// Leaf -> its metadata; every leaf of the tree has one.
@@ -384,7 +382,6 @@ impl Fbx {
         Fbx {
             pager,
             log_buffer_pages: log_buffer_pages(s, &o),
-            pool_share: s.buffer_pool_bytes.saturating_sub(log_buffer_bytes(s, &o)),
             o,
             leaf_order,
             inner_order,
@@ -531,31 +528,33 @@ impl Fbx {
             + 24 * self.inner.capacity() as u64
     }
 
-    /// Bytes of the tables charged to the budget besides the pool and the log buffer.
-    fn table_bytes(&self) -> u64 {
-        self.ntt_bytes()
-            + self.space.memory_bytes()
-            + 8 * (self.snapshot.capacity() + self.retired.capacity()) as u64
-    }
-
-    /// Give the pool what the tables leave of its share (Memory).
-    pub(crate) fn charge_tables(&mut self) -> Result<()> {
-        let pool = self.pool_share.saturating_sub(self.table_bytes());
-        self.pager.set_pool_bytes(pool)
-    }
-
-    fn memory_bytes(&self) -> u64 {
-        self.pager.memory_bytes()
-            + self.logbuf.memory_bytes()
+    /// Bytes charged to the budget besides the pool: the log buffer (its pages and its
+    /// map of homes) and the tables.
+    fn structure_bytes(&self) -> u64 {
+        self.logbuf.memory_bytes()
             + self.ntt_bytes()
             + self.space.memory_bytes()
             + 8 * (self.snapshot.capacity() + self.retired.capacity()) as u64
+    }
+
+    /// Give the pool what the log buffer and the tables leave of the budget (Memory).
+    pub(crate) fn charge_tables(&mut self) -> Result<()> {
+        let bytes = self.structure_bytes();
+        self.pager.charge(bytes)
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        self.pager.memory_bytes() + self.structure_bytes()
     }
 }
 
 impl Logged for Fbx {
     fn store(&mut self) -> &mut dyn Store {
         &mut self.pager
+    }
+
+    fn charge_memory(&mut self) -> Result<()> {
+        self.charge_tables()
     }
 
     fn engine_state(&self) -> serde_json::Value {

@@ -103,13 +103,15 @@ fn put_msg(b: &mut [u8], i: usize, m: &Msg) {
     write_u64(b, off + 16, (m.seq << 1) | u64::from(m.delete));
 }
 
+/// The messages of buffer page `pid` (bytes `b`) in append order, and its `prev` link.
+fn decode_page(pid: PageId, b: &[u8]) -> Result<(Vec<Msg>, PageId)> {
+    let n = check_kind(pid, b, per_page(b.len()))?;
+    Ok(((0..n).map(|i| msg_at(b, i)).collect(), read_u64(b, PREV)))
+}
+
 /// The messages of buffer page `pid` in append order, and its `prev` link.
 pub fn read_page(pager: &mut Pager, pid: PageId) -> Result<(Vec<Msg>, PageId)> {
-    let per = per_page(pager.page_size());
-    pager.read(pid, |b| {
-        let n = check_kind(pid, b, per)?;
-        Ok(((0..n).map(|i| msg_at(b, i)).collect(), read_u64(b, PREV)))
-    })?
+    pager.read(pid, |b| decode_page(pid, b))?
 }
 
 /// Append `msgs` (in order) to `buf` (`None`: an empty buffer of a node at `level`).
@@ -331,5 +333,34 @@ mod tests {
         put_msg(&mut b, 3, &m);
         assert_eq!(msg_at(&b, 3), m);
         assert_eq!(per_page(512), 20);
+    }
+
+    /// Hostile bytes (crate::hostile): a damaged buffer page decodes (at most a page's
+    /// messages) or is corruption naming the page.
+    #[test]
+    fn hostile_buffer_pages_decode_or_are_corruption() {
+        let mut valid = vec![0u8; 512];
+        page::set_kind(&mut valid, KIND_BUFFER);
+        for i in 0..per_page(512) {
+            let m = Msg {
+                key: i as u64 * 7,
+                val: i as u64,
+                seq: i as u64 + 1,
+                delete: i % 3 == 0,
+            };
+            put_msg(&mut valid, i, &m);
+        }
+        write_u32(&mut valid, COUNT, per_page(512) as u32);
+        write_u64(&mut valid, PREV, 12);
+        page::seal(9, &mut valid);
+        crate::hostile::fuzz_page("la-tree buffer", 9, &valid, |b| {
+            let r = page::verify(9, b).and_then(|_| decode_page(9, b));
+            if let Ok((msgs, _)) = &r {
+                if msgs.len() > per_page(b.len()) {
+                    return Err(format!("{} messages in a page", msgs.len()));
+                }
+            }
+            crate::error::ok_or_corruption(r)
+        });
     }
 }

@@ -18,7 +18,10 @@ use std::marker::PhantomData;
 pub struct Config {
     /// Node size in bytes, a whole number of NAND pages.
     pub node_bytes: u64,
-    /// Buffer frames; `None`: `buffer_pool_bytes / node_bytes`.
+    /// Buffer frames, fixed (memory is then these frames plus the tables, outside the
+    /// budget); `None`: the frames the budget (`buffer_pool_bytes`) leaves after the
+    /// block table and the node maps, a node and a log sector each, at least 8 —
+    /// recomputed between operations ([`Core::charge_frames`]).
     pub buffer_frames: Option<u32>,
     /// A fixed log area at the end of every block, in bytes (0: none).
     pub log_area_bytes: u64,
@@ -56,7 +59,10 @@ pub struct Geometry {
     pub fixed_log_start: u32,
     /// Record bytes an in-memory log sector holds.
     pub rec_cap: usize,
+    /// Frames the buffer holds at most (with `budget`: recomputed between operations).
     pub frames: usize,
+    /// The memory budget the frames and the tables share; `None` when the frames are fixed.
+    pub budget: Option<u64>,
 }
 
 impl Geometry {
@@ -94,10 +100,21 @@ impl Geometry {
         };
         let frames = match frames_opt {
             Some(f) => f as u64,
-            None => opts.buffer_pool_bytes / node_bytes,
+            None => opts.buffer_pool_bytes / (node_bytes + SECTOR as u64),
         };
         if frames < 8 {
-            return bad(format!("{frames} buffer frames; at least 8 are needed"));
+            let why = match frames_opt {
+                Some(_) => String::new(),
+                None => format!(
+                    " (the budget of {} bytes holds {frames} frames of a {node_bytes}-byte node \
+                     and a {SECTOR}-byte log sector; 8 need {})",
+                    opts.buffer_pool_bytes,
+                    8 * (node_bytes + SECTOR as u64)
+                ),
+            };
+            return bad(format!(
+                "{frames} buffer frames; at least 8 are needed{why}"
+            ));
         }
         let nb = node_bytes as usize;
         if format::leaf_capacity(nb) < 4 {
@@ -118,6 +135,7 @@ impl Geometry {
             fixed_log_start,
             rec_cap: SECTOR - format::SECTOR_HEADER - llsd,
             frames: frames as usize,
+            budget: frames_opt.is_none().then_some(opts.buffer_pool_bytes),
         })
     }
 
@@ -305,6 +323,23 @@ impl<P: LogPolicy> Core<P> {
             }
             self.drop_frame(victim);
         }
+        Ok(())
+    }
+
+    /// With frames taken from the budget: give the buffer what the block table and the
+    /// node maps leave of it (at least 8 frames), evicting the least recent frames beyond
+    /// it. Between operations (nothing pinned).
+    pub fn charge_frames(&mut self) -> Result<()> {
+        let Some(budget) = self.geo.budget else {
+            return Ok(());
+        };
+        let per = (self.geo.node_bytes + SECTOR) as u64;
+        let frames = (budget.saturating_sub(self.table_bytes()) / per).max(8) as usize;
+        if frames < self.geo.frames {
+            self.geo.frames = frames + 1;
+            self.make_room()?;
+        }
+        self.geo.frames = frames;
         Ok(())
     }
 

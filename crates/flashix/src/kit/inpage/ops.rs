@@ -41,6 +41,10 @@ impl<P: LogPolicy> Logged for Core<P> {
         self.state()
     }
 
+    fn charge_memory(&mut self) -> Result<()> {
+        self.charge_frames()
+    }
+
     /// Write the log sector of every dirty frame: flash then holds every node's current
     /// version, and the block table its state.
     fn before_checkpoint(&mut self) -> Result<()> {
@@ -214,6 +218,11 @@ impl<P: LogPolicy> Core<P> {
     /// Frames (node and log sector each), the block table and the node maps.
     pub fn memory_bytes(&self) -> u64 {
         let frames = (self.geo.frames * (self.geo.node_bytes + super::format::SECTOR)) as u64;
+        frames + self.table_bytes()
+    }
+
+    /// The block table and the node maps.
+    pub fn table_bytes(&self) -> u64 {
         let blocks: usize = self
             .blocks
             .values()
@@ -225,6 +234,6 @@ impl<P: LogPolicy> Core<P> {
                     .sum::<usize>()
             })
             .sum();
-        frames + blocks as u64 + 48 * (self.location.len() + self.parent.len()) as u64
+        blocks as u64 + 48 * (self.location.len() + self.parent.len()) as u64
     }
 }
