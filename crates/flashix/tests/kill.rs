@@ -127,6 +127,7 @@ fn kills(engine: EngineKind, seed: u64) {
 fn add(total: &mut KillReport, r: &KillReport) {
     total.kills += r.kills;
     total.kills_before_ready += r.kills_before_ready;
+    total.kills_in_long_ops += r.kills_in_long_ops;
     total.heavy_rounds += r.heavy_rounds;
     total.read_only_checks += r.read_only_checks;
     total.flushes_acked += r.flushes_acked;

@@ -28,12 +28,15 @@
 //!    script done so far. Rust's stdout is line-buffered, so the line is in the pipe when
 //!    `println!` returns; a line the kill cut short is ignored. A kill between a flush
 //!    and its line only makes the parent's bound weaker, never wrong.
-//! 4. The parent waits for a seeded number of the child's lines (`ready` and 0-6 `acked`),
-//!    sleeps a seeded 0-30 milliseconds (0-150 in heavy rounds), or in one round of eight
-//!    sleeps 0-25 milliseconds from the spawn instead, so that the kill can land inside
-//!    `open` and its recovery; then it kills the child with `SIGKILL`
-//!    ([`std::process::Child::kill`]) and waits for it. Timing kills from the child's
-//!    progress keeps them among its operations however fast or loaded the machine is.
+//! 4. The parent chooses the kill moment by seed: after a number of the child's lines
+//!    (`ready` and 0-6 `acked`) plus 0-30 milliseconds (0-150 in heavy rounds); in three
+//!    heavy rounds of eight, 0-10 milliseconds after the child's first or second
+//!    `flashix-kill: long <n>` line (printed before a long operation starts; `done <n>`
+//!    after it), so that the kill lands inside the long operation; in one round of eight,
+//!    0-25 milliseconds after the spawn, so that the kill can land inside `open` and its
+//!    recovery. It kills the child with `SIGKILL` ([`std::process::Child::kill`]) and waits
+//!    for it. Timing kills from the child's progress keeps them among its operations however
+//!    fast or loaded the machine is.
 //!
 //! # What is checked
 //!
@@ -88,6 +91,9 @@ pub struct KillReport {
     pub kills: usize,
     /// Kills that landed before the child was ready (inside `open` and its recovery).
     pub kills_before_ready: usize,
+    /// Kills that landed after a long operation of a heavy script began and before the
+    /// child said it ended (inside a big bulk, batch or range delete).
+    pub kills_in_long_ops: usize,
     /// Rounds with a heavy script.
     pub heavy_rounds: usize,
     /// Rounds checked with [`Db::open_read_only`] (the next child recovers the kill).
@@ -107,7 +113,8 @@ pub struct KillReport {
 /// A step of a round's script.
 #[derive(Debug)]
 enum Step {
-    Op(Op),
+    /// An operation, and whether it is one of the heavy script's long ones.
+    Op(Op, bool),
     Flush,
 }
 
@@ -137,7 +144,8 @@ impl Script {
         if self.rng.below(12) == 0 {
             return Step::Flush;
         }
-        let op = if self.heavy && self.rng.below(20) == 0 {
+        let long = self.heavy && self.rng.below(20) == 0;
+        let op = if long {
             self.heavy_op()
         } else {
             let roll = self.rng.below(55);
@@ -147,7 +155,7 @@ impl Script {
             }
         };
         super::apply(&mut self.model, &op);
-        Step::Op(op)
+        Step::Op(op, long)
     }
 
     /// A long operation: a bulk of 500-4,000 pairs, a batch of 50-400 operations,
@@ -233,8 +241,14 @@ pub fn child_main() -> Result<bool, String> {
     let mut done = 0usize;
     for _ in 0..MAX_STEPS {
         match script.next_step() {
-            Step::Op(op) => {
+            Step::Op(op, long) => {
+                if long {
+                    println!("{MARK}long {done}");
+                }
                 exec(&mut db, &op).map_err(|e| ctx(&format!("op {done}"), &e))?;
+                if long {
+                    println!("{MARK}done {done}");
+                }
                 done += 1;
             }
             Step::Flush => {
@@ -271,6 +285,8 @@ struct ChildRun {
     ready: Option<(usize, u64)>,
     acked: Option<usize>,
     flushes: usize,
+    /// The last line said a long operation had begun (and none said it ended).
+    in_long: bool,
     killed: bool,
     stderr: String,
 }
@@ -302,6 +318,10 @@ pub fn kill_rounds(t: &KillTest) -> Result<KillReport, String> {
         let kill = match rng.below(8) {
             0 => Kill::AfterSpawn(Duration::from_millis(rng.below(25))),
             1 => Kill::AfterLines(1, Duration::from_millis(rng.below(20))),
+            2..=4 if heavy => Kill::AfterLong(
+                1 + rng.below(2) as usize,
+                Duration::from_millis(rng.below(10)),
+            ),
             _ => Kill::AfterLines(
                 2 + rng.below(6) as usize,
                 Duration::from_millis(rng.below(if heavy { 150 } else { 30 })),
@@ -329,6 +349,7 @@ pub fn kill_rounds(t: &KillTest) -> Result<KillReport, String> {
         } else {
             report.kills_before_ready += 1;
         }
+        report.kills_in_long_ops += run.in_long as usize;
         let acked = run.acked.unwrap_or(0);
         report.flushes_acked += run.flushes;
         report.ops_acked += acked;
@@ -338,7 +359,7 @@ pub fn kill_rounds(t: &KillTest) -> Result<KillReport, String> {
         let mut ops: Vec<Op> = Vec::new();
         loop {
             match script.next_step() {
-                Step::Op(op) => ops.push(op),
+                Step::Op(op, _) => ops.push(op),
                 Step::Flush if ops.len() > acked || run.acked.is_none() => break,
                 Step::Flush => {}
             }
@@ -428,6 +449,8 @@ enum Kill {
     AfterSpawn(Duration),
     /// This long after the child's n-th side-channel line (`ready` is the first).
     AfterLines(usize, Duration),
+    /// This long after the child's n-th `long` line (the start of a long operation).
+    AfterLong(usize, Duration),
 }
 
 /// How long a child may take to print a line (a debug build opening a large index on a
@@ -472,9 +495,12 @@ fn run_child(t: &KillTest, seed: u64, kill: Kill) -> Result<ChildRun, String> {
     let mut lines: Vec<String> = Vec::new();
     match kill {
         Kill::AfterSpawn(d) => std::thread::sleep(d.saturating_sub(spawned.elapsed())),
-        Kill::AfterLines(n, d) => {
-            // `ready`, then n - 1 acknowledged flushes.
-            while lines.len() < n {
+        Kill::AfterLines(n, d) | Kill::AfterLong(n, d) => {
+            let counted = |lines: &[String]| match kill {
+                Kill::AfterLong(..) => lines.iter().filter(|l| l.starts_with("long ")).count(),
+                _ => lines.len(),
+            };
+            while counted(&lines) < n {
                 match rx.recv_timeout(READY_TIMEOUT) {
                     Ok(l) => lines.push(l),
                     // It ended on its own: the status and stderr below say why.
@@ -507,6 +533,7 @@ fn run_child(t: &KillTest, seed: u64, kill: Kill) -> Result<ChildRun, String> {
         ready: None,
         acked: None,
         flushes: 0,
+        in_long: lines.last().is_some_and(|l| l.starts_with("long ")),
         killed,
         stderr,
     };
@@ -520,6 +547,7 @@ fn run_child(t: &KillTest, seed: u64, kill: Kill) -> Result<ChildRun, String> {
                 run.acked = Some(n.parse().map_err(|e| format!("line {l:?}: {e}"))?);
                 run.flushes += 1;
             }
+            (Some("long" | "done"), Some(_), None) => {}
             _ => return Err(format!("unexpected line {l:?} from the child")),
         }
     }
