@@ -5,9 +5,10 @@
 //!
 //! The default run kills each engine a few times; `FLASHIX_CONFORMANCE_LONG=1` many times
 //! (`FLASHIX_KILL_ROUNDS=N` sets the number). `FLASHIX_CONFORMANCE_ENGINES=lsm,pio` picks
-//! engines, as in the conformance tests.
+//! engines, as in the conformance tests. `mobject::` kills the moving-object index over the
+//! B+-tree and over the FBX engine the same way.
 
-use flashix::testing::kill::{child_main, kill_rounds, KillReport, KillTest};
+use flashix::testing::kill::{child_main, KillReport, KillTest};
 use flashix::EngineKind;
 use std::time::Instant;
 
@@ -24,11 +25,11 @@ fn kill_child() {
 }
 
 macro_rules! engines {
-    ($($name:ident => $engine:ident, $seed:expr;)*) => {
+    ($run:path; $($name:ident => $engine:ident, $seed:expr;)*) => {
         $(
             #[test]
             fn $name() {
-                super::kills(super::EngineKind::$engine, $seed);
+                super::kills($run, super::EngineKind::$engine, $seed);
             }
         )*
     };
@@ -36,6 +37,7 @@ macro_rules! engines {
 
 mod kill {
     engines! {
+        flashix::testing::kill::kill_rounds;
         btree => BTree, 1;
         lsm => Lsm, 2;
         fdtree => FdTree, 3;
@@ -46,6 +48,16 @@ mod kill {
         fbx => Fbx, 8;
         ipl => IplBTree, 9;
         dipl => DiplBTree, 10;
+    }
+}
+
+/// The moving-object index over the B+-tree (the Bx-tree) and over the FBX engine (the
+/// FBX-tree).
+mod mobject {
+    engines! {
+        flashix::testing::kill::mobject::kill_rounds;
+        btree => BTree, 11;
+        fbx => Fbx, 12;
     }
 }
 
@@ -68,14 +80,14 @@ fn selected(engine: EngineKind) -> bool {
 }
 
 /// Kill `engine` `rounds` times on one index (more in the long mode, on several indexes).
-fn kills(engine: EngineKind, seed: u64) {
+fn kills(run: fn(&KillTest) -> Result<KillReport, String>, engine: EngineKind, seed: u64) {
     if !selected(engine) {
         return;
     }
     let rounds: usize = match std::env::var("FLASHIX_KILL_ROUNDS") {
         Ok(n) => n.parse().expect("FLASHIX_KILL_ROUNDS: a number"),
         Err(_) if long() => 200,
-        Err(_) => 4,
+        Err(_) => 6,
     };
     // Long mode: several indexes of 50 rounds each, so that options vary by seed too.
     let per_index = rounds.clamp(1, 50);
@@ -104,13 +116,13 @@ fn kills(engine: EngineKind, seed: u64) {
             .map(String::from)
             .to_vec(),
         };
-        let r = kill_rounds(&t).unwrap_or_else(|e| panic!("{e}"));
+        let r = run(&t).unwrap_or_else(|e| panic!("{e}"));
         add(&mut total, &r);
         index += 1;
     }
     eprintln!(
-        "{engine}: {} indexes, {total:?}, {:.1} s",
-        index,
+        "{}: {index} indexes, {total:?}, {:.1} s",
+        std::thread::current().name().unwrap_or("kills"),
         started.elapsed().as_secs_f64()
     );
     assert_eq!(total.lost_after_flush, 0);

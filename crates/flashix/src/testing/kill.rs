@@ -20,7 +20,7 @@
 //!    reads its contents as its starting model, prints `flashix-kill: ready <entries>
 //!    <digest>`, and runs the round's script: a seeded, deterministic sequence of inserts,
 //!    deletes, bulk inserts, range deletes and atomic batches ([`Db::apply`]) with a `flush`
-//!    every dozen steps or so. In one round of three the script is heavy: bulk inserts of
+//!    every dozen steps or so. In every other round the script is heavy: bulk inserts of
 //!    500-4,000 pairs, batches of 50-400 operations, range deletes over most of the
 //!    keys, so that a kill lands inside a long operation (a merge, a batch, a bulk).
 //! 3. Side channel: after each successful `flush` the child prints `flashix-kill: acked
@@ -28,12 +28,13 @@
 //!    script done so far. Rust's stdout is line-buffered, so the line is in the pipe when
 //!    `println!` returns; a line the kill cut short is ignored. A kill between a flush
 //!    and its line only makes the parent's bound weaker, never wrong.
-//! 4. The parent chooses the kill moment by seed: after a number of the child's lines
-//!    (`ready` and 0-6 `acked`) plus 0-30 milliseconds (0-150 in heavy rounds); in three
-//!    heavy rounds of eight, 0-10 milliseconds after the child's first or second
-//!    `flashix-kill: long <n>` line (printed before a long operation starts; `done <n>`
-//!    after it), so that the kill lands inside the long operation; in one round of eight,
-//!    0-25 milliseconds after the spawn, so that the kill can land inside `open` and its
+//! 4. The parent chooses the kill moment from a cycle of eight classes (seeded start):
+//!    mostly after a number of the child's lines (`ready` and 0-6 `acked`) plus 0-30
+//!    milliseconds (0-150 in heavy rounds); in half the heavy rounds, 0-10 milliseconds
+//!    after the child's first or second `flashix-kill: long <n>` line (printed before a
+//!    long operation starts; `done <n>` after it), so that the kill lands inside the long
+//!    operation; in one round of eight, 0-20 milliseconds after `ready`; in one, 0-25
+//!    milliseconds after the spawn, so that the kill can land inside `open` and its
 //!    recovery. It kills the child with `SIGKILL` ([`std::process::Child::kill`]) and waits
 //!    for it. Timing kills from the child's progress keeps them among its operations however
 //!    fast or loaded the machine is.
@@ -58,6 +59,8 @@
 //! group commit not yet written, a merge, a checkpoint, a manifest switch half done, an
 //! `io_uring` batch in flight — not power loss, which the conformance harness's crash
 //! steps cover.
+
+pub mod mobject;
 
 use super::{exec, gen_mutation, options_for, range_is_valid, KeyGen, Op, Rng};
 use crate::{Db, DeviceSpec, EngineKind, Options};
@@ -205,14 +208,20 @@ fn is_heavy(seed: u64) -> bool {
 
 /// Entry count and an order-dependent digest of `model`, for the `ready` line.
 fn digest(model: &BTreeMap<u64, u64>) -> (usize, u64) {
+    let (n, h) = digest_with(model.iter().flat_map(|(&k, &v)| [k, v]));
+    (n / 2, h)
+}
+
+/// How many words `words` yields, and an order-dependent digest of them.
+fn digest_with(words: impl Iterator<Item = u64>) -> (usize, u64) {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for (&k, &v) in model {
-        for x in [k, v] {
-            h = (h ^ x).wrapping_mul(0x0100_0000_01b3);
-            h ^= h >> 29;
-        }
+    let mut n = 0;
+    for x in words {
+        h = (h ^ x).wrapping_mul(0x0100_0000_01b3);
+        h ^= h >> 29;
+        n += 1;
     }
-    (model.len(), h)
+    (n, h)
 }
 
 /// The child's side of a round when [`CHILD_ENV`] is set (else `Ok(false)`, nothing
@@ -223,6 +232,9 @@ pub fn child_main() -> Result<bool, String> {
     let Ok(spec) = std::env::var(CHILD_ENV) else {
         return Ok(false);
     };
+    if let Some(rest) = spec.strip_prefix(mobject::SPEC_PREFIX) {
+        return mobject::child_main(rest);
+    }
     let mut parts = spec.splitn(3, ' ');
     let (Some(engine), Some(seed), Some(dir)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(format!(
@@ -307,28 +319,15 @@ pub fn kill_rounds(t: &KillTest) -> Result<KillReport, String> {
     let mut model: BTreeMap<u64, u64> = BTreeMap::new();
     let mut report = KillReport::default();
     let trace = std::env::var_os("FLASHIX_TRACE").is_some();
+    let kill_offset = rng.below(8);
     for round in 0..t.rounds {
-        let seed = rng.next_u64();
-        let heavy = is_heavy(seed);
+        let heavy = round % 2 == 1;
+        let seed = round_seed(rng.next_u64(), heavy);
         report.heavy_rounds += heavy as usize;
-        // When to kill: from the spawn (inside startup, open or recovery), or some time
-        // after the child is ready; longer in heavy rounds, to land in a long operation.
-        // A kill timed from a line, not from the spawn alone, lands among the script's
-        // operations however fast or loaded the machine is.
-        let kill = match rng.below(8) {
-            0 => Kill::AfterSpawn(Duration::from_millis(rng.below(25))),
-            1 => Kill::AfterLines(1, Duration::from_millis(rng.below(20))),
-            2..=4 if heavy => Kill::AfterLong(
-                1 + rng.below(2) as usize,
-                Duration::from_millis(rng.below(10)),
-            ),
-            _ => Kill::AfterLines(
-                2 + rng.below(6) as usize,
-                Duration::from_millis(rng.below(if heavy { 150 } else { 30 })),
-            ),
-        };
+        let kill = KillAfter::choose(&mut rng, kill_offset + round as u64, heavy);
         let round_started = Instant::now();
-        let run = run_child(t, seed, kill).map_err(|e| ctx(round, "child", &e))?;
+        let spec = format!("{} {seed} {}", t.engine, t.dir.display());
+        let run = run_child(t, &spec, kill).map_err(|e| ctx(round, "child", &e))?;
         let child_time = round_started.elapsed();
         if !run.killed {
             return Err(ctx(round, "the child ended before the kill", &run.stderr));
@@ -444,26 +443,53 @@ fn kill_options(engine: EngineKind, rng: &mut Rng) -> Options {
 
 /// When the parent kills the child.
 #[derive(Debug, Clone, Copy)]
-enum Kill {
+enum KillAfter {
     /// This long after the spawn.
-    AfterSpawn(Duration),
+    Spawn(Duration),
     /// This long after the child's n-th side-channel line (`ready` is the first).
-    AfterLines(usize, Duration),
+    Lines(usize, Duration),
     /// This long after the child's n-th `long` line (the start of a long operation).
-    AfterLong(usize, Duration),
+    Long(usize, Duration),
+}
+
+impl KillAfter {
+    /// The module doc's schedule: from the spawn (inside startup, open or recovery), or
+    /// some time after one of the child's lines; longer in heavy rounds, or just after a
+    /// long operation began, to land inside one. A kill timed from a line, not from the
+    /// spawn alone, lands among the script's operations however fast or loaded the
+    /// machine is.
+    fn choose(rng: &mut Rng, class: u64, heavy: bool) -> KillAfter {
+        // Any four consecutive classes hold two that kill among the script's operations.
+        match class % 8 {
+            0 => KillAfter::Spawn(Duration::from_millis(rng.below(25))),
+            4 => KillAfter::Lines(1, Duration::from_millis(rng.below(20))),
+            1 | 2 | 5 | 6 if heavy => KillAfter::Long(
+                1 + rng.below(2) as usize,
+                Duration::from_millis(rng.below(10)),
+            ),
+            _ => KillAfter::Lines(
+                2 + rng.below(6) as usize,
+                Duration::from_millis(rng.below(if heavy { 150 } else { 30 })),
+            ),
+        }
+    }
+}
+
+/// A round's seed from random bits: heavy ([`is_heavy`]) as asked. Every other round is
+/// heavy, so that a short run has some.
+fn round_seed(bits: u64, heavy: bool) -> u64 {
+    (bits >> 2) * 3 + u64::from(!heavy)
 }
 
 /// How long a child may take to print a line (a debug build opening a large index on a
 /// busy machine) before the round fails.
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
-fn run_child(t: &KillTest, seed: u64, kill: Kill) -> Result<ChildRun, String> {
+/// Run the child of `t` with [`CHILD_ENV`] = `spec` and kill it at `kill`.
+fn run_child(t: &KillTest, spec: &str, kill: KillAfter) -> Result<ChildRun, String> {
     let mut child = Command::new(&t.exe)
         .args(&t.child_args)
-        .env(
-            CHILD_ENV,
-            format!("{} {seed} {}", t.engine, t.dir.display()),
-        )
+        .env(CHILD_ENV, spec)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -494,10 +520,10 @@ fn run_child(t: &KillTest, seed: u64, kill: Kill) -> Result<ChildRun, String> {
     });
     let mut lines: Vec<String> = Vec::new();
     match kill {
-        Kill::AfterSpawn(d) => std::thread::sleep(d.saturating_sub(spawned.elapsed())),
-        Kill::AfterLines(n, d) | Kill::AfterLong(n, d) => {
+        KillAfter::Spawn(d) => std::thread::sleep(d.saturating_sub(spawned.elapsed())),
+        KillAfter::Lines(n, d) | KillAfter::Long(n, d) => {
             let counted = |lines: &[String]| match kill {
-                Kill::AfterLong(..) => lines.iter().filter(|l| l.starts_with("long ")).count(),
+                KillAfter::Long(..) => lines.iter().filter(|l| l.starts_with("long ")).count(),
                 _ => lines.len(),
             };
             while counted(&lines) < n {
