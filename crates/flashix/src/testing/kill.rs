@@ -20,10 +20,11 @@
 //!    reads its contents as its starting model, prints `flashix-kill: ready <entries>
 //!    <digest>`, and runs the round's script: a seeded, deterministic sequence of inserts,
 //!    deletes, bulk inserts, range deletes and atomic batches ([`Db::apply`]) with a `flush`
-//!    every dozen steps or so. In every other round the script is heavy: bulk inserts of
+//!    every dozen steps or so (one in six of them a `close` and `open` instead, so that kills
+//!    land in the checkpoint of a close and in an open with nothing to recover). In every other round the script is heavy: bulk inserts of
 //!    500-4,000 pairs, batches of 50-400 operations, range deletes over most of the
 //!    keys, so that a kill lands inside a long operation (a merge, a batch, a bulk).
-//! 3. Side channel: after each successful `flush` the child prints `flashix-kill: acked
+//! 3. Side channel: after each successful `flush` (or `close`) the child prints `flashix-kill: acked
 //!    <n>` on its stdout (a pipe to the parent), `n` being the number of operations of the
 //!    script done so far. Rust's stdout is line-buffered, so the line is in the pipe when
 //!    `println!` returns; a line the kill cut short is ignored. A kill between a flush
@@ -118,7 +119,9 @@ pub struct KillReport {
 enum Step {
     /// An operation, and whether it is one of the heavy script's long ones.
     Op(Op, bool),
-    Flush,
+    /// A `flush`, or (`reopen`) a `close` and an `open`: close flushes too, and takes a
+    /// checkpoint that a kill may cut.
+    Flush { reopen: bool },
 }
 
 /// A round's deterministic script: a function of the seed and the starting contents.
@@ -145,7 +148,9 @@ impl Script {
     /// The next step; an operation is applied to the script's model.
     fn next_step(&mut self) -> Step {
         if self.rng.below(12) == 0 {
-            return Step::Flush;
+            return Step::Flush {
+                reopen: self.rng.below(6) == 0,
+            };
         }
         let long = self.heavy && self.rng.below(20) == 0;
         let op = if long {
@@ -263,9 +268,14 @@ pub fn child_main() -> Result<bool, String> {
                 }
                 done += 1;
             }
-            Step::Flush => {
+            Step::Flush { reopen: false } => {
                 db.flush().map_err(|e| ctx("flush", &e))?;
                 println!("{MARK}acked {done}");
+            }
+            Step::Flush { reopen: true } => {
+                db.close().map_err(|e| ctx("close", &e))?;
+                println!("{MARK}acked {done}");
+                db = Db::open(dir).map_err(|e| ctx("reopen", &e))?;
             }
         }
     }
@@ -359,8 +369,8 @@ pub fn kill_rounds(t: &KillTest) -> Result<KillReport, String> {
         loop {
             match script.next_step() {
                 Step::Op(op, _) => ops.push(op),
-                Step::Flush if ops.len() > acked || run.acked.is_none() => break,
-                Step::Flush => {}
+                Step::Flush { .. } if ops.len() > acked || run.acked.is_none() => break,
+                Step::Flush { .. } => {}
             }
             if ops.len() > MAX_STEPS {
                 return Err(ctx(round, "regenerating the script", &"no flush found"));
