@@ -115,3 +115,9 @@ pub mod internals {
     }
 }
 pub use stats::{BufferStats, LevelShape, Shape, Stats, WalStats};
+
+/// What [`Stats::memory_bytes`] may exceed the budget ([`Options::buffer_pool_bytes`]) by
+/// between operations, for every engine: the structures an engine cannot shrink below a
+/// working minimum when its charged tables outgrow the budget (each engine's minimum of
+/// pool frames stays resident).
+pub const MEMORY_SLACK_BYTES: u64 = 0;

@@ -4,11 +4,20 @@
 //! ```text
 //! offset  size  field
 //! 0       4     crc32c of bytes 4..page_size (little-endian)
-//! 4       8     page id the page was written to (little-endian)
+//! 4       6     page id the page was written to (little-endian, < 2^48 = MAX_PAGES)
+//! 10      2     generation stamp, high half (little-endian)
 //! 12      2     page kind (engine-defined, 0 = never written)
-//! 14      2     reserved (0)
+//! 14      2     generation stamp, low half (little-endian)
 //! 16      ...   engine payload
 //! ```
+//!
+//! The **generation stamp** ([`stamp`], [`set_stamp`]) is the durability layer's, not the
+//! engine's: the [`crate::durable::Pager`] writes the WAL generation ([`stamp_of`]) in which
+//! it took a page's before-image (or allocated the page) into the page, so that it needs
+//! no in-memory set of imaged pages (Contract 3; format version 4). 0 means "never
+//! stamped"; pages written past the pool (runs, components, range pages) keep 0. Format
+//! version 3 had the page id in all 8 bytes 4..12 and 14..16 reserved as 0: its pages read
+//! as page ids below 2^48 with stamp 0.
 
 use crate::error::{Error, Result};
 use crate::io::PageId;
@@ -16,12 +25,18 @@ use crate::io::PageId;
 /// Bytes of the envelope at the start of every page.
 pub const HEADER: usize = 16;
 
+/// Page ids are below this (the envelope keeps 48 bits of them): 2^48 pages, an exbibyte
+/// at 4 KiB. The extent allocator hands out no page at or past it.
+pub const MAX_PAGES: u64 = 1 << 48;
+
 /// The file name used in corruption errors for pages of the data device.
 pub const DATA_FILE: &str = "data";
 
-/// Fill in checksum and page id before the page is written.
+/// Fill in checksum and page id before the page is written (the generation stamp is
+/// kept).
 pub fn seal(page: PageId, buf: &mut [u8]) {
-    buf[4..12].copy_from_slice(&page.to_le_bytes());
+    debug_assert!(page < MAX_PAGES);
+    buf[4..10].copy_from_slice(&page.to_le_bytes()[..6]);
     let crc = crc32c::crc32c(&buf[4..]);
     buf[0..4].copy_from_slice(&crc.to_le_bytes());
 }
@@ -37,7 +52,7 @@ pub fn verify(page: PageId, buf: &[u8]) -> Result<()> {
         };
         return Err(Error::corruption(DATA_FILE, Some(page), detail));
     }
-    let id = read_u64(buf, 4);
+    let id = read_u64(buf, 4) & (MAX_PAGES - 1);
     if id != page {
         return Err(Error::corruption(
             DATA_FILE,
@@ -46,6 +61,24 @@ pub fn verify(page: PageId, buf: &[u8]) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The generation stamp (see the module doc); 0 when never stamped.
+pub fn stamp(buf: &[u8]) -> u32 {
+    u32::from(u16::from_le_bytes([buf[10], buf[11]])) << 16
+        | u32::from(u16::from_le_bytes([buf[14], buf[15]]))
+}
+
+/// Set the generation stamp (the checksum is filled in by the next [`seal`]).
+pub fn set_stamp(buf: &mut [u8], stamp: u32) {
+    buf[10..12].copy_from_slice(&((stamp >> 16) as u16).to_le_bytes());
+    buf[14..16].copy_from_slice(&(stamp as u16).to_le_bytes());
+}
+
+/// The stamp of WAL generation `generation` (>= 1): never 0, and distinct for any
+/// 2^32 - 1 consecutive generations.
+pub fn stamp_of(generation: u64) -> u32 {
+    (generation.wrapping_sub(1) % u64::from(u32::MAX)) as u32 + 1
 }
 
 /// The page kind field.
@@ -122,6 +155,42 @@ mod tests {
             let is_corruption = matches!(verify(page, &buf), Err(Error::Corruption { page: Some(p), .. }) if p == page);
             prop_assert!(is_corruption);
         }
+    }
+
+    /// The envelope's bytes are frozen (format version 4): page id in 4..10, stamp halves
+    /// in 10..12 and 14..16, kind in 12..14; a version-3 page (8-byte id, reserved 0)
+    /// reads as stamp 0.
+    #[test]
+    fn envelope_layout_is_frozen() {
+        let mut buf = vec![0u8; 64];
+        set_kind(&mut buf, 0x0203);
+        set_stamp(&mut buf, 0x0A0B_0C0D);
+        seal(0x0000_1122_3344_5566, &mut buf);
+        assert_eq!(
+            &buf[4..16],
+            &[0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x0B, 0x0A, 0x03, 0x02, 0x0D, 0x0C]
+        );
+        assert_eq!(stamp(&buf), 0x0A0B_0C0D);
+        assert!(verify(0x0000_1122_3344_5566, &buf).is_ok());
+        // Only the stamp changed: the same id, another stamp, still verifies once sealed.
+        set_stamp(&mut buf, 7);
+        seal(0x0000_1122_3344_5566, &mut buf);
+        assert!(verify(0x0000_1122_3344_5566, &buf).is_ok());
+        let mut v3 = vec![0u8; 64];
+        v3[4..12].copy_from_slice(&77u64.to_le_bytes());
+        let crc = crc32c::crc32c(&v3[4..]);
+        v3[0..4].copy_from_slice(&crc.to_le_bytes());
+        assert!(verify(77, &v3).is_ok());
+        assert_eq!(stamp(&v3), 0);
+    }
+
+    #[test]
+    fn stamps_are_never_zero_and_follow_the_generation() {
+        assert_eq!(stamp_of(1), 1);
+        assert_eq!(stamp_of(2), 2);
+        assert_eq!(stamp_of(u64::from(u32::MAX)), u32::MAX);
+        assert_eq!(stamp_of(u64::from(u32::MAX) + 1), 1);
+        assert_ne!(stamp_of(0), 0);
     }
 
     /// Hostile bytes (crate::hostile): any page, damaged or random, verifies or is

@@ -57,6 +57,7 @@ impl Settings {
         PagerConfig {
             page_size: self.page_size,
             pool_bytes: self.buffer_pool_bytes.saturating_sub(reserved),
+            budget_bytes: self.buffer_pool_bytes,
             checkpoint_wal_bytes: self.checkpoint_wal_bytes,
             min_frames,
         }

@@ -55,6 +55,9 @@ pub struct Stats {
     /// What callers read back is typed in [`Stats::shape`].
     pub engine_counters: BTreeMap<String, u64>,
     /// Bytes of memory the index holds: buffer pool plus the engine's documented structures.
+    /// At most [`crate::Options::buffer_pool_bytes`] (the budget) plus
+    /// [`crate::MEMORY_SLACK_BYTES`] between operations: every engine charges its
+    /// structures to the budget and gives its buffer pool the rest.
     pub memory_bytes: u64,
     /// The structure's shape, typed: levels of a stepped engine, leaves of a tree.
     pub shape: Shape,

@@ -139,6 +139,7 @@ pub(crate) trait Logged {
             let r = sorted
                 .iter()
                 .try_for_each(|&(k, v)| self.apply(&LogicalOp::Insert(k, v)))
+                .and_then(|_| self.charge_memory())
                 .and_then(|_| self.checkpoint());
             return r.map_err(|e| self.note_no_space(e, None));
         }
@@ -174,8 +175,18 @@ pub(crate) trait Logged {
         e
     }
 
-    /// Between operations: checkpoint when due (never while replaying).
+    /// Between operations: give the buffer pool what the engine's structures leave of the
+    /// memory budget (`Stats::memory_bytes` stays within it: `crate::MEMORY_SLACK_BYTES`),
+    /// usually [`super::Pager::charge`]. The default charges nothing: an engine whose only
+    /// memory is its pool.
+    fn charge_memory(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Between operations: charge the engine's structures to the budget
+    /// ([`Logged::charge_memory`]), then checkpoint when due (never while replaying).
     fn after_op(&mut self) -> Result<()> {
+        self.charge_memory()?;
         let wal_full = {
             let limit = self.checkpoint_wal_bytes();
             let log = self.log();
@@ -197,6 +208,7 @@ pub(crate) trait Logged {
         let r = ops.iter().try_for_each(|op| self.apply(op));
         self.log().set_replaying(false);
         r?;
+        self.charge_memory()?;
         if self.log().recovered_out_of_space() {
             return Ok(());
         }

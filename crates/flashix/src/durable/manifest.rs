@@ -7,7 +7,7 @@
 //! 0   8  magic "FLASHIXM"
 //! 8   4  format version (FORMAT_VERSION)
 //! 12  4  body length n
-//! 16  4  crc32c of bytes 8..16 and the body (format 3; formats 1 and 2: of the body)
+//! 16  4  crc32c of bytes 8..16 and the body (formats 3 and 4; 1 and 2: of the body)
 //! 20  n  body: JSON of `Manifest`
 //! ```
 //! The body names the engine and its options (an explicit options record, opaque at this
@@ -19,10 +19,17 @@
 //! 2 stores the versioned options record of `crate::options::record`; 3 (the options
 //! record of 2) adds the range tombstones of the FD-tree's and the LSM-tree's levels to
 //! their engine state (`crate::kit::sorted::tombs`): a build that reads 2 at most must
-//! refuse such an index rather than ignore them and show deleted keys again. This build
-//! reads 1 to 3 and writes 3; anything else is [`Error::UnsupportedVersion`]. From format
-//! 3 the checksum covers the version and the length too, so a flipped bit that turns a 3
-//! into a readable 2 or 1 is caught (it fails the older formats' body-only checksum).
+//! refuse such an index rather than ignore them and show deleted keys again. 4 (the
+//! manifest of 3) changes what the files around it may hold, which a build that reads 3 at
+//! most would misread: the page envelope keeps the page id in 48 bits and a generation
+//! stamp in the rest (`crate::page`; the Pager's before-image rule reads it), the WAL may
+//! hold out-of-space records (kind 3, `super::wal`), and the PIO B-tree's engine state
+//! says whether its leaves' record counts are exact or upper bounds after a range delete
+//! (`leaf_records_bound`). Indexes of 1 to 3 open unchanged (their pages read as stamp 0)
+//! and are written as 4 from their next checkpoint. This build reads 1 to 4 and writes 4;
+//! anything else is [`Error::UnsupportedVersion`]. From format 3 the checksum covers the
+//! version and the length too, so a flipped bit that turns a 3 into a readable 2 or 1 is
+//! caught (it fails the older formats' body-only checksum).
 
 use crate::error::{Error, Result};
 use crate::io::alloc::AllocState;
@@ -38,7 +45,7 @@ pub const MANIFEST: &str = "MANIFEST";
 const TMP: &str = "MANIFEST.tmp";
 const MAGIC: &[u8; 8] = b"FLASHIXM";
 /// On-disk format version this build writes.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format version this build reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 

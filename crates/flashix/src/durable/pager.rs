@@ -15,16 +15,27 @@
 //!   write barrier makes that image durable before the page is written back (WAL rule).
 //!   Pages allocated since the checkpoint are not in the image and need none; freed pages
 //!   are not reused before the next checkpoint (the allocator's pending list).
+//! - Which pages need a before-image is read from the page itself: every page changed or
+//!   allocated through the Pager carries the **generation stamp** of the WAL generation in
+//!   which it was imaged or allocated ([`page::stamp`], format version 4). A page whose
+//!   stamp is the current generation's has its image in the current WAL already (or is
+//!   not in the checkpoint image); any other page is imaged on its first change. The stamp
+//!   is written after the engine's change, so an engine that rewrites a whole page cannot
+//!   lose it. A stamp on disk is never ahead of the WAL: a page reaches the device only
+//!   after its image is durable, and a checkpoint moves to a new generation, so all stamps
+//!   on disk become stale at once.
 //! - **Recovery** reads the WAL of the manifest's generation up to its valid prefix (a torn
 //!   tail is cut off), writes every page's first before-image back, which restores the
 //!   checkpoint image exactly, whatever was torn or half-written since, and hands the
 //!   logical records to the engine to replay in order. Replay keeps taking before-images
-//!   into the same WAL, so a crash during recovery is recovered the same way. The result
+//!   into the same WAL, so a crash during recovery is recovered the same way (restored
+//!   pages are written back stamped with the generation: their image is in its WAL). The result
 //!   is the state after a prefix of the operations, containing every operation that was
 //!   durable in the WAL, in particular everything before the last successful `flush`.
 //!
-//! Memory: the buffer pool, plus two sets of page ids (pages imaged and pages allocated
-//! since the checkpoint), bounded by the WAL size between checkpoints.
+//! Memory: the buffer pool only. (Before format version 4 the Pager kept the sets of pages
+//! imaged and allocated since the checkpoint, 16 bytes a page outside the budget.) During
+//! `open`, recovery keeps the ids of the pages the WAL imaged, bounded by the WAL's size.
 
 use super::log::Log;
 use super::logged::Store;
@@ -71,6 +82,8 @@ pub struct PagerConfig {
     /// Bytes of the buffer pool (the memory budget less what the engine keeps for its own
     /// structures).
     pub pool_bytes: u64,
+    /// The engine's whole memory budget (pool and structures, [`Pager::charge`]).
+    pub budget_bytes: u64,
     /// WAL size after which a checkpoint is due.
     pub checkpoint_wal_bytes: u64,
     /// Frames the engine needs at least (a smaller pool is `InvalidOptions`).
@@ -84,10 +97,8 @@ pub struct Pager {
     log: Log,
     alloc: ExtentAllocator,
     config: PagerConfig,
-    /// Checkpoint-image pages whose before-image is in the current WAL.
-    imaged: FxHashSet<PageId>,
-    /// Pages allocated since the last checkpoint.
-    fresh: FxHashSet<PageId>,
+    /// [`page::stamp_of`] the current WAL generation.
+    stamp: u32,
 }
 
 impl Pager {
@@ -104,14 +115,14 @@ impl Pager {
         let log = Log::create(vfs, options)?;
         let mut alloc = ExtentAllocator::new(0);
         alloc.set_limit(device.capacity_pages());
+        let stamp = page::stamp_of(log.generation());
         Ok(Pager {
             dev: device,
             pool,
             log,
             alloc,
             config,
-            imaged: FxHashSet::default(),
-            fresh: FxHashSet::default(),
+            stamp,
         })
     }
 
@@ -129,6 +140,7 @@ impl Pager {
         let name = wal_name(manifest.generation);
         // Leftovers of an interrupted checkpoint or manifest switch are dropped.
         let (log, records) = Log::recover(vfs, manifest)?;
+        let stamp = page::stamp_of(log.generation());
         let mut imaged = FxHashSet::default();
         let mut ops = Vec::new();
         for rec in records {
@@ -145,6 +157,10 @@ impl Pager {
                     // The first image of a page is its checkpoint contents.
                     if imaged.insert(pid) {
                         page::verify(pid, &bytes)?;
+                        // Stamped: its image is in this generation's WAL.
+                        let mut bytes = bytes;
+                        page::set_stamp(&mut bytes, stamp);
+                        page::seal(pid, &mut bytes);
                         device.write(pid, &bytes)?;
                     }
                 }
@@ -159,8 +175,7 @@ impl Pager {
             log,
             alloc,
             config,
-            imaged,
-            fresh: FxHashSet::default(),
+            stamp,
         };
         Ok((pager, ops))
     }
@@ -207,7 +222,7 @@ impl Pager {
             .pool
             .fetch(&mut *self.dev, &mut WalBarrier(&mut self.log), pid)?;
         let mut lsn = 0;
-        if !self.fresh.contains(&pid) && !self.imaged.contains(&pid) {
+        if page::stamp(self.pool.data(fid)) != self.stamp {
             match self.log.log_image(pid, self.pool.data(fid)) {
                 Ok(l) => lsn = l,
                 Err(e) => {
@@ -215,9 +230,10 @@ impl Pager {
                     return Err(e);
                 }
             }
-            self.imaged.insert(pid);
         }
-        let out = f(self.pool.data_mut(fid, lsn));
+        let buf = self.pool.data_mut(fid, lsn);
+        let out = f(buf);
+        page::set_stamp(buf, self.stamp);
         self.pool.unpin(fid);
         Ok(out)
     }
@@ -256,11 +272,7 @@ impl Pager {
     pub fn alloc_run(&mut self, len: u64) -> Result<Extent> {
         let e = self.alloc.alloc(len)?;
         for pid in e.start..e.end() {
-            self.fresh.insert(pid);
-            let fid = self
-                .pool
-                .create(&mut *self.dev, &mut WalBarrier(&mut self.log), pid)?;
-            self.pool.unpin(fid);
+            self.create_stamped(pid)?;
         }
         Ok(e)
     }
@@ -268,12 +280,19 @@ impl Pager {
     /// A new zeroed page (not in the checkpoint image, so it needs no before-image).
     pub fn alloc_page(&mut self) -> Result<PageId> {
         let pid = self.alloc.alloc_page()?;
-        self.fresh.insert(pid);
+        self.create_stamped(pid)?;
+        Ok(pid)
+    }
+
+    /// A zeroed frame for new page `pid`, stamped with the current generation: it is not
+    /// in the checkpoint image, so its changes need no before-image.
+    fn create_stamped(&mut self, pid: PageId) -> Result<()> {
         let fid = self
             .pool
             .create(&mut *self.dev, &mut WalBarrier(&mut self.log), pid)?;
+        page::set_stamp(self.pool.data_mut(fid, 0), self.stamp);
         self.pool.unpin(fid);
-        Ok(pid)
+        Ok(())
     }
 
     /// Free a page; it is reused only after the next checkpoint.
@@ -334,8 +353,7 @@ impl Pager {
         self.dev.sync()?;
         self.log.switch(self.alloc.state(), engine_state)?;
         self.alloc.commit();
-        self.imaged.clear();
-        self.fresh.clear();
+        self.stamp = page::stamp_of(self.log.generation());
         Ok(())
     }
 
@@ -391,8 +409,109 @@ impl Pager {
             .set_capacity(&mut *self.dev, &mut WalBarrier(&mut self.log), frames)
     }
 
-    /// Memory held: pool frames and the page-id sets.
+    /// Charge `structures` bytes of the engine's own structures (all of them, those it
+    /// reserved at open included) to its memory budget ([`PagerConfig::budget_bytes`]):
+    /// the pool gets the rest ([`Pager::set_pool_bytes`], at least the engine's minimum
+    /// frames). Called between operations ([`super::Logged::charge_memory`]).
+    pub fn charge(&mut self, structures: u64) -> Result<()> {
+        self.set_pool_bytes(self.config.budget_bytes.saturating_sub(structures))
+    }
+
+    /// Memory held: the pool's frames (the Pager keeps nothing per page besides them).
     pub fn memory_bytes(&self) -> u64 {
-        self.pool.memory_bytes() + 16 * (self.imaged.capacity() + self.fresh.capacity()) as u64
+        self.pool.memory_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::{MemDevice, MemVfs};
+
+    const PAGE: usize = 512;
+
+    fn config() -> PagerConfig {
+        PagerConfig {
+            page_size: PAGE,
+            pool_bytes: 2 * PAGE as u64,
+            budget_bytes: 2 * PAGE as u64,
+            checkpoint_wal_bytes: u64::MAX,
+            min_frames: 2,
+        }
+    }
+
+    fn fill(pager: &mut Pager, pid: PageId, byte: u8) {
+        pager
+            .write(pid, |b| {
+                // An engine may rewrite the whole page, header included.
+                b.fill(byte);
+                page::set_kind(b, 1);
+            })
+            .unwrap();
+    }
+
+    fn images(pager: &Pager) -> u64 {
+        pager.wal_stats().page_images
+    }
+
+    /// The before-image rule read from the pages' generation stamps (format 4): a page of
+    /// the checkpoint image is imaged once per generation, also after it was written back
+    /// and evicted from the pool in between, and again after the next checkpoint; new
+    /// pages never are; recovery restores the images and stamps them, so replay does not
+    /// image them again.
+    #[test]
+    fn pages_are_imaged_once_per_generation_without_a_set_in_memory() {
+        let dev = MemDevice::new(PAGE);
+        let vfs = MemVfs::new();
+        let mut pager = Pager::create(
+            Box::new(dev.reopen()),
+            Arc::new(vfs.clone()),
+            config(),
+            serde_json::json!({}),
+        )
+        .unwrap();
+        let pids: Vec<PageId> = (0..4).map(|_| pager.alloc_page().unwrap()).collect();
+        for &p in &pids {
+            fill(&mut pager, p, 1);
+            fill(&mut pager, p, 1);
+        }
+        assert_eq!(images(&pager), 0, "new pages need no before-image");
+        Store::checkpoint(&mut pager, serde_json::json!({})).unwrap();
+
+        fill(&mut pager, pids[0], 2);
+        fill(&mut pager, pids[0], 3);
+        fill(&mut pager, pids[1], 2);
+        assert_eq!(images(&pager), 2);
+        // Pages 2 and 3 push 0 and 1 out of the two-frame pool (written back, stamped).
+        fill(&mut pager, pids[2], 2);
+        fill(&mut pager, pids[3], 2);
+        assert_eq!(images(&pager), 4);
+        fill(&mut pager, pids[0], 4);
+        fill(&mut pager, pids[1], 4);
+        assert_eq!(images(&pager), 4, "read back from the device, still stamped");
+
+        Store::checkpoint(&mut pager, serde_json::json!({})).unwrap();
+        fill(&mut pager, pids[0], 5);
+        assert_eq!(images(&pager), 5, "a new generation images again");
+        Store::checkpoint(&mut pager, serde_json::json!({})).unwrap();
+
+        // Change every page (evicting some), make the WAL durable, and crash: recovery
+        // restores the checkpoint's contents.
+        for &p in &pids {
+            fill(&mut pager, p, 9);
+        }
+        pager.log().sync().unwrap();
+        drop(pager);
+        let manifest = Manifest::load(&vfs).unwrap();
+        let (mut pager, ops) =
+            Pager::open(Box::new(dev.reopen()), Arc::new(vfs.clone()), &manifest, config())
+                .unwrap();
+        assert!(ops.is_empty());
+        let before = images(&pager);
+        for (&p, want) in pids.iter().zip([5, 4, 2, 2]) {
+            assert_eq!(pager.read(p, |b| b[page::HEADER]).unwrap(), want);
+            fill(&mut pager, p, 7);
+        }
+        assert_eq!(images(&pager), before, "restored pages are stamped: no new images");
     }
 }

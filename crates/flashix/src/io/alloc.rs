@@ -138,10 +138,13 @@ impl ExtentAllocator {
             }
         }
         let end = start.checked_add(len);
-        if end.map_or(true, |e| self.limit.is_some_and(|l| e > l)) {
+        // The page envelope keeps 48 bits of a page id (page::MAX_PAGES).
+        let limit = self
+            .limit
+            .map_or(crate::page::MAX_PAGES, |l| l.min(crate::page::MAX_PAGES));
+        if end.map_or(true, |e| e > limit) {
             return Err(Error::no_space(format!(
-                "allocating {len} pages at page {start}: the device holds {} pages",
-                self.limit.unwrap_or(u64::MAX)
+                "allocating {len} pages at page {start}: the device holds {limit} pages"
             )));
         }
         if let Some(s) = absorbed {

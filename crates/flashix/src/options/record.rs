@@ -115,8 +115,8 @@ pub(crate) fn decode(record: &OptionsRecord, format_version: u32) -> Result<Opti
                 sub_options: sub,
             })
         }
-        // Format 3 changed engine states only (range tombstones), not the record.
-        2 | 3 => {
+        // Formats 3 and 4 changed engine states, pages and WAL records, not the record.
+        2..=4 => {
             let r = RecordV2::deserialize(record).map_err(bad)?;
             Ok(Options {
                 page_size: r.page_size,
@@ -255,10 +255,11 @@ mod tests {
         assert_eq!(o.page_size, 512);
         assert_eq!(o.device, DeviceSpec::File { direct_io: false });
         assert!(matches!(
-            decode(&v1, 4),
-            Err(Error::UnsupportedVersion { found: 4, .. })
+            decode(&v1, 5),
+            Err(Error::UnsupportedVersion { found: 5, .. })
         ));
         assert!(matches!(decode(&v1, 2), Err(Error::Corruption { .. })));
         assert!(matches!(decode(&v1, 3), Err(Error::Corruption { .. })));
+        assert!(matches!(decode(&v1, 4), Err(Error::Corruption { .. })));
     }
 }

@@ -216,6 +216,14 @@ pub struct Bftl {
 }
 
 impl Bftl {
+    /// Memory besides the pool, charged to the budget (`Logged::charge_memory`): the node
+    /// translation table, the reservation buffer and the page-recycling sets.
+    fn structure_bytes(&self) -> u64 {
+        self.ntt.memory_bytes()
+            + 24 * self.res.len() as u64
+            + 16 * (self.fresh.capacity() + self.recycled.len()) as u64
+    }
+
     /// A new index: an empty root leaf, committed by the first checkpoint.
     pub fn create(storage: Storage, s: Settings, o: BftlOptions) -> Result<Bftl> {
         validate(&s, &o)?;
@@ -440,16 +448,18 @@ impl Bftl {
     }
 
     fn memory_bytes(&self) -> u64 {
-        self.pager.memory_bytes()
-            + self.ntt.memory_bytes()
-            + 24 * self.res.len() as u64
-            + 16 * (self.fresh.capacity() + self.recycled.len()) as u64
+        self.pager.memory_bytes() + self.structure_bytes()
     }
 }
 
 impl Logged for Bftl {
     fn store(&mut self) -> &mut dyn Store {
         &mut self.pager
+    }
+
+    fn charge_memory(&mut self) -> Result<()> {
+        let bytes = self.structure_bytes();
+        self.pager.charge(bytes)
     }
 
     fn engine_state(&self) -> serde_json::Value {

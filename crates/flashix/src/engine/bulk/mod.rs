@@ -273,6 +273,12 @@ pub struct BulkSnapshot {
 }
 
 impl BulkIndex {
+    /// Memory besides the pool, charged to the budget (`Logged::charge_memory`): the range
+    /// index and the delta.
+    fn structure_bytes(&self) -> u64 {
+        self.index.memory_bytes() + self.delta.len() as u64 * DELTA_ENTRY_MEMORY
+    }
+
     /// A new, empty bulk index. `o` is resolved (`m` decided) and `s.record` holds it.
     pub fn create(storage: Storage, s: Settings, o: BulkOptions) -> Result<BulkIndex> {
         validate(&s, &o)?;
@@ -477,15 +483,18 @@ impl BulkIndex {
     }
 
     fn memory_bytes(&self) -> u64 {
-        self.pager.memory_bytes()
-            + self.index.memory_bytes()
-            + self.delta.len() as u64 * DELTA_ENTRY_MEMORY
+        self.pager.memory_bytes() + self.structure_bytes()
     }
 }
 
 impl Logged for BulkIndex {
     fn store(&mut self) -> &mut dyn Store {
         &mut self.pager
+    }
+
+    fn charge_memory(&mut self) -> Result<()> {
+        let bytes = self.structure_bytes();
+        self.pager.charge(bytes)
     }
 
     fn engine_state(&self) -> serde_json::Value {

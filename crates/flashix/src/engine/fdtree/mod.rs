@@ -556,8 +556,13 @@ impl FdTree {
     }
 
     fn memory_bytes(&self) -> u64 {
-        self.pager.memory_bytes()
-            + self.job.as_ref().map_or(0, MergeJob::memory_bytes)
+        self.pager.memory_bytes() + self.structure_bytes()
+    }
+
+    /// Memory besides the pool, charged to the budget (`Logged::charge_memory`): the
+    /// running merge's buffers and every range-tombstone set.
+    fn structure_bytes(&self) -> u64 {
+        self.job.as_ref().map_or(0, MergeJob::memory_bytes)
             + self.tombs().map(Tombs::memory_bytes).sum::<u64>()
     }
 
@@ -572,6 +577,11 @@ impl FdTree {
 impl Logged for FdTree {
     fn store(&mut self) -> &mut dyn Store {
         &mut self.pager
+    }
+
+    fn charge_memory(&mut self) -> Result<()> {
+        let bytes = self.structure_bytes();
+        self.pager.charge(bytes)
     }
 
     fn engine_state(&self) -> serde_json::Value {

@@ -232,6 +232,12 @@ fn split_budget(s: &Settings) -> (u64, u64) {
 }
 
 impl LaTree {
+    /// Memory besides the pool, charged to the budget (`Logged::charge_memory`): the sort
+    /// area and the buffer table.
+    fn structure_bytes(&self) -> u64 {
+        self.sort_bytes + TABLE_ROW_BYTES * self.buffers.len() as u64
+    }
+
     fn new(pager: Pager, s: &Settings, o: &LaTreeOptions, st: State) -> LaTree {
         let (_, sort_bytes) = split_budget(s);
         let per_page = buffer::per_page(s.page_size);
@@ -346,13 +352,18 @@ impl LaTree {
     }
 
     fn memory_bytes(&self) -> u64 {
-        self.pager.memory_bytes() + self.sort_bytes + TABLE_ROW_BYTES * self.buffers.len() as u64
+        self.pager.memory_bytes() + self.structure_bytes()
     }
 }
 
 impl Logged for LaTree {
     fn store(&mut self) -> &mut dyn Store {
         &mut self.pager
+    }
+
+    fn charge_memory(&mut self) -> Result<()> {
+        let bytes = self.structure_bytes();
+        self.pager.charge(bytes)
     }
 
     fn engine_state(&self) -> serde_json::Value {

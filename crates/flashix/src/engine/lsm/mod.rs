@@ -234,6 +234,12 @@ pub struct Lsm {
 }
 
 impl Lsm {
+    /// Memory besides the pool, charged to the budget (`Logged::charge_memory`): every
+    /// level's range tombstones.
+    fn structure_bytes(&self) -> u64 {
+        self.all_tombs().map(Tombs::memory_bytes).sum::<u64>()
+    }
+
     /// A new empty LSM-tree: an empty C0, no components.
     /// `o` is resolved ([`resolve`]: `k` decided) and `s.record` holds it.
     pub fn create(storage: Storage, s: Settings, o: LsmOptions) -> Result<Lsm> {
@@ -477,6 +483,11 @@ impl Logged for Lsm {
         &mut self.pager
     }
 
+    fn charge_memory(&mut self) -> Result<()> {
+        let bytes = self.structure_bytes();
+        self.pager.charge(bytes)
+    }
+
     fn engine_state(&self) -> serde_json::Value {
         self.state()
     }
@@ -586,8 +597,7 @@ impl Engine for Lsm {
                 capacity: self.p.capacity(l),
             });
         }
-        let memory =
-            self.pager.memory_bytes() + self.all_tombs().map(Tombs::memory_bytes).sum::<u64>();
+        let memory = self.pager.memory_bytes() + self.structure_bytes();
         let mut s = self.pager.stats(EngineKind::Lsm, engine_counters, memory);
         s.shape.levels = levels;
         s.shape.write_buffer_entries = Some(self.p.cap0);

@@ -343,6 +343,12 @@ pub struct PioBTree {
 }
 
 impl PioBTree {
+    /// Memory besides the pool, charged to the budget (`Logged::charge_memory`): the OPQ
+    /// (with its index and range tombstones) and the LSMap.
+    fn structure_bytes(&self) -> u64 {
+        self.opq.memory_bytes() + self.lsmap.memory_bytes()
+    }
+
     fn new(pager: Pager, options: &Settings, o: &PioOptions, s: State) -> Result<PioBTree> {
         let (segs, opq_cap) = sizes(o)?;
         Ok(PioBTree {
@@ -618,6 +624,11 @@ impl Logged for PioBTree {
         &mut self.pager
     }
 
+    fn charge_memory(&mut self) -> Result<()> {
+        let bytes = self.structure_bytes();
+        self.pager.charge(bytes)
+    }
+
     fn engine_state(&self) -> serde_json::Value {
         self.state()
     }
@@ -705,12 +716,10 @@ impl Engine for PioBTree {
             ("mpsearches", c.mpsearches),
             ("psync_reads", c.psync_reads),
         ]);
-        let opq_bytes = self.opq.memory_bytes();
-        let lsmap_bytes = self.lsmap.memory_bytes();
         let mut s = self.pager.stats(
             EngineKind::PioBTree,
             engine_counters,
-            self.pager.memory_bytes() + opq_bytes + lsmap_bytes,
+            self.pager.memory_bytes() + self.structure_bytes(),
         );
         s.shape.leaves = Some(self.leaves);
         s.shape.write_buffer_entries = Some(self.opq.capacity() as u64);

@@ -1,0 +1,84 @@
+//! Contract: an index's accounted memory (`Stats::memory_bytes`) stays within its budget
+//! (`Options::buffer_pool_bytes`) plus `flashix::MEMORY_SLACK_BYTES`, for every engine,
+//! under a mixed history of inserts, deletes, bulk inserts, range deletes, searches and
+//! scans. The figures are printed (`--nocapture`); `FLASHIX_CONFORMANCE_LONG=1` runs a
+//! million operations per engine.
+
+use flashix::sim::NandConfig;
+use flashix::testing::{mem_db, Rng};
+use flashix::{DeviceSpec, EngineKind, Options, MEMORY_SLACK_BYTES};
+
+const BUDGET: u64 = 256 << 10;
+
+fn options(engine: EngineKind) -> Options {
+    let o = Options::new(engine).buffer_pool_bytes(BUDGET);
+    match engine {
+        EngineKind::IplBTree | EngineKind::DiplBTree => {
+            o.page_size(2048).device(DeviceSpec::RawNand(NandConfig {
+                page_bytes: 2048,
+                pages_per_block: 16,
+                blocks: 1024,
+                ..NandConfig::default()
+            }))
+        }
+        _ => o.page_size(4096),
+    }
+}
+
+/// Run `ops` mixed operations on `engine` and return (budget, peak accounted memory).
+fn peak_memory(engine: EngineKind, ops: usize) -> (u64, u64) {
+    let (mut db, _dev, _vfs) = mem_db(options(engine)).unwrap();
+    let mut rng = Rng::new(7 + engine as u64);
+    let span = (ops as u64 * 4).max(40_000);
+    let load: Vec<(u64, u64)> = (0..span / 4).map(|i| (i * 4, i)).collect();
+    db.bulk_insert(&load).unwrap();
+    let mut peak = db.stats().memory_bytes;
+    for i in 0..ops {
+        let k = rng.below(span);
+        match rng.below(100) {
+            0..=44 => db.insert(k, i as u64).unwrap(),
+            45..=64 => db.delete(k).unwrap(),
+            65..=84 => {
+                db.get(k).unwrap();
+            }
+            85..=89 => {
+                let n = db.range(k..k + 400).unwrap().count();
+                assert!(n <= 400);
+            }
+            90..=93 => db.delete_range(k..=k + rng.below(200)).unwrap(),
+            94..=95 => {
+                let start = span + rng.below(span);
+                let bulk: Vec<(u64, u64)> = (0..50).map(|j| (start + j, j)).collect();
+                db.bulk_insert(&bulk).unwrap();
+            }
+            _ => db.flush().unwrap(),
+        }
+        if i % 200 == 0 {
+            peak = peak.max(db.stats().memory_bytes);
+        }
+    }
+    peak = peak.max(db.stats().memory_bytes);
+    db.close().unwrap();
+    (BUDGET, peak)
+}
+
+#[test]
+fn every_engine_stays_within_its_budget() {
+    let ops = if std::env::var_os("FLASHIX_CONFORMANCE_LONG").is_some() {
+        1_000_000
+    } else {
+        6_000
+    };
+    let mut over = Vec::new();
+    for engine in EngineKind::ALL {
+        let (budget, peak) = peak_memory(engine, ops);
+        println!(
+            "{engine}: {ops} ops, budget {budget}, peak accounted {peak} ({:+} bytes)",
+            peak as i64 - budget as i64
+        );
+        if peak > budget + MEMORY_SLACK_BYTES {
+            over.push(format!("{engine}: {peak} > {budget} + {MEMORY_SLACK_BYTES}"));
+        }
+    }
+    assert!(over.is_empty(), "over the budget: {over:?}");
+}
