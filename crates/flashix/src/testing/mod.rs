@@ -10,6 +10,7 @@
 
 pub use crate::util::Rng;
 
+pub mod kill;
 pub mod mobject;
 
 use crate::io::{Device, DirVfs, Faults, FileDevice, MemDevice, MemVfs, Vfs};
