@@ -47,8 +47,9 @@ pub struct AdviseArgs {
     /// Engines --verify measures per workload.
     #[arg(long, default_value_t = 3)]
     pub top: usize,
-    /// Measured operations per workload of --verify.
-    #[arg(long = "verify-ops", default_value_t = 2_000)]
+    /// Measured operations per workload of --verify (the quick scale's; the bench stretches
+    /// write workloads on buffered engines so their buffers turn over).
+    #[arg(long = "verify-ops", default_value_t = 10_000)]
     pub verify_ops: u64,
     /// Where --verify builds its indexes.
     #[arg(long, default_value = "./bench-out/advise/data")]
