@@ -127,6 +127,7 @@ pub fn run(a: &AdviseArgs) -> Result<()> {
             entries: a.entries,
             budget,
             mix: case.mix,
+            tuned_for: None,
         };
         let r = advise(&input)?;
         print!("\n{}", render(case, &r));
@@ -211,7 +212,8 @@ pub struct Verified {
     /// The advice's prediction (at `--entries`).
     pub predicted: Prediction,
     /// The model again at the live entries of the index measured (the bench's aging grows
-    /// it past `--entries`, by an engine-dependent amount), microseconds per operation.
+    /// it past `--entries`, by an engine-dependent amount), with the parameters chosen for
+    /// `--entries` as the engine chose them at creation; microseconds per operation.
     pub predicted_live_us: f64,
     pub measured: Record,
 }
@@ -339,6 +341,7 @@ fn verify(
                 entries: rec.entries.max(1),
                 budget,
                 mix: case.mix,
+                tuned_for: Some(a.entries),
             };
             let predicted_live_us = super::models::costs(p.engine, &live)?
                 .of_mix(&case.mix)

@@ -226,9 +226,17 @@ pub struct Input {
     pub budget: u64,
     /// The workload.
     pub mix: Mix,
+    /// Entries the engines' parameters were chosen for at creation, when the index has
+    /// grown (or shrunk) to `entries` since; `None`: `entries`.
+    pub tuned_for: Option<u64>,
 }
 
 impl Input {
+    /// Entries the parameters are chosen for.
+    pub fn tuning_entries(&self) -> u64 {
+        self.tuned_for.unwrap_or(self.entries).max(1)
+    }
+
     /// Page size in bytes.
     pub fn page(&self) -> usize {
         self.device.page
@@ -408,6 +416,7 @@ mod tests {
             entries: 100_000,
             budget: 1 << 20,
             mix: Mix::from_workload(crate::workload::Workload::WInsert).unwrap(),
+            tuned_for: None,
         };
         let r = advise(&input).unwrap();
         assert_eq!(r.ranked.len(), EngineKind::ALL.len(), "{:?}", r.excluded);

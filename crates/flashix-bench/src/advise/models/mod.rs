@@ -112,6 +112,7 @@ mod by_hand {
             entries,
             budget: budget_pages * 4096,
             mix: Mix::parse(mix).unwrap(),
+            tuned_for: None,
         }
     }
 

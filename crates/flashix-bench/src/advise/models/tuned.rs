@@ -42,10 +42,19 @@ pub(super) fn fdtree(input: &Input, lsm: bool) -> Result<KindCosts> {
     } else {
         FdTreeOptions::default().head_tree_bytes
     };
-    let mut w = FdTreeWorkload::new(input.entries, input.mix.search_fraction(), page, f);
-    w.head_tree_bytes = head / 2;
-    w.buffer_bytes = input.budget;
-    let c = fdtree::choose(&dev.costs, &w).context("the FD-tree cost model")?;
+    let mut tune =
+        FdTreeWorkload::new(input.tuning_entries(), input.mix.search_fraction(), page, f);
+    tune.head_tree_bytes = head / 2;
+    tune.buffer_bytes = input.budget;
+    let k = fdtree::choose(&dev.costs, &tune)
+        .context("the FD-tree cost model")?
+        .k;
+    // The k chosen at creation, at the entries the index holds now.
+    let w = FdTreeWorkload {
+        entries: input.entries,
+        ..tune
+    };
+    let c = fdtree::evaluate(&dev.costs, &w, k, fdtree::levels_for(&w, k))?;
     let sim = fdtree::simulate_merges(&w, c.k, c.levels)?;
     let ff = f as f64;
     let runs = c.levels.saturating_sub(1).max(1);
@@ -133,7 +142,16 @@ pub(super) fn pio(input: &Input) -> Result<KindCosts> {
         node_entries: PioOptions::internal_node_entries(page),
         opq_entry_bytes: PIO_OPQ_ENTRY_BYTES,
     };
-    let c = pio::choose(&dev.pio, &w).context("the PIO B-tree cost model")?;
+    let chosen = pio::choose(
+        &dev.pio,
+        &PioWorkload {
+            entries: input.tuning_entries(),
+            ..w
+        },
+    )
+    .context("the PIO B-tree cost model")?;
+    // The leaf and OPQ chosen at creation, at the entries the index holds now.
+    let c = pio::cost(&dev.pio, &w, chosen.leaf_segments, chosen.opq_pages)?;
     let l = c.leaf_segments as f64;
     let miss: Vec<f64> = c.coverage.iter().map(|v| 1.0 - v).collect();
     let inner: f64 = miss.iter().skip(1).sum();
@@ -224,7 +242,7 @@ pub(super) fn bulk(input: &Input) -> Result<KindCosts> {
     };
     let tuning = Tuning {
         device: dev.costs,
-        expected_entries: input.entries,
+        expected_entries: input.tuning_entries(),
         search_fraction: input.mix.search_fraction(),
         pio_device: None,
         bulk: Some(BulkTuning {
