@@ -4,6 +4,8 @@
 //! - [`probe`]: measures the device (`flashix probe`);
 //! - [`workload`]: keys, key distributions and operation mixes;
 //! - [`runner`]: preparation of the aged index and the measured phase (`flashix bench`);
+//! - [`advise`]: every engine's predicted cost for a device, a size, a budget and a
+//!   workload, ranked (`flashix advise`);
 //! - [`model`]: the FD-tree cost model on a device profile (`flashix fdtree-model`);
 //! - [`pio_model`]: the PIO B-tree leaf-size and OPQ model (`flashix pio-model`);
 //! - [`sim_cmd`]: random writes on a simulated SSD with each FTL (`flashix sim`);
@@ -17,6 +19,7 @@
 //! - [`peers`]: RocksDB, fjall, redb and LMDB behind cargo features;
 //! - [`units`]: byte sizes on the command line.
 
+pub mod advise;
 pub mod bulk_model;
 pub mod cgroup;
 pub mod compare;

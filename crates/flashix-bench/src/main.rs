@@ -41,6 +41,10 @@ enum Cmd {
     PioModel(flashix_bench::pio_model::PioModelArgs),
     /// Bulk index cost model (thesis §5.5): choose the range size M, with predicted costs.
     BulkModel(flashix_bench::bulk_model::BulkModelArgs),
+    /// Every engine's predicted cost per operation for a device profile, entries, a memory
+    /// budget and a workload, ranked with the parameters each would use; --verify measures
+    /// the top three.
+    Advise(flashix_bench::advise::cli::AdviseArgs),
     /// Moving objects: the Bx-tree (`bx`) and the mobject front end over other engines.
     MoBench(flashix_bench::mobench::MoBenchArgs),
     /// Random page writes on a simulated SSD with each FTL: write amplification, erases, copies.
@@ -527,6 +531,7 @@ fn run_other(cmd: Cmd) -> Result<()> {
         Cmd::FdtreeModel(a) => flashix_bench::model::run(&a),
         Cmd::PioModel(a) => flashix_bench::pio_model::run(&a),
         Cmd::BulkModel(a) => flashix_bench::bulk_model::run(&a),
+        Cmd::Advise(a) => flashix_bench::advise::cli::run(&a),
         Cmd::MoBench(a) => flashix_bench::mobench::run(&a),
         Cmd::Sim(a) => flashix_bench::sim_cmd::run(&a).map(|_| ()),
         Cmd::Repro(r) => flashix_bench::repro::run(&r),
