@@ -200,8 +200,14 @@ impl FdTreeOptions {
     }
 }
 
-/// `opts` with `k` decided: the given one, else the cost model's (§4, App. C.3).
+/// `opts` with `k` decided: the given one, else the cost model's (§4, App. C.3); and the
+/// head tree at most a quarter of the memory budget (whole pages, at least two): a
+/// deamortized merge holds the frozen head tree's entries beside the pool, about half the
+/// head tree's bytes, and both are charged to the budget (`Stats::memory_bytes`).
 pub(crate) fn resolve(s: &Settings, mut o: FdTreeOptions) -> Result<FdTreeOptions> {
+    let ps = s.page_size as u64;
+    let quarter = s.buffer_pool_bytes / 4 / ps * ps;
+    o.head_tree_bytes = o.head_tree_bytes.min(quarter.max(2 * ps));
     if o.k.is_none() {
         o.k = Some(s.fdtree_model_k(o.head_tree_bytes, entry::capacity(s.page_size) as u64)?);
     }

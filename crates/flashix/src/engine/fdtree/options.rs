@@ -18,7 +18,9 @@ pub struct FdTreeOptions {
     /// when the index is created and saved in its manifest.
     pub k: Option<u32>,
     /// Maximum size of the head tree L0 in bytes: the flash "locality area" (§3.1 P2;
-    /// App. D: 512 KiB). At least two pages.
+    /// App. D: 512 KiB). At least two pages; at most a quarter of the memory budget
+    /// (`buffer_pool_bytes`, whole pages): a larger value is lowered to that when the index
+    /// is created, and the manifest saves the value used.
     pub head_tree_bytes: u64,
     /// Deamortized merge with two head trees (§3.4).
     pub deamortize: bool,
