@@ -10,7 +10,7 @@
 //! from their own seeds, and print what the faults did.
 
 use flashix::sim::FtlKind;
-use flashix::testing::{run, DeviceKind, History, Report};
+use flashix::testing::{run, DeviceKind, History, Report, FAULT_KINDS};
 use flashix::EngineKind;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -83,7 +83,17 @@ fn run_many(
     threads: u64,
 ) {
     let total = run_histories(engine, device, 0..histories, ops, threads, false);
-    eprintln!("{engine:?}: {histories} histories, {total:?}");
+    eprintln!(
+        "{engine:?}: {histories} histories, {} ops, {} reopens, {} crashes ({} inside a \
+         batch, {} operations lost after a crash), {} batches, {} entries at the end",
+        total.ops,
+        total.reopens,
+        total.crashes,
+        total.crashes_in_batch,
+        total.lost_after_crash,
+        total.batches,
+        total.final_entries
+    );
     assert!(total.batches > 0, "{engine:?}: no atomic batch was applied");
     if histories >= 30 {
         // Batches are a few percent of the operations: a few hundred histories of crash
@@ -257,13 +267,26 @@ fn run_faults(
         t.faults.hit > 0,
         "{e:?} on {label}: no fault was hit ({t:?})"
     );
+    if long() {
+        // Hundreds of histories meet a failure of every kind.
+        for kind in FAULT_KINDS {
+            let hit = t
+                .faults_by_kind
+                .get(&format!("{kind:?}"))
+                .map_or(0, |c| c.hit);
+            assert!(
+                hit > 0,
+                "{e:?} on {label}: no {kind:?} fault was hit ({t:?})"
+            );
+        }
+    }
 }
 
 fn memory_faults(e: EngineKind) {
     if !selected(e) {
         return;
     }
-    let (n, ops) = if long() { (2_000, 5_000) } else { (4, 600) };
+    let (n, ops) = if long() { (2_000, 5_000) } else { (6, 600) };
     run_faults(e, "memory", |_| (DeviceKind::Memory, None), n, ops, 1);
 }
 
@@ -271,7 +294,14 @@ fn file_faults(e: EngineKind) {
     if !selected(e) {
         return;
     }
-    let (n, ops) = if long() { (400, 5_000) } else { (2, 600) };
+    // One history for the engines slowest on a file (`file_device_direct_io`).
+    let (n, ops) = match e {
+        _ if long() => (400, 5_000),
+        EngineKind::IplBTree | EngineKind::DiplBTree | EngineKind::Fbx | EngineKind::BulkIndex => {
+            (1, 600)
+        }
+        _ => (2, 600),
+    };
     run_faults(e, "file", file_device, n, ops, FILE_THREADS);
 }
 

@@ -46,8 +46,9 @@
 //! is "absorbed": power is then cut at once (before the `Db` is dropped, whose flush
 //! would sync again) and the prefix rule checked after the reopen, so a failed sync that
 //! an engine took as done, and then acknowledged a flush over, loses acknowledged data
-//! there and fails the history. One that nothing met is "armed but not hit" (a read failure on an index whose pages are all cached, a
-//! sync failure beyond the syncs a step makes). [`Report`] counts all of these, by kind.
+//! there and fails the history. One that nothing met is "armed but not hit" (a read
+//! failure on an index whose pages are all cached, a sync failure beyond the syncs a step
+//! makes). [`Report`] counts all of these, by kind.
 //!
 //! Fault steps take rolls that are integrity checks in histories without them, so adding
 //! them changed no existing seed's operations.
@@ -173,7 +174,7 @@ pub struct Report {
     /// Of the faults hit, those returned by the `open` after that `close`.
     pub faults_at_open: usize,
     /// Failures that fired while every operation succeeded (the engine did without the
-    /// failed I/O; the contents were then checked exactly).
+    /// failed I/O; power was then cut and the prefix rule checked).
     pub faults_absorbed: usize,
     /// Failures armed but not hit: no operation, `close` or `open` of the step met them
     /// (a read failure on an index that is all cached, ...).
