@@ -213,20 +213,21 @@ impl Db {
     }
 
     /// Run a reading operation. A read may write (a buffer-pool eviction, the FBX-tree's
-    /// log cleaning on a query); one that met a full device ([`Error::is_no_space`]) may
-    /// have stopped half way through such a write, so it poisons the `Db` as a mutating
-    /// operation does.
+    /// log cleaning on a query), and one that met an I/O error (a failed read or write, a
+    /// full device) may have stopped half way through such a write or a page load, so it
+    /// poisons the `Db` as a mutating operation does. Other errors (corruption found on a
+    /// read, a bad argument) leave the in-memory state as it was.
     fn read<T>(&mut self, f: impl FnOnce(&mut dyn Engine) -> Result<T>) -> Result<T> {
         self.usable()?;
         let r = f(&mut *self.engine);
         if let Err(e) = &r {
-            self.poison_if_no_space(e);
+            self.poison_if_io(e);
         }
         r
     }
 
-    fn poison_if_no_space(&mut self, e: &Error) {
-        if e.is_no_space() {
+    fn poison_if_io(&mut self, e: &Error) {
+        if matches!(e, Error::Io { .. }) {
             self.poisoned = Some(e.to_string());
         }
     }
@@ -422,7 +423,7 @@ impl Iterator for Range<'_> {
             while let (true, Some(start)) = (self.buf.is_empty(), self.cursor.next) {
                 let r = self.db.engine.scan(&mut self.cursor, &mut self.buf);
                 if let Err(e) = r.and_then(|_| self.check_order(start)) {
-                    self.db.poison_if_no_space(&e);
+                    self.db.poison_if_io(&e);
                     self.cursor.next = None;
                     return Some(Err(e));
                 }

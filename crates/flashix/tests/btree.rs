@@ -157,6 +157,7 @@ fn conformance_with_tiny_orders() {
             seed,
             ops: 2_000,
             crashes: true,
+            faults: false,
         };
         let (leaf, inner) = ORDERS[seed as usize % ORDERS.len()];
         match run_with(&h, |o| o.btree(BTreeOptions::orders(leaf, inner))) {

@@ -5,9 +5,12 @@
 //! Each engine is a module with one test per device (`fbx::file_device_direct_io`), so that
 //! the test threads share the work instead of three long tests running one engine after
 //! another, and `cargo test --test conformance fbx::` or `-- file_device` picks some.
+//! The `*_faults` tests run histories with fault steps (injected EIO and ENOSPC at device
+//! and file reads, writes and syncs; `flashix::testing`'s module doc) on the same device,
+//! from their own seeds, and print what the faults did.
 
 use flashix::sim::FtlKind;
-use flashix::testing::{run, DeviceKind, History, Report};
+use flashix::testing::{run, DeviceKind, History, Report, FAULT_KINDS};
 use flashix::EngineKind;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -27,18 +30,26 @@ macro_rules! engines {
 }
 
 engines! {
-    btree => BTree: memory_device, file_device_direct_io, simulated_ssd;
-    fdtree => FdTree: memory_device, file_device_direct_io, simulated_ssd;
-    lsm => Lsm: memory_device, file_device_direct_io, simulated_ssd;
-    pio => PioBTree: memory_device, file_device_direct_io, simulated_ssd;
+    btree => BTree: memory_device, file_device_direct_io, simulated_ssd,
+        memory_faults, file_faults, simulated_ssd_faults;
+    fdtree => FdTree: memory_device, file_device_direct_io, simulated_ssd,
+        memory_faults, file_faults, simulated_ssd_faults;
+    lsm => Lsm: memory_device, file_device_direct_io, simulated_ssd,
+        memory_faults, file_faults, simulated_ssd_faults;
+    pio => PioBTree: memory_device, file_device_direct_io, simulated_ssd,
+        memory_faults, file_faults, simulated_ssd_faults;
     // IPL and d-IPL manage raw NAND blocks themselves (their device is
     // `DeviceSpec::RawNand`): an FTL under them is not their setting.
-    ipl => IplBTree: memory_device, file_device_direct_io;
-    dipl => DiplBTree: memory_device, file_device_direct_io;
-    bftl => Bftl: memory_device, file_device_direct_io, simulated_ssd;
-    bulk => BulkIndex: memory_device, file_device_direct_io, simulated_ssd;
-    latree => LaTree: memory_device, file_device_direct_io, simulated_ssd;
-    fbx => Fbx: memory_device, file_device_direct_io, simulated_ssd;
+    ipl => IplBTree: memory_device, file_device_direct_io, memory_faults, file_faults;
+    dipl => DiplBTree: memory_device, file_device_direct_io, memory_faults, file_faults;
+    bftl => Bftl: memory_device, file_device_direct_io, simulated_ssd,
+        memory_faults, file_faults, simulated_ssd_faults;
+    bulk => BulkIndex: memory_device, file_device_direct_io, simulated_ssd,
+        memory_faults, file_faults, simulated_ssd_faults;
+    latree => LaTree: memory_device, file_device_direct_io, simulated_ssd,
+        memory_faults, file_faults, simulated_ssd_faults;
+    fbx => Fbx: memory_device, file_device_direct_io, simulated_ssd,
+        memory_faults, file_faults, simulated_ssd_faults;
 }
 
 /// Whether to run `engine`: `FLASHIX_CONFORMANCE_ENGINES=bulk,latree` picks some (while
@@ -71,49 +82,18 @@ fn run_many(
     ops: usize,
     threads: u64,
 ) {
-    let next_seed = AtomicU64::new(0);
-    let worker = || -> Result<Report, String> {
-        let mut total = Report::default();
-        loop {
-            let seed = next_seed.fetch_add(1, Ordering::Relaxed);
-            if seed >= histories {
-                return Ok(total);
-            }
-            let (dev, _guard) = device(seed);
-            let h = History {
-                engine,
-                device: dev,
-                seed,
-                ops,
-                crashes: true,
-            };
-            match run(&h) {
-                Ok(r) => add(&mut total, &r),
-                Err(e) => {
-                    // The other threads stop after their current history.
-                    next_seed.store(histories, Ordering::Relaxed);
-                    return Err(e);
-                }
-            }
-        }
-    };
-    let mut total = Report::default();
-    let results: Vec<Result<Report, String>> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads.min(histories).max(1))
-            .map(|_| s.spawn(worker))
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("conformance worker panicked"))
-            .collect()
-    });
-    for r in results {
-        match r {
-            Ok(r) => add(&mut total, &r),
-            Err(e) => panic!("conformance failure: {e}"),
-        }
-    }
-    eprintln!("{engine:?}: {histories} histories, {total:?}");
+    let total = run_histories(engine, device, 0..histories, ops, threads, false);
+    eprintln!(
+        "{engine:?}: {histories} histories, {} ops, {} reopens, {} crashes ({} inside a \
+         batch, {} operations lost after a crash), {} batches, {} entries at the end",
+        total.ops,
+        total.reopens,
+        total.crashes,
+        total.crashes_in_batch,
+        total.lost_after_crash,
+        total.batches,
+        total.final_entries
+    );
     assert!(total.batches > 0, "{engine:?}: no atomic batch was applied");
     if histories >= 30 {
         // Batches are a few percent of the operations: a few hundred histories of crash
@@ -125,14 +105,60 @@ fn run_many(
     }
 }
 
-fn add(total: &mut Report, r: &Report) {
-    total.ops += r.ops;
-    total.reopens += r.reopens;
-    total.crashes += r.crashes;
-    total.lost_after_crash += r.lost_after_crash;
-    total.final_entries += r.final_entries;
-    total.batches += r.batches;
-    total.crashes_in_batch += r.crashes_in_batch;
+/// Run the histories of `seeds` (with crash steps, and fault steps if `faults`) of
+/// `engine` on `threads` threads, each on its own `device(seed)`; their reports added up.
+fn run_histories(
+    engine: EngineKind,
+    device: impl Fn(u64) -> (DeviceKind, Option<tempfile::TempDir>) + Sync,
+    seeds: std::ops::Range<u64>,
+    ops: usize,
+    threads: u64,
+    faults: bool,
+) -> Report {
+    let next_seed = AtomicU64::new(seeds.start);
+    let worker = || -> Result<Report, String> {
+        let mut total = Report::default();
+        loop {
+            let seed = next_seed.fetch_add(1, Ordering::Relaxed);
+            if seed >= seeds.end {
+                return Ok(total);
+            }
+            let (dev, _guard) = device(seed);
+            let h = History {
+                engine,
+                device: dev,
+                seed,
+                ops,
+                crashes: true,
+                faults,
+            };
+            match run(&h) {
+                Ok(r) => total.add(&r),
+                Err(e) => {
+                    // The other threads stop after their current history.
+                    next_seed.store(seeds.end, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+        }
+    };
+    let mut total = Report::default();
+    let results: Vec<Result<Report, String>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads.min(seeds.end - seeds.start).max(1))
+            .map(|_| s.spawn(worker))
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("conformance worker panicked"))
+            .collect()
+    });
+    for r in results {
+        match r {
+            Ok(r) => total.add(&r),
+            Err(e) => panic!("conformance failure: {e}"),
+        }
+    }
+    total
 }
 
 fn file_device(seed: u64) -> (DeviceKind, Option<tempfile::TempDir>) {
@@ -194,5 +220,104 @@ fn simulated_ssd(e: EngineKind) {
     };
     for ftl in FtlKind::ALL {
         run_many(e, |_| (DeviceKind::SimSsd(ftl), None), n, ops, 1);
+    }
+}
+
+/// Seeds of the fault histories: apart from the others', so that a failing seed names
+/// its kind of history.
+const FAULT_SEEDS: u64 = 1 << 32;
+
+/// `histories` histories of `ops` operations with fault steps on `device` (named `label`),
+/// on `threads` threads; prints what the faults did and checks that they were met.
+fn run_faults(
+    e: EngineKind,
+    label: &str,
+    device: impl Fn(u64) -> (DeviceKind, Option<tempfile::TempDir>) + Sync,
+    histories: u64,
+    ops: usize,
+    threads: u64,
+) {
+    let seeds = FAULT_SEEDS..FAULT_SEEDS + histories;
+    let t = run_histories(e, device, seeds, ops, threads, true);
+    let kinds: Vec<String> = t
+        .faults_by_kind
+        .iter()
+        .map(|(k, c)| format!("{k} {}/{}", c.hit, c.armed))
+        .collect();
+    eprintln!(
+        "{e:?} faults on {label}: {histories} histories, {} ops, {} crashes; faults armed {}, \
+         hit {} (at close {}, at open {}), absorbed {}, armed but not hit {}; hit/armed by \
+         kind: {}; extra open faults hit/armed {}/{}; power cut after {} faults; operations \
+         lost after a fault {}",
+        t.ops,
+        t.crashes,
+        t.faults.armed,
+        t.faults.hit,
+        t.faults_at_close,
+        t.faults_at_open,
+        t.faults_absorbed,
+        t.faults_not_hit,
+        kinds.join(", "),
+        t.open_faults.hit,
+        t.open_faults.armed,
+        t.crashes_after_fault,
+        t.lost_after_fault,
+    );
+    assert!(
+        t.faults.hit > 0,
+        "{e:?} on {label}: no fault was hit ({t:?})"
+    );
+    if long() {
+        // Hundreds of histories meet a failure of every kind.
+        for kind in FAULT_KINDS {
+            let hit = t
+                .faults_by_kind
+                .get(&format!("{kind:?}"))
+                .map_or(0, |c| c.hit);
+            assert!(
+                hit > 0,
+                "{e:?} on {label}: no {kind:?} fault was hit ({t:?})"
+            );
+        }
+    }
+}
+
+fn memory_faults(e: EngineKind) {
+    if !selected(e) {
+        return;
+    }
+    let (n, ops) = if long() { (2_000, 5_000) } else { (6, 600) };
+    run_faults(e, "memory", |_| (DeviceKind::Memory, None), n, ops, 1);
+}
+
+fn file_faults(e: EngineKind) {
+    if !selected(e) {
+        return;
+    }
+    // One history for the engines slowest on a file (`file_device_direct_io`).
+    let (n, ops) = match e {
+        _ if long() => (400, 5_000),
+        EngineKind::IplBTree | EngineKind::DiplBTree | EngineKind::Fbx | EngineKind::BulkIndex => {
+            (1, 600)
+        }
+        _ => (2, 600),
+    };
+    run_faults(e, "file", file_device, n, ops, FILE_THREADS);
+}
+
+fn simulated_ssd_faults(e: EngineKind) {
+    if !selected(e) {
+        return;
+    }
+    let (n, ops) = if long() { (100, 5_000) } else { (1, 600) };
+    for ftl in FtlKind::ALL {
+        run_faults(
+            e,
+            &format!("{ftl:?} SSD"),
+            |_| (DeviceKind::SimSsd(ftl), None),
+            n,
+            ops,
+            1,
+        );
     }
 }

@@ -57,6 +57,7 @@ fn conformance_quick() {
             seed,
             ops: 1500,
             crashes: true,
+            faults: false,
         };
         if let Err(e) = run(&h) {
             panic!("{e}");

@@ -6,12 +6,63 @@
 //! of the operations that contains every operation before the last successful `flush`.
 //! `check_integrity` runs after every reopen and at the end of each history.
 //!
+//! # Fault steps
+//!
+//! A history with [`History::faults`] also has fault steps (DESIGN.md, Contract 6; issue 18
+//! item 1). A fault step arms one injected I/O error on the history's fault injector
+//! ([`crate::io::Faults::fail_nth`], drawn by the seed): a kind of operation among
+//! [`FAULT_KINDS`] (device read, write or sync; vfs read, write or sync — the WAL and the
+//! manifest), `EIO` or `ENOSPC`, once or sticky, at the `n`-th next operation of that kind
+//! for a small `n`. It then runs up to 40 mutations, flushes and reads until one returns an
+//! error, and checks:
+//! - the error is `Error::Io` carrying the armed errno, and the failure fired (an I/O
+//!   error that is not the injected one, any other error, or a panic fails the history);
+//! - every read that succeeded before it gave the model's answer;
+//! - the `Db` is poisoned: the next mutation returns `Error::Poisoned` (reads that meet an
+//!   I/O error poison it too, as a failed read may have stopped half way through a write
+//!   or a page load);
+//! - after the failures are cleared, the `Db` dropped and the index opened again, it
+//!   passes `check_integrity` and holds what the last successful flush made durable plus
+//!   a prefix of the mutations since, the failed one included (it may have been logged
+//!   before its I/O failed) — the prefix rule of the crash step.
+//!
+//! The reopen is on the same storage with no crash image: the process did not die, so
+//! every write that completed stays written (durable or not); only the failed operation
+//! had no effect. So what reopen must see is exactly the prefix rule above: nothing that
+//! a flush acknowledged is lost, and no operation is half applied. In half the fault steps
+//! power is also cut right after the failure, before the reopen (the durable image of the
+//! crash step, with no torn write): the prefix rule must hold there too, so an engine that
+//! went on after a failed write or sync as if it had succeeded, and then acknowledged a
+//! flush, is caught.
+//!
+//! If no in-flight operation meets the failure, the step closes the index (a checkpoint:
+//! device writes and syncs, the manifest) with the failure still armed; if `close` meets
+//! it, the same checks apply but for the poisoning (the `Db` is gone). If that does not
+//! meet it either, the same failure is armed again on the reopen, where the vfs reads are
+//! (the manifest, the WAL), and recovery writes: an `open` that meets it must return it,
+//! and a second `open` without faults must succeed and hold the closed index's contents.
+//! After a fault was hit, one reopen in four meets a second drawn failure in the same way.
+//! A failure that fires while every operation succeeds (the engine did without the I/O)
+//! is "absorbed": power is then cut at once (before the `Db` is dropped, whose flush
+//! would sync again) and the prefix rule checked after the reopen, so a failed sync that
+//! an engine took as done, and then acknowledged a flush over, loses acknowledged data
+//! there and fails the history. One that nothing met is "armed but not hit" (a read
+//! failure on an index whose pages are all cached, a sync failure beyond the syncs a step
+//! makes). [`Report`] counts all of these, by kind.
+//!
+//! Fault steps take rolls that are integrity checks in histories without them, so adding
+//! them changed no existing seed's operations.
+//!
 //! Adding an engine to the conformance tests is one line in `tests/conformance.rs`.
 
 pub use crate::util::Rng;
 
+mod fault_step;
 pub mod kill;
 pub mod mobject;
+
+use fault_step::FaultRun;
+pub use fault_step::{FaultCount, FAULT_KINDS};
 
 use crate::io::{Device, DirVfs, Faults, FileDevice, MemDevice, MemVfs, Vfs};
 use crate::sim::{FtlKind, NandConfig, SimSsd, SimSsdConfig};
@@ -91,6 +142,10 @@ pub struct History {
     pub ops: usize,
     /// Include crash steps.
     pub crashes: bool,
+    /// Include fault steps (injected I/O errors, see the module doc). They take rolls that
+    /// are integrity checks otherwise, so a seed without them runs the operations it ran
+    /// before fault steps existed.
+    pub faults: bool,
 }
 
 /// What a history did (for the test's summary).
@@ -111,6 +166,51 @@ pub struct Report {
     /// Crashes that cut a batch while it was being applied (the batch must then be all
     /// there or not there).
     pub crashes_in_batch: usize,
+    /// Fault steps: failures armed, and those an operation met and returned.
+    pub faults: FaultCount,
+    /// [`Report::faults`] by the kind of operation failed (`DeviceRead`, `VfsSync`, ...).
+    pub faults_by_kind: BTreeMap<String, FaultCount>,
+    /// Of the faults hit, those returned by the `close` after the in-flight operations.
+    pub faults_at_close: usize,
+    /// Of the faults hit, those returned by the `open` after that `close`.
+    pub faults_at_open: usize,
+    /// Failures that fired while every operation succeeded (the engine did without the
+    /// failed I/O; power was then cut and the prefix rule checked).
+    pub faults_absorbed: usize,
+    /// Failures armed but not hit: no operation, `close` or `open` of the step met them
+    /// (a read failure on an index that is all cached, ...).
+    pub faults_not_hit: usize,
+    /// Extra failures armed for the `open` after a fault was hit, and those it met.
+    pub open_faults: FaultCount,
+    /// Operations after the last flush that were lost at a fault (allowed by the prefix
+    /// rule).
+    pub lost_after_fault: usize,
+    /// Fault steps that cut power right after the failure.
+    pub crashes_after_fault: usize,
+}
+
+impl Report {
+    /// Add `r`'s counts to these (a summary of many histories).
+    pub fn add(&mut self, r: &Report) {
+        self.ops += r.ops;
+        self.reopens += r.reopens;
+        self.crashes += r.crashes;
+        self.lost_after_crash += r.lost_after_crash;
+        self.final_entries += r.final_entries;
+        self.batches += r.batches;
+        self.crashes_in_batch += r.crashes_in_batch;
+        self.faults.add(r.faults);
+        for (kind, c) in &r.faults_by_kind {
+            self.faults_by_kind.entry(kind.clone()).or_default().add(*c);
+        }
+        self.faults_at_close += r.faults_at_close;
+        self.faults_at_open += r.faults_at_open;
+        self.faults_absorbed += r.faults_absorbed;
+        self.faults_not_hit += r.faults_not_hit;
+        self.open_faults.add(r.open_faults);
+        self.lost_after_fault += r.lost_after_fault;
+        self.crashes_after_fault += r.crashes_after_fault;
+    }
 }
 
 /// A mutating operation, as the model applies it.
@@ -508,99 +608,66 @@ pub fn run_with(h: &History, adjust: impl FnOnce(Options) -> Options) -> Result<
     // The B+-tree updates in place: 400 pages hold it and keep the FTL collecting.
     // Out-of-place engines (runs, components) need room for old and new versions.
     // The in-page-logging trees keep a whole NAND medium on the SSD: a header page and
-    // 256 blocks of 16 data pages and a spare page (`options_for`).
+    // 256 blocks of 16 data pages and a spare page (`options_for`). An append-only bulk
+    // index never frees a page (a few pages an operation with M = 1): room for the
+    // history, which would otherwise fill the device (a correct ENOSPC, not what a
+    // history checks).
     let sim_pages = match h.engine {
         EngineKind::BTree => 400,
         EngineKind::IplBTree | EngineKind::DiplBTree => 4400,
+        EngineKind::BulkIndex if opts.bulk_options().append_only => {
+            4000 + 16 * h.ops.min(1 << 20) as u32
+        }
         _ => 4000,
     };
     let mut env = Env::new(h.device.clone(), opts.page_size, sim_pages, h.seed);
     let keys = KeyGen::new(&mut rng);
     let mut report = Report::default();
     let storage = env.storage().map_err(|e| ctx("storage", 0, &e))?;
+    let env_opts = format!("{opts:?}");
     let mut db = Some(Db::create_on(storage, opts).map_err(|e| ctx("create", 0, &e))?);
-    let mut model: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut t = Tracked::default();
     let trace = std::env::var_os("FLASHIX_TRACE").is_some();
-
-    // The model at the last successful flush (or close), and the mutations since: after a
-    // crash the contents must equal `durable` plus some prefix of `since`.
-    let mut durable = model.clone();
-    let mut since: Vec<Op> = Vec::new();
+    if trace {
+        eprintln!("options: {:?}", env_opts);
+    }
 
     for step in 0..h.ops {
         let Some(d) = db.as_mut() else { break };
         report.ops += 1;
         let roll = rng.below(100);
-        let op = gen_mutation(roll, &mut rng, &keys, &model);
+        let op = gen_mutation(roll, &mut rng, &keys, &t.model);
         if trace {
             eprintln!("step {step}: roll {roll} {op:?}");
         }
         if let Some(op) = op {
             report.batches += matches!(op, Op::Batch(_)) as usize;
             exec(d, &op).map_err(|e| ctx(&format!("{op:?}"), step, &e))?;
-            apply(&mut model, &op);
-            since.push(op);
+            t.applied(op);
             continue;
         }
         match roll {
-            56..=70 => {
-                let k = keys.key(&mut rng, &model);
-                let got = d.get(k).map_err(|e| ctx("get", step, &e))?;
-                if got != model.get(&k).copied() {
-                    return Err(ctx(
-                        &format!("get({k})"),
-                        step,
-                        &format!("{got:?} != model {:?}", model.get(&k)),
-                    ));
-                }
-            }
-            71..=76 => {
-                let n = rng.below(50) as usize;
-                let ks: Vec<u64> = (0..n).map(|_| keys.key(&mut rng, &model)).collect();
-                let got = d.get_many(&ks).map_err(|e| ctx("get_many", step, &e))?;
-                let want: Vec<Option<u64>> = ks.iter().map(|k| model.get(k).copied()).collect();
-                if got != want {
-                    return Err(ctx(
-                        "get_many",
-                        step,
-                        &format!("{ks:?}: {got:?} != {want:?}"),
-                    ));
-                }
-            }
-            77..=86 => {
-                let (lo, hi) = keys.bound(&mut rng, &model);
-                let got: Vec<(u64, u64)> = d
-                    .range((lo, hi))
-                    .map_err(|e| ctx("range", step, &e))?
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| ctx("range", step, &e))?;
-                let want: Vec<(u64, u64)> = if range_is_valid(lo, hi) {
-                    model.range((lo, hi)).map(|(&k, &v)| (k, v)).collect()
-                } else {
-                    Vec::new()
+            56..=86 => {
+                let read = match roll {
+                    56..=70 => Read::Get,
+                    71..=76 => Read::GetMany,
+                    _ => Read::Range,
                 };
-                if got != want {
-                    return Err(ctx(
-                        &format!("range({lo:?}, {hi:?})"),
-                        step,
-                        &format!("{} entries != model's {}", got.len(), want.len()),
-                    ));
-                }
+                checked_read(read, d, &mut rng, &keys, &t.model)
+                    .map_err(|(what, e)| ctx(&what, step, &e))?;
             }
             87..=94 => {
                 d.flush().map_err(|e| ctx("flush", step, &e))?;
-                durable = model.clone();
-                since.clear();
+                t.flushed();
             }
             95..=96 => {
                 if let Some(d) = db.take() {
                     d.close().map_err(|e| ctx("close", step, &e))?;
                 }
-                durable = model.clone();
-                since.clear();
+                t.flushed();
                 let s = env.storage().map_err(|e| ctx("storage", step, &e))?;
                 let mut d = Db::open_on(s).map_err(|e| ctx("reopen", step, &e))?;
-                verify(&mut d, &model).map_err(|e| ctx("after reopen", step, &e))?;
+                verify(&mut d, &t.model).map_err(|e| ctx("after reopen", step, &e))?;
                 db = Some(d);
                 report.reopens += 1;
             }
@@ -612,13 +679,12 @@ pub fn run_with(h: &History, adjust: impl FnOnce(Options) -> Options) -> Result<
                     in_flight += 1;
                     let roll = rng.below(60);
                     let Some(d) = db.as_mut() else { break };
-                    match gen_mutation(roll, &mut rng, &keys, &model) {
+                    match gen_mutation(roll, &mut rng, &keys, &t.model) {
                         Some(op) => {
                             let batch = matches!(op, Op::Batch(_));
                             report.batches += batch as usize;
                             let r = exec(d, &op);
-                            apply(&mut model, &op);
-                            since.push(op.clone());
+                            t.applied(op.clone());
                             if let Err(e) = r {
                                 if !env.faults.crashed() {
                                     return Err(ctx(&format!("{op:?} before the crash"), step, &e));
@@ -627,10 +693,7 @@ pub fn run_with(h: &History, adjust: impl FnOnce(Options) -> Options) -> Result<
                             }
                         }
                         None => match d.flush() {
-                            Ok(()) => {
-                                durable = model.clone();
-                                since.clear();
-                            }
+                            Ok(()) => t.flushed(),
                             Err(_) if env.faults.crashed() => {}
                             Err(e) => return Err(ctx("flush before the crash", step, &e)),
                         },
@@ -643,37 +706,23 @@ pub fn run_with(h: &History, adjust: impl FnOnce(Options) -> Options) -> Result<
                 }
                 let s = env.storage().map_err(|e| ctx("storage", step, &e))?;
                 let mut d = Db::open_on(s).map_err(|e| ctx("open after crash", step, &e))?;
-                d.check_integrity()
-                    .map_err(|e| ctx("check_integrity after crash", step, &e))?;
-                let got = contents(&mut d).map_err(|e| ctx("scan after crash", step, &e))?;
-                let mut candidate = durable.clone();
-                let mut matched = (candidate == got).then_some(0);
-                for (i, op) in since.iter().enumerate() {
-                    if matched.is_some() {
-                        break;
-                    }
-                    apply(&mut candidate, op);
-                    if candidate == got {
-                        matched = Some(i + 1);
-                    }
-                }
-                let Some(kept) = matched else {
-                    return Err(ctx(
-                        "prefix rule after crash",
-                        step,
-                        &format!(
-                            "recovered state is no prefix of the {} operations since the last flush ({})",
-                            since.len(),
-                            describe_diff(&got, &durable)
-                        ),
-                    ));
-                };
+                report.lost_after_crash += t
+                    .settle(&mut d)
+                    .map_err(|e| ctx("after the crash", step, &e))?;
                 report.crashes += 1;
-                report.lost_after_crash += since.len() - kept;
-                model = got;
-                durable = model.clone();
-                since.clear();
                 db = Some(d);
+            }
+            55 | 99 if h.faults => {
+                let step_ctx = |what: &str, e: &dyn std::fmt::Display| ctx(what, step, e);
+                let mut run = FaultRun {
+                    env: &mut env,
+                    db: &mut db,
+                    rng: &mut rng,
+                    keys: &keys,
+                    t: &mut t,
+                    report: &mut report,
+                };
+                run.fault_step(&step_ctx)?;
             }
             _ => {
                 if let Some(d) = db.as_mut() {
@@ -684,12 +733,12 @@ pub fn run_with(h: &History, adjust: impl FnOnce(Options) -> Options) -> Result<
         }
     }
     if let Some(mut d) = db.take() {
-        verify(&mut d, &model).map_err(|e| ctx("at the end", h.ops, &e))?;
+        verify(&mut d, &t.model).map_err(|e| ctx("at the end", h.ops, &e))?;
         d.close().map_err(|e| ctx("close", h.ops, &e))?;
     }
     let s = env.storage().map_err(|e| ctx("storage", h.ops, &e))?;
     let mut d = Db::open_on(s).map_err(|e| ctx("final reopen", h.ops, &e))?;
-    verify(&mut d, &model).map_err(|e| ctx("after the final reopen", h.ops, &e))?;
+    verify(&mut d, &t.model).map_err(|e| ctx("after the final reopen", h.ops, &e))?;
     if let (DeviceKind::SimSsd(ftl), Some(medium)) = (&h.device, &env.nand_dev) {
         // The FTL's mapping and the NAND rules on the medium the history left.
         d.close().map_err(|e| ctx("final close", h.ops, &e))?;
@@ -698,8 +747,139 @@ pub fn run_with(h: &History, adjust: impl FnOnce(Options) -> Options) -> Result<
             .and_then(|ssd| ssd.check())
             .map_err(|e| ctx("simulated SSD check", h.ops, &e))?;
     }
-    report.final_entries = model.len();
+    report.final_entries = t.model.len();
     Ok(report)
+}
+
+/// What a history knows the index must hold: the model after every operation that
+/// returned, the model at the last successful flush (or close), and the mutations since
+/// (including one that failed: it may or may not have happened). After a crash or a
+/// failed operation the contents must equal `durable` plus some prefix of `since`.
+#[derive(Default)]
+struct Tracked {
+    model: BTreeMap<u64, u64>,
+    durable: BTreeMap<u64, u64>,
+    since: Vec<Op>,
+}
+
+impl Tracked {
+    /// `op` was run (it returned, or failed and may have happened).
+    fn applied(&mut self, op: Op) {
+        apply(&mut self.model, &op);
+        self.since.push(op);
+    }
+
+    /// A flush or close succeeded: everything so far is durable.
+    fn flushed(&mut self) {
+        self.durable = self.model.clone();
+        self.since.clear();
+    }
+
+    /// The prefix rule on the index `d` just reopened (after a crash or a failed
+    /// operation): `check_integrity`, then its contents must be `durable` plus a prefix of
+    /// `since`. They become the model; returns how many operations of `since` they lack.
+    fn settle(&mut self, d: &mut Db) -> Result<usize, String> {
+        d.check_integrity()
+            .map_err(|e| format!("check_integrity: {e}"))?;
+        let got = contents(d).map_err(|e| format!("scan: {e}"))?;
+        let mut candidate = self.durable.clone();
+        let mut matched = (candidate == got).then_some(0);
+        for (i, op) in self.since.iter().enumerate() {
+            if matched.is_some() {
+                break;
+            }
+            apply(&mut candidate, op);
+            if candidate == got {
+                matched = Some(i + 1);
+            }
+        }
+        let Some(kept) = matched else {
+            return Err(format!(
+                "prefix rule: recovered state is no prefix of the {} operations since the last flush ({})",
+                self.since.len(),
+                describe_diff(&got, &self.durable)
+            ));
+        };
+        let lost = self.since.len() - kept;
+        self.model = got;
+        self.flushed();
+        Ok(lost)
+    }
+}
+
+/// A reading operation of a history.
+#[derive(Debug, Clone, Copy)]
+enum Read {
+    Get,
+    GetMany,
+    Range,
+}
+
+/// Outcome of a [`checked_read`] that did not match: the `Db`'s error, or a wrong answer.
+enum ReadFailure {
+    Db(Error),
+    Wrong(String),
+}
+
+impl std::fmt::Display for ReadFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadFailure::Db(e) => write!(f, "{e}"),
+            ReadFailure::Wrong(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Run `read` on random keys and compare with the model; `Err` names the call and says
+/// what went wrong.
+fn checked_read(
+    read: Read,
+    d: &mut Db,
+    rng: &mut Rng,
+    keys: &KeyGen,
+    model: &BTreeMap<u64, u64>,
+) -> Result<(), (String, ReadFailure)> {
+    match read {
+        Read::Get => {
+            let k = keys.key(rng, model);
+            let what = || format!("get({k})");
+            let got = d.get(k).map_err(|e| (what(), ReadFailure::Db(e)))?;
+            if got != model.get(&k).copied() {
+                let why = format!("{got:?} != model {:?}", model.get(&k));
+                return Err((what(), ReadFailure::Wrong(why)));
+            }
+        }
+        Read::GetMany => {
+            let n = rng.below(50) as usize;
+            let ks: Vec<u64> = (0..n).map(|_| keys.key(rng, model)).collect();
+            let what = || "get_many".to_string();
+            let got = d.get_many(&ks).map_err(|e| (what(), ReadFailure::Db(e)))?;
+            let want: Vec<Option<u64>> = ks.iter().map(|k| model.get(k).copied()).collect();
+            if got != want {
+                let why = format!("{ks:?}: {got:?} != {want:?}");
+                return Err((what(), ReadFailure::Wrong(why)));
+            }
+        }
+        Read::Range => {
+            let (lo, hi) = keys.bound(rng, model);
+            let what = || format!("range({lo:?}, {hi:?})");
+            let got: Vec<(u64, u64)> = d
+                .range((lo, hi))
+                .map_err(|e| (what(), ReadFailure::Db(e)))?
+                .collect::<Result<_, _>>()
+                .map_err(|e| (what(), ReadFailure::Db(e)))?;
+            let want: Vec<(u64, u64)> = if range_is_valid(lo, hi) {
+                model.range((lo, hi)).map(|(&k, &v)| (k, v)).collect()
+            } else {
+                Vec::new()
+            };
+            if got != want {
+                let why = format!("{} entries != model's {}", got.len(), want.len());
+                return Err((what(), ReadFailure::Wrong(why)));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A mutation for `roll` (0..=54), or `None` for other rolls.

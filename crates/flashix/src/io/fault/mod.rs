@@ -15,8 +15,8 @@
 //! - every [`Vfs::create`], [`Vfs::append`], [`Vfs::truncate`], [`Vfs::rename`],
 //!   [`Vfs::remove`], [`Vfs::sync`] and [`Vfs::sync_dir`].
 //!
-//! [`Device::trim`], device reads and vfs reads (`read`, `len`, `exists`, `list`) do not
-//! tick. An operation refused by an injected failure does not tick either (it never reached
+//! [`Device::trim`], device reads and vfs reads ([`Vfs::read`], [`Vfs::len`],
+//! [`Vfs::exists`], [`Vfs::list`]) do not tick. An operation refused by an injected failure does not tick either (it never reached
 //! the medium). [`Faults::ticks`] tells how many ticks happened, so a harness can run a
 //! history once, read the tick count, and then replay it with a crash at every tick.
 //!
@@ -79,7 +79,13 @@
 //! (counted from the call; every attempted operation of that kind counts, and for batches
 //! every request counts separately) with `Error::Io` whose source has
 //! `raw_os_error() == Some(errno)`; with `sticky`, every later operation of that kind fails
-//! too, until [`Faults::clear_failures`]. The failed operation has no effect. In a batch,
+//! too, until [`Faults::clear_failures`]. The failed operation has no effect. The kinds
+//! ([`OpKind`]) are a device batch's read and write requests, device syncs, vfs writes
+//! (everything that ticks but the syncs), vfs syncs and vfs reads (`read`, `len`, `exists`
+//! and `list`: what opening an index and replaying its WAL do with the files), and the
+//! unions `AnyRead`, `AnyWrite` and `AnySync` of the device and vfs kinds.
+//! [`Faults::fired`] counts the failures that fired (a sticky one once), so a harness can
+//! tell an armed failure that no operation met from one that fired. In a batch,
 //! the requests before the failing one complete and the failing one and those after it are
 //! not executed. Order of checks for each operation (each request of a batch): refused if
 //! power is already lost, then counted against injected failures (and refused if one
@@ -108,6 +114,10 @@ pub enum OpKind {
     VfsWrite,
     /// A vfs `sync` or `sync_dir`.
     VfsSync,
+    /// A vfs `read`, `len`, `exists` or `list`.
+    VfsRead,
+    /// `DeviceRead` or `VfsRead`.
+    AnyRead,
     /// `DeviceWrite` or `VfsWrite`.
     AnyWrite,
     /// `DeviceSync` or `VfsSync`.
@@ -118,6 +128,7 @@ impl OpKind {
     /// True when a failure aimed at `self` applies to an operation of kind `op`.
     fn covers(self, op: OpKind) -> bool {
         self == op
+            || (self == OpKind::AnyRead && matches!(op, OpKind::DeviceRead | OpKind::VfsRead))
             || (self == OpKind::AnyWrite && matches!(op, OpKind::DeviceWrite | OpKind::VfsWrite))
             || (self == OpKind::AnySync && matches!(op, OpKind::DeviceSync | OpKind::VfsSync))
     }
@@ -177,6 +188,7 @@ impl Faults {
                 crashed: false,
                 image_error: None,
                 failures: Vec::new(),
+                fired: 0,
                 devices: Vec::new(),
                 vfses: Vec::new(),
             })),
@@ -273,6 +285,12 @@ impl Faults {
         self.lock().failures.clear();
     }
 
+    /// How many injected failures have fired so far (a sticky failure counts once, when it
+    /// first fires).
+    pub fn fired(&self) -> u64 {
+        self.lock().fired
+    }
+
     /// Clock ticks so far.
     pub fn ticks(&self) -> u64 {
         self.lock().ticks
@@ -328,6 +346,8 @@ struct State {
     crashed: bool,
     image_error: Option<String>,
     failures: Vec<Failure>,
+    /// Injected failures that fired ([`Faults::fired`]).
+    fired: u64,
     devices: Vec<DevSlot>,
     vfses: Vec<VfsModel>,
 }
@@ -359,6 +379,7 @@ impl State {
             f.remaining = f.remaining.saturating_sub(1);
             if f.remaining == 0 {
                 f.fired = true;
+                self.fired += 1;
                 hit.get_or_insert(f.spec.errno);
             }
         }

@@ -482,6 +482,43 @@ fn sticky_enospc_on_vfs_writes() {
     assert!(mem.exists("a").unwrap());
 }
 
+/// Vfs reads (`read`, `len`, `exists`, `list`) count and fail as `VfsRead` and `AnyRead`,
+/// never as device reads; `fired` counts each failure once, sticky ones included.
+#[test]
+fn vfs_reads_fail_as_vfs_read_and_any_read() {
+    let mem = MemVfs::new();
+    mem.put("f", b"abc".to_vec());
+    let (f, v) = setup_vfs(14, &mem);
+    let mut d = f.wrap_device(Box::new(MemDevice::new(512)));
+    f.fail_nth(OpKind::VfsRead, 2, libc::EIO, false);
+    assert_eq!(v.read("f").unwrap(), b"abc");
+    assert_eq!(errno_of(&v.len("f").unwrap_err()), Some(libc::EIO));
+    assert_eq!(v.len("f").unwrap(), 3);
+    assert_eq!(f.fired(), 1);
+    f.fail_nth(OpKind::AnyRead, 1, libc::ENOSPC, true);
+    let errs = [
+        v.exists("f").unwrap_err(),
+        v.list().unwrap_err(),
+        v.read("f").unwrap_err(),
+        d.read(0, &mut [0u8; 512]).unwrap_err(),
+    ];
+    for e in &errs {
+        assert_eq!(errno_of(e), Some(libc::ENOSPC), "{e}");
+    }
+    assert_eq!(f.fired(), 2);
+    // Writes and syncs are not reads; a device read failure is not a vfs read's.
+    v.append("f", b"d").unwrap();
+    v.sync("f").unwrap();
+    f.clear_failures();
+    f.fail_nth(OpKind::DeviceRead, 1, libc::EIO, false);
+    assert_eq!(v.read("f").unwrap(), b"abcd");
+    assert_eq!(f.fired(), 2);
+    assert_eq!(
+        errno_of(&d.read(0, &mut [0u8; 512]).unwrap_err()),
+        Some(libc::EIO)
+    );
+    assert_eq!(f.fired(), 3);
+}
 // 6. After a crash every operation fails.
 #[test]
 fn every_op_fails_after_a_crash() {

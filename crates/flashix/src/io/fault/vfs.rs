@@ -451,16 +451,15 @@ impl FaultyVfs {
         f(model)
     }
 
-    /// Run a non-ticking operation (reads): refused only after a crash.
+    /// Run a non-ticking operation (reads): refused after a crash or by an injected
+    /// [`OpKind::VfsRead`] failure.
     fn reading<T>(
         &self,
         what: impl Fn() -> String,
         f: impl FnOnce(&dyn Vfs) -> Result<T>,
     ) -> Result<T> {
-        let st = self.faults.lock();
-        if st.crashed {
-            return Err(power_loss(&what()));
-        }
+        let mut st = self.faults.lock();
+        st.admit(OpKind::VfsRead, &what)?;
         let model = st.vfses.get(self.idx).ok_or_else(|| lost_handle("vfs"))?;
         model.check_init(&what())?;
         f(&*model.inner)
