@@ -25,9 +25,7 @@ use crate::io::PageId;
 /// Bytes of the envelope at the start of every page.
 pub const HEADER: usize = 16;
 
-/// Page ids are below this (the envelope keeps 48 bits of them): 2^48 pages, an exbibyte
-/// at 4 KiB. The extent allocator hands out no page at or past it.
-pub const MAX_PAGES: u64 = 1 << 48;
+pub use crate::io::MAX_PAGES;
 
 /// The file name used in corruption errors for pages of the data device.
 pub const DATA_FILE: &str = "data";

@@ -138,10 +138,10 @@ impl ExtentAllocator {
             }
         }
         let end = start.checked_add(len);
-        // The page envelope keeps 48 bits of a page id (page::MAX_PAGES).
+        // The page envelope keeps 48 bits of a page id (MAX_PAGES).
         let limit = self
             .limit
-            .map_or(crate::page::MAX_PAGES, |l| l.min(crate::page::MAX_PAGES));
+            .map_or(super::MAX_PAGES, |l| l.min(super::MAX_PAGES));
         if end.map_or(true, |e| e > limit) {
             return Err(Error::no_space(format!(
                 "allocating {len} pages at page {start}: the device holds {limit} pages"

@@ -46,6 +46,10 @@ use serde::{Deserialize, Serialize};
 /// A page address on a [`Device`].
 pub type PageId = u64;
 
+/// Page ids are below this: the page envelope (`crate::page`) keeps 48 bits of them, 2^48
+/// pages, an exbibyte at 4 KiB. The extent allocator hands out no page at or past it.
+pub const MAX_PAGES: u64 = 1 << 48;
+
 /// Sector size used for torn-write modelling and `O_DIRECT` alignment checks.
 pub const SECTOR: usize = 512;
 
