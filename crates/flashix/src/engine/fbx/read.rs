@@ -65,7 +65,10 @@ impl Fbx {
         }
         self.counters.cleans += 1;
         self.counters.clean_pages += 1;
-        self.clean_space()
+        self.clean_space()?;
+        // A read is no logged operation: charge the tables the clean changed here
+        // (`Logged::charge_memory` runs after updates only).
+        self.charge_tables()
     }
 
     /// The leaves holding keys of `[lo, hi]`, in key order, appended to `out` (a leaf
