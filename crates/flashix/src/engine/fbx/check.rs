@@ -168,6 +168,14 @@ impl Fbx {
         }
         for (&s, &live) in &segs {
             let w = want.get(&s).copied().unwrap_or(0);
+            if live == 0 && self.space.head().map(|h| h.0) != Some(s) {
+                return Err(bad(
+                    Some(s),
+                    format!(
+                        "segment at {s} holds no live page and is not the head, yet is not freed"
+                    ),
+                ));
+            }
             if w != live {
                 return Err(bad(
                     Some(s),

@@ -480,6 +480,7 @@ impl Fbx {
         for pid in named {
             self.space.mark_live(pid)?;
         }
+        self.space.free_dead_segments(&mut self.pager);
         Ok(())
     }
 

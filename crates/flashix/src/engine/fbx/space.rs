@@ -143,6 +143,24 @@ impl Space {
         }
     }
 
+    /// Free every segment, other than the head, that no named page lies in (at open,
+    /// once [`Space::mark_live`] has counted what the checkpoint names). A checkpoint's
+    /// manifest lists the segment of the snapshot it replaces, whose pages die right after
+    /// it (`Fbx::after_checkpoint`): reopened after a crash, such a segment holds nothing
+    /// live, and left in the table it would never be freed (its pages never die again) and
+    /// would be the cleaner's pick for ever, a segment of the file lost per crash.
+    pub fn free_dead_segments(&mut self, pager: &mut Pager) {
+        let dead: Vec<PageId> = self
+            .segs
+            .iter()
+            .filter(|(_, &n)| n == 0)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in dead {
+            self.free_if_dead(pager, s);
+        }
+    }
+
     fn free_if_dead(&mut self, pager: &mut Pager, s: PageId) {
         let is_head = self.head.is_some_and(|(h, _)| h == s);
         if is_head || self.segs.get(&s) != Some(&0) {
