@@ -8,12 +8,12 @@
 //!
 //! How: for the measured phase (open, warm-up, operations, sync, close) the bench process
 //! moves itself into a child of its own cgroup-v1 memory cgroup whose
-//! `memory.limit_in_bytes` is the budget plus [`PEER_MEMORY_ALLOWANCE`], then moves back
-//! and removes the child. (Lowering the limit once the peer is open to the budget plus the
-//! heap it then holds, with [`MemoryCgroup::anon_bytes`] and [`MemoryCgroup::set_limit`],
-//! was tried: a peer whose heap grows afterwards, fjall with its memtables and block cache,
-//! is then OOM-killed by the cgroup, since anonymous memory cannot be reclaimed. An equal
-//! bound needs a limit that follows the heap: budget + the heap now, re-set as it grows.)
+//! `memory.limit_in_bytes` is first the budget plus [`PEER_MEMORY_ALLOWANCE`] (open and
+//! warm-up), then, for the operations, the budget plus the heap ("Equal memory" below),
+//! then moves back and removes the child. (A limit set once to the budget plus the heap
+//! at the start was tried: a peer whose heap grows afterwards, fjall with its memtables and
+//! block cache, is then OOM-killed, since anonymous memory cannot be reclaimed; hence a
+//! limit that follows the heap.)
 //! Memory charged before the move (the bench's own key sets, the
 //! op stream) stays with the parent (`move_charge_at_immigrate` is left at 0); what the
 //! phase faults in — the peer's heap and every page-cache page it reads or writes — is
@@ -23,17 +23,35 @@
 //! charged to the parent, do not serve the phase for free. The child's
 //! `memory.max_usage_in_bytes` is reported as the peer's memory.
 //!
+//! Equal memory (issue 17 item 5): once the peer is open and warm, just before the
+//! measured operations, [`MemoryCgroup::follow_heap`] sets the limit to the budget plus the
+//! anonymous memory charged to the child (the peer's heap: its own cache, memtables,
+//! indexes), so that its page cache is the budget, and a watcher thread keeps it there as
+//! the heap grows or shrinks. The child's OOM killer is disabled
+//! (`memory.oom_control`): when the heap outgrows the limit between two looks (every
+//! millisecond), the kernel first reclaims page cache and then pauses the allocating
+//! thread instead of killing the process, until the watcher raises the limit. The watcher
+//! allocates nothing on its loop (descriptors opened before, a fixed buffer), so a paused
+//! process cannot stall it. It reports the peak page cache and heap it saw, and how often
+//! the group was under OOM.
+//!
 //! Where there is no writable cgroup-v1 memory hierarchy (cgroup v2 only, no permission),
 //! [`MemoryCgroup::enter`] fails with the reason and the bench marks the result "page
 //! cache unbounded".
 
 use anyhow::{bail, Context, Result};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
 
-/// Memory a confined peer may use beyond the budget: its heap outside its cache
-/// (memtables, indexes of open files, transaction state) and buffers. The page cache gets
-/// what the peer's own cache and heap leave of `budget + allowance`.
+/// Memory a confined peer may use beyond the budget while it opens and warms up: its heap
+/// (cache, memtables, indexes of open files) and buffers. For the measured operations the
+/// limit is the budget plus the heap instead ([`MemoryCgroup::follow_heap`]).
 pub const PEER_MEMORY_ALLOWANCE: u64 = 64 << 20;
 
 /// Root of the cgroup-v1 memory hierarchy.
@@ -123,6 +141,150 @@ impl MemoryCgroup {
     /// Times the cgroup hit its limit and had to reclaim.
     pub fn limit_hits(&self) -> Result<u64> {
         read_u64(&self.dir.join("memory.failcnt"))
+    }
+}
+
+/// What [`HeapFollower`] saw while it kept the limit at the budget plus the heap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FollowReport {
+    /// The page cache budget the limit left beside the heap.
+    pub budget: u64,
+    /// Largest page cache charged to the group (`cache` of `memory.stat`).
+    pub peak_cache: u64,
+    /// Largest anonymous memory charged to the group (`rss` of `memory.stat`).
+    pub peak_heap: u64,
+    /// Looks that found the group under OOM: the heap had outgrown the limit and the
+    /// process waited for the watcher.
+    pub under_oom: u64,
+    /// Times the limit was changed.
+    pub adjustments: u64,
+}
+
+/// A watcher thread that keeps a cgroup's limit at `budget + heap` (module doc); stop it
+/// with [`HeapFollower::stop`] before the cgroup is left.
+pub struct HeapFollower {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<Result<FollowReport>>>,
+}
+
+impl HeapFollower {
+    /// Stop watching; the limit stays where it was last set.
+    pub fn stop(mut self) -> Result<FollowReport> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.handle.take().map(JoinHandle::join) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => bail!("the cgroup heap watcher panicked"),
+            None => bail!("the cgroup heap watcher was already stopped"),
+        }
+    }
+}
+
+impl Drop for HeapFollower {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The watcher's files, opened before its loop.
+struct Watch {
+    stat: File,
+    limit: File,
+    oom: File,
+}
+
+impl Watch {
+    /// (page cache, heap) charged now, and whether the group is under OOM; reads into
+    /// fixed buffers (no allocation).
+    fn look(&self, buf: &mut [u8; 8192]) -> Result<(u64, u64, bool)> {
+        let n = self.stat.read_at(buf, 0).context("reading memory.stat")?;
+        let text = std::str::from_utf8(&buf[..n]).context("memory.stat is not UTF-8")?;
+        let cache = stat_field(text, "cache").context("no cache in memory.stat")?;
+        let heap = stat_field(text, "rss").context("no rss in memory.stat")?;
+        let n = self
+            .oom
+            .read_at(buf, 0)
+            .context("reading memory.oom_control")?;
+        let text = std::str::from_utf8(&buf[..n]).context("memory.oom_control is not UTF-8")?;
+        Ok((cache, heap, stat_field(text, "under_oom") == Some(1)))
+    }
+
+    /// Set the limit; formats into a stack buffer (no allocation). A lower limit than the
+    /// usage makes the kernel reclaim page cache first; if it cannot (EBUSY) the old limit
+    /// stays, which is reported as `false`.
+    fn set(&self, limit: u64) -> bool {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        let mut v = limit;
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        self.limit.write_at(&digits[i..], 0).is_ok()
+    }
+}
+
+impl MemoryCgroup {
+    /// From now on keep the limit at `budget` plus the heap charged to the group (module
+    /// doc), with the group's OOM killer disabled, until the returned watcher is stopped.
+    pub fn follow_heap(&mut self, budget: u64) -> Result<HeapFollower> {
+        write(&self.dir.join("memory.oom_control"), "1")?;
+        let open = |name: &str, w: bool| {
+            let path = self.dir.join(name);
+            std::fs::OpenOptions::new()
+                .read(!w)
+                .write(w)
+                .open(&path)
+                .with_context(|| format!("opening {}", path.display()))
+        };
+        let watch = Watch {
+            stat: open("memory.stat", false)?,
+            limit: open("memory.limit_in_bytes", true)?,
+            oom: open("memory.oom_control", false)?,
+        };
+        let mut buf = [0u8; 8192];
+        let (_, heap, _) = watch.look(&mut buf)?;
+        self.set_limit(budget + heap)?;
+        self.reset_peak()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("cgroup-heap-watcher".into())
+            .spawn(move || -> Result<FollowReport> {
+                let mut buf = [0u8; 8192];
+                let mut r = FollowReport {
+                    budget,
+                    ..FollowReport::default()
+                };
+                let mut limit = budget + heap;
+                // Re-set when the heap moved by more than this (the kernel's charge batch
+                // is 32 pages a CPU; smaller moves are noise).
+                const STEP: u64 = 256 << 10;
+                while !flag.load(Ordering::Relaxed) {
+                    let (cache, heap, oom) = watch.look(&mut buf)?;
+                    r.peak_cache = r.peak_cache.max(cache);
+                    r.peak_heap = r.peak_heap.max(heap);
+                    r.under_oom += oom as u64;
+                    let want = budget + heap;
+                    if (want > limit || want + STEP < limit) && watch.set(want) {
+                        limit = want;
+                        r.adjustments += 1;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Ok(r)
+            })
+            .context("starting the cgroup heap watcher")?;
+        Ok(HeapFollower {
+            stop,
+            handle: Some(handle),
+        })
     }
 }
 
@@ -277,6 +439,22 @@ mod tests {
                 );
                 cg.reset_peak().unwrap();
                 assert!(cg.peak_bytes().unwrap() <= LIMIT / 2);
+                // Following the heap: the limit becomes the budget plus the heap, and
+                // rises when the heap does (polled: the watcher looks every millisecond).
+                let budget = LIMIT / 2;
+                let follower = cg.follow_heap(budget).unwrap();
+                let limit_now = || read_u64(&dir.join("memory.limit_in_bytes")).unwrap();
+                assert!(limit_now() >= budget + (16 << 20));
+                let more = vec![2u8; 64 << 20];
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                while limit_now() < budget + (64 << 20) && std::time::Instant::now() < deadline {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                assert!(limit_now() >= budget + (64 << 20), "{}", limit_now());
+                let r = follower.stop().unwrap();
+                assert!(r.peak_heap >= 64 << 20, "{r:?}");
+                assert!(r.adjustments >= 1 && r.budget == budget, "{r:?}");
+                drop(more);
                 drop(heap);
                 drop(cg);
                 assert!(!dir.exists());

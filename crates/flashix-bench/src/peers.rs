@@ -22,8 +22,10 @@
 //!   writes (`lmdb-batched`).
 //!
 //! fjall, redb and LMDB read through the page cache: the runner runs their measured phases
-//! in a memory cgroup of budget + [`crate::cgroup::PEER_MEMORY_ALLOWANCE`] where the
-//! machine allows, else marks their results "page cache unbounded" ([`crate::cgroup`]).
+//! in a memory cgroup where the machine allows, else marks their results "page cache
+//! unbounded" ([`crate::cgroup`]). For the operations the cgroup's limit follows the heap,
+//! leaving [`PeerKind::page_cache_share`] of page cache beside it: own cache, memtables and
+//! page cache add up to the budget.
 
 use crate::target::TargetInfo;
 #[allow(unused_imports)]
@@ -164,6 +166,27 @@ impl PeerKind {
         }
     }
 }
+
+impl PeerKind {
+    /// The page cache a peer that reads through it gets beside its heap during the
+    /// measured operations ([`crate::cgroup::MemoryCgroup::follow_heap`]), so that its own
+    /// cache, memtables and page cache add up to the `budget`: LMDB has no cache of its own
+    /// and gets the budget; fjall (cache + memtables) and redb (`set_cache_size`) hold the
+    /// budget in their heap already and get [`PAGE_CACHE_FLOOR`], room for the pages of
+    /// reads and writes in flight. RocksDB bypasses the page cache (not confined).
+    pub fn page_cache_share(self, budget: u64) -> u64 {
+        match self {
+            PeerKind::Lmdb | PeerKind::LmdbBatched => budget,
+            PeerKind::RocksDb | PeerKind::Fjall | PeerKind::Redb | PeerKind::RedbBatched => {
+                PAGE_CACHE_FLOOR.min(budget)
+            }
+        }
+    }
+}
+
+/// The page cache left to a peer whose own cache already takes the budget
+/// ([`PeerKind::page_cache_share`]).
+pub const PAGE_CACHE_FLOOR: u64 = 1 << 20;
 
 impl fmt::Display for PeerKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -231,7 +231,7 @@ fn measure(
     let info = subject.info(cfg);
     // A peer reading through the page cache runs its phase in a memory cgroup (module
     // crate::cgroup), from a store none of which is cached.
-    let page_cache = match subject {
+    let mut page_cache = match subject {
         Subject::Peer(_) if !info.page_cache_bypassed => {
             evict_from_page_cache(run_dir)?;
             let bound = PageCacheBound::confine(
@@ -256,6 +256,15 @@ fn measure(
             db.get(k).context("warm-up search")?;
         }
     }
+
+    // Equal memory from here on: the page cache gets the budget beside the peer's heap
+    // (crate::cgroup, "Equal memory").
+    let follower = match (&mut page_cache, subject) {
+        (Some(PageCacheBound::Cgroup(cg)), Subject::Peer(p)) => {
+            Some(cg.follow_heap(p.page_cache_share(cfg.buffer_pool_bytes))?)
+        }
+        _ => None,
+    };
 
     let pb = ui.bar(nops, format!("{subject}: {w}"));
     let interval = nops.div_ceil(SERIES_POINTS).max(1);
@@ -301,22 +310,30 @@ fn measure(
     let s1 = db.flashix_stats();
     let memory = db.memory_bytes().unwrap_or(cfg.buffer_pool_bytes);
     db.close().context("closing the index")?;
-    let (memory, memory_bound) = match &page_cache {
-        Some(PageCacheBound::Cgroup(cg)) => {
+    let followed = follower.map(|f| f.stop()).transpose()?;
+    let (memory, memory_bound) = match (&page_cache, followed) {
+        (Some(PageCacheBound::Cgroup(cg)), Some(f)) => {
             let peak = cg.peak_bytes()?;
             let bound = format!(
-                "memory cgroup for the measured phase: budget + {} = {} for heap and page \
-                 cache (peak {}, limit hit {} times); {}",
+                "memory cgroup: page cache limited to {} beside the heap (the budget less \
+                 the peer's own cache), the limit following the heap (open and warm-up \
+                 under budget + {}); peak {} (page cache {}, heap {}), limit hit {} times, \
+                 under OOM in {} looks; {}",
+                format_size(f.budget),
                 format_size(PEER_MEMORY_ALLOWANCE),
-                format_size(cg.limit()),
                 format_size(peak),
+                format_size(f.peak_cache),
+                format_size(f.peak_heap),
                 cg.limit_hits()?,
+                f.under_oom,
                 info.memory_bound
             );
             (peak, bound)
         }
-        Some(PageCacheBound::Unbounded(why)) => (memory, format!("{why}; {}", info.memory_bound)),
-        None => (memory, info.memory_bound.clone()),
+        (Some(PageCacheBound::Unbounded(why)), _) => {
+            (memory, format!("{why}; {}", info.memory_bound))
+        }
+        _ => (memory, info.memory_bound.clone()),
     };
     // Leave the cgroup.
     drop(page_cache);

@@ -611,13 +611,18 @@ pub fn run_with(h: &History, adjust: impl FnOnce(Options) -> Options) -> Result<
     // 256 blocks of 16 data pages and a spare page (`options_for`). An append-only bulk
     // index never frees a page (a few pages an operation with M = 1): room for the
     // history, which would otherwise fill the device (a correct ENOSPC, not what a
-    // history checks).
+    // history checks). FBX with a leaf order of 3 on 512-byte pages holds about a page
+    // per 1.6 live keys, and its file may reach `space_amp_limit` (up to 2) times that plus
+    // the segments freed since the last checkpoint (up to half the live pages) before the
+    // cleaner or a checkpoint makes room: 2,300 live keys filled 4,016 pages (soak seed
+    // 30,000,044), so it gets room in proportion to the history.
     let sim_pages = match h.engine {
         EngineKind::BTree => 400,
         EngineKind::IplBTree | EngineKind::DiplBTree => 4400,
         EngineKind::BulkIndex if opts.bulk_options().append_only => {
             4000 + 16 * h.ops.min(1 << 20) as u32
         }
+        EngineKind::Fbx => 4000 + 3 * h.ops.min(20_000) as u32,
         _ => 4000,
     };
     let mut env = Env::new(h.device.clone(), opts.page_size, sim_pages, h.seed);
