@@ -291,7 +291,9 @@ impl Db {
     pub fn estimate_count(&mut self, ranges: &[(u64, u64)]) -> Result<Option<u64>> {
         self.usable()?;
         let merged = merge_ranges("estimate_count", ranges)?;
-        self.engine.estimate_count(&merged)
+        // The FBX-tree may load inner nodes through its pool (a read): as for any read,
+        // an I/O error poisons.
+        self.read(|e| e.estimate_count(&merged))
     }
 
     /// Insert many pairs, in any order; for equal keys the last wins.

@@ -90,3 +90,29 @@ fn a_read_that_meets_an_io_error_poisons_the_db() {
         "no B+-tree read met a failed device write"
     );
 }
+
+/// The FBX-tree's `estimate_count` walks inner nodes through the pool: a failed read there
+/// is an I/O error like any read's, and poisons the `Db` (it did not before).
+#[test]
+fn an_estimate_that_meets_an_io_error_poisons_the_db() {
+    let dev = MemDevice::new(512);
+    let vfs = MemVfs::new();
+    let opts = Options::new(EngineKind::Fbx)
+        .page_size(512)
+        .buffer_pool_bytes(16 * 512);
+    let mut db = Db::create_on(storage(&Faults::new(7), &dev, &vfs), opts).unwrap();
+    for k in 0..3_000u64 {
+        db.insert(k, k).unwrap();
+    }
+    db.close().unwrap();
+    let faults = Faults::new(9);
+    let mut db = Db::open_on(storage(&faults, &dev, &vfs)).unwrap();
+    assert!(db.estimate_count(&[(0, 2_999)]).unwrap().is_some());
+    // A cold pool again, then the estimate's first page read fails.
+    drop(db);
+    let mut db = Db::open_on(storage(&faults, &dev, &vfs)).unwrap();
+    faults.fail_nth(OpKind::DeviceRead, 1, libc::EIO, false);
+    let e = db.estimate_count(&[(0, 2_999)]).unwrap_err();
+    assert!(matches!(e, Error::Io { .. }), "{e}");
+    assert!(matches!(db.insert(1, 1), Err(Error::Poisoned(_))));
+}
