@@ -10,7 +10,7 @@
 //! from their own seeds, and print what the faults did.
 
 use flashix::sim::FtlKind;
-use flashix::testing::{run, DeviceKind, History, Report, FAULT_KINDS};
+use flashix::testing::{engine_selected, long_mode, run, DeviceKind, History, Report, FAULT_KINDS};
 use flashix::EngineKind;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -50,27 +50,6 @@ engines! {
         memory_faults, file_faults, simulated_ssd_faults;
     fbx => Fbx: memory_device, file_device_direct_io, simulated_ssd,
         memory_faults, file_faults, simulated_ssd_faults;
-}
-
-/// Whether to run `engine`: `FLASHIX_CONFORMANCE_ENGINES=bulk,latree` picks some (while
-/// developing an engine), else all.
-fn selected(engine: EngineKind) -> bool {
-    match std::env::var("FLASHIX_CONFORMANCE_ENGINES") {
-        Ok(list) => list
-            .split(',')
-            .map(|n| {
-                n.trim()
-                    .parse()
-                    .expect("FLASHIX_CONFORMANCE_ENGINES: engine names")
-            })
-            .collect::<Vec<EngineKind>>()
-            .contains(&engine),
-        Err(_) => true,
-    }
-}
-
-fn long() -> bool {
-    std::env::var_os("FLASHIX_CONFORMANCE_LONG").is_some()
 }
 
 /// Run histories `0..histories` of `engine` on `threads` threads, each history on its own
@@ -172,10 +151,10 @@ fn file_device(seed: u64) -> (DeviceKind, Option<tempfile::TempDir>) {
 }
 
 fn memory_device(e: EngineKind) {
-    if !selected(e) {
+    if !engine_selected(e) {
         return;
     }
-    let (n, ops) = if long() {
+    let (n, ops) = if long_mode() {
         (20_000, 20_000)
     } else {
         (200, 2_000)
@@ -188,16 +167,20 @@ fn memory_device(e: EngineKind) {
 const FILE_THREADS: u64 = 4;
 
 fn file_device_direct_io(e: EngineKind) {
-    if !selected(e) {
+    if !engine_selected(e) {
         return;
     }
-    let (n, ops) = if long() { (2_000, 20_000) } else { (30, 2_000) };
+    let (n, ops) = if long_mode() {
+        (2_000, 20_000)
+    } else {
+        (30, 2_000)
+    };
     // Fewer histories for the slow ones on a real file, in the default run (memory and
     // simulated SSDs cover them more): raw NAND makes every program durable at once
     // (an fdatasync each), and a BFTL node read is up to c O_DIRECT page reads, an FBX
     // leaf read its log list.
     let n = match e {
-        _ if long() => n,
+        _ if long_mode() => n,
         EngineKind::IplBTree | EngineKind::DiplBTree | EngineKind::Fbx => n / 6,
         EngineKind::Bftl => n / 3,
         _ => n,
@@ -209,10 +192,14 @@ fn file_device_direct_io(e: EngineKind) {
 /// included (a crash tears a NAND operation of the SSD's medium). The B+-tree gets the most
 /// histories: it runs on a small SSD where garbage collection and merges are constant.
 fn simulated_ssd(e: EngineKind) {
-    if !selected(e) {
+    if !engine_selected(e) {
         return;
     }
-    let (n, ops): (u64, usize) = if long() { (400, 20_000) } else { (6, 1_500) };
+    let (n, ops): (u64, usize) = if long_mode() {
+        (400, 20_000)
+    } else {
+        (6, 1_500)
+    };
     let n = if e == EngineKind::BTree {
         n
     } else {
@@ -267,7 +254,7 @@ fn run_faults(
         t.faults.hit > 0,
         "{e:?} on {label}: no fault was hit ({t:?})"
     );
-    if long() {
+    if long_mode() {
         // Hundreds of histories meet a failure of every kind.
         for kind in FAULT_KINDS {
             let hit = t
@@ -283,20 +270,24 @@ fn run_faults(
 }
 
 fn memory_faults(e: EngineKind) {
-    if !selected(e) {
+    if !engine_selected(e) {
         return;
     }
-    let (n, ops) = if long() { (2_000, 5_000) } else { (6, 600) };
+    let (n, ops) = if long_mode() {
+        (2_000, 5_000)
+    } else {
+        (6, 600)
+    };
     run_faults(e, "memory", |_| (DeviceKind::Memory, None), n, ops, 1);
 }
 
 fn file_faults(e: EngineKind) {
-    if !selected(e) {
+    if !engine_selected(e) {
         return;
     }
     // One history for the engines slowest on a file (`file_device_direct_io`).
     let (n, ops) = match e {
-        _ if long() => (400, 5_000),
+        _ if long_mode() => (400, 5_000),
         EngineKind::IplBTree | EngineKind::DiplBTree | EngineKind::Fbx | EngineKind::BulkIndex => {
             (1, 600)
         }
@@ -306,10 +297,10 @@ fn file_faults(e: EngineKind) {
 }
 
 fn simulated_ssd_faults(e: EngineKind) {
-    if !selected(e) {
+    if !engine_selected(e) {
         return;
     }
-    let (n, ops) = if long() { (100, 5_000) } else { (1, 600) };
+    let (n, ops) = if long_mode() { (100, 5_000) } else { (1, 600) };
     for ftl in FtlKind::ALL {
         run_faults(
             e,

@@ -9,6 +9,7 @@
 //! B+-tree and over the FBX engine the same way.
 
 use flashix::testing::kill::{child_main, KillReport, KillTest};
+use flashix::testing::{engine_selected, long_mode};
 use flashix::EngineKind;
 use std::time::Instant;
 
@@ -61,32 +62,14 @@ mod mobject {
     }
 }
 
-fn long() -> bool {
-    std::env::var_os("FLASHIX_CONFORMANCE_LONG").is_some()
-}
-
-fn selected(engine: EngineKind) -> bool {
-    match std::env::var("FLASHIX_CONFORMANCE_ENGINES") {
-        Ok(list) => list
-            .split(',')
-            .map(|n| {
-                n.trim()
-                    .parse()
-                    .expect("FLASHIX_CONFORMANCE_ENGINES: engine names")
-            })
-            .any(|e: EngineKind| e == engine),
-        Err(_) => true,
-    }
-}
-
 /// Kill `engine` `rounds` times on one index (more in the long mode, on several indexes).
 fn kills(run: fn(&KillTest) -> Result<KillReport, String>, engine: EngineKind, seed: u64) {
-    if !selected(engine) {
+    if !engine_selected(engine) {
         return;
     }
     let rounds: usize = match std::env::var("FLASHIX_KILL_ROUNDS") {
         Ok(n) => n.parse().expect("FLASHIX_KILL_ROUNDS: a number"),
-        Err(_) if long() => 200,
+        Err(_) if long_mode() => 200,
         Err(_) => 6,
     };
     // Long mode: several indexes of 50 rounds each, so that options vary by seed too.

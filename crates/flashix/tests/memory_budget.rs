@@ -7,15 +7,11 @@
 //! million entries: memory is then the tables and the minimum pool, `MEMORY_SLACK_BYTES`).
 
 use flashix::sim::NandConfig;
-use flashix::testing::{mem_db, Rng};
+use flashix::testing::{long_mode, mem_db, Rng};
 use flashix::{DeviceSpec, EngineKind, Options, MEMORY_SLACK_BYTES};
 
-fn long() -> bool {
-    std::env::var_os("FLASHIX_CONFORMANCE_LONG").is_some()
-}
-
 fn budget() -> u64 {
-    if long() {
+    if long_mode() {
         16 << 20
     } else {
         256 << 10
@@ -29,7 +25,7 @@ fn options(engine: EngineKind) -> Options {
             o.page_size(2048).device(DeviceSpec::RawNand(NandConfig {
                 page_bytes: 2048,
                 pages_per_block: 16,
-                blocks: if long() { 8192 } else { 1024 },
+                blocks: if long_mode() { 8192 } else { 1024 },
                 ..NandConfig::default()
             }))
         }
@@ -76,7 +72,7 @@ fn peak_memory(engine: EngineKind, ops: usize) -> (u64, u64) {
 
 #[test]
 fn every_engine_stays_within_its_budget() {
-    let ops = if long() { 1_000_000 } else { 6_000 };
+    let ops = if long_mode() { 1_000_000 } else { 6_000 };
     let mut over = Vec::new();
     for engine in EngineKind::ALL {
         let (budget, peak) = peak_memory(engine, ops);

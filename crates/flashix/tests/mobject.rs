@@ -6,12 +6,8 @@
 
 use flashix::sim::FtlKind;
 use flashix::testing::mobject::{run, MoHistory, MoReport};
-use flashix::testing::DeviceKind;
+use flashix::testing::{long_mode, DeviceKind};
 use flashix::EngineKind;
-
-fn long() -> bool {
-    std::env::var_os("FLASHIX_CONFORMANCE_LONG").is_some()
-}
 
 fn run_many(
     engine: EngineKind,
@@ -64,7 +60,11 @@ fn file_device(seed: u64) -> (DeviceKind, Option<tempfile::TempDir>) {
 
 #[test]
 fn bx_tree_on_memory() {
-    let (n, ops) = if long() { (2_000, 5_000) } else { (120, 1_500) };
+    let (n, ops) = if long_mode() {
+        (2_000, 5_000)
+    } else {
+        (120, 1_500)
+    };
     let t = run_many(EngineKind::BTree, |_| (DeviceKind::Memory, None), n, ops);
     assert!(t.crashes > 0, "no crash step ran");
     // The B+-tree keeps no counts: a kNN asks once and starts from the Bx-tree's radius.
@@ -77,13 +77,21 @@ fn bx_tree_on_memory() {
 
 #[test]
 fn bx_tree_on_a_file() {
-    let (n, ops) = if long() { (200, 5_000) } else { (12, 1_500) };
+    let (n, ops) = if long_mode() {
+        (200, 5_000)
+    } else {
+        (12, 1_500)
+    };
     run_many(EngineKind::BTree, file_device, n, ops);
 }
 
 #[test]
 fn bx_tree_on_simulated_ssds() {
-    let (n, ops) = if long() { (200, 5_000) } else { (4, 1_500) };
+    let (n, ops) = if long_mode() {
+        (200, 5_000)
+    } else {
+        (4, 1_500)
+    };
     for ftl in FtlKind::ALL {
         run_many(
             EngineKind::BTree,
@@ -97,7 +105,7 @@ fn bx_tree_on_simulated_ssds() {
 /// The FBX-tree: the same front end over `EngineKind::Fbx`, on every device (a test per
 /// device, so that they run beside each other).
 fn fbx_tree_histories() -> (u64, usize) {
-    if long() {
+    if long_mode() {
         (500, 5_000)
     } else {
         (40, 1_500)
@@ -131,7 +139,11 @@ fn fbx_tree_on_simulated_ssds() {
 /// Every other engine under the same front end, shorter.
 #[test]
 fn every_engine_on_memory() {
-    let (n, ops) = if long() { (200, 5_000) } else { (8, 1_000) };
+    let (n, ops) = if long_mode() {
+        (200, 5_000)
+    } else {
+        (8, 1_000)
+    };
     for e in [
         EngineKind::FdTree,
         EngineKind::Lsm,

@@ -105,6 +105,32 @@ pub fn reopen_mem(dev: &MemDevice, vfs: &MemVfs) -> Result<Db, Error> {
     })
 }
 
+/// The long mode (`FLASHIX_CONFORMANCE_LONG` set): the conformance, kill, memory and
+/// decoder tests run many more histories, kills, operations and cases.
+pub fn long_mode() -> bool {
+    std::env::var_os("FLASHIX_CONFORMANCE_LONG").is_some()
+}
+
+/// Whether the per-engine tests run `engine`: all of them, or those named in
+/// `FLASHIX_CONFORMANCE_ENGINES` (comma-separated engine names).
+///
+/// # Panics
+/// On a name in the list that is no engine's: a test setting, and a misspelt one must
+/// stop the run rather than select nothing.
+#[allow(clippy::panic)]
+pub fn engine_selected(engine: EngineKind) -> bool {
+    match std::env::var("FLASHIX_CONFORMANCE_ENGINES") {
+        Ok(list) => list.split(',').any(|n| {
+            let named: EngineKind = n
+                .trim()
+                .parse()
+                .unwrap_or_else(|e| panic!("FLASHIX_CONFORMANCE_ENGINES: {e}"));
+            named == engine
+        }),
+        Err(_) => true,
+    }
+}
+
 /// The simulated SSD of [`DeviceKind::SimSsd`] histories for pages of `page_size` bytes:
 /// NAND pages of `min(page_size, 2048)` bytes with 32 spare bytes per sector, 16 pages per
 /// block, 2 channels, 30% over-provisioning, and at least `device_pages` pages of capacity
