@@ -318,7 +318,7 @@ fn measure(
                 "memory cgroup: page cache limited to {} beside the heap (the budget less \
                  the peer's own cache), the limit following the heap (open and warm-up \
                  under budget + {}); peak {} (page cache {}, heap {}), limit hit {} times, \
-                 under OOM in {} looks; {}",
+                 under OOM in {} looks, lowering refused (EBUSY) in {}; {}",
                 format_size(f.budget),
                 format_size(PEER_MEMORY_ALLOWANCE),
                 format_size(peak),
@@ -326,6 +326,7 @@ fn measure(
                 format_size(f.peak_heap),
                 cg.limit_hits()?,
                 f.under_oom,
+                f.busy,
                 info.memory_bound
             );
             (peak, bound)
