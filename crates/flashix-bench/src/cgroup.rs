@@ -197,6 +197,7 @@ struct Watch {
     stat: File,
     usage: File,
     limit: File,
+    peak: File,
     oom: File,
 }
 
@@ -262,9 +263,9 @@ impl MemoryCgroup {
             stat: open("memory.stat", false)?,
             usage: open("memory.usage_in_bytes", false)?,
             limit: open("memory.limit_in_bytes", true)?,
+            peak: open("memory.max_usage_in_bytes", true)?,
             oom: open("memory.oom_control", false)?,
         };
-        self.reset_peak()?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
@@ -283,8 +284,12 @@ impl MemoryCgroup {
                 const STEP: u64 = 256 << 10;
                 while !flag.load(Ordering::Relaxed) {
                     let (cache, heap, oom) = watch.look(&mut buf)?;
-                    r.peak_cache = r.peak_cache.max(cache);
-                    r.peak_heap = r.peak_heap.max(heap);
+                    // Peaks count from the first limit set: before it, the page cache of
+                    // the warm-up is still there.
+                    if limit != u64::MAX {
+                        r.peak_cache = r.peak_cache.max(cache);
+                        r.peak_heap = r.peak_heap.max(heap);
+                    }
                     r.under_oom += oom as u64;
                     let want = budget + heap;
                     if want > limit || want + STEP < limit {
@@ -292,6 +297,11 @@ impl MemoryCgroup {
                         // page cache at once (dirty pages under writeback): try again at
                         // the next look.
                         if watch.set(want) {
+                            if limit == u64::MAX {
+                                // The group's peak (`MemoryCgroup::peak_bytes`) starts
+                                // here too.
+                                let _ = watch.peak.write_at(b"0", 0);
+                            }
                             limit = want;
                             r.adjustments += 1;
                         } else {
