@@ -67,7 +67,8 @@
 //!    units of the leaf, and its count equals the lists naming it; a compact leaf's list is
 //!    one page beginning with `Reset`; buffered entries belong to reachable leaves.
 //! 3. Space: the live pages of each segment are exactly the pages the NTT, the inner nodes
-//!    and the last snapshot name; the head is a segment.
+//!    and the last snapshot name; the head is a segment; every other segment holds a live
+//!    page (one with none is freed).
 //!
 //! # Durability (DESIGN.md, Contract 3)
 //! Logical redo WAL with group commit on `flush` through the shared [`Pager`]; the log
@@ -88,7 +89,10 @@
 //! are live (and at least four segments). When the file
 //! holds more than `space_amp_limit` times its live pages (plus four segments), the cleaner
 //! takes the segment with the fewest live pages and moves them to the head: each leaf with
-//! a page there is compacted, each inner node there rewritten; the segment dies.
+//! a page there is compacted, each inner node there rewritten; the segment dies. A
+//! checkpoint's manifest still lists the segment of the snapshot it replaces (those pages
+//! die right after it), so open frees every segment other than the head that holds no
+//! live page (`Space::free_dead_segments`); invariant 3 checks that none is left.
 //!
 //! # Memory
 //! The buffer pool gets the budget less the log buffer (`log_buffer_pages` pages, reserved).
