@@ -82,7 +82,6 @@ impl PageCacheBound {
 pub struct MemoryCgroup {
     dir: PathBuf,
     home: PathBuf,
-    limit: u64,
 }
 
 impl MemoryCgroup {
@@ -96,35 +95,13 @@ impl MemoryCgroup {
         }
         std::fs::create_dir(&dir)
             .with_context(|| format!("creating the memory cgroup {}", dir.display()))?;
-        let cg = MemoryCgroup { dir, home, limit };
+        let cg = MemoryCgroup { dir, home };
         write(&cg.dir.join("memory.limit_in_bytes"), &limit.to_string())?;
         write(
             &cg.dir.join("cgroup.procs"),
             &std::process::id().to_string(),
         )?;
         Ok(cg)
-    }
-
-    /// The limit the process runs under.
-    pub fn limit(&self) -> u64 {
-        self.limit
-    }
-
-    /// Change the limit; a lower one than the usage makes the kernel reclaim (page cache
-    /// first) until the usage fits, or fails when it cannot.
-    pub fn set_limit(&mut self, limit: u64) -> Result<()> {
-        write(&self.dir.join("memory.limit_in_bytes"), &limit.to_string())?;
-        self.limit = limit;
-        Ok(())
-    }
-
-    /// Anonymous memory charged to the cgroup now (`rss` of `memory.stat`: heap, not page
-    /// cache).
-    pub fn anon_bytes(&self) -> Result<u64> {
-        let path = self.dir.join("memory.stat");
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        stat_field(&text, "rss").with_context(|| format!("no rss in {}", path.display()))
     }
 
     /// Start the peak ([`MemoryCgroup::peak_bytes`]) afresh from the current usage.
@@ -460,17 +437,9 @@ mod tests {
                 assert_eq!(read_u64(&dir.join("memory.limit_in_bytes")).unwrap(), LIMIT);
                 let inside = std::fs::read_to_string("/proc/self/cgroup").unwrap();
                 assert!(inside.contains("flashix-bench-"), "{inside}");
-                assert_eq!(cg.limit(), LIMIT);
-                // Heap touched inside is charged as anonymous memory.
                 let heap = vec![1u8; 32 << 20];
-                assert!(cg.anon_bytes().unwrap() >= 16 << 20);
-                cg.set_limit(LIMIT / 2).unwrap();
-                assert_eq!(
-                    read_u64(&dir.join("memory.limit_in_bytes")).unwrap(),
-                    LIMIT / 2
-                );
                 cg.reset_peak().unwrap();
-                assert!(cg.peak_bytes().unwrap() <= LIMIT / 2);
+                assert!(cg.peak_bytes().unwrap() <= LIMIT);
                 // Following the heap: the limit becomes the budget plus the heap, and
                 // rises when the heap does (polled: the watcher looks every millisecond).
                 let budget = LIMIT / 2;
