@@ -7,7 +7,6 @@ use crate::durable::Pager;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId};
 use crate::kit::sorted::entry::{self, Entry, Probe, KIND_RUN, NONE};
-use crate::kit::sorted::head::Packer;
 use crate::kit::sorted::seq::{ChunkWriter, SeqReader};
 use crate::page::{self, DATA_FILE};
 use serde::{Deserialize, Serialize};
@@ -176,16 +175,24 @@ impl RunReader {
     }
 }
 
-/// Writes a new run into a fresh extent: packs entries into pages (Invariant 1 via
-/// [`Packer`]), writes `io_unit` pages per request, and records the external fence of every
-/// page for the level above (§3.2, "We create a fence for each page of L(i+1)").
+/// Writes a new run into a fresh extent: packs entries into pages (Invariant 1: a page
+/// that would begin with an index entry begins with an internal fence carrying the last
+/// external fence's page, as [`crate::kit::sorted::head::Packer`] packs), writes `io_unit`
+/// pages per request, and records the external fence of every page for the level above
+/// (§3.2, "We create a fence for each page of L(i+1)"). Entries go straight into the page
+/// bytes of the chunk being built: no page of decoded entries in between.
 pub struct RunWriter {
     extent: Extent,
-    packer: Packer,
+    cap: usize,
+    /// Entries in the page being built (0: none started).
+    cur: usize,
+    /// The page of the last external fence pushed (`NONE` before the first).
+    last_fence_pid: u64,
     /// Pages are built here and written `io_unit` at a time (one request in flight).
     out: ChunkWriter,
     /// Pages of the run written (or in flight) so far.
     chunk_start: u64,
+    /// Pages completed (the one being built not included).
     pages: u64,
     pub entries: u64,
     index_entries: u64,
@@ -202,7 +209,9 @@ impl RunWriter {
         let ps = pager.page_size();
         Ok(RunWriter {
             extent,
-            packer: Packer::new(cap, true),
+            cap,
+            cur: 0,
+            last_fence_pid: NONE,
             out: ChunkWriter::new(ps, io_unit.min(max_pages)),
             chunk_start: 0,
             pages: 0,
@@ -220,33 +229,51 @@ impl RunWriter {
 
     #[inline]
     pub fn push(&mut self, pager: &mut Pager, e: Entry) -> Result<()> {
-        if let Some(page) = self.packer.push(e) {
-            self.emit(pager, &page)?;
+        let ps = pager.page_size();
+        if self.cur == self.cap {
+            self.close_page(pager)?;
         }
+        if self.cur == 0 {
+            if self.pages >= self.extent.len {
+                // The inputs held more entries than their counts said.
+                return Err(Error::corruption(
+                    DATA_FILE,
+                    Some(self.extent.start),
+                    format!(
+                        "FD-tree run outgrew its extent of {} pages",
+                        self.extent.len
+                    ),
+                ));
+            }
+            self.fences.push((e.key, self.extent.start + self.pages));
+            if !e.is_fence() {
+                let fence = Entry::new(e.key, self.last_fence_pid, entry::Kind::Internal);
+                entry::set(self.out.next_page(ps), 0, fence);
+                self.cur = 1;
+            }
+        }
+        match e.kind {
+            entry::Kind::External | entry::Kind::Internal => self.last_fence_pid = e.val,
+            entry::Kind::Filter => {
+                self.filters += 1;
+                self.index_entries += 1;
+            }
+            entry::Kind::Normal => self.index_entries += 1,
+        }
+        entry::set(self.out.next_page(ps), self.cur, e);
+        self.cur += 1;
         Ok(())
     }
 
-    fn emit(&mut self, pager: &mut Pager, es: &[Entry]) -> Result<()> {
+    /// Seal the page being built; write the chunk when it is full.
+    fn close_page(&mut self, pager: &mut Pager) -> Result<()> {
         let ps = pager.page_size();
-        if self.pages >= self.extent.len {
-            // The inputs held more entries than their counts said.
-            return Err(Error::corruption(
-                DATA_FILE,
-                Some(self.extent.start),
-                format!(
-                    "FD-tree run outgrew its extent of {} pages",
-                    self.extent.len
-                ),
-            ));
-        }
         let pid = self.extent.start + self.pages;
         let b = self.out.next_page(ps);
-        entry::init(b, KIND_RUN, 0, NONE, es);
+        entry::finish_page(b, KIND_RUN, 0, NONE, self.cur);
         page::seal(pid, b);
-        self.fences.push((es[0].key, pid));
-        self.entries += es.len() as u64;
-        self.index_entries += es.iter().filter(|e| !e.is_fence()).count() as u64;
-        self.filters += es.iter().filter(|e| e.kind == entry::Kind::Filter).count() as u64;
+        self.entries += self.cur as u64;
+        self.cur = 0;
         self.pages += 1;
         if self.out.built(ps) {
             self.write_chunk(pager)?;
@@ -265,8 +292,8 @@ impl RunWriter {
     /// Write the last pages and return the run (`None` if it is empty); the unused tail of
     /// the extent is freed.
     pub fn finish(mut self, pager: &mut Pager) -> Result<Written> {
-        if let Some(page) = self.packer.finish() {
-            self.emit(pager, &page)?;
+        if self.cur > 0 {
+            self.close_page(pager)?;
         }
         self.write_chunk(pager)?;
         self.out.wait(pager)?;
@@ -285,9 +312,9 @@ impl RunWriter {
         Ok((run, self.fences))
     }
 
-    /// Pages written so far.
+    /// Pages written so far (the one being built included).
     pub fn pages(&self) -> u64 {
-        self.pages
+        self.pages + u64::from(self.cur > 0)
     }
 }
 

@@ -366,7 +366,10 @@ impl LeafReader {
 pub struct ComponentWriter {
     extent: Extent,
     cap: usize,
-    cur: Vec<Entry>,
+    /// Entries in the leaf being built straight into the chunk's page bytes (0: none).
+    cur: usize,
+    /// The first key of that leaf.
+    cur_first: u64,
     /// Pages are built here and written `io_unit` at a time (one request in flight).
     out: ChunkWriter,
     /// Pages of the component written (or in flight) so far.
@@ -399,7 +402,8 @@ impl ComponentWriter {
         Ok(ComponentWriter {
             extent,
             cap,
-            cur: Vec::with_capacity(cap),
+            cur: 0,
+            cur_first: 0,
             out: ChunkWriter::new(ps, io_unit.min(max)),
             chunk_start: 0,
             pages: 0,
@@ -427,20 +431,51 @@ impl ComponentWriter {
         self.last_key = Some(e.key);
         self.entries += 1;
         self.tombstones += u64::from(e.kind == TOMBSTONE);
-        self.cur.push(e);
-        if self.cur.len() == self.cap {
+        if self.cur == 0 {
+            self.check_room()?;
+            self.cur_first = e.key;
+        }
+        entry::set(self.out.next_page(pager.page_size()), self.cur, e);
+        self.cur += 1;
+        if self.cur == self.cap {
             self.flush_leaf(pager)?;
         }
         Ok(())
     }
 
+    /// Seal the leaf being built.
     fn flush_leaf(&mut self, pager: &mut Pager) -> Result<()> {
-        if self.cur.is_empty() {
+        if self.cur == 0 {
             return Ok(());
         }
-        let es = std::mem::take(&mut self.cur);
-        let pid = self.emit(pager, KIND_LSM_LEAF, 0, NONE, &es)?;
-        self.firsts.push((es[0].key, pid));
+        let ps = pager.page_size();
+        let pid = self.extent.start + self.pages;
+        let b = self.out.next_page(ps);
+        entry::finish_page(b, KIND_LSM_LEAF, 0, NONE, self.cur);
+        self.cur = 0;
+        self.firsts.push((self.cur_first, pid));
+        self.seal_page(pager, pid)
+    }
+
+    /// An error if the extent has no page left for the next node.
+    fn check_room(&self) -> Result<()> {
+        if self.pages >= self.extent.len {
+            return Err(corrupt(
+                Some(self.extent.start),
+                format!("component outgrew its extent of {} pages", self.extent.len),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Seal the page just built at `pid`; write the chunk when it is full.
+    fn seal_page(&mut self, pager: &mut Pager, pid: PageId) -> Result<()> {
+        let ps = pager.page_size();
+        page::seal(pid, self.out.next_page(ps));
+        self.pages += 1;
+        if self.out.built(ps) {
+            self.write_chunk(pager)?;
+        }
         Ok(())
     }
 
@@ -452,21 +487,10 @@ impl ComponentWriter {
         link: u64,
         es: &[Entry],
     ) -> Result<PageId> {
-        let ps = pager.page_size();
-        if self.pages >= self.extent.len {
-            return Err(corrupt(
-                Some(self.extent.start),
-                format!("component outgrew its extent of {} pages", self.extent.len),
-            ));
-        }
+        self.check_room()?;
         let pid = self.extent.start + self.pages;
-        let b = self.out.next_page(ps);
-        entry::init(b, kind, level, link, es);
-        page::seal(pid, b);
-        self.pages += 1;
-        if self.out.built(ps) {
-            self.write_chunk(pager)?;
-        }
+        entry::init(self.out.next_page(pager.page_size()), kind, level, link, es);
+        self.seal_page(pager, pid)?;
         Ok(pid)
     }
 

@@ -230,20 +230,47 @@ pub fn checked_count(b: &[u8], cap: usize) -> Result<usize, String> {
 /// How many of the page's first `n` entries sort at or below `pos` (they are sorted by
 /// [`Entry::pos`]): a binary search on the bytes that reads an entry's type only where its
 /// key equals `pos`'s.
+#[inline]
 pub fn partition(b: &[u8], n: usize, pos: (u64, u8)) -> Result<usize, String> {
+    bisect(b, n, pos, false)
+}
+
+/// Where `pos` is among the page's first `n` entries, as [`slice::binary_search`] says it:
+/// `Ok(slot)` of the entry at exactly `pos`, or `Err(slot)` where it would be inserted. The
+/// same binary search on the bytes as [`partition`].
+#[inline]
+pub fn search(b: &[u8], n: usize, pos: (u64, u8)) -> Result<Result<usize, usize>, String> {
+    let i = bisect(b, n, pos, true)?;
+    let here = i < n && read_u64(b, ENTRIES + i * ENTRY) == pos.0 && rank_at(b, i)? == pos.1;
+    Ok(if here { Ok(i) } else { Err(i) })
+}
+
+/// The rank ([`Entry::pos`]'s second part) of slot `i`'s entry.
+#[inline]
+fn rank_at(b: &[u8], i: usize) -> Result<u8, String> {
+    Kind::from_byte(b[ENTRIES + i * ENTRY + 16])
+        .map(Kind::rank)
+        .ok_or_else(|| format!("entry {i} has an invalid type"))
+}
+
+/// How many of the first `n` entries sort below `pos` (`strict`) or at or below it.
+#[inline]
+fn bisect(b: &[u8], n: usize, pos: (u64, u8), strict: bool) -> Result<usize, String> {
     let (mut lo, mut hi) = (0usize, n);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        let off = ENTRIES + mid * ENTRY;
-        let key = read_u64(b, off);
-        let at_or_below = if key != pos.0 {
+        let key = read_u64(b, ENTRIES + mid * ENTRY);
+        let before = if key != pos.0 {
             key < pos.0
         } else {
-            let kind = Kind::from_byte(b[off + 16])
-                .ok_or_else(|| format!("entry {mid} has an invalid type"))?;
-            kind.rank() <= pos.1
+            let rank = rank_at(b, mid)?;
+            if strict {
+                rank < pos.1
+            } else {
+                rank <= pos.1
+            }
         };
-        if at_or_below {
+        if before {
             lo = mid + 1;
         } else {
             hi = mid;
@@ -276,6 +303,18 @@ pub fn init(b: &mut [u8], kind: u16, level: u32, link: u64, entries: &[Entry]) {
     }
 }
 
+/// Complete a page whose first `n` slots were written with [`set`]: the header, and zeros
+/// after the entries (the same bytes as [`init`] with those entries).
+#[inline]
+pub fn finish_page(b: &mut [u8], kind: u16, level: u32, link: u64, n: usize) {
+    b[ENTRIES + n * ENTRY..].fill(0);
+    b[page::HEADER..ENTRIES].fill(0);
+    page::set_kind(b, kind);
+    write_u32(b, COUNT, n as u32);
+    write_u32(b, LEVEL, level);
+    set_link(b, link);
+}
+
 /// Insert at slot `i` (room checked by the caller).
 #[inline]
 pub fn insert_at(b: &mut [u8], i: usize, e: Entry) {
@@ -297,6 +336,36 @@ pub fn remove_at(b: &mut [u8], i: usize) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A page built slot by slot in a buffer holding stale bytes (a merge's reused chunk)
+    /// and completed by `finish_page` has exactly the bytes `init` writes.
+    #[test]
+    fn a_page_built_in_place_has_the_bytes_init_writes() {
+        let es: Vec<Entry> = (0..7u64)
+            .map(|i| {
+                Entry::new(
+                    i * 3,
+                    i ^ 5,
+                    if i % 3 == 0 {
+                        Kind::External
+                    } else {
+                        Kind::Normal
+                    },
+                )
+            })
+            .collect();
+        let mut want = vec![0u8; 512];
+        init(&mut want, KIND_RUN, 2, 99, &es);
+        let mut got = vec![0xABu8; 512];
+        for (i, &e) in es.iter().enumerate() {
+            set(&mut got, i, e);
+        }
+        finish_page(&mut got, KIND_RUN, 2, 99, es.len());
+        // The kind and the payload (the envelope's other bytes are the pager's and seal's).
+        assert_eq!(got[12..14], want[12..14]);
+        assert_eq!(got[page::HEADER..], want[page::HEADER..]);
+        assert_eq!(decode(&got, capacity(512)).unwrap(), es);
+    }
 
     /// The point-search step as the decoded page gives it: the greatest entry at or below
     /// `index_pos(key)`, then back to the first fence or `key`'s index entry.

@@ -214,17 +214,21 @@ impl Head {
         debug_assert!(!e.is_fence());
         let pos = e.pos();
         let (path, leaf) = self.descend(pager, cap, pos)?;
-        let (found, full) = pager.read(leaf, |b| (slot_of(b, pos), entry::count(b) >= cap))?;
-        if let Some(i) = found {
-            return pager.write(leaf, |b| entry::set(b, i, e));
-        }
+        // One binary search on the leaf's bytes: the entry's slot, or where it goes.
+        let (at, full) = pager
+            .read(leaf, |b| -> std::result::Result<_, String> {
+                let n = entry::checked_count(b, cap)?;
+                Ok((entry::search(b, n, pos)?, n >= cap))
+            })?
+            .map_err(|e| corrupt(leaf, e))?;
+        let slot = match at {
+            Ok(i) => return pager.write(leaf, |b| entry::set(b, i, e)),
+            Err(i) => i,
+        };
         self.entries += 1;
         self.index_entries += 1;
         if !full {
-            return pager.write(leaf, |b| {
-                let i = lower_bound(b, pos);
-                entry::insert_at(b, i, e)
-            });
+            return pager.write(leaf, |b| entry::insert_at(b, slot, e));
         }
         let (_, _, link, mut es) = read_node(pager, leaf, cap)?;
         let i = es.partition_point(|x| x.pos() <= pos);
@@ -298,8 +302,12 @@ impl Head {
     pub fn remove(&mut self, pager: &mut Pager, cap: usize, key: u64) -> Result<bool> {
         let pos = entry::index_pos(key);
         let (_, leaf) = self.descend(pager, cap, pos)?;
-        let slot = pager.read(leaf, |b| slot_of(b, pos))?;
-        let Some(i) = slot else { return Ok(false) };
+        let at = pager
+            .read(leaf, |b| -> std::result::Result<_, String> {
+                entry::search(b, entry::checked_count(b, cap)?, pos)
+            })?
+            .map_err(|e| corrupt(leaf, e))?;
+        let Ok(i) = at else { return Ok(false) };
         pager.write(leaf, |b| entry::remove_at(b, i))?;
         self.entries -= 1;
         self.index_entries -= 1;
@@ -482,28 +490,6 @@ pub fn child(leftmost: u64, seps: &[Entry], s: usize) -> u64 {
     child_at(leftmost, seps, s)
 }
 
-/// The first slot of a head-tree page (entries sorted by position) whose entry is at or
-/// after `pos`: a binary search of the page bytes (a slot whose type byte is invalid sorts
-/// last, as the linear scan it replaces stopped short of it).
-fn lower_bound(b: &[u8], pos: (u64, u8)) -> usize {
-    let (mut lo, mut hi) = (0, entry::count(b));
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if entry::get(b, mid).is_some_and(|x| x.pos() < pos) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
-
-/// The slot holding exactly `pos`, if any.
-fn slot_of(b: &[u8], pos: (u64, u8)) -> Option<usize> {
-    let i = lower_bound(b, pos);
-    (i < entry::count(b) && entry::get(b, i).is_some_and(|x| x.pos() == pos)).then_some(i)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -529,9 +515,9 @@ mod tests {
             for (k, r) in probes {
                 let pos = Entry::new(k, 0, kind(r)).pos();
                 let linear = es.iter().position(|e| e.pos() >= pos).unwrap_or(es.len());
-                prop_assert_eq!(lower_bound(&b, pos), linear);
                 let exact = es.iter().position(|e| e.pos() == pos);
-                prop_assert_eq!(slot_of(&b, pos), exact);
+                let found = entry::search(&b, es.len(), pos).unwrap();
+                prop_assert_eq!(found, exact.ok_or(linear));
             }
         }
 
