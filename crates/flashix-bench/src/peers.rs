@@ -184,6 +184,20 @@ impl PeerKind {
     }
 }
 
+impl PeerKind {
+    /// The entries a peer's write buffer holds, for the bench's BUFFER_RULE (a write phase
+    /// turns it over about three times): RocksDB's and fjall's memtables
+    /// ([`memtable_bytes`]) taken as their bytes over the 16 bytes of a key and a value,
+    /// so at least the entries they hold (a memtable entry carries more); `None` for redb
+    /// and LMDB, which write through no buffer of their own.
+    pub fn write_buffer_entries(self, budget: u64) -> Option<u64> {
+        match self {
+            PeerKind::RocksDb | PeerKind::Fjall => Some(memtable_bytes(budget) / 16),
+            PeerKind::Lmdb | PeerKind::LmdbBatched | PeerKind::Redb | PeerKind::RedbBatched => None,
+        }
+    }
+}
+
 /// The page cache left to a peer whose own cache already takes the budget
 /// ([`PeerKind::page_cache_share`]).
 pub const PAGE_CACHE_FLOOR: u64 = 1 << 20;

@@ -351,7 +351,7 @@ pub fn prepare_peer(cfg: &BenchConfig, ui: &Ui, peer: PeerKind, aging: u64) -> R
         live: total,
         aging_inserts: aging,
         prepare_s,
-        write_buffer: None,
+        write_buffer: peer.write_buffer_entries(cfg.buffer_pool_bytes),
     })
 }
 

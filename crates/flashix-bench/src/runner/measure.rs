@@ -26,7 +26,9 @@ pub const BUFFER_MAX_OPS_FACTOR: u64 = 20;
 /// How write workloads are sized for engines with write buffers, as printed and saved.
 pub const BUFFER_RULE: &str = "a workload of point operations that writes (o-insert, \
 o-delete, o-update, w-*, mix-*, tpcc) on an engine with a write buffer (PIO OPQ, FD-tree head \
-tree, LSM C0, bulk-index delta, FBX log buffer; Shape::write_buffer_entries) runs \
+tree, LSM C0, bulk-index delta, FBX log buffer; Shape::write_buffer_entries; the memtables of \
+RocksDB and fjall, taken as their bytes / 16, the bytes of a key and a value, so at least \
+their entries) runs \
 max(OPS, 3 x buffer entries / write share) operations, at most 20 x OPS, so that the buffer \
 turns over about 3 times inside the measured phase and the cell measures the engine's steady \
 state rather than its buffer; the same operation stream, longer. buffer_turnovers in \
@@ -511,5 +513,30 @@ mod tests {
         );
         assert_eq!(phase_ops(10_000, Workload::OInsert, None), 10_000);
         assert_eq!(phase_ops(10_000, Workload::Tpcc, Some(10_000)), 120_968);
+    }
+
+    /// RocksDB's and fjall's memtables count as write buffers (4 MiB of a 16 MiB budget:
+    /// 262,144 entries of 16 bytes), so their insert phases turn them over as the
+    /// engines' do; LMDB and redb keep OPS.
+    #[test]
+    fn memtable_peers_write_phases_turn_their_memtables_over() {
+        use crate::peers::PeerKind;
+        let budget = 16 << 20;
+        assert_eq!(
+            PeerKind::RocksDb.write_buffer_entries(budget),
+            Some(262_144)
+        );
+        assert_eq!(PeerKind::Fjall.write_buffer_entries(budget), Some(262_144));
+        for p in [
+            PeerKind::Lmdb,
+            PeerKind::LmdbBatched,
+            PeerKind::Redb,
+            PeerKind::RedbBatched,
+        ] {
+            assert_eq!(p.write_buffer_entries(budget), None);
+        }
+        let buf = PeerKind::Fjall.write_buffer_entries(budget);
+        assert_eq!(phase_ops(100_000, Workload::OInsert, buf), 786_432);
+        assert_eq!(phase_ops(100_000, Workload::OSearch, buf), 100_000);
     }
 }
