@@ -30,7 +30,13 @@
 //! the heap grows or shrinks. The child's OOM killer is disabled
 //! (`memory.oom_control`): when the heap outgrows the limit between two looks (every
 //! millisecond), the kernel first reclaims page cache and then pauses the allocating
-//! thread instead of killing the process, until the watcher raises the limit. The watcher
+//! thread instead of killing the process, until the watcher raises the limit. Page cache
+//! that is dirty or under writeback (a writer's files: journals, flushed memtables,
+//! compactions) cannot be reclaimed until the device has it, so it is added to the limit
+//! like the heap: the share bounds the clean page cache, the one that serves reads. Without
+//! it a long write phase of fjall failed with ENOMEM on a read (cgroup v1 fails a
+//! syscall's page-cache charge that reclaim cannot satisfy, where a page fault would wait).
+//! The watcher
 //! allocates nothing on its loop (descriptors opened before, a fixed buffer), so a paused
 //! process cannot stall it. It reports the peak page cache and heap it saw, and how often
 //! the group was under OOM.
@@ -131,6 +137,9 @@ pub struct FollowReport {
     /// Largest memory charged to the group besides the page cache (the heap: the usage
     /// less `cache`).
     pub peak_heap: u64,
+    /// Largest page cache that was dirty or under writeback (`dirty` + `writeback` of
+    /// `memory.stat`), which the limit also leaves room for.
+    pub peak_dirty: u64,
     /// Looks that found the group under OOM: the heap had outgrown the limit and the
     /// process waited for the watcher.
     pub under_oom: u64,
@@ -141,7 +150,7 @@ pub struct FollowReport {
     pub busy: u64,
 }
 
-/// A watcher thread that keeps a cgroup's limit at `budget + heap` (module doc); stop it
+/// A watcher thread that keeps a cgroup's limit at `budget + heap + dirty page cache` (module doc); stop it
 /// with [`HeapFollower::stop`] before the cgroup is left.
 pub struct HeapFollower {
     stop: Arc<AtomicBool>,
@@ -179,14 +188,17 @@ struct Watch {
 }
 
 impl Watch {
-    /// (page cache, the rest) charged now, and whether the group is under OOM; reads into
+    /// (page cache, the rest, the page cache dirty or under writeback) charged now, and
+    /// whether the group is under OOM; reads into
     /// fixed buffers (no allocation). The rest is the usage less the page cache: the heap
     /// and whatever else the kernel charges (kernel memory, where accounted), none of it
     /// reclaimable, so a limit below it would fail.
-    fn look(&self, buf: &mut [u8; 8192]) -> Result<(u64, u64, bool)> {
+    fn look(&self, buf: &mut [u8; 8192]) -> Result<(u64, u64, u64, bool)> {
         let n = self.stat.read_at(buf, 0).context("reading memory.stat")?;
         let text = std::str::from_utf8(&buf[..n]).context("memory.stat is not UTF-8")?;
         let cache = stat_field(text, "cache").context("no cache in memory.stat")?;
+        let dirty =
+            stat_field(text, "dirty").unwrap_or(0) + stat_field(text, "writeback").unwrap_or(0);
         let n = self
             .usage
             .read_at(buf, 0)
@@ -201,7 +213,7 @@ impl Watch {
             .read_at(buf, 0)
             .context("reading memory.oom_control")?;
         let text = std::str::from_utf8(&buf[..n]).context("memory.oom_control is not UTF-8")?;
-        Ok((cache, heap, stat_field(text, "under_oom") == Some(1)))
+        Ok((cache, heap, dirty, stat_field(text, "under_oom") == Some(1)))
     }
 
     /// Set the limit; formats into a stack buffer (no allocation). A lower limit than the
@@ -260,15 +272,16 @@ impl MemoryCgroup {
                 // is 32 pages a CPU; smaller moves are noise).
                 const STEP: u64 = 256 << 10;
                 while !flag.load(Ordering::Relaxed) {
-                    let (cache, heap, oom) = watch.look(&mut buf)?;
+                    let (cache, heap, dirty, oom) = watch.look(&mut buf)?;
                     // Peaks count from the first limit set: before it, the page cache of
                     // the warm-up is still there.
                     if limit != u64::MAX {
                         r.peak_cache = r.peak_cache.max(cache);
                         r.peak_heap = r.peak_heap.max(heap);
+                        r.peak_dirty = r.peak_dirty.max(dirty);
                     }
                     r.under_oom += oom as u64;
-                    let want = budget + heap;
+                    let want = budget + heap + dirty;
                     if want > limit || want + STEP < limit {
                         // Lowering fails (EBUSY) when the kernel cannot reclaim enough
                         // page cache at once (dirty pages under writeback): try again at
@@ -451,7 +464,16 @@ mod tests {
                     std::thread::sleep(std::time::Duration::from_millis(5));
                 }
                 assert!(limit_now() >= budget + (64 << 20), "{}", limit_now());
+                // Dirty page cache (a file written, not synced) is seen and left room for.
+                let scratch = tempfile::tempdir().unwrap();
+                let chunk = vec![3u8; 4 << 20];
+                let mut f = File::create(scratch.path().join("dirty")).unwrap();
+                for _ in 0..12 {
+                    std::io::Write::write_all(&mut f, &chunk).unwrap();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
                 let r = follower.stop().unwrap();
+                assert!(r.peak_dirty > 0, "{r:?}");
                 assert!(r.peak_heap >= 64 << 20, "{r:?}");
                 assert!(r.adjustments >= 1 && r.budget == budget, "{r:?}");
                 drop(more);

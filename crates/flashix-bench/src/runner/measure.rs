@@ -319,12 +319,14 @@ fn measure(
             let bound = format!(
                 "memory cgroup: page cache limited to {} beside the heap (the budget less \
                  the peer's own cache), the limit following the heap (open and warm-up \
-                 under budget + {}); peak {} (page cache {}, heap {}), limit hit {} times, \
+                 under budget + {}; dirty page cache and writeback on top); peak {} (page \
+                 cache {}, of it dirty {}, heap {}), limit hit {} times, \
                  under OOM in {} looks, lowering refused (EBUSY) in {}; {}",
                 format_size(f.budget),
                 format_size(PEER_MEMORY_ALLOWANCE),
                 format_size(peak),
                 format_size(f.peak_cache),
+                format_size(f.peak_dirty),
                 format_size(f.peak_heap),
                 cg.limit_hits()?,
                 f.under_oom,
