@@ -6,7 +6,9 @@ use super::aging::Prepared;
 use super::config::{BenchConfig, Subject};
 use super::params::engine_params;
 use super::ui::{say, Ui};
-use crate::cgroup::{evict_from_page_cache, PageCacheBound, PEER_MEMORY_ALLOWANCE};
+use crate::cgroup::{
+    evict_from_page_cache, PageCacheBound, FOLLOW_HEADROOM, PEER_MEMORY_ALLOWANCE,
+};
 use crate::peers;
 use crate::probe::DeviceProfile;
 use crate::report::{self, Interval, Latency, Record};
@@ -319,11 +321,13 @@ fn measure(
             let bound = format!(
                 "memory cgroup: page cache limited to {} beside the heap (the budget less \
                  the peer's own cache), the limit following the heap (open and warm-up \
-                 under budget + {}; dirty page cache and writeback on top); peak {} (page \
+                 under budget + {}; dirty page cache, writeback and {} of headroom on \
+                 top); peak {} (page \
                  cache {}, of it dirty {}, heap {}), limit hit {} times, \
                  under OOM in {} looks, lowering refused (EBUSY) in {}; {}",
                 format_size(f.budget),
                 format_size(PEER_MEMORY_ALLOWANCE),
+                format_size(FOLLOW_HEADROOM),
                 format_size(peak),
                 format_size(f.peak_cache),
                 format_size(f.peak_dirty),
