@@ -18,9 +18,10 @@
 //! # Which index for which workload
 //!
 //! Every engine implements the same [`Db`] API and contract; they differ in what an
-//! operation costs. Figures below are from one run of the default quick suite (quick suite,
-//! this machine, see README: 400,000-entry aged indexes, a 2 MiB memory budget, 4 KiB pages,
-//! O_DIRECT), as operations per second and device pages read / written per operation. The
+//! operation costs. Figures below are the medians of three runs of the default quick suite
+//! (`--repeat 3`, this machine, see README: 400,000-entry aged indexes, a 2 MiB memory
+//! budget, 4 KiB pages, O_DIRECT), as operations per second and device pages read /
+//! written per operation. The
 //! page counts do not depend on the machine's load; ops/s do. Measure on your own device
 //! with `flashix bench` (`cargo run --release -p flashix-bench -- bench`, about 2-4
 //! minutes; `--engines` and `--workload` choose the cells, `flashix bench --help` lists
@@ -28,10 +29,10 @@
 //!
 //! | engine ([`EngineKind`]) | use it when | trade-off measured (quick suite) |
 //! |---|---|---|
-//! | [`BTree`](EngineKind::BTree) (`btree`) | point searches and range scans dominate | fastest O-Search, 20,600/s at 0.81 pages read; fewest pages per 1,000-key scan (5.0); but every insert, delete or update writes in place: 0.8 pages per write, O-Insert 5,590/s |
-//! | [`FdTree`](EngineKind::FdTree) (`fdtree`) | inserts and updates dominate, searches are fewer | O-Insert 148,600/s at 0.15 pages written; a search reads 1.43 pages (O-Search 7,550/s) and a delete searches first (O-Delete 7,210/s); a bulk of 100 keys costs 16 reads and 17 writes in merges |
-//! | [`Lsm`](EngineKind::Lsm) (`lsm`) | writes of every kind dominate (inserts, deletes, updates, range deletes) | fastest O-Insert / O-Delete / O-Update (193,100 / 220,100 / 222,500 per s at 0.12 pages each) and W-Insert (40,600/s); a range delete reads and writes nothing; a search reads 1.26 pages (10,300/s) |
-//! | [`PioBTree`](EngineKind::PioBTree) (`pio`) | mixed searches and writes, batched lookups ([`Db::get_many`]), TPC-C-like traces | fastest W-Search (14,200/s, 0.75 pages read) and TPC-C trace (23,300/s, 0.40 / 0.01 pages); writes batched by the OPQ (O-Insert 95,000/s, 0.13 pages written); slowest 1,000-key scans (1,720/s) |
+//! | [`BTree`](EngineKind::BTree) (`btree`) | point searches and range scans dominate | fastest O-Search, 20,300/s at 0.81 pages read; fewest pages per 1,000-key scan (5.0, one read each: 3,980/s); but every insert, delete or update writes in place: 0.8 pages per write, O-Insert 10,500/s |
+//! | [`FdTree`](EngineKind::FdTree) (`fdtree`) | inserts and updates dominate, searches are fewer | O-Insert 892,300/s at 0.14 pages written, fastest 1,000-key scans (5,160/s: 13 pages in a few multi-page reads); a search reads 1.48 pages (O-Search 11,200/s) and a delete searches first (O-Delete 12,300/s); a bulk of 100 keys costs 15 reads and 16 writes in merges |
+//! | [`Lsm`](EngineKind::Lsm) (`lsm`) | writes of every kind dominate (inserts, deletes, updates, range deletes) | fastest O-Insert / O-Delete (981,300 / 836,300 per s at 0.12 pages each); a range delete reads and writes nothing; a search reads 1.26 pages (12,800/s) |
+//! | [`PioBTree`](EngineKind::PioBTree) (`pio`) | mixed searches and writes, batched lookups ([`Db::get_many`]), TPC-C-like traces | fastest W-Search, W-Insert and W-Delete (22,900 / 75,500 / 74,800 per s, 0.26 pages read per W-Insert) and TPC-C trace (38,300/s, 0.40 / 0.01 pages); writes batched by the OPQ (O-Insert 476,300/s, 0.13 pages written); slowest 1,000-key scans (3,080/s) |
 //! | [`BulkIndex`](EngineKind::BulkIndex) (`bulk`) | ingest in bulks of consecutive keys with range-delete retention (time series, logs) | not in the default suite; an inner range is dropped by a range delete with no I/O, a search reads one range. `flashix bench --engines bulk,latree,btree,fdtree --workload bulk-insert-100,range-delete-100,...` and `flashix repro bulk` measure it |
 //! | [`LaTree`](EngineKind::LaTree) (`latree`) | write-heavy with lookups that can wait for buffered messages | not in the default suite; writes are messages in cascaded buffers (no read), lookups search the buffers; measured beside the bulk index (`flashix repro bulk`) |
 //! | [`Fbx`](EngineKind::Fbx) (`fbx`) | frequent updates of small records, moving objects ([`mobject`] over it is the FBX-tree) | not in the default suite; every write an append, leaves rebuilt from their logs on read; `flashix repro fbx` and `flashix mo-bench` measure it |
