@@ -182,9 +182,7 @@ impl PeerKind {
             }
         }
     }
-}
 
-impl PeerKind {
     /// The entries a peer's write buffer holds, for the bench's BUFFER_RULE (a write phase
     /// turns it over about three times): RocksDB's and fjall's memtables
     /// ([`memtable_bytes`]) taken as their bytes over the 16 bytes of a key and a value,

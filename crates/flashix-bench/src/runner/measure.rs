@@ -322,9 +322,8 @@ fn measure(
                 "memory cgroup: page cache limited to {} beside the heap (the budget less \
                  the peer's own cache), the limit following the heap (open and warm-up \
                  under budget + {}; dirty page cache, writeback and {} of headroom on \
-                 top); peak {} (page \
-                 cache {}, of it dirty {}, heap {}), limit hit {} times, \
-                 under OOM in {} looks, lowering refused (EBUSY) in {}; {}",
+                 top); peak {} (page cache {}, of it dirty {}, heap {}), limit hit {} \
+                 times, under OOM in {} looks, lowering refused (EBUSY) in {}; {}",
                 format_size(f.budget),
                 format_size(PEER_MEMORY_ALLOWANCE),
                 format_size(FOLLOW_HEADROOM),

@@ -7,6 +7,7 @@ use crate::durable::Pager;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId};
 use crate::kit::sorted::entry::{self, Entry, Probe, KIND_RUN, NONE};
+use crate::kit::sorted::head::Packer;
 use crate::kit::sorted::seq::{ChunkWriter, SeqReader};
 use crate::page::{self, DATA_FILE};
 use serde::{Deserialize, Serialize};
@@ -175,19 +176,15 @@ impl RunReader {
     }
 }
 
-/// Writes a new run into a fresh extent: packs entries into pages (Invariant 1: a page
-/// that would begin with an index entry begins with an internal fence carrying the last
-/// external fence's page, as [`crate::kit::sorted::head::Packer`] packs), writes `io_unit`
-/// pages per request, and records the external fence of every page for the level above
-/// (§3.2, "We create a fence for each page of L(i+1)"). Entries go straight into the page
-/// bytes of the chunk being built: no page of decoded entries in between.
+/// Writes a new run into a fresh extent: packs entries into pages (Invariant 1 via
+/// [`Packer`]), writes `io_unit` pages per request, and records the external fence of every
+/// page for the level above (§3.2, "We create a fence for each page of L(i+1)"). Entries go
+/// straight into the page bytes of the chunk being built.
 pub struct RunWriter {
     extent: Extent,
-    cap: usize,
+    packer: Packer,
     /// Entries in the page being built (0: none started).
     cur: usize,
-    /// The page of the last external fence pushed (`NONE` before the first).
-    last_fence_pid: u64,
     /// Pages are built here and written `io_unit` at a time (one request in flight).
     out: ChunkWriter,
     /// Pages of the run written (or in flight) so far.
@@ -209,9 +206,8 @@ impl RunWriter {
         let ps = pager.page_size();
         Ok(RunWriter {
             extent,
-            cap,
+            packer: Packer::new(cap, true),
             cur: 0,
-            last_fence_pid: NONE,
             out: ChunkWriter::new(ps, io_unit.min(max_pages)),
             chunk_start: 0,
             pages: 0,
@@ -230,7 +226,8 @@ impl RunWriter {
     #[inline]
     pub fn push(&mut self, pager: &mut Pager, e: Entry) -> Result<()> {
         let ps = pager.page_size();
-        if self.cur == self.cap {
+        let place = self.packer.place(&e);
+        if place.close {
             self.close_page(pager)?;
         }
         if self.cur == 0 {
@@ -246,22 +243,15 @@ impl RunWriter {
                 ));
             }
             self.fences.push((e.key, self.extent.start + self.pages));
-            if !e.is_fence() {
-                let fence = Entry::new(e.key, self.last_fence_pid, entry::Kind::Internal);
-                entry::set(self.out.next_page(ps), 0, fence);
-                self.cur = 1;
-            }
         }
-        match e.kind {
-            entry::Kind::External | entry::Kind::Internal => self.last_fence_pid = e.val,
-            entry::Kind::Filter => {
-                self.filters += 1;
-                self.index_entries += 1;
-            }
-            entry::Kind::Normal => self.index_entries += 1,
+        for x in place.fence.into_iter().chain([e]) {
+            entry::set(self.out.next_page(ps), self.cur, x);
+            self.cur += 1;
         }
-        entry::set(self.out.next_page(ps), self.cur, e);
-        self.cur += 1;
+        if !e.is_fence() {
+            self.index_entries += 1;
+            self.filters += u64::from(e.kind == entry::Kind::Filter);
+        }
         Ok(())
     }
 

@@ -31,13 +31,27 @@ pub struct Head {
 
 /// Packs a sorted stream of entries into pages of `cap` entries while keeping Invariant 1:
 /// a page that would begin with an index entry begins with an internal fence instead
-/// (§3.2), whose page id is that of the last fence seen (Algorithm 3, lines 17-21).
+/// (§3.2), whose page id is that of the last fence seen (Algorithm 3, lines 17-21). It
+/// says where each entry goes ([`Packer::place`]) and holds no entries, so a writer can put
+/// them straight into page bytes (the FD-tree's run writer); [`Packer::pack`] makes pages
+/// of entries (head-tree bulk loads).
 pub struct Packer {
     cap: usize,
-    cur: Vec<Entry>,
+    /// Entries placed in the page being filled.
+    len: usize,
     last_fence_pid: u64,
+    /// Pages closed so far.
     pages: u64,
     fence_first_page: bool,
+}
+
+/// Where [`Packer::place`] puts an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    /// The page being filled is full: close it; the entry starts the next one.
+    pub close: bool,
+    /// The internal fence to put before the entry, first in its page.
+    pub fence: Option<Entry>,
 }
 
 impl Packer {
@@ -45,42 +59,45 @@ impl Packer {
     pub fn new(cap: usize, fence_first_page: bool) -> Self {
         Packer {
             cap,
-            cur: Vec::with_capacity(cap),
+            len: 0,
             last_fence_pid: NONE,
             pages: 0,
             fence_first_page,
         }
     }
 
-    /// Add `e`; returns a completed page when `e` starts a new one.
+    /// Place `e`, the next entry of the stream.
     #[inline]
-    pub fn push(&mut self, e: Entry) -> Option<Vec<Entry>> {
-        let mut done = None;
-        if self.cur.len() >= self.cap {
-            done = Some(std::mem::replace(
-                &mut self.cur,
-                Vec::with_capacity(self.cap),
-            ));
+    pub fn place(&mut self, e: &Entry) -> Place {
+        let close = self.len >= self.cap;
+        if close {
+            self.len = 0;
             self.pages += 1;
         }
-        if self.cur.is_empty() && !e.is_fence() && (self.pages > 0 || self.fence_first_page) {
-            self.cur
-                .push(Entry::new(e.key, self.last_fence_pid, Kind::Internal));
-        }
+        let fence = (self.len == 0 && !e.is_fence() && (self.pages > 0 || self.fence_first_page))
+            .then(|| Entry::new(e.key, self.last_fence_pid, Kind::Internal));
         if e.is_fence() {
             self.last_fence_pid = e.val;
         }
-        self.cur.push(e);
-        done
+        self.len += 1 + usize::from(fence.is_some());
+        Place { close, fence }
     }
 
-    /// The last, partly filled page (if any).
-    pub fn finish(&mut self) -> Option<Vec<Entry>> {
-        if self.cur.is_empty() {
-            return None;
+    /// The pages of `sorted`, packed by [`Packer::place`].
+    pub fn pack(cap: usize, fence_first_page: bool, sorted: &[Entry]) -> Vec<Vec<Entry>> {
+        let mut packer = Packer::new(cap, fence_first_page);
+        let mut pages: Vec<Vec<Entry>> = Vec::new();
+        for &e in sorted {
+            let place = packer.place(&e);
+            if place.close || pages.is_empty() {
+                pages.push(Vec::with_capacity(cap));
+            }
+            if let Some(page) = pages.last_mut() {
+                page.extend(place.fence);
+                page.push(e);
+            }
         }
-        self.pages += 1;
-        Some(std::mem::take(&mut self.cur))
+        pages
     }
 }
 
@@ -320,12 +337,7 @@ impl Head {
         if sorted.is_empty() {
             return Head::create(pager);
         }
-        let mut packer = Packer::new(cap, false);
-        let mut leaves: Vec<Vec<Entry>> = Vec::new();
-        for &e in sorted {
-            leaves.extend(packer.push(e));
-        }
-        leaves.extend(packer.finish());
+        let leaves = Packer::pack(cap, false, sorted);
         let pids: Vec<PageId> = (0..leaves.len())
             .map(|_| pager.alloc_page())
             .collect::<Result<_>>()?;
@@ -537,12 +549,7 @@ mod tests {
                     Entry::new(k, k ^ 1, Kind::Normal)
                 })
                 .collect();
-            let mut p = Packer::new(cap, true);
-            let mut pages: Vec<Vec<Entry>> = Vec::new();
-            for &e in &es {
-                pages.extend(p.push(e));
-            }
-            pages.extend(p.finish());
+            let pages = Packer::pack(cap, true, &es);
             let flat: Vec<Entry> = pages.iter().flatten().filter(|e| e.kind != Kind::Internal).copied().collect();
             prop_assert_eq!(flat, es);
             let mut last = NONE;
