@@ -643,3 +643,112 @@ fn a_range_delete_reads_and_writes_a_bounded_number_of_pages() {
     assert_eq!(counter(&db, "range_tombstones"), 4);
     db.check_integrity().unwrap();
 }
+
+/// A `k` left to the cost model is re-chosen whenever the whole tree is one run that has
+/// reached its level's capacity (a bulk load, a cascade that overflows the lowest level):
+/// each new `k` is the model's for the run's entries, the run sits at the shallowest level
+/// that holds it, the tree keeps every entry, and the `k` in effect survives a reopen with
+/// another pool. A tree given the same `k` fixed keeps it and grows a level instead.
+#[test]
+fn a_model_k_is_rechosen_as_the_tree_grows() {
+    use flashix::cost::{fdtree, DeviceCosts};
+    use flashix::Tuning;
+    let tuning = Tuning {
+        device: DeviceCosts::new(4096, 48.6, 100.0, 3.2, 1.23).unwrap(),
+        expected_entries: 2_000,
+        search_fraction: 0.5,
+        pio_device: None,
+        bulk: None,
+    };
+    let o = Options::new(EngineKind::FdTree)
+        .buffer_pool_bytes(16 * 4096)
+        .tuning(tuning.clone())
+        .fdtree(FdTreeOptions {
+            k: None,
+            head_tree_bytes: 4 * 4096,
+            deamortize: true,
+            io_unit_bytes: 16 * 4096,
+        });
+    let f = FdTreeOptions::entries_per_page(4096);
+    let model_k = |stored: u64| {
+        let mut w = o.fdtree_model_workload(4 * 4096, f);
+        w.entries = stored + 1;
+        fdtree::choose(&tuning.device, &w).unwrap().k
+    };
+    let k0 = counter(&mem_db(o.clone()).unwrap().0, "k");
+    assert_eq!(k0, model_k(1_999));
+    let fixed = o.clone().fdtree(FdTreeOptions {
+        k: Some(k0 as u32),
+        ..o.fdtree_options()
+    });
+
+    // The shape after a change of k: the model's k for the lowest level's entries, which
+    // sits at the shallowest level whose capacity is above them.
+    let check_shape = |db: &Db| {
+        let runs = counter(db, "levels") - 1;
+        let low = counter(db, &format!("level_{runs}_entries"));
+        assert_eq!(counter(db, "k"), model_k(low), "{low} entries in L{runs}");
+        assert!(low < counter(db, &format!("level_{runs}_capacity")));
+        if runs > 1 {
+            let above = counter(db, &format!("level_{}_capacity", runs - 1));
+            assert!(low >= above, "L{runs} of {low} entries fits L{}", runs - 1);
+        }
+    };
+
+    let mut rng = Rng::new(29);
+    let loaded: BTreeMap<u64, u64> = (0..20_000).map(|_| (rng.next_u64(), 1)).collect();
+    let pairs: Vec<(u64, u64)> = loaded.iter().map(|(&k, &v)| (k, v)).collect();
+    let dir = tempfile::Builder::new()
+        .prefix("fdtree-retune-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let path = dir.path().join("db");
+    let file = flashix::DeviceSpec::File { direct_io: false };
+    let mut db = Db::create(&path, o.clone().device(file)).unwrap();
+    let (mut fx, _, _) = mem_db(fixed).unwrap();
+    db.bulk_insert(&pairs).unwrap();
+    fx.bulk_insert(&pairs).unwrap();
+    check_shape(&db);
+    assert_ne!(
+        counter(&db, "k"),
+        k0,
+        "a bulk load of 10x the expected entries"
+    );
+    let mut model = loaded;
+    let mut ks = vec![counter(&db, "k")];
+    for i in 0..200_000u64 {
+        let key = rng.next_u64();
+        db.insert(key, i).unwrap();
+        fx.insert(key, i).unwrap();
+        model.insert(key, i);
+        let k = counter(&db, "k");
+        if k != *ks.last().unwrap() {
+            check_shape(&db);
+            ks.push(k);
+        }
+        if i == 100_000 {
+            // Reopened with another pool: the k in effect and the model's inputs stay.
+            db.close().unwrap();
+            db = Db::open_with_buffer_pool(&path, 64 * 4096).unwrap();
+            assert_eq!(counter(&db, "k"), k);
+        }
+    }
+    db.check_integrity().unwrap();
+    fx.check_integrity().unwrap();
+    assert!(ks.len() >= 3, "k followed the growth: {ks:?}");
+    assert!(
+        ks.windows(2).any(|w| w[1] < w[0]),
+        "past two levels' reach the model takes a smaller k and a level more: {ks:?}"
+    );
+    assert_eq!(counter(&fx, "k"), k0);
+    assert!(
+        counter(&fx, "levels") > counter(&db, "levels"),
+        "the fixed k grew levels: {} against {}",
+        counter(&fx, "levels"),
+        counter(&db, "levels")
+    );
+    for d in [&mut db, &mut fx] {
+        let got: BTreeMap<u64, u64> = d.range(..).unwrap().map(|kv| kv.unwrap()).collect();
+        assert_eq!(got, model);
+    }
+}

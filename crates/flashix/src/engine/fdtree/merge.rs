@@ -13,6 +13,9 @@
 //!   levels below L(i) that the phantom was shadowing, so the filter itself is dropped only
 //!   when L'(i) is the last level (which therefore holds no filters, §3.3 Deletion);
 //! - if L'(i) reaches its capacity k^i·|L0|, it is merged with L(i+1) in turn (line 28-29);
+//!   if L(i) was the lowest level, L'(i) holds every entry and Merge(L'(i), nothing) would
+//!   copy it unchanged, so it moves down as it is to the first level that holds it, under
+//!   k or under the k re-chosen for the tree's size ([`super::tune`]);
 //! - range tombstones ([`crate::kit::sorted::tombs`]): the index entries of L(i) that a
 //!   tombstone of L(i-1) covers are dropped (fences stay: they navigate L(i+1)), and L'(i)
 //!   keeps the union of both inputs' tombstones for the levels below, or none when it is
@@ -26,6 +29,7 @@
 //! before the job completes, so searches keep using the old levels meanwhile (§3.4).
 
 use super::run::{write_fence_run, Run, RunReader, RunWriter};
+use super::tune::Retune;
 use crate::durable::Pager;
 use crate::error::Result;
 use crate::io::{Extent, PageId};
@@ -46,6 +50,16 @@ pub struct Params {
 }
 
 impl Params {
+    /// The shallowest level (1-based) whose capacity is above `stored` entries: where a
+    /// run holding every entry of the tree goes.
+    pub fn depth_for(&self, stored: u64) -> usize {
+        let mut depth = 1;
+        while stored >= self.level_capacity(depth) {
+            depth += 1;
+        }
+        depth
+    }
+
     /// Capacity of level `i` (1-based): k^i·|L0| (§3.2).
     pub fn level_capacity(&self, i: usize) -> u64 {
         let mut c = self.cap0;
@@ -66,7 +80,8 @@ fn estimate(p: &Params, mut incoming: u64, levels: &[Run], from: usize) -> u64 {
         let out = incoming + here;
         work = work.saturating_add(out);
         let stored = out + out.div_ceil(p.cap as u64 - 1) + 1;
-        if stored < p.level_capacity(i) || levels.get(i - 1).is_none() {
+        // The lowest level moves down unchanged when it overflows (no copy).
+        if stored < p.level_capacity(i) || levels.get(i).is_none() {
             break;
         }
         incoming = out;
@@ -97,6 +112,8 @@ pub struct MergeJob {
     pub pages_written: u64,
     /// Estimated entries still to process (for the deamortized step size).
     pub work: u64,
+    /// Re-choose `k` when the cascade overflows the lowest level ([`super::tune`]).
+    retune: Option<Retune>,
 }
 
 /// The result of a completed merge.
@@ -109,11 +126,15 @@ pub struct Outcome {
     pub replaced: Vec<Run>,
     /// The new levels' range tombstones (parallel to `levels`).
     pub tombs: Vec<Tombs>,
+    /// The size ratio the new levels are shaped for: the job's, or the one re-chosen when
+    /// the cascade overflowed the lowest level ([`super::tune`]).
+    pub k: u64,
 }
 
 impl MergeJob {
     /// Start merging the head tree's index entries `head` and its range tombstones
-    /// `head_tombs` into `levels` (whose tombstones are `tombs`).
+    /// `head_tombs` into `levels` (whose tombstones are `tombs`); `retune`: re-choose `k`
+    /// if the cascade overflows the lowest level.
     pub fn start(
         pager: &mut Pager,
         p: &Params,
@@ -121,6 +142,7 @@ impl MergeJob {
         head_tombs: Tombs,
         levels: Vec<Run>,
         tombs: Vec<Tombs>,
+        retune: Option<Retune>,
     ) -> Result<MergeJob> {
         let work = estimate(p, head.len() as u64, &levels, 1);
         let max = head.len() as u64 + levels.first().map_or(0, |r| r.entries);
@@ -140,6 +162,7 @@ impl MergeJob {
             pages_read: 0,
             pages_written: 0,
             work,
+            retune,
         })
     }
 
@@ -338,8 +361,10 @@ impl MergeJob {
         } else if let Some(t) = self.tombs.get(i - 1) {
             run_tombs.union(t);
         }
+        let mut k = p.k;
+        let mut depth = i;
         if let Some(run) = run {
-            if run.entries >= p.level_capacity(i) {
+            if run.entries >= p.level_capacity(i) && !self.is_last() {
                 // L'(i) reached its capacity: Merge(L'(i), L(i+1)).
                 self.work = self.work.max(estimate(p, run.entries, &self.levels, i + 1));
                 self.level = i + 1;
@@ -354,12 +379,24 @@ impl MergeJob {
                 self.upper_tombs = run_tombs;
                 return Ok(None);
             }
+            if run.entries >= p.level_capacity(i) {
+                // The lowest level overflowed, and L'(i) holds every entry of the tree.
+                // Merge(L'(i), L(i+1)) with no L(i+1) would copy it unchanged (it has no
+                // filters and no external fences), so it moves down as it is, to the
+                // level that holds it under k, or under the k the model re-chooses for
+                // the tree's new size (`super::tune`).
+                if let Some(r) = &self.retune {
+                    k = r.k_for(run.entries, k);
+                }
+                depth = Params { k, ..*p }.depth_for(run.entries);
+            }
         }
-        // The cascade stops at level i: rebuild L(i-1)..L1 from external fences.
-        let mut new: Vec<Option<Run>> = vec![None; i];
-        new[i - 1] = run;
+        // The cascade stops at level i (placed at `depth`): rebuild the levels above it
+        // from external fences.
+        let mut new: Vec<Option<Run>> = vec![None; depth];
+        new[depth - 1] = run;
         let mut fences = fences;
-        for lvl in (1..i).rev() {
+        for lvl in (1..depth).rev() {
             let (r, f) = write_fence_run(pager, p.cap, p.io_unit, &fences)?;
             self.pages_written += r.map_or(0, |r| r.pages);
             new[lvl - 1] = r;
@@ -367,6 +404,7 @@ impl MergeJob {
         }
         let replaced: Vec<Run> = self.levels.iter().take(i).copied().collect();
         // An empty level means every level below it is empty too.
+        // (With `depth != i`, L'(i) was the last level: nothing below it to keep.)
         let levels: Vec<Run> = new
             .into_iter()
             .chain(self.levels.iter().skip(i).copied().map(Some))
@@ -377,8 +415,8 @@ impl MergeJob {
         }
         // Levels above i hold fences only (no tombstones); i holds the merge's; the levels
         // below keep theirs.
-        let mut tombs = vec![Tombs::new(); i];
-        tombs[i - 1] = run_tombs;
+        let mut tombs = vec![Tombs::new(); depth];
+        tombs[depth - 1] = run_tombs;
         tombs.extend(self.tombs.iter().skip(i).cloned());
         tombs.truncate(levels.len());
         Ok(Some(Outcome {
@@ -386,6 +424,7 @@ impl MergeJob {
             head_fences: fences,
             replaced,
             tombs,
+            k,
         }))
     }
 }

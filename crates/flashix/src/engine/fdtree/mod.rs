@@ -10,7 +10,10 @@
 //! - **L1..L(l-1), the sorted runs** ([`run`]): each one contiguous extent, written once
 //!   sequentially in requests of `io_unit_bytes` (default 512 KiB = 128 pages of 4 KiB),
 //!   read through the pool by point searches and past it by merges and range scans.
-//!   Capacities |Li| = k^i·|L0| (`FdTreeOptions::k`).
+//!   Capacities |Li| = k^i·|L0| (`FdTreeOptions::k`). A `k` left to the cost model is
+//!   re-chosen for the tree's size whenever the whole tree is one run that reached its
+//!   level's capacity (a bulk load; a cascade that overflows the lowest level), and that
+//!   run moves to the level that holds it without being rewritten ([`tune`]).
 //! - **Entries** ([`crate::kit::sorted::entry`]): key, value (index entries) or
 //!   page id (fences), and a type — normal, filter, internal fence, external fence — kept
 //!   outside the key, so every u64 is a user key. Within a level entries are sorted by key,
@@ -24,7 +27,9 @@
 //! merge in progress with the extents that merge had written so far, every level's run
 //! (first page, pages, entries), and the range tombstones of the head tree, the frozen
 //! head tree and every level (`head_tombs`, `frozen_tombs`, `level_tombs`: lists of
-//! `[lo, hi]` pairs, [`crate::kit::sorted::tombs`]; absent = none).
+//! `[lo, hi]` pairs, [`crate::kit::sorted::tombs`]; absent = none), the `k` in effect
+//! (`k`; absent = the options' `k`) and, when `k` is the cost model's, the buffer pool the
+//! model is asked about when it re-chooses it (`retune_pool_bytes`; absent = `k` fixed).
 //!
 //! # Invariants (checked by `check_integrity`)
 //! 1. (§3.2, Invariant 1) The first entry of every page of every level is a fence; in the
@@ -85,7 +90,8 @@
 //! A merge in progress at a checkpoint is restarted on open (its partial extents freed).
 //!
 //! # Counters (`Stats::engine_counters`)
-//! `levels` (l of the paper: the head tree and the runs), `k`, `entries` and `index_entries`
+//! `levels` (l of the paper: the head tree and the runs), `k`, `k_changes` (re-choices of
+//! `k` that changed it, since open), `entries` and `index_entries`
 //! (stored, all levels), `filter_entries_in_runs`, `head_entries`, `head_height`,
 //! `head_pages`, `head_capacity` (|L0|), `merges` (completed merges, cascades included),
 //! `merge_in_progress`, `merge_pages_read`, `merge_pages_written`,
@@ -108,6 +114,7 @@ mod check;
 mod merge;
 pub(crate) mod run;
 mod search;
+mod tune;
 
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
@@ -127,6 +134,7 @@ use crate::stats::{LevelShape, Stats};
 use merge::{MergeJob, Outcome, Params};
 use run::{Run, RunWriter};
 use serde::{Deserialize, Serialize};
+use tune::Retune;
 
 /// Frames the engine needs at least: head-tree splits touch a few pages at once.
 const MIN_FRAMES: usize = 8;
@@ -148,6 +156,14 @@ struct State {
     frozen_tombs: Tombs,
     #[serde(default)]
     level_tombs: Vec<Tombs>,
+    /// The size ratio in effect (absent in manifests written before `k` could be
+    /// re-chosen: the options' `k`).
+    #[serde(default)]
+    k: Option<u64>,
+    /// When `k` is the cost model's: the buffer pool the model is asked about when it
+    /// re-chooses `k` ([`tune`]); absent: `k` is fixed.
+    #[serde(default)]
+    retune_pool_bytes: Option<u64>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -158,6 +174,7 @@ struct Counters {
     forced_merge_completions: u64,
     filters_inserted: u64,
     range_deletes: u64,
+    k_changes: u64,
 }
 
 /// Check FD-tree options against the page size (dispatched by `engine::validate`).
@@ -214,6 +231,13 @@ pub(crate) fn resolve(s: &Settings, mut o: FdTreeOptions) -> Result<FdTreeOption
     Ok(o)
 }
 
+/// The cost model's inputs for re-choosing `k` ([`tune`]) with the buffer pool `pool_bytes`.
+fn retune(s: &Settings, o: &FdTreeOptions, pool_bytes: u64) -> Retune {
+    let mut w = s.fdtree_model_workload(o.head_tree_bytes, entry::capacity(s.page_size) as u64);
+    w.buffer_bytes = pool_bytes;
+    Retune::new(s.tuning.device.clone(), w)
+}
+
 /// The engine's parameters from resolved options (a manifest always holds a `k`).
 fn params(opts: &Settings, o: &FdTreeOptions) -> Result<Params> {
     let cap = entry::capacity(opts.page_size);
@@ -247,15 +271,24 @@ pub struct FdTree {
     checkpoint_due: bool,
     /// Merge extents freed at open: the restarted merge must be published by a checkpoint.
     restarted_merge: bool,
+    /// Re-choose `k` as the tree grows (`k` left to the cost model; [`tune`]).
+    retune: Option<Retune>,
     counters: Counters,
 }
 
 impl FdTree {
     /// A new empty FD-tree (an empty head tree, no levels).
-    /// `o` is resolved ([`resolve`]: `k` decided) and `s.record` holds it.
-    pub fn create(storage: Storage, s: Settings, o: FdTreeOptions) -> Result<FdTree> {
+    /// `o` is resolved ([`resolve`]: `k` decided) and `s.record` holds it; `model_k`: its
+    /// `k` is the cost model's, re-chosen as the tree grows ([`tune`]).
+    pub fn create(
+        storage: Storage,
+        s: Settings,
+        o: FdTreeOptions,
+        model_k: bool,
+    ) -> Result<FdTree> {
         validate(&s, &o)?;
         let p = params(&s, &o)?;
+        let retune = model_k.then(|| retune(&s, &o, s.buffer_pool_bytes));
         let deamortize = o.deamortize;
         let config = s.pager_config(MIN_FRAMES, 0);
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
@@ -273,6 +306,7 @@ impl FdTree {
             level_tombs: Vec::new(),
             checkpoint_due: false,
             restarted_merge: false,
+            retune,
             counters: Counters::default(),
         };
         t.checkpoint()?;
@@ -288,7 +322,11 @@ impl FdTree {
     ) -> Result<FdTree> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad FD-tree state: {e}")))?;
-        let p = params(&s, &o)?;
+        let mut p = params(&s, &o)?;
+        if let Some(k) = state.k {
+            p.k = k;
+        }
+        let retune = state.retune_pool_bytes.map(|b| retune(&s, &o, b));
         let deamortize = o.deamortize;
         let config = s.pager_config(MIN_FRAMES, 0);
         let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
@@ -310,6 +348,7 @@ impl FdTree {
             level_tombs,
             checkpoint_due: false,
             restarted_merge: !state.merge_extents.is_empty(),
+            retune,
             counters: Counters::default(),
         };
         if let Some(fr) = state.frozen {
@@ -328,6 +367,8 @@ impl FdTree {
             head_tombs: self.head_tombs.clone(),
             frozen_tombs: self.frozen_tombs.clone(),
             level_tombs: self.level_tombs.clone(),
+            k: Some(self.p.k),
+            retune_pool_bytes: self.retune.as_ref().map(Retune::pool_bytes),
         })
     }
 
@@ -451,6 +492,7 @@ impl FdTree {
             self.frozen_tombs.clone(),
             self.levels.clone(),
             self.level_tombs.clone(),
+            self.retune.clone(),
         )?;
         self.job = Some(job);
         self.frozen = Some(frozen);
@@ -482,6 +524,10 @@ impl FdTree {
         }
         self.levels = out.levels;
         self.level_tombs = out.tombs;
+        if out.k != self.p.k {
+            self.p.k = out.k;
+            self.counters.k_changes += 1;
+        }
         self.frozen_tombs = Tombs::new();
         if self.levels.is_empty() {
             // Nothing older than the head tree is left for its tombstones to hide.
@@ -525,10 +571,14 @@ impl FdTree {
         let n = sorted.len() as u64;
         // The bottom level holds the entries plus one internal fence per page.
         let stored = n + n.div_ceil(self.p.cap as u64 - 1) + 1;
-        let mut depth = 1;
-        while stored >= self.p.level_capacity(depth) {
-            depth += 1;
+        if let Some(r) = &self.retune {
+            let k = r.k_for(stored, self.p.k);
+            if k != self.p.k {
+                self.p.k = k;
+                self.counters.k_changes += 1;
+            }
         }
+        let depth = self.p.depth_for(stored);
         let mut w = RunWriter::new(&mut self.pager, self.p.cap, self.p.io_unit, n)?;
         for &(k, v) in sorted {
             w.push(&mut self.pager, Entry::new(k, v, Kind::Normal))?;
@@ -653,6 +703,7 @@ impl Engine for FdTree {
         let mut engine_counters = counters(&[
             ("levels", self.levels.len() as u64 + 1),
             ("k", self.p.k),
+            ("k_changes", c.k_changes),
             (
                 "entries",
                 self.head.entries

@@ -15,7 +15,10 @@ pub struct FdTreeOptions {
     /// `None` (the default): the cost model's answer (§4, App. C.3,
     /// [`crate::cost::fdtree::choose`]) for the index's page size, head tree and buffer
     /// pool and the [`crate::Options::tuning`] (device, expected entries, search share), chosen
-    /// when the index is created and saved in its manifest.
+    /// when the index is created and saved in its manifest, and re-chosen for the entries
+    /// the tree holds whenever they are all in one run that has reached its level's
+    /// capacity (the tree outgrew the size it was tuned for; `engine::fdtree::tune`).
+    /// A given `k` stays fixed.
     pub k: Option<u32>,
     /// Maximum size of the head tree L0 in bytes: the flash "locality area" (§3.1 P2;
     /// App. D: 512 KiB). At least two pages; at most a quarter of the memory budget
