@@ -235,7 +235,7 @@ pub(crate) fn resolve(s: &Settings, mut o: FdTreeOptions) -> Result<FdTreeOption
 fn retune(s: &Settings, o: &FdTreeOptions, pool_bytes: u64) -> Retune {
     let mut w = s.fdtree_model_workload(o.head_tree_bytes, entry::capacity(s.page_size) as u64);
     w.buffer_bytes = pool_bytes;
-    Retune::new(s.tuning.device.clone(), w)
+    Retune::new(s.tuning.device, w)
 }
 
 /// The engine's parameters from resolved options (a manifest always holds a `k`).

@@ -66,7 +66,7 @@ mod tests {
         let mut w = FdTreeWorkload::new(400_000, 0.5, 4096, 169);
         w.head_tree_bytes = 256 << 10;
         w.buffer_bytes = 2 << 20;
-        let r = Retune::new(dev.clone(), w.clone());
+        let r = Retune::new(dev, w.clone());
         for n in [400_000u64, 1_000_000, 5_000_000] {
             let mut want = w.clone();
             want.entries = n + 1;
