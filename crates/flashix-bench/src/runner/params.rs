@@ -112,7 +112,7 @@ impl BenchConfig {
 
 /// The engine's parameters in effect (from its counters) and, for the FD-tree, the cost
 /// model's prediction for them: Eq. 10 search and App. C.3 insertion cost for the k and
-/// levels in use, the live entries and the measured pool.
+/// levels in use, the lowest level's entries (else the live entries) and the measured pool.
 pub(super) fn engine_params(
     cfg: &BenchConfig,
     engine: EngineKind,
@@ -155,7 +155,11 @@ pub(super) fn engine_params(
         opts.fdtree_options().head_tree_bytes,
         FdTreeOptions::entries_per_page(opts.page_size),
     );
-    w.entries = live.max(1);
+    // Algorithm 5's n is the lowest level's entries (its start state: L(l-1) holds n and
+    // the levels above only fences); `live` also counts the head tree's, which the lowest
+    // level's capacity need not hold yet.
+    let lowest = levels.checked_sub(1).and_then(|l| counter(s, &format!("level_{l}_entries")));
+    w.entries = lowest.unwrap_or(live).max(1);
     let dev = crate::model::device_costs(profile, cfg.page_size)?;
     let levels = u32::try_from(levels).context("levels")?;
     // The index may have fewer levels than the model needs for its entries (the lowest
