@@ -586,3 +586,117 @@ fn a_range_delete_reads_and_writes_a_bounded_number_of_pages() {
     assert_eq!(counter(&db, "range_tombstones"), 0);
     assert_eq!(contents(&mut db), model);
 }
+
+/// A `k` left to the cost model is re-chosen whenever one component holds the whole tree
+/// and has outgrown its level (a bulk load; a cascade overflowing the last component): each
+/// new `k` is the model's for that component's entries, it sits at the first level that
+/// holds it, the tree keeps every entry, and the `k` survives a reopen with another pool.
+/// A tree given the same `k` fixed keeps it and grows a level instead.
+#[test]
+fn a_model_k_is_rechosen_as_the_tree_grows() {
+    use flashix::cost::{fdtree, DeviceCosts};
+    use flashix::{FdTreeOptions, Tuning};
+    let tuning = Tuning {
+        device: DeviceCosts::new(4096, 48.6, 100.0, 3.2, 1.23).unwrap(),
+        expected_entries: 2_000,
+        search_fraction: 0.5,
+        pio_device: None,
+        bulk: None,
+    };
+    let lsm = LsmOptions {
+        k: None,
+        c0_bytes: 4 * 4096,
+        io_unit_bytes: 16 * 4096,
+        search_before_delete: false,
+    };
+    let o = Options::new(EngineKind::Lsm)
+        .buffer_pool_bytes(16 * 4096)
+        .tuning(tuning.clone())
+        .lsm(lsm.clone());
+    let f = FdTreeOptions::entries_per_page(4096);
+    let model_k = |entries: u64| {
+        let mut w = o.fdtree_model_workload(4 * 4096, f);
+        w.entries = entries + 1;
+        fdtree::choose(&tuning.device, &w).unwrap().k
+    };
+    let k0 = counter(&mem_db(o.clone()).unwrap().0, "k");
+    assert_eq!(k0, model_k(1_999));
+    let fixed = o.clone().lsm(LsmOptions {
+        k: Some(k0 as u32),
+        ..lsm
+    });
+    // The lowest non-empty level: (level, entries, capacity), and the one above's capacity.
+    let lowest = |db: &Db| {
+        let levels = db.stats().shape.levels;
+        let low = levels.iter().rposition(|l| l.entries > 0).unwrap();
+        let above = low.checked_sub(1).map(|a| levels[a].capacity);
+        (levels[low].entries, levels[low].capacity, above)
+    };
+    let check_shape = |db: &Db| {
+        let (n, cap, above) = lowest(db);
+        assert_eq!(
+            counter(db, "k"),
+            model_k(n),
+            "{n} entries in the last component"
+        );
+        assert!(n <= cap);
+        assert!(
+            above.map_or(true, |a| n > a),
+            "{n} entries fit the level above"
+        );
+    };
+
+    let mut rng = Rng::new(31);
+    let loaded: BTreeMap<u64, u64> = (0..20_000).map(|_| (rng.next_u64(), 1)).collect();
+    let pairs: Vec<(u64, u64)> = loaded.iter().map(|(&k, &v)| (k, v)).collect();
+    let dir = tempfile::Builder::new()
+        .prefix("lsm-retune-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let path = dir.path().join("db");
+    let file = flashix::DeviceSpec::File { direct_io: false };
+    let mut db = Db::create(&path, o.clone().device(file)).unwrap();
+    let (mut fx, _, _) = mem_db(fixed).unwrap();
+    db.bulk_insert(&pairs).unwrap();
+    fx.bulk_insert(&pairs).unwrap();
+    check_shape(&db);
+    assert_ne!(
+        counter(&db, "k"),
+        k0,
+        "a bulk load of 10x the expected entries"
+    );
+    let mut model = loaded;
+    let mut ks = vec![counter(&db, "k")];
+    for i in 0..200_000u64 {
+        let key = rng.next_u64();
+        db.insert(key, i).unwrap();
+        fx.insert(key, i).unwrap();
+        model.insert(key, i);
+        let k = counter(&db, "k");
+        if k != *ks.last().unwrap() {
+            check_shape(&db);
+            ks.push(k);
+        }
+        if i == 100_000 {
+            db.close().unwrap();
+            db = Db::open_with_buffer_pool(&path, 64 * 4096).unwrap();
+            assert_eq!(counter(&db, "k"), k);
+        }
+    }
+    db.check_integrity().unwrap();
+    fx.check_integrity().unwrap();
+    assert!(ks.len() >= 3, "k followed the growth: {ks:?}");
+    assert!(
+        ks.windows(2).any(|w| w[1] < w[0]),
+        "past two levels' reach the model takes a smaller k and a level more: {ks:?}"
+    );
+    assert_eq!(counter(&fx, "k"), k0);
+    assert!(
+        slots(&fx) > slots(&db),
+        "the fixed k grew levels: {} against {}",
+        slots(&fx),
+        slots(&db)
+    );
+    assert_eq!(contents(&mut db), model);
+    assert_eq!(contents(&mut fx), model);
+}

@@ -190,8 +190,8 @@ pub fn prepare(
         ),
     };
     // A stepped engine may need more than ENTRIES inserts before a merge reaches its
-    // lowest level (the FD-tree's k picked for the quick scale put the bulk load in a
-    // lowest level 3% full, and its L1 took 400k inserts to fill).
+    // lowest level (with a fixed k, a bulk load can land in a lowest level 3% full whose
+    // level above takes ENTRIES inserts to fill).
     let limit = if matches!(goal, AgingGoal::Levels) {
         LEVELS_AGING_LIMIT * cfg.entries
     } else {

@@ -57,14 +57,18 @@ pub fn validate(opts: &Options) -> Result<()> {
 /// A new engine of `opts.engine()` on `storage`, with every parameter left to a cost model
 /// decided first ([`Options::resolved`]), so that the manifest saves the choice.
 pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
-    // A `k` left to the cost model is re-chosen as the tree grows (`fdtree::tune`).
-    let model_k = matches!(&opts.sub_options, EngineOptions::FdTree(o) if o.k.is_none());
+    // A `k` left to the cost model is re-chosen as the tree grows (`kit::sorted::tune`).
+    let model_k = match &opts.sub_options {
+        EngineOptions::FdTree(o) => o.k.is_none(),
+        EngineOptions::Lsm(o) => o.k.is_none(),
+        _ => false,
+    };
     let opts = opts.resolved()?;
     let s = opts.settings()?;
     match opts.sub_options {
         EngineOptions::BTree(o) => Ok(Box::new(btree::BTree::create(storage, s, o)?)),
         EngineOptions::FdTree(o) => Ok(Box::new(fdtree::FdTree::create(storage, s, o, model_k)?)),
-        EngineOptions::Lsm(o) => Ok(Box::new(lsm::Lsm::create(storage, s, o)?)),
+        EngineOptions::Lsm(o) => Ok(Box::new(lsm::Lsm::create(storage, s, o, model_k)?)),
         EngineOptions::PioBTree(o) => Ok(Box::new(pio::PioBTree::create(storage, s, o)?)),
         EngineOptions::Bftl(o) => Ok(Box::new(bftl::Bftl::create(storage, s, o)?)),
         EngineOptions::BulkIndex(o) => Ok(Box::new(bulk::BulkIndex::create(storage, s, o)?)),

@@ -15,7 +15,7 @@
 //! - if L'(i) reaches its capacity k^i·|L0|, it is merged with L(i+1) in turn (line 28-29);
 //!   if L(i) was the lowest level, L'(i) holds every entry and Merge(L'(i), nothing) would
 //!   copy it unchanged, so it moves down as it is to the first level that holds it, under
-//!   k or under the k re-chosen for the tree's size ([`super::tune`]);
+//!   k or under the k re-chosen for the tree's size ([`crate::kit::sorted::tune`]);
 //! - range tombstones ([`crate::kit::sorted::tombs`]): the index entries of L(i) that a
 //!   tombstone of L(i-1) covers are dropped (fences stay: they navigate L(i+1)), and L'(i)
 //!   keeps the union of both inputs' tombstones for the levels below, or none when it is
@@ -29,12 +29,12 @@
 //! before the job completes, so searches keep using the old levels meanwhile (§3.4).
 
 use super::run::{write_fence_run, Run, RunReader, RunWriter};
-use super::tune::Retune;
 use crate::durable::Pager;
 use crate::error::Result;
 use crate::io::{Extent, PageId};
 use crate::kit::sorted::entry::{Entry, Kind};
 use crate::kit::sorted::tombs::Tombs;
+use crate::kit::sorted::tune::Retune;
 
 /// Sizes the job needs.
 #[derive(Debug, Clone, Copy)]
@@ -112,7 +112,7 @@ pub struct MergeJob {
     pub pages_written: u64,
     /// Estimated entries still to process (for the deamortized step size).
     pub work: u64,
-    /// Re-choose `k` when the cascade overflows the lowest level ([`super::tune`]).
+    /// Re-choose `k` when the cascade overflows the lowest level ([`crate::kit::sorted::tune`]).
     retune: Option<Retune>,
 }
 
@@ -127,7 +127,7 @@ pub struct Outcome {
     /// The new levels' range tombstones (parallel to `levels`).
     pub tombs: Vec<Tombs>,
     /// The size ratio the new levels are shaped for: the job's, or the one re-chosen when
-    /// the cascade overflowed the lowest level ([`super::tune`]).
+    /// the cascade overflowed the lowest level ([`crate::kit::sorted::tune`]).
     pub k: u64,
 }
 
@@ -384,7 +384,7 @@ impl MergeJob {
                 // Merge(L'(i), L(i+1)) with no L(i+1) would copy it unchanged (it has no
                 // filters and no external fences), so it moves down as it is, to the
                 // level that holds it under k, or under the k the model re-chooses for
-                // the tree's new size (`super::tune`).
+                // the tree's new size (`crate::kit::sorted::tune`).
                 if let Some(r) = &self.retune {
                     k = r.k_for(run.entries, k);
                 }

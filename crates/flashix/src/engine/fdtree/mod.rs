@@ -13,7 +13,8 @@
 //!   Capacities |Li| = k^i·|L0| (`FdTreeOptions::k`). A `k` left to the cost model is
 //!   re-chosen for the tree's size whenever the whole tree is one run that reached its
 //!   level's capacity (a bulk load; a cascade that overflows the lowest level), and that
-//!   run moves to the level that holds it without being rewritten ([`tune`]).
+//!   run moves to the level that holds it without being rewritten
+//!   ([`crate::kit::sorted::tune`]).
 //! - **Entries** ([`crate::kit::sorted::entry`]): key, value (index entries) or
 //!   page id (fences), and a type — normal, filter, internal fence, external fence — kept
 //!   outside the key, so every u64 is a user key. Within a level entries are sorted by key,
@@ -114,7 +115,6 @@ mod check;
 mod merge;
 pub(crate) mod run;
 mod search;
-mod tune;
 
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
@@ -128,13 +128,13 @@ use crate::kit::sorted::entry::{self, Entry, Kind};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::scan_many_with_memo;
 use crate::kit::sorted::tombs::Tombs;
+use crate::kit::sorted::tune::Retune;
 use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::{LevelShape, Stats};
 use merge::{MergeJob, Outcome, Params};
 use run::{Run, RunWriter};
 use serde::{Deserialize, Serialize};
-use tune::Retune;
 
 /// Frames the engine needs at least: head-tree splits touch a few pages at once.
 const MIN_FRAMES: usize = 8;
@@ -161,7 +161,7 @@ struct State {
     #[serde(default)]
     k: Option<u64>,
     /// When `k` is the cost model's: the buffer pool the model is asked about when it
-    /// re-chooses `k` ([`tune`]); absent: `k` is fixed.
+    /// re-chooses `k` ([`crate::kit::sorted::tune`]); absent: `k` is fixed.
     #[serde(default)]
     retune_pool_bytes: Option<u64>,
 }
@@ -231,13 +231,6 @@ pub(crate) fn resolve(s: &Settings, mut o: FdTreeOptions) -> Result<FdTreeOption
     Ok(o)
 }
 
-/// The cost model's inputs for re-choosing `k` ([`tune`]) with the buffer pool `pool_bytes`.
-fn retune(s: &Settings, o: &FdTreeOptions, pool_bytes: u64) -> Retune {
-    let mut w = s.fdtree_model_workload(o.head_tree_bytes, entry::capacity(s.page_size) as u64);
-    w.buffer_bytes = pool_bytes;
-    Retune::new(s.tuning.device, w)
-}
-
 /// The engine's parameters from resolved options (a manifest always holds a `k`).
 fn params(opts: &Settings, o: &FdTreeOptions) -> Result<Params> {
     let cap = entry::capacity(opts.page_size);
@@ -271,7 +264,7 @@ pub struct FdTree {
     checkpoint_due: bool,
     /// Merge extents freed at open: the restarted merge must be published by a checkpoint.
     restarted_merge: bool,
-    /// Re-choose `k` as the tree grows (`k` left to the cost model; [`tune`]).
+    /// Re-choose `k` as the tree grows (`k` left to the cost model; [`crate::kit::sorted::tune`]).
     retune: Option<Retune>,
     counters: Counters,
 }
@@ -279,7 +272,7 @@ pub struct FdTree {
 impl FdTree {
     /// A new empty FD-tree (an empty head tree, no levels).
     /// `o` is resolved ([`resolve`]: `k` decided) and `s.record` holds it; `model_k`: its
-    /// `k` is the cost model's, re-chosen as the tree grows ([`tune`]).
+    /// `k` is the cost model's, re-chosen as the tree grows ([`crate::kit::sorted::tune`]).
     pub fn create(
         storage: Storage,
         s: Settings,
@@ -288,7 +281,8 @@ impl FdTree {
     ) -> Result<FdTree> {
         validate(&s, &o)?;
         let p = params(&s, &o)?;
-        let retune = model_k.then(|| retune(&s, &o, s.buffer_pool_bytes));
+        let retune =
+            model_k.then(|| Retune::from_settings(&s, o.head_tree_bytes, s.buffer_pool_bytes));
         let deamortize = o.deamortize;
         let config = s.pager_config(MIN_FRAMES, 0);
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
@@ -326,7 +320,8 @@ impl FdTree {
         if let Some(k) = state.k {
             p.k = k;
         }
-        let retune = state.retune_pool_bytes.map(|b| retune(&s, &o, b));
+        let retune =
+            (state.retune_pool_bytes).map(|b| Retune::from_settings(&s, o.head_tree_bytes, b));
         let deamortize = o.deamortize;
         let config = s.pager_config(MIN_FRAMES, 0);
         let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;

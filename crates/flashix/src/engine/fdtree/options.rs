@@ -17,7 +17,7 @@ pub struct FdTreeOptions {
     /// pool and the [`crate::Options::tuning`] (device, expected entries, search share), chosen
     /// when the index is created and saved in its manifest, and re-chosen for the entries
     /// the tree holds whenever they are all in one run that has reached its level's
-    /// capacity (the tree outgrew the size it was tuned for; `engine::fdtree::tune`).
+    /// capacity (the tree outgrew the size it was tuned for; `kit::sorted::tune`).
     /// A given `k` stays fixed.
     pub k: Option<u32>,
     /// Maximum size of the head tree L0 in bytes: the flash "locality area" (§3.1 P2;

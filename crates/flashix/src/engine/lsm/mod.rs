@@ -13,7 +13,11 @@
 //! - **C1..Cn** ([`component`]): B+-trees built bottom-up, each in ONE contiguous extent
 //!   (leaves first, then the internal levels), written once in sequential requests of
 //!   `io_unit_bytes` and never changed in place. Capacities |Ci| = k^i·|C0|. A level may
-//!   be empty (its component merged into the next one).
+//!   be empty (its component merged into the next one). A `k` left to the cost model is
+//!   re-chosen for the tree's size whenever one component holds the whole tree and has
+//!   outgrown its level (a bulk load; a cascade that overflows the last component), and
+//!   that component moves to the level that holds it without being rewritten
+//!   ([`crate::kit::sorted::tune`]).
 //! - **Entries**: the FD-tree's 24-byte typed entries (key, value, type outside the key,
 //!   so every u64 is a user key); a tombstone is the FD-tree's filter type.
 //! - **Range tombstones** ([`crate::kit::sorted::tombs`], which fixes their semantics):
@@ -84,7 +88,8 @@
 //! tombstones included) + replay of the WAL (logged `DeleteRange`s add them again).
 //!
 //! # Counters (`Stats::engine_counters`)
-//! `components` (non-empty ones), `k`, `entries` (stored: C0 and components, tombstones
+//! `components` (non-empty ones), `k`, `k_changes` (re-choices of `k` that changed it,
+//! since open), `entries` (stored: C0 and components, tombstones
 //! included), `c0_entries`, `c0_height`, `c0_pages`, `c0_capacity`, `merges`,
 //! `merge_pages_read`, `merge_pages_written`, `range_deletes` (calls applied),
 //! `range_tombstones` (intervals of all levels), `c0_range_tombstones`, and per level i
@@ -117,6 +122,7 @@ use crate::kit::sorted::entry::{self, Entry, Kind};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::scan_many_with_memo;
 use crate::kit::sorted::tombs::Tombs;
+use crate::kit::sorted::tune::Retune;
 use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::{LevelShape, Stats};
@@ -140,6 +146,14 @@ struct State {
     /// manifests written before range tombstones).
     #[serde(default)]
     tombs: Vec<Tombs>,
+    /// The size ratio in effect (absent in manifests written before `k` could be
+    /// re-chosen: the options' `k`).
+    #[serde(default)]
+    k: Option<u64>,
+    /// When `k` is the cost model's: the buffer pool the model is asked about when it
+    /// re-chooses `k` ([`crate::kit::sorted::tune`]); absent: `k` is fixed.
+    #[serde(default)]
+    retune_pool_bytes: Option<u64>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -148,6 +162,7 @@ struct Counters {
     merge_pages_read: u64,
     merge_pages_written: u64,
     range_deletes: u64,
+    k_changes: u64,
 }
 
 /// Sizes derived from the options.
@@ -230,6 +245,9 @@ pub struct Lsm {
     tombs: Vec<Tombs>,
     checkpoint_due: bool,
     search_before_delete: bool,
+    /// Re-choose `k` as the tree grows (`k` left to the cost model;
+    /// [`crate::kit::sorted::tune`]).
+    retune: Option<Retune>,
     counters: Counters,
 }
 
@@ -241,10 +259,12 @@ impl Lsm {
     }
 
     /// A new empty LSM-tree: an empty C0, no components.
-    /// `o` is resolved ([`resolve`]: `k` decided) and `s.record` holds it.
-    pub fn create(storage: Storage, s: Settings, o: LsmOptions) -> Result<Lsm> {
+    /// `o` is resolved ([`resolve`]: `k` decided) and `s.record` holds it; `model_k`: its
+    /// `k` is the cost model's, re-chosen as the tree grows ([`crate::kit::sorted::tune`]).
+    pub fn create(storage: Storage, s: Settings, o: LsmOptions, model_k: bool) -> Result<Lsm> {
         validate(&s, &o)?;
         let p = params(&s, &o)?;
+        let retune = model_k.then(|| Retune::from_settings(&s, o.c0_bytes, s.buffer_pool_bytes));
         let config = s.pager_config(MIN_FRAMES, 0);
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
         let c0 = Head::create(&mut pager)?;
@@ -257,6 +277,7 @@ impl Lsm {
             tombs: Vec::new(),
             checkpoint_due: false,
             search_before_delete: o.search_before_delete,
+            retune,
             counters: Counters::default(),
         };
         t.checkpoint()?;
@@ -282,7 +303,11 @@ impl Lsm {
                 ),
             ));
         }
-        let p = params(&s, &o)?;
+        let mut p = params(&s, &o)?;
+        if let Some(k) = state.k {
+            p.k = k;
+        }
+        let retune = (state.retune_pool_bytes).map(|b| Retune::from_settings(&s, o.c0_bytes, b));
         let config = s.pager_config(MIN_FRAMES, 0);
         let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
         let mut t = Lsm {
@@ -294,6 +319,7 @@ impl Lsm {
             tombs,
             checkpoint_due: false,
             search_before_delete: o.search_before_delete,
+            retune,
             counters: Counters::default(),
         };
         t.recover(&ops)?;
@@ -306,6 +332,8 @@ impl Lsm {
             components: self.components.clone(),
             c0_tombs: self.c0_tombs.clone(),
             tombs: self.tombs.clone(),
+            k: Some(self.p.k),
+            retune_pool_bytes: self.retune.as_ref().map(Retune::pool_bytes),
         })
     }
 
@@ -383,6 +411,14 @@ impl Lsm {
         old_c0.free(&mut self.pager, cap)?;
         let mut i = 0;
         while i < self.components.len() && self.fill(i) > self.p.capacity(i + 1) {
+            if self.is_last(i) {
+                // The last component outgrew its level, and every level above it is
+                // empty: it holds the whole tree (and, as the last, no tombstones). A
+                // merge with nothing would copy it unchanged, so it moves to the level
+                // that holds it, under k or the k re-chosen for its size.
+                self.place_whole_tree(i);
+                break;
+            }
             if self.components.len() == i + 1 {
                 self.components.push(None);
                 self.tombs.push(Tombs::new());
@@ -444,13 +480,46 @@ impl Lsm {
         Ok(())
     }
 
+    /// Re-choose `k` for a tree of `entries` entries, all in one component, when `k` is the
+    /// model's ([`crate::kit::sorted::tune`]).
+    fn retune_for(&mut self, entries: u64) {
+        if let Some(r) = &self.retune {
+            let k = r.k_for(entries, self.p.k);
+            if k != self.p.k {
+                self.p.k = k;
+                self.counters.k_changes += 1;
+            }
+        }
+    }
+
+    /// The first level (1-based) whose capacity holds `entries`.
+    fn level_for(&self, entries: u64) -> usize {
+        let mut level = 1;
+        while entries > self.p.capacity(level) {
+            level += 1;
+        }
+        level
+    }
+
+    /// Move the component of level `i + 1`, which holds the whole tree, to the level that
+    /// holds it after `k` is re-chosen for its size; no entry is rewritten.
+    fn place_whole_tree(&mut self, i: usize) {
+        let fill = self.fill(i);
+        self.retune_for(fill);
+        let to = self.level_for(fill) - 1;
+        let c = self.components[i].take();
+        if self.components.len() <= to {
+            self.components.resize(to + 1, None);
+            self.tombs.resize(to + 1, Tombs::new());
+        }
+        self.components[to] = c;
+    }
+
     /// Build one component of an empty index directly from sorted input.
     fn bulk_load(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
         let n = sorted.len() as u64;
-        let mut level = 1;
-        while n > self.p.capacity(level) {
-            level += 1;
-        }
+        self.retune_for(n);
+        let level = self.level_for(n);
         let mut w = ComponentWriter::new(&mut self.pager, self.p.cap, self.p.io_unit, n)?;
         for &(k, v) in sorted {
             w.push(&mut self.pager, Entry::new(k, v, Kind::Normal))?;
@@ -552,6 +621,7 @@ impl Engine for Lsm {
         let mut engine_counters = counters(&[
             ("components", live.len() as u64),
             ("k", self.p.k),
+            ("k_changes", self.counters.k_changes),
             (
                 "entries",
                 self.c0.index_entries + live.iter().map(|c| c.entries).sum::<u64>(),

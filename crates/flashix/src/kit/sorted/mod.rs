@@ -10,3 +10,4 @@ pub(crate) mod memo;
 pub mod newest;
 pub(crate) mod seq;
 pub mod tombs;
+pub(crate) mod tune;
