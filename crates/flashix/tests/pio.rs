@@ -378,14 +378,15 @@ fn bad_options_are_refused_with_the_option_named() {
         opts(512, 8, pio(8, 64, 4, 4)),
     );
     assert!(matches!(r, Err(flashix::Error::InvalidOptions(_))));
-    let s = Db::create_on(
+    let mut db = Db::create_on(
         storage(&MemDevice::new(512), &MemVfs::new()),
         opts(512, 64, pio(2, 64, 4, 4)),
     )
-    .unwrap()
-    .stats();
-    // The OPQ's 64 entries and the pool are in the reported memory.
-    assert!(s.memory_bytes >= 64 * PIO_OPQ_ENTRY_BYTES);
+    .unwrap();
+    db.insert(1, 1).unwrap();
+    // The OPQ's array (64 entries once it holds one: it grows by at least 4096, at most
+    // to its capacity) is in the reported memory.
+    assert!(db.stats().memory_bytes >= 64 * PIO_OPQ_ENTRY_BYTES);
 }
 
 /// DESIGN.md, Contract 4: a flipped bit in any page (internal nodes, leaf segments) is
@@ -402,8 +403,8 @@ fn a_flipped_bit_in_any_page_is_corruption_naming_the_page() {
 }
 
 /// Leaf and OPQ sizes left unset are the cost model's choice (§3.6, Eq. 10) for the
-/// tuning, saved in the manifest; the OPQ comes out of the memory budget and the pool gets
-/// the rest (§4.1.3).
+/// tuning, saved in the manifest; the OPQ comes out of the memory budget as it fills and
+/// the pool gets the rest (§4.1.3).
 #[test]
 fn unset_sizes_come_from_the_cost_model_and_the_opq_shares_the_budget() {
     use flashix::cost::pio::PioDeviceCosts;
@@ -432,16 +433,29 @@ fn unset_sizes_come_from_the_cost_model_and_the_opq_shares_the_budget() {
         let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
         assert_eq!(counter(&db, "leaf_segments"), u64::from(l));
         assert_eq!(counter(&db, "opq_capacity"), q / PIO_OPQ_ENTRY_BYTES);
-        // The pool is the budget less the OPQ (and its appended-region index), less the
-        // PIO's small tables (tombstones, the LSMap: under a page when new), charged by the
-        // checkpoint that ends `create`.
+        // The OPQ's entries are allocated as it fills: a new index's pool is the budget
+        // less the OPQ's appended-region index and the PIO's small tables (tombstones, the
+        // LSMap: under a page when new), charged by the checkpoint that ends `create`.
+        let index = PioOptions::opq_index_bytes(q, 5000);
         let pool = db.stats().buffer.capacity_bytes;
-        let opq_out = (budget - q - PioOptions::opq_index_bytes(q, 5000)) / 4096 * 4096;
+        let all = (budget - index) / 4096 * 4096;
+        assert!(
+            pool <= all && pool + 4096 >= all,
+            "pool {pool}, budget less the OPQ's index {all}"
+        );
+        // A nearly full OPQ leaves the pool the paper's share: the budget less the OPQ and
+        // its index (§4.1.3); the pool shrinks as the OPQ fills, within the budget.
+        for i in 0..q / PIO_OPQ_ENTRY_BYTES - 1 {
+            db.insert(1_000 + i, i).unwrap();
+            assert!(db.stats().memory_bytes <= budget);
+        }
+        assert_eq!(counter(&db, "opq_entries"), q / PIO_OPQ_ENTRY_BYTES - 1);
+        let pool = db.stats().buffer.capacity_bytes;
+        let opq_out = (budget - q - index) / 4096 * 4096;
         assert!(
             pool <= opq_out && pool + 4096 >= opq_out,
             "pool {pool}, budget less the OPQ and its index {opq_out}"
         );
-        assert!(db.stats().memory_bytes <= budget);
         db.insert(7, 70).unwrap();
         db.close().unwrap();
         let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();

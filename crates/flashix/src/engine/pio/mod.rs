@@ -86,7 +86,12 @@
 //! default `speriod`); a range tombstone takes one entry slot and holds 16 bytes beside the entry array,
 //! reported in `Stats::memory_bytes`); the LSMap ([`lsmap`]: a few bits per page of the
 //! index, sized at open for the index's pages and an eighth more); the buffer pool gets the
-//! rest. During MPSearch and `bupdate` the engine also holds the page ids of at most
+//! rest. The OPQ's entry array is allocated as it fills and freed when a checkpoint's
+//! flush empties it ([`opq`]), and the budget it does not hold goes to the pool: the pool
+//! is resized after every operation to the budget less what the OPQ, its index and the
+//! LSMap hold (`Pager::charge`), so a search-only phase after a checkpoint has the whole
+//! budget but the LSMap and the index, and a full OPQ leaves the pool the paper's share.
+//! During MPSearch and `bupdate` the engine also holds the page ids of at most
 //! `pio_max` × fan-out child nodes per level (the pages themselves are in the pool: psync
 //! groups are bounded by half the pool and by `pio_max`).
 
@@ -432,6 +437,9 @@ impl PioBTree {
             t.lsmap.reserve_pages(pages);
         }
         t.recover(&ops)?;
+        // The pool takes the budget the OPQ does not hold (an empty OPQ after a clean
+        // close holds nothing).
+        t.charge_memory()?;
         Ok(t)
     }
 
@@ -521,6 +529,7 @@ impl PioBTree {
             let batch = self.opq.take_batch(self.bcnt);
             self.bupdate(batch)?;
         }
+        self.opq.release();
         Ok(())
     }
 

@@ -25,10 +25,15 @@
 //! probing, at most 3/4 full. It is cleared by every sort and rebuilt after a range delete
 //! drops appended entries; lookups and the answers they give are the paper's.
 //!
-//! Memory: `capacity` entries of [`crate::PIO_OPQ_ENTRY_BYTES`] bytes, allocated up front,
-//! and the index's slots (4 bytes each, [`index_bytes`]: taken from the buffer pool's
-//! share, 32 KiB at the default `speriod`); a tombstone takes one of the `capacity` slots (16 bytes held,
-//! charged to the OPQ's `memory_bytes`), so a full OPQ counts both.
+//! Memory: at most `capacity` entries of [`crate::PIO_OPQ_ENTRY_BYTES`] bytes, allocated as
+//! the OPQ fills (in steps of an eighth of what it holds, at least [`GROW_ENTRIES`], never
+//! past `capacity`) and released when a flush empties it ([`Opq::release`]), so that the
+//! engine lends the budget the OPQ does not use to the buffer pool (`memory_bytes` is what
+//! the array holds, not its capacity); a sort merges in place (no second array). The
+//! index's slots (4 bytes each, [`index_bytes`]: taken from the buffer pool's share, 32 KiB
+//! at the default `speriod`) are allocated up front. A tombstone takes one of the
+//! `capacity` slots (16 bytes held, charged to the OPQ's `memory_bytes`), so a full OPQ
+//! counts both.
 
 use crate::kit::sorted::tombs::Tombs;
 use std::collections::BTreeMap;
@@ -49,6 +54,9 @@ pub struct OpqEntry {
     pub value: u64,
     pub op: Op,
 }
+
+/// Fewest entries the OPQ's array grows by (see the module doc: memory).
+pub const GROW_ENTRIES: usize = 4096;
 
 /// Appended regions that can hold more entries than this get a hash index; below it a
 /// linear scan (at most 512 compares) is as fast.
@@ -101,7 +109,7 @@ impl Opq {
     /// An empty OPQ of `capacity` entries, sorted every `speriod` appends.
     pub fn new(capacity: usize, speriod: usize) -> Opq {
         Opq {
-            entries: Vec::with_capacity(capacity),
+            entries: Vec::new(),
             sorted: 0,
             capacity: capacity.max(1),
             speriod: speriod.max(1),
@@ -194,9 +202,9 @@ impl Opq {
         &self.tombs
     }
 
-    /// Bytes held: the entry array and the tombstones.
+    /// Bytes held: the entry array as allocated, its index and the tombstones.
     pub fn memory_bytes(&self) -> u64 {
-        self.entries.capacity().max(self.capacity) as u64 * crate::PIO_OPQ_ENTRY_BYTES
+        self.entries.capacity() as u64 * crate::PIO_OPQ_ENTRY_BYTES
             + self.index.len() as u64 * 4
             + self.tombs.memory_bytes()
     }
@@ -237,8 +245,22 @@ impl Opq {
         std::mem::take(&mut self.tombs)
     }
 
+    /// Free the entry array of an empty OPQ (after a flush): its bytes go back to the
+    /// pool's share of the budget.
+    pub fn release(&mut self) {
+        if self.entries.is_empty() {
+            self.entries = Vec::new();
+        }
+    }
+
     /// Append an entry; sort when a sort period has passed.
     pub fn push(&mut self, e: OpqEntry) {
+        let len = self.entries.len();
+        if len == self.entries.capacity() {
+            let step = (len / 8).max(GROW_ENTRIES);
+            self.entries
+                .reserve_exact(step.min(self.capacity.saturating_sub(len)).max(1));
+        }
         self.entries.push(e);
         if !self.index.is_empty() {
             self.index_insert(self.entries.len() - 1);
@@ -259,43 +281,56 @@ impl Opq {
         }
         self.sorts += 1;
         self.index.fill(0);
-        let mut tail: Vec<OpqEntry> = self.entries.split_off(self.sorted);
+        // The appended region, sorted, newest entry per key; then merged into the sorted
+        // region from the back, in the array's own room (it held the appended region).
+        let tail: Vec<OpqEntry> = self.entries.drain(self.sorted..).collect();
+        let mut newest = tail;
         // Stable: equal keys keep append order; keep the last of each run.
-        tail.sort_by_key(|e| e.key);
-        let mut newest: Vec<OpqEntry> = Vec::with_capacity(tail.len());
-        for e in tail {
-            match newest.last_mut() {
-                Some(l) if l.key == e.key => *l = e,
-                _ => newest.push(e),
+        newest.sort_by_key(|e| e.key);
+        let mut w = 0;
+        for r in 0..newest.len() {
+            if w > 0 && newest[w - 1].key == newest[r].key {
+                newest[w - 1] = newest[r];
+            } else {
+                newest[w] = newest[r];
+                w += 1;
             }
         }
-        let head = std::mem::take(&mut self.entries);
-        let mut merged = Vec::with_capacity(self.capacity.max(head.len() + newest.len()));
-        let (mut i, mut j) = (0, 0);
-        while i < head.len() || j < newest.len() {
-            match (head.get(i), newest.get(j)) {
-                (Some(a), Some(b)) if a.key == b.key => {
-                    merged.push(*b);
-                    i += 1;
-                    j += 1;
+        newest.truncate(w);
+        let (h, t) = (self.entries.len(), newest.len());
+        let filler = OpqEntry {
+            key: 0,
+            value: 0,
+            op: Op::Put,
+        };
+        self.entries.resize(h + t, filler);
+        let e = &mut self.entries;
+        // Invariant: e[..i] is the sorted region not yet merged, newest[..j] the appended
+        // entries not yet merged, e[w..] the merged tail; w >= i + j.
+        let (mut i, mut j, mut w) = (h, t, h + t);
+        while j > 0 {
+            let b = newest[j - 1];
+            w -= 1;
+            match i.checked_sub(1).map(|a| e[a].key) {
+                Some(k) if k > b.key => {
+                    e[w] = e[i - 1];
+                    i -= 1;
                 }
-                (Some(a), Some(b)) if a.key < b.key => {
-                    merged.push(*a);
-                    i += 1;
+                Some(k) if k == b.key => {
+                    // The appended (newer) entry replaces the sorted one.
+                    e[w] = b;
+                    i -= 1;
+                    j -= 1;
                 }
-                (Some(_), Some(b)) | (None, Some(b)) => {
-                    merged.push(*b);
-                    j += 1;
+                _ => {
+                    e[w] = b;
+                    j -= 1;
                 }
-                (Some(a), None) => {
-                    merged.push(*a);
-                    i += 1;
-                }
-                (None, None) => break,
             }
         }
-        self.sorted = merged.len();
-        self.entries = merged;
+        // e[..i] stays where it is; keys that met in both regions left a gap e[i..w).
+        e.drain(i..w);
+        self.sorted = self.entries.len();
     }
 
     /// The newest entry of `key`: the appended region (its index, or a scan from its end
@@ -381,6 +416,38 @@ mod tests {
             value,
             op: Op::Put,
         }
+    }
+
+    /// The in-place sort against a map of the newest entry per key, over many sorts with
+    /// keys repeated in and across both regions; the array grows with the entries (never
+    /// past the capacity) and a drained OPQ releases it.
+    #[test]
+    fn in_place_sorts_keep_the_newest_entry_and_memory_follows_the_entries() {
+        let cap = 20_000;
+        let mut q = Opq::new(cap, 7);
+        assert_eq!(q.memory_bytes(), 0);
+        let mut model = std::collections::BTreeMap::new();
+        let mut x = 12345u64;
+        for i in 0..15_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let e = put(x % 3_000, i);
+            q.push(e);
+            model.insert(e.key, e);
+            assert!(q.len() <= q.entries.capacity() && q.entries.capacity() <= cap);
+        }
+        q.sort();
+        let got: Vec<OpqEntry> = q.sorted_region().to_vec();
+        let want: Vec<OpqEntry> = model.values().copied().collect();
+        assert_eq!(got, want);
+        assert!(q.memory_bytes() >= got.len() as u64 * crate::PIO_OPQ_ENTRY_BYTES);
+        assert!(q.memory_bytes() < cap as u64 * crate::PIO_OPQ_ENTRY_BYTES);
+        while !q.is_empty() {
+            q.take_batch(1000);
+        }
+        q.release();
+        assert_eq!(q.memory_bytes(), q.index.len() as u64 * 4);
     }
 
     #[test]
@@ -537,7 +604,14 @@ mod tests {
         // At most an eighth of the entries' bytes: 1,000 entries would need 2048 slots.
         assert_eq!(index_bytes(1_000, 5000), 0);
         assert_eq!(index_bytes(3_000, 1_000), 2048 * 4);
-        let q = Opq::new(21_845, 5000);
-        assert_eq!(q.memory_bytes(), 21_845 * 24 + 8192 * 4);
+        // The entries are allocated as they come, GROW_ENTRIES at first; the index at once.
+        let mut q = Opq::new(21_845, 5000);
+        assert_eq!(q.memory_bytes(), 8192 * 4);
+        q.push(OpqEntry {
+            key: 1,
+            value: 1,
+            op: Op::Put,
+        });
+        assert_eq!(q.memory_bytes(), GROW_ENTRIES as u64 * 24 + 8192 * 4);
     }
 }
