@@ -47,14 +47,20 @@ pub fn device_costs(profile: &DeviceProfile, page_size: usize) -> Result<DeviceC
     let b = page_size as f64;
     let rand_read_us = profile.read_latency_us(page_size as u64, false)?;
     let rand_write_us = 1e6 / profile.rand_write_iops_qd1 * (b / PROBE_WRITE_BYTES);
-    DeviceCosts::new(
+    let dev = DeviceCosts::new(
         page_size,
         rand_read_us,
         rand_write_us,
         b / profile.seq_read_mb_s,
         b / profile.seq_write_mb_s,
     )
-    .context("converting the device profile into cost-model inputs")
+    .context("converting the device profile into cost-model inputs")?;
+    match profile.cpu {
+        Some(c) => dev
+            .with_cpu_costs(c.insert_us, c.merge_entry_us)
+            .context("the profile's CPU costs"),
+        None => Ok(dev),
+    }
 }
 
 impl FdTreeModelArgs {

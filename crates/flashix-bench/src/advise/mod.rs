@@ -382,6 +382,7 @@ pub(crate) fn test_device() -> Device {
         seq_write_iops_qd1: None,
         read_latency_us_by_size: vec![(4096, 50.0), (8192, 60.0), (16384, 80.0)],
         measured_at: "2026-01-01T00:00:00Z".into(),
+        cpu: None,
     };
     Device::new(&profile, 4096).unwrap()
 }

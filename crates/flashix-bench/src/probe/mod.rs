@@ -1,8 +1,9 @@
 //! `flashix probe`: measure a device (DESIGN.md, Benchmarks): 4 KiB random read and write
 //! IOPS at queue depth 1 and 32, sequential read and write bandwidth with 512 KiB requests,
-//! sequential 4 KiB read and write IOPS at QD1, and mean QD1 read latency by request size.
-//! The result, a [`DeviceProfile`], feeds the cost models and the "share of the device's
-//! limit" column of benchmark reports.
+//! sequential 4 KiB read and write IOPS at QD1, and mean QD1 read latency by request size;
+//! then the machine's CPU cost of FD-tree insertions and merges ([`cpu`]). The result, a
+//! [`DeviceProfile`], feeds the cost models and the "share of the device's limit" column
+//! of benchmark reports.
 //!
 //! The measurements ([`measure`], module `measure`) run on any `io::Device` with a clock:
 //! - `flashix probe DIR` ([`run_probe`]): a [`FileDevice`] opened with `direct_io = true` (so
@@ -15,6 +16,7 @@
 //!
 //! Bandwidth is in MB/s with 1 MB = 10^6 bytes.
 
+pub mod cpu;
 mod measure;
 pub mod sim;
 
@@ -70,6 +72,11 @@ pub struct DeviceProfile {
     pub read_latency_us_by_size: Vec<(u64, f64)>,
     /// UTC time of the measurement, `YYYY-MM-DDTHH:MM:SSZ`.
     pub measured_at: String,
+    /// The machine's CPU costs of FD-tree insertions and merges ([`cpu::calibrate`]); absent
+    /// from simulated profiles and from profiles measured before it was (the cost models
+    /// then count I/O only).
+    #[serde(default)]
+    pub cpu: Option<cpu::CpuCosts>,
 }
 
 /// A fixed profile for unit tests: 60/70/90 us reads at 4/8/16 KiB, 20k/100k read IOPS,
@@ -90,6 +97,7 @@ pub(crate) fn example_profile() -> DeviceProfile {
         seq_write_iops_qd1: Some(15_000.0),
         read_latency_us_by_size: vec![(4096, 60.0), (8192, 70.0), (16384, 90.0)],
         measured_at: "2026-01-01T00:00:00Z".into(),
+        cpu: None,
     }
 }
 
@@ -110,6 +118,7 @@ impl DeviceProfile {
             seq_write_iops_qd1: Some(f.seq_write_iops_qd1),
             read_latency_us_by_size: f.read_latency_us_by_size,
             measured_at: String::new(),
+            cpu: None,
         }
     }
 
@@ -229,12 +238,14 @@ pub fn run_probe(
     let f = measure(&mut dev, &WallClock::new(), &plan, progress)?;
     drop(dev);
     drop(guard);
+    let cpu = cpu::calibrate(progress)?;
     progress("done");
     Ok(DeviceProfile {
         path: cfg.dir.display().to_string(),
         backend,
         file_bytes,
         measured_at,
+        cpu: Some(cpu),
         ..DeviceProfile::from_figures(f)
     })
 }
@@ -299,6 +310,20 @@ pub fn print_table(p: &DeviceProfile) {
     for (size, us) in &p.read_latency_us_by_size {
         let label = format!("{} KiB", size >> 10);
         println!("  {label:<30} {us:>11.1} us");
+    }
+    if let Some(c) = p.cpu {
+        println!();
+        println!("  {:<30} {:>14}", "CPU (FD-tree insertion)", "time");
+        println!("  {:-<30} {:->14}", "", "");
+        println!(
+            "  {:<30} {:>11.3} us",
+            "insertion besides merges", c.insert_us
+        );
+        println!(
+            "  {:<30} {:>11.1} ns",
+            "per entry merged",
+            c.merge_entry_us * 1e3
+        );
     }
 }
 

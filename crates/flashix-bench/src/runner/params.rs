@@ -158,7 +158,9 @@ pub(super) fn engine_params(
     // Algorithm 5's n is the lowest level's entries (its start state: L(l-1) holds n and
     // the levels above only fences); `live` also counts the head tree's, which the lowest
     // level's capacity need not hold yet.
-    let lowest = levels.checked_sub(1).and_then(|l| counter(s, &format!("level_{l}_entries")));
+    let lowest = levels
+        .checked_sub(1)
+        .and_then(|l| counter(s, &format!("level_{l}_entries")));
     w.entries = lowest.unwrap_or(live).max(1);
     let dev = crate::model::device_costs(profile, cfg.page_size)?;
     let levels = u32::try_from(levels).context("levels")?;

@@ -12,6 +12,11 @@
 //! - Insertion, `t_insert = t_headtree + t_merge` (C.2), with `t_merge` from the simulation
 //!   of Algorithm 5 (C.3; [`simulate_merges`], [`merge_cost`], [`insert_cost`]); the
 //!   analytical upper bound Eq. (9) is [`merge_cost_bound`].
+//! - Extension (not in the paper): when the [`DeviceCosts`] carry CPU costs
+//!   ([`DeviceCosts::with_cpu_costs`]), `t_headtree` adds the CPU time of an insertion
+//!   and `t_merge` the CPU time per entry read and written by Algorithm 5's merges, added
+//!   to their transfer time (the merges overlap their requests with their CPU, but one
+//!   merge step waits for the request it needs). Without them the model is the paper's.
 //! - Workload: Eq. (11) folds deletions and updates into searches and inserts
 //!   ([`normalized_search_fraction`]); `T_tot = p_s t_search + p_i t_insert` is minimised over
 //!   the candidate `k` (C.3), `2 <= k < f - 1` (§3.2: the fences of a level must fit in it),
@@ -349,13 +354,15 @@ pub fn simulate_merges(w: &FdTreeWorkload, k: u64, levels: u32) -> Result<MergeS
 /// Algorithm 5, line 13, microseconds per insertion:
 /// `(numRead E / W_rseq + numWrite E / W_wseq) / numInsert`. An entry's share `E / W` of a
 /// sequential transfer is taken as a page's time over `f` (`E = B / f`, page envelope
-/// included).
+/// included). Extension: plus `(numRead + numWrite) c / numInsert`, `c` the CPU time per
+/// merged entry ([`DeviceCosts::merge_entry_cpu_us`], 0 unless given).
 pub fn merge_cost(dev: &DeviceCosts, w: &FdTreeWorkload, k: u64, levels: u32) -> Result<f64> {
     w.validate(dev)?;
     let s = simulate_merges(w, k, levels)?;
     let f = w.entries_per_page as f64;
-    let read_us = dev.seq_read_page_us() / f;
-    let write_us = dev.seq_write_page_us() / f;
+    let cpu = dev.merge_entry_cpu_us();
+    let read_us = dev.seq_read_page_us() / f + cpu;
+    let write_us = dev.seq_write_page_us() / f + cpu;
     Ok((s.entries_read * read_us + s.entries_written * write_us) / s.inserts)
 }
 
@@ -364,10 +371,11 @@ pub fn merge_cost(dev: &DeviceCosts, w: &FdTreeWorkload, k: u64, levels: u32) ->
 ///
 /// Reading: the paper prints `t_headtree = 1 / W_wseq`; with `W_wseq` in bytes per second
 /// that is a time per byte, so it is taken per entry, `E / W_wseq`, as in Algorithm 5's
-/// line 13.
+/// line 13. Extension: plus the CPU time of an insertion ([`DeviceCosts::insert_cpu_us`],
+/// 0 unless given).
 pub fn head_tree_cost(dev: &DeviceCosts, w: &FdTreeWorkload) -> Result<f64> {
     w.validate(dev)?;
-    Ok(dev.seq_write_page_us() / w.entries_per_page as f64)
+    Ok(dev.seq_write_page_us() / w.entries_per_page as f64 + dev.insert_cpu_us())
 }
 
 /// `t_insert = t_headtree + t_merge` (C.2) with `t_merge` from Algorithm 5 (C.3),
@@ -620,6 +628,35 @@ mod tests {
             ..w
         };
         assert!(choose(&dev, &frac).is_err());
+    }
+
+    /// Extension: CPU costs add `a` per insertion and `c` per entry Algorithm 5 reads or
+    /// writes, and nothing to a search; bad values are refused.
+    #[test]
+    fn cpu_costs_add_to_the_insert_cost_only() {
+        let (dev, w) = small();
+        let (a, c) = (0.5, 0.25);
+        let cpu = dev.with_cpu_costs(a, c).unwrap();
+        let s = simulate_merges(&w, 2, 3).unwrap();
+        let per_insert = (s.entries_read + s.entries_written) / s.inserts;
+        let io = insert_cost(&dev, &w, 2, 3).unwrap();
+        assert!(close(
+            insert_cost(&cpu, &w, 2, 3).unwrap(),
+            io + a + c * per_insert
+        ));
+        assert!(per_insert > 1.0);
+        assert_eq!(
+            search_cost(&cpu, &w, 2, 3).unwrap(),
+            search_cost(&dev, &w, 2, 3).unwrap()
+        );
+        for (a, c) in [(-1.0, 0.0), (0.0, f64::NAN), (f64::INFINITY, 0.0)] {
+            assert!(dev.with_cpu_costs(a, c).is_err(), "{a} {c}");
+        }
+        // A record without them reads as the paper's model.
+        let json = serde_json::json!({"page_size": 4096, "rand_read_page_us": 50.0,
+            "rand_write_page_us": 100.0, "seq_read_page_us": 4.0, "seq_write_page_us": 8.0});
+        let old: DeviceCosts = serde_json::from_value(json).unwrap();
+        assert_eq!(old, dev);
     }
 
     /// A device like the one in /work/bench-10m (4 KiB pages): 66.8 us random read,

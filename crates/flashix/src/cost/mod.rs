@@ -38,6 +38,11 @@ use serde::{Deserialize, Serialize};
 /// per second) and divides a byte count by them; here they are kept as the time to move one
 /// page of `B` bytes, so that `B / W_rrnd(B)` is [`DeviceCosts::rand_read_page_us`] and
 /// `B / W_rseq` is [`DeviceCosts::seq_read_page_us`].
+///
+/// It may also carry the machine's CPU costs of the sorted-run engines' insertions
+/// ([`DeviceCosts::with_cpu_costs`]; zero unless given): the paper's model counts I/O only,
+/// which on its 2010 SSDs (100-250 MB/s sequential) was the whole cost, while on a device
+/// of several GB/s the merge's CPU is as large as its transfers.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct DeviceCosts {
     page_size: usize,
@@ -45,6 +50,13 @@ pub struct DeviceCosts {
     rand_write_page_us: f64,
     seq_read_page_us: f64,
     seq_write_page_us: f64,
+    /// CPU time of one insertion besides its merges (absent in records written before
+    /// it existed: 0).
+    #[serde(default)]
+    insert_cpu_us: f64,
+    /// CPU time per entry a merge reads or writes (absent: 0).
+    #[serde(default)]
+    merge_entry_cpu_us: f64,
 }
 
 impl DeviceCosts {
@@ -85,7 +97,31 @@ impl DeviceCosts {
             rand_write_page_us,
             seq_read_page_us,
             seq_write_page_us,
+            insert_cpu_us: 0.0,
+            merge_entry_cpu_us: 0.0,
         })
+    }
+
+    /// These costs with the CPU costs of a sorted-run engine's insertion on the machine:
+    /// `insert_cpu_us` per insertion besides its merges (the head tree's search and
+    /// update, the log record), and `merge_entry_cpu_us` per entry a merge reads or
+    /// writes (decoding, comparing, building and checksumming pages, submitting the
+    /// requests). `flashix probe` measures both ([`fdtree::insert_cost`] adds them).
+    /// Both must be finite and non-negative.
+    pub fn with_cpu_costs(mut self, insert_cpu_us: f64, merge_entry_cpu_us: f64) -> Result<Self> {
+        for (name, v) in [
+            ("insertion CPU time", insert_cpu_us),
+            ("merge CPU time per entry", merge_entry_cpu_us),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Error::InvalidArgument(format!(
+                    "device costs: the {name} must be a non-negative number of microseconds, not {v}"
+                )));
+            }
+        }
+        self.insert_cpu_us = insert_cpu_us;
+        self.merge_entry_cpu_us = merge_entry_cpu_us;
+        Ok(self)
     }
 
     /// From rates: random reads and writes of one page per second (IOPS at queue depth 1,
@@ -122,6 +158,8 @@ impl DeviceCosts {
             rand_write_page_us: 67.3 + extra_us,
             seq_read_page_us: b as f64 / 1813.0,
             seq_write_page_us: b as f64 / 2679.0,
+            insert_cpu_us: 0.0,
+            merge_entry_cpu_us: 0.0,
         }
     }
 
@@ -148,6 +186,16 @@ impl DeviceCosts {
     /// Time per page of a sequential write, `B / W_wseq`, in microseconds.
     pub fn seq_write_page_us(&self) -> f64 {
         self.seq_write_page_us
+    }
+
+    /// CPU time of one insertion besides its merges, in microseconds (0 unless given).
+    pub fn insert_cpu_us(&self) -> f64 {
+        self.insert_cpu_us
+    }
+
+    /// CPU time per entry a merge reads or writes, in microseconds (0 unless given).
+    pub fn merge_entry_cpu_us(&self) -> f64 {
+        self.merge_entry_cpu_us
     }
 }
 
