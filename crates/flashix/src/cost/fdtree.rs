@@ -13,10 +13,11 @@
 //!   of Algorithm 5 (C.3; [`simulate_merges`], [`merge_cost`], [`insert_cost`]); the
 //!   analytical upper bound Eq. (9) is [`merge_cost_bound`].
 //! - Extension (not in the paper): when the [`DeviceCosts`] carry CPU costs
-//!   ([`DeviceCosts::with_cpu_costs`]), `t_headtree` adds the CPU time of an insertion
-//!   and `t_merge` the CPU time per entry read and written by Algorithm 5's merges, added
-//!   to their transfer time (the merges overlap their requests with their CPU, but one
-//!   merge step waits for the request it needs). Without them the model is the paper's.
+//!   ([`DeviceCosts::with_cpu_costs`]), an insertion also costs `t_cpu`, the CPU time of
+//!   an insertion plus the CPU time per entry read and written by Algorithm 5's merges
+//!   ([`insert_cpu_cost`]). The merges overlap their transfers with that CPU (they read
+//!   ahead and write behind, `kit::sorted::seq`), so `t_insert = max(t_headtree + t_merge,
+//!   t_cpu)`. Without CPU costs `t_cpu = 0` and the model is the paper's.
 //! - Workload: Eq. (11) folds deletions and updates into searches and inserts
 //!   ([`normalized_search_fraction`]); `T_tot = p_s t_search + p_i t_insert` is minimised over
 //!   the candidate `k` (C.3), `2 <= k < f - 1` (§3.2: the fences of a level must fit in it),
@@ -354,16 +355,25 @@ pub fn simulate_merges(w: &FdTreeWorkload, k: u64, levels: u32) -> Result<MergeS
 /// Algorithm 5, line 13, microseconds per insertion:
 /// `(numRead E / W_rseq + numWrite E / W_wseq) / numInsert`. An entry's share `E / W` of a
 /// sequential transfer is taken as a page's time over `f` (`E = B / f`, page envelope
-/// included). Extension: plus `(numRead + numWrite) c / numInsert`, `c` the CPU time per
-/// merged entry ([`DeviceCosts::merge_entry_cpu_us`], 0 unless given).
+/// included).
 pub fn merge_cost(dev: &DeviceCosts, w: &FdTreeWorkload, k: u64, levels: u32) -> Result<f64> {
     w.validate(dev)?;
     let s = simulate_merges(w, k, levels)?;
     let f = w.entries_per_page as f64;
-    let cpu = dev.merge_entry_cpu_us();
-    let read_us = dev.seq_read_page_us() / f + cpu;
-    let write_us = dev.seq_write_page_us() / f + cpu;
+    let read_us = dev.seq_read_page_us() / f;
+    let write_us = dev.seq_write_page_us() / f;
     Ok((s.entries_read * read_us + s.entries_written * write_us) / s.inserts)
+}
+
+/// Extension (module doc), microseconds per insertion: `t_cpu = a + (numRead + numWrite) c
+/// / numInsert` with Algorithm 5's counts, `a` the CPU time of an insertion besides its
+/// merges and `c` per merged entry ([`DeviceCosts::insert_cpu_us`],
+/// [`DeviceCosts::merge_entry_cpu_us`]; both 0 unless given).
+pub fn insert_cpu_cost(dev: &DeviceCosts, w: &FdTreeWorkload, k: u64, levels: u32) -> Result<f64> {
+    w.validate(dev)?;
+    let s = simulate_merges(w, k, levels)?;
+    Ok(dev.insert_cpu_us()
+        + (s.entries_read + s.entries_written) * dev.merge_entry_cpu_us() / s.inserts)
 }
 
 /// `t_headtree` (C.2), microseconds: random writes in the head tree cost as much as
@@ -371,17 +381,18 @@ pub fn merge_cost(dev: &DeviceCosts, w: &FdTreeWorkload, k: u64, levels: u32) ->
 ///
 /// Reading: the paper prints `t_headtree = 1 / W_wseq`; with `W_wseq` in bytes per second
 /// that is a time per byte, so it is taken per entry, `E / W_wseq`, as in Algorithm 5's
-/// line 13. Extension: plus the CPU time of an insertion ([`DeviceCosts::insert_cpu_us`],
-/// 0 unless given).
+/// line 13.
 pub fn head_tree_cost(dev: &DeviceCosts, w: &FdTreeWorkload) -> Result<f64> {
     w.validate(dev)?;
-    Ok(dev.seq_write_page_us() / w.entries_per_page as f64 + dev.insert_cpu_us())
+    Ok(dev.seq_write_page_us() / w.entries_per_page as f64)
 }
 
 /// `t_insert = t_headtree + t_merge` (C.2) with `t_merge` from Algorithm 5 (C.3),
-/// microseconds per insertion.
+/// microseconds per insertion; with CPU costs (extension, module doc)
+/// `max(t_headtree + t_merge, t_cpu)`.
 pub fn insert_cost(dev: &DeviceCosts, w: &FdTreeWorkload, k: u64, levels: u32) -> Result<f64> {
-    Ok(head_tree_cost(dev, w)? + merge_cost(dev, w, k, levels)?)
+    let io = head_tree_cost(dev, w)? + merge_cost(dev, w, k, levels)?;
+    Ok(io.max(insert_cpu_cost(dev, w, k, levels)?))
 }
 
 /// Eq. (9), microseconds, the analytical upper bound on `t_merge`:
@@ -630,21 +641,26 @@ mod tests {
         assert!(choose(&dev, &frac).is_err());
     }
 
-    /// Extension: CPU costs add `a` per insertion and `c` per entry Algorithm 5 reads or
-    /// writes, and nothing to a search; bad values are refused.
+    /// Extension: an insertion's CPU is `a` plus `c` per entry Algorithm 5 reads or
+    /// writes; the insertion costs the larger of it and the transfers, and a search is
+    /// unchanged; bad values are refused.
     #[test]
-    fn cpu_costs_add_to_the_insert_cost_only() {
+    fn cpu_costs_overlap_the_insert_cost_only() {
         let (dev, w) = small();
-        let (a, c) = (0.5, 0.25);
-        let cpu = dev.with_cpu_costs(a, c).unwrap();
         let s = simulate_merges(&w, 2, 3).unwrap();
         let per_insert = (s.entries_read + s.entries_written) / s.inserts;
-        let io = insert_cost(&dev, &w, 2, 3).unwrap();
-        assert!(close(
-            insert_cost(&cpu, &w, 2, 3).unwrap(),
-            io + a + c * per_insert
-        ));
         assert!(per_insert > 1.0);
+        let io = insert_cost(&dev, &w, 2, 3).unwrap();
+        assert_eq!(insert_cpu_cost(&dev, &w, 2, 3).unwrap(), 0.0);
+        // CPU below the transfers: hidden; above them: it is the cost.
+        for (a, c) in [(0.5, 0.25), (io, 1.0)] {
+            let cpu = dev.with_cpu_costs(a, c).unwrap();
+            let t_cpu = a + c * per_insert;
+            assert!(close(insert_cpu_cost(&cpu, &w, 2, 3).unwrap(), t_cpu));
+            assert!(close(insert_cost(&cpu, &w, 2, 3).unwrap(), io.max(t_cpu)));
+        }
+        assert!(io > 0.5 + 0.25 * per_insert, "the first case hides its CPU");
+        let cpu = dev.with_cpu_costs(0.5, 0.25).unwrap();
         assert_eq!(
             search_cost(&cpu, &w, 2, 3).unwrap(),
             search_cost(&dev, &w, 2, 3).unwrap()
