@@ -639,8 +639,9 @@ fn a_range_delete_reads_a_bounded_number_of_pages() {
              unread, {leaves_gone} leaves fewer, height {}",
             s.engine_counters["height"]
         );
-        // About n / 28 leaves in the range: all but the boundary ones freed unread.
-        assert!(freed + 4 >= n / 28, "{n} keys: {freed} leaves freed unread");
+        // About n / 39 leaves in the range (bulk-loaded at 0.7 of 2 segments of 28 records):
+        // all but the boundary ones freed unread.
+        assert!(freed + 4 >= n / 39, "{n} keys: {freed} leaves freed unread");
         // Leaves read: at most the 2 boundary leaves and 2 siblings, whatever n; internal
         // nodes: the ones over the range (a node has at least 16 children) and a path of
         // siblings for the repairs.
@@ -783,10 +784,10 @@ fn a_scan_does_not_read_leaves_a_queued_range_tombstone_spans() {
         got.len(),
         want.len()
     );
-    // The range spans ~715 leaves (28 records a segment, 2 segments); the ~536 inside the
-    // tombstone are skipped, the rest (and the internal nodes) read.
+    // The range spans ~513 leaves (bulk-loaded with 39 records: 0.7 of 2 segments of 28);
+    // the ~372 inside the tombstone are skipped, the rest (and the internal nodes) read.
     let skipped = counter(&db, "leaves_skipped_by_tombstones");
-    assert!(skipped >= 500, "{skipped} leaves skipped of {leaves}");
+    assert!(skipped >= 360, "{skipped} leaves skipped of {leaves}");
     assert!(
         reads < 2 * (leaves - skipped) + 40,
         "{reads} pages read with {skipped} of {leaves} leaves skipped"
