@@ -660,28 +660,22 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
         pio_device: None,
         bulk: None,
     };
+    let fd = FdTreeOptions {
+        k: None,
+        head_tree_bytes: 4 * 4096,
+        deamortize: true,
+        io_unit_bytes: 16 * 4096,
+    };
     let o = Options::new(EngineKind::FdTree)
         .buffer_pool_bytes(16 * 4096)
         .tuning(tuning.clone())
-        .fdtree(FdTreeOptions {
-            k: None,
-            head_tree_bytes: 4 * 4096,
-            deamortize: true,
-            io_unit_bytes: 16 * 4096,
-        });
+        .fdtree(fd.clone());
     let f = FdTreeOptions::entries_per_page(4096);
     let model_k = |stored: u64| {
         let mut w = o.fdtree_model_workload(4 * 4096, f);
         w.entries = stored + 1;
         fdtree::choose(&tuning.device, &w).unwrap().k
     };
-    let k0 = counter(&mem_db(o.clone()).unwrap().0, "k");
-    assert_eq!(k0, model_k(1_999));
-    let fixed = o.clone().fdtree(FdTreeOptions {
-        k: Some(k0 as u32),
-        ..o.fdtree_options()
-    });
-
     // The shape after a change of k: the model's k for the lowest level's entries, which
     // sits at the shallowest level whose capacity is above them.
     let check_shape = |db: &Db| {
@@ -694,45 +688,31 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
             assert!(low >= above, "L{runs} of {low} entries fits L{}", runs - 1);
         }
     };
-
-    let mut rng = Rng::new(29);
-    let loaded: BTreeMap<u64, u64> = (0..20_000).map(|_| (rng.next_u64(), 1)).collect();
-    let pairs: Vec<(u64, u64)> = loaded.iter().map(|(&k, &v)| (k, v)).collect();
+    let fixed = |k0: u64| {
+        let fd = FdTreeOptions {
+            k: Some(k0 as u32),
+            ..fd.clone()
+        };
+        o.clone().fdtree(fd)
+    };
     let dir = tempfile::Builder::new()
         .prefix("fdtree-retune-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .unwrap();
-    let path = dir.path().join("db");
-    let file = flashix::DeviceSpec::File { direct_io: false };
-    let mut db = Db::create(&path, o.clone().device(file)).unwrap();
-    let (mut fx, _, _) = mem_db(fixed).unwrap();
-    db.bulk_insert(&pairs).unwrap();
-    fx.bulk_insert(&pairs).unwrap();
-    check_shape(&db);
-    assert_ne!(
-        counter(&db, "k"),
-        k0,
-        "a bulk load of 10x the expected entries"
-    );
-    let mut model = loaded;
-    let mut ks = vec![counter(&db, "k")];
-    for i in 0..200_000u64 {
-        let key = rng.next_u64();
-        db.insert(key, i).unwrap();
-        fx.insert(key, i).unwrap();
-        model.insert(key, i);
-        let k = counter(&db, "k");
-        if k != *ks.last().unwrap() {
-            check_shape(&db);
-            ks.push(k);
-        }
-        if i == 100_000 {
-            // Reopened with another pool: the k in effect and the model's inputs stay.
-            db.close().unwrap();
-            db = Db::open_with_buffer_pool(&path, 64 * 4096).unwrap();
-            assert_eq!(counter(&db, "k"), k);
-        }
-    }
+    let g = flashix::testing::grow_with_model_k(
+        o.clone(),
+        fixed,
+        dir.path(),
+        20_000,
+        200_000,
+        64 * 4096,
+        check_shape,
+    )
+    .unwrap();
+    let (ks, mut db, mut fx) = (g.ks, g.db, g.fixed);
+    assert_eq!(g.k0, model_k(1_999));
+    assert_ne!(ks[0], g.k0, "a bulk load of 10x the expected entries");
+    assert_eq!(g.reopened.0, g.reopened.1, "k kept by the reopen");
     db.check_integrity().unwrap();
     fx.check_integrity().unwrap();
     assert!(ks.len() >= 3, "k followed the growth: {ks:?}");
@@ -740,7 +720,7 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
         ks.windows(2).any(|w| w[1] < w[0]),
         "past two levels' reach the model takes a smaller k and a level more: {ks:?}"
     );
-    assert_eq!(counter(&fx, "k"), k0);
+    assert_eq!(counter(&fx, "k"), g.k0);
     assert!(
         counter(&fx, "levels") > counter(&db, "levels"),
         "the fixed k grew levels: {} against {}",
@@ -749,6 +729,6 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
     );
     for d in [&mut db, &mut fx] {
         let got: BTreeMap<u64, u64> = d.range(..).unwrap().map(|kv| kv.unwrap()).collect();
-        assert_eq!(got, model);
+        assert_eq!(got, g.model);
     }
 }

@@ -619,70 +619,50 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
         w.entries = entries + 1;
         fdtree::choose(&tuning.device, &w).unwrap().k
     };
-    let k0 = counter(&mem_db(o.clone()).unwrap().0, "k");
-    assert_eq!(k0, model_k(1_999));
-    let fixed = o.clone().lsm(LsmOptions {
-        k: Some(k0 as u32),
-        ..lsm
-    });
-    // The lowest non-empty level: (level, entries, capacity), and the one above's capacity.
-    let lowest = |db: &Db| {
+    // The shape after a change of k: the model's k for the last component's entries,
+    // which sits at the first level that holds them.
+    let check_shape = |db: &Db| {
         let levels = db.stats().shape.levels;
         let low = levels.iter().rposition(|l| l.entries > 0).unwrap();
-        let above = low.checked_sub(1).map(|a| levels[a].capacity);
-        (levels[low].entries, levels[low].capacity, above)
-    };
-    let check_shape = |db: &Db| {
-        let (n, cap, above) = lowest(db);
+        let n = levels[low].entries;
         assert_eq!(
             counter(db, "k"),
             model_k(n),
             "{n} entries in the last component"
         );
-        assert!(n <= cap);
-        assert!(
-            above.map_or(true, |a| n > a),
-            "{n} entries fit the level above"
-        );
+        assert!(n <= levels[low].capacity);
+        if low > 0 {
+            assert!(
+                n > levels[low - 1].capacity,
+                "{n} entries fit the level above"
+            );
+        }
     };
-
-    let mut rng = Rng::new(31);
-    let loaded: BTreeMap<u64, u64> = (0..20_000).map(|_| (rng.next_u64(), 1)).collect();
-    let pairs: Vec<(u64, u64)> = loaded.iter().map(|(&k, &v)| (k, v)).collect();
+    let fixed = |k0: u64| {
+        let l = LsmOptions {
+            k: Some(k0 as u32),
+            ..lsm.clone()
+        };
+        o.clone().lsm(l)
+    };
     let dir = tempfile::Builder::new()
         .prefix("lsm-retune-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .unwrap();
-    let path = dir.path().join("db");
-    let file = flashix::DeviceSpec::File { direct_io: false };
-    let mut db = Db::create(&path, o.clone().device(file)).unwrap();
-    let (mut fx, _, _) = mem_db(fixed).unwrap();
-    db.bulk_insert(&pairs).unwrap();
-    fx.bulk_insert(&pairs).unwrap();
-    check_shape(&db);
-    assert_ne!(
-        counter(&db, "k"),
-        k0,
-        "a bulk load of 10x the expected entries"
-    );
-    let mut model = loaded;
-    let mut ks = vec![counter(&db, "k")];
-    for i in 0..200_000u64 {
-        let key = rng.next_u64();
-        db.insert(key, i).unwrap();
-        fx.insert(key, i).unwrap();
-        model.insert(key, i);
-        let k = counter(&db, "k");
-        if k != *ks.last().unwrap() {
-            check_shape(&db);
-            ks.push(k);
-        }
-        if i == 100_000 {
-            db.close().unwrap();
-            db = Db::open_with_buffer_pool(&path, 64 * 4096).unwrap();
-            assert_eq!(counter(&db, "k"), k);
-        }
-    }
+    let g = flashix::testing::grow_with_model_k(
+        o.clone(),
+        fixed,
+        dir.path(),
+        20_000,
+        200_000,
+        64 * 4096,
+        check_shape,
+    )
+    .unwrap();
+    let (ks, mut db, mut fx) = (g.ks, g.db, g.fixed);
+    assert_eq!(g.k0, model_k(1_999));
+    assert_ne!(ks[0], g.k0, "a bulk load of 10x the expected entries");
+    assert_eq!(g.reopened.0, g.reopened.1, "k kept by the reopen");
     db.check_integrity().unwrap();
     fx.check_integrity().unwrap();
     assert!(ks.len() >= 3, "k followed the growth: {ks:?}");
@@ -690,13 +670,13 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
         ks.windows(2).any(|w| w[1] < w[0]),
         "past two levels' reach the model takes a smaller k and a level more: {ks:?}"
     );
-    assert_eq!(counter(&fx, "k"), k0);
+    assert_eq!(counter(&fx, "k"), g.k0);
     assert!(
         slots(&fx) > slots(&db),
         "the fixed k grew levels: {} against {}",
         slots(&fx),
         slots(&db)
     );
-    assert_eq!(contents(&mut db), model);
-    assert_eq!(contents(&mut fx), model);
+    assert_eq!(contents(&mut db), g.model);
+    assert_eq!(contents(&mut fx), g.model);
 }

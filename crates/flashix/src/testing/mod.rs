@@ -58,11 +58,13 @@
 pub use crate::util::Rng;
 
 mod fault_step;
+mod grow;
 pub mod kill;
 pub mod mobject;
 
 use fault_step::FaultRun;
 pub use fault_step::{FaultCount, FAULT_KINDS};
+pub use grow::{grow_with_model_k, ModelKGrowth};
 
 use crate::io::{Device, DirVfs, Faults, FileDevice, MemDevice, MemVfs, Vfs};
 use crate::sim::{FtlKind, NandConfig, SimSsd, SimSsdConfig};

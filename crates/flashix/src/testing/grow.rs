@@ -1,0 +1,80 @@
+//! [`grow_with_model_k`]: the growth history the FD-tree's and the LSM-tree's tests of a
+//! re-chosen `k` share ([`crate::kit::sorted::tune`]).
+
+use crate::util::Rng;
+use crate::{Db, DeviceSpec, Error, Options};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// What [`grow_with_model_k`] saw.
+pub struct ModelKGrowth {
+    /// `k` at creation (the model's for the expected entries).
+    pub k0: u64,
+    /// `k` after the bulk load and after each insertion that changed it.
+    pub ks: Vec<u64>,
+    /// `k` before and after the reopen with another pool.
+    pub reopened: (u64, u64),
+    /// The tree whose `k` is the model's, after the growth.
+    pub db: Db,
+    /// The tree with `k0` fixed, after the same operations.
+    pub fixed: Db,
+    /// What both must hold.
+    pub model: BTreeMap<u64, u64>,
+}
+
+fn k_of(db: &Db) -> u64 {
+    db.stats().engine_counters.get("k").copied().unwrap_or(0)
+}
+
+/// Grow an index of `o`, whose `k` is left to the cost model, in `dir` (a file device, so
+/// that it can be reopened with another pool), beside the same index in memory with `k`
+/// fixed at its first value (`fix(k0)`): a bulk load of `load` random keys, then
+/// `inserts` random insertions, with a reopen of the first with a pool of `reopen_pool`
+/// bytes half way. `on_change` sees the first index after the bulk load and after every
+/// insertion that changed its `k`.
+pub fn grow_with_model_k(
+    o: Options,
+    fix: impl Fn(u64) -> Options,
+    dir: &Path,
+    load: u64,
+    inserts: u64,
+    reopen_pool: u64,
+    on_change: impl Fn(&Db),
+) -> Result<ModelKGrowth, Error> {
+    let path = dir.join("db");
+    let mut db = Db::create(&path, o.device(DeviceSpec::File { direct_io: false }))?;
+    let k0 = k_of(&db);
+    let (mut fixed, _, _) = super::mem_db(fix(k0))?;
+    let mut rng = Rng::new(k0 ^ load);
+    let mut model: BTreeMap<u64, u64> = (0..load).map(|_| (rng.next_u64(), 1)).collect();
+    let pairs: Vec<(u64, u64)> = model.iter().map(|(&k, &v)| (k, v)).collect();
+    db.bulk_insert(&pairs)?;
+    fixed.bulk_insert(&pairs)?;
+    on_change(&db);
+    let mut ks = vec![k_of(&db)];
+    let mut reopened = (0, 0);
+    for i in 0..inserts {
+        let key = rng.next_u64();
+        db.insert(key, i)?;
+        fixed.insert(key, i)?;
+        model.insert(key, i);
+        let k = k_of(&db);
+        if ks.last() != Some(&k) {
+            on_change(&db);
+            ks.push(k);
+        }
+        if i == inserts / 2 {
+            db.close()?;
+            db = Db::open_with_buffer_pool(&path, reopen_pool)?;
+            reopened = (k, k_of(&db));
+        }
+    }
+    Ok(ModelKGrowth {
+        k0,
+        ks,
+        reopened,
+        db,
+        fixed,
+        model,
+    })
+}
