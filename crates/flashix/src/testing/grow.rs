@@ -22,6 +22,41 @@ pub struct ModelKGrowth {
     pub model: BTreeMap<u64, u64>,
 }
 
+impl ModelKGrowth {
+    /// What every such growth must show: both trees pass `check_integrity` and hold the
+    /// model; the bulk load changed `k` and it changed at least twice more, once to a
+    /// smaller `k` (past two levels' reach the model takes a level more); the reopen kept
+    /// `k`; the fixed tree kept `k0`. The error says which failed.
+    pub fn verify(&mut self) -> Result<(), String> {
+        let ks = &self.ks;
+        let fail = |what: &str| Err(format!("{what}: k went {} then {ks:?}", self.k0));
+        if ks.first() == Some(&self.k0) {
+            return fail("the bulk load of many times the expected entries kept k");
+        }
+        if ks.len() < 3 {
+            return fail("k did not follow the growth");
+        }
+        if !ks.windows(2).any(|w| w[1] < w[0]) {
+            return fail("k never fell");
+        }
+        if self.reopened.0 != self.reopened.1 {
+            return fail(&format!("the reopen changed k: {:?}", self.reopened));
+        }
+        if k_of(&self.fixed) != self.k0 {
+            return fail("the fixed tree's k changed");
+        }
+        for db in [&mut self.db, &mut self.fixed] {
+            db.check_integrity().map_err(|e| e.to_string())?;
+            let got: Result<BTreeMap<u64, u64>, Error> =
+                db.range(..).map_err(|e| e.to_string())?.collect();
+            if got.map_err(|e| e.to_string())? != self.model {
+                return Err("a tree lost or changed entries".into());
+            }
+        }
+        Ok(())
+    }
+}
+
 fn k_of(db: &Db) -> u64 {
     db.stats().engine_counters.get("k").copied().unwrap_or(0)
 }
