@@ -699,7 +699,7 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
         .prefix("fdtree-retune-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .unwrap();
-    let g = flashix::testing::grow_with_model_k(
+    let mut g = flashix::testing::grow_with_model_k(
         o.clone(),
         fixed,
         dir.path(),
@@ -709,7 +709,6 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
         check_shape,
     )
     .unwrap();
-    let mut g = g;
     g.verify().unwrap();
     assert_eq!(g.k0, model_k(1_999));
     let (db, fx) = (&g.db, &g.fixed);

@@ -649,7 +649,7 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
         .prefix("lsm-retune-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .unwrap();
-    let g = flashix::testing::grow_with_model_k(
+    let mut g = flashix::testing::grow_with_model_k(
         o.clone(),
         fixed,
         dir.path(),
@@ -659,7 +659,6 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
         check_shape,
     )
     .unwrap();
-    let mut g = g;
     g.verify().unwrap();
     assert_eq!(g.k0, model_k(1_999));
     let (db, fx) = (&g.db, &g.fixed);
