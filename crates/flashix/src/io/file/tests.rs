@@ -89,6 +89,37 @@ fn backend_is_one_of_four() {
     );
 }
 
+/// Completions polled (the default bound, and a bound too short for any request) or
+/// awaited asleep (0) give the same data; the bound comes from `FLASHIX_IO_SPIN_US`.
+#[test]
+fn polled_and_sleeping_waits_round_trip() {
+    use std::time::Duration;
+    assert_eq!(spin_bound(None), Duration::from_micros(DEFAULT_SPIN_US));
+    assert_eq!(spin_bound(Some(" 0 ")), Duration::ZERO);
+    assert_eq!(spin_bound(Some("250")), Duration::from_micros(250));
+    assert_eq!(
+        spin_bound(Some("fast")),
+        Duration::from_micros(DEFAULT_SPIN_US)
+    );
+    for spin in [
+        Duration::ZERO,
+        Duration::from_nanos(1),
+        Duration::from_micros(DEFAULT_SPIN_US),
+    ] {
+        for (mut dev, _d) in devices("spin") {
+            dev.spin = spin;
+            let data = aligned(&pattern(7, 16 * PS));
+            dev.write(2, &data).unwrap();
+            for p in 0..16u64 {
+                let mut r = AlignedBuf::zeroed(PS);
+                dev.read(2 + p, &mut r).unwrap();
+                let at = p as usize * PS;
+                assert_eq!(&r[..], &data[at..at + PS], "{} {spin:?}", dev.backend());
+            }
+        }
+    }
+}
+
 #[test]
 fn single_and_multi_page_round_trip() {
     for (mut dev, _d) in devices("data") {

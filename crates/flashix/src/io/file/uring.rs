@@ -72,6 +72,7 @@ impl FileDevice {
         results: &mut [Option<i32>],
     ) -> Result<()> {
         let ps = self.page_size as u64;
+        let spin = self.spin;
         let Some(ring) = self.ring.as_mut() else {
             return Ok(());
         };
@@ -121,7 +122,15 @@ impl FileDevice {
         let mut fatal: Option<io::Error> = None;
         while completed < pushed {
             if fatal.is_none() {
-                match ring.submit_and_wait(1) {
+                // Submit without waiting, poll the completion queue for a short while (a
+                // QD1 page read completes in tens of microseconds, and sleeping for it
+                // costs a context switch and a wake-up), then wait in the kernel.
+                let r = match ring.submit() {
+                    Ok(k) if spin_for_completion(ring, spin) => Ok(k),
+                    Ok(k) => ring.submit_and_wait(1).map(|j| j + k),
+                    Err(e) => Err(e),
+                };
+                match r {
                     Ok(k) => submitted += k,
                     Err(e) if is_transient(&e) => {}
                     Err(e) => fatal = Some(e),
@@ -233,4 +242,26 @@ fn is_transient(e: &io::Error) -> bool {
         e.raw_os_error(),
         Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)
     )
+}
+
+/// Poll `ring`'s completion queue for at most `spin`; true when it holds a completion.
+fn spin_for_completion(ring: &mut io_uring::IoUring, spin: std::time::Duration) -> bool {
+    if spin.is_zero() {
+        return false;
+    }
+    let start = std::time::Instant::now();
+    loop {
+        let mut cq = ring.completion();
+        cq.sync();
+        if !cq.is_empty() {
+            return true;
+        }
+        drop(cq);
+        if start.elapsed() >= spin {
+            return false;
+        }
+        for _ in 0..64 {
+            std::hint::spin_loop();
+        }
+    }
 }
