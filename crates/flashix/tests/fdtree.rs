@@ -651,15 +651,7 @@ fn a_range_delete_reads_and_writes_a_bounded_number_of_pages() {
 /// another pool. A tree given the same `k` fixed keeps it and grows a level instead.
 #[test]
 fn a_model_k_is_rechosen_as_the_tree_grows() {
-    use flashix::cost::{fdtree, DeviceCosts};
-    use flashix::Tuning;
-    let tuning = Tuning {
-        device: DeviceCosts::new(4096, 48.6, 100.0, 3.2, 1.23).unwrap(),
-        expected_entries: 2_000,
-        search_fraction: 0.5,
-        pio_device: None,
-        bulk: None,
-    };
+    let tuning = flashix::testing::growth_tuning().unwrap();
     let fd = FdTreeOptions {
         k: None,
         head_tree_bytes: 4 * 4096,
@@ -668,14 +660,9 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
     };
     let o = Options::new(EngineKind::FdTree)
         .buffer_pool_bytes(16 * 4096)
-        .tuning(tuning.clone())
+        .tuning(tuning)
         .fdtree(fd.clone());
-    let f = FdTreeOptions::entries_per_page(4096);
-    let model_k = |stored: u64| {
-        let mut w = o.fdtree_model_workload(4 * 4096, f);
-        w.entries = stored + 1;
-        fdtree::choose(&tuning.device, &w).unwrap().k
-    };
+    let model_k = |stored: u64| flashix::testing::model_k_for(&o, 4 * 4096, stored).unwrap();
     // The shape after a change of k: the model's k for the lowest level's entries, which
     // sits at the shallowest level whose capacity is above them.
     let check_shape = |db: &Db| {

@@ -594,15 +594,7 @@ fn a_range_delete_reads_and_writes_a_bounded_number_of_pages() {
 /// A tree given the same `k` fixed keeps it and grows a level instead.
 #[test]
 fn a_model_k_is_rechosen_as_the_tree_grows() {
-    use flashix::cost::{fdtree, DeviceCosts};
-    use flashix::{FdTreeOptions, Tuning};
-    let tuning = Tuning {
-        device: DeviceCosts::new(4096, 48.6, 100.0, 3.2, 1.23).unwrap(),
-        expected_entries: 2_000,
-        search_fraction: 0.5,
-        pio_device: None,
-        bulk: None,
-    };
+    let tuning = flashix::testing::growth_tuning().unwrap();
     let lsm = LsmOptions {
         k: None,
         c0_bytes: 4 * 4096,
@@ -611,14 +603,9 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
     };
     let o = Options::new(EngineKind::Lsm)
         .buffer_pool_bytes(16 * 4096)
-        .tuning(tuning.clone())
+        .tuning(tuning)
         .lsm(lsm.clone());
-    let f = FdTreeOptions::entries_per_page(4096);
-    let model_k = |entries: u64| {
-        let mut w = o.fdtree_model_workload(4 * 4096, f);
-        w.entries = entries + 1;
-        fdtree::choose(&tuning.device, &w).unwrap().k
-    };
+    let model_k = |entries: u64| flashix::testing::model_k_for(&o, 4 * 4096, entries).unwrap();
     // The shape after a change of k: the model's k for the last component's entries,
     // which sits at the first level that holds them.
     let check_shape = |db: &Db| {

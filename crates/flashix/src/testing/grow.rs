@@ -1,8 +1,9 @@
 //! [`grow_with_model_k`]: the growth history the FD-tree's and the LSM-tree's tests of a
 //! re-chosen `k` share ([`crate::kit::sorted::tune`]).
 
+use crate::cost::{fdtree, DeviceCosts};
 use crate::util::Rng;
-use crate::{Db, DeviceSpec, Error, Options};
+use crate::{Db, DeviceSpec, Error, FdTreeOptions, Options, Tuning};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -55,6 +56,34 @@ impl ModelKGrowth {
         }
         Ok(())
     }
+}
+
+/// The tuning of the growth tests: a device like this project's (48.6 µs per random page
+/// read, 3.2 and 1.23 µs per page read and written sequentially, 4 KiB pages), 2,000
+/// expected entries, half searches.
+pub fn growth_tuning() -> Result<Tuning, Error> {
+    Ok(Tuning {
+        device: DeviceCosts::new(4096, 48.6, 100.0, 3.2, 1.23)?,
+        expected_entries: 2_000,
+        search_fraction: 0.5,
+        pio_device: None,
+        bulk: None,
+    })
+}
+
+/// The cost model's `k` for a tree of `o` (its tuning, page size and pool) whose head tree
+/// (the LSM's C0) has `head_bytes`, with `stored` entries in one run: asked for one entry
+/// more, as the engines ask (`kit::sorted::tune`).
+pub fn model_k_for(o: &Options, head_bytes: u64, stored: u64) -> Result<u64, Error> {
+    let f = FdTreeOptions::entries_per_page(o.page_size);
+    let mut w = o.fdtree_model_workload(head_bytes, f);
+    w.entries = stored + 1;
+    let dev = o
+        .tuning
+        .clone()
+        .unwrap_or_else(|| Tuning::reference(o.page_size))
+        .device;
+    Ok(fdtree::choose(&dev, &w)?.k)
 }
 
 fn k_of(db: &Db) -> u64 {

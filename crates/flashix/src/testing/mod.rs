@@ -64,7 +64,7 @@ pub mod mobject;
 
 use fault_step::FaultRun;
 pub use fault_step::{FaultCount, FAULT_KINDS};
-pub use grow::{grow_with_model_k, ModelKGrowth};
+pub use grow::{grow_with_model_k, growth_tuning, model_k_for, ModelKGrowth};
 
 use crate::io::{Device, DirVfs, Faults, FileDevice, MemDevice, MemVfs, Vfs};
 use crate::sim::{FtlKind, NandConfig, SimSsd, SimSsdConfig};
