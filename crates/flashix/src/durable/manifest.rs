@@ -7,7 +7,7 @@
 //! 0   8  magic "FLASHIXM"
 //! 8   4  format version (FORMAT_VERSION)
 //! 12  4  body length n
-//! 16  4  crc32c of bytes 8..16 and the body (formats 3 and 4; 1 and 2: of the body)
+//! 16  4  crc32c of bytes 8..16 and the body (formats 3 to 5; 1 and 2: of the body)
 //! 20  n  body: JSON of `Manifest`
 //! ```
 //! The body names the engine and its options (an explicit options record, opaque at this
@@ -26,8 +26,12 @@
 //! hold out-of-space records (kind 3, `super::wal`), and the PIO B-tree's engine state
 //! says whether its leaves' record counts are exact or upper bounds after a range delete
 //! (`leaf_records_bound`). Indexes of 1 to 3 open unchanged (their pages read as stamp 0)
-//! and are written as 4 from their next checkpoint. This build reads 1 to 4 and writes 4;
-//! anything else is [`Error::UnsupportedVersion`]. From format 3 the checksum covers the
+//! and are written as 4 from their next checkpoint. 5 (the manifest, pages and WAL of 4)
+//! adds to the FD-tree's and the LSM-tree's engine state the `k` in effect and, when the
+//! cost model chose it, the pool it re-chooses it for (`crate::kit::sorted::tune`): a build
+//! that reads 4 at most would size the levels with the options' `k` and misread a tree
+//! whose `k` was re-chosen. Indexes of 1 to 4 open with the options' `k`, fixed. This build
+//! reads 1 to 5 and writes 5; anything else is [`Error::UnsupportedVersion`]. From format 3 the checksum covers the
 //! version and the length too, so a flipped bit that turns a 3 into a readable 2 or 1 is
 //! caught (it fails the older formats' body-only checksum).
 
@@ -45,7 +49,7 @@ pub const MANIFEST: &str = "MANIFEST";
 const TMP: &str = "MANIFEST.tmp";
 const MAGIC: &[u8; 8] = b"FLASHIXM";
 /// On-disk format version this build writes.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest format version this build reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 

@@ -318,6 +318,17 @@ impl FdTree {
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad FD-tree state: {e}")))?;
         let mut p = params(&s, &o)?;
         if let Some(k) = state.k {
+            // §3.2: 2 <= k < f - 1 (a k below 2 would give levels that never grow).
+            if k < 2 || k.saturating_add(1) >= p.cap as u64 {
+                return Err(Error::corruption(
+                    "MANIFEST",
+                    None,
+                    format!(
+                        "FD-tree state: k = {k} outside 2 <= k < f - 1 = {}",
+                        p.cap - 1
+                    ),
+                ));
+            }
             p.k = k;
         }
         let retune =

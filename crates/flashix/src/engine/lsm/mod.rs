@@ -305,6 +305,14 @@ impl Lsm {
         }
         let mut p = params(&s, &o)?;
         if let Some(k) = state.k {
+            // The options' rule (`validate`): a k below 2 would give levels that never grow.
+            if k < 2 {
+                return Err(Error::corruption(
+                    "MANIFEST",
+                    None,
+                    format!("LSM state: k = {k} below 2"),
+                ));
+            }
             p.k = k;
         }
         let retune = (state.retune_pool_bytes).map(|b| Retune::from_settings(&s, o.c0_bytes, b));
