@@ -358,11 +358,21 @@ pub fn simulate_merges(w: &FdTreeWorkload, k: u64, levels: u32) -> Result<MergeS
 /// included).
 pub fn merge_cost(dev: &DeviceCosts, w: &FdTreeWorkload, k: u64, levels: u32) -> Result<f64> {
     w.validate(dev)?;
-    let s = simulate_merges(w, k, levels)?;
+    Ok(transfer_per_insert(dev, w, &simulate_merges(w, k, levels)?))
+}
+
+/// Line 13 for the counts of one simulation.
+fn transfer_per_insert(dev: &DeviceCosts, w: &FdTreeWorkload, s: &MergeSimulation) -> f64 {
     let f = w.entries_per_page as f64;
     let read_us = dev.seq_read_page_us() / f;
     let write_us = dev.seq_write_page_us() / f;
-    Ok((s.entries_read * read_us + s.entries_written * write_us) / s.inserts)
+    (s.entries_read * read_us + s.entries_written * write_us) / s.inserts
+}
+
+/// The extension's `t_cpu` for the counts of one simulation.
+fn cpu_per_insert(dev: &DeviceCosts, s: &MergeSimulation) -> f64 {
+    dev.insert_cpu_us()
+        + (s.entries_read + s.entries_written) * dev.merge_entry_cpu_us() / s.inserts
 }
 
 /// Extension (module doc), microseconds per insertion: `t_cpu = a + (numRead + numWrite) c
@@ -371,9 +381,7 @@ pub fn merge_cost(dev: &DeviceCosts, w: &FdTreeWorkload, k: u64, levels: u32) ->
 /// [`DeviceCosts::merge_entry_cpu_us`]; both 0 unless given).
 pub fn insert_cpu_cost(dev: &DeviceCosts, w: &FdTreeWorkload, k: u64, levels: u32) -> Result<f64> {
     w.validate(dev)?;
-    let s = simulate_merges(w, k, levels)?;
-    Ok(dev.insert_cpu_us()
-        + (s.entries_read + s.entries_written) * dev.merge_entry_cpu_us() / s.inserts)
+    Ok(cpu_per_insert(dev, &simulate_merges(w, k, levels)?))
 }
 
 /// `t_headtree` (C.2), microseconds: random writes in the head tree cost as much as
@@ -391,8 +399,10 @@ pub fn head_tree_cost(dev: &DeviceCosts, w: &FdTreeWorkload) -> Result<f64> {
 /// microseconds per insertion; with CPU costs (extension, module doc)
 /// `max(t_headtree + t_merge, t_cpu)`.
 pub fn insert_cost(dev: &DeviceCosts, w: &FdTreeWorkload, k: u64, levels: u32) -> Result<f64> {
-    let io = head_tree_cost(dev, w)? + merge_cost(dev, w, k, levels)?;
-    Ok(io.max(insert_cpu_cost(dev, w, k, levels)?))
+    w.validate(dev)?;
+    let s = simulate_merges(w, k, levels)?;
+    let io = head_tree_cost(dev, w)? + transfer_per_insert(dev, w, &s);
+    Ok(io.max(cpu_per_insert(dev, &s)))
 }
 
 /// Eq. (9), microseconds, the analytical upper bound on `t_merge`:
