@@ -283,20 +283,17 @@ impl Opq {
         self.index.fill(0);
         // The appended region, sorted, newest entry per key; then merged into the sorted
         // region from the back, in the array's own room (it held the appended region).
-        let tail: Vec<OpqEntry> = self.entries.drain(self.sorted..).collect();
-        let mut newest = tail;
-        // Stable: equal keys keep append order; keep the last of each run.
+        let mut newest: Vec<OpqEntry> = self.entries.drain(self.sorted..).collect();
+        // Stable: equal keys keep append order; keep the last of each run (the kept first
+        // slot takes each later entry's value).
         newest.sort_by_key(|e| e.key);
-        let mut w = 0;
-        for r in 0..newest.len() {
-            if w > 0 && newest[w - 1].key == newest[r].key {
-                newest[w - 1] = newest[r];
-            } else {
-                newest[w] = newest[r];
-                w += 1;
+        newest.dedup_by(|later, kept| {
+            let same = later.key == kept.key;
+            if same {
+                *kept = *later;
             }
-        }
-        newest.truncate(w);
+            same
+        });
         let (h, t) = (self.entries.len(), newest.len());
         let filler = OpqEntry {
             key: 0,

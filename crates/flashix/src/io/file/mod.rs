@@ -18,9 +18,10 @@
 //!   for up to [`DEFAULT_SPIN_US`] microseconds (`FLASHIX_IO_SPIN_US` sets another bound,
 //!   0 turns polling off) before it sleeps in the kernel for the rest. On this project's
 //!   virtio SSD a sleep and wake-up cost about as much as the read itself: B+-tree point
-//!   searches (0.81 page reads each) ran at 18,400/s sleeping and 35,200/s polling, with
-//!   less CPU per search (28 against 34 µs: the context switches cost more than the
-//!   polling). Requests started for read-ahead and write-behind ([`Device::start_read`])
+//!   searches (0.81 page reads each, one thread) ran at 19,600-20,800/s sleeping and
+//!   28,500-29,200/s polling in runs side by side (18,400 and 35,200/s in an earlier
+//!   pair), for 34-35 µs of CPU per search instead of 23-25: the polling spends the wait
+//!   on a core. Requests started for read-ahead and write-behind ([`Device::start_read`])
 //!   are awaited by sleeping: they are large, and the caller works while they run.
 //!
 //! * **No holes.** The file grows ahead of the writes: before a batch writes past the
