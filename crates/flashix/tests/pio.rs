@@ -280,6 +280,45 @@ fn appends_write_the_last_segment_and_a_full_leaf_shrinks() {
     db.check_integrity().unwrap();
 }
 
+/// Inserts of new keys fill a leaf with live records only, so its shrink cancels nothing
+/// and the leaf splits in two (Algorithm 3 line 8, §3.2.2 "divided into two nodes"):
+/// every split leaves both halves at least half full, as a B+-tree's do.
+#[test]
+fn a_leaf_full_of_new_keys_splits_into_two_halves() {
+    let dev = MemDevice::new(512);
+    let vfs = MemVfs::new();
+    // One-segment leaves of 28 records; batches of 4 entries, spread over the leaves.
+    let mut db = Db::create_on(storage(&dev, &vfs), opts(512, 64, pio(1, 8, 4, 4))).unwrap();
+    let cap = 28;
+    let mut rng = Rng::new(5);
+    let mut keys = std::collections::BTreeSet::new();
+    while keys.len() < 6_000 {
+        let k = rng.next_u64();
+        if keys.insert(k) {
+            db.insert(k, k).unwrap();
+        }
+    }
+    db.check_integrity().unwrap();
+    let (shrinks, splits) = (counter(&db, "shrinks"), counter(&db, "leaf_splits"));
+    assert!(splits > 100, "{splits} splits");
+    // A batch of more than a quarter of a leaf may split it in three while the tree is a
+    // few leaves wide; after that every shrink is one split in two.
+    assert!(
+        splits <= shrinks + 2,
+        "{splits} splits from {shrinks} shrinks"
+    );
+    // The tree holds every key but the few still queued in the OPQ, each in one record.
+    let records = counter(&db, "leaf_records");
+    assert!(records <= keys.len() as u64 && records + 8 >= keys.len() as u64);
+    let leaves = counter(&db, "leaves");
+    assert!(
+        leaves * (cap / 2) <= records + cap,
+        "{leaves} leaves for {records} records: leaves below half full"
+    );
+    let got: Vec<u64> = db.range(..).unwrap().map(|r| r.unwrap().0).collect();
+    assert_eq!(got, keys.into_iter().collect::<Vec<_>>());
+}
+
 #[test]
 fn a_crash_inside_a_batch_update_applies_each_entry_exactly_once() {
     let o = || opts(512, 16, pio(2, 64, 4, 64));
