@@ -257,6 +257,7 @@ mod tests {
             aging_rule: String::new(),
             device_limit_rule: String::new(),
             buffer_rule: String::new(),
+            round_rule: String::new(),
             subjects: Vec::new(),
             results: records,
         }

@@ -257,7 +257,8 @@ struct BenchArgs {
     /// Measured operations per workload [default: the scale's].
     #[arg(long)]
     ops: Option<u64>,
-    /// Runs of each (engine, workload) cell; the median run is reported with the spread.
+    /// Runs of each (engine, workload) cell, in rounds over all cells; the median run is
+    /// reported with the spread.
     #[arg(long, default_value_t = 1)]
     repeat: u32,
     /// Memory budget of the measured phase (the buffer pool; peers' caches): bytes, or with

@@ -303,6 +303,9 @@ pub struct Results {
     /// (`runner::BUFFER_RULE`).
     #[serde(default)]
     pub buffer_rule: String,
+    /// How repeated runs of the cells are ordered (`runner::ROUND_RULE`).
+    #[serde(default)]
+    pub round_rule: String,
     /// Every engine and peer run: memory bound, page-cache bypass, commit model.
     #[serde(default)]
     pub subjects: Vec<SubjectInfo>,

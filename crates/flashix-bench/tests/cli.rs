@@ -353,6 +353,9 @@ fn binary_writes_table_results_and_report() {
     let res = Results::load(&out.join("results.json")).unwrap();
     assert_eq!(res.results.len(), 8);
     assert_eq!(res.options.repeat, 2);
+    // The two runs of a cell go in rounds over both engines (ROUND_RULE).
+    assert!(stdout.contains("repeats: "), "{stdout}");
+    assert!(res.round_rule.contains("rounds"), "{}", res.round_rule);
     for r in &res.results {
         let rep = r.repeat.as_ref().expect("two runs");
         assert_eq!(rep.runs, 2);

@@ -5,7 +5,8 @@
 //! (the same keys bulk-loaded and the same aging inserts), the same operation stream
 //! ([`OpStream`], a function of the seed), a fresh directory per engine and a fresh copy of
 //! its aged image per workload, and a `sync` ([`Target::flush`]) at the end of the measured
-//! phase that is counted in its time.
+//! phase that is counted in its time. Repeated runs go in rounds over every cell
+//! ([`ROUND_RULE`]).
 //!
 //! [`OpStream`]: crate::workload::OpStream
 //! [`Target::flush`]: crate::target::Target::flush
@@ -50,8 +51,15 @@ use anyhow::{Context, Result};
 use results::{results_of, save_results};
 use ui::{say, say_plain};
 
-/// Run every (engine or peer, workload) cell of `cfg` `cfg.repeat` times, print the table,
-/// and write `out/results.json` and `out/report.html`.
+/// How repeated runs are ordered (`--repeat`), printed with the other rules.
+pub const ROUND_RULE: &str = "every engine and peer is prepared first; then the runs go in \
+     rounds, each round running every (subject, workload) cell once, so that the R runs of a \
+     cell are spread over the whole suite and a drift of the device (this VM's QD1 read \
+     latency was seen to move by 15-20% within minutes) falls on every subject alike; a \
+     cell reports its median run";
+
+/// Run every (engine or peer, workload) cell of `cfg` `cfg.repeat` times in rounds
+/// ([`ROUND_RULE`]), print the table, and write `out/results.json` and `out/report.html`.
 pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
     cfg.check()?;
     std::fs::create_dir_all(&cfg.out)
@@ -92,17 +100,21 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
         );
         println!("device limit: {DEVICE_LIMIT_RULE}");
         println!("write buffers: {BUFFER_RULE}");
+        if cfg.repeat > 1 {
+            println!("repeats: {ROUND_RULE}");
+        }
     }
     let cells = subjects.len() as u64 * cfg.workloads.len() as u64 * u64::from(cfg.repeat);
     let ui = Ui::new(cfg, cells);
 
     let mut records = Vec::new();
     let mut infos = Vec::new();
+    // Every subject is prepared first, so that the repeats can be interleaved (ROUND_RULE).
+    let mut prepared = Vec::with_capacity(subjects.len());
     // Aging inserts of the first flashix engine: what peers get too.
     let mut aging_for_peers: Option<u64> = None;
     for &subject in &subjects {
-        ui.suite.set_message(format!("suite: {subject}"));
-        let subject_dir = cfg.dir.join(subject.name());
+        ui.suite.set_message(format!("suite: preparing {subject}"));
         let prep = match subject {
             Subject::Engine(e) => prepare(cfg, &ui, e, &profile)
                 .with_context(|| format!("preparing the {e} index"))?,
@@ -127,43 +139,61 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
             page_cache_bypassed: info.page_cache_bypassed,
             commit_model: info.commit_model.clone(),
         });
-        for &w in &cfg.workloads {
-            let mut runs = Vec::with_capacity(cfg.repeat as usize);
-            for _ in 0..cfg.repeat {
-                let rec = run_workload(cfg, &ui, subject, &prep, w, &profile)
+        prepared.push(prep);
+    }
+    // runs[subject][workload]: the cell's runs so far.
+    let mut runs: Vec<Vec<Vec<report::Record>>> = subjects
+        .iter()
+        .map(|_| cfg.workloads.iter().map(|_| Vec::new()).collect())
+        .collect();
+    for round in 0..cfg.repeat {
+        let last_round = round + 1 == cfg.repeat;
+        for (si, &subject) in subjects.iter().enumerate() {
+            ui.suite.set_message(if cfg.repeat > 1 {
+                format!("suite: {subject}, round {} of {}", round + 1, cfg.repeat)
+            } else {
+                format!("suite: {subject}")
+            });
+            for (wi, &w) in cfg.workloads.iter().enumerate() {
+                let rec = run_workload(cfg, &ui, subject, &prepared[si], w, &profile)
                     .with_context(|| format!("running {w} on {subject}"))?;
                 ui.suite.inc(1);
-                runs.push(rec);
+                runs[si][wi].push(rec);
+                if !last_round {
+                    continue;
+                }
+                let rec = median_of(std::mem::take(&mut runs[si][wi]));
+                say(
+                    cfg,
+                    &ui,
+                    &format!(
+                        "{subject} {w}: {:.0} ops/s, p50 {:.1} us, p99 {:.1} us, \
+                         {:.3} reads/op, {:.3} writes/op{}",
+                        rec.ops_per_sec,
+                        rec.latency_us.p50,
+                        rec.latency_us.p99,
+                        rec.reads_per_op,
+                        rec.writes_per_op,
+                        rec.device_limit
+                            .as_ref()
+                            .map(|d| format!(", {:.0}% of the device limit", d.share * 100.0))
+                            .unwrap_or_default()
+                    ),
+                );
+                // How memory was bounded is known once a phase ran (a memory cgroup or
+                // not).
+                infos[si].memory_bound.clone_from(&rec.memory_bound);
+                records.push(rec);
             }
-            let rec = median_of(runs);
-            say(
-                cfg,
-                &ui,
-                &format!(
-                    "{subject} {w}: {:.0} ops/s, p50 {:.1} us, p99 {:.1} us, {:.3} reads/op, \
-                     {:.3} writes/op{}",
-                    rec.ops_per_sec,
-                    rec.latency_us.p50,
-                    rec.latency_us.p99,
-                    rec.reads_per_op,
-                    rec.writes_per_op,
-                    rec.device_limit
-                        .as_ref()
-                        .map(|d| format!(", {:.0}% of the device limit", d.share * 100.0))
-                        .unwrap_or_default()
-                ),
-            );
-            // How memory was bounded is known once a phase ran (a memory cgroup or not).
-            if let Some(last) = infos.last_mut() {
-                last.memory_bound.clone_from(&rec.memory_bound);
+            if last_round {
+                let subject_dir = cfg.dir.join(subject.name());
+                std::fs::remove_dir_all(&subject_dir)
+                    .with_context(|| format!("removing {}", subject_dir.display()))?;
+                // Save what is done so far, so that a failure or an interrupt later in a
+                // long run keeps the finished subjects' results.
+                save_results(&results_of(cfg, &profile, &infos[..=si], &records), cfg)?;
             }
-            records.push(rec);
         }
-        std::fs::remove_dir_all(&subject_dir)
-            .with_context(|| format!("removing {}", subject_dir.display()))?;
-        // Save what is done so far, so that a failure or an interrupt later in a long run
-        // keeps the finished subjects' results.
-        save_results(&results_of(cfg, &profile, &infos, &records), cfg)?;
     }
     ui.suite.finish_and_clear();
 

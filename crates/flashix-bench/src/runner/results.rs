@@ -4,6 +4,7 @@
 use super::aging::AGING_RULE;
 use super::config::BenchConfig;
 use super::measure::{BUFFER_RULE, DEVICE_LIMIT_RULE};
+use super::ROUND_RULE;
 use crate::probe::DeviceProfile;
 use crate::report::{self, Record, Repeat, Results, RunOptions, SubjectInfo};
 use anyhow::Result;
@@ -46,6 +47,7 @@ pub(super) fn results_of(
         aging_rule: AGING_RULE.to_string(),
         device_limit_rule: DEVICE_LIMIT_RULE.to_string(),
         buffer_rule: BUFFER_RULE.to_string(),
+        round_rule: ROUND_RULE.to_string(),
         subjects: infos.to_vec(),
         results: records.to_vec(),
     }
