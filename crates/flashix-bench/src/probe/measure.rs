@@ -62,6 +62,13 @@ pub struct Plan {
     /// Random 4 KiB writes done, unmeasured, before the random-write measurements, to
     /// reach steady-state garbage collection or merging.
     pub warmup_writes: u64,
+    /// The random-read measurements (QD1, QD32, and the QD1 latency of each request size)
+    /// run interleaved in this many rounds, each a `1/read_rounds` share of the time and
+    /// request limits, and report each one's median round: a device whose latency drifts
+    /// over seconds (this VM's moved by 15-20%) then gives figures and size ratios of the
+    /// same moments, where one long test each gave each figure its own moment. 1 or 0:
+    /// one round.
+    pub read_rounds: u32,
     pub seed: u64,
 }
 
@@ -81,8 +88,9 @@ pub struct Figures {
 
 /// Run every measurement on `dev` (pages `0..plan.pages`), timed by `clock`. The order:
 /// a sequential fill (512 KiB writes, synced, unmeasured) so reads hit written pages;
-/// random 4 KiB reads at QD1 and QD32 (a batch of 32 through [`Device::submit`]);
-/// sequential 512 KiB and 4 KiB reads; QD1 read latency by request size; sequential 4 KiB
+/// in [`Plan::read_rounds`] rounds, random 4 KiB reads at QD1 and QD32 (a batch of 32
+/// through [`Device::submit`]) and the QD1 read latency by request size (each figure the
+/// median of its rounds); sequential 512 KiB and 4 KiB reads; sequential 4 KiB
 /// and 512 KiB writes; the random-write warm-up; random 4 KiB writes at QD1 and QD32.
 /// Writes come last, random writes after sequential ones, so that the aftereffects of
 /// random writes (garbage collection, merges) do not reach the other figures. Each write
@@ -115,26 +123,68 @@ pub fn measure<D: Device, C: Clock<D>>(
     }
     dev.sync()?;
 
-    progress("random 4 KiB reads, QD1");
-    let rand_read_iops_qd1 = m.rate(dev, false, |dev, n| {
-        dev.read(rng.gen_range(0..pages), &mut small[0])?;
-        *n += 1;
-        Ok(())
-    })?;
+    let rounds = plan.read_rounds.max(1);
+    let share = Plan {
+        us_per_test: plan.us_per_test / f64::from(rounds),
+        max_ops: plan.max_ops.map(|m| (m / u64::from(rounds)).max(1)),
+        ..plan.clone()
+    };
+    let part = Meter {
+        clock,
+        plan: &share,
+    };
+    let mut qd1 = Vec::with_capacity(rounds as usize);
+    let mut qd32 = Vec::with_capacity(rounds as usize);
+    let mut by_size: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds as usize); LATENCY_SIZES.len()];
+    let mut sized: Vec<AlignedBuf> = LATENCY_SIZES
+        .iter()
+        .map(|&size| AlignedBuf::zeroed(size as usize))
+        .collect();
+    for round in 1..=rounds {
+        let of = if rounds > 1 {
+            format!(" (round {round} of {rounds})")
+        } else {
+            String::new()
+        };
+        progress(&format!("random 4 KiB reads, QD1{of}"));
+        qd1.push(part.rate(dev, false, |dev, n| {
+            dev.read(rng.gen_range(0..pages), &mut small[0])?;
+            *n += 1;
+            Ok(())
+        })?);
 
-    progress("random 4 KiB reads, QD32");
-    let rand_read_iops_qd32 = m.rate(dev, false, |dev, n| {
-        let mut batch: Vec<IoReq<'_>> = small
-            .iter_mut()
-            .map(|buf| IoReq::Read {
-                page: rng.gen_range(0..pages),
-                buf,
-            })
-            .collect();
-        dev.submit(&mut batch)?;
-        *n += QD as u64;
-        Ok(())
-    })?;
+        progress(&format!("random 4 KiB reads, QD32{of}"));
+        qd32.push(part.rate(dev, false, |dev, n| {
+            let mut batch: Vec<IoReq<'_>> = small
+                .iter_mut()
+                .map(|buf| IoReq::Read {
+                    page: rng.gen_range(0..pages),
+                    buf,
+                })
+                .collect();
+            dev.submit(&mut batch)?;
+            *n += QD as u64;
+            Ok(())
+        })?);
+
+        progress(&format!("QD1 read latency by request size{of}"));
+        for ((&size, buf), rates) in LATENCY_SIZES.iter().zip(&mut sized).zip(&mut by_size) {
+            let size_pages = size / PAGE as u64;
+            let slots = pages / size_pages;
+            rates.push(part.rate(dev, false, |dev, n| {
+                dev.read(rng.gen_range(0..slots) * size_pages, buf)?;
+                *n += 1;
+                Ok(())
+            })?);
+        }
+    }
+    let rand_read_iops_qd1 = median(qd1);
+    let rand_read_iops_qd32 = median(qd32);
+    let read_latency_us_by_size: Vec<(u64, f64)> = LATENCY_SIZES
+        .iter()
+        .zip(by_size)
+        .map(|(&size, rates)| (size, 1e6 / median(rates)))
+        .collect();
 
     progress("sequential 512 KiB reads");
     let mut next = 0u64;
@@ -154,20 +204,6 @@ pub fn measure<D: Device, C: Clock<D>>(
         *n += 1;
         Ok(())
     })?;
-
-    let mut read_latency_us_by_size = Vec::with_capacity(LATENCY_SIZES.len());
-    for size in LATENCY_SIZES {
-        progress(&format!("QD1 read latency, {} KiB requests", size >> 10));
-        let size_pages = size / PAGE as u64;
-        let slots = pages / size_pages;
-        let mut buf = AlignedBuf::zeroed(size as usize);
-        let per_sec = m.rate(dev, false, |dev, n| {
-            dev.read(rng.gen_range(0..slots) * size_pages, &mut buf)?;
-            *n += 1;
-            Ok(())
-        })?;
-        read_latency_us_by_size.push((size, 1e6 / per_sec));
-    }
 
     progress("sequential 4 KiB writes, QD1");
     let mut next = 0u64;
@@ -234,6 +270,12 @@ pub fn measure<D: Device, C: Clock<D>>(
     })
 }
 
+/// The median of `v` (the lower one of an even count; 0 for none).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
+}
+
 /// Runs one measurement against the plan's limits.
 struct Meter<'a, C> {
     clock: &'a C,
@@ -282,5 +324,99 @@ impl<C> Meter<'_, C> {
         }
         let us = (self.clock.now_us(dev) - start).max(1e-3);
         Ok(n as f64 * 1e6 / us)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flashix::io::{DeviceStats, MemDevice};
+
+    /// A device whose every request takes 10 us plus 1 us per 4 KiB past the first, except
+    /// in a slow spell (requests `slow.0..slow.1` of the run) when they take 5x as long.
+    struct Drifting {
+        inner: MemDevice,
+        requests: u64,
+        slow: (u64, u64),
+        now: f64,
+    }
+
+    impl Device for Drifting {
+        fn page_size(&self) -> usize {
+            self.inner.page_size()
+        }
+        fn submit(&mut self, batch: &mut [IoReq<'_>]) -> flashix::Result<()> {
+            for r in batch.iter() {
+                let mut us = 10.0 + (r.len() / PAGE - 1) as f64;
+                if (self.slow.0..self.slow.1).contains(&self.requests) {
+                    us *= 5.0;
+                }
+                self.requests += 1;
+                self.now += us;
+            }
+            self.inner.submit(batch)
+        }
+        fn sync(&mut self) -> flashix::Result<()> {
+            self.inner.sync()
+        }
+        fn trim(&mut self, page: u64, pages: u64) -> flashix::Result<()> {
+            self.inner.trim(page, pages)
+        }
+        fn stats(&self) -> DeviceStats {
+            self.inner.stats()
+        }
+    }
+
+    /// The drifting device's own time.
+    struct Ticks;
+
+    impl Clock<Drifting> for Ticks {
+        fn now_us(&self, dev: &Drifting) -> f64 {
+            dev.now
+        }
+    }
+
+    fn run(read_rounds: u32) -> Figures {
+        let pages = 4 * (SEQ_BYTES / PAGE) as u64;
+        // The slow spell starts a few thousand requests into the random reads.
+        let mut dev = Drifting {
+            inner: MemDevice::new(PAGE),
+            requests: 0,
+            slow: (4 + 2_000, 4 + 2_600),
+            now: 0.0,
+        };
+        let plan = Plan {
+            pages,
+            us_per_test: 1e12,
+            max_ops: Some(2_500),
+            min_random_write_ops: 0,
+            warmup_writes: 0,
+            read_rounds,
+            seed: 3,
+        };
+        measure(&mut dev, &Ticks, &plan, &mut |_| {}).unwrap()
+    }
+
+    #[test]
+    fn rounds_keep_a_slow_spell_out_of_the_read_figures() {
+        let f = run(5);
+        assert!((f.rand_read_iops_qd1 - 100_000.0).abs() < 1.0, "{f:?}");
+        // The spell falls on the first round's 16 and 32 KiB requests; the medians of every
+        // size are the device's steady latencies.
+        for &(size, us) in &f.read_latency_us_by_size {
+            let want = 10.0 + (size as usize / PAGE - 1) as f64;
+            assert!((us - want).abs() < 1e-6, "{size}: {us} us, not {want}");
+        }
+        // In one round the spell falls on the QD1 test alone, which then reads as slower
+        // than an 8 KiB request.
+        let one = run(1);
+        assert!(one.rand_read_iops_qd1 < 80_000.0, "{one:?}");
+    }
+
+    #[test]
+    fn median_is_the_lower_middle() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.0);
+        assert_eq!(median(Vec::new()), 0.0);
     }
 }

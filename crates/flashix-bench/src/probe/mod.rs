@@ -33,6 +33,8 @@ const PAGE: usize = 4096;
 const SEQ_BYTES: usize = 512 * 1024;
 /// Queue depth of the "QD32" tests.
 const QD: usize = 32;
+/// Rounds of the random-read measurements of a real device ([`Plan::read_rounds`]).
+const PROBE_READ_ROUNDS: u32 = 5;
 /// Request sizes of the latency table.
 const LATENCY_SIZES: [u64; 8] = [
     4 << 10,
@@ -233,6 +235,7 @@ pub fn run_probe(
         max_ops: None,
         min_random_write_ops: 0,
         warmup_writes: 0,
+        read_rounds: PROBE_READ_ROUNDS,
         seed: cfg.seed,
     };
     let f = measure(&mut dev, &WallClock::new(), &plan, progress)?;

@@ -103,6 +103,7 @@ pub fn run_sim_probe(
         max_ops: Some(cfg.max_ops.max(1)),
         min_random_write_ops: gc_cycle_writes(&scfg, PAGE) * 2,
         warmup_writes: warmup,
+        read_rounds: 1,
         seed: cfg.seed,
     };
     let f = measure(&mut ssd, &SimClock, &plan, progress)?;
