@@ -246,10 +246,16 @@ impl Opq {
     }
 
     /// Free the entry array of an empty OPQ (after a flush): its bytes go back to the
-    /// pool's share of the budget.
+    /// pool's share of the budget. The batch cursor starts again at the smallest keys, as
+    /// in an OPQ just opened: a checkpoint ends with this flush, so the run after it and a
+    /// recovery's replay of the same operations take the same batches, and so split the
+    /// same leaves and allocate the same pages. (With the cursor left where the flush
+    /// left it, the replay took other batches and could meet a full device where the run
+    /// had not: an index that filled its device then failed to open.)
     pub fn release(&mut self) {
-        if self.entries.is_empty() {
+        if self.is_empty() {
             self.entries = Vec::new();
+            self.cursor = 0;
         }
     }
 
