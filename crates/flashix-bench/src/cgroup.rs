@@ -459,7 +459,8 @@ mod tests {
                 assert_eq!(read_u64(&dir.join("memory.limit_in_bytes")).unwrap(), LIMIT);
                 let inside = std::fs::read_to_string("/proc/self/cgroup").unwrap();
                 assert!(inside.contains("flashix-bench-"), "{inside}");
-                let heap = vec![1u8; 32 << 20];
+                // black_box: an optimised build may drop an allocation nothing reads.
+                let heap = std::hint::black_box(vec![1u8; 32 << 20]);
                 cg.reset_peak().unwrap();
                 assert!(cg.peak_bytes().unwrap() <= LIMIT);
                 // Following the heap: the limit becomes the budget plus the heap, and
@@ -467,7 +468,7 @@ mod tests {
                 let budget = LIMIT / 2;
                 let follower = cg.follow_heap(budget).unwrap();
                 let limit_now = || read_u64(&dir.join("memory.limit_in_bytes")).unwrap();
-                let more = vec![2u8; 64 << 20];
+                let more = std::hint::black_box(vec![2u8; 64 << 20]);
                 let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
                 while limit_now() < budget + (64 << 20) && std::time::Instant::now() < deadline {
                     std::thread::sleep(std::time::Duration::from_millis(5));
