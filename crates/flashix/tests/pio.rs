@@ -249,7 +249,7 @@ fn searches_see_the_opq_first() {
 fn appends_write_the_last_segment_and_a_full_leaf_shrinks() {
     let dev = MemDevice::new(512);
     let vfs = MemVfs::new();
-    // Leaves of 4 segments (112 records); a batch update every 2 updates.
+    // Leaves of 4 segments (116 records); a batch update every 2 updates.
     let mut db = Db::create_on(storage(&dev, &vfs), opts(512, 64, pio(4, 2, 8, 2))).unwrap();
     for i in 0..2u64 {
         db.insert(10, i).unwrap();
@@ -266,14 +266,14 @@ fn appends_write_the_last_segment_and_a_full_leaf_shrinks() {
             assert!(after.writes - before.writes <= 2, "round {round}");
         }
     }
-    // 2 + 40 records fit in one leaf; now fill it past 112 records.
+    // 2 + 40 records fit in one leaf; now fill it past 116 records.
     for i in 0..40u64 {
         db.insert(10, 100 + i).unwrap();
         db.delete(11).unwrap();
     }
     assert!(counter(&db, "shrinks") >= 1);
     // The shrink cancelled every record but the newest put of key 10.
-    assert!(counter(&db, "leaf_records") < 112 / 2);
+    assert!(counter(&db, "leaf_records") < 116 / 2);
     assert_eq!(counter(&db, "leaves"), 1);
     assert_eq!(db.get(10).unwrap(), Some(139));
     assert_eq!(db.get(11).unwrap(), None);
@@ -287,9 +287,9 @@ fn appends_write_the_last_segment_and_a_full_leaf_shrinks() {
 fn a_leaf_full_of_new_keys_splits_into_two_halves() {
     let dev = MemDevice::new(512);
     let vfs = MemVfs::new();
-    // One-segment leaves of 28 records; batches of 4 entries, spread over the leaves.
+    // One-segment leaves of 29 records; batches of 4 entries, spread over the leaves.
     let mut db = Db::create_on(storage(&dev, &vfs), opts(512, 64, pio(1, 8, 4, 4))).unwrap();
-    let cap = 28;
+    let cap = 29;
     let mut rng = Rng::new(5);
     let mut keys = std::collections::BTreeSet::new();
     while keys.len() < 6_000 {
@@ -678,9 +678,9 @@ fn a_range_delete_reads_a_bounded_number_of_pages() {
              unread, {leaves_gone} leaves fewer, height {}",
             s.engine_counters["height"]
         );
-        // About n / 39 leaves in the range (bulk-loaded at 0.7 of 2 segments of 28 records):
-        // all but the boundary ones freed unread.
-        assert!(freed + 4 >= n / 39, "{n} keys: {freed} leaves freed unread");
+        // About n / 40 leaves in the range (bulk-loaded at 0.7 of 2 packed segments of 29
+        // records): all but the boundary ones freed unread.
+        assert!(freed + 4 >= n / 40, "{n} keys: {freed} leaves freed unread");
         // Leaves read: at most the 2 boundary leaves and 2 siblings, whatever n; internal
         // nodes: the ones over the range (a node has at least 16 children) and a path of
         // siblings for the repairs.
@@ -771,8 +771,9 @@ fn range_deletes_keep_the_keys_next_to_their_ends() {
     let mut rng = Rng::new(5);
     for i in 0..600u64 {
         let lo = rng.below(40_000);
-        // Around one and two leaves (28 records each after the bulk load), and longer.
-        let span = [26, 27, 28, 29, 55, 56, 57, 800][rng.below(8) as usize];
+        // Around one and two leaves (40 records each after the bulk load: 0.7 of two
+        // packed segments of 29), and longer.
+        let span = [38, 39, 40, 41, 79, 80, 81, 800][rng.below(8) as usize];
         let hi = lo + span;
         db.delete_range(lo..=hi).unwrap();
         model_delete_range(&mut model, lo, hi);

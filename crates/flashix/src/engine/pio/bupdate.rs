@@ -101,10 +101,11 @@ impl PioBTree {
                 Some(last) => last,
                 None => self.load_leaf(pid)?.last,
             };
-            let count = leaf::tail(&mut self.pager, pid, segs, last)?;
+            let count = leaf::tail(self.layout, &mut self.pager, pid, segs, last)?;
             let recs = &batch[l.from..l.to];
             if usize::from(last) * cap + count + recs.len() <= c {
-                let new_last = leaf::append(&mut self.pager, pid, segs, last, count, recs)?;
+                let new_last =
+                    leaf::append(self.layout, &mut self.pager, pid, segs, last, count, recs)?;
                 self.lsmap.insert(pid, new_last);
                 self.leaf_records += recs.len() as u64;
                 self.counters.leaf_appends += 1;
@@ -162,7 +163,7 @@ impl PioBTree {
 
     /// Rewrite a leaf with sorted live entries and account for them.
     pub(super) fn rewrite_leaf(&mut self, pid: PageId, live: &[(u64, u64)]) -> Result<()> {
-        let last = leaf::rewrite(&mut self.pager, pid, self.segs, live)?;
+        let last = leaf::rewrite(self.layout, &mut self.pager, pid, self.segs, live)?;
         self.lsmap.insert(pid, last);
         self.leaf_records += live.len() as u64;
         Ok(())

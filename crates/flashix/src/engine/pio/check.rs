@@ -168,7 +168,9 @@ impl PioBTree {
         for i in 0..self.segs {
             let pid = at.pid + u64::from(i);
             self.mark(pid, w)?;
-            let h = self.pager.read(pid, |b| leaf::header(pid, b))??;
+            let h = self
+                .pager
+                .read(pid, |b| leaf::header(self.layout, pid, b))??;
             if h.index != i || h.total != self.segs || h.count > cap || (i > 0 && h.base != 0) {
                 return Err(bad(
                     pid,
@@ -187,7 +189,13 @@ impl PioBTree {
                 format!("a segment before the last ({last}) is not full: {counts:?}"),
             ));
         }
-        let img = leaf::load(&mut self.pager, at.pid, self.segs, Some(last as u16))?;
+        let img = leaf::load(
+            self.layout,
+            &mut self.pager,
+            at.pid,
+            self.segs,
+            Some(last as u16),
+        )?;
         let base = &img.records[..img.base];
         if base.windows(2).any(|p| p[0].key >= p[1].key) || base.iter().any(|r| r.op != Op::Put) {
             return Err(bad(

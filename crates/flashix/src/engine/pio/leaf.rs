@@ -7,15 +7,26 @@
 //! ```text
 //! segment page (each of the L pages of a leaf)
 //! offset  size  field
-//! 0       16    page envelope (crate::page): crc32c, page id, kind 3 (PIO leaf segment)
+//! 0       16    page envelope (crate::page): crc32c, page id, kind (3 wide, 4 packed)
 //! 16      4     records in this segment n
 //! 20      2     segment index i (0..L)
 //! 22      2     L, segments of the leaf
 //! 24      4     segment 0 only: `base`, records at the start of the leaf that a rewrite
 //!               left sorted (strictly increasing keys, all puts); 0 in other segments
 //! 28      4     reserved (0)
+//! wide (kind 3, indexes created by format 5 or older):
 //! 32      17*n  records: key u64, value u64, op u8 (1 put, 2 delete)
+//! packed (kind 4, format 6 on):
+//! 32      B     operation bitmap, B = ceil(c/8) for the segment's capacity c: bit j
+//!               (byte j/8, bit j%8) set if record j is a delete, clear if a put
+//! 32+B    16*n  records: key u64, value u64
 //! ```
+//!
+//! A 4 KiB segment holds 239 wide records or 252 packed ones; the B+-tree's leaf holds 254
+//! entries, so a packed PIO leaf indexes as many keys per page as a B+-tree leaf (wide, it
+//! took 6% more leaves and pages for the same keys). An index keeps the layout it was
+//! created with ([`Layout`], in the engine state); every segment's kind must be its
+//! index's.
 //!
 //! Records fill segment 0 first, then 1, ...: every segment before the *last segment*
 //! (the one holding the newest record; 0 for an empty leaf) is full and every segment after
@@ -29,18 +40,63 @@ use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::page::{self, read_u32, read_u64, write_u32, write_u64, DATA_FILE};
 
-/// Page kind of a leaf segment.
+/// Page kind of a leaf segment of 17-byte records (the wide layout).
 pub const KIND_LEAF_SEGMENT: u16 = 3;
+/// Page kind of a leaf segment of 16-byte records and an operation bitmap (packed).
+pub const KIND_PACKED_LEAF_SEGMENT: u16 = 4;
 const COUNT: usize = page::HEADER;
 const INDEX: usize = page::HEADER + 4;
 const TOTAL: usize = page::HEADER + 6;
 const BASE: usize = page::HEADER + 8;
 const RECORDS: usize = page::HEADER + 16;
-const RECORD: usize = 17;
 
-/// Records that fit in one segment of `page_size` bytes.
+/// How a segment lays out its records (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// 17-byte records with an operation byte each (indexes of format 5 and older).
+    Wide,
+    /// 16-byte records after an operation bitmap.
+    Packed,
+}
+
+impl Layout {
+    /// The page kind of its segments.
+    pub fn kind(self) -> u16 {
+        match self {
+            Layout::Wide => KIND_LEAF_SEGMENT,
+            Layout::Packed => KIND_PACKED_LEAF_SEGMENT,
+        }
+    }
+
+    /// Records that fit in one segment of `page_size` bytes.
+    pub fn capacity(self, page_size: usize) -> usize {
+        let room = page_size.saturating_sub(RECORDS);
+        match self {
+            Layout::Wide => room / 17,
+            // 16 bytes and one bit a record: the most c with ceil(c/8) + 16c <= room.
+            Layout::Packed => {
+                let mut c = room * 8 / 129;
+                while c > 0 && c.div_ceil(8) + 16 * c > room {
+                    c -= 1;
+                }
+                c
+            }
+        }
+    }
+
+    /// Offset of record `i`'s key in a segment of `page_size` bytes.
+    fn key_at(self, page_size: usize, i: usize) -> usize {
+        match self {
+            Layout::Wide => RECORDS + i * 17,
+            Layout::Packed => RECORDS + self.capacity(page_size).div_ceil(8) + i * 16,
+        }
+    }
+}
+
+/// Records that fit in one segment of `page_size` bytes laid out as a new index lays
+/// them out ([`Layout::Packed`]).
 pub fn segment_capacity(page_size: usize) -> usize {
-    (page_size - RECORDS) / RECORD
+    Layout::Packed.capacity(page_size)
 }
 
 fn u16_at(b: &[u8], off: usize) -> u16 {
@@ -56,15 +112,16 @@ pub struct SegmentHeader {
     pub base: usize,
 }
 
-/// Read a segment's header, checking its kind.
-pub fn header(pid: PageId, b: &[u8]) -> Result<SegmentHeader> {
-    if page::kind(b) != KIND_LEAF_SEGMENT {
+/// Read a segment's header, checking its kind is `layout`'s.
+pub fn header(layout: Layout, pid: PageId, b: &[u8]) -> Result<SegmentHeader> {
+    if page::kind(b) != layout.kind() {
         return Err(Error::corruption(
             DATA_FILE,
             Some(pid),
             format!(
-                "page kind {} where a PIO leaf segment was expected",
-                page::kind(b)
+                "page kind {} where a PIO leaf segment (kind {}) was expected",
+                page::kind(b),
+                layout.kind()
             ),
         ));
     }
@@ -76,12 +133,22 @@ pub fn header(pid: PageId, b: &[u8]) -> Result<SegmentHeader> {
     })
 }
 
-fn record(b: &[u8], i: usize) -> Option<OpqEntry> {
-    let off = RECORDS + i * RECORD;
-    let op = match *b.get(off + 16)? {
-        1 => Op::Put,
-        2 => Op::Delete,
-        _ => return None,
+/// Record `i` of a segment (`None`: a wide record's bad operation byte).
+fn record(layout: Layout, b: &[u8], i: usize) -> Option<OpqEntry> {
+    let off = layout.key_at(b.len(), i);
+    let op = match layout {
+        Layout::Wide => match *b.get(off + 16)? {
+            1 => Op::Put,
+            2 => Op::Delete,
+            _ => return None,
+        },
+        Layout::Packed => {
+            if b[RECORDS + i / 8] & (1 << (i % 8)) != 0 {
+                Op::Delete
+            } else {
+                Op::Put
+            }
+        }
     };
     Some(OpqEntry {
         key: read_u64(b, off),
@@ -90,25 +157,37 @@ fn record(b: &[u8], i: usize) -> Option<OpqEntry> {
     })
 }
 
-fn set_record(b: &mut [u8], i: usize, e: &OpqEntry) {
-    let off = RECORDS + i * RECORD;
+fn set_record(layout: Layout, b: &mut [u8], i: usize, e: &OpqEntry) {
+    let off = layout.key_at(b.len(), i);
     write_u64(b, off, e.key);
     write_u64(b, off + 8, e.value);
-    b[off + 16] = match e.op {
-        Op::Put => 1,
-        Op::Delete => 2,
-    };
+    match layout {
+        Layout::Wide => {
+            b[off + 16] = match e.op {
+                Op::Put => 1,
+                Op::Delete => 2,
+            }
+        }
+        Layout::Packed => {
+            let bit = 1 << (i % 8);
+            match e.op {
+                Op::Put => b[RECORDS + i / 8] &= !bit,
+                Op::Delete => b[RECORDS + i / 8] |= bit,
+            }
+        }
+    }
 }
 
 /// A segment's header, checked against the segment's place in its leaf.
 fn segment_header(
+    layout: Layout,
     pid: PageId,
     b: &[u8],
     index: u16,
     total: u16,
     cap: usize,
 ) -> Result<SegmentHeader> {
-    let h = header(pid, b)?;
+    let h = header(layout, pid, b)?;
     if h.index != index || h.total != total || h.count > cap {
         return Err(Error::corruption(
             DATA_FILE,
@@ -123,8 +202,8 @@ fn segment_header(
 }
 
 /// Record `i` of segment `pid`; a bad operation flag is corruption.
-fn checked_record(pid: PageId, b: &[u8], i: usize) -> Result<OpqEntry> {
-    record(b, i).ok_or_else(|| {
+fn checked_record(layout: Layout, pid: PageId, b: &[u8], i: usize) -> Result<OpqEntry> {
+    record(layout, b, i).ok_or_else(|| {
         Error::corruption(
             DATA_FILE,
             Some(pid),
@@ -146,18 +225,19 @@ pub struct LeafImage {
 /// otherwise until the first segment that is not full. Returns the leaf's `base` and its
 /// last segment (the last one holding a record; 0 for an empty leaf).
 fn walk(
+    layout: Layout,
     pager: &mut Pager,
     start: PageId,
     total: u16,
     known_last: Option<u16>,
     mut visit: impl FnMut(PageId, &[u8], &SegmentHeader) -> Result<()>,
 ) -> Result<(usize, u16)> {
-    let cap = segment_capacity(pager.page_size());
+    let cap = layout.capacity(pager.page_size());
     let (mut base, mut last) = (0, 0u16);
     for i in 0..total {
         let pid = start + u64::from(i);
         let h = pager.read(pid, |b| {
-            let h = segment_header(pid, b, i, total, cap)?;
+            let h = segment_header(layout, pid, b, i, total, cap)?;
             visit(pid, b, &h)?;
             Ok::<_, Error>(h)
         })??;
@@ -182,16 +262,17 @@ fn walk(
 /// psync read before): segments up to `last` if the LSMap knows it, otherwise until the
 /// first segment that is not full.
 pub fn load(
+    layout: Layout,
     pager: &mut Pager,
     start: PageId,
     total: u16,
     known_last: Option<u16>,
 ) -> Result<LeafImage> {
     let mut records = Vec::new();
-    let (base, last) = walk(pager, start, total, known_last, |pid, b, h| {
+    let (base, last) = walk(layout, pager, start, total, known_last, |pid, b, h| {
         records.reserve(h.count);
         for i in 0..h.count {
-            records.push(checked_record(pid, b, i)?);
+            records.push(checked_record(layout, pid, b, i)?);
         }
         Ok(())
     })?;
@@ -214,6 +295,7 @@ pub fn load(
 /// (§3.2.2: the records replayed in append order, the newest of a key deciding). Returns
 /// it and the leaf's last segment.
 pub fn find(
+    layout: Layout,
     pager: &mut Pager,
     start: PageId,
     total: u16,
@@ -221,10 +303,12 @@ pub fn find(
     key: u64,
 ) -> Result<(Option<OpqEntry>, u16)> {
     let mut newest = None;
-    let (_, last) = walk(pager, start, total, known_last, |pid, b, h| {
+    let (_, last) = walk(layout, pager, start, total, known_last, |pid, b, h| {
+        let first = layout.key_at(b.len(), 0);
+        let stride = layout.key_at(b.len(), 1) - first;
         for i in (0..h.count).rev() {
-            if read_u64(b, RECORDS + i * RECORD) == key {
-                newest = Some(checked_record(pid, b, i)?);
+            if read_u64(b, first + i * stride) == key {
+                newest = Some(checked_record(layout, pid, b, i)?);
                 break;
             }
         }
@@ -258,12 +342,13 @@ pub fn live(records: impl IntoIterator<Item = OpqEntry>) -> Vec<(u64, u64)> {
 /// Rewrite the whole leaf with sorted live entries (they become its `base`); every
 /// segment is written, the ones past the entries empty. Returns the new last segment.
 pub fn rewrite(
+    layout: Layout,
     pager: &mut Pager,
     start: PageId,
     total: u16,
     entries: &[(u64, u64)],
 ) -> Result<u16> {
-    let cap = segment_capacity(pager.page_size());
+    let cap = layout.capacity(pager.page_size());
     let mut last = 0;
     for i in 0..total {
         let from = (usize::from(i) * cap).min(entries.len());
@@ -275,13 +360,14 @@ pub fn rewrite(
         let base = if i == 0 { entries.len() } else { 0 };
         pager.write(start + u64::from(i), |b| {
             b[page::HEADER..].fill(0);
-            page::set_kind(b, KIND_LEAF_SEGMENT);
+            page::set_kind(b, layout.kind());
             write_u32(b, COUNT, chunk.len() as u32);
             b[INDEX..INDEX + 2].copy_from_slice(&i.to_le_bytes());
             b[TOTAL..TOTAL + 2].copy_from_slice(&total.to_le_bytes());
             write_u32(b, BASE, base as u32);
             for (j, &(key, value)) in chunk.iter().enumerate() {
                 set_record(
+                    layout,
                     b,
                     j,
                     &OpqEntry {
@@ -297,9 +383,15 @@ pub fn rewrite(
 }
 
 /// Where appends to a leaf go: its last segment and that segment's record count.
-pub fn tail(pager: &mut Pager, start: PageId, total: u16, last: u16) -> Result<usize> {
+pub fn tail(
+    layout: Layout,
+    pager: &mut Pager,
+    start: PageId,
+    total: u16,
+    last: u16,
+) -> Result<usize> {
     let pid = start + u64::from(last);
-    let h = pager.read(pid, |b| header(pid, b))??;
+    let h = pager.read(pid, |b| header(layout, pid, b))??;
     if h.index != last || h.total != total {
         return Err(Error::corruption(
             DATA_FILE,
@@ -317,6 +409,7 @@ pub fn tail(pager: &mut Pager, start: PageId, total: u16, last: u16) -> Result<u
 /// `count` records (the caller checked they fit). Only the last segment and the ones the
 /// records spill into are written (§3.2.2). Returns the new last segment.
 pub fn append(
+    layout: Layout,
     pager: &mut Pager,
     start: PageId,
     total: u16,
@@ -324,7 +417,7 @@ pub fn append(
     count: usize,
     recs: &[OpqEntry],
 ) -> Result<u16> {
-    let cap = segment_capacity(pager.page_size());
+    let cap = layout.capacity(pager.page_size());
     let (mut seg, mut n) = (last, count);
     let mut rest = recs;
     while !rest.is_empty() {
@@ -343,7 +436,7 @@ pub fn append(
         let (now, later) = rest.split_at(take);
         pager.write(start + u64::from(seg), |b| {
             for (j, e) in now.iter().enumerate() {
-                set_record(b, n + j, e);
+                set_record(layout, b, n + j, e);
             }
             write_u32(b, COUNT, (n + take) as u32);
         })?;
@@ -393,30 +486,64 @@ mod tests {
 
     #[test]
     fn capacity() {
-        assert_eq!(segment_capacity(512), 28);
-        assert_eq!(segment_capacity(4096), 239);
+        assert_eq!(Layout::Wide.capacity(512), 28);
+        assert_eq!(Layout::Wide.capacity(4096), 239);
+        assert_eq!(Layout::Packed.capacity(512), 29);
+        assert_eq!(Layout::Packed.capacity(4096), 252);
+        assert_eq!(segment_capacity(4096), 252);
+        // The last packed record ends inside the page, after the bitmap of them all.
+        for ps in [512, 1024, 4096, 8192, 16384] {
+            let c = Layout::Packed.capacity(ps);
+            assert!(Layout::Packed.key_at(ps, c - 1) + 16 <= ps, "{ps}");
+            assert!(RECORDS + (c + 1).div_ceil(8) + 16 * (c + 1) > ps, "{ps}");
+        }
     }
 
-    /// Hostile bytes (crate::hostile): a damaged leaf segment gives its records or
-    /// corruption; a count of `u32::MAX` is refused before it sizes a vector.
+    /// Both layouts read back what they wrote, operation flags included; the packed
+    /// bitmap bit of a record changes with its operation and touches no other record.
+    #[test]
+    fn records_round_trip_in_both_layouts() {
+        for layout in [Layout::Wide, Layout::Packed] {
+            let cap = layout.capacity(512);
+            let mut b = vec![0u8; 512];
+            let recs: Vec<OpqEntry> = (0..cap as u64)
+                .map(|i| if i % 3 == 0 { del(i) } else { put(i, !i) })
+                .collect();
+            for (i, e) in recs.iter().enumerate() {
+                set_record(layout, &mut b, i, e);
+            }
+            for (i, e) in recs.iter().enumerate() {
+                assert_eq!(record(layout, &b, i), Some(*e), "{layout:?} {i}");
+            }
+            set_record(layout, &mut b, 3, &put(3, 7));
+            assert_eq!(record(layout, &b, 3), Some(put(3, 7)));
+            assert_eq!(record(layout, &b, 0), Some(del(0)));
+            assert_eq!(record(layout, &b, 6), Some(del(6)));
+        }
+    }
+
+    /// Hostile bytes (crate::hostile): a damaged leaf segment of either layout gives its
+    /// records or corruption; a count of `u32::MAX` is refused before it sizes a vector.
     #[test]
     fn hostile_leaf_segments_decode_or_are_corruption() {
-        let cap = segment_capacity(512);
-        let mut valid = vec![0u8; 512];
-        page::set_kind(&mut valid, KIND_LEAF_SEGMENT);
-        write_u32(&mut valid, COUNT, 2);
-        valid[INDEX..INDEX + 2].copy_from_slice(&0u16.to_le_bytes());
-        valid[TOTAL..TOTAL + 2].copy_from_slice(&1u16.to_le_bytes());
-        set_record(&mut valid, 0, &put(4, 5));
-        set_record(&mut valid, 1, &del(4));
-        page::seal(12, &mut valid);
-        crate::hostile::fuzz_page("PIO leaf segment", 12, &valid, |b| {
-            let records = segment_header(12, b, 0, 1, cap).and_then(|h| {
-                (0..h.count)
-                    .map(|i| checked_record(12, b, i))
-                    .collect::<Result<Vec<_>>>()
+        for layout in [Layout::Wide, Layout::Packed] {
+            let cap = layout.capacity(512);
+            let mut valid = vec![0u8; 512];
+            page::set_kind(&mut valid, layout.kind());
+            write_u32(&mut valid, COUNT, 2);
+            valid[INDEX..INDEX + 2].copy_from_slice(&0u16.to_le_bytes());
+            valid[TOTAL..TOTAL + 2].copy_from_slice(&1u16.to_le_bytes());
+            set_record(layout, &mut valid, 0, &put(4, 5));
+            set_record(layout, &mut valid, 1, &del(4));
+            page::seal(12, &mut valid);
+            crate::hostile::fuzz_page("PIO leaf segment", 12, &valid, |b| {
+                let records = segment_header(layout, 12, b, 0, 1, cap).and_then(|h| {
+                    (0..h.count)
+                        .map(|i| checked_record(layout, 12, b, i))
+                        .collect::<Result<Vec<_>>>()
+                });
+                crate::error::ok_or_corruption(records)
             });
-            crate::error::ok_or_corruption(records)
-        });
+        }
     }
 }

@@ -136,6 +136,10 @@ struct State {
     /// without reading them ([`rdelete`]). Absent (false) in the manifests of older builds.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     leaf_records_bound: bool,
+    /// The leaves' segments are packed ([`leaf::Layout::Packed`]; format 6 on). Absent
+    /// (false: wide segments) in the manifests of older builds.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    packed: bool,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -167,7 +171,8 @@ impl PioOptions {
         opq::index_bytes(entries, speriod as usize)
     }
 
-    /// `s`: records of one leaf segment of `page_size` bytes (239 for 4 KiB pages), 0
+    /// `s`: records of one (packed) leaf segment of `page_size` bytes (252 for 4 KiB
+    /// pages), 0
     /// below 512 bytes; a number the PIO cost model takes
     /// ([`crate::cost::pio::PioWorkload::segment_records`]).
     pub fn leaf_segment_records(page_size: usize) -> u64 {
@@ -338,6 +343,8 @@ pub struct PioBTree {
     leaf_records_bound: bool,
     /// L: segments per leaf.
     segs: u16,
+    /// How the leaves' segments lay out their records (kept from the index's creation).
+    layout: leaf::Layout,
     /// Records per segment.
     seg_cap: usize,
     /// Separators per internal node.
@@ -359,6 +366,11 @@ impl PioBTree {
 
     fn new(pager: Pager, options: &Settings, o: &PioOptions, s: State) -> Result<PioBTree> {
         let (segs, opq_cap) = sizes(o)?;
+        let layout = if s.packed {
+            leaf::Layout::Packed
+        } else {
+            leaf::Layout::Wide
+        };
         Ok(PioBTree {
             pager,
             root: s.root,
@@ -367,7 +379,8 @@ impl PioBTree {
             leaf_records: s.leaf_records,
             leaf_records_bound: s.leaf_records_bound,
             segs,
-            seg_cap: leaf::segment_capacity(options.page_size),
+            layout,
+            seg_cap: layout.capacity(options.page_size),
             cap: node::capacity(options.page_size),
             pio_max: o.pio_max as usize,
             bcnt: o.bcnt as usize,
@@ -392,13 +405,14 @@ impl PioBTree {
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record.clone())?;
         pager.set_page_check(node::check_page);
         let root = pager.alloc_run(u64::from(segs))?.start;
-        leaf::rewrite(&mut pager, root, segs, &[])?;
+        leaf::rewrite(leaf::Layout::Packed, &mut pager, root, segs, &[])?;
         let state = State {
             root,
             height: 1,
             leaves: 1,
             leaf_records: 0,
             leaf_records_bound: false,
+            packed: true,
         };
         let mut t = PioBTree::new(pager, &s, &o, state)?;
         t.lsmap.insert(root, 0);
@@ -453,6 +467,7 @@ impl PioBTree {
             leaves: self.leaves,
             leaf_records: self.leaf_records,
             leaf_records_bound: self.leaf_records_bound,
+            packed: self.layout == leaf::Layout::Packed,
         })
     }
 
@@ -499,7 +514,7 @@ impl PioBTree {
     /// Read a leaf (already prefetched) and cache its last segment.
     fn load_leaf(&mut self, pid: PageId) -> Result<leaf::LeafImage> {
         let known = self.lsmap.get(pid);
-        let img = leaf::load(&mut self.pager, pid, self.segs, known)?;
+        let img = leaf::load(self.layout, &mut self.pager, pid, self.segs, known)?;
         self.lsmap.insert(pid, img.last);
         Ok(img)
     }
@@ -577,7 +592,7 @@ impl PioBTree {
         for size in sizes {
             let chunk = &sorted[off..off + size];
             let pid = self.pager.alloc_run(u64::from(self.segs))?.start;
-            let last = leaf::rewrite(&mut self.pager, pid, self.segs, chunk)?;
+            let last = leaf::rewrite(self.layout, &mut self.pager, pid, self.segs, chunk)?;
             self.lsmap.insert(pid, last);
             level_nodes.push((chunk[0].0, pid));
             off += size;
@@ -611,7 +626,7 @@ impl PioBTree {
             }
             None => {
                 let root = self.pager.alloc_run(u64::from(self.segs))?.start;
-                leaf::rewrite(&mut self.pager, root, self.segs, &[])?;
+                leaf::rewrite(self.layout, &mut self.pager, root, self.segs, &[])?;
                 self.lsmap.insert(root, 0);
                 self.root = root;
                 self.height = 1;
@@ -755,10 +770,10 @@ mod capacity_tests {
     /// The numbers the cost model's unit tests take for the PIO B-tree's pages.
     #[test]
     fn page_capacities() {
-        // Leaf segment: (512 - 32) / 17 = 28, (4096 - 32) / 17 = 239; internal node:
-        // (512 - 32) / 16 = 30, (4096 - 32) / 16 = 254.
-        assert_eq!(PioOptions::leaf_segment_records(512), 28);
-        assert_eq!(PioOptions::leaf_segment_records(4096), 239);
+        // Packed leaf segment: 16-byte records and a bit each, 512 -> 29, 4096 -> 252;
+        // internal node: (512 - 32) / 16 = 30, (4096 - 32) / 16 = 254.
+        assert_eq!(PioOptions::leaf_segment_records(512), 29);
+        assert_eq!(PioOptions::leaf_segment_records(4096), 252);
         assert_eq!(PioOptions::internal_node_entries(512), 30);
         assert_eq!(PioOptions::internal_node_entries(4096), 254);
         assert_eq!(PioOptions::leaf_segment_records(10), 0);

@@ -153,7 +153,7 @@ impl PioBTree {
         let run = self.search_run(pid);
         self.psync_read(&[run])?;
         let known = self.lsmap.get(pid);
-        let (found, last) = leaf::find(&mut self.pager, pid, self.segs, known, key)?;
+        let (found, last) = leaf::find(self.layout, &mut self.pager, pid, self.segs, known, key)?;
         self.lsmap.insert(pid, last);
         self.demote_leaves([pid]);
         Ok(found.and_then(|r| (r.op == Op::Put).then_some(r.value)))
