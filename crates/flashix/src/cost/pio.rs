@@ -395,11 +395,11 @@ mod tests {
         (a - b).abs() < 1e-6
     }
 
-    /// The PIO B-tree's page capacities (checked against its page formats in
-    /// `engine::pio`, wide segments, kept because the sums below are worked out for
-    /// them): 512-byte pages hold (512 - 32) / 17 = 28 leaf records and (512 - 32) / 16 =
-    /// 30 internal entries; 4 KiB pages (4096 - 32) / 17 = 239 and (4096 - 32) / 16 =
-    /// 254. (A new index packs its segments: 29 and 252 records.) An OPQ entry takes 24 bytes (`PIO_OPQ_ENTRY_BYTES`).
+    /// The PIO B-tree's page capacities with wide leaf segments (`engine::pio::leaf`; the
+    /// sums below are worked out for them): 512-byte pages hold (512 - 32) / 17 = 28 leaf
+    /// records and (512 - 32) / 16 = 30 internal entries; 4 KiB pages (4096 - 32) / 17 =
+    /// 239 and (4096 - 32) / 16 = 254. A new index packs its segments (29 and 252
+    /// records). An OPQ entry takes 24 bytes (`PIO_OPQ_ENTRY_BYTES`).
     const S_512: u64 = 28;
     const F_512: u64 = 30;
     const S_4K: u64 = 239;

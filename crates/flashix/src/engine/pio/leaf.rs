@@ -84,12 +84,36 @@ impl Layout {
         }
     }
 
-    /// Offset of record `i`'s key in a segment of `page_size` bytes.
-    fn key_at(self, page_size: usize, i: usize) -> usize {
+    /// Bytes a record takes in the record area.
+    fn stride(self) -> usize {
         match self {
-            Layout::Wide => RECORDS + i * 17,
-            Layout::Packed => RECORDS + self.capacity(page_size).div_ceil(8) + i * 16,
+            Layout::Wide => 17,
+            Layout::Packed => 16,
         }
+    }
+}
+
+/// Where the records of a segment of a given page size lie, computed once a call (not
+/// once a record: the packed layout's first record follows a bitmap sized by the page).
+#[derive(Debug, Clone, Copy)]
+struct Slots {
+    layout: Layout,
+    /// Offset of record 0.
+    first: usize,
+}
+
+impl Slots {
+    fn of(layout: Layout, page_size: usize) -> Slots {
+        let first = match layout {
+            Layout::Wide => RECORDS,
+            Layout::Packed => RECORDS + layout.capacity(page_size).div_ceil(8),
+        };
+        Slots { layout, first }
+    }
+
+    /// Offset of record `i`'s key.
+    fn key_at(self, i: usize) -> usize {
+        self.first + i * self.layout.stride()
     }
 }
 
@@ -134,9 +158,9 @@ pub fn header(layout: Layout, pid: PageId, b: &[u8]) -> Result<SegmentHeader> {
 }
 
 /// Record `i` of a segment (`None`: a wide record's bad operation byte).
-fn record(layout: Layout, b: &[u8], i: usize) -> Option<OpqEntry> {
-    let off = layout.key_at(b.len(), i);
-    let op = match layout {
+fn record(s: Slots, b: &[u8], i: usize) -> Option<OpqEntry> {
+    let off = s.key_at(i);
+    let op = match s.layout {
         Layout::Wide => match *b.get(off + 16)? {
             1 => Op::Put,
             2 => Op::Delete,
@@ -157,11 +181,11 @@ fn record(layout: Layout, b: &[u8], i: usize) -> Option<OpqEntry> {
     })
 }
 
-fn set_record(layout: Layout, b: &mut [u8], i: usize, e: &OpqEntry) {
-    let off = layout.key_at(b.len(), i);
+fn set_record(s: Slots, b: &mut [u8], i: usize, e: &OpqEntry) {
+    let off = s.key_at(i);
     write_u64(b, off, e.key);
     write_u64(b, off + 8, e.value);
-    match layout {
+    match s.layout {
         Layout::Wide => {
             b[off + 16] = match e.op {
                 Op::Put => 1,
@@ -202,8 +226,8 @@ fn segment_header(
 }
 
 /// Record `i` of segment `pid`; a bad operation flag is corruption.
-fn checked_record(layout: Layout, pid: PageId, b: &[u8], i: usize) -> Result<OpqEntry> {
-    record(layout, b, i).ok_or_else(|| {
+fn checked_record(s: Slots, pid: PageId, b: &[u8], i: usize) -> Result<OpqEntry> {
+    record(s, b, i).ok_or_else(|| {
         Error::corruption(
             DATA_FILE,
             Some(pid),
@@ -269,10 +293,11 @@ pub fn load(
     known_last: Option<u16>,
 ) -> Result<LeafImage> {
     let mut records = Vec::new();
+    let slots = Slots::of(layout, pager.page_size());
     let (base, last) = walk(layout, pager, start, total, known_last, |pid, b, h| {
         records.reserve(h.count);
         for i in 0..h.count {
-            records.push(checked_record(layout, pid, b, i)?);
+            records.push(checked_record(slots, pid, b, i)?);
         }
         Ok(())
     })?;
@@ -303,12 +328,11 @@ pub fn find(
     key: u64,
 ) -> Result<(Option<OpqEntry>, u16)> {
     let mut newest = None;
+    let slots = Slots::of(layout, pager.page_size());
     let (_, last) = walk(layout, pager, start, total, known_last, |pid, b, h| {
-        let first = layout.key_at(b.len(), 0);
-        let stride = layout.key_at(b.len(), 1) - first;
         for i in (0..h.count).rev() {
-            if read_u64(b, first + i * stride) == key {
-                newest = Some(checked_record(layout, pid, b, i)?);
+            if read_u64(b, slots.key_at(i)) == key {
+                newest = Some(checked_record(slots, pid, b, i)?);
                 break;
             }
         }
@@ -349,6 +373,7 @@ pub fn rewrite(
     entries: &[(u64, u64)],
 ) -> Result<u16> {
     let cap = layout.capacity(pager.page_size());
+    let slots = Slots::of(layout, pager.page_size());
     let mut last = 0;
     for i in 0..total {
         let from = (usize::from(i) * cap).min(entries.len());
@@ -367,7 +392,7 @@ pub fn rewrite(
             write_u32(b, BASE, base as u32);
             for (j, &(key, value)) in chunk.iter().enumerate() {
                 set_record(
-                    layout,
+                    slots,
                     b,
                     j,
                     &OpqEntry {
@@ -418,6 +443,7 @@ pub fn append(
     recs: &[OpqEntry],
 ) -> Result<u16> {
     let cap = layout.capacity(pager.page_size());
+    let slots = Slots::of(layout, pager.page_size());
     let (mut seg, mut n) = (last, count);
     let mut rest = recs;
     while !rest.is_empty() {
@@ -436,7 +462,7 @@ pub fn append(
         let (now, later) = rest.split_at(take);
         pager.write(start + u64::from(seg), |b| {
             for (j, e) in now.iter().enumerate() {
-                set_record(layout, b, n + j, e);
+                set_record(slots, b, n + j, e);
             }
             write_u32(b, COUNT, (n + take) as u32);
         })?;
@@ -494,7 +520,10 @@ mod tests {
         // The last packed record ends inside the page, after the bitmap of them all.
         for ps in [512, 1024, 4096, 8192, 16384] {
             let c = Layout::Packed.capacity(ps);
-            assert!(Layout::Packed.key_at(ps, c - 1) + 16 <= ps, "{ps}");
+            assert!(
+                Slots::of(Layout::Packed, ps).key_at(c - 1) + 16 <= ps,
+                "{ps}"
+            );
             assert!(RECORDS + (c + 1).div_ceil(8) + 16 * (c + 1) > ps, "{ps}");
         }
     }
@@ -505,20 +534,21 @@ mod tests {
     fn records_round_trip_in_both_layouts() {
         for layout in [Layout::Wide, Layout::Packed] {
             let cap = layout.capacity(512);
+            let slots = Slots::of(layout, 512);
             let mut b = vec![0u8; 512];
             let recs: Vec<OpqEntry> = (0..cap as u64)
                 .map(|i| if i % 3 == 0 { del(i) } else { put(i, !i) })
                 .collect();
             for (i, e) in recs.iter().enumerate() {
-                set_record(layout, &mut b, i, e);
+                set_record(slots, &mut b, i, e);
             }
             for (i, e) in recs.iter().enumerate() {
-                assert_eq!(record(layout, &b, i), Some(*e), "{layout:?} {i}");
+                assert_eq!(record(slots, &b, i), Some(*e), "{layout:?} {i}");
             }
-            set_record(layout, &mut b, 3, &put(3, 7));
-            assert_eq!(record(layout, &b, 3), Some(put(3, 7)));
-            assert_eq!(record(layout, &b, 0), Some(del(0)));
-            assert_eq!(record(layout, &b, 6), Some(del(6)));
+            set_record(slots, &mut b, 3, &put(3, 7));
+            assert_eq!(record(slots, &b, 3), Some(put(3, 7)));
+            assert_eq!(record(slots, &b, 0), Some(del(0)));
+            assert_eq!(record(slots, &b, 6), Some(del(6)));
         }
     }
 
@@ -528,18 +558,19 @@ mod tests {
     fn hostile_leaf_segments_decode_or_are_corruption() {
         for layout in [Layout::Wide, Layout::Packed] {
             let cap = layout.capacity(512);
+            let slots = Slots::of(layout, 512);
             let mut valid = vec![0u8; 512];
             page::set_kind(&mut valid, layout.kind());
             write_u32(&mut valid, COUNT, 2);
             valid[INDEX..INDEX + 2].copy_from_slice(&0u16.to_le_bytes());
             valid[TOTAL..TOTAL + 2].copy_from_slice(&1u16.to_le_bytes());
-            set_record(layout, &mut valid, 0, &put(4, 5));
-            set_record(layout, &mut valid, 1, &del(4));
+            set_record(slots, &mut valid, 0, &put(4, 5));
+            set_record(slots, &mut valid, 1, &del(4));
             page::seal(12, &mut valid);
             crate::hostile::fuzz_page("PIO leaf segment", 12, &valid, |b| {
                 let records = segment_header(layout, 12, b, 0, 1, cap).and_then(|h| {
                     (0..h.count)
-                        .map(|i| checked_record(layout, 12, b, i))
+                        .map(|i| checked_record(slots, 12, b, i))
                         .collect::<Result<Vec<_>>>()
                 });
                 crate::error::ok_or_corruption(records)

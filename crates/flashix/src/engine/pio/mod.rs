@@ -172,8 +172,7 @@ impl PioOptions {
     }
 
     /// `s`: records of one (packed) leaf segment of `page_size` bytes (252 for 4 KiB
-    /// pages), 0
-    /// below 512 bytes; a number the PIO cost model takes
+    /// pages), 0 below 512 bytes; a number the PIO cost model takes
     /// ([`crate::cost::pio::PioWorkload::segment_records`]).
     pub fn leaf_segment_records(page_size: usize) -> u64 {
         if page_size < 512 {
