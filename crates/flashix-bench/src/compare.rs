@@ -258,6 +258,7 @@ mod tests {
             device_limit_rule: String::new(),
             buffer_rule: String::new(),
             round_rule: String::new(),
+            calibration_rule: String::new(),
             subjects: Vec::new(),
             results: records,
         }

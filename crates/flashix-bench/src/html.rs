@@ -429,14 +429,14 @@ fn table(res: &Results) -> String {
         "<table><tr><th>engine</th><th>workload</th><th>ops/s</th><th>keys/s</th>\
          <th>p50 us</th><th>p99 us</th><th>p99.9 us</th><th>max us</th><th>reads/op</th>\
          <th>writes/op</th><th>KiB wr/op</th><th>WAL KiB/op</th><th>write amp.</th>\
-         <th>max QD</th><th>read QD</th><th>device limit ops/s</th><th>share</th><th>runs</th><th>params</th></tr>\n",
+         <th>max QD</th><th>read QD</th><th>device limit ops/s</th><th>share</th><th>share now</th><th>runs</th><th>params</th></tr>\n",
     );
     for r in &res.results {
         let _ = writeln!(
             t,
             "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{:.1}</td><td>{:.1}</td>\
              <td>{:.1}</td><td>{:.0}</td><td>{:.3}</td><td>{:.3}</td><td>{:.2}</td><td>{:.3}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&r.engine),
             esc(&r.workload),
             r.ops_per_sec,
@@ -460,6 +460,10 @@ fn table(res: &Results) -> String {
                 .map_or("-".into(), |d| format!("{:.0}", d.limit_ops_per_sec)),
             r.device_limit
                 .as_ref()
+                .map_or("-".into(), |d| format!("{:.1}%", d.share * 100.0)),
+            r.calibration
+                .as_ref()
+                .and_then(|c| c.device_limit.as_ref())
                 .map_or("-".into(), |d| format!("{:.1}%", d.share * 100.0)),
             r.repeat.as_ref().map_or("1".into(), |p| format!(
                 "{} (min {:.0}, max {:.0})",
@@ -615,9 +619,10 @@ fn render_with(res: &Results, compared: Option<String>) -> String {
     let _ = writeln!(
         h,
         "<h2>Rules</h2><p class=\"rule\"><b>Preparation:</b> {}</p><p class=\"rule\"><b>Device \
-         limit:</b> {}</p></body></html>",
+         limit:</b> {}</p><p class=\"rule\"><b>Device limit now:</b> {}</p></body></html>",
         esc(&res.aging_rule),
-        esc(&res.device_limit_rule)
+        esc(&res.device_limit_rule),
+        esc(&res.calibration_rule)
     );
     h
 }

@@ -126,6 +126,11 @@ pub struct Record {
     /// The device's limit for this operation mix and the share of it reached.
     #[serde(default)]
     pub device_limit: Option<DeviceLimit>,
+    /// The device's random-read rate measured just before and after the phase, and the
+    /// limit and share at those moments (`runner::CALIBRATION_RULE`); `None` on a
+    /// simulated device, without O_DIRECT, and in older results.
+    #[serde(default)]
+    pub calibration: Option<Calibration>,
     /// Throughput and latency per interval of the measured phase (about 100 intervals).
     #[serde(default)]
     pub series: Vec<Interval>,
@@ -160,6 +165,20 @@ pub struct DeviceLimit {
     pub limit_ops_per_sec: f64,
     /// Measured ops/s / limit.
     pub share: f64,
+}
+
+/// The device measured beside a cell (`runner::CALIBRATION_RULE`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// Random 4 KiB reads per second at QD1 just before the phase.
+    pub qd1_iops_before: f64,
+    /// The same just after it.
+    pub qd1_iops_after: f64,
+    /// Their combined rate over the profile's QD1 IOPS: the factor the profile's
+    /// random-read rates were scaled by.
+    pub factor: f64,
+    /// The device limit of the phase with those rates, and the share of it reached.
+    pub device_limit: Option<DeviceLimit>,
 }
 
 /// One interval of a measured phase.
@@ -306,6 +325,9 @@ pub struct Results {
     /// How repeated runs of the cells are ordered (`runner::ROUND_RULE`).
     #[serde(default)]
     pub round_rule: String,
+    /// How the device limit at a cell's time is measured (`runner::CALIBRATION_RULE`).
+    #[serde(default)]
+    pub calibration_rule: String,
     /// Every engine and peer run: memory bound, page-cache bypass, commit model.
     #[serde(default)]
     pub subjects: Vec<SubjectInfo>,
@@ -367,11 +389,12 @@ pub fn format_table(records: &[Record]) -> String {
         "KiB wr/op",
         "WAL KiB/op",
         "dev limit",
+        "dev now",
         "mem MiB",
         "rss+ MiB",
         "spread",
     ];
-    let rows: Vec<[String; 18]> = records
+    let rows: Vec<[String; 19]> = records
         .iter()
         .map(|r| {
             [
@@ -396,6 +419,10 @@ pub fn format_table(records: &[Record]) -> String {
                 format!("{:.3}", r.wal_bytes_per_op / 1024.0),
                 r.device_limit
                     .as_ref()
+                    .map_or("-".to_string(), |d| format!("{:.1}%", d.share * 100.0)),
+                r.calibration
+                    .as_ref()
+                    .and_then(|c| c.device_limit.as_ref())
                     .map_or("-".to_string(), |d| format!("{:.1}%", d.share * 100.0)),
                 format!("{:.2}", r.memory_bytes as f64 / (1 << 20) as f64),
                 r.rss_growth_bytes.map_or("-".to_string(), |b| {
@@ -499,6 +526,7 @@ pub(crate) mod tests_support {
                 0.0,
                 10_000.0,
             ),
+            calibration: None,
             series: Vec::new(),
             repeat: None,
             sim_seconds: None,

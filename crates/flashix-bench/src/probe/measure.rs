@@ -148,9 +148,7 @@ pub fn measure<D: Device, C: Clock<D>>(
         };
         progress(&format!("random 4 KiB reads, QD1{of}"));
         qd1.push(part.rate(dev, false, |dev, n| {
-            dev.read(rng.gen_range(0..pages), &mut small[0])?;
-            *n += 1;
-            Ok(())
+            read_random_page(dev, pages, &mut small[0], &mut rng, n)
         })?);
 
         progress(&format!("random 4 KiB reads, QD32{of}"));
@@ -268,6 +266,44 @@ pub fn measure<D: Device, C: Clock<D>>(
         seq_write_iops_qd1,
         read_latency_us_by_size,
     })
+}
+
+/// Random 4 KiB reads at QD1 on pages `0..pages` of `dev` (already written) for `us`
+/// microseconds of `clock`, at least one: reads per second. The probe's QD1 figure, alone
+/// and short: the bench measures it beside every cell (`runner::CALIBRATION_RULE`).
+pub fn qd1_read_rate<D: Device, C: Clock<D>>(
+    dev: &mut D,
+    clock: &C,
+    pages: u64,
+    us: f64,
+    rng: &mut StdRng,
+) -> anyhow::Result<f64> {
+    let plan = Plan {
+        pages,
+        us_per_test: us,
+        max_ops: None,
+        min_random_write_ops: 0,
+        warmup_writes: 0,
+        read_rounds: 1,
+        seed: 0,
+    };
+    let mut buf = AlignedBuf::zeroed(PAGE);
+    Meter { clock, plan: &plan }.rate(dev, false, |dev, n| {
+        read_random_page(dev, pages, &mut buf, rng, n)
+    })
+}
+
+/// One random 4 KiB read of pages `0..pages`, counted in `n`.
+fn read_random_page<D: Device>(
+    dev: &mut D,
+    pages: u64,
+    buf: &mut AlignedBuf,
+    rng: &mut StdRng,
+    n: &mut u64,
+) -> anyhow::Result<()> {
+    dev.read(rng.gen_range(0..pages), buf)?;
+    *n += 1;
+    Ok(())
 }
 
 /// The median of `v` (the lower one of an even count; 0 for none).
@@ -411,6 +447,30 @@ mod tests {
         // than an 8 KiB request.
         let one = run(1);
         assert!(one.rand_read_iops_qd1 < 80_000.0, "{one:?}");
+    }
+
+    /// The bench's calibration reads at QD1 for the time asked: 10 us a request on the
+    /// steady device, 50 us in its slow spell, and random pages within the range.
+    #[test]
+    fn qd1_read_rate_measures_the_device_of_the_moment() {
+        let mut dev = Drifting {
+            inner: MemDevice::new(PAGE),
+            requests: 0,
+            slow: (100, u64::MAX),
+            now: 0.0,
+        };
+        let mut rng = StdRng::seed_from_u64(1);
+        let steady = qd1_read_rate(&mut dev, &Ticks, 64, 1_000.0, &mut rng).unwrap();
+        assert_eq!(dev.requests, 100);
+        assert!((steady - 100_000.0).abs() < 1e-6, "{steady}");
+        let slow = qd1_read_rate(&mut dev, &Ticks, 64, 1_000.0, &mut rng).unwrap();
+        assert!((slow - 20_000.0).abs() < 1e-6, "{slow}");
+        let s = dev.stats();
+        assert_eq!((s.reads, s.writes), (120, 0));
+        // At least one request, however short the time.
+        let before = dev.requests;
+        qd1_read_rate(&mut dev, &Ticks, 64, 0.0, &mut rng).unwrap();
+        assert_eq!(dev.requests, before + 1);
     }
 
     #[test]

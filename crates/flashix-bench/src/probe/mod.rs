@@ -22,7 +22,7 @@ pub mod sim;
 
 use anyhow::{bail, Context};
 use flashix::io::FileDevice;
-pub use measure::{measure, Clock, Figures, Plan, SimClock, WallClock};
+pub use measure::{measure, qd1_read_rate, Clock, Figures, Plan, SimClock, WallClock};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -3,6 +3,7 @@
 //! series, I/O per operation, write amplification, share of the device's limit).
 
 use super::aging::Prepared;
+use super::calibrate::{calibration, Calibrator};
 use super::config::{BenchConfig, Subject};
 use super::params::engine_params;
 use super::ui::{say, Ui};
@@ -133,12 +134,13 @@ pub fn run_workload(
     prep: &Prepared,
     w: Workload,
     profile: &DeviceProfile,
+    calibrator: Option<&mut Calibrator>,
 ) -> Result<Record> {
     let run_dir = cfg.dir.join(subject.name()).join("run");
     let pb = ui.spinner(format!("{subject}: copying the aged image"));
     copy_dir(&prep.aged_dir, &run_dir)?;
     pb.finish_and_clear();
-    let rec = measure(cfg, ui, subject, prep, w, &run_dir, profile);
+    let rec = measure(cfg, ui, subject, prep, w, &run_dir, profile, calibrator);
     let removed = std::fs::remove_dir_all(&run_dir)
         .with_context(|| format!("removing {}", run_dir.display()));
     let rec = rec?;
@@ -222,7 +224,14 @@ fn measure(
     w: Workload,
     run_dir: &Path,
     profile: &DeviceProfile,
+    mut calibrator: Option<&mut Calibrator>,
 ) -> Result<Record> {
+    // The device's QD1 reads just before the phase (CALIBRATION_RULE), before anything of
+    // the phase is in memory.
+    let calibrated_before = calibrator
+        .as_deref_mut()
+        .map(Calibrator::qd1_iops)
+        .transpose()?;
     let gen = KeyGen::new(cfg.key_dist, cfg.seed);
     let phase = phase_ops(cfg.ops, w, prep.write_buffer);
     let mut stream = OpStream::new(w, gen, prep.live, cfg.seed, phase)?;
@@ -345,6 +354,9 @@ fn measure(
     };
     // Leave the cgroup.
     drop(page_cache);
+    // ... and just after it, the index closed.
+    let calibrated_after = calibrator.map(Calibrator::qd1_iops).transpose()?;
+    let calibrated = calibrated_before.zip(calibrated_after);
 
     let series = interval_series(&lat, interval, &interval_ends);
     let ops = nops as f64;
@@ -392,6 +404,7 @@ fn measure(
             .map(|b| write_keys as f64 / b as f64),
         write_amplification: None,
         device_limit: None,
+        calibration: None,
         series,
         repeat: None,
         sim_seconds: None,
@@ -447,14 +460,21 @@ fn measure(
     if rec.write_keys_per_op > 0.0 {
         rec.write_amplification = Some(written / (rec.write_keys_per_op * ENTRY_BYTES));
     }
-    rec.device_limit = report::device_limit(
-        profile,
-        read_queue_depth,
-        rec.read_requests_per_op,
-        read_bytes_per_op,
-        written,
-        rec.ops_per_sec,
-    );
+    let limit_of = |p: &DeviceProfile| {
+        report::device_limit(
+            p,
+            read_queue_depth,
+            rec.read_requests_per_op,
+            read_bytes_per_op,
+            written,
+            rec.ops_per_sec,
+        )
+    };
+    let device_limit = limit_of(profile);
+    let calibration =
+        calibrated.and_then(|(before, after)| calibration(profile, before, after, limit_of));
+    rec.device_limit = device_limit;
+    rec.calibration = calibration;
     Ok(rec)
 }
 

@@ -24,6 +24,7 @@
 //! - this file: [`run_bench`], the suite itself, and the public paths of all of them.
 
 mod aging;
+mod calibrate;
 mod config;
 mod measure;
 mod params;
@@ -34,6 +35,9 @@ mod ui;
 pub use aging::{
     level_fill, levels_half_full, lowest_merged, prepare, prepare_peer, Prepared,
     AGING_FALLBACK_SHARE, AGING_RULE, AGING_SPLIT_SHARE, PEER_AGING_BATCH, PEER_LOAD_CHUNK,
+};
+pub use calibrate::{
+    calibration, Calibrator, CALIBRATION_BYTES, CALIBRATION_RULE, CALIBRATION_SECONDS,
 };
 pub use config::{BenchConfig, Scale, Subject};
 pub use measure::{
@@ -48,6 +52,7 @@ pub use ui::Ui;
 use crate::report::{self, Results, SubjectInfo};
 use crate::units::format_size;
 use anyhow::{Context, Result};
+use flashix::DeviceSpec;
 use results::{results_of, save_results};
 use ui::{say, say_plain};
 
@@ -99,11 +104,20 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
             format_size(cfg.prep_buffer_pool_bytes)
         );
         println!("device limit: {DEVICE_LIMIT_RULE}");
+        println!("device limit now: {CALIBRATION_RULE}");
         println!("write buffers: {BUFFER_RULE}");
         if cfg.repeat > 1 {
             println!("repeats: {ROUND_RULE}");
         }
     }
+    // The device measured beside every cell (CALIBRATION_RULE): on this machine's disk
+    // with O_DIRECT only.
+    let mut calibrator = match cfg.device {
+        None | Some(DeviceSpec::File { direct_io: true }) if cfg.direct_io => {
+            Calibrator::create(&cfg.dir, cfg.seed)?
+        }
+        _ => None,
+    };
     let cells = subjects.len() as u64 * cfg.workloads.len() as u64 * u64::from(cfg.repeat);
     let ui = Ui::new(cfg, cells);
 
@@ -155,8 +169,16 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
                 format!("suite: {subject}")
             });
             for (wi, &w) in cfg.workloads.iter().enumerate() {
-                let rec = run_workload(cfg, &ui, subject, &prepared[si], w, &profile)
-                    .with_context(|| format!("running {w} on {subject}"))?;
+                let rec = run_workload(
+                    cfg,
+                    &ui,
+                    subject,
+                    &prepared[si],
+                    w,
+                    &profile,
+                    calibrator.as_mut(),
+                )
+                .with_context(|| format!("running {w} on {subject}"))?;
                 ui.suite.inc(1);
                 runs[si][wi].push(rec);
                 if !last_round {
@@ -178,6 +200,12 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
                             .as_ref()
                             .map(|d| format!(", {:.0}% of the device limit", d.share * 100.0))
                             .unwrap_or_default()
+                            + &rec
+                                .calibration
+                                .as_ref()
+                                .and_then(|c| c.device_limit.as_ref())
+                                .map(|d| format!(" ({:.0}% of it now)", d.share * 100.0))
+                                .unwrap_or_default()
                     ),
                 );
                 // How memory was bounded is known once a phase ran (a memory cgroup or

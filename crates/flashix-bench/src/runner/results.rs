@@ -2,6 +2,7 @@
 //! cells run so far, and saving them to `results.json` and `report.html`.
 
 use super::aging::AGING_RULE;
+use super::calibrate::CALIBRATION_RULE;
 use super::config::BenchConfig;
 use super::measure::{BUFFER_RULE, DEVICE_LIMIT_RULE};
 use super::ROUND_RULE;
@@ -48,6 +49,7 @@ pub(super) fn results_of(
         device_limit_rule: DEVICE_LIMIT_RULE.to_string(),
         buffer_rule: BUFFER_RULE.to_string(),
         round_rule: ROUND_RULE.to_string(),
+        calibration_rule: CALIBRATION_RULE.to_string(),
         subjects: infos.to_vec(),
         results: records.to_vec(),
     }
