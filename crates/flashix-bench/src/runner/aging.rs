@@ -35,10 +35,12 @@ entries to make 20% of the leaves split); for an engine of stepped levels (FD-tr
 LSM components; counters <level|component>_<i>_entries and _capacity), every level above \
 the lowest is at least half full and a merge has reached the lowest level (it changed or a \
 new lowest level appeared: one full merge cycle); the bulk index gets none (bulk index thesis §6.1: the \
-initial keys in one bulk insertion, every range of size M but the last); the LA-tree, whose \
-leaves split only when its buffers are emptied (its splits lag its inserts), gets the same \
-number of the same new keys as a B+-tree of the same page size needs by the leaf rule (built \
-aside, then removed); other engines get ENTRIES/10 inserts. Peers (RocksDB, \
+initial keys in one bulk insertion, every range of size M but the last); the LA-tree and the \
+PIO B-tree, whose leaves split only when a buffer or the OPQ is emptied (their splits lag \
+their inserts; PIO leaves are also several pages), get the same number of the same new keys \
+as a B+-tree of the same page size needs by the leaf rule (the suite's B+-tree when it was \
+prepared before them, else one built aside, then removed), so that they hold the B+-tree's \
+data; other engines get ENTRIES/10 inserts. Peers (RocksDB, \
 fjall, redb, LMDB) get the same data: the ENTRIES keys in write batches of 100,000, then the \
 same aging keys as the first flashix engine of the run (ENTRIES/10 when there is none), in \
 batches of 1,000. Then close. Every workload starts from a fresh copy of the aged index, \
@@ -76,12 +78,22 @@ enum AgingGoal {
     AsBTree(u64),
 }
 
-/// Engines whose leaf splits lag their inserts: the LA-tree's inserts wait in buffers and
-/// reach the leaves when a buffer is emptied, so its split count passes the leaf rule's
-/// target long after a B+-tree would (at the quick scale 281k inserts and 2059 splits for
-/// 452 wanted, where the B+-tree takes 156k).
+/// Engines whose leaf splits lag their inserts, and which therefore get the B+-tree's
+/// aging inserts (AGING_RULE):
+///
+/// - the LA-tree's inserts wait in buffers and reach the leaves when a buffer is emptied,
+///   so its split count passes the leaf rule's target long after a B+-tree would (at the
+///   quick scale 281k inserts and 2059 splits for 452 wanted, where the B+-tree takes
+///   156k);
+/// - the PIO B-tree's inserts wait in its OPQ (10,922 entries at the quick scale) and
+///   reach the leaves at a flush, and its leaves are the cost model's number of pages, so
+///   "20% of the leaves split" is another amount of data for every leaf size: by its own
+///   counters it took 166,144 inserts at the quick scale and 4,283,648 at 10M entries
+///   (2-page leaves), where the B+-tree takes 156,160 and 3,916,288. Its searches were then
+///   compared with the B+-tree's over 2-9% more entries; the PIO paper compares the two on
+///   the same records.
 fn splits_lag(engine: EngineKind) -> bool {
-    engine == EngineKind::LaTree
+    matches!(engine, EngineKind::LaTree | EngineKind::PioBTree)
 }
 
 /// The aging inserts of a B+-tree prepared by the leaf rule in a scratch directory beside
@@ -93,7 +105,7 @@ fn btree_aging_inserts(cfg: &BenchConfig, ui: &Ui, profile: &DeviceProfile) -> R
         verbose: false,
         ..cfg.clone()
     };
-    let p = prepare(&scratch, ui, EngineKind::BTree, profile)?;
+    let p = prepare(&scratch, ui, EngineKind::BTree, profile, None)?;
     std::fs::remove_dir_all(&scratch.dir).ok();
     Ok(p.aging_inserts)
 }
@@ -137,12 +149,15 @@ fn describe_levels(levels: &[(u64, u64, u64)]) -> String {
         .join(", ")
 }
 
-/// Build the aged index of `engine` in `dir/<engine>/aged` (AGING_RULE).
+/// Build the aged index of `engine` in `dir/<engine>/aged` (AGING_RULE). `btree_aging`:
+/// the aging inserts of a B+-tree prepared with the same `cfg` (the suite's own), which
+/// an engine whose splits lag takes instead of building one aside.
 pub fn prepare(
     cfg: &BenchConfig,
     ui: &Ui,
     engine: EngineKind,
     profile: &DeviceProfile,
+    btree_aging: Option<u64>,
 ) -> Result<Prepared> {
     let engine_dir = cfg.dir.join(engine.name());
     if engine_dir.exists() {
@@ -179,7 +194,10 @@ pub fn prepare(
     let limit = cfg.entries;
     let goal = match (s0.shape.leaves, s0.shape.leaf_splits) {
         _ if engine == EngineKind::BulkIndex => AgingGoal::BulkLoadOnly,
-        _ if splits_lag(engine) => AgingGoal::AsBTree(btree_aging_inserts(cfg, ui, profile)?),
+        _ if splits_lag(engine) => AgingGoal::AsBTree(match btree_aging {
+            Some(n) => n,
+            None => btree_aging_inserts(cfg, ui, profile)?,
+        }),
         (Some(leaves), Some(splits0)) => AgingGoal::LeafSplits {
             target: (leaves as f64 * AGING_SPLIT_SHARE).ceil() as u64,
             splits0,

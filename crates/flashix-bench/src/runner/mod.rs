@@ -52,7 +52,7 @@ pub use ui::Ui;
 use crate::report::{self, Results, SubjectInfo};
 use crate::units::format_size;
 use anyhow::{Context, Result};
-use flashix::DeviceSpec;
+use flashix::{DeviceSpec, EngineKind};
 use results::{results_of, save_results};
 use ui::{say, say_plain};
 
@@ -122,39 +122,58 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
     let ui = Ui::new(cfg, cells);
 
     let mut records = Vec::new();
-    let mut infos = Vec::new();
-    // Every subject is prepared first, so that the repeats can be interleaved (ROUND_RULE).
-    let mut prepared = Vec::with_capacity(subjects.len());
-    // Aging inserts of the first flashix engine: what peers get too.
-    let mut aging_for_peers: Option<u64> = None;
-    for &subject in &subjects {
+    let mut infos: Vec<SubjectInfo> = subjects
+        .iter()
+        .map(|&subject| {
+            let info = subject.info(cfg);
+            SubjectInfo {
+                name: subject.name().to_string(),
+                kind: match subject {
+                    Subject::Engine(_) => "flashix".into(),
+                    Subject::Peer(_) => "peer".into(),
+                },
+                memory_bound: info.memory_bound,
+                page_cache_bypassed: info.page_cache_bypassed,
+                commit_model: info.commit_model,
+            }
+        })
+        .collect();
+    // Every subject is prepared first, so that the repeats can be interleaved (ROUND_RULE):
+    // the B+-tree before the other engines (engines whose splits lag take its aging
+    // inserts, AGING_RULE), the engines before the peers (subjects lists them so).
+    let btree = Subject::Engine(EngineKind::BTree);
+    let mut order: Vec<usize> = (0..subjects.len()).collect();
+    order.sort_by_key(|&i| subjects[i] != btree);
+    let mut prepared: Vec<Option<Prepared>> = subjects.iter().map(|_| None).collect();
+    // Aging inserts of the suite's B+-tree: what engines whose splits lag get too.
+    let mut btree_aging: Option<u64> = None;
+    for &si in &order {
+        let subject = subjects[si];
         ui.suite.set_message(format!("suite: preparing {subject}"));
         let prep = match subject {
-            Subject::Engine(e) => prepare(cfg, &ui, e, &profile)
+            Subject::Engine(e) => prepare(cfg, &ui, e, &profile, btree_aging)
                 .with_context(|| format!("preparing the {e} index"))?,
             Subject::Peer(p) => {
-                let aging = aging_for_peers
-                    .unwrap_or_else(|| (cfg.entries as f64 * AGING_FALLBACK_SHARE).round() as u64);
+                // The aging inserts of the first flashix engine of the run, all prepared by
+                // now (AGING_RULE).
+                let first_engine = subjects
+                    .iter()
+                    .position(|s| matches!(s, Subject::Engine(_)))
+                    .and_then(|e| prepared[e].as_ref());
+                let aging = first_engine.map_or_else(
+                    || (cfg.entries as f64 * AGING_FALLBACK_SHARE).round() as u64,
+                    |p| p.aging_inserts,
+                );
                 prepare_peer(cfg, &ui, p, aging)
                     .with_context(|| format!("preparing the {p} store"))?
             }
         };
-        if matches!(subject, Subject::Engine(_)) && aging_for_peers.is_none() {
-            aging_for_peers = Some(prep.aging_inserts);
+        if subject == btree {
+            btree_aging = Some(prep.aging_inserts);
         }
-        let info = subject.info(cfg);
-        infos.push(SubjectInfo {
-            name: subject.name().to_string(),
-            kind: match subject {
-                Subject::Engine(_) => "flashix".into(),
-                Subject::Peer(_) => "peer".into(),
-            },
-            memory_bound: info.memory_bound.clone(),
-            page_cache_bypassed: info.page_cache_bypassed,
-            commit_model: info.commit_model.clone(),
-        });
-        prepared.push(prep);
+        prepared[si] = Some(prep);
     }
+    let prepared: Vec<Prepared> = prepared.into_iter().flatten().collect();
     // runs[subject][workload]: the cell's runs so far.
     let mut runs: Vec<Vec<Vec<report::Record>>> = subjects
         .iter()

@@ -32,7 +32,8 @@
 //! Pages are 4 KiB as in the paper, entries 8-byte keys and values. Fewer points than
 //! the paper's sweeps (three pools, three OPQs): each point is a suite of its own, and
 //! the runner prepares (bulk loads and ages) its indexes afresh; the PIO B-tree's aging
-//! (about 175,000 inserts at the default size) takes 15-30 s on a simulated SSD. The
+//! (the B+-tree's count of inserts, `runner::AGING_RULE`: the point's own B+-tree's, or
+//! one aged aside first when the point has none) takes 15-30 s on a simulated SSD. The
 //! simulated SSDs have [`nand_bytes`] of NAND, at least 16 erase blocks a chip (the
 //! profiles' own floor, 64 a chip, is 768 MiB for the ioDrive's 48 chips, and every
 //! measured phase copies the NAND file).
