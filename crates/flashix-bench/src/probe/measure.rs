@@ -49,7 +49,7 @@ impl Clock<SimSsd> for SimClock {
 /// How long each measurement runs and what precedes the random writes.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// Device pages (of [`PAGE`] bytes) the probe uses: `0..pages`, a multiple of the
+    /// Device pages (of `PAGE` = 4096 bytes) the probe uses: `0..pages`, a multiple of the
     /// 512 KiB request.
     pub pages: u64,
     /// Each measurement runs until this much time (of its clock) has passed...

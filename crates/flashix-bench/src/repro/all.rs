@@ -14,7 +14,7 @@
 //! number, ours on this disk, ours on the simulated devices (and raw NAND and cost
 //! models), the verdict and, for a verdict other than `holds`, the measured reason. A
 //! paper adds its rows by returning them from its `run` (its `claims`); a new paper is one
-//! line of [`PAPERS`] and one arm of [`run_paper`].
+//! line of [`PAPERS`] and one arm of `run_paper`.
 
 use super::{ClaimCheck, Repro};
 use crate::html::esc;
