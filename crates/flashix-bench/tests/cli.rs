@@ -801,3 +801,80 @@ fn repro_all_quick_runs_every_paper() {
         .iter()
         .all(|p| p["resumed"] == true));
 }
+
+/// The PIO B-tree's cost model is told the entries the index holds when measured (the bulk
+/// load and the B+-tree's aging inserts), not the bulk load alone: its leaf and OPQ sizes
+/// are fixed at creation. With this profile (this machine's, 2026-11-26) and a 1 MiB
+/// budget the model chooses differently for the two counts, so the engine's parameters
+/// tell which it was told.
+#[test]
+fn pio_is_tuned_for_the_entries_it_is_measured_at() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let profile_path = out.join("device-profile.json");
+    let latency = [
+        (4096, 40.22),
+        (8192, 41.34),
+        (16384, 48.75),
+        (32768, 59.47),
+        (65536, 80.69),
+        (131072, 125.07),
+        (262144, 228.90),
+        (524288, 400.70),
+    ];
+    let profile = DeviceProfile {
+        path: "/test".into(),
+        backend: "io_uring+O_DIRECT".into(),
+        file_bytes: 1 << 30,
+        rand_read_iops_qd1: 29_528.9,
+        rand_read_iops_qd32: 78_575.0,
+        rand_write_iops_qd1: 22_195.7,
+        rand_write_iops_qd32: 86_387.7,
+        seq_read_mb_s: 1_393.2,
+        seq_write_mb_s: 3_833.6,
+        seq_read_iops_qd1: Some(26_135.6),
+        seq_write_iops_qd1: Some(28_782.6),
+        read_latency_us_by_size: latency.to_vec(),
+        measured_at: "2026-11-26T18:15:06Z".into(),
+        cpu: None,
+    };
+    save_profile(&profile, &profile_path).unwrap();
+    let cfg = BenchConfig {
+        engines: vec![EngineKind::PioBTree, EngineKind::BTree],
+        workloads: vec![Workload::OSearch],
+        entries: 30_000,
+        ops: 200,
+        buffer_pool_bytes: 1 << 20,
+        profile: Some(profile_path),
+        dir: tmp.path().join("data"),
+        out,
+        verbose: false,
+        ..BenchConfig::new()
+    };
+    let res = run_bench(&cfg).unwrap();
+    let pio = res.results.iter().find(|r| r.engine == "pio").unwrap();
+    let btree = res.results.iter().find(|r| r.engine == "btree").unwrap();
+    assert_eq!(pio.entries, btree.entries);
+    assert!(pio.entries > cfg.entries);
+    // What the model picks when told `n` entries: the engine's counters after creation.
+    let tuned_for = |n: u64| {
+        let mut o = cfg.options(EngineKind::PioBTree, &profile).unwrap();
+        o.tuning.as_mut().unwrap().expected_entries = n;
+        let dir = tmp.path().join(format!("tuned-{n}"));
+        let db = flashix::Db::create(&dir, o).unwrap();
+        let c = db.stats().engine_counters;
+        format!(
+            "leaf_segments={} opq_capacity={}",
+            c["leaf_segments"], c["opq_capacity"]
+        )
+    };
+    let (measured, bulk) = (tuned_for(pio.entries), tuned_for(cfg.entries));
+    assert_ne!(measured, bulk, "the model should choose differently here");
+    assert!(
+        pio.engine_params.starts_with(&measured),
+        "{} is not tuned for {} entries ({measured})",
+        pio.engine_params,
+        pio.entries
+    );
+}

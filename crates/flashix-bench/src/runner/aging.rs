@@ -40,7 +40,8 @@ PIO B-tree, whose leaves split only when a buffer or the OPQ is emptied (their s
 their inserts; PIO leaves are also several pages), get the same number of the same new keys \
 as a B+-tree of the same page size needs by the leaf rule (the suite's B+-tree when it was \
 prepared before them, else one built aside, then removed), so that they hold the B+-tree's \
-data; other engines get ENTRIES/10 inserts. Peers (RocksDB, \
+data, and their cost models are told those entries (ENTRIES plus the aging inserts) at \
+creation; other engines get ENTRIES/10 inserts. Peers (RocksDB, \
 fjall, redb, LMDB) get the same data: the ENTRIES keys in write batches of 100,000, then the \
 same aging keys as the first flashix engine of the run (ENTRIES/10 when there is none), in \
 batches of 1,000. Then close. Every workload starts from a fresh copy of the aged index, \
@@ -166,7 +167,19 @@ pub fn prepare(
     }
     let aged_dir = engine_dir.join("aged");
     let t0 = Instant::now();
-    Db::create(&aged_dir, cfg.options(engine, profile)?)
+    // An engine that takes the B+-tree's aging inserts knows the entries it will hold when
+    // measured, and its cost model is told them (AGING_RULE): the PIO B-tree's OPQ and leaf
+    // size are fixed at creation, where the FD-tree and the LSM re-choose k as they grow.
+    let as_btree = match (splits_lag(engine), btree_aging) {
+        (false, _) => None,
+        (true, Some(n)) => Some(n),
+        (true, None) => Some(btree_aging_inserts(cfg, ui, profile)?),
+    };
+    let mut options = cfg.options(engine, profile)?;
+    if let (Some(n), Some(t)) = (as_btree, options.tuning.as_mut()) {
+        t.expected_entries = cfg.entries.saturating_add(n);
+    }
+    Db::create(&aged_dir, options)
         .with_context(|| format!("creating a {engine} index in {}", aged_dir.display()))?
         .close()
         .context("closing the new index")?;
@@ -192,13 +205,10 @@ pub fn prepare(
     let s0 = db.stats();
     let mut ks = KeySpace::with_entries(gen, cfg.entries);
     let limit = cfg.entries;
-    let goal = match (s0.shape.leaves, s0.shape.leaf_splits) {
+    let goal = match (s0.shape.leaves, s0.shape.leaf_splits, as_btree) {
         _ if engine == EngineKind::BulkIndex => AgingGoal::BulkLoadOnly,
-        _ if splits_lag(engine) => AgingGoal::AsBTree(match btree_aging {
-            Some(n) => n,
-            None => btree_aging_inserts(cfg, ui, profile)?,
-        }),
-        (Some(leaves), Some(splits0)) => AgingGoal::LeafSplits {
+        (_, _, Some(n)) => AgingGoal::AsBTree(n),
+        (Some(leaves), Some(splits0), None) => AgingGoal::LeafSplits {
             target: (leaves as f64 * AGING_SPLIT_SHARE).ceil() as u64,
             splits0,
         },
