@@ -461,10 +461,8 @@ fn table(res: &Results) -> String {
             r.device_limit
                 .as_ref()
                 .map_or("-".into(), |d| format!("{:.1}%", d.share * 100.0)),
-            r.calibration
-                .as_ref()
-                .and_then(|c| c.device_limit.as_ref())
-                .map_or("-".into(), |d| format!("{:.1}%", d.share * 100.0)),
+            r.share_now()
+                .map_or("-".into(), |s| format!("{:.1}%", s * 100.0)),
             r.repeat.as_ref().map_or("1".into(), |p| format!(
                 "{} (min {:.0}, max {:.0})",
                 p.runs, p.min_ops_per_sec, p.max_ops_per_sec

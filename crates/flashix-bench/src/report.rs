@@ -420,10 +420,8 @@ pub fn format_table(records: &[Record]) -> String {
                 r.device_limit
                     .as_ref()
                     .map_or("-".to_string(), |d| format!("{:.1}%", d.share * 100.0)),
-                r.calibration
-                    .as_ref()
-                    .and_then(|c| c.device_limit.as_ref())
-                    .map_or("-".to_string(), |d| format!("{:.1}%", d.share * 100.0)),
+                r.share_now()
+                    .map_or("-".to_string(), |s| format!("{:.1}%", s * 100.0)),
                 format!("{:.2}", r.memory_bytes as f64 / (1 << 20) as f64),
                 r.rss_growth_bytes.map_or("-".to_string(), |b| {
                     format!("{:.2}", b as f64 / (1 << 20) as f64)
@@ -477,6 +475,12 @@ impl Record {
     /// (`buffer_turnovers` below 1).
     pub fn buffer_absorbed(&self) -> bool {
         self.buffer_turnovers.is_some_and(|t| t < 1.0)
+    }
+
+    /// The share of the device limit at the time the phase ran (`dev now`,
+    /// `runner::CALIBRATION_RULE`), when the device was calibrated beside it.
+    pub fn share_now(&self) -> Option<f64> {
+        Some(self.calibration.as_ref()?.device_limit.as_ref()?.share)
     }
 }
 
@@ -582,12 +586,24 @@ mod tests {
             ),
             ..r
         };
-        let t = format_table(&[r.clone(), r]);
+        let t = format_table(&[r.clone(), r.clone()]);
         assert_eq!(t.lines().count(), 4);
         assert!(t.contains("o-search"));
         assert!(t.contains("2.00"));
         // 1 read per op at QD1 on a 20k IOPS device: 10k ops/s is half the limit.
         assert!(t.contains("50.0%"), "{t}");
+        assert_eq!(r.share_now(), None);
+        // Calibrated beside the phase at 12.5k reads/s: 80% of the limit of the moment.
+        let p = crate::probe::example_profile();
+        let now =
+            |q: &crate::probe::DeviceProfile| device_limit(q, 1.0, 1.0, 4096.0, 0.0, 10_000.0);
+        let r = Record {
+            calibration: crate::runner::calibration(&p, 12_500.0, 12_500.0, now),
+            ..r
+        };
+        assert!((r.share_now().unwrap() - 0.8).abs() < 1e-12);
+        let t = format_table(&[r]);
+        assert!(t.contains("dev now") && t.contains("80.0%"), "{t}");
     }
 
     #[test]

@@ -173,7 +173,11 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
         }
         prepared[si] = Some(prep);
     }
-    let prepared: Vec<Prepared> = prepared.into_iter().flatten().collect();
+    // `order` is a permutation of the subjects: every one was prepared.
+    let prepared: Vec<Prepared> = prepared
+        .into_iter()
+        .collect::<Option<_>>()
+        .context("a subject was left unprepared")?;
     // runs[subject][workload]: the cell's runs so far.
     let mut runs: Vec<Vec<Vec<report::Record>>> = subjects
         .iter()
@@ -220,10 +224,8 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
                             .map(|d| format!(", {:.0}% of the device limit", d.share * 100.0))
                             .unwrap_or_default()
                             + &rec
-                                .calibration
-                                .as_ref()
-                                .and_then(|c| c.device_limit.as_ref())
-                                .map(|d| format!(" ({:.0}% of it now)", d.share * 100.0))
+                                .share_now()
+                                .map(|s| format!(" ({:.0}% of it now)", s * 100.0))
                                 .unwrap_or_default()
                     ),
                 );

@@ -93,22 +93,26 @@ impl Layout {
     }
 }
 
-/// Where the records of a segment of a given page size lie, computed once a call (not
-/// once a record: the packed layout's first record follows a bitmap sized by the page).
+/// How many records a segment of a given page size holds and where they lie, computed
+/// once a call (not once a record: the packed layout's first record follows a bitmap
+/// sized by the page's capacity).
 #[derive(Debug, Clone, Copy)]
 struct Slots {
     layout: Layout,
+    /// Records a segment holds ([`Layout::capacity`]).
+    cap: usize,
     /// Offset of record 0.
     first: usize,
 }
 
 impl Slots {
     fn of(layout: Layout, page_size: usize) -> Slots {
+        let cap = layout.capacity(page_size);
         let first = match layout {
             Layout::Wide => RECORDS,
-            Layout::Packed => RECORDS + layout.capacity(page_size).div_ceil(8),
+            Layout::Packed => RECORDS + cap.div_ceil(8),
         };
-        Slots { layout, first }
+        Slots { layout, cap, first }
     }
 
     /// Offset of record `i`'s key.
@@ -249,14 +253,14 @@ pub struct LeafImage {
 /// otherwise until the first segment that is not full. Returns the leaf's `base` and its
 /// last segment (the last one holding a record; 0 for an empty leaf).
 fn walk(
-    layout: Layout,
+    slots: Slots,
     pager: &mut Pager,
     start: PageId,
     total: u16,
     known_last: Option<u16>,
     mut visit: impl FnMut(PageId, &[u8], &SegmentHeader) -> Result<()>,
 ) -> Result<(usize, u16)> {
-    let cap = layout.capacity(pager.page_size());
+    let (layout, cap) = (slots.layout, slots.cap);
     let (mut base, mut last) = (0, 0u16);
     for i in 0..total {
         let pid = start + u64::from(i);
@@ -294,7 +298,7 @@ pub fn load(
 ) -> Result<LeafImage> {
     let mut records = Vec::new();
     let slots = Slots::of(layout, pager.page_size());
-    let (base, last) = walk(layout, pager, start, total, known_last, |pid, b, h| {
+    let (base, last) = walk(slots, pager, start, total, known_last, |pid, b, h| {
         records.reserve(h.count);
         for i in 0..h.count {
             records.push(checked_record(slots, pid, b, i)?);
@@ -329,7 +333,7 @@ pub fn find(
 ) -> Result<(Option<OpqEntry>, u16)> {
     let mut newest = None;
     let slots = Slots::of(layout, pager.page_size());
-    let (_, last) = walk(layout, pager, start, total, known_last, |pid, b, h| {
+    let (_, last) = walk(slots, pager, start, total, known_last, |pid, b, h| {
         for i in (0..h.count).rev() {
             if read_u64(b, slots.key_at(i)) == key {
                 newest = Some(checked_record(slots, pid, b, i)?);
@@ -372,8 +376,8 @@ pub fn rewrite(
     total: u16,
     entries: &[(u64, u64)],
 ) -> Result<u16> {
-    let cap = layout.capacity(pager.page_size());
     let slots = Slots::of(layout, pager.page_size());
+    let cap = slots.cap;
     let mut last = 0;
     for i in 0..total {
         let from = (usize::from(i) * cap).min(entries.len());
@@ -442,8 +446,8 @@ pub fn append(
     count: usize,
     recs: &[OpqEntry],
 ) -> Result<u16> {
-    let cap = layout.capacity(pager.page_size());
     let slots = Slots::of(layout, pager.page_size());
+    let cap = slots.cap;
     let (mut seg, mut n) = (last, count);
     let mut rest = recs;
     while !rest.is_empty() {
