@@ -285,7 +285,7 @@ mod tests {
         let w = a.workload().unwrap();
         assert_eq!(w.entries, 10_000_000);
         assert_eq!(w.page_size, 4096);
-        assert_eq!(w.entries_per_page, 169);
+        assert_eq!(w.entries_per_page, 250);
         assert_eq!(w.head_tree_bytes, 512 << 10);
         assert_eq!(w.buffer_bytes, 16 << 20);
         assert_eq!(w.insert_fraction, 0.5);

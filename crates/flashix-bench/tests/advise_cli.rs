@@ -137,19 +137,22 @@ fn search_only_and_insert_only_rank_in_opposite_directions() {
     let search = advise(&["--mix", "search=1"]);
     let insert = advise(&["--mix", "insert=1"]);
     let (s, i) = (&search["mix"], &insert["mix"]);
-    // Searches: an in-place B+-tree (or the PIO B-tree, one) reads one leaf; the
-    // FD-tree and the LSM-tree read a page of each run that is not cached.
-    for e in ["btree", "pio"] {
-        for slow in ["fdtree", "lsm"] {
+    // Searches: an in-place B+-tree (or the PIO B-tree, one) reads one leaf, and so do
+    // the FD-tree and the LSM-tree of two levels whose upper level is cached (with 250
+    // entries a packed page, their lowest level takes fewer pages than the B+-tree's
+    // leaves, so more of it is cached); the log-based B+-trees read a node and its log.
+    for e in ["btree", "pio", "fdtree", "lsm"] {
+        for slow in ["bftl", "ipl", "dipl"] {
             assert!(s.rank(e) < s.rank(slow), "search-only: {e} vs {slow}");
         }
     }
     // Inserts: the FD-tree and LSM-tree merge sequentially; the B+-tree writes a leaf.
     for fast in ["fdtree", "lsm"] {
         assert!(i.rank(fast) < i.rank("btree"), "insert-only: {fast}");
+        // At the top for searches too (see above), so no worse on inserts.
         assert!(
-            i.rank(fast) < s.rank(fast),
-            "{fast} ranks better on inserts than on searches"
+            i.rank(fast) <= s.rank(fast),
+            "{fast} ranks no worse on inserts than on searches"
         );
     }
     assert!(s.rank("btree") < i.rank("btree"));

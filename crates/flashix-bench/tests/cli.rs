@@ -398,10 +398,12 @@ fn binary_writes_table_results_and_report() {
                     assert!(r.writes_per_op > 0.0, "{}: no device write", r.workload);
                     let t = r.buffer_turnovers.expect("the FD-tree's head tree");
                     assert!(r.ops > 2000, "{}: {} ops", r.workload, r.ops);
-                    // O-Insert reaches 3 turnovers; tpcc (24.8% writes) stops at 20 x OPS
-                    // short of one, and is marked.
+                    // |L0| = 16,000 entries (128 head pages of 250, half full): O-Insert
+                    // stops at the 20 x OPS cap after 2.5 turnovers, not marked; tpcc
+                    // (24.8% writes) stops there short of one, and is marked.
                     if r.workload == "o-insert" {
-                        assert!(t >= 2.9, "{t} turnovers in {} ops", r.ops);
+                        assert_eq!(r.ops, 40_000);
+                        assert!(t >= 2.4 && !r.buffer_absorbed(), "{t} turnovers");
                     } else {
                         assert_eq!(r.ops, 40_000);
                         assert_eq!(r.buffer_absorbed(), t < 1.0, "{t}");

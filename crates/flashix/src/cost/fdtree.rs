@@ -52,7 +52,8 @@ pub struct FdTreeWorkload {
     /// `B`: page size in bytes; must equal the [`DeviceCosts`] page size.
     pub page_size: usize,
     /// `f`: entries per page. The model does not know the engine's page format: the caller
-    /// gives the FD-tree's (or LSM's) capacity for `page_size` (169 for 4 KiB pages).
+    /// gives the FD-tree's (or LSM's) capacity for `page_size` (250 for 4 KiB pages; 169 in
+    /// indexes created before format 7).
     pub entries_per_page: u64,
     /// Head tree size in bytes; `|L_0|` = its whole pages times `f`.
     pub head_tree_bytes: u64,
@@ -493,8 +494,9 @@ mod tests {
         (dev, w)
     }
 
-    /// `f` of the FD-tree engine's 4 KiB pages: (4096 - 32) / 24 = 4064 / 24 = 169.3 -> 169
-    /// (checked against the engine's page format by `FdTreeOptions::entries_per_page`).
+    /// `f` of the FD-tree engine's wide 4 KiB pages (formats 1 to 6): (4096 - 32) / 24 =
+    /// 169.3 -> 169. The model takes any `f`; the packed pages' 250 is checked against the
+    /// page format by `FdTreeOptions::entries_per_page`.
     const F_4K: u64 = 169;
 
     #[test]

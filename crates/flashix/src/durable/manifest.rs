@@ -7,7 +7,7 @@
 //! 0   8  magic "FLASHIXM"
 //! 8   4  format version (FORMAT_VERSION)
 //! 12  4  body length n
-//! 16  4  crc32c of bytes 8..16 and the body (formats 3 to 6; 1 and 2: of the body)
+//! 16  4  crc32c of bytes 8..16 and the body (formats 3 to 7; 1 and 2: of the body)
 //! 20  n  body: JSON of `Manifest`
 //! ```
 //! The body names the engine and its options (an explicit options record, opaque at this
@@ -34,8 +34,12 @@
 //! manifest, WAL and other pages of 5) lets a new PIO B-tree pack its leaf segments: 16-byte
 //! records after an operation bitmap, page kind 4 (`crate::engine::pio::leaf`), with
 //! `packed` in its engine state; a build that reads 5 at most would take those pages for
-//! corruption. PIO B-trees of 1 to 5 keep their wide segments (kind 3). This build reads 1
-//! to 6 and writes 6; anything else is [`Error::UnsupportedVersion`]. From format 3 the checksum covers the
+//! corruption. PIO B-trees of 1 to 5 keep their wide segments (kind 3). 7 (the manifest, WAL
+//! and other pages of 6) lets a new FD-tree or LSM-tree pack its sorted pages: 16-byte
+//! entries after an array of 2-bit types, page kinds with bit 0x100 set
+//! (`crate::kit::sorted::entry`), with `packed` in its engine state; a build that reads 6
+//! at most would take those pages for corruption. FD-trees and LSM-trees of 1 to 6 keep
+//! their 24-byte entries. This build reads 1 to 7 and writes 7; anything else is [`Error::UnsupportedVersion`]. From format 3 the checksum covers the
 //! version and the length too, so a flipped bit that turns a 3 into a readable 2 or 1 is
 //! caught (it fails the older formats' body-only checksum).
 
@@ -53,7 +57,7 @@ pub const MANIFEST: &str = "MANIFEST";
 const TMP: &str = "MANIFEST.tmp";
 const MAGIC: &[u8; 8] = b"FLASHIXM";
 /// On-disk format version this build writes.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 /// The oldest format version this build reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 

@@ -115,8 +115,8 @@ pub(crate) fn decode(record: &OptionsRecord, format_version: u32) -> Result<Opti
                 sub_options: sub,
             })
         }
-        // Formats 3 to 6 changed engine states, pages and WAL records, not the record.
-        2..=6 => {
+        // Formats 3 to 7 changed engine states, pages and WAL records, not the record.
+        2..=7 => {
             let r = RecordV2::deserialize(record).map_err(bad)?;
             Ok(Options {
                 page_size: r.page_size,

@@ -149,7 +149,7 @@ impl FdTree {
             let mut at = run.start;
             while at < run.start + run.pages {
                 let n = self.p.io_unit.min(run.start + run.pages - at);
-                pages.extend(read_pages(&mut self.pager, self.p.cap, at, n)?);
+                pages.extend(read_pages(&mut self.pager, self.p.lay, at, n)?);
                 at += n;
             }
             views.push(LevelView { run, pages });
@@ -242,7 +242,7 @@ impl FdTree {
 
     /// Walk a head tree: order, separators, depth, leaf chain, counts, pages.
     fn check_head(&mut self, h: &Head, seen: &mut HashSet<PageId>, what: &str) -> Result<HeadWalk> {
-        let cap = self.p.cap;
+        let lay = self.p.lay;
         let mut w = HeadWalk {
             leaves: Vec::new(),
             entries: Vec::new(),
@@ -260,7 +260,7 @@ impl FdTree {
                 return Err(bad(Some(pid), format!("{what} page is not allocated")));
             }
             w.pages += 1;
-            let (kind, nlvl, link, es) = head::node(&mut self.pager, cap, pid)?;
+            let (kind, nlvl, link, es) = head::node(&mut self.pager, lay, pid)?;
             let want = if lvl == 0 {
                 KIND_HEAD_LEAF
             } else {

@@ -32,15 +32,15 @@ use super::run::{write_fence_run, Run, RunReader, RunWriter};
 use crate::durable::Pager;
 use crate::error::Result;
 use crate::io::{Extent, PageId};
-use crate::kit::sorted::entry::{Entry, Kind};
+use crate::kit::sorted::entry::{Entry, Kind, Layout};
 use crate::kit::sorted::tombs::Tombs;
 use crate::kit::sorted::tune::Retune;
 
 /// Sizes the job needs.
 #[derive(Debug, Clone, Copy)]
 pub struct Params {
-    /// Entries per page (f).
-    pub cap: usize,
+    /// The pages' layout, and f, the entries a page holds.
+    pub lay: Layout,
     /// Pages per multi-page request.
     pub io_unit: u64,
     /// Size ratio k.
@@ -79,7 +79,7 @@ fn estimate(p: &Params, mut incoming: u64, levels: &[Run], from: usize) -> u64 {
         let here = levels.get(i - 1).map_or(0, |r| r.entries);
         let out = incoming + here;
         work = work.saturating_add(out);
-        let stored = out + out.div_ceil(p.cap as u64 - 1) + 1;
+        let stored = out + out.div_ceil(p.lay.cap() as u64 - 1) + 1;
         // The lowest level moves down unchanged when it overflows (no copy).
         if stored < p.level_capacity(i) || levels.get(i).is_none() {
             break;
@@ -146,7 +146,7 @@ impl MergeJob {
     ) -> Result<MergeJob> {
         let work = estimate(p, head.len() as u64, &levels, 1);
         let max = head.len() as u64 + levels.first().map_or(0, |r| r.entries);
-        let writer = RunWriter::new(pager, p.cap, p.io_unit, max)?;
+        let writer = RunWriter::new(pager, p.lay, p.io_unit, max)?;
         let lower = levels.first().copied().map(RunReader::new);
         Ok(MergeJob {
             upper: Upper::Head {
@@ -197,7 +197,7 @@ impl MergeJob {
         match &mut self.upper {
             Upper::Head { entries, pos } => Ok(entries.get(*pos).copied()),
             Upper::Run { reader, .. } => loop {
-                match reader.peek(pager, p.cap, p.io_unit)? {
+                match reader.peek(pager, p.lay, p.io_unit)? {
                     // Algorithm 3, lines 3-4: the fences of L(i-1) are not carried over.
                     Some(e) if e.is_fence() => reader.advance(),
                     other => return Ok(other),
@@ -218,7 +218,7 @@ impl MergeJob {
             return Ok(None);
         };
         loop {
-            match r.peek(pager, p.cap, p.io_unit)? {
+            match r.peek(pager, p.lay, p.io_unit)? {
                 // Lines 5-6: internal fences are rebuilt for the new pages.
                 Some(e) if e.kind == Kind::Internal => r.advance(),
                 // An index entry under a range tombstone of the upper (newer) input.
@@ -370,7 +370,7 @@ impl MergeJob {
                 self.level = i + 1;
                 let lower = self.levels.get(i).copied();
                 let max = run.entries + lower.map_or(0, |r| r.entries);
-                self.writer = Some(RunWriter::new(pager, p.cap, p.io_unit, max)?);
+                self.writer = Some(RunWriter::new(pager, p.lay, p.io_unit, max)?);
                 self.lower = lower.map(RunReader::new);
                 self.upper = Upper::Run {
                     reader: RunReader::new(run),
@@ -397,7 +397,7 @@ impl MergeJob {
         new[depth - 1] = run;
         let mut fences = fences;
         for lvl in (1..depth).rev() {
-            let (r, f) = write_fence_run(pager, p.cap, p.io_unit, &fences)?;
+            let (r, f) = write_fence_run(pager, p.lay, p.io_unit, &fences)?;
             self.pages_written += r.map_or(0, |r| r.pages);
             new[lvl - 1] = r;
             fences = f;

@@ -22,8 +22,10 @@
 //!   key.
 //!
 //! # On-disk format
-//! Run pages and head-tree nodes: see [`crate::kit::sorted::entry`] (24-byte
-//! entries, f = 20 for 512-byte pages, 169 for 4 KiB). The manifest's engine state holds
+//! Run pages and head-tree nodes: see [`crate::kit::sorted::entry`] (packed: 16-byte
+//! entries after an array of 2-bit types, f = 29 for 512-byte pages, 250 for 4 KiB; FD-trees
+//! created before format 7: 24-byte entries, f = 20 and 169; the engine state's `packed`
+//! says which). The manifest's engine state holds
 //! the head tree (root, height, first leaf, counts), the frozen head tree of a deamortized
 //! merge in progress with the extents that merge had written so far, every level's run
 //! (first page, pages, entries), and the range tombstones of the head tree, the frozen
@@ -124,7 +126,7 @@ use crate::io::Extent;
 use crate::io::Storage;
 use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor};
-use crate::kit::sorted::entry::{self, Entry, Kind};
+use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::scan_many_with_memo;
 use crate::kit::sorted::tombs::Tombs;
@@ -164,6 +166,10 @@ struct State {
     /// re-chooses `k` ([`crate::kit::sorted::tune`]); absent: `k` is fixed.
     #[serde(default)]
     retune_pool_bytes: Option<u64>,
+    /// The pages are packed ([`Layout::packed`]; format 7 on). Absent (false: wide pages)
+    /// in the manifests of older builds.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    packed: bool,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -205,8 +211,9 @@ pub fn validate(opts: &Settings, o: &FdTreeOptions) -> Result<()> {
 }
 
 impl FdTreeOptions {
-    /// `f`: entries in an FD-tree page of `page_size` bytes (24-byte entries after a 32-byte
-    /// header: 169 for 4 KiB pages), 0 below 512 bytes; the number the FD-tree cost model
+    /// `f`: entries in a (packed) FD-tree page of `page_size` bytes (16-byte entries and
+    /// 2-bit types after a 32-byte header: 250 for 4 KiB pages), 0 below 512 bytes; the
+    /// number the FD-tree cost model
     /// takes ([`crate::cost::fdtree::FdTreeWorkload::entries_per_page`],
     /// [`crate::Options::fdtree_model_workload`]). The LSM-tree's pages hold as many.
     pub fn entries_per_page(page_size: usize) -> u64 {
@@ -231,14 +238,16 @@ pub(crate) fn resolve(s: &Settings, mut o: FdTreeOptions) -> Result<FdTreeOption
     Ok(o)
 }
 
-/// The engine's parameters from resolved options (a manifest always holds a `k`).
-fn params(opts: &Settings, o: &FdTreeOptions) -> Result<Params> {
-    let cap = entry::capacity(opts.page_size);
+/// The engine's parameters from resolved options (a manifest always holds a `k`), for
+/// pages of the layout `packed` says.
+fn params(opts: &Settings, o: &FdTreeOptions, packed: bool) -> Result<Params> {
+    let lay = Layout::of(packed, opts.page_size);
+    let cap = lay.cap();
     let head_pages = o.head_tree_bytes / opts.page_size as u64;
     let k =
         o.k.ok_or_else(|| Error::corruption("MANIFEST", None, "FD-tree options without k"))?;
     Ok(Params {
-        cap,
+        lay,
         io_unit: o.io_unit_bytes / opts.page_size as u64,
         k: u64::from(k),
         cap0: head_pages * cap as u64 / 2,
@@ -280,13 +289,14 @@ impl FdTree {
         model_k: bool,
     ) -> Result<FdTree> {
         validate(&s, &o)?;
-        let p = params(&s, &o)?;
-        let retune =
-            model_k.then(|| Retune::from_settings(&s, o.head_tree_bytes, s.buffer_pool_bytes));
+        let p = params(&s, &o, true)?;
+        let retune = model_k.then(|| {
+            Retune::from_settings(&s, p.lay.cap(), o.head_tree_bytes, s.buffer_pool_bytes)
+        });
         let deamortize = o.deamortize;
         let config = s.pager_config(MIN_FRAMES, 0);
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
-        let head = Head::create(&mut pager)?;
+        let head = Head::create(&mut pager, p.lay)?;
         let mut t = FdTree {
             pager,
             p,
@@ -316,23 +326,23 @@ impl FdTree {
     ) -> Result<FdTree> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad FD-tree state: {e}")))?;
-        let mut p = params(&s, &o)?;
+        let mut p = params(&s, &o, state.packed)?;
         if let Some(k) = state.k {
             // §3.2: 2 <= k < f - 1 (a k below 2 would give levels that never grow).
-            if k < 2 || k.saturating_add(1) >= p.cap as u64 {
+            if k < 2 || k.saturating_add(1) >= p.lay.cap() as u64 {
                 return Err(Error::corruption(
                     "MANIFEST",
                     None,
                     format!(
                         "FD-tree state: k = {k} outside 2 <= k < f - 1 = {}",
-                        p.cap - 1
+                        p.lay.cap() - 1
                     ),
                 ));
             }
             p.k = k;
         }
-        let retune =
-            (state.retune_pool_bytes).map(|b| Retune::from_settings(&s, o.head_tree_bytes, b));
+        let retune = (state.retune_pool_bytes)
+            .map(|b| Retune::from_settings(&s, p.lay.cap(), o.head_tree_bytes, b));
         let deamortize = o.deamortize;
         let config = s.pager_config(MIN_FRAMES, 0);
         let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
@@ -375,6 +385,7 @@ impl FdTree {
             level_tombs: self.level_tombs.clone(),
             k: Some(self.p.k),
             retune_pool_bytes: self.retune.as_ref().map(Retune::pool_bytes),
+            packed: self.p.lay.is_packed(),
         })
     }
 
@@ -382,7 +393,7 @@ impl FdTree {
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
         self.head.upsert(
             &mut self.pager,
-            self.p.cap,
+            self.p.lay,
             Entry::new(key, value, Kind::Normal),
         )?;
         self.after_mutation()
@@ -391,7 +402,7 @@ impl FdTree {
     /// Algorithm 4 (see the module doc).
     fn delete_unlogged(&mut self, key: u64) -> Result<()> {
         let head = self.head.clone();
-        let f = head.find(&mut self.pager, self.p.cap, key)?;
+        let f = head.find(&mut self.pager, self.p.lay, key)?;
         // A range tombstone of the head tree deletes the key in every older level.
         let below = if self.head_tombs.covers(key) {
             None
@@ -409,13 +420,13 @@ impl FdTree {
             Some(b) if b.kind == Kind::Normal => {
                 self.head.upsert(
                     &mut self.pager,
-                    self.p.cap,
+                    self.p.lay,
                     Entry::new(key, b.val, Kind::Filter),
                 )?;
                 self.counters.filters_inserted += 1;
             }
             _ => {
-                self.head.remove(&mut self.pager, self.p.cap, key)?;
+                self.head.remove(&mut self.pager, self.p.lay, key)?;
             }
         }
         self.after_mutation()
@@ -431,7 +442,7 @@ impl FdTree {
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
         self.counters.range_deletes += 1;
         self.head
-            .remove_range(&mut self.pager, self.p.cap, lo, hi)?;
+            .remove_range(&mut self.pager, self.p.lay, lo, hi)?;
         if !self.levels.is_empty() || self.frozen.is_some() {
             self.head_tombs.add(lo, hi);
         }
@@ -452,7 +463,7 @@ impl FdTree {
     /// Freeze the active head tree (and its range tombstones), start a new one, and start
     /// merging the frozen one; run it to completion at once unless deamortized.
     fn freeze_and_merge(&mut self) -> Result<()> {
-        let old = std::mem::replace(&mut self.head, Head::create(&mut self.pager)?);
+        let old = std::mem::replace(&mut self.head, Head::create(&mut self.pager, self.p.lay)?);
         self.frozen_tombs = std::mem::take(&mut self.head_tombs);
         self.start_job(old)?;
         if !self.deamortize {
@@ -487,7 +498,7 @@ impl FdTree {
     /// (`self.frozen_tombs`) into the levels.
     fn start_job(&mut self, frozen: Head) -> Result<()> {
         let entries: Vec<Entry> = frozen
-            .all_entries(&mut self.pager, self.p.cap)?
+            .all_entries(&mut self.pager, self.p.lay)?
             .into_iter()
             .filter(|e| !e.is_fence())
             .collect();
@@ -524,7 +535,7 @@ impl FdTree {
 
     /// Publish a completed merge in memory: new levels, new head tree; free the old.
     fn complete(&mut self, out: Outcome) -> Result<()> {
-        let cap = self.p.cap;
+        let lay = self.p.lay;
         for r in &out.replaced {
             self.pager.free_extent(r.extent());
         }
@@ -543,7 +554,7 @@ impl FdTree {
         // splits before L1's fences were known and point nowhere).
         let newer: Vec<Entry> = self
             .head
-            .all_entries(&mut self.pager, cap)?
+            .all_entries(&mut self.pager, lay)?
             .into_iter()
             .filter(|e| !e.is_fence())
             .collect();
@@ -560,10 +571,10 @@ impl FdTree {
             all.push(e);
         }
         all.extend(fences);
-        let new_head = Head::bulk_load(&mut self.pager, cap, &all)?;
-        self.head.free(&mut self.pager, cap)?;
+        let new_head = Head::bulk_load(&mut self.pager, lay, &all)?;
+        self.head.free(&mut self.pager, lay)?;
         if let Some(fr) = self.frozen.take() {
-            fr.free(&mut self.pager, cap)?;
+            fr.free(&mut self.pager, lay)?;
         }
         self.head = new_head;
         self.counters.merges += 1;
@@ -576,7 +587,7 @@ impl FdTree {
     fn bulk_load(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
         let n = sorted.len() as u64;
         // The bottom level holds the entries plus one internal fence per page.
-        let stored = n + n.div_ceil(self.p.cap as u64 - 1) + 1;
+        let stored = n + n.div_ceil(self.p.lay.cap() as u64 - 1) + 1;
         if let Some(r) = &self.retune {
             let k = r.k_for(stored, self.p.k);
             if k != self.p.k {
@@ -585,7 +596,7 @@ impl FdTree {
             }
         }
         let depth = self.p.depth_for(stored);
-        let mut w = RunWriter::new(&mut self.pager, self.p.cap, self.p.io_unit, n)?;
+        let mut w = RunWriter::new(&mut self.pager, self.p.lay, self.p.io_unit, n)?;
         for &(k, v) in sorted {
             w.push(&mut self.pager, Entry::new(k, v, Kind::Normal))?;
         }
@@ -594,7 +605,7 @@ impl FdTree {
         levels[depth - 1] = bottom;
         for lvl in (1..depth).rev() {
             let (r, f) =
-                run::write_fence_run(&mut self.pager, self.p.cap, self.p.io_unit, &fences)?;
+                run::write_fence_run(&mut self.pager, self.p.lay, self.p.io_unit, &fences)?;
             levels[lvl - 1] = r;
             fences = f;
         }
@@ -603,8 +614,8 @@ impl FdTree {
             .iter()
             .map(|&(k, p)| Entry::new(k, p, Kind::External))
             .collect();
-        let new_head = Head::bulk_load(&mut self.pager, self.p.cap, &all)?;
-        self.head.free(&mut self.pager, self.p.cap)?;
+        let new_head = Head::bulk_load(&mut self.pager, self.p.lay, &all)?;
+        self.head.free(&mut self.pager, self.p.lay)?;
         self.head = new_head;
         // The tree was empty: any tombstone left covers nothing, and must not hide the
         // loaded entries, which now sit below the head tree.
@@ -781,9 +792,10 @@ mod tests {
 
     #[test]
     fn entries_per_page_after_envelope() {
-        // (4096 - 32) / 24 = 4064 / 24 = 169.3 -> 169; (2048 - 32) / 24 = 84.
-        assert_eq!(FdTreeOptions::entries_per_page(4096), 169);
-        assert_eq!(FdTreeOptions::entries_per_page(2048), 84);
+        // 4096 - 32 = 4064 = 64 bytes of types (250 · 2 bits, whole words) + 250 · 16;
+        // 2048 - 32 = 2016 = 32 + 124 · 16.
+        assert_eq!(FdTreeOptions::entries_per_page(4096), 250);
+        assert_eq!(FdTreeOptions::entries_per_page(2048), 124);
         assert_eq!(FdTreeOptions::entries_per_page(10), 0);
     }
 }

@@ -6,7 +6,7 @@
 use crate::durable::Pager;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId};
-use crate::kit::sorted::entry::{self, Entry, Probe, KIND_RUN, NONE};
+use crate::kit::sorted::entry::{self, Entry, Layout, Probe, KIND_RUN, NONE};
 use crate::kit::sorted::head::Packer;
 use crate::kit::sorted::seq::{ChunkWriter, SeqReader};
 use crate::page::{self, DATA_FILE};
@@ -44,20 +44,25 @@ pub type Written = (Option<Run>, Fences);
 
 /// Read `n` pages of a run from `first` in ONE request, past the buffer pool (merges and
 /// range scans, App. D: "the merge operation ... can skip the buffer layer"), and decode them.
-pub fn read_pages(pager: &mut Pager, cap: usize, first: PageId, n: u64) -> Result<Vec<Vec<Entry>>> {
+pub fn read_pages(
+    pager: &mut Pager,
+    lay: Layout,
+    first: PageId,
+    n: u64,
+) -> Result<Vec<Vec<Entry>>> {
     let ps = pager.page_size();
     let mut buf = AlignedBuf::zeroed(ps * n as usize);
     pager.device().read(first, &mut buf)?;
     buf.chunks(ps)
         .enumerate()
-        .map(|(i, b)| decode_page(first + i as u64, b, cap))
+        .map(|(i, b)| decode_page(first + i as u64, b, lay))
         .collect()
 }
 
 /// Check and decode `n` run pages read from `first` (`bytes`), their entries in order
 /// straight into `out` (a merge's reader).
 pub fn decode_pages_into(
-    cap: usize,
+    lay: Layout,
     first: PageId,
     bytes: &[u8],
     ps: usize,
@@ -65,13 +70,13 @@ pub fn decode_pages_into(
 ) -> Result<()> {
     for (i, b) in bytes.chunks(ps).enumerate() {
         let pid = first + i as u64;
-        check_run_page(pid, b)?;
+        check_run_page(lay, pid, b)?;
         let bad = |e: String| Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}"));
-        let count = entry::checked_count(b, cap).map_err(bad)?;
+        let count = lay.checked_count(b).map_err(bad)?;
         if count == 0 {
             return Err(bad("empty FD-tree run page".into()));
         }
-        entry::decode_into(b, count, out).map_err(bad)?;
+        lay.decode_into(b, count, out).map_err(bad)?;
     }
     Ok(())
 }
@@ -80,22 +85,22 @@ pub fn decode_pages_into(
 /// levels stay cached, as the paper's cost model assumes, §4 Eq. 10). Run pages are never
 /// dirty in the pool and a freed run's pages are discarded from it
 /// ([`Pager::free_extent`]), so the pool and the past-the-pool reads agree.
-pub fn read_page_cached(pager: &mut Pager, cap: usize, pid: PageId) -> Result<Vec<Entry>> {
-    pager.read(pid, |b| decode_page(pid, b, cap))?
+pub fn read_page_cached(pager: &mut Pager, lay: Layout, pid: PageId) -> Result<Vec<Entry>> {
+    pager.read(pid, |b| decode_page(pid, b, lay))?
 }
 
-/// A point search's step in run page `pid` (see [`entry::probe`]): through the buffer pool
+/// A point search's step in run page `pid` (see [`Layout::probe`]): through the buffer pool
 /// when `cached`, else one read past it. Checks the envelope and the kind as a decode does,
 /// but decodes only the few entries the step reads.
 pub fn probe_page(
     pager: &mut Pager,
-    cap: usize,
+    lay: Layout,
     pid: PageId,
     key: u64,
     cached: bool,
 ) -> Result<Probe> {
     let step = |b: &[u8]| -> Result<Probe> {
-        check_run_page(pid, b)?;
+        check_run_page(lay, pid, b)?;
         if entry::count(b) == 0 {
             return Err(Error::corruption(
                 DATA_FILE,
@@ -103,7 +108,7 @@ pub fn probe_page(
                 "empty FD-tree run page",
             ));
         }
-        entry::probe(b, cap, key)
+        lay.probe(b, key)
             .map_err(|e| Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}")))
     };
     if cached {
@@ -114,9 +119,9 @@ pub fn probe_page(
 }
 
 /// The envelope (checksum, page id) and the kind of a run page.
-fn check_run_page(pid: PageId, b: &[u8]) -> Result<()> {
+fn check_run_page(lay: Layout, pid: PageId, b: &[u8]) -> Result<()> {
     page::verify(pid, b)?;
-    if page::kind(b) != KIND_RUN {
+    if page::kind(b) != lay.kind(KIND_RUN) {
         return Err(Error::corruption(
             DATA_FILE,
             Some(pid),
@@ -126,9 +131,10 @@ fn check_run_page(pid: PageId, b: &[u8]) -> Result<()> {
     Ok(())
 }
 
-fn decode_page(pid: PageId, b: &[u8], cap: usize) -> Result<Vec<Entry>> {
-    check_run_page(pid, b)?;
-    let es = entry::decode(b, cap)
+fn decode_page(pid: PageId, b: &[u8], lay: Layout) -> Result<Vec<Entry>> {
+    check_run_page(lay, pid, b)?;
+    let es = lay
+        .decode(b)
         .map_err(|e| Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}")))?;
     if es.is_empty() {
         return Err(Error::corruption(
@@ -149,10 +155,10 @@ impl RunReader {
     }
 
     /// The next entry, or `None` at the end of the run.
-    pub fn peek(&mut self, pager: &mut Pager, cap: usize, io_unit: u64) -> Result<Option<Entry>> {
+    pub fn peek(&mut self, pager: &mut Pager, lay: Layout, io_unit: u64) -> Result<Option<Entry>> {
         let ps = pager.page_size();
         self.0.peek(pager, io_unit, |first, _, bytes, out| {
-            decode_pages_into(cap, first, bytes, ps, out)
+            decode_pages_into(lay, first, bytes, ps, out)
         })
     }
 
@@ -181,6 +187,7 @@ impl RunReader {
 /// page for the level above (§3.2, "We create a fence for each page of L(i+1)"). Entries go
 /// straight into the page bytes of the chunk being built.
 pub struct RunWriter {
+    lay: Layout,
     extent: Extent,
     packer: Packer,
     /// Entries in the page being built (0: none started).
@@ -200,13 +207,14 @@ pub struct RunWriter {
 
 impl RunWriter {
     /// A writer for at most `max_entries` entries (one internal fence per page extra).
-    pub fn new(pager: &mut Pager, cap: usize, io_unit: u64, max_entries: u64) -> Result<Self> {
-        let max_pages = max_entries.div_ceil(cap as u64 - 1).max(1) + 1;
+    pub fn new(pager: &mut Pager, lay: Layout, io_unit: u64, max_entries: u64) -> Result<Self> {
+        let max_pages = max_entries.div_ceil(lay.cap() as u64 - 1).max(1) + 1;
         let extent = pager.alloc_extent(max_pages)?;
         let ps = pager.page_size();
         Ok(RunWriter {
+            lay,
             extent,
-            packer: Packer::new(cap, true),
+            packer: Packer::new(lay.cap(), true),
             cur: 0,
             out: ChunkWriter::new(ps, io_unit.min(max_pages)),
             chunk_start: 0,
@@ -245,7 +253,7 @@ impl RunWriter {
             self.fences.push((e.key, self.extent.start + self.pages));
         }
         for x in place.fence.into_iter().chain([e]) {
-            entry::set(self.out.next_page(ps), self.cur, x);
+            self.lay.set(self.out.next_page(ps), self.cur, x);
             self.cur += 1;
         }
         if !e.is_fence() {
@@ -260,7 +268,7 @@ impl RunWriter {
         let ps = pager.page_size();
         let pid = self.extent.start + self.pages;
         let b = self.out.next_page(ps);
-        entry::finish_page(b, KIND_RUN, 0, NONE, self.cur);
+        self.lay.finish_page(b, KIND_RUN, 0, NONE, self.cur);
         page::seal(pid, b);
         self.entries += self.cur as u64;
         self.cur = 0;
@@ -312,11 +320,11 @@ impl RunWriter {
 /// merge, §3.3 Merge; Property 1 of App. C.2).
 pub fn write_fence_run(
     pager: &mut Pager,
-    cap: usize,
+    lay: Layout,
     io_unit: u64,
     fences: &[(u64, PageId)],
 ) -> Result<Written> {
-    let mut w = RunWriter::new(pager, cap, io_unit, fences.len() as u64)?;
+    let mut w = RunWriter::new(pager, lay, io_unit, fences.len() as u64)?;
     for &(k, p) in fences {
         w.push(pager, Entry::new(k, p, entry::Kind::External))?;
     }
@@ -336,11 +344,13 @@ mod hostile_tests {
             Entry::new(1, 2, Kind::Normal),
             Entry::new(8, 3, Kind::External),
         ];
-        let mut valid = vec![0u8; 512];
-        entry::init(&mut valid, KIND_RUN, 0, entry::NONE, &es);
-        page::seal(21, &mut valid);
-        crate::hostile::fuzz_page("FD-tree run page", 21, &valid, |b| {
-            crate::error::ok_or_corruption(decode_page(21, b, entry::capacity(512)))
-        });
+        for lay in [Layout::wide(512), Layout::packed(512)] {
+            let mut valid = vec![0u8; 512];
+            lay.init(&mut valid, KIND_RUN, 0, entry::NONE, &es);
+            page::seal(21, &mut valid);
+            crate::hostile::fuzz_page("FD-tree run page", 21, &valid, |b| {
+                crate::error::ok_or_corruption(decode_page(21, b, lay))
+            });
+        }
     }
 }

@@ -75,7 +75,7 @@ impl FdTree {
             // them than above) do not push the upper levels out of an LRU pool.
             // The step reads the page's bytes in place: a binary search and a backward
             // scan to the first fence, no decoded copy of the page.
-            let step = probe_page(&mut self.pager, self.p.cap, pid, key, above < frames)?;
+            let step = probe_page(&mut self.pager, self.p.lay, pid, key, above < frames)?;
             above += run.pages;
             pid = match step {
                 Probe::Entry(e) => return Ok(Some(e)),
@@ -100,7 +100,7 @@ impl FdTree {
     pub(super) fn find_below_head(&mut self, key: u64, fence: u64) -> Result<Option<Entry>> {
         let fence = match self.frozen.clone() {
             Some(fr) => {
-                let f = fr.find(&mut self.pager, self.p.cap, key)?;
+                let f = fr.find(&mut self.pager, self.p.lay, key)?;
                 if f.entry.is_some() || self.frozen_tombs.covers(key) {
                     return Ok(f.entry);
                 }
@@ -114,7 +114,7 @@ impl FdTree {
     /// Point search: the value of `key`.
     pub(super) fn lookup(&mut self, key: u64) -> Result<Option<u64>> {
         let head = self.head.clone();
-        let f = head.find(&mut self.pager, self.p.cap, key)?;
+        let f = head.find(&mut self.pager, self.p.lay, key)?;
         let e = match f.entry {
             Some(e) => Some(e),
             None if self.head_tombs.covers(key) => None,
@@ -135,7 +135,7 @@ impl FdTree {
         max_leaves: u64,
         mut memo: Option<(&mut PageMemo, usize)>,
     ) -> Result<HeadRange> {
-        let cap = self.p.cap;
+        let lay = self.p.lay;
         let mut out = HeadRange {
             entries: Vec::new(),
             start: NONE,
@@ -154,7 +154,7 @@ impl FdTree {
         }
         let mut first = true;
         let mut start_found = false;
-        let cut = head.walk_range(&mut self.pager, cap, lo, max_leaves, |pid, es| {
+        let cut = head.walk_range(&mut self.pager, lay, lo, max_leaves, |pid, es| {
             if let Some((m, slot)) = memo.as_mut() {
                 m.keep(*slot, pid, &es);
             }
@@ -298,16 +298,16 @@ impl FdTree {
                     let mut v = vec![es];
                     v.extend(read_pages(
                         &mut self.pager,
-                        self.p.cap,
+                        self.p.lay,
                         first + 1,
                         last - first,
                     )?);
                     v
                 }
                 None if first == last && above < frames => {
-                    vec![read_page_cached(&mut self.pager, self.p.cap, first)?]
+                    vec![read_page_cached(&mut self.pager, self.p.lay, first)?]
                 }
-                None => read_pages(&mut self.pager, self.p.cap, first, last - first + 1)?,
+                None => read_pages(&mut self.pager, self.p.lay, first, last - first + 1)?,
             };
             if let (Some(m), Some(es)) = (memo.as_deref_mut(), pages.last()) {
                 m.keep(2 + lvl, last, es);

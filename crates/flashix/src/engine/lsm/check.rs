@@ -105,7 +105,7 @@ impl Lsm {
 
     /// Invariant 4: C0's pages, order, counts, and that a descent finds every entry.
     fn check_c0(&mut self, seen: &mut HashSet<PageId>) -> Result<()> {
-        let cap = self.p.cap;
+        let lay = self.p.lay;
         let c0 = self.c0.clone();
         if self.c0_full() {
             return Err(corrupt(
@@ -118,7 +118,7 @@ impl Lsm {
                 ),
             ));
         }
-        let pages = c0.pages(&mut self.pager, cap)?;
+        let pages = c0.pages(&mut self.pager, lay)?;
         if pages.len() as u64 != c0.pages {
             return Err(corrupt(
                 Some(c0.root),
@@ -128,7 +128,7 @@ impl Lsm {
         for &pid in &pages {
             self.claim(pid, "C0", seen)?;
         }
-        let all = c0.all_entries(&mut self.pager, cap)?;
+        let all = c0.all_entries(&mut self.pager, lay)?;
         if all.windows(2).any(|w| w[0].pos() >= w[1].pos()) {
             return Err(corrupt(Some(c0.root), "C0 leaf entries out of order"));
         }
@@ -146,7 +146,7 @@ impl Lsm {
             ));
         }
         for e in index {
-            if c0.find(&mut self.pager, cap, e.key)?.entry != Some(e) {
+            if c0.find(&mut self.pager, lay, e.key)?.entry != Some(e) {
                 return Err(corrupt(
                     Some(c0.root),
                     format!("C0 descent does not find key {}", e.key),
@@ -179,7 +179,7 @@ impl Lsm {
             let n = self.p.io_unit.min(c.pages - at);
             nodes.extend(component::read_nodes(
                 &mut self.pager,
-                self.p.cap,
+                self.p.lay,
                 c.start + at,
                 n,
             )?);

@@ -17,7 +17,7 @@
 use crate::durable::Pager;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId};
-use crate::kit::sorted::entry::{self, Entry, Kind, NONE};
+use crate::kit::sorted::entry::{self, Entry, Kind, Layout, NONE};
 use crate::kit::sorted::seq::{ChunkWriter, SeqReader};
 use crate::page::{self, DATA_FILE};
 use serde::{Deserialize, Serialize};
@@ -72,13 +72,13 @@ pub struct Node {
     pub entries: Vec<Entry>,
 }
 
-fn decode(pid: PageId, b: &[u8], cap: usize) -> Result<Node> {
+fn decode(pid: PageId, b: &[u8], lay: Layout) -> Result<Node> {
     page::verify(pid, b)?;
-    let kind = page::kind(b);
+    let kind = lay.checked_kind(b).map_err(|e| corrupt(Some(pid), e))?;
     if kind != KIND_LSM_LEAF && kind != KIND_LSM_INTERNAL {
         return Err(corrupt(Some(pid), format!("page kind {kind}")));
     }
-    let entries = entry::decode(b, cap).map_err(|e| corrupt(Some(pid), e))?;
+    let entries = lay.decode(b).map_err(|e| corrupt(Some(pid), e))?;
     Ok(Node {
         kind,
         level: entry::level(b),
@@ -88,27 +88,27 @@ fn decode(pid: PageId, b: &[u8], cap: usize) -> Result<Node> {
 }
 
 /// Read `n` pages from `first` in ONE request.
-pub fn read_nodes(pager: &mut Pager, cap: usize, first: PageId, n: u64) -> Result<Vec<Node>> {
+pub fn read_nodes(pager: &mut Pager, lay: Layout, first: PageId, n: u64) -> Result<Vec<Node>> {
     let ps = pager.page_size();
     let mut buf = AlignedBuf::zeroed(ps * n as usize);
     pager.device().read(first, &mut buf)?;
     buf.chunks(ps)
         .enumerate()
-        .map(|(i, b)| decode(first + i as u64, b, cap))
+        .map(|(i, b)| decode(first + i as u64, b, lay))
         .collect()
 }
 
 /// Read one page through the buffer pool (point searches: a component's upper nodes stay
 /// cached). Component pages are never dirty in the pool and a freed component's pages are
 /// discarded from it ([`Pager::free_extent`]), so the pool and past-the-pool reads agree.
-pub fn read_node_cached(pager: &mut Pager, cap: usize, pid: PageId) -> Result<Node> {
-    pager.read(pid, |b| decode(pid, b, cap))?
+pub fn read_node_cached(pager: &mut Pager, lay: Layout, pid: PageId) -> Result<Node> {
+    pager.read(pid, |b| decode(pid, b, lay))?
 }
 
 /// Read `n` leaves of `c` from `first` in one request, checked to be non-empty leaves.
 pub fn read_leaves(
     pager: &mut Pager,
-    cap: usize,
+    lay: Layout,
     c: &Component,
     first: PageId,
     n: u64,
@@ -119,7 +119,7 @@ pub fn read_leaves(
             "leaf read outside the component's leaves",
         ));
     }
-    read_nodes(pager, cap, first, n)?
+    read_nodes(pager, lay, first, n)?
         .into_iter()
         .enumerate()
         .map(|(i, nd)| {
@@ -135,7 +135,7 @@ pub fn read_leaves(
 /// Check and decode `n` leaves of `c` read from `first` (`bytes`), their entries in order
 /// straight into `out` (a merge's reader).
 pub fn decode_leaves_into(
-    cap: usize,
+    lay: Layout,
     c: &Component,
     first: PageId,
     n: u64,
@@ -152,11 +152,12 @@ pub fn decode_leaves_into(
     for (i, b) in bytes.chunks(ps).enumerate() {
         let pid = first + i as u64;
         page::verify(pid, b)?;
-        let count = entry::checked_count(b, cap).map_err(|e| corrupt(Some(pid), e))?;
-        if page::kind(b) != KIND_LSM_LEAF || entry::level(b) != 0 || count == 0 {
+        let count = lay.checked_count(b).map_err(|e| corrupt(Some(pid), e))?;
+        if page::kind(b) != lay.kind(KIND_LSM_LEAF) || entry::level(b) != 0 || count == 0 {
             return Err(corrupt(Some(pid), "not a non-empty leaf"));
         }
-        entry::decode_into(b, count, out).map_err(|e| corrupt(Some(pid), e))?;
+        lay.decode_into(b, count, out)
+            .map_err(|e| corrupt(Some(pid), e))?;
     }
     Ok(())
 }
@@ -164,7 +165,7 @@ pub fn decode_leaves_into(
 /// Read leaf `pid` of `c` through the buffer pool, checked to be a non-empty leaf.
 pub fn read_leaf_cached(
     pager: &mut Pager,
-    cap: usize,
+    lay: Layout,
     c: &Component,
     pid: PageId,
 ) -> Result<Vec<Entry>> {
@@ -174,7 +175,7 @@ pub fn read_leaf_cached(
             "leaf read outside the component's leaves",
         ));
     }
-    let nd = read_node_cached(pager, cap, pid)?;
+    let nd = read_node_cached(pager, lay, pid)?;
     if nd.kind != KIND_LSM_LEAF || nd.level != 0 || nd.entries.is_empty() {
         return Err(corrupt(Some(pid), "not a non-empty leaf"));
     }
@@ -193,14 +194,14 @@ fn child_for(nd: &Node, key: u64) -> u64 {
 
 /// Check page `pid`'s envelope, kind and level in place (no decoded copy); its entry
 /// count. A leaf must hold an entry.
-fn check_node(pid: PageId, b: &[u8], cap: usize, kind: u16, level: u32) -> Result<usize> {
+fn check_node(pid: PageId, b: &[u8], lay: Layout, kind: u16, level: u32) -> Result<usize> {
     page::verify(pid, b)?;
-    let n = entry::checked_count(b, cap).map_err(|e| corrupt(Some(pid), e))?;
+    let n = lay.checked_count(b).map_err(|e| corrupt(Some(pid), e))?;
     let (k, l) = (page::kind(b), entry::level(b));
-    if kind == KIND_LSM_LEAF && (k != KIND_LSM_LEAF || l != 0 || n == 0) {
+    if kind == KIND_LSM_LEAF && (k != lay.kind(KIND_LSM_LEAF) || l != 0 || n == 0) {
         return Err(corrupt(Some(pid), "not a non-empty leaf"));
     }
-    if kind == KIND_LSM_INTERNAL && (k != KIND_LSM_INTERNAL || l != level) {
+    if kind == KIND_LSM_INTERNAL && (k != lay.kind(KIND_LSM_INTERNAL) || l != level) {
         return Err(corrupt(
             Some(pid),
             format!("node at level {l}, expected {level}"),
@@ -210,24 +211,25 @@ fn check_node(pid: PageId, b: &[u8], cap: usize, kind: u16, level: u32) -> Resul
 }
 
 /// Entry `i` of page `pid`, read in place.
-fn entry_at(pid: PageId, b: &[u8], i: usize) -> Result<Entry> {
-    entry::get(b, i).ok_or_else(|| corrupt(Some(pid), format!("entry {i} has an invalid type")))
+fn entry_at(lay: Layout, pid: PageId, b: &[u8], i: usize) -> Result<Entry> {
+    lay.entry(b, i).map_err(|e| corrupt(Some(pid), e))
 }
 
 /// Descend from the root to the leaf that holds `key` if any component entry does: one
 /// single-page read per internal level, each node searched in its bytes.
-pub fn leaf_for(pager: &mut Pager, cap: usize, c: &Component, key: u64) -> Result<PageId> {
+pub fn leaf_for(pager: &mut Pager, lay: Layout, c: &Component, key: u64) -> Result<PageId> {
     let mut pid = c.root;
     for want in (1..c.height).rev() {
         let at = pid;
         pid = pager.read(at, |b| -> Result<u64> {
-            let n = check_node(at, b, cap, KIND_LSM_INTERNAL, want)?;
+            let n = check_node(at, b, lay, KIND_LSM_INTERNAL, want)?;
             // The last separator at or below `key`, else the leftmost child.
-            let s =
-                entry::partition(b, n, entry::index_pos(key)).map_err(|e| corrupt(Some(at), e))?;
+            let s = lay
+                .partition(b, n, entry::index_pos(key))
+                .map_err(|e| corrupt(Some(at), e))?;
             Ok(match s {
                 0 => entry::link(b),
-                _ => entry_at(at, b, s - 1)?.val,
+                _ => entry_at(lay, at, b, s - 1)?.val,
             })
         })??;
         if !c.contains(pid) {
@@ -245,7 +247,7 @@ pub fn leaf_for(pager: &mut Pager, cap: usize, c: &Component, key: u64) -> Resul
 /// for `hi` when it lies beyond the lowest internal node of `lo`).
 pub fn leaf_span(
     pager: &mut Pager,
-    cap: usize,
+    lay: Layout,
     c: &Component,
     lo: u64,
     hi: u64,
@@ -255,7 +257,7 @@ pub fn leaf_span(
     // Keys of the current node's subtree are below `upper` (None: unbounded).
     let mut upper: Option<u64> = None;
     for want in (1..c.height).rev() {
-        let nd = read_node_cached(pager, cap, pid)?;
+        let nd = read_node_cached(pager, lay, pid)?;
         if nd.kind != KIND_LSM_INTERNAL || nd.level != want {
             return Err(corrupt(
                 Some(pid),
@@ -277,7 +279,7 @@ pub fn leaf_span(
     let last = match last {
         Some(l) => l,
         None if c.height <= 1 => pid,
-        None => leaf_for(pager, cap, c, hi)?,
+        None => leaf_for(pager, lay, c, hi)?,
     };
     if !c.is_leaf(pid) || !c.is_leaf(last) || last < pid {
         return Err(corrupt(Some(pid), "descent ends outside the leaves"));
@@ -289,21 +291,22 @@ pub fn leaf_span(
 /// read through the pool; the leaf too if `cache_leaf`, else past it.
 pub fn find(
     pager: &mut Pager,
-    cap: usize,
+    lay: Layout,
     c: &Component,
     key: u64,
     cache_leaf: bool,
 ) -> Result<Option<Entry>> {
-    let leaf = leaf_for(pager, cap, c, key)?;
+    let leaf = leaf_for(pager, lay, c, key)?;
     // A binary search in the leaf's bytes, no decoded copy.
     let look = |b: &[u8]| -> Result<Option<Entry>> {
-        let n = check_node(leaf, b, cap, KIND_LSM_LEAF, 0)?;
-        let p =
-            entry::partition(b, n, entry::index_pos(key)).map_err(|e| corrupt(Some(leaf), e))?;
+        let n = check_node(leaf, b, lay, KIND_LSM_LEAF, 0)?;
+        let p = lay
+            .partition(b, n, entry::index_pos(key))
+            .map_err(|e| corrupt(Some(leaf), e))?;
         if p == 0 {
             return Ok(None);
         }
-        let e = entry_at(leaf, b, p - 1)?;
+        let e = entry_at(lay, leaf, b, p - 1)?;
         Ok((e.key == key).then_some(e))
     };
     if cache_leaf {
@@ -327,11 +330,11 @@ impl LeafReader {
         }
     }
 
-    pub fn peek(&mut self, pager: &mut Pager, cap: usize, io_unit: u64) -> Result<Option<Entry>> {
+    pub fn peek(&mut self, pager: &mut Pager, lay: Layout, io_unit: u64) -> Result<Option<Entry>> {
         let c = self.c;
         let ps = pager.page_size();
         self.seq.peek(pager, io_unit, |first, n, bytes, out| {
-            decode_leaves_into(cap, &c, first, n, bytes, ps, out)
+            decode_leaves_into(lay, &c, first, n, bytes, ps, out)
         })
     }
 
@@ -365,7 +368,7 @@ impl LeafReader {
 /// `io_unit` pages.
 pub struct ComponentWriter {
     extent: Extent,
-    cap: usize,
+    lay: Layout,
     /// Entries in the leaf being built straight into the chunk's page bytes (0: none).
     cur: usize,
     /// The first key of that leaf.
@@ -395,13 +398,13 @@ fn max_pages(n: u64, cap: u64) -> u64 {
 
 impl ComponentWriter {
     /// A writer for at most `max_entries` entries.
-    pub fn new(pager: &mut Pager, cap: usize, io_unit: u64, max_entries: u64) -> Result<Self> {
-        let max = max_pages(max_entries, cap as u64);
+    pub fn new(pager: &mut Pager, lay: Layout, io_unit: u64, max_entries: u64) -> Result<Self> {
+        let max = max_pages(max_entries, lay.cap() as u64);
         let extent = pager.alloc_extent(max)?;
         let ps = pager.page_size();
         Ok(ComponentWriter {
             extent,
-            cap,
+            lay,
             cur: 0,
             cur_first: 0,
             out: ChunkWriter::new(ps, io_unit.min(max)),
@@ -435,9 +438,10 @@ impl ComponentWriter {
             self.check_room()?;
             self.cur_first = e.key;
         }
-        entry::set(self.out.next_page(pager.page_size()), self.cur, e);
+        self.lay
+            .set(self.out.next_page(pager.page_size()), self.cur, e);
         self.cur += 1;
-        if self.cur == self.cap {
+        if self.cur == self.lay.cap() {
             self.flush_leaf(pager)?;
         }
         Ok(())
@@ -451,7 +455,7 @@ impl ComponentWriter {
         let ps = pager.page_size();
         let pid = self.extent.start + self.pages;
         let b = self.out.next_page(ps);
-        entry::finish_page(b, KIND_LSM_LEAF, 0, NONE, self.cur);
+        self.lay.finish_page(b, KIND_LSM_LEAF, 0, NONE, self.cur);
         self.cur = 0;
         self.firsts.push((self.cur_first, pid));
         self.seal_page(pager, pid)
@@ -489,7 +493,8 @@ impl ComponentWriter {
     ) -> Result<PageId> {
         self.check_room()?;
         let pid = self.extent.start + self.pages;
-        entry::init(self.out.next_page(pager.page_size()), kind, level, link, es);
+        self.lay
+            .init(self.out.next_page(pager.page_size()), kind, level, link, es);
         self.seal_page(pager, pid)?;
         Ok(pid)
     }
@@ -510,8 +515,8 @@ impl ComponentWriter {
         let mut height = 1;
         let mut level_nodes = std::mem::take(&mut self.firsts);
         while level_nodes.len() > 1 {
-            let mut upper = Vec::with_capacity(level_nodes.len().div_ceil(self.cap + 1));
-            for group in level_nodes.chunks(self.cap + 1) {
+            let mut upper = Vec::with_capacity(level_nodes.len().div_ceil(self.lay.cap() + 1));
+            for group in level_nodes.chunks(self.lay.cap() + 1) {
                 let seps: Vec<Entry> = group[1..]
                     .iter()
                     .map(|&(k, p)| Entry::new(k, p, Kind::Internal))
@@ -555,16 +560,18 @@ mod tests {
     /// Hostile bytes (crate::hostile): a damaged component page decodes or is corruption.
     #[test]
     fn hostile_component_pages_decode_or_are_corruption() {
-        use crate::kit::sorted::entry::{self, Entry, Kind};
+        use crate::kit::sorted::entry::{Entry, Kind};
         let es = [
             Entry::new(1, 2, Kind::Normal),
             Entry::new(8, 9, Kind::Normal),
         ];
-        let mut valid = vec![0u8; 512];
-        entry::init(&mut valid, KIND_LSM_LEAF, 0, 77, &es);
-        page::seal(5, &mut valid);
-        crate::hostile::fuzz_page("LSM component page", 5, &valid, |b| {
-            crate::error::ok_or_corruption(decode(5, b, entry::capacity(512)))
-        });
+        for lay in [Layout::wide(512), Layout::packed(512)] {
+            let mut valid = vec![0u8; 512];
+            lay.init(&mut valid, KIND_LSM_LEAF, 0, 77, &es);
+            page::seal(5, &mut valid);
+            crate::hostile::fuzz_page("LSM component page", 5, &valid, |b| {
+                crate::error::ok_or_corruption(decode(5, b, lay))
+            });
+        }
     }
 }

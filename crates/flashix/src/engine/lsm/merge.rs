@@ -9,7 +9,7 @@
 use super::component::{Component, ComponentWriter, LeafReader, TOMBSTONE};
 use crate::durable::Pager;
 use crate::error::Result;
-use crate::kit::sorted::entry::Entry;
+use crate::kit::sorted::entry::{Entry, Layout};
 use crate::kit::sorted::tombs::{Cover, Tombs};
 
 /// A sorted input stream.
@@ -30,10 +30,10 @@ impl Input {
         Input::Component(Box::new(LeafReader::new(c)))
     }
 
-    fn peek(&mut self, pager: &mut Pager, cap: usize, io_unit: u64) -> Result<Option<Entry>> {
+    fn peek(&mut self, pager: &mut Pager, lay: Layout, io_unit: u64) -> Result<Option<Entry>> {
         match self {
             Input::Memory(_, cur) => Ok(*cur),
-            Input::Component(r) => r.peek(pager, cap, io_unit),
+            Input::Component(r) => r.peek(pager, lay, io_unit),
         }
     }
 
@@ -114,7 +114,7 @@ pub struct Merged {
 /// output level's range tombstones are the caller's to set.
 pub fn merge(
     pager: &mut Pager,
-    cap: usize,
+    lay: Layout,
     io_unit: u64,
     mut newer: Input,
     newer_tombs: &Tombs,
@@ -122,12 +122,12 @@ pub fn merge(
     drop_tombstones: bool,
 ) -> Result<Merged> {
     let max_entries = newer.entries() + older.entries();
-    let mut w = ComponentWriter::new(pager, cap, io_unit, max_entries)?;
+    let mut w = ComponentWriter::new(pager, lay, io_unit, max_entries)?;
     // Older keys arrive in increasing order: one forward cursor, no second pass.
     let mut hidden = newer_tombs.cursor();
     loop {
-        let a = newer.peek(pager, cap, io_unit)?;
-        let b = older.peek(pager, cap, io_unit)?;
+        let a = newer.peek(pager, lay, io_unit)?;
+        let b = older.peek(pager, lay, io_unit)?;
         let e = match (a, b) {
             (None, None) => break,
             (Some(x), None) => {

@@ -18,8 +18,10 @@
 //!   outgrown its level (a bulk load; a cascade that overflows the last component), and
 //!   that component moves to the level that holds it without being rewritten
 //!   ([`crate::kit::sorted::tune`]).
-//! - **Entries**: the FD-tree's 24-byte typed entries (key, value, type outside the key,
-//!   so every u64 is a user key); a tombstone is the FD-tree's filter type.
+//! - **Entries**: the FD-tree's typed entries (key, value, type outside the key, so every
+//!   u64 is a user key; [`crate::kit::sorted::entry`]: packed, 250 to a 4 KiB page, from
+//!   format 7, 24-byte before, as the engine state's `packed` says); a tombstone is the
+//!   FD-tree's filter type.
 //! - **Range tombstones** ([`crate::kit::sorted::tombs`], which fixes their semantics):
 //!   every level (C0, C1, ...) holds a set of disjoint closed key intervals, in memory and
 //!   in the manifest, also a level whose component is empty. A level's range tombstones
@@ -118,7 +120,7 @@ use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor};
-use crate::kit::sorted::entry::{self, Entry, Kind};
+use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::scan_many_with_memo;
 use crate::kit::sorted::tombs::Tombs;
@@ -154,6 +156,10 @@ struct State {
     /// re-chooses `k` ([`crate::kit::sorted::tune`]); absent: `k` is fixed.
     #[serde(default)]
     retune_pool_bytes: Option<u64>,
+    /// The pages are packed ([`Layout::packed`]; format 7 on). Absent (false: wide pages)
+    /// in the manifests of older builds.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    packed: bool,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -168,8 +174,8 @@ struct Counters {
 /// Sizes derived from the options.
 #[derive(Debug, Clone, Copy)]
 struct Params {
-    /// Entries per page (f).
-    cap: usize,
+    /// The pages' layout, and f, the entries a page holds.
+    lay: Layout,
     io_unit: u64,
     k: u64,
     /// |C0| in entries.
@@ -219,13 +225,15 @@ pub(crate) fn resolve(s: &Settings, mut o: LsmOptions) -> Result<LsmOptions> {
     Ok(o)
 }
 
-/// The engine's parameters from resolved options (a manifest always holds a `k`).
-fn params(opts: &Settings, o: &LsmOptions) -> Result<Params> {
-    let cap = entry::capacity(opts.page_size);
+/// The engine's parameters from resolved options (a manifest always holds a `k`), for
+/// pages of the layout `packed` says.
+fn params(opts: &Settings, o: &LsmOptions, packed: bool) -> Result<Params> {
+    let lay = Layout::of(packed, opts.page_size);
+    let cap = lay.cap();
     let k =
         o.k.ok_or_else(|| Error::corruption("MANIFEST", None, "LSM options without k"))?;
     Ok(Params {
-        cap,
+        lay,
         io_unit: o.io_unit_bytes / opts.page_size as u64,
         k: u64::from(k),
         cap0: o.c0_bytes / opts.page_size as u64 * cap as u64 / 2,
@@ -263,11 +271,12 @@ impl Lsm {
     /// `k` is the cost model's, re-chosen as the tree grows ([`crate::kit::sorted::tune`]).
     pub fn create(storage: Storage, s: Settings, o: LsmOptions, model_k: bool) -> Result<Lsm> {
         validate(&s, &o)?;
-        let p = params(&s, &o)?;
-        let retune = model_k.then(|| Retune::from_settings(&s, o.c0_bytes, s.buffer_pool_bytes));
+        let p = params(&s, &o, true)?;
+        let retune = model_k
+            .then(|| Retune::from_settings(&s, p.lay.cap(), o.c0_bytes, s.buffer_pool_bytes));
         let config = s.pager_config(MIN_FRAMES, 0);
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
-        let c0 = Head::create(&mut pager)?;
+        let c0 = Head::create(&mut pager, p.lay)?;
         let mut t = Lsm {
             pager,
             p,
@@ -303,7 +312,7 @@ impl Lsm {
                 ),
             ));
         }
-        let mut p = params(&s, &o)?;
+        let mut p = params(&s, &o, state.packed)?;
         if let Some(k) = state.k {
             // The options' rule (`validate`): a k below 2 would give levels that never grow.
             if k < 2 {
@@ -315,7 +324,8 @@ impl Lsm {
             }
             p.k = k;
         }
-        let retune = (state.retune_pool_bytes).map(|b| Retune::from_settings(&s, o.c0_bytes, b));
+        let retune = (state.retune_pool_bytes)
+            .map(|b| Retune::from_settings(&s, p.lay.cap(), o.c0_bytes, b));
         let config = s.pager_config(MIN_FRAMES, 0);
         let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
         let mut t = Lsm {
@@ -342,13 +352,14 @@ impl Lsm {
             tombs: self.tombs.clone(),
             k: Some(self.p.k),
             retune_pool_bytes: self.retune.as_ref().map(Retune::pool_bytes),
+            packed: self.p.lay.is_packed(),
         })
     }
 
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
         self.c0.upsert(
             &mut self.pager,
-            self.p.cap,
+            self.p.lay,
             Entry::new(key, value, Kind::Normal),
         )?;
         self.after_mutation()
@@ -357,11 +368,11 @@ impl Lsm {
     /// A blind tombstone; with no component, nothing older can hold the key.
     fn delete_unlogged(&mut self, key: u64) -> Result<()> {
         if self.components.iter().all(Option::is_none) {
-            self.c0.remove(&mut self.pager, self.p.cap, key)?;
+            self.c0.remove(&mut self.pager, self.p.lay, key)?;
             return Ok(());
         }
         self.c0
-            .upsert(&mut self.pager, self.p.cap, Entry::new(key, 0, TOMBSTONE))?;
+            .upsert(&mut self.pager, self.p.lay, Entry::new(key, 0, TOMBSTONE))?;
         self.after_mutation()
     }
 
@@ -372,7 +383,7 @@ impl Lsm {
     /// suffices, as for a point delete.
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
         self.counters.range_deletes += 1;
-        self.c0.remove_range(&mut self.pager, self.p.cap, lo, hi)?;
+        self.c0.remove_range(&mut self.pager, self.p.lay, lo, hi)?;
         if self.components.iter().any(Option::is_some) {
             self.c0_tombs.add(lo, hi);
         }
@@ -402,10 +413,10 @@ impl Lsm {
         if !self.c0_full() {
             return Ok(());
         }
-        let cap = self.p.cap;
+        let lay = self.p.lay;
         let newer: Vec<Entry> = self
             .c0
-            .all_entries(&mut self.pager, cap)?
+            .all_entries(&mut self.pager, lay)?
             .into_iter()
             .filter(|e| !e.is_fence())
             .collect();
@@ -413,10 +424,10 @@ impl Lsm {
             self.components.push(None);
             self.tombs.push(Tombs::new());
         }
-        let old_c0 = std::mem::replace(&mut self.c0, Head::create(&mut self.pager)?);
+        let old_c0 = std::mem::replace(&mut self.c0, Head::create(&mut self.pager, self.p.lay)?);
         let c0_tombs = std::mem::take(&mut self.c0_tombs);
         self.merge_into(0, Input::memory(newer), c0_tombs)?;
-        old_c0.free(&mut self.pager, cap)?;
+        old_c0.free(&mut self.pager, lay)?;
         let mut i = 0;
         while i < self.components.len() && self.fill(i) > self.p.capacity(i + 1) {
             if self.is_last(i) {
@@ -460,7 +471,7 @@ impl Lsm {
         let drop = self.is_last(i);
         let out = merge::merge(
             &mut self.pager,
-            self.p.cap,
+            self.p.lay,
             self.p.io_unit,
             newer,
             &newer_tombs,
@@ -528,7 +539,7 @@ impl Lsm {
         let n = sorted.len() as u64;
         self.retune_for(n);
         let level = self.level_for(n);
-        let mut w = ComponentWriter::new(&mut self.pager, self.p.cap, self.p.io_unit, n)?;
+        let mut w = ComponentWriter::new(&mut self.pager, self.p.lay, self.p.io_unit, n)?;
         for &(k, v) in sorted {
             w.push(&mut self.pager, Entry::new(k, v, Kind::Normal))?;
         }

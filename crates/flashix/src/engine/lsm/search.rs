@@ -16,7 +16,7 @@ impl Lsm {
     /// The newest entry of `key`: C0 through the pool, then one descent per component,
     /// stopping at the first level whose entry or range tombstones decide.
     pub(super) fn lookup(&mut self, key: u64) -> Result<Option<u64>> {
-        let f = self.c0.find(&mut self.pager, self.p.cap, key)?;
+        let f = self.c0.find(&mut self.pager, self.p.lay, key)?;
         let mut found = f.entry;
         if found.is_none() && !self.c0_tombs.covers(key) {
             // As the FD-tree's levels (§4 Eq. 10): a component's leaves are read through
@@ -25,7 +25,7 @@ impl Lsm {
             let mut above = self.c0.pages;
             for (i, c) in self.components.clone().iter().enumerate() {
                 if let Some(c) = c {
-                    found = component::find(&mut self.pager, self.p.cap, c, key, above < frames)?;
+                    found = component::find(&mut self.pager, self.p.lay, c, key, above < frames)?;
                     if found.is_some() {
                         break;
                     }
@@ -62,12 +62,12 @@ impl Lsm {
                 .collect();
             return Ok((es, None));
         }
-        let cap = self.p.cap;
+        let lay = self.p.lay;
         let head = self.c0.clone();
         let mut out = Vec::new();
         // At most `max_leaves` leaves per batch (`Head::walk_range`): an open-ended range
         // must not decode all of C0 for every batch.
-        let cut = head.walk_range(&mut self.pager, cap, lo, max_leaves, |pid, es| {
+        let cut = head.walk_range(&mut self.pager, lay, lo, max_leaves, |pid, es| {
             if let Some(m) = memo.as_deref_mut() {
                 m.keep(0, pid, &es);
             }
@@ -104,7 +104,7 @@ impl Lsm {
         let Some((lo, hi)) = cur.remaining() else {
             return Ok(());
         };
-        let cap = self.p.cap;
+        let lay = self.p.lay;
         let mut batch_hi = hi;
         let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit);
         // C0's leaves span the components' leaves as a component's leaves do: a batch
@@ -154,7 +154,7 @@ impl Lsm {
                 });
                 continue;
             }
-            let (mut first, last) = component::leaf_span(&mut self.pager, cap, c, lo, batch_hi)?;
+            let (mut first, last) = component::leaf_span(&mut self.pager, lay, c, lo, batch_hi)?;
             loop {
                 let n = unit.min(last - first + 1);
                 // Within one `scan_many`, a leaf the previous range ended in is not read again.
@@ -165,7 +165,7 @@ impl Lsm {
                         let mut v = vec![es];
                         v.extend(component::read_leaves(
                             &mut self.pager,
-                            cap,
+                            lay,
                             c,
                             first + 1,
                             n - 1,
@@ -173,9 +173,9 @@ impl Lsm {
                         v
                     }
                     None if n == 1 && cached => {
-                        vec![component::read_leaf_cached(&mut self.pager, cap, c, first)?]
+                        vec![component::read_leaf_cached(&mut self.pager, lay, c, first)?]
                     }
-                    None => component::read_leaves(&mut self.pager, cap, c, first, n)?,
+                    None => component::read_leaves(&mut self.pager, lay, c, first, n)?,
                 };
                 if let (Some(m), Some(es)) = (memo.as_deref_mut(), pages.last()) {
                     m.keep(slot, first + n - 1, es);

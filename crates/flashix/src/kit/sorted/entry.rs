@@ -1,15 +1,31 @@
 //! FD-tree entries and the page format shared by sorted-run pages and head-tree nodes.
 //!
+//! Two layouts ([`Layout`]); an index keeps the one it was created with (the FD-tree's and
+//! the LSM-tree's engine state `packed`, format 7 on; absent: wide):
+//!
 //! ```text
+//! wide (formats 1 to 6; kinds KIND_RUN, KIND_HEAD_LEAF, KIND_HEAD_INTERNAL, and the
+//! LSM-tree's 0x21, 0x22):
 //! offset  size  field
 //! 0       16    page envelope (crate::page): crc32c, page id, kind
-//!               (KIND_RUN, KIND_HEAD_LEAF, KIND_HEAD_INTERNAL)
 //! 16      4     entry count n
 //! 20      4     head-tree node level (0 = leaf; 0 in run pages)
 //! 24      8     head leaf: next leaf (NONE at the end); head internal: leftmost child;
 //!               run page: NONE
-//! 32      24*n  entries: key u64, value u64, type u8, 7 zero bytes
+//! 32      24*n  entries: key u64, value u64, type u8 (1 normal, 2 filter, 3 internal
+//!               fence, 4 external fence), 7 zero bytes
+//!
+//! packed (format 7 on; each kind above with bit PACKED_KIND set):
+//! 0       32    as wide
+//! 32      T     types: 2 bits an entry, entry i in byte i/4 at bits 2·(i%4) (0 normal,
+//!               1 filter, 2 internal fence, 3 external fence); zero past n;
+//!               T = ceil(f/4) rounded up to 8 bytes
+//! 32+T    16*n  entries: key u64, value u64
 //! ```
+//!
+//! A 4 KiB page holds f = 169 wide entries or 250 packed ones (a B+-tree leaf holds 254):
+//! packed, a run of the same entries takes two thirds of the pages, so merges, range scans
+//! and searches of the lower levels read and write a third less.
 //!
 //! The type is kept outside the key (§3.2: key, rid/pid, type), so every u64 is a valid
 //! user key. In head-tree internal nodes an entry is a separator: key, child page, and the
@@ -21,14 +37,18 @@ use crate::page::{self, read_u32, read_u64, write_u32, write_u64};
 pub const KIND_RUN: u16 = 0x11;
 pub const KIND_HEAD_LEAF: u16 = 0x12;
 pub const KIND_HEAD_INTERNAL: u16 = 0x13;
+/// Set in the page kind of a packed page ([`Layout::kind`]).
+pub const PACKED_KIND: u16 = 0x100;
 /// No page: end of the head's leaf chain, or a fence below which no lower level holds keys.
 pub const NONE: u64 = u64::MAX;
 
 const COUNT: usize = page::HEADER;
 const LEVEL: usize = page::HEADER + 4;
 const LINK: usize = page::HEADER + 8;
-const ENTRIES: usize = page::HEADER + 16;
-const ENTRY: usize = 24;
+/// Where the wide layout's entries and the packed layout's types begin.
+const BODY: usize = page::HEADER + 16;
+const WIDE: usize = 24;
+const PACKED: usize = 16;
 
 /// The role of an entry (§3.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -44,23 +64,30 @@ pub enum Kind {
 }
 
 impl Kind {
+    const ALL: [Kind; 4] = [Kind::Normal, Kind::Filter, Kind::Internal, Kind::External];
+
+    /// The wide layout's type byte.
     fn byte(self) -> u8 {
-        match self {
-            Kind::Normal => 1,
-            Kind::Filter => 2,
-            Kind::Internal => 3,
-            Kind::External => 4,
-        }
+        self.bits() + 1
     }
 
     fn from_byte(b: u8) -> Option<Kind> {
-        Some(match b {
-            1 => Kind::Normal,
-            2 => Kind::Filter,
-            3 => Kind::Internal,
-            4 => Kind::External,
-            _ => return None,
-        })
+        Kind::ALL.get(usize::from(b).checked_sub(1)?).copied()
+    }
+
+    /// The packed layout's two bits.
+    fn bits(self) -> u8 {
+        match self {
+            Kind::Normal => 0,
+            Kind::Filter => 1,
+            Kind::Internal => 2,
+            Kind::External => 3,
+        }
+    }
+
+    #[inline]
+    fn from_bits(b: u8) -> Kind {
+        Kind::ALL[usize::from(b & 3)]
     }
 
     /// Fences (internal or external) point to a page of the next level.
@@ -108,10 +135,11 @@ pub fn index_pos(key: u64) -> (u64, u8) {
     (key, 1)
 }
 
-/// Entries per page: f in the paper (20 for 512-byte pages, 169 for 4 KiB).
+/// Entries per page of `page_size` bytes in the layout new indexes get (packed): f in the
+/// paper (29 for 512-byte pages, 250 for 4 KiB).
 #[inline]
 pub fn capacity(page_size: usize) -> usize {
-    (page_size - ENTRIES) / ENTRY
+    Layout::packed(page_size).cap()
 }
 
 #[inline]
@@ -134,57 +162,6 @@ pub fn set_link(b: &mut [u8], v: u64) {
     write_u64(b, LINK, v)
 }
 
-/// Entry `i`; `None` if its type byte is invalid (corruption).
-#[inline]
-pub fn get(b: &[u8], i: usize) -> Option<Entry> {
-    let off = ENTRIES + i * ENTRY;
-    Some(Entry {
-        key: read_u64(b, off),
-        val: read_u64(b, off + 8),
-        kind: Kind::from_byte(b[off + 16])?,
-    })
-}
-
-#[inline]
-pub fn set(b: &mut [u8], i: usize, e: Entry) {
-    let off = ENTRIES + i * ENTRY;
-    write_u64(b, off, e.key);
-    write_u64(b, off + 8, e.val);
-    b[off + 16..off + ENTRY].fill(0);
-    b[off + 16] = e.kind.byte();
-}
-
-/// Decode all entries of a page checked by the caller's envelope check; `Err` names the
-/// first bad slot.
-#[inline]
-pub fn decode(b: &[u8], cap: usize) -> Result<Vec<Entry>, String> {
-    let n = checked_count(b, cap)?;
-    let mut out = Vec::with_capacity(n);
-    decode_into(b, n, &mut out)?;
-    Ok(out)
-}
-
-/// Append the page's first `n` entries (`n` checked by the caller) to `out`: one tight
-/// loop over the slots (merges and scans decode every entry they read; an iterator of
-/// `Result`s collected cost ~50 ns an entry, this a few).
-#[inline]
-pub fn decode_into(b: &[u8], n: usize, out: &mut Vec<Entry>) -> Result<(), String> {
-    out.reserve(n);
-    let slots = b
-        .get(ENTRIES..ENTRIES + n * ENTRY)
-        .ok_or_else(|| format!("entry count {n} beyond the page"))?;
-    for (i, s) in slots.chunks_exact(ENTRY).enumerate() {
-        let kind =
-            Kind::from_byte(s[16]).ok_or_else(|| format!("entry {i} has an invalid type"))?;
-        out.push(Entry {
-            key: read_u64(s, 0),
-            val: read_u64(s, 8),
-            kind,
-        });
-    }
-    Ok(())
-}
-
 /// What one page of a level says about `key` (a point search's step, §3.3 Algorithm 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Probe {
@@ -197,139 +174,354 @@ pub enum Probe {
     Neither,
 }
 
-/// Point-search step inside a page's bytes, without decoding the page: a binary search on
-/// the keys for the last entry at or below `index_pos(key)`, then a backward scan to the
-/// first fence or the index entry of `key` (the scan stops at the first fence, so it reads
-/// a few entries at most). Decodes only the entries it reads; `Err` names a bad count or
-/// a bad type among them.
-pub fn probe(b: &[u8], cap: usize, key: u64) -> Result<Probe, String> {
-    let n = checked_count(b, cap)?;
-    let end = partition(b, n, index_pos(key))?;
-    for i in (0..end).rev() {
-        let e = get(b, i).ok_or_else(|| format!("entry {i} has an invalid type"))?;
-        if e.is_fence() {
-            return Ok(Probe::Fence(e.val));
-        }
-        if e.key == key {
-            return Ok(Probe::Entry(e));
+/// How an index's sorted pages of one size lay out their entries (see the module doc):
+/// the capacity and the offsets, computed once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    packed: bool,
+    /// Entries a page holds: f.
+    cap: usize,
+    /// Offset of slot 0.
+    slots: usize,
+    /// Bytes a slot.
+    width: usize,
+}
+
+impl Layout {
+    /// 24-byte entries with their type byte (formats 1 to 6).
+    pub fn wide(page_size: usize) -> Layout {
+        Layout {
+            packed: false,
+            cap: page_size.saturating_sub(BODY) / WIDE,
+            slots: BODY,
+            width: WIDE,
         }
     }
-    Ok(Probe::Neither)
-}
 
-/// The entry count, checked against the page's capacity.
-#[inline]
-pub fn checked_count(b: &[u8], cap: usize) -> Result<usize, String> {
-    let n = count(b);
-    if n > cap {
-        return Err(format!("entry count {n} above capacity {cap}"));
+    /// 16-byte entries after an array of 2-bit types (format 7 on).
+    pub fn packed(page_size: usize) -> Layout {
+        let room = page_size.saturating_sub(BODY);
+        // Each entry takes 16 bytes and a quarter byte; the type array is whole words.
+        let mut cap = room * 4 / (4 * PACKED + 1);
+        while cap > 0 && types_bytes(cap) + cap * PACKED > room {
+            cap -= 1;
+        }
+        Layout {
+            packed: true,
+            cap,
+            slots: BODY + types_bytes(cap),
+            width: PACKED,
+        }
     }
-    Ok(n)
-}
 
-/// How many of the page's first `n` entries sort at or below `pos` (they are sorted by
-/// [`Entry::pos`]): a binary search on the bytes that reads an entry's type only where its
-/// key equals `pos`'s.
-#[inline]
-pub fn partition(b: &[u8], n: usize, pos: (u64, u8)) -> Result<usize, String> {
-    bisect(b, n, pos, false)
-}
-
-/// Where `pos` is among the page's first `n` entries, as [`slice::binary_search`] says it:
-/// `Ok(slot)` of the entry at exactly `pos`, or `Err(slot)` where it would be inserted. The
-/// same binary search on the bytes as [`partition`].
-#[inline]
-pub fn search(b: &[u8], n: usize, pos: (u64, u8)) -> Result<Result<usize, usize>, String> {
-    let i = bisect(b, n, pos, true)?;
-    let here = i < n && read_u64(b, ENTRIES + i * ENTRY) == pos.0 && rank_at(b, i)? == pos.1;
-    Ok(if here { Ok(i) } else { Err(i) })
-}
-
-/// The rank ([`Entry::pos`]'s second part) of slot `i`'s entry.
-#[inline]
-fn rank_at(b: &[u8], i: usize) -> Result<u8, String> {
-    Kind::from_byte(b[ENTRIES + i * ENTRY + 16])
-        .map(Kind::rank)
-        .ok_or_else(|| format!("entry {i} has an invalid type"))
-}
-
-/// How many of the first `n` entries sort below `pos` (`strict`) or at or below it.
-#[inline]
-fn bisect(b: &[u8], n: usize, pos: (u64, u8), strict: bool) -> Result<usize, String> {
-    let (mut lo, mut hi) = (0usize, n);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        let key = read_u64(b, ENTRIES + mid * ENTRY);
-        let before = if key != pos.0 {
-            key < pos.0
+    /// [`Layout::packed`] or [`Layout::wide`].
+    pub fn of(packed: bool, page_size: usize) -> Layout {
+        if packed {
+            Layout::packed(page_size)
         } else {
-            let rank = rank_at(b, mid)?;
-            if strict {
-                rank < pos.1
-            } else {
-                rank <= pos.1
+            Layout::wide(page_size)
+        }
+    }
+
+    pub fn is_packed(self) -> bool {
+        self.packed
+    }
+
+    /// Entries a page holds: f in the paper.
+    #[inline]
+    pub fn cap(self) -> usize {
+        self.cap
+    }
+
+    /// The page kind of a page of this layout whose wide kind is `base`.
+    #[inline]
+    pub fn kind(self, base: u16) -> u16 {
+        if self.packed {
+            base | PACKED_KIND
+        } else {
+            base
+        }
+    }
+
+    /// The wide kind of page `b`, or `None` if the page is not of this layout (a packed
+    /// page in a wide index, or the reverse).
+    #[inline]
+    pub fn base_kind(self, b: &[u8]) -> Option<u16> {
+        let kind = page::kind(b);
+        (self.packed == (kind & PACKED_KIND != 0)).then_some(kind & !PACKED_KIND)
+    }
+
+    /// [`Layout::base_kind`], or the error that names the page's kind.
+    #[inline]
+    pub fn checked_kind(self, b: &[u8]) -> Result<u16, String> {
+        self.base_kind(b).ok_or_else(|| {
+            let packed = if self.packed { "packed" } else { "wide" };
+            format!(
+                "page kind {:#x} in an index of {packed} pages",
+                page::kind(b)
+            )
+        })
+    }
+
+    #[inline]
+    fn key_at(self, b: &[u8], i: usize) -> u64 {
+        read_u64(b, self.slots + i * self.width)
+    }
+
+    #[inline]
+    fn kind_at(self, b: &[u8], i: usize) -> Option<Kind> {
+        if self.packed {
+            Some(Kind::from_bits(b[BODY + i / 4] >> (2 * (i % 4))))
+        } else {
+            Kind::from_byte(b[self.slots + i * WIDE + 16])
+        }
+    }
+
+    #[inline]
+    fn set_kind_at(self, b: &mut [u8], i: usize, kind: Kind) {
+        if self.packed {
+            let (byte, shift) = (BODY + i / 4, 2 * (i % 4));
+            b[byte] = (b[byte] & !(3 << shift)) | (kind.bits() << shift);
+        } else {
+            let off = self.slots + i * WIDE + 16;
+            b[off..off + 8].fill(0);
+            b[off] = kind.byte();
+        }
+    }
+
+    /// Entry `i`; `None` if its type byte is invalid (corruption; wide pages only).
+    #[inline]
+    pub fn get(self, b: &[u8], i: usize) -> Option<Entry> {
+        let off = self.slots + i * self.width;
+        Some(Entry {
+            key: read_u64(b, off),
+            val: read_u64(b, off + 8),
+            kind: self.kind_at(b, i)?,
+        })
+    }
+
+    #[inline]
+    pub fn set(self, b: &mut [u8], i: usize, e: Entry) {
+        let off = self.slots + i * self.width;
+        write_u64(b, off, e.key);
+        write_u64(b, off + 8, e.val);
+        self.set_kind_at(b, i, e.kind);
+    }
+
+    /// Decode all entries of a page checked by the caller's envelope check; `Err` names the
+    /// first bad slot.
+    #[inline]
+    pub fn decode(self, b: &[u8]) -> Result<Vec<Entry>, String> {
+        let n = self.checked_count(b)?;
+        let mut out = Vec::with_capacity(n);
+        self.decode_into(b, n, &mut out)?;
+        Ok(out)
+    }
+
+    /// Append the page's first `n` entries (`n` checked by the caller) to `out`: one tight
+    /// loop over the slots (merges and scans decode every entry they read; an iterator of
+    /// `Result`s collected cost ~50 ns an entry, this a few).
+    #[inline]
+    pub fn decode_into(self, b: &[u8], n: usize, out: &mut Vec<Entry>) -> Result<(), String> {
+        out.reserve(n);
+        let slots = b
+            .get(self.slots..self.slots + n * self.width)
+            .ok_or_else(|| format!("entry count {n} beyond the page"))?;
+        if self.packed {
+            let types = &b[BODY..BODY + n.div_ceil(4)];
+            for (i, s) in slots.chunks_exact(PACKED).enumerate() {
+                out.push(Entry {
+                    key: read_u64(s, 0),
+                    val: read_u64(s, 8),
+                    kind: Kind::from_bits(types[i / 4] >> (2 * (i % 4))),
+                });
             }
-        };
-        if before {
-            lo = mid + 1;
-        } else {
-            hi = mid;
+            return Ok(());
+        }
+        for (i, s) in slots.chunks_exact(WIDE).enumerate() {
+            let kind =
+                Kind::from_byte(s[16]).ok_or_else(|| format!("entry {i} has an invalid type"))?;
+            out.push(Entry {
+                key: read_u64(s, 0),
+                val: read_u64(s, 8),
+                kind,
+            });
+        }
+        Ok(())
+    }
+
+    /// Point-search step inside a page's bytes, without decoding the page: a binary search
+    /// on the keys for the last entry at or below `index_pos(key)`, then a backward scan to
+    /// the first fence or the index entry of `key` (the scan stops at the first fence, so it
+    /// reads a few entries at most). Decodes only the entries it reads; `Err` names a bad
+    /// count or a bad type among them.
+    pub fn probe(self, b: &[u8], key: u64) -> Result<Probe, String> {
+        let n = self.checked_count(b)?;
+        let end = self.partition(b, n, index_pos(key))?;
+        for i in (0..end).rev() {
+            let e = self.entry(b, i)?;
+            if e.is_fence() {
+                return Ok(Probe::Fence(e.val));
+            }
+            if e.key == key {
+                return Ok(Probe::Entry(e));
+            }
+        }
+        Ok(Probe::Neither)
+    }
+
+    /// Entry `i`, or the error that names its bad type.
+    #[inline]
+    pub fn entry(self, b: &[u8], i: usize) -> Result<Entry, String> {
+        self.get(b, i)
+            .ok_or_else(|| format!("entry {i} has an invalid type"))
+    }
+
+    /// The entry count, checked against the page's capacity.
+    #[inline]
+    pub fn checked_count(self, b: &[u8]) -> Result<usize, String> {
+        let n = count(b);
+        if n > self.cap {
+            return Err(format!("entry count {n} above capacity {}", self.cap));
+        }
+        Ok(n)
+    }
+
+    /// How many of the page's first `n` entries sort at or below `pos` (they are sorted by
+    /// [`Entry::pos`]): a binary search on the bytes that reads an entry's type only where
+    /// its key equals `pos`'s.
+    #[inline]
+    pub fn partition(self, b: &[u8], n: usize, pos: (u64, u8)) -> Result<usize, String> {
+        self.bisect(b, n, pos, false)
+    }
+
+    /// Where `pos` is among the page's first `n` entries, as [`slice::binary_search`] says
+    /// it: `Ok(slot)` of the entry at exactly `pos`, or `Err(slot)` where it would be
+    /// inserted. The same binary search on the bytes as [`Layout::partition`].
+    #[inline]
+    pub fn search(
+        self,
+        b: &[u8],
+        n: usize,
+        pos: (u64, u8),
+    ) -> Result<Result<usize, usize>, String> {
+        let i = self.bisect(b, n, pos, true)?;
+        let here = i < n && self.key_at(b, i) == pos.0 && self.rank_at(b, i)? == pos.1;
+        Ok(if here { Ok(i) } else { Err(i) })
+    }
+
+    /// The rank ([`Entry::pos`]'s second part) of slot `i`'s entry.
+    #[inline]
+    fn rank_at(self, b: &[u8], i: usize) -> Result<u8, String> {
+        self.kind_at(b, i)
+            .map(Kind::rank)
+            .ok_or_else(|| format!("entry {i} has an invalid type"))
+    }
+
+    /// How many of the first `n` entries sort below `pos` (`strict`) or at or below it.
+    #[inline]
+    fn bisect(self, b: &[u8], n: usize, pos: (u64, u8), strict: bool) -> Result<usize, String> {
+        let (mut lo, mut hi) = (0usize, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let key = self.key_at(b, mid);
+            let before = if key != pos.0 {
+                key < pos.0
+            } else {
+                let rank = self.rank_at(b, mid)?;
+                if strict {
+                    rank < pos.1
+                } else {
+                    rank <= pos.1
+                }
+            };
+            if before {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo)
+    }
+
+    /// The value (page) of the last fence among the page's first `end` entries, if any.
+    pub fn fence_before(self, b: &[u8], end: usize) -> Result<Option<u64>, String> {
+        for i in (0..end).rev() {
+            let e = self.entry(b, i)?;
+            if e.is_fence() {
+                return Ok(Some(e.val));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Rewrite a page from scratch; `kind` is the wide kind ([`Layout::kind`]).
+    #[inline]
+    pub fn init(self, b: &mut [u8], kind: u16, level: u32, link: u64, entries: &[Entry]) {
+        b[page::HEADER..].fill(0);
+        page::set_kind(b, self.kind(kind));
+        write_u32(b, COUNT, entries.len() as u32);
+        write_u32(b, LEVEL, level);
+        set_link(b, link);
+        for (i, &e) in entries.iter().enumerate() {
+            self.set(b, i, e);
         }
     }
-    Ok(lo)
-}
 
-/// The value (page) of the last fence among the page's first `end` entries, if any.
-pub fn fence_before(b: &[u8], end: usize) -> Result<Option<u64>, String> {
-    for i in (0..end).rev() {
-        let e = get(b, i).ok_or_else(|| format!("entry {i} has an invalid type"))?;
-        if e.is_fence() {
-            return Ok(Some(e.val));
+    /// Complete a page whose first `n` slots were written with [`Layout::set`]: the header,
+    /// and zeros after the entries (the same bytes as [`Layout::init`] with those entries).
+    #[inline]
+    pub fn finish_page(self, b: &mut [u8], kind: u16, level: u32, link: u64, n: usize) {
+        b[self.slots + n * self.width..].fill(0);
+        if self.packed {
+            // The types past n: the rest of entry n's byte, then whole bytes.
+            let byte = BODY + n / 4;
+            if n % 4 != 0 {
+                b[byte] &= (1u8 << (2 * (n % 4))) - 1;
+            }
+            b[byte + usize::from(n % 4 != 0)..self.slots].fill(0);
         }
+        b[page::HEADER..BODY].fill(0);
+        page::set_kind(b, self.kind(kind));
+        write_u32(b, COUNT, n as u32);
+        write_u32(b, LEVEL, level);
+        set_link(b, link);
     }
-    Ok(None)
-}
 
-/// Rewrite a page from scratch.
-#[inline]
-pub fn init(b: &mut [u8], kind: u16, level: u32, link: u64, entries: &[Entry]) {
-    b[page::HEADER..].fill(0);
-    page::set_kind(b, kind);
-    write_u32(b, COUNT, entries.len() as u32);
-    write_u32(b, LEVEL, level);
-    set_link(b, link);
-    for (i, &e) in entries.iter().enumerate() {
-        set(b, i, e);
+    /// Insert at slot `i` (room checked by the caller).
+    #[inline]
+    pub fn insert_at(self, b: &mut [u8], i: usize, e: Entry) {
+        let n = count(b);
+        page::open_slot(b, self.slots, self.width, n, i);
+        if self.packed {
+            for j in (i + 1..=n).rev() {
+                let t = Kind::from_bits(b[BODY + (j - 1) / 4] >> (2 * ((j - 1) % 4)));
+                self.set_kind_at(b, j, t);
+            }
+        }
+        self.set(b, i, e);
+        write_u32(b, COUNT, (n + 1) as u32);
+    }
+
+    /// Remove slot `i`.
+    #[inline]
+    pub fn remove_at(self, b: &mut [u8], i: usize) {
+        let n = count(b);
+        page::close_slot(b, self.slots, self.width, n, i);
+        if self.packed {
+            for j in i..n - 1 {
+                let t = Kind::from_bits(b[BODY + (j + 1) / 4] >> (2 * ((j + 1) % 4)));
+                self.set_kind_at(b, j, t);
+            }
+            self.set_kind_at(b, n - 1, Kind::Normal);
+        }
+        write_u32(b, COUNT, (n - 1) as u32);
     }
 }
 
-/// Complete a page whose first `n` slots were written with [`set`]: the header, and zeros
-/// after the entries (the same bytes as [`init`] with those entries).
-#[inline]
-pub fn finish_page(b: &mut [u8], kind: u16, level: u32, link: u64, n: usize) {
-    b[ENTRIES + n * ENTRY..].fill(0);
-    b[page::HEADER..ENTRIES].fill(0);
-    page::set_kind(b, kind);
-    write_u32(b, COUNT, n as u32);
-    write_u32(b, LEVEL, level);
-    set_link(b, link);
-}
-
-/// Insert at slot `i` (room checked by the caller).
-#[inline]
-pub fn insert_at(b: &mut [u8], i: usize, e: Entry) {
-    let n = count(b);
-    page::open_slot(b, ENTRIES, ENTRY, n, i);
-    set(b, i, e);
-    write_u32(b, COUNT, (n + 1) as u32);
-}
-
-/// Remove slot `i`.
-#[inline]
-pub fn remove_at(b: &mut [u8], i: usize) {
-    let n = count(b);
-    page::close_slot(b, ENTRIES, ENTRY, n, i);
-    write_u32(b, COUNT, (n - 1) as u32);
+/// Bytes of the packed layout's type array for `cap` entries: 2 bits each, whole words.
+fn types_bytes(cap: usize) -> usize {
+    cap.div_ceil(4).div_ceil(8) * 8
 }
 
 #[cfg(test)]
@@ -337,34 +529,42 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    const KINDS: [Kind; 4] = [Kind::Normal, Kind::Filter, Kind::Internal, Kind::External];
+
+    fn layouts(page_size: usize) -> [Layout; 2] {
+        [Layout::wide(page_size), Layout::packed(page_size)]
+    }
+
     /// A page built slot by slot in a buffer holding stale bytes (a merge's reused chunk)
-    /// and completed by `finish_page` has exactly the bytes `init` writes.
+    /// and completed by `finish_page` has exactly the bytes `init` writes, in both layouts
+    /// and for every count up to a full page.
     #[test]
     fn a_page_built_in_place_has_the_bytes_init_writes() {
-        let es: Vec<Entry> = (0..7u64)
-            .map(|i| {
-                Entry::new(
-                    i * 3,
-                    i ^ 5,
-                    if i % 3 == 0 {
-                        Kind::External
-                    } else {
-                        Kind::Normal
-                    },
-                )
-            })
-            .collect();
-        let mut want = vec![0u8; 512];
-        init(&mut want, KIND_RUN, 2, 99, &es);
-        let mut got = vec![0xABu8; 512];
-        for (i, &e) in es.iter().enumerate() {
-            set(&mut got, i, e);
+        for lay in layouts(512) {
+            for n in 0..=lay.cap() as u64 {
+                let es: Vec<Entry> = (0..n)
+                    .map(|i| {
+                        let kind = if i % 3 == 0 {
+                            Kind::External
+                        } else {
+                            KINDS[i as usize % 2]
+                        };
+                        Entry::new(i * 3, i ^ 5, kind)
+                    })
+                    .collect();
+                let mut want = vec![0u8; 512];
+                lay.init(&mut want, KIND_RUN, 2, 99, &es);
+                let mut got = vec![0xABu8; 512];
+                for (i, &e) in es.iter().enumerate() {
+                    lay.set(&mut got, i, e);
+                }
+                lay.finish_page(&mut got, KIND_RUN, 2, 99, es.len());
+                // The kind and the payload (the envelope's other bytes are the pager's and seal's).
+                assert_eq!(got[12..14], want[12..14], "{lay:?} n = {n}");
+                assert_eq!(got[page::HEADER..], want[page::HEADER..], "{lay:?} n = {n}");
+                assert_eq!(lay.decode(&got).unwrap(), es);
+            }
         }
-        finish_page(&mut got, KIND_RUN, 2, 99, es.len());
-        // The kind and the payload (the envelope's other bytes are the pager's and seal's).
-        assert_eq!(got[12..14], want[12..14]);
-        assert_eq!(got[page::HEADER..], want[page::HEADER..]);
-        assert_eq!(decode(&got, capacity(512)).unwrap(), es);
     }
 
     /// The point-search step as the decoded page gives it: the greatest entry at or below
@@ -391,15 +591,16 @@ mod tests {
             raw in proptest::collection::vec((0u64..200, 0u8..4), 0..20),
             probes in proptest::collection::vec(0u64..210, 1..30),
         ) {
-            let kinds = [Kind::Normal, Kind::Filter, Kind::Internal, Kind::External];
             let mut es: Vec<Entry> =
-                raw.iter().map(|&(k, t)| Entry::new(k, k * 7 + u64::from(t), kinds[t as usize])).collect();
+                raw.iter().map(|&(k, t)| Entry::new(k, k * 7 + u64::from(t), KINDS[t as usize])).collect();
             es.sort_by_key(|e| e.pos());
             es.dedup_by_key(|e| e.pos());
-            let mut b = vec![0u8; 512];
-            init(&mut b, KIND_RUN, 0, NONE, &es);
-            for key in probes {
-                prop_assert_eq!(probe(&b, capacity(512), key).unwrap(), probe_by_decoding(&es, key));
+            for lay in layouts(512) {
+                let mut b = vec![0u8; 512];
+                lay.init(&mut b, KIND_RUN, 0, NONE, &es);
+                for &key in &probes {
+                    prop_assert_eq!(lay.probe(&b, key).unwrap(), probe_by_decoding(&es, key));
+                }
             }
         }
     }
@@ -410,41 +611,86 @@ mod tests {
             Entry::new(5, 1, Kind::External),
             Entry::new(9, 2, Kind::Normal),
         ];
-        let mut b = vec![0u8; 512];
-        init(&mut b, KIND_RUN, 0, NONE, &es);
-        assert_eq!(probe(&b, capacity(512), 9).unwrap(), Probe::Entry(es[1]));
-        assert_eq!(probe(&b, capacity(512), 7).unwrap(), Probe::Fence(1));
-        assert_eq!(probe(&b, capacity(512), 4).unwrap(), Probe::Neither);
-        b[ENTRIES + ENTRY + 16] = 9;
-        assert!(probe(&b, capacity(512), 9).unwrap_err().contains("entry 1"));
-        write_u32(&mut b, COUNT, 1000);
-        assert!(probe(&b, capacity(512), 9)
-            .unwrap_err()
-            .contains("count 1000"));
+        for lay in layouts(512) {
+            let mut b = vec![0u8; 512];
+            lay.init(&mut b, KIND_RUN, 0, NONE, &es);
+            assert_eq!(lay.probe(&b, 9).unwrap(), Probe::Entry(es[1]));
+            assert_eq!(lay.probe(&b, 7).unwrap(), Probe::Fence(1));
+            assert_eq!(lay.probe(&b, 4).unwrap(), Probe::Neither);
+            if !lay.is_packed() {
+                // Every 2-bit type is a valid one; a wide type byte can be bad.
+                b[BODY + WIDE + 16] = 9;
+                assert!(lay.probe(&b, 9).unwrap_err().contains("entry 1"));
+            }
+            write_u32(&mut b, COUNT, 1000);
+            assert!(lay.probe(&b, 9).unwrap_err().contains("count 1000"));
+        }
     }
 
     proptest! {
+        /// Any entries round-trip, and removing then re-inserting at any slot (shifting
+        /// the slots and, packed, the 2-bit types) gives back the same bytes.
         #[test]
         fn entries_round_trip_with_any_key_and_value(
-            es in proptest::collection::vec((any::<u64>(), any::<u64>(), 0u8..4), 0..20)
+            es in proptest::collection::vec((any::<u64>(), any::<u64>(), 0u8..4), 0..29),
+            at in any::<prop::sample::Index>(),
         ) {
-            let kinds = [Kind::Normal, Kind::Filter, Kind::Internal, Kind::External];
-            let es: Vec<Entry> = es.iter().map(|&(k, v, t)| Entry::new(k, v, kinds[t as usize])).collect();
-            let mut b = vec![0u8; 512];
-            init(&mut b, KIND_RUN, 0, NONE, &es);
-            prop_assert_eq!(decode(&b, capacity(512)).unwrap(), es.clone());
-            if !es.is_empty() {
-                remove_at(&mut b, 0);
-                insert_at(&mut b, 0, es[0]);
-                prop_assert_eq!(decode(&b, capacity(512)).unwrap(), es);
+            let es: Vec<Entry> = es.iter().map(|&(k, v, t)| Entry::new(k, v, KINDS[t as usize])).collect();
+            for lay in layouts(512) {
+                let es = &es[..es.len().min(lay.cap())];
+                let mut b = vec![0u8; 512];
+                lay.init(&mut b, KIND_RUN, 0, NONE, es);
+                prop_assert_eq!(lay.decode(&b).unwrap(), es.to_vec());
+                if !es.is_empty() {
+                    let want = b.clone();
+                    let i = at.index(es.len());
+                    lay.remove_at(&mut b, i);
+                    let mut fewer = es.to_vec();
+                    fewer.remove(i);
+                    prop_assert_eq!(lay.decode(&b).unwrap(), fewer);
+                    lay.insert_at(&mut b, i, es[i]);
+                    prop_assert_eq!(lay.decode(&b).unwrap(), es.to_vec());
+                    prop_assert_eq!(&b, &want);
+                }
             }
         }
     }
 
+    /// The formats, frozen: capacities, where the slots begin, and the bytes of a packed
+    /// page's first entries and types.
     #[test]
     fn capacity_matches_the_format() {
-        assert_eq!(capacity(512), 20);
-        assert_eq!(capacity(4096), 169);
+        assert_eq!(Layout::wide(512).cap(), 20);
+        assert_eq!(Layout::wide(4096).cap(), 169);
+        assert_eq!(Layout::packed(512).cap(), 29);
+        assert_eq!(Layout::packed(4096).cap(), 250);
+        assert_eq!(capacity(4096), 250);
+        for ps in [512, 1024, 2048, 4096, 8192, 16384, 65536] {
+            let p = Layout::packed(ps);
+            assert!(p.slots + p.cap * PACKED <= ps, "{ps}");
+            assert!(BODY + p.cap.div_ceil(4) <= p.slots, "{ps}");
+            // No room for one more entry.
+            assert!(
+                BODY + types_bytes(p.cap + 1) + (p.cap + 1) * PACKED > ps,
+                "{ps}"
+            );
+        }
+        assert_eq!(Layout::packed(4096).slots, 96);
+        let es = [
+            Entry::new(0x0102, 7, Kind::External),
+            Entry::new(0x0304, 8, Kind::Normal),
+            Entry::new(0x0304, 9, Kind::Filter),
+            Entry::new(0x0506, 10, Kind::Internal),
+            Entry::new(0x0708, 11, Kind::Filter),
+        ];
+        let lay = Layout::packed(4096);
+        let mut b = vec![0u8; 4096];
+        lay.init(&mut b, KIND_RUN, 0, NONE, &es);
+        assert_eq!(page::kind(&b), 0x111);
+        // Types 3, 0, 1, 2 in the first byte (low bits first), 1 in the second.
+        assert_eq!(b[32..35], [0b1001_0011, 0b01, 0]);
+        assert_eq!(b[96..112], [2, 1, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(b[112 + 8], 8);
     }
 
     /// Hostile bytes (crate::hostile): a damaged sorted-entry page decodes, or the decoder
@@ -456,14 +702,16 @@ mod tests {
             Entry::new(9, 2, Kind::Normal),
             Entry::new(u64::MAX, 3, Kind::Normal),
         ];
-        let mut valid = vec![0u8; 512];
-        init(&mut valid, KIND_RUN, 0, NONE, &es);
-        crate::hostile::fuzz_page("sorted entries", 4, &valid, |b| {
-            let _ = decode(b, capacity(512));
-            for key in [0, 5, 9, u64::MAX] {
-                let _ = probe(b, capacity(512), key);
-            }
-            Ok(())
-        });
+        for lay in layouts(512) {
+            let mut valid = vec![0u8; 512];
+            lay.init(&mut valid, KIND_RUN, 0, NONE, &es);
+            crate::hostile::fuzz_page("sorted entries", 4, &valid, |b| {
+                let _ = lay.decode(b);
+                for key in [0, 5, 9, u64::MAX] {
+                    let _ = lay.probe(b, key);
+                }
+                Ok(())
+            });
+        }
     }
 }

@@ -9,7 +9,7 @@
 //! "Internal fence"), or [`NONE`] when no fence precedes it (keys below every key of L1).
 //! Deleting an index entry does not rebalance: the head tree is rebuilt at every merge.
 
-use super::entry::{self, Entry, Kind, NONE};
+use super::entry::{self, Entry, Kind, Layout, NONE};
 use crate::durable::Pager;
 use crate::error::{Error, Result};
 use crate::io::PageId;
@@ -113,11 +113,12 @@ fn corrupt(pid: PageId, what: String) -> Error {
     Error::corruption(DATA_FILE, Some(pid), format!("FD-tree head tree: {what}"))
 }
 
-fn read_node(pager: &mut Pager, pid: PageId, cap: usize) -> Result<(u16, u32, u64, Vec<Entry>)> {
+fn read_node(pager: &mut Pager, pid: PageId, lay: Layout) -> Result<(u16, u32, u64, Vec<Entry>)> {
     pager
         .read(pid, |b| {
-            entry::decode(b, cap)
-                .map(|es| (crate::page::kind(b), entry::level(b), entry::link(b), es))
+            let kind = lay.checked_kind(b)?;
+            lay.decode(b)
+                .map(|es| (kind, entry::level(b), entry::link(b), es))
         })?
         .map_err(|e| corrupt(pid, e))
 }
@@ -132,11 +133,9 @@ fn child_at(leftmost: u64, seps: &[Entry], s: usize) -> u64 {
 
 impl Head {
     /// An empty head tree: one empty root leaf.
-    pub fn create(pager: &mut Pager) -> Result<Head> {
+    pub fn create(pager: &mut Pager, lay: Layout) -> Result<Head> {
         let root = pager.alloc_page()?;
-        pager.write(root, |b| {
-            entry::init(b, entry::KIND_HEAD_LEAF, 0, NONE, &[])
-        })?;
+        pager.write(root, |b| lay.init(b, entry::KIND_HEAD_LEAF, 0, NONE, &[]))?;
         Ok(Head {
             root,
             height: 1,
@@ -151,7 +150,7 @@ impl Head {
     fn descend(
         &self,
         pager: &mut Pager,
-        cap: usize,
+        lay: Layout,
         pos: (u64, u8),
     ) -> Result<(Vec<(PageId, usize)>, PageId)> {
         // The height comes from a manifest: it bounds the loop, not an allocation.
@@ -163,17 +162,13 @@ impl Head {
             // The child is found in the node's bytes (no decoded copy of the node).
             let (kind, lvl, slot, child) = pager
                 .read(pid, |b| -> std::result::Result<_, String> {
-                    let n = entry::checked_count(b, cap)?;
-                    let s = entry::partition(b, n, pos)?;
+                    let n = lay.checked_count(b)?;
+                    let s = lay.partition(b, n, pos)?;
                     let child = match s {
                         0 => entry::link(b),
-                        _ => {
-                            entry::get(b, s - 1)
-                                .ok_or_else(|| format!("entry {} has an invalid type", s - 1))?
-                                .val
-                        }
+                        _ => lay.entry(b, s - 1)?.val,
                     };
-                    Ok((crate::page::kind(b), entry::level(b), s, child))
+                    Ok((lay.checked_kind(b)?, entry::level(b), s, child))
                 })?
                 .map_err(|e| corrupt(pid, e))?;
             if kind != entry::KIND_HEAD_INTERNAL || lvl != want {
@@ -190,35 +185,33 @@ impl Head {
 
     /// Look `key` up: its index entry here, and the fence to follow into L1 (§3.3, Search;
     /// Algorithm 1, lines 2-3).
-    pub fn find(&self, pager: &mut Pager, cap: usize, key: u64) -> Result<Found> {
+    pub fn find(&self, pager: &mut Pager, lay: Layout, key: u64) -> Result<Found> {
         let pos = entry::index_pos(key);
-        let (_, leaf) = self.descend(pager, cap, pos)?;
+        let (_, leaf) = self.descend(pager, lay, pos)?;
         pager
             .read(leaf, |b| -> std::result::Result<_, String> {
-                let n = entry::checked_count(b, cap)?;
-                let end = entry::partition(b, n, pos)?;
+                let n = lay.checked_count(b)?;
+                let end = lay.partition(b, n, pos)?;
                 let entry = match end {
                     0 => None,
-                    _ => entry::get(b, end - 1)
-                        .ok_or_else(|| format!("entry {} has an invalid type", end - 1))?
-                        .into(),
+                    _ => Some(lay.entry(b, end - 1)?),
                 }
                 .filter(|e: &Entry| e.key == key && !e.is_fence());
                 // Scan backward to the fence (Invariant 1 stops it within this leaf).
-                let fence = entry::fence_before(b, end)?.unwrap_or(NONE);
+                let fence = lay.fence_before(b, end)?.unwrap_or(NONE);
                 Ok(Found { entry, fence })
             })?
             .map_err(|e| corrupt(leaf, e))
     }
 
     /// The leaf for `key` (range scans start there).
-    pub fn leaf_for(&self, pager: &mut Pager, cap: usize, key: u64) -> Result<PageId> {
-        Ok(self.descend(pager, cap, (key, 0))?.1)
+    pub fn leaf_for(&self, pager: &mut Pager, lay: Layout, key: u64) -> Result<PageId> {
+        Ok(self.descend(pager, lay, (key, 0))?.1)
     }
 
     /// A leaf's entries and its right neighbour.
-    pub fn leaf(pager: &mut Pager, cap: usize, pid: PageId) -> Result<(Vec<Entry>, u64)> {
-        let (kind, _, link, es) = read_node(pager, pid, cap)?;
+    pub fn leaf(pager: &mut Pager, lay: Layout, pid: PageId) -> Result<(Vec<Entry>, u64)> {
+        let (kind, _, link, es) = read_node(pager, pid, lay)?;
         if kind != entry::KIND_HEAD_LEAF {
             return Err(corrupt(pid, "leaf chain reaches a non-leaf page".into()));
         }
@@ -227,27 +220,27 @@ impl Head {
 
     /// Insert or overwrite the index entry `e` (normal or filter) of its key (§3.3,
     /// Insertion; a newer entry of a key replaces an older one in the same level).
-    pub fn upsert(&mut self, pager: &mut Pager, cap: usize, e: Entry) -> Result<()> {
+    pub fn upsert(&mut self, pager: &mut Pager, lay: Layout, e: Entry) -> Result<()> {
         debug_assert!(!e.is_fence());
         let pos = e.pos();
-        let (path, leaf) = self.descend(pager, cap, pos)?;
+        let (path, leaf) = self.descend(pager, lay, pos)?;
         // One binary search on the leaf's bytes: the entry's slot, or where it goes.
         let (at, full) = pager
             .read(leaf, |b| -> std::result::Result<_, String> {
-                let n = entry::checked_count(b, cap)?;
-                Ok((entry::search(b, n, pos)?, n >= cap))
+                let n = lay.checked_count(b)?;
+                Ok((lay.search(b, n, pos)?, n >= lay.cap()))
             })?
             .map_err(|e| corrupt(leaf, e))?;
         let slot = match at {
-            Ok(i) => return pager.write(leaf, |b| entry::set(b, i, e)),
+            Ok(i) => return pager.write(leaf, |b| lay.set(b, i, e)),
             Err(i) => i,
         };
         self.entries += 1;
         self.index_entries += 1;
         if !full {
-            return pager.write(leaf, |b| entry::insert_at(b, slot, e));
+            return pager.write(leaf, |b| lay.insert_at(b, slot, e));
         }
-        let (_, _, link, mut es) = read_node(pager, leaf, cap)?;
+        let (_, _, link, mut es) = read_node(pager, leaf, lay)?;
         let i = es.partition_point(|x| x.pos() <= pos);
         es.insert(i, e);
         let mid = es.len() / 2;
@@ -264,18 +257,16 @@ impl Head {
         }
         let new = pager.alloc_page()?;
         self.pages += 1;
-        pager.write(new, |b| {
-            entry::init(b, entry::KIND_HEAD_LEAF, 0, link, &right)
-        })?;
-        pager.write(leaf, |b| entry::init(b, entry::KIND_HEAD_LEAF, 0, new, &es))?;
+        pager.write(new, |b| lay.init(b, entry::KIND_HEAD_LEAF, 0, link, &right))?;
+        pager.write(leaf, |b| lay.init(b, entry::KIND_HEAD_LEAF, 0, new, &es))?;
         let sep = Entry::new(right[0].key, new, right[0].kind);
-        self.insert_into_parent(pager, cap, path, sep, 1)
+        self.insert_into_parent(pager, lay, path, sep, 1)
     }
 
     fn insert_into_parent(
         &mut self,
         pager: &mut Pager,
-        cap: usize,
+        lay: Layout,
         mut path: Vec<(PageId, usize)>,
         mut sep: Entry,
         mut level: u32,
@@ -285,18 +276,18 @@ impl Head {
                 let root = pager.alloc_page()?;
                 let old = self.root;
                 pager.write(root, |b| {
-                    entry::init(b, entry::KIND_HEAD_INTERNAL, level, old, &[sep])
+                    lay.init(b, entry::KIND_HEAD_INTERNAL, level, old, &[sep])
                 })?;
                 self.root = root;
                 self.height += 1;
                 self.pages += 1;
                 return Ok(());
             };
-            let (_, _, leftmost, mut seps) = read_node(pager, pid, cap)?;
+            let (_, _, leftmost, mut seps) = read_node(pager, pid, lay)?;
             seps.insert(slot, sep);
-            if seps.len() <= cap {
+            if seps.len() <= lay.cap() {
                 return pager.write(pid, |b| {
-                    entry::init(b, entry::KIND_HEAD_INTERNAL, level, leftmost, &seps)
+                    lay.init(b, entry::KIND_HEAD_INTERNAL, level, leftmost, &seps)
                 });
             }
             let m = seps.len() / 2;
@@ -304,10 +295,10 @@ impl Head {
             let new = pager.alloc_page()?;
             self.pages += 1;
             pager.write(new, |b| {
-                entry::init(b, entry::KIND_HEAD_INTERNAL, level, up.val, &seps[m + 1..])
+                lay.init(b, entry::KIND_HEAD_INTERNAL, level, up.val, &seps[m + 1..])
             })?;
             pager.write(pid, |b| {
-                entry::init(b, entry::KIND_HEAD_INTERNAL, level, leftmost, &seps[..m])
+                lay.init(b, entry::KIND_HEAD_INTERNAL, level, leftmost, &seps[..m])
             })?;
             sep = Entry::new(up.key, new, up.kind);
             level += 1;
@@ -316,16 +307,16 @@ impl Head {
 
     /// Remove the index entry of `key` if present (§3.3, Deletion: "first performed on the
     /// head tree").
-    pub fn remove(&mut self, pager: &mut Pager, cap: usize, key: u64) -> Result<bool> {
+    pub fn remove(&mut self, pager: &mut Pager, lay: Layout, key: u64) -> Result<bool> {
         let pos = entry::index_pos(key);
-        let (_, leaf) = self.descend(pager, cap, pos)?;
+        let (_, leaf) = self.descend(pager, lay, pos)?;
         let at = pager
             .read(leaf, |b| -> std::result::Result<_, String> {
-                entry::search(b, entry::checked_count(b, cap)?, pos)
+                lay.search(b, lay.checked_count(b)?, pos)
             })?
             .map_err(|e| corrupt(leaf, e))?;
         let Ok(i) = at else { return Ok(false) };
-        pager.write(leaf, |b| entry::remove_at(b, i))?;
+        pager.write(leaf, |b| lay.remove_at(b, i))?;
         self.entries -= 1;
         self.index_entries -= 1;
         Ok(true)
@@ -333,11 +324,11 @@ impl Head {
 
     /// Build a head tree bottom-up from entries sorted by position (bulk loading, §3.3
     /// Merge: "the new levels L_j (0 <= j < i) are rebuilt with the external fences").
-    pub fn bulk_load(pager: &mut Pager, cap: usize, sorted: &[Entry]) -> Result<Head> {
+    pub fn bulk_load(pager: &mut Pager, lay: Layout, sorted: &[Entry]) -> Result<Head> {
         if sorted.is_empty() {
-            return Head::create(pager);
+            return Head::create(pager, lay);
         }
-        let leaves = Packer::pack(cap, false, sorted);
+        let leaves = Packer::pack(lay.cap(), false, sorted);
         let pids: Vec<PageId> = (0..leaves.len())
             .map(|_| pager.alloc_page())
             .collect::<Result<_>>()?;
@@ -352,7 +343,7 @@ impl Head {
         let mut level_nodes: Vec<(Entry, PageId)> = Vec::with_capacity(pids.len());
         for (i, (es, &pid)) in leaves.iter().zip(&pids).enumerate() {
             let link = pids.get(i + 1).copied().unwrap_or(NONE);
-            pager.write(pid, |b| entry::init(b, entry::KIND_HEAD_LEAF, 0, link, es))?;
+            pager.write(pid, |b| lay.init(b, entry::KIND_HEAD_LEAF, 0, link, es))?;
             head.entries += es.len() as u64;
             head.index_entries += es.iter().filter(|e| !e.is_fence()).count() as u64;
             level_nodes.push((es[0], pid));
@@ -361,7 +352,7 @@ impl Head {
         while level_nodes.len() > 1 {
             level += 1;
             let mut upper = Vec::new();
-            for group in level_nodes.chunks(cap + 1) {
+            for group in level_nodes.chunks(lay.cap() + 1) {
                 let pid = pager.alloc_page()?;
                 head.pages += 1;
                 let seps: Vec<Entry> = group[1..]
@@ -369,7 +360,7 @@ impl Head {
                     .map(|(e, p)| Entry::new(e.key, *p, e.kind))
                     .collect();
                 pager.write(pid, |b| {
-                    entry::init(b, entry::KIND_HEAD_INTERNAL, level, group[0].1, &seps)
+                    lay.init(b, entry::KIND_HEAD_INTERNAL, level, group[0].1, &seps)
                 })?;
                 upper.push((group[0].0, pid));
             }
@@ -381,7 +372,7 @@ impl Head {
     }
 
     /// Every page of the tree (freeing and integrity checks), with each node's level.
-    pub fn pages(&self, pager: &mut Pager, cap: usize) -> Result<Vec<PageId>> {
+    pub fn pages(&self, pager: &mut Pager, lay: Layout) -> Result<Vec<PageId>> {
         let mut out = Vec::new();
         let mut stack = vec![(self.root, self.height - 1)];
         while let Some((pid, lvl)) = stack.pop() {
@@ -393,7 +384,7 @@ impl Head {
                 ));
             }
             if lvl > 0 {
-                let (_, _, leftmost, seps) = read_node(pager, pid, cap)?;
+                let (_, _, leftmost, seps) = read_node(pager, pid, lay)?;
                 stack.push((leftmost, lvl - 1));
                 stack.extend(seps.iter().map(|s| (s.val, lvl - 1)));
             }
@@ -402,8 +393,8 @@ impl Head {
     }
 
     /// Free every page (after a merge replaced this head tree).
-    pub fn free(&self, pager: &mut Pager, cap: usize) -> Result<()> {
-        for pid in self.pages(pager, cap)? {
+    pub fn free(&self, pager: &mut Pager, lay: Layout) -> Result<()> {
+        for pid in self.pages(pager, lay)? {
             pager.free_page(pid);
         }
         Ok(())
@@ -419,19 +410,19 @@ impl Head {
     pub fn walk_range(
         &self,
         pager: &mut Pager,
-        cap: usize,
+        lay: Layout,
         lo: u64,
         max_leaves: u64,
         mut visit: impl FnMut(PageId, Vec<Entry>) -> Result<bool>,
     ) -> Result<Option<u64>> {
-        let mut pid = self.leaf_for(pager, cap, lo)?;
+        let mut pid = self.leaf_for(pager, lay, lo)?;
         let mut steps = 0u64;
         while pid != NONE {
             steps += 1;
             if steps > self.pages {
                 return Err(corrupt(pid, "leaf chain longer than the tree".into()));
             }
-            let (es, link) = Head::leaf(pager, cap, pid)?;
+            let (es, link) = Head::leaf(pager, lay, pid)?;
             let last = es.last().map(|e| e.key);
             if visit(pid, es)? {
                 return Ok(None);
@@ -449,12 +440,18 @@ impl Head {
     /// Remove every index entry with key in `[lo, hi]` (fences stay: they navigate the
     /// level below), leaf by leaf along the chain from `lo`'s leaf; the number removed.
     /// Used when a range tombstone enters this tree's level ([`super::tombs`]).
-    pub fn remove_range(&mut self, pager: &mut Pager, cap: usize, lo: u64, hi: u64) -> Result<u64> {
+    pub fn remove_range(
+        &mut self,
+        pager: &mut Pager,
+        lay: Layout,
+        lo: u64,
+        hi: u64,
+    ) -> Result<u64> {
         let doomed = |e: &Entry| !e.is_fence() && (lo..=hi).contains(&e.key);
         // The leaves holding entries of the range (the walk holds the pager), then their
         // rewrites: at most the tree's leaves.
         let mut hit: Vec<(PageId, Vec<usize>)> = Vec::new();
-        self.walk_range(pager, cap, lo, u64::MAX, |pid, es| {
+        self.walk_range(pager, lay, lo, u64::MAX, |pid, es| {
             let slots: Vec<usize> = (0..es.len()).filter(|&i| doomed(&es[i])).collect();
             if !slots.is_empty() {
                 hit.push((pid, slots));
@@ -464,7 +461,7 @@ impl Head {
         let mut removed = 0u64;
         for (pid, slots) in hit {
             pager.write(pid, |b| {
-                slots.iter().rev().for_each(|&i| entry::remove_at(b, i))
+                slots.iter().rev().for_each(|&i| lay.remove_at(b, i))
             })?;
             removed += slots.len() as u64;
         }
@@ -474,7 +471,7 @@ impl Head {
     }
 
     /// All leaf entries in order (merges and head rebuilds; at most the head-tree size).
-    pub fn all_entries(&self, pager: &mut Pager, cap: usize) -> Result<Vec<Entry>> {
+    pub fn all_entries(&self, pager: &mut Pager, lay: Layout) -> Result<Vec<Entry>> {
         // `entries` comes from a manifest: a hint, capped, never trusted to size memory.
         let mut out = Vec::with_capacity(self.entries.min(1 << 16) as usize);
         let mut pid = self.first_leaf;
@@ -484,7 +481,7 @@ impl Head {
             if steps > self.pages {
                 return Err(corrupt(pid, "leaf chain longer than the tree".into()));
             }
-            let (es, link) = Head::leaf(pager, cap, pid)?;
+            let (es, link) = Head::leaf(pager, lay, pid)?;
             out.extend(es);
             pid = link;
         }
@@ -493,8 +490,8 @@ impl Head {
 }
 
 /// Used by the integrity check: a node's contents.
-pub fn node(pager: &mut Pager, cap: usize, pid: PageId) -> Result<(u16, u32, u64, Vec<Entry>)> {
-    read_node(pager, pid, cap)
+pub fn node(pager: &mut Pager, lay: Layout, pid: PageId) -> Result<(u16, u32, u64, Vec<Entry>)> {
+    read_node(pager, pid, lay)
 }
 
 /// Used by the integrity check: the child of slot `s`.
@@ -522,14 +519,16 @@ mod tests {
                 .collect();
             es.sort_by_key(|e| e.pos());
             es.dedup_by_key(|e| e.pos());
+            for lay in [Layout::wide(4096), Layout::packed(4096)] {
             let mut b = vec![0u8; 4096];
-            entry::init(&mut b, entry::KIND_HEAD_LEAF, 0, NONE, &es);
-            for (k, r) in probes {
+            lay.init(&mut b, entry::KIND_HEAD_LEAF, 0, NONE, &es);
+            for &(k, r) in &probes {
                 let pos = Entry::new(k, 0, kind(r)).pos();
                 let linear = es.iter().position(|e| e.pos() >= pos).unwrap_or(es.len());
                 let exact = es.iter().position(|e| e.pos() == pos);
-                let found = entry::search(&b, es.len(), pos).unwrap();
+                let found = lay.search(&b, es.len(), pos).unwrap();
                 prop_assert_eq!(found, exact.ok_or(linear));
+            }
             }
         }
 

@@ -42,11 +42,11 @@ impl Retune {
         Retune { dev, w }
     }
 
-    /// The model's inputs of an index created with `s` whose head tree (LSM: C0) has
-    /// `head_tree_bytes`, asked about a buffer pool of `pool_bytes`.
-    pub fn from_settings(s: &Settings, head_tree_bytes: u64, pool_bytes: u64) -> Retune {
-        let f = super::entry::capacity(s.page_size) as u64;
-        let mut w = s.fdtree_model_workload(head_tree_bytes, f);
+    /// The model's inputs of an index created with `s` whose pages hold `f` entries and
+    /// whose head tree (LSM: C0) has `head_tree_bytes`, asked about a buffer pool of
+    /// `pool_bytes`.
+    pub fn from_settings(s: &Settings, f: usize, head_tree_bytes: u64, pool_bytes: u64) -> Retune {
+        let mut w = s.fdtree_model_workload(head_tree_bytes, f as u64);
         w.buffer_bytes = pool_bytes;
         Retune::new(s.tuning.device, w)
     }
