@@ -59,7 +59,12 @@ impl Target for Db {
     fn scan(&mut self, start: u64, len: u64) -> Result<(Option<u64>, u64)> {
         let mut first = None;
         let mut n = 0;
-        for kv in self.range(start..).context("range")?.take(len as usize) {
+        for kv in self
+            .range(start..)
+            .context("range")?
+            .limit_hint(len)
+            .take(len as usize)
+        {
             let (k, _) = kv.context("range scan")?;
             first.get_or_insert(k);
             n += 1;

@@ -255,6 +255,7 @@ impl Db {
             next,
             hi,
             hint: None,
+            want: None,
         };
         if let Some(n) = cursor.next {
             if !cursor.below_hi(n) {
@@ -393,6 +394,16 @@ pub struct Range<'a> {
 }
 
 impl Range<'_> {
+    /// Tell the engine the caller expects to take about `n` entries (a `LIMIT`): an
+    /// engine that reads an open-ended range ahead in batches (the FD-tree, the LSM-tree,
+    /// the PIO B-tree) sizes its first batch for `n` entries instead of its default, so a
+    /// short scan reads what it returns. Only a hint: the iterator still yields every
+    /// entry of the range, reading more if the caller goes on.
+    pub fn limit_hint(mut self, n: u64) -> Self {
+        self.cursor.want = Some(n);
+        self
+    }
+
     /// Check the keys the last scan step put in `buf` against `last` and the step's start.
     fn check_order(&mut self, start: u64) -> Result<()> {
         let mut prev = self.last;

@@ -488,14 +488,56 @@ fn an_open_ended_range_reads_about_the_pages_it_returns() {
     let after = db.stats().device;
     assert_eq!(got.len(), take);
     assert_eq!(got[0].0, 100_000);
-    // f = 20 entries per 512-byte page (19 index entries after the leading fence): the
-    // lowest level holds the 1,500 entries in about 80 pages; allow the batch's rounding,
+    // f = 29 entries per 512-byte page (28 index entries after the leading fence): the
+    // lowest level holds the 1,500 entries in about 54 pages; allow the batch's rounding,
     // the levels above (k = 4: a quarter as many pages each) and the fences.
     let pages = after.reads - before.reads;
     assert!(
-        pages <= 2 * (take as u64 / 19) + 8 * runs,
+        pages <= 2 * (take as u64 / 28) + 8 * runs,
         "{pages} pages read for {take} entries ({runs} runs, {lowest} pages in the lowest)"
     );
+}
+
+/// A scan told how many entries it will take (`Range::limit_hint`) reads the pages those
+/// entries span in its first batch, not the default batch of 8 pages of every level; and
+/// the hint changes nothing in what the scan returns, also when the caller takes more.
+#[test]
+fn a_limit_hint_sizes_the_first_batch_for_the_entries_taken() {
+    let (mut db, dev, vfs) = mem_db(opts(512, 64, 27, 16, false)).unwrap();
+    let pairs: Vec<(u64, u64)> = (0..40_000u64).map(|k| (k * 10, k)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    // The bulk load's lowest level of about 1,430 pages and a fence level above it (1/28
+    // as many pages; k = 27, 16 head pages, |L0| = 232).
+    assert_eq!(counter(&db, "levels") - 1, 2);
+    db.close().unwrap();
+    let scan = |hint: Option<u64>, lo: u64, take: usize| {
+        let mut db = reopen_mem(&dev, &vfs).unwrap();
+        // Warm the head tree and the fence level (through the pool); the lowest level's
+        // pages are read past it.
+        db.get(lo).unwrap();
+        let before = db.stats().device.reads;
+        let mut range = db.range(lo..).unwrap();
+        if let Some(n) = hint {
+            range = range.limit_hint(n);
+        }
+        let got: Vec<(u64, u64)> = range.take(take).map(|r| r.unwrap()).collect();
+        let reads = db.stats().device.reads - before;
+        (got, reads)
+    };
+    // 20 entries at 28 a page span at most 2 pages of the lowest level: the hinted first
+    // batch reads 2 there (and at most as many in the fence level, plus a head leaf),
+    // where the default first batch reads 8.
+    let (plain, plain_reads) = scan(None, 100_000, 20);
+    let (hinted, hinted_reads) = scan(Some(20), 100_000, 20);
+    assert_eq!(hinted, plain);
+    assert!(
+        hinted_reads <= 5 && plain_reads >= hinted_reads + 6,
+        "{hinted_reads} pages for 20 entries, {plain_reads} without the hint"
+    );
+    // Taking more than the hint goes on reading: every entry, in order.
+    let (more, _) = scan(Some(20), 100_000, 500);
+    let want: Vec<(u64, u64)> = (10_000..10_500u64).map(|k| (k * 10, k)).collect();
+    assert_eq!(more, want);
 }
 
 /// Every key of `[lo, hi]` out of the model.

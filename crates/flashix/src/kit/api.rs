@@ -8,8 +8,9 @@ use crate::stats::Stats;
 use std::ops::Bound;
 
 /// Pages of a level (FD-tree) or leaves of a component (LSM) that the first batch of an
-/// open-ended range scan reads ([`RangeCursor::ramp`]): 8 pages of 4 KiB hold about
-/// 1,350 entries, so a scan of 1,000 ends within the first batch.
+/// open-ended range scan reads when the caller gave no limit hint ([`RangeCursor::ramp`]):
+/// 8 packed pages of 4 KiB hold 2,000 entries, so a scan of 1,000 ends within the first
+/// batch.
 pub const RANGE_RAMP_PAGES: u64 = 8;
 
 /// The greatest tree height a manifest may claim: a tree of fanout 2 or more over 2^64
@@ -23,12 +24,14 @@ pub fn plausible_height(h: impl Into<u64>) -> bool {
 }
 
 /// Where a range scan resumes. `next` is the smallest key not yet returned (`None`: done);
-/// `hint` is engine-defined (the B+-tree keeps the next leaf's page id there).
+/// `hint` is engine-defined (the B+-tree keeps the next leaf's page id there); `want` is
+/// how many entries the caller expects to take ([`crate::Range::limit_hint`]), if it said.
 #[derive(Debug, Clone)]
 pub struct RangeCursor {
     pub next: Option<u64>,
     pub hi: Bound<u64>,
     pub hint: Option<u64>,
+    pub want: Option<u64>,
 }
 
 impl RangeCursor {
@@ -38,6 +41,7 @@ impl RangeCursor {
             next: Some(lo),
             hi: Bound::Included(hi),
             hint: None,
+            want: None,
         }
     }
 
@@ -72,9 +76,16 @@ impl RangeCursor {
     /// level, leaves). A bounded range reads `max`. An open-ended one (`lo..`, its end
     /// decided by the caller, who may stop after a few entries) reads `first`, then twice
     /// as much per batch (kept in `hint`), as readahead grows: a scan stopped early reads
-    /// little, and at most twice what it returned.
-    pub fn ramp(&mut self, first: u64, max: u64) -> u64 {
+    /// little, and at most twice what it returned. When the caller said how many entries
+    /// it will take (`want`) and a unit holds at most `per_unit` of them (0: the engine
+    /// cannot say), the first batch is the units that many entries can span instead
+    /// (`want / per_unit` rounded up, plus one for a start inside a unit).
+    pub fn ramp(&mut self, first: u64, max: u64, per_unit: u64) -> u64 {
         let max = max.max(1);
+        let first = match self.want {
+            Some(want) if per_unit > 0 => want.div_ceil(per_unit).saturating_add(1),
+            _ => first,
+        };
         match self.hi {
             Bound::Unbounded => {
                 let n = self.hint.unwrap_or(first).clamp(1, max);
@@ -179,6 +190,7 @@ mod tests {
             next,
             hi,
             hint: None,
+            want: None,
         }
     }
 
@@ -227,13 +239,25 @@ mod tests {
     #[test]
     fn ramp_grows_open_ended_batches_and_keeps_bounded_ones_whole() {
         let mut open = cur(Some(5), Bound::Unbounded);
-        let sizes: Vec<u64> = (0..6).map(|_| open.ramp(16, 300)).collect();
+        let sizes: Vec<u64> = (0..6).map(|_| open.ramp(16, 300, 250)).collect();
         assert_eq!(sizes, [16, 32, 64, 128, 256, 300]);
         let mut bounded = cur(Some(5), Bound::Included(9));
-        assert_eq!(bounded.ramp(16, 300), 300);
+        assert_eq!(bounded.ramp(16, 300, 250), 300);
         assert_eq!(bounded.hint, None);
         // A zero limit still reads one.
-        assert_eq!(cur(Some(5), Bound::Unbounded).ramp(16, 0), 1);
+        assert_eq!(cur(Some(5), Bound::Unbounded).ramp(16, 0, 250), 1);
+        // A limit hint sizes the first batch for the entries wanted, then it doubles; an
+        // engine that cannot say what a unit holds keeps its first batch.
+        let mut hinted = cur(Some(5), Bound::Unbounded);
+        hinted.want = Some(1000);
+        let sizes: Vec<u64> = (0..3).map(|_| hinted.ramp(16, 300, 250)).collect();
+        assert_eq!(sizes, [5, 10, 20]);
+        let mut small = cur(Some(5), Bound::Unbounded);
+        small.want = Some(10);
+        assert_eq!(small.ramp(16, 300, 250), 2);
+        let mut unknown = cur(Some(5), Bound::Unbounded);
+        unknown.want = Some(10);
+        assert_eq!(unknown.ramp(16, 300, 0), 16);
     }
 
     #[test]

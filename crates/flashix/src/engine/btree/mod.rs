@@ -278,6 +278,7 @@ impl BTree {
             next: Some(lo),
             hi: std::ops::Bound::Included(hi),
             hint: None,
+            want: None,
         };
         let mut out = Vec::new();
         while out.len() < limit && cur.next.is_some() {

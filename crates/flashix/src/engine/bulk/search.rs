@@ -116,7 +116,7 @@ impl BulkIndex {
                 return Ok(());
             };
             let start = self.index.floor(lo).map_or(0, |r| r.0);
-            let budget = cur.ramp(1, self.p.io_unit);
+            let budget = cur.ramp(1, self.p.io_unit, 0);
             let mut ranges = Vec::new();
             let mut pages = 0u64;
             for (k1, e) in self.index.iter_from(start) {

@@ -246,7 +246,7 @@ impl Fbx {
             let Some((lo, hi)) = cur.remaining() else {
                 return Ok(());
             };
-            let n = cur.ramp(2, SCAN_LEAVES) as usize;
+            let n = cur.ramp(2, SCAN_LEAVES, 0) as usize;
             let mut spans = Vec::new();
             self.leaves_in(lo, hi, n, &mut spans)?;
             let nodes = self.read_leaves(&spans)?;

@@ -197,7 +197,7 @@ impl FdTree {
         // level per batch. An open-ended one (`lo..`, its end decided by the caller) grows
         // from RANGE_RAMP_PAGES by 2x per batch up to `io_unit`, so a scan stopped early does not
         // read a whole `io_unit` (the cursor's hint holds the next batch's size).
-        let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit);
+        let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit, self.p.lay.cap() as u64);
         // A head tree's leaves span the levels' pages as a level's pages do (see `budget`
         // below); with no level, the head tree is all there is.
         let no_levels = self.levels.is_empty();

@@ -106,7 +106,7 @@ impl Lsm {
         };
         let lay = self.p.lay;
         let mut batch_hi = hi;
-        let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit);
+        let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit, self.p.lay.cap() as u64);
         // C0's leaves span the components' leaves as a component's leaves do: a batch
         // walks C0's share of the largest component's `unit` leaves, plus two for the ends.
         let largest = self.components.iter().flatten().map(|c| c.leaves).max();

@@ -218,7 +218,8 @@ impl PioBTree {
         // An open-ended range (`lo..`, its end decided by the caller, who may stop after a
         // few entries) reads one leaf first and 4x more per call, up to a psync group; a
         // bounded one reads whole groups (the cursor's hint holds the next call's leaves).
-        let ramp = usize::try_from(cur.ramp(1, u64::MAX)).unwrap_or(usize::MAX);
+        let per_leaf = (self.seg_cap * usize::from(self.segs)) as u64;
+        let ramp = usize::try_from(cur.ramp(1, u64::MAX, per_leaf)).unwrap_or(usize::MAX);
         let mut nodes = vec![Fenced {
             pid: self.root,
             lo: 0,
