@@ -440,6 +440,12 @@ impl Iterator for Range<'_> {
                     self.cursor.next = None;
                     return Some(Err(e));
                 }
+                // The limit hint is what is left of it; a batch that found nothing (a
+                // region without entries) drops it, and batches grow from the default.
+                self.cursor.want = match self.buf.len() as u64 {
+                    0 => None,
+                    n => self.cursor.want.map(|w| w.saturating_sub(n)),
+                };
             }
             if self.buf.is_empty() {
                 return None;

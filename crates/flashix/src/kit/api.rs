@@ -77,22 +77,25 @@ impl RangeCursor {
     /// decided by the caller, who may stop after a few entries) reads `first`, then twice
     /// as much per batch (kept in `hint`), as readahead grows: a scan stopped early reads
     /// little, and at most twice what it returned. When the caller said how many entries
-    /// it will take (`want`) and a unit holds at most `per_unit` of them (0: the engine
-    /// cannot say), the first batch is the units that many entries can span instead
-    /// (`want / per_unit` rounded up, plus one for a start inside a unit).
+    /// it will take and has not taken them yet (`want`, which `Db`'s range iterator lowers
+    /// by what each batch returned) and a unit holds at most `per_unit` of them (0: the
+    /// engine cannot say), a batch is the units that many entries can span instead
+    /// (`want / per_unit` rounded up, plus one for a start inside a unit); past the hint,
+    /// batches grow from `first` again.
     pub fn ramp(&mut self, first: u64, max: u64, per_unit: u64) -> u64 {
         let max = max.max(1);
-        let first = match self.want {
-            Some(want) if per_unit > 0 => want.div_ceil(per_unit).saturating_add(1),
-            _ => first,
-        };
-        match self.hi {
-            Bound::Unbounded => {
+        if !matches!(self.hi, Bound::Unbounded) {
+            return max;
+        }
+        match self.want {
+            Some(want) if want > 0 && per_unit > 0 => {
+                want.div_ceil(per_unit).saturating_add(1).clamp(1, max)
+            }
+            _ => {
                 let n = self.hint.unwrap_or(first).clamp(1, max);
                 self.hint = Some(n.saturating_mul(2));
                 n
             }
-            _ => max,
         }
     }
 }
@@ -246,12 +249,16 @@ mod tests {
         assert_eq!(bounded.hint, None);
         // A zero limit still reads one.
         assert_eq!(cur(Some(5), Bound::Unbounded).ramp(16, 0, 250), 1);
-        // A limit hint sizes the first batch for the entries wanted, then it doubles; an
-        // engine that cannot say what a unit holds keeps its first batch.
+        // A limit hint sizes a batch for the entries still wanted; past it, batches grow
+        // from the default; an engine that cannot say what a unit holds keeps its own.
         let mut hinted = cur(Some(5), Bound::Unbounded);
         hinted.want = Some(1000);
+        assert_eq!(hinted.ramp(16, 300, 250), 5);
+        hinted.want = Some(300);
+        assert_eq!(hinted.ramp(16, 300, 250), 3);
+        hinted.want = Some(0);
         let sizes: Vec<u64> = (0..3).map(|_| hinted.ramp(16, 300, 250)).collect();
-        assert_eq!(sizes, [5, 10, 20]);
+        assert_eq!(sizes, [16, 32, 64]);
         let mut small = cur(Some(5), Bound::Unbounded);
         small.want = Some(10);
         assert_eq!(small.ramp(16, 300, 250), 2);

@@ -267,14 +267,15 @@ impl FdTree {
                 ));
             }
             // A page of this level spans about `lowest / run.pages` pages of the lowest
-            // level, so a batch reads here only what the lowest level's `io_unit` pages
-            // span, plus two pages for the range's ends: an open-ended range (`hi` unknown
-            // to the fences above) must not read a whole `io_unit` of every level for each
-            // batch of the lowest.
+            // level, so a batch reads here only what the lowest level's `unit` pages span:
+            // an open-ended range (`hi` unknown to the fences above) must not read a whole
+            // `io_unit` of every level for each batch of the lowest. No margin for the
+            // range's ends: a batch whose span here crosses a page boundary is cut there
+            // (the next batch goes on), and one that needs a single page of a level the
+            // pool holds finds it there (below) rather than reading past the pool.
             let budget = (unit.saturating_mul(run.pages))
                 .div_ceil(lowest.max(1))
-                .saturating_add(2)
-                .min(unit);
+                .clamp(1, unit);
             if last - first + 1 > budget {
                 last = first + budget - 1;
                 // The first page left out begins with the external fence of the level above.
