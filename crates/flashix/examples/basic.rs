@@ -42,6 +42,14 @@ fn main() -> flashix::Result<()> {
         scanned,
         vec![(100, 101), (110, 111), (120, 121), (130, 131), (140, 141)]
     );
+    // An open-ended scan that stops after a few entries (a LIMIT) says so: engines that
+    // read ahead in batches (FD-tree, LSM-tree, PIO B-tree) then read what those span.
+    let first3: Vec<(u64, u64)> = db
+        .range(100..)?
+        .limit_hint(3)
+        .take(3)
+        .collect::<flashix::Result<_>>()?;
+    assert_eq!(first3, vec![(100, 101), (110, 111), (120, 121)]);
 
     // Deletes are blind: deleting an absent key is fine.
     db.delete(500)?;
