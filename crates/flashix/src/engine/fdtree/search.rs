@@ -16,13 +16,14 @@
 //!
 //! Range search: at each level, the fences of the level above say exactly which contiguous
 //! pages hold the range; they are fetched in ONE multi-page request per level (P3). A batch
-//! covers at most `io_unit` pages of the lowest level (for an open-ended range,
+//! covers at most `io_unit` pages of the lowest level (for an open-ended range, the pages
+//! the entries still wanted span when the caller gave a limit hint, else
 //! `RANGE_RAMP_PAGES` = 8 in the first batch and twice as many in each next one, so a scan
-//! stopped early reads little) and the pages of each level above that span them (the
-//! batch's pages times the level's share of the lowest level's pages, plus two for the
-//! range's ends; bounded memory; the head trees' leaves likewise); when a
-//! level's pages exceed that, the batch ends just below the first key of the first page
-//! left out, and the cursor resumes there. The levels' streams are merged newest first,
+//! stopped early reads little: [`RangeCursor::ramp`]) and the pages of each level above
+//! that span them (the batch's pages times the level's share of the lowest level's pages,
+//! at least one; bounded memory; the head trees' leaves likewise, plus two for the range's
+//! ends); when a level's pages exceed that, the batch ends just below the first key of the
+//! first page left out, and the cursor resumes there. The levels' streams are merged newest first,
 //! filters cancelling. A level the point search reads through the pool is read through it
 //! by a batch that needs one page there (short scans keep the top levels cached).
 //!

@@ -90,8 +90,9 @@ impl Lsm {
     /// One batch of a range scan: C0's entries of the range and at most `io_unit` leaves
     /// of each component (from a descent to `lo`; only the leaves that may hold keys up to
     /// `hi`; past the pool, except one leaf of a component the pool holds; an open-ended
-    /// range `lo..` reads RANGE_RAMP_PAGES first, then twice as many per batch, as the
-    /// caller may stop early; C0's leaves likewise), cut at the smallest last key read of a
+    /// range `lo..` reads the leaves the entries still wanted span when the caller gave a
+    /// limit hint, else RANGE_RAMP_PAGES first, then twice as many per batch, as the
+    /// caller may stop early: [`RangeCursor::ramp`]; C0's leaves likewise), cut at the smallest last key read of a
     /// source that was not read to the end of the range, so that every source is complete
     /// up to the cut. With a memo
     /// (`scan_many`): slot 0 keeps C0's last leaf, slot 1 + i component i's.

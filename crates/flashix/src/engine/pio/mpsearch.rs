@@ -216,8 +216,9 @@ impl PioBTree {
         };
         let meets = |f: &Fenced| f.lo <= hi && f.hi.map_or(true, |h| h > next);
         // An open-ended range (`lo..`, its end decided by the caller, who may stop after a
-        // few entries) reads one leaf first and 4x more per call, up to a psync group; a
-        // bounded one reads whole groups (the cursor's hint holds the next call's leaves).
+        // few entries) reads the leaves the entries still wanted span when the caller gave
+        // a limit hint (counting full leaves), else one leaf first and twice as many per
+        // call, up to a psync group; a bounded one reads whole groups (RangeCursor::ramp).
         let per_leaf = (self.seg_cap * usize::from(self.segs)) as u64;
         let ramp = usize::try_from(cur.ramp(1, u64::MAX, per_leaf)).unwrap_or(usize::MAX);
         let mut nodes = vec![Fenced {

@@ -271,7 +271,7 @@ impl Layout {
     #[inline]
     fn kind_at(self, b: &[u8], i: usize) -> Option<Kind> {
         if self.packed {
-            Some(Kind::from_bits(b[BODY + i / 4] >> (2 * (i % 4))))
+            Some(packed_kind(&b[BODY..], i))
         } else {
             Kind::from_byte(b[self.slots + i * WIDE + 16])
         }
@@ -333,7 +333,7 @@ impl Layout {
                 out.push(Entry {
                     key: read_u64(s, 0),
                     val: read_u64(s, 8),
-                    kind: Kind::from_bits(types[i / 4] >> (2 * (i % 4))),
+                    kind: packed_kind(types, i),
                 });
             }
             return Ok(());
@@ -495,8 +495,7 @@ impl Layout {
         page::open_slot(b, self.slots, self.width, n, i);
         if self.packed {
             for j in (i + 1..=n).rev() {
-                let t = Kind::from_bits(b[BODY + (j - 1) / 4] >> (2 * ((j - 1) % 4)));
-                self.set_kind_at(b, j, t);
+                self.set_kind_at(b, j, packed_kind(&b[BODY..], j - 1));
             }
         }
         self.set(b, i, e);
@@ -510,13 +509,18 @@ impl Layout {
         page::close_slot(b, self.slots, self.width, n, i);
         if self.packed {
             for j in i..n - 1 {
-                let t = Kind::from_bits(b[BODY + (j + 1) / 4] >> (2 * ((j + 1) % 4)));
-                self.set_kind_at(b, j, t);
+                self.set_kind_at(b, j, packed_kind(&b[BODY..], j + 1));
             }
             self.set_kind_at(b, n - 1, Kind::Normal);
         }
         write_u32(b, COUNT, (n - 1) as u32);
     }
+}
+
+/// Entry `i`'s type in a packed page's type array `types` (2 bits an entry, low bits first).
+#[inline]
+fn packed_kind(types: &[u8], i: usize) -> Kind {
+    Kind::from_bits(types[i / 4] >> (2 * (i % 4)))
 }
 
 /// Bytes of the packed layout's type array for `cap` entries: 2 bits each, whole words.
