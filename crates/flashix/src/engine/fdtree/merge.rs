@@ -260,18 +260,33 @@ impl MergeJob {
         let Some(r) = lower.as_mut() else {
             return Ok(0);
         };
+        let buf = r.buffered();
         let mut n = 0usize;
-        for e in r.buffered() {
+        // Kept index entries are written a run at a time: those from `run` to `n`.
+        let mut run = 0usize;
+        while let Some(e) = buf.get(n) {
             if n as u64 >= max || bound.is_some_and(|b| e.pos() >= b) {
                 break;
             }
-            n += 1;
-            let dropped = e.kind == Kind::Internal
-                || (e.kind == Kind::Filter && last)
-                || (!e.is_fence() && !upper_tombs.is_empty() && upper_tombs.covers(e.key));
-            if let (false, Some(w)) = (dropped, writer.as_mut()) {
-                w.push(pager, *e)?;
+            let kept = !e.is_fence()
+                && !(e.kind == Kind::Filter && last)
+                && (upper_tombs.is_empty() || !upper_tombs.covers(e.key));
+            if kept {
+                n += 1;
+                continue;
             }
+            // A fence (the internal ones are dropped) or a dropped index entry.
+            if let Some(w) = writer.as_mut() {
+                w.push_index_run(pager, &buf[run..n])?;
+                if e.kind == Kind::External {
+                    w.push(pager, *e)?;
+                }
+            }
+            n += 1;
+            run = n;
+        }
+        if let Some(w) = writer.as_mut() {
+            w.push_index_run(pager, &buf[run..n])?;
         }
         r.consume(n);
         Ok(n as u64)

@@ -239,18 +239,7 @@ impl RunWriter {
             self.close_page(pager)?;
         }
         if self.cur == 0 {
-            if self.pages >= self.extent.len {
-                // The inputs held more entries than their counts said.
-                return Err(Error::corruption(
-                    DATA_FILE,
-                    Some(self.extent.start),
-                    format!(
-                        "FD-tree run outgrew its extent of {} pages",
-                        self.extent.len
-                    ),
-                ));
-            }
-            self.fences.push((e.key, self.extent.start + self.pages));
+            self.start_page(e.key)?;
         }
         for x in place.fence.into_iter().chain([e]) {
             self.lay.set(self.out.next_page(ps), self.cur, x);
@@ -260,6 +249,53 @@ impl RunWriter {
             self.index_entries += 1;
             self.filters += u64::from(e.kind == entry::Kind::Filter);
         }
+        Ok(())
+    }
+
+    /// [`RunWriter::push`] of each of `es`, index entries only (no fences): a page's
+    /// worth at a time.
+    #[inline]
+    pub fn push_index_run(&mut self, pager: &mut Pager, mut es: &[Entry]) -> Result<()> {
+        let ps = pager.page_size();
+        while let Some(first) = es.first() {
+            let (place, n) = self.packer.place_run(first, es.len());
+            if place.close {
+                self.close_page(pager)?;
+            }
+            if self.cur == 0 {
+                self.start_page(first.key)?;
+            }
+            if let Some(fence) = place.fence {
+                self.lay.set(self.out.next_page(ps), self.cur, fence);
+                self.cur += 1;
+            }
+            let (page, rest) = es.split_at(n);
+            self.lay.set_run(self.out.next_page(ps), self.cur, page);
+            self.cur += n;
+            self.index_entries += n as u64;
+            self.filters += page
+                .iter()
+                .filter(|e| e.kind == entry::Kind::Filter)
+                .count() as u64;
+            es = rest;
+        }
+        Ok(())
+    }
+
+    /// Record the fence of the page that `key` begins (the extent has room for it).
+    fn start_page(&mut self, key: u64) -> Result<()> {
+        if self.pages >= self.extent.len {
+            // The inputs held more entries than their counts said.
+            return Err(Error::corruption(
+                DATA_FILE,
+                Some(self.extent.start),
+                format!(
+                    "FD-tree run outgrew its extent of {} pages",
+                    self.extent.len
+                ),
+            ));
+        }
+        self.fences.push((key, self.extent.start + self.pages));
         Ok(())
     }
 

@@ -83,6 +83,18 @@ impl Packer {
         Place { close, fence }
     }
 
+    /// Place `first` and up to `n - 1` index entries (no fences) after it: where `first`
+    /// goes, as [`Packer::place`] says, and how many of the `n` (at least 1) go into its
+    /// page. Index entries past the first of a page need no fence, so they fill the page.
+    #[inline]
+    pub fn place_run(&mut self, first: &Entry, n: usize) -> (Place, usize) {
+        debug_assert!(!first.is_fence() && n >= 1);
+        let place = self.place(first);
+        let more = n.saturating_sub(1).min(self.cap.saturating_sub(self.len));
+        self.len += more;
+        (place, 1 + more)
+    }
+
     /// The pages of `sorted`, packed by [`Packer::place`].
     pub fn pack(cap: usize, fence_first_page: bool, sorted: &[Entry]) -> Vec<Vec<Entry>> {
         let mut packer = Packer::new(cap, fence_first_page);
