@@ -447,6 +447,46 @@ impl ComponentWriter {
         Ok(())
     }
 
+    /// [`ComponentWriter::push`] of each of `es` (keys strictly increasing), a leaf's worth
+    /// at a time.
+    #[inline]
+    pub fn push_run(&mut self, pager: &mut Pager, mut es: &[Entry]) -> Result<()> {
+        let (Some(first), Some(last)) = (es.first(), es.last()) else {
+            return Ok(());
+        };
+        if let Some(i) = es.windows(2).position(|w| w[0].key >= w[1].key) {
+            return Err(corrupt(
+                None,
+                format!("merge output out of order at key {}", es[i + 1].key),
+            ));
+        }
+        if self.last_key.is_some_and(|k| k >= first.key) {
+            return Err(corrupt(
+                None,
+                format!("merge output out of order at key {}", first.key),
+            ));
+        }
+        self.last_key = Some(last.key);
+        self.entries += es.len() as u64;
+        self.tombstones += es.iter().filter(|e| e.kind == TOMBSTONE).count() as u64;
+        while let Some(first) = es.first() {
+            if self.cur == 0 {
+                self.check_room()?;
+                self.cur_first = first.key;
+            }
+            let n = es.len().min(self.lay.cap() - self.cur);
+            let (leaf, rest) = es.split_at(n);
+            self.lay
+                .set_run(self.out.next_page(pager.page_size()), self.cur, leaf);
+            self.cur += n;
+            if self.cur == self.lay.cap() {
+                self.flush_leaf(pager)?;
+            }
+            es = rest;
+        }
+        Ok(())
+    }
+
     /// Seal the leaf being built.
     fn flush_leaf(&mut self, pager: &mut Pager) -> Result<()> {
         if self.cur == 0 {

@@ -84,16 +84,21 @@ fn copy_older(
             }
         }
         Input::Component(r) => {
+            let buf = r.buffered();
             let mut n = 0;
-            for e in r.buffered() {
+            // Kept entries are written a run at a time: those from `run` to `n`.
+            let mut run = 0;
+            while let Some(e) = buf.get(n) {
                 if bound.is_some_and(|b| e.key >= b) {
                     break;
                 }
-                n += 1;
-                if keep(e) {
-                    w.push(pager, *e)?;
+                if !keep(e) {
+                    w.push_run(pager, &buf[run..n])?;
+                    run = n + 1;
                 }
+                n += 1;
             }
+            w.push_run(pager, &buf[run..n])?;
             // `peek` returned the first buffered entry, which sorts before `bound`.
             debug_assert!(n > 0, "the older input's peeked entry was not taken");
             r.consume(n);

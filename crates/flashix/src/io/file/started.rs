@@ -75,7 +75,8 @@ impl FileDevice {
             self.counters.record_batch(self.page_size, &[req])?;
         }
         if write {
-            self.fill_to(page * self.page_size as u64 + len as u64)?;
+            let start = page * self.page_size as u64;
+            self.extend_by_write(start, start + len as u64)?;
         }
         let direct_ok = !self.files.needs_bounce(&buf[..len]);
         if self.ring.is_none() || !direct_ok || len > super::uring::MAX_SQE_BYTES {

@@ -413,6 +413,48 @@ fn the_file_grows_ahead_of_writes_without_touching_data() {
     }
 }
 
+/// A started write past the written part grows it by itself: no zeros where it writes,
+/// zeros only in the gap before it; a batch write after it grows the file ahead as before.
+#[test]
+fn a_started_write_grows_the_file_by_itself() {
+    for (mut dev, dir) in devices("grow-started") {
+        let chunk = 16 * PS;
+        let a = aligned(&pattern(3, chunk));
+        // At the end of the (empty) file: nothing to fill.
+        let t = dev.start_write(0, a.clone(), chunk).unwrap();
+        dev.finish(t).unwrap();
+        assert_eq!(dev.stats().fill_bytes, 0, "{}", dev.backend());
+        // Right after it, then 4 pages further: only the 4-page gap is filled.
+        let t = dev.start_write(16, a.clone(), chunk).unwrap();
+        dev.finish(t).unwrap();
+        let t = dev.start_write(36, a.clone(), chunk).unwrap();
+        dev.finish(t).unwrap();
+        assert_eq!(dev.stats().fill_bytes, 4 * PS as u64, "{}", dev.backend());
+        let len = std::fs::metadata(dev.path()).unwrap().len();
+        assert_eq!(len, 52 * PS as u64);
+        for (page, want) in [(0, Some(&a)), (16, Some(&a)), (32, None), (36, Some(&a))] {
+            let mut r = AlignedBuf::zeroed(if want.is_some() { chunk } else { 4 * PS });
+            dev.read(page, &mut r).unwrap();
+            match want {
+                Some(w) => assert_eq!(&r[..], &w[..], "page {page}"),
+                None => assert!(r.iter().all(|&x| x == 0), "the gap reads as zeros"),
+            }
+        }
+        // A batch write past the end grows the file ahead with zeros, as before: by at
+        // least FILL_MIN_BYTES (1 MiB), to a whole MiB.
+        let b = aligned(&pattern(4, PS));
+        dev.write(60, &b).unwrap();
+        let grown = 2 * FILL_MIN_BYTES - 52 * PS as u64;
+        assert_eq!(
+            dev.stats().fill_bytes,
+            4 * PS as u64 + grown,
+            "{}",
+            dev.backend()
+        );
+        drop(dir);
+    }
+}
+
 /// Started requests on every backend: many in flight at once (more than the ring's share
 /// for them), written data read back by started reads and by a batch issued while writes
 /// are in flight, buffers given back, a ticket dropped unfinished, counters.
