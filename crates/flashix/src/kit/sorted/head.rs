@@ -113,6 +113,15 @@ impl Packer {
     }
 }
 
+/// What an upsert did in its leaf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Placed {
+    Replaced,
+    Inserted,
+    /// The key is new and the leaf has no room: it splits.
+    Full,
+}
+
 /// The result of looking `key` up in a head tree.
 pub struct Found {
     /// The index entry of `key` in this head tree.
@@ -236,21 +245,31 @@ impl Head {
         debug_assert!(!e.is_fence());
         let pos = e.pos();
         let (path, leaf) = self.descend(pager, lay, pos)?;
-        // One binary search on the leaf's bytes: the entry's slot, or where it goes.
-        let (at, full) = pager
-            .read(leaf, |b| -> std::result::Result<_, String> {
+        // One visit of the leaf: a binary search on its bytes, then the entry replaced or
+        // inserted in place; a full leaf is split below (and rewritten whole).
+        let placed = pager
+            .write(leaf, |b| -> std::result::Result<_, String> {
                 let n = lay.checked_count(b)?;
-                Ok((lay.search(b, n, pos)?, n >= lay.cap()))
+                Ok(match lay.search(b, n, pos)? {
+                    Ok(i) => {
+                        lay.set(b, i, e);
+                        Placed::Replaced
+                    }
+                    Err(i) if n < lay.cap() => {
+                        lay.insert_at(b, i, e);
+                        Placed::Inserted
+                    }
+                    Err(_) => Placed::Full,
+                })
             })?
             .map_err(|e| corrupt(leaf, e))?;
-        let slot = match at {
-            Ok(i) => return pager.write(leaf, |b| lay.set(b, i, e)),
-            Err(i) => i,
-        };
+        if placed == Placed::Replaced {
+            return Ok(());
+        }
         self.entries += 1;
         self.index_entries += 1;
-        if !full {
-            return pager.write(leaf, |b| lay.insert_at(b, slot, e));
+        if placed == Placed::Inserted {
+            return Ok(());
         }
         let (_, _, link, mut es) = read_node(pager, leaf, lay)?;
         let i = es.partition_point(|x| x.pos() <= pos);
