@@ -34,9 +34,10 @@
 //!   one after the other — a psync batch of 64 writes became 64 serial writes (measured: the
 //!   PIO B-tree with 8-page leaves reached 9,200 requests/s instead of about 40,000). A
 //!   started write ([`Device::start_write`], a merge's sequential output) is one request
-//!   nothing waits on at once: past the written part it grows it by itself, with zeros only
-//!   in the gap before it (growing ahead wrote each new byte of a merge twice). The zeros
-//!   written are counted in [`DeviceStats::fill_bytes`].
+//!   nothing waits on at once: past the written part it grows it by itself (growing ahead
+//!   wrote each new byte of a merge twice), and a gap it leaves before it is remembered and
+//!   filled with zeros only when a batch would write into it. The zeros written are
+//!   counted in [`DeviceStats::fill_bytes`].
 //!
 //! The backend chosen at open is reported in [`DeviceStats::backend`] (and [`FileDevice::backend`]):
 //! `io_uring+O_DIRECT`, `io_uring+buffered`, `pread+O_DIRECT` or `pread+buffered`.
@@ -205,6 +206,9 @@ pub struct FileDevice {
     /// Bytes at the start of the file that this device has written or found written (the
     /// file's length at open): a write below it never fills a hole the device made.
     written_to: u64,
+    /// Byte ranges below `written_to` that no write has reached (left behind by started
+    /// writes past the written part): a batch write into one fills it with zeros first.
+    gaps: Vec<(u64, u64)>,
     /// Requests started and not yet finished ([`started`]).
     started: Vec<started::Started>,
     next_started: u64,
@@ -265,6 +269,7 @@ impl FileDevice {
             .len();
         Ok(FileDevice {
             written_to,
+            gaps: Vec::new(),
             page_size,
             files,
             ring,
@@ -306,19 +311,56 @@ impl FileDevice {
     }
 
     /// Before a started write of the bytes `start..end`: the written part grows by the
-    /// write itself, after zeros in the gap between them, if any. A started write is one
-    /// request that nothing waits on at once, so io_uring handing a write past the end of
-    /// the file to its workers costs nothing; growing the file ahead with zeros (`fill_to`)
-    /// wrote every new byte twice (a merge's fresh extent at the end of the file: 23 MiB of
-    /// zeros, 0.5-0.9 ms a MiB, in a 62 ms phase of FD-tree inserts).
-    fn extend_by_write(&mut self, start: u64, end: u64) -> Result<()> {
+    /// write itself, and a gap between them is remembered, not filled. A started write is
+    /// one request that nothing waits on at once, so io_uring handing a write past the end
+    /// of the file (or into a gap) to its workers costs nothing; growing the file ahead
+    /// with zeros (`fill_to`) wrote every new byte twice (a merge's fresh extent at the end
+    /// of the file: 23 MiB of zeros, 0.5-0.9 ms a MiB, in a 62 ms phase of FD-tree
+    /// inserts).
+    fn extend_by_write(&mut self, start: u64, end: u64) {
+        self.cover_gaps(start, end);
         if end <= self.written_to {
-            return Ok(());
+            return;
         }
         if start > self.written_to {
-            self.write_zeros(self.written_to, start)?;
+            self.gaps.push((self.written_to, start));
         }
         self.written_to = end;
+    }
+
+    /// The bytes `start..end` are being written: no gap holds them any more.
+    fn cover_gaps(&mut self, start: u64, end: u64) {
+        if !self.gaps.iter().any(|&(a, b)| a < end && start < b) {
+            return;
+        }
+        let mut left = Vec::with_capacity(self.gaps.len() + 1);
+        for &(a, b) in &self.gaps {
+            if b <= start || end <= a {
+                left.push((a, b));
+                continue;
+            }
+            if a < start {
+                left.push((a, start));
+            }
+            if end < b {
+                left.push((end, b));
+            }
+        }
+        self.gaps = left;
+    }
+
+    /// Before a batch writes the bytes of `writes` (start, end): fill with zeros each gap
+    /// one of them reaches (the batch then overwrites written blocks only).
+    fn fill_gaps(&mut self, writes: &[(u64, u64)]) -> Result<()> {
+        let mut i = 0;
+        while let Some(&(a, b)) = self.gaps.get(i) {
+            if writes.iter().any(|&(s, e)| a < e && s < b) {
+                self.write_zeros(a, b)?;
+                self.gaps.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
         Ok(())
     }
 
@@ -406,6 +448,14 @@ impl Device for FileDevice {
             .map(|r| r.page() * ps + r.len() as u64)
             .max();
         if let Some(end) = end {
+            if !self.gaps.is_empty() {
+                let writes: Vec<(u64, u64)> = batch
+                    .iter()
+                    .filter(|r| r.is_write())
+                    .map(|r| (r.page() * ps, r.page() * ps + r.len() as u64))
+                    .collect();
+                self.fill_gaps(&writes)?;
+            }
             self.fill_to(end)?;
         }
         for chunk in batch.chunks_mut(RING_ENTRIES as usize) {

@@ -413,8 +413,9 @@ fn the_file_grows_ahead_of_writes_without_touching_data() {
     }
 }
 
-/// A started write past the written part grows it by itself: no zeros where it writes,
-/// zeros only in the gap before it; a batch write after it grows the file ahead as before.
+/// A started write past the written part grows it by itself: no zeros where it writes, and
+/// the gap before it is filled only when a batch writes into it; a batch write past the
+/// end grows the file ahead as before.
 #[test]
 fn a_started_write_grows_the_file_by_itself() {
     for (mut dev, dir) in devices("grow-started") {
@@ -424,12 +425,12 @@ fn a_started_write_grows_the_file_by_itself() {
         let t = dev.start_write(0, a.clone(), chunk).unwrap();
         dev.finish(t).unwrap();
         assert_eq!(dev.stats().fill_bytes, 0, "{}", dev.backend());
-        // Right after it, then 4 pages further: only the 4-page gap is filled.
+        // Right after it, then 4 pages further: the 4-page gap is left (a hole).
         let t = dev.start_write(16, a.clone(), chunk).unwrap();
         dev.finish(t).unwrap();
         let t = dev.start_write(36, a.clone(), chunk).unwrap();
         dev.finish(t).unwrap();
-        assert_eq!(dev.stats().fill_bytes, 4 * PS as u64, "{}", dev.backend());
+        assert_eq!(dev.stats().fill_bytes, 0, "{}", dev.backend());
         let len = std::fs::metadata(dev.path()).unwrap().len();
         assert_eq!(len, 52 * PS as u64);
         for (page, want) in [(0, Some(&a)), (16, Some(&a)), (32, None), (36, Some(&a))] {
@@ -440,14 +441,39 @@ fn a_started_write_grows_the_file_by_itself() {
                 None => assert!(r.iter().all(|&x| x == 0), "the gap reads as zeros"),
             }
         }
+        // A batch writing one page of the gap fills the whole gap first.
+        let b = aligned(&pattern(4, PS));
+        dev.write(33, &b).unwrap();
+        assert_eq!(dev.stats().fill_bytes, 4 * PS as u64, "{}", dev.backend());
+        for (page, zero) in [(32, true), (33, false), (34, true), (35, true)] {
+            let mut r = AlignedBuf::zeroed(PS);
+            dev.read(page, &mut r).unwrap();
+            assert_eq!(r.iter().all(|&x| x == 0), zero, "page {page}");
+        }
+        // A gap a started write covers in part keeps only its uncovered part.
+        let one = aligned(&pattern(5, PS));
+        let t = dev.start_write(56, one.clone(), PS).unwrap();
+        dev.finish(t).unwrap();
+        let t = dev.start_write(53, one.clone(), PS).unwrap();
+        dev.finish(t).unwrap();
+        dev.write(52, &b).unwrap();
+        // The gap was pages 52..56; page 53 was written, so it became 52 and 54..56, and
+        // the batch writing page 52 fills that one page only.
+        assert_eq!(dev.stats().fill_bytes, 5 * PS as u64, "{}", dev.backend());
+        let mut r = AlignedBuf::zeroed(PS);
+        dev.read(53, &mut r).unwrap();
+        assert_eq!(
+            &r[..],
+            &one[..],
+            "the started write's page is not overwritten"
+        );
         // A batch write past the end grows the file ahead with zeros, as before: by at
         // least FILL_MIN_BYTES (1 MiB), to a whole MiB.
-        let b = aligned(&pattern(4, PS));
         dev.write(60, &b).unwrap();
-        let grown = 2 * FILL_MIN_BYTES - 52 * PS as u64;
+        let grown = 2 * FILL_MIN_BYTES - 57 * PS as u64;
         assert_eq!(
             dev.stats().fill_bytes,
-            4 * PS as u64 + grown,
+            5 * PS as u64 + grown,
             "{}",
             dev.backend()
         );
