@@ -268,10 +268,10 @@ impl MergeJob {
             if n as u64 >= max || bound.is_some_and(|b| e.pos() >= b) {
                 break;
             }
-            let kept = !e.is_fence()
-                && !(e.kind == Kind::Filter && last)
-                && (upper_tombs.is_empty() || !upper_tombs.covers(e.key));
-            if kept {
+            let set_apart = e.is_fence()
+                || (e.kind == Kind::Filter && last)
+                || (!upper_tombs.is_empty() && upper_tombs.covers(e.key));
+            if !set_apart {
                 n += 1;
                 continue;
             }
