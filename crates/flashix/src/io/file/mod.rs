@@ -61,6 +61,9 @@ const RING_ENTRIES: u32 = 64;
 /// Least number of bytes the file grows by when a write goes past its written part.
 pub const FILL_MIN_BYTES: u64 = 1 << 20;
 
+/// Most gaps left by started writes that a device remembers ([`FileDevice`]'s "No holes").
+const MAX_GAPS: usize = 64;
+
 /// Size of one request of zeros when the file grows.
 const FILL_CHUNK_BYTES: usize = 1 << 20;
 
@@ -317,15 +320,22 @@ impl FileDevice {
     /// with zeros (`fill_to`) wrote every new byte twice (a merge's fresh extent at the end
     /// of the file: 23 MiB of zeros, 0.5-0.9 ms a MiB, in a 62 ms phase of FD-tree
     /// inserts).
-    fn extend_by_write(&mut self, start: u64, end: u64) {
+    /// At most [`MAX_GAPS`] gaps are remembered (bounded memory); past that, a new gap is
+    /// filled at once.
+    fn extend_by_write(&mut self, start: u64, end: u64) -> Result<()> {
         self.cover_gaps(start, end);
         if end <= self.written_to {
-            return;
+            return Ok(());
         }
         if start > self.written_to {
-            self.gaps.push((self.written_to, start));
+            if self.gaps.len() < MAX_GAPS {
+                self.gaps.push((self.written_to, start));
+            } else {
+                self.write_zeros(self.written_to, start)?;
+            }
         }
         self.written_to = end;
+        Ok(())
     }
 
     /// The bytes `start..end` are being written: no gap holds them any more.

@@ -76,7 +76,7 @@ impl FileDevice {
         }
         if write {
             let start = page * self.page_size as u64;
-            self.extend_by_write(start, start + len as u64);
+            self.extend_by_write(start, start + len as u64)?;
         }
         let direct_ok = !self.files.needs_bounce(&buf[..len]);
         if self.ring.is_none() || !direct_ok || len > super::uring::MAX_SQE_BYTES {

@@ -481,6 +481,27 @@ fn a_started_write_grows_the_file_by_itself() {
     }
 }
 
+/// The gaps a device remembers are bounded: past `MAX_GAPS`, a started write's gap is
+/// filled at once.
+#[test]
+fn remembered_gaps_are_bounded() {
+    for (mut dev, dir) in devices("gaps") {
+        let one = aligned(&pattern(6, PS));
+        // Each write leaves a one-page gap before it.
+        for i in 0..MAX_GAPS as u64 + 3 {
+            let t = dev.start_write(2 * i + 1, one.clone(), PS).unwrap();
+            dev.finish(t).unwrap();
+        }
+        assert_eq!(dev.stats().fill_bytes, 3 * PS as u64, "{}", dev.backend());
+        for page in [0, 2 * MAX_GAPS as u64 + 4] {
+            let mut r = AlignedBuf::zeroed(PS);
+            dev.read(page, &mut r).unwrap();
+            assert!(r.iter().all(|&x| x == 0), "page {page}");
+        }
+        drop(dir);
+    }
+}
+
 /// Started requests on every backend: many in flight at once (more than the ring's share
 /// for them), written data read back by started reads and by a batch issued while writes
 /// are in flight, buffers given back, a ticket dropped unfinished, counters.
