@@ -421,6 +421,29 @@ impl Pager {
     pub fn memory_bytes(&self) -> u64 {
         self.pool.memory_bytes()
     }
+
+    /// A pager of `frames` frames over a fresh memory device (unit tests of the layers
+    /// above it).
+    #[cfg(test)]
+    pub(crate) fn in_memory(page_size: usize, frames: u64) -> Pager {
+        use crate::io::{MemDevice, MemVfs};
+        let pool = frames * page_size as u64;
+        let config = PagerConfig {
+            page_size,
+            pool_bytes: pool,
+            budget_bytes: pool,
+            checkpoint_wal_bytes: u64::MAX,
+            min_frames: 2,
+        };
+        let device = Box::new(MemDevice::new(page_size).reopen());
+        Pager::create(
+            device,
+            Arc::new(MemVfs::new()),
+            config,
+            serde_json::json!({}),
+        )
+        .unwrap_or_else(|e| panic!("a memory pager: {e}"))
+    }
 }
 
 #[cfg(test)]

@@ -114,7 +114,17 @@ pub struct MergeJob {
     pub work: u64,
     /// Re-choose `k` when the cascade overflows the lowest level ([`crate::kit::sorted::tune`]).
     retune: Option<Retune>,
+    /// The index entries [`MergeJob::merge_buffered`] has merged and not yet written (at
+    /// most [`MERGED_BATCH`]).
+    merged: Vec<Entry>,
+    /// Whether [`MergeJob::step`] takes the batched path; only tests, which compare it
+    /// with the entry-at-a-time one, turn it off.
+    batched: bool,
 }
+
+/// Index entries [`MergeJob::merge_buffered`] merges before it writes them, a page run at
+/// a time.
+const MERGED_BATCH: usize = 512;
 
 /// The result of a completed merge.
 pub struct Outcome {
@@ -163,6 +173,8 @@ impl MergeJob {
             pages_written: 0,
             work,
             retune,
+            merged: Vec::new(),
+            batched: true,
         })
     }
 
@@ -185,8 +197,9 @@ impl MergeJob {
             Upper::Run { .. } => 0,
         };
         let fences = self.writer.as_ref().map_or(0, |w| w.fences.capacity() * 16);
+        let merged = self.merged.capacity() * std::mem::size_of::<Entry>();
         let tombs: u64 = self.tombs.iter().map(Tombs::memory_bytes).sum();
-        (upper + fences) as u64 + tombs + self.upper_tombs.memory_bytes()
+        (upper + fences + merged) as u64 + tombs + self.upper_tombs.memory_bytes()
     }
 
     fn is_last(&self) -> bool {
@@ -311,10 +324,93 @@ impl MergeJob {
         Ok(n - 1)
     }
 
+    /// Merge the entries both inputs have decoded (up to `max` of them), in one pass over
+    /// the two slices, with the rules of [`MergeJob::step`], and write the index entries a
+    /// page run at a time: the common step of a merge, without a peek, a match and a
+    /// packer call per entry. Stops when either input's decoded entries run out (the next
+    /// request is [`MergeJob::step`]'s to start). Returns the input entries taken.
+    fn merge_buffered(&mut self, pager: &mut Pager, max: u64) -> Result<u64> {
+        let last = self.is_last();
+        let MergeJob {
+            upper,
+            lower,
+            writer,
+            upper_tombs,
+            merged,
+            ..
+        } = self;
+        let (Some(r), Some(w)) = (lower.as_mut(), writer.as_mut()) else {
+            return Ok(0);
+        };
+        let us = match upper {
+            Upper::Head { entries, pos } => entries.get(*pos..).unwrap_or(&[]),
+            Upper::Run { reader, .. } => reader.buffered(),
+        };
+        let ls = r.buffered();
+        let max = usize::try_from(max).unwrap_or(usize::MAX);
+        let tombs = !upper_tombs.is_empty();
+        let (mut i, mut j) = (0usize, 0usize);
+        merged.clear();
+        while i + j < max {
+            let (Some(u), Some(l)) = (us.get(i), ls.get(j)) else {
+                break;
+            };
+            if u.is_fence() {
+                // Algorithm 3, lines 3-4: the fences of L(i-1) are not carried over.
+                i += 1;
+            } else if l.kind == Kind::Internal {
+                // Lines 5-6: internal fences are rebuilt for the new pages.
+                j += 1;
+            } else if l.pos() < u.pos() {
+                j += 1;
+                if l.kind == Kind::External {
+                    // External fences stay (L(i+1) is unchanged); the packer needs to
+                    // see each one.
+                    w.push_index_run(pager, merged)?;
+                    merged.clear();
+                    w.push(pager, *l)?;
+                } else if !((l.kind == Kind::Filter && last)
+                    || (tombs && upper_tombs.covers(l.key)))
+                {
+                    merged.push(*l);
+                }
+            } else {
+                // Same key: the newer (upper) entry wins (lines 7-8).
+                i += 1;
+                j += usize::from(l.key == u.key);
+                if !(u.kind == Kind::Filter && last) {
+                    merged.push(*u);
+                }
+            }
+            if merged.len() >= MERGED_BATCH {
+                w.push_index_run(pager, merged)?;
+                merged.clear();
+            }
+        }
+        w.push_index_run(pager, merged)?;
+        merged.clear();
+        match upper {
+            Upper::Head { pos, .. } => *pos += i,
+            Upper::Run { reader, .. } => reader.consume(i),
+        }
+        r.consume(j);
+        Ok((i + j) as u64)
+    }
+
     /// Process up to `units` input entries; `Some` when the whole merge is complete.
     pub fn step(&mut self, pager: &mut Pager, p: &Params, units: u64) -> Result<Option<Outcome>> {
         let mut done = 0u64;
         while done < units {
+            let fast = if self.batched {
+                self.merge_buffered(pager, units - done)?
+            } else {
+                0
+            };
+            if fast > 0 {
+                done += fast;
+                self.work = self.work.saturating_sub(fast);
+                continue;
+            }
             let u = self.upper_peek(pager, p)?;
             let l = self.lower_peek(pager, p)?;
             done += 1;
@@ -441,5 +537,122 @@ impl MergeJob {
             tombs,
             k,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const PAGE: usize = 512;
+
+    fn pager() -> Pager {
+        Pager::in_memory(PAGE, 8)
+    }
+
+    /// Sorted, deduplicated entries: `kinds` 0 normal, 1 filter, 2 external fence.
+    fn entries(items: &[(u64, u8, u64)]) -> Vec<Entry> {
+        let mut es: Vec<Entry> = items
+            .iter()
+            .map(|&(k, r, v)| {
+                let kind = match r {
+                    0 => Kind::Normal,
+                    1 => Kind::Filter,
+                    _ => Kind::External,
+                };
+                Entry::new(k, v, kind)
+            })
+            .collect();
+        es.sort_by_key(|e| e.pos());
+        es.dedup_by_key(|e| e.pos());
+        es
+    }
+
+    fn write_run(pager: &mut Pager, p: &Params, es: &[Entry]) -> Option<Run> {
+        let mut w = RunWriter::new(pager, p.lay, p.io_unit, es.len() as u64).unwrap();
+        for &e in es {
+            w.push(pager, e).unwrap();
+        }
+        w.finish(pager).unwrap().0
+    }
+
+    /// What a finished merge left, with page numbers made relative to each run's start:
+    /// every level's pages, decoded, and the head tree's fences.
+    type Image = (Vec<(Run, Vec<Vec<Entry>>)>, Vec<u64>, Vec<Tombs>);
+
+    #[allow(clippy::too_many_arguments)]
+    fn merge(
+        batched: bool,
+        p: &Params,
+        head: &[Entry],
+        head_tombs: &Tombs,
+        l1: &[Entry],
+        l2: &[Entry],
+        steps: &[u64],
+    ) -> Image {
+        let mut pager = pager();
+        let levels: Vec<Run> = [l1, l2]
+            .iter()
+            .map_while(|es| write_run(&mut pager, p, es))
+            .collect();
+        let tombs = vec![Tombs::new(); levels.len()];
+        let mut job = MergeJob::start(
+            &mut pager,
+            p,
+            head.to_vec(),
+            head_tombs.clone(),
+            levels,
+            tombs,
+            None,
+        )
+        .unwrap();
+        job.batched = batched;
+        let out = (0..)
+            .find_map(|i| job.step(&mut pager, p, steps[i % steps.len()]).unwrap())
+            .unwrap();
+        let levels = out
+            .levels
+            .iter()
+            .map(|r| {
+                let pages =
+                    super::super::run::read_pages(&mut pager, p.lay, r.start, r.pages).unwrap();
+                (Run { start: 0, ..*r }, pages)
+            })
+            .collect();
+        let fences = out.head_fences.iter().map(|f| f.0).collect();
+        (levels, fences, out.tombs)
+    }
+
+    proptest! {
+        /// The batched merge writes exactly the levels the entry-at-a-time merge writes:
+        /// the same pages (fences, filters, tombstones and the cascade included), at any
+        /// step sizes.
+        #[test]
+        fn the_batched_merge_writes_what_the_entry_at_a_time_merge_writes(
+            head in proptest::collection::vec((0u64..3000, 0u8..2, any::<u64>()), 0..300),
+            l1 in proptest::collection::vec((0u64..3000, 0u8..3, 0u64..1000), 0..600),
+            l2 in proptest::collection::vec((0u64..3000, 0u8..2, any::<u64>()), 0..400),
+            tomb in proptest::option::of((0u64..3000, 0u64..300)),
+            cap0 in 20u64..400,
+            packed in any::<bool>(),
+            steps in proptest::collection::vec(1u64..200, 1..5),
+        ) {
+            let p = Params {
+                lay: Layout::of(packed, PAGE),
+                io_unit: 3,
+                k: 3,
+                cap0,
+            };
+            let head: Vec<Entry> = entries(&head).into_iter().filter(|e| !e.is_fence()).collect();
+            let mut head_tombs = Tombs::new();
+            if let Some((lo, len)) = tomb {
+                head_tombs.add(lo, lo + len);
+            }
+            let (l1, l2) = (entries(&l1), entries(&l2));
+            let want = merge(false, &p, &head, &head_tombs, &l1, &l2, &steps);
+            let got = merge(true, &p, &head, &head_tombs, &l1, &l2, &steps);
+            prop_assert_eq!(got, want);
+        }
     }
 }

@@ -456,28 +456,37 @@ impl Layout {
             .ok_or_else(|| format!("entry {i} has an invalid type"))
     }
 
-    /// How many of the first `n` entries sort below `pos` (`strict`) or at or below it.
+    /// How many of the first `n` entries sort below `pos` (`strict`) or at or below it:
+    /// a binary search on the keys alone, whose halving step picks its half without a
+    /// branch (the comparison is random, so a branch would mispredict about every other
+    /// step; a head-tree insert searches a page per level), then a step over the few
+    /// entries of `pos`'s key (a fence and an index entry) by their rank.
     #[inline]
     fn bisect(self, b: &[u8], n: usize, pos: (u64, u8), strict: bool) -> Result<usize, String> {
-        let (mut lo, mut hi) = (0usize, n);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            let key = self.key_at(b, mid);
-            let before = if key != pos.0 {
-                key < pos.0
-            } else {
-                let rank = self.rank_at(b, mid)?;
-                if strict {
-                    rank < pos.1
+        let mut lo = 0usize;
+        if n > 0 {
+            // Invariant: the keys below `base` are below `pos.0`, those from `base + size`
+            // on are not.
+            let (mut base, mut size) = (0usize, n);
+            while size > 1 {
+                let half = size / 2;
+                let mid = base + half;
+                base = if self.key_at(b, mid) < pos.0 {
+                    mid
                 } else {
-                    rank <= pos.1
-                }
-            };
-            if before {
-                lo = mid + 1;
-            } else {
-                hi = mid;
+                    base
+                };
+                size -= half;
             }
+            lo = base + usize::from(self.key_at(b, base) < pos.0);
+        }
+        while lo < n && self.key_at(b, lo) == pos.0 {
+            let rank = self.rank_at(b, lo)?;
+            let before = if strict { rank < pos.1 } else { rank <= pos.1 };
+            if !before {
+                break;
+            }
+            lo += 1;
         }
         Ok(lo)
     }

@@ -537,7 +537,8 @@ mod tests {
 
     proptest! {
         /// The binary search of a head-tree page finds what a linear scan finds: the slot
-        /// of an entry present, and the insertion slot of one absent.
+        /// of an entry present, the insertion slot of one absent, and how many entries
+        /// sort at or below a position.
         #[test]
         fn page_search_matches_a_linear_scan(
             items in proptest::collection::btree_map((0u64..500, 0u8..3), any::<u64>(), 0..150),
@@ -559,6 +560,8 @@ mod tests {
                 let exact = es.iter().position(|e| e.pos() == pos);
                 let found = lay.search(&b, es.len(), pos).unwrap();
                 prop_assert_eq!(found, exact.ok_or(linear));
+                let at_or_below = es.iter().take_while(|e| e.pos() <= pos).count();
+                prop_assert_eq!(lay.partition(&b, es.len(), pos).unwrap(), at_or_below);
             }
             }
         }
