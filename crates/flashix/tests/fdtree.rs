@@ -753,3 +753,55 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
         counter(db, "levels")
     );
 }
+
+/// Merges are published by a checkpoint once the pages they freed reach the levels' (256
+/// pages at least), not after every merge: fewer checkpoints than merges, a data file
+/// that stays within a bound of the index, and an index reopened without `close` (the log
+/// redoes the merges since the last checkpoint) that holds every entry.
+#[test]
+fn merges_are_published_once_the_pages_they_freed_reach_the_levels() {
+    const PAGE: u64 = 512;
+    for deamortize in [false, true] {
+        let (mut db, dev, vfs) = mem_db(opts(PAGE as usize, 16, 3, 2, deamortize)).unwrap();
+        let mut rng = Rng::new(31);
+        let mut model = BTreeMap::new();
+        let mut most_over = 0i64;
+        for i in 0..30_000u64 {
+            let k = rng.next_u64() % 100_000;
+            db.insert(k, i).unwrap();
+            model.insert(k, i);
+            let levels: u64 = db
+                .stats()
+                .engine_counters
+                .iter()
+                .filter(|(n, _)| n.starts_with("level_") && n.ends_with("_pages"))
+                .map(|(_, &v)| v)
+                .sum();
+            // The live levels L; the pages freed since the checkpoint, at most
+            // max(L, 256) before the merge that makes one due, plus that merge's (up to
+            // L); a merge's output in progress (up to L for a cascade into the lowest
+            // level); the head trees. (A checkpoint after every merge kept the file
+            // within 3L here; with none, it grows with every merge.)
+            let file = (dev.len_bytes() / PAGE) as i64;
+            most_over = most_over.max(file - 4 * levels.max(256) as i64);
+        }
+        let s = db.stats();
+        let merges = counter(&db, "merges");
+        assert!(merges > 500, "{merges} merges");
+        assert!(
+            (10..merges / 10).contains(&s.wal.checkpoints),
+            "{} checkpoints for {merges} merges",
+            s.wal.checkpoints
+        );
+        assert!(
+            most_over <= 64,
+            "the file outgrew four times the levels by {most_over} pages"
+        );
+        db.check_integrity().unwrap();
+        drop(db);
+        let mut db = reopen_mem(&dev, &vfs).unwrap();
+        db.check_integrity().unwrap();
+        let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
+        assert_eq!(got, model);
+    }
+}

@@ -317,6 +317,18 @@ impl Pager {
         self.alloc.free(e);
     }
 
+    /// Pages freed since the last checkpoint: they stay allocated on the device (the
+    /// durable manifest may still refer to them) until the next one.
+    pub fn pending_free_pages(&self) -> u64 {
+        self.alloc.pending_pages()
+    }
+
+    /// Whether the device has a fixed size ([`crate::io::Device::capacity_pages`]): pages
+    /// freed and not yet reusable then take room a later allocation may need.
+    pub fn fixed_capacity(&self) -> bool {
+        self.alloc.is_limited()
+    }
+
     /// Put a page just written through [`Pager::device`] in the pool as a clean frame
     /// ([`BufferPool::put_clean`]), so that its next read is a hit.
     pub fn put_clean(&mut self, pid: PageId, bytes: &[u8]) -> Result<()> {

@@ -107,6 +107,11 @@ impl ExtentAllocator {
         }
     }
 
+    /// Whether the device has a fixed size ([`ExtentAllocator::set_limit`]).
+    pub fn is_limited(&self) -> bool {
+        self.limit.is_some()
+    }
+
     /// Hand out no page at or past `limit` (`None`: no limit).
     pub fn set_limit(&mut self, limit: Option<PageId>) {
         self.limit = limit;
@@ -169,6 +174,11 @@ impl ExtentAllocator {
     /// Pages ever handed out (the device's used length).
     pub fn high_water(&self) -> PageId {
         self.high_water
+    }
+
+    /// Pages freed since the last [`ExtentAllocator::commit`] (not yet reusable).
+    pub fn pending_pages(&self) -> u64 {
+        self.pending.iter().map(|e| e.len).sum()
     }
 
     /// Free pages, committed and pending.
