@@ -92,8 +92,9 @@
 //! ones; until then the log holds every operation since the old ones, and replay redoes the
 //! merges. That checkpoint is taken after the operation that completed a merge once the
 //! pages freed since the last one (old runs and head trees, not yet reusable) reach the
-//! pages of the levels ([`MIN_PENDING_PAGES`] at least), so the file holds at most about
-//! twice the index and replay redoes at most that much merging; on a device of fixed size
+//! pages of the levels ([`MIN_PENDING_PAGES`] at least), so the pages the file keeps for a
+//! crash stay within about the index's size (twice it at the merge that makes the
+//! checkpoint due) and replay redoes at most about that much merging; on a device of fixed size
 //! (a simulated SSD, raw NAND), after every merge, so that the space a merge frees is
 //! reusable at once and a nearly full device still has room to replay; and, as for every
 //! engine, when the log reaches its checkpoint size. (A checkpoint after every merge cost the
@@ -117,7 +118,8 @@
 //! The buffer pool, plus during a merge the frozen head tree's index entries (at most |L0|,
 //! 24 bytes each), the page fences of the rewritten levels (16 bytes per page) and two
 //! `io_unit` buffers per input run and output run (one in flight while the other is
-//! decoded or filled: [`crate::kit::sorted::seq`]), plus a
+//! decoded or filled: [`crate::kit::sorted::seq`]) and a batch of at most 512 merged
+//! entries (12 KiB) written a page run at a time, plus a
 //! range-scan batch (at most `io_unit` pages per level), plus the range tombstones (16
 //! bytes an interval). Reported in `Stats::memory_bytes`.
 

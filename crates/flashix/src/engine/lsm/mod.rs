@@ -103,8 +103,9 @@
 //! level's capacity by Invariant 2, reported in `Stats::memory_bytes`); during a merge into
 //! C1 the entries of C0 (at most |C0|, 24 bytes each), the first keys of the written nodes
 //! (16 bytes per page) and two `io_unit` buffers per input and output (one in flight while
-//! the other is decoded or filled: [`crate::kit::sorted::seq`]); during a range scan
-//! at most `io_unit` leaves per component.
+//! the other is decoded or filled: [`crate::kit::sorted::seq`]) and a batch of at most 512
+//! merged entries (12 KiB) written a leaf's run at a time; during a range scan at most
+//! `io_unit` leaves per component.
 
 mod options;
 pub use options::LsmOptions;
