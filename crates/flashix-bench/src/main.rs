@@ -273,7 +273,8 @@ struct BenchArgs {
     /// device profile, --entries, --buffer-pool and --search-fraction].
     #[arg(long)]
     k: Option<u32>,
-    /// Turn off the FD-tree's deamortized merges (§3.4), for comparison.
+    /// Turn off the FD-tree's deamortized merges (§3.4) and the LSM-tree's step-per-insert
+    /// rolling merges, for comparison.
     #[arg(long = "no-deamortize")]
     no_deamortize: bool,
     /// Share of searches the cost models tune the engines for.

@@ -392,7 +392,7 @@ pub struct LoadArgs {
     /// FD-tree and LSM size ratio k [default: the cost model's].
     #[arg(long)]
     pub k: Option<u32>,
-    /// Turn off the FD-tree's deamortized merges.
+    /// Turn off the FD-tree's deamortized merges and the LSM-tree's rolling ones.
     #[arg(long = "no-deamortize")]
     pub no_deamortize: bool,
     /// PIO B-tree OPQ size [default: the cost model's].
@@ -430,6 +430,7 @@ impl LoadArgs {
         })
         .lsm(LsmOptions {
             k: self.k,
+            deamortize: !self.no_deamortize,
             ..LsmOptions::default()
         })
         .pio(PioOptions {

@@ -186,6 +186,7 @@ fn lsm_fills_the_device_mid_merge() {
             c0_bytes: 4 * 2048,
             io_unit_bytes: 3 * 2048,
             search_before_delete: false,
+            deamortize: true,
         });
     let s = fill_until_full(opts, ssd(160), 1);
     assert!(counter(&s, "merges") > 0, "{s:?}");

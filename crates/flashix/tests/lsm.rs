@@ -1,7 +1,9 @@
 //! LSM-tree behaviour beyond the model check: cascading merges into several components with
 //! the invariants holding, tombstones hiding older values and vanishing at the last
 //! component, range tombstones (a model history with range deletes of up to 5,000 keys, and
-//! the bounded I/O of one range delete), and the I/O of a cold point search.
+//! the bounded I/O of one range delete), the I/O of a cold point search, and rolling merges
+//! run a step per insert (a frozen C0 seen by searches, a merge in progress restarted at
+//! open, the writes of one insert bounded).
 
 use flashix::io::{MemDevice, MemVfs};
 use flashix::testing::{mem_db, reopen_mem, Rng};
@@ -19,6 +21,7 @@ fn opts(page_size: usize, frames: u64, k: u32, c0_pages: u64, io_unit_pages: u64
             c0_bytes: c0_pages * page_size as u64,
             io_unit_bytes: io_unit_pages * page_size as u64,
             search_before_delete: false,
+            deamortize: true,
         })
 }
 
@@ -38,10 +41,21 @@ fn contents(db: &mut Db) -> BTreeMap<u64, u64> {
     db.range(..).unwrap().map(|kv| kv.unwrap()).collect()
 }
 
+/// `o` with its rolling merges run to completion in the insert that fills C0 (`false`) or
+/// a step per mutation (`true`, the default).
+fn deamortized(o: Options, deamortize: bool) -> Options {
+    let lsm = LsmOptions {
+        deamortize,
+        ..o.lsm_options()
+    };
+    o.lsm(lsm)
+}
+
 #[test]
 fn merges_cascade_into_several_components_and_invariants_hold() {
-    for io_unit in [1, 3, 128] {
-        let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, io_unit)).unwrap();
+    for (io_unit, deamortize) in [(1, true), (3, false), (3, true), (128, true)] {
+        let o = deamortized(opts(512, 16, 3, 2, io_unit), deamortize);
+        let (mut db, dev, vfs) = mem_db(o).unwrap();
         let mut rng = Rng::new(11);
         let mut model = BTreeMap::new();
         for i in 0..12_000u64 {
@@ -185,6 +199,7 @@ fn invalid_options_are_refused() {
             c0_bytes: 8192,
             io_unit_bytes: 1000,
             search_before_delete: false,
+            deamortize: true,
         }),
     ] {
         let dev = MemDevice::new(o.page_size);
@@ -405,7 +420,9 @@ fn agrees_with_model(db: &mut Db, model: &BTreeMap<u64, u64>, rng: &mut Rng, spa
 /// the end.
 fn range_delete_history(seed: u64, c0_pages: u64, how: Reopen) {
     const SPACE: u64 = 20_000;
-    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, c0_pages, 3)).unwrap();
+    // Odd seeds run the merges to completion at once, even ones a step per mutation.
+    let o = deamortized(opts(512, 16, 3, c0_pages, 3), seed % 2 == 0);
+    let (mut db, dev, vfs) = mem_db(o).unwrap();
     let mut rng = Rng::new(seed);
     let mut model = BTreeMap::new();
     let mut most_range_tombstones = 0;
@@ -480,8 +497,11 @@ fn range_deletes_come_back_by_wal_replay_after_a_reopen_without_close() {
 #[test]
 fn a_range_delete_reads_and_writes_a_bounded_number_of_pages() {
     // 4 KiB pages: 169 entries a page, |C0| = 8 · 169 / 2 = 676, k = 8: |C1| = 5,408,
-    // |C2| = 43,264, |C3| = 346,112.
-    let (mut db, dev, vfs) = mem_db(opts(4096, 64, 8, 8, 32)).unwrap();
+    // |C2| = 43,264, |C3| = 346,112. Merges run to completion in the insert that fills C0
+    // (not deamortized): a range delete then does no merge work, and its own pages are
+    // what the test counts.
+    let o = deamortized(opts(4096, 64, 8, 8, 32), false);
+    let (mut db, dev, vfs) = mem_db(o).unwrap();
     let mut model: BTreeMap<u64, u64> = (0..250_000u64).map(|i| (i * 2, i + 1)).collect();
     let pairs: Vec<(u64, u64)> = model.iter().map(|(&k, &v)| (k, v)).collect();
     db.bulk_insert(&pairs).unwrap();
@@ -600,6 +620,7 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
         c0_bytes: 4 * 4096,
         io_unit_bytes: 16 * 4096,
         search_before_delete: false,
+        deamortize: true,
     };
     let o = Options::new(EngineKind::Lsm)
         .buffer_pool_bytes(16 * 4096)
@@ -655,4 +676,102 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
         slots(fx),
         slots(db)
     );
+}
+
+/// Without deamortization one insert rewrites whole components (the one that fills C0
+/// runs the rolling merge and its cascade); a step per insert bounds its writes by the
+/// merge's share per insert, rounded up to whole multi-page writes of the I/O unit, and the
+/// merge completes before the new C0 fills.
+#[test]
+fn rolling_merges_bound_the_writes_of_one_insert() {
+    let mut worst = Vec::new();
+    for deamortize in [false, true] {
+        let (mut db, _, _) = mem_db(deamortized(opts(512, 32, 3, 4, 3), deamortize)).unwrap();
+        let mut rng = Rng::new(5);
+        let mut max = 0;
+        for i in 0..12_000u64 {
+            let before = db.stats().device.writes;
+            db.insert(rng.next_u64(), i).unwrap();
+            max = max.max(db.stats().device.writes - before);
+        }
+        db.check_integrity().unwrap();
+        assert!(counter(&db, "components") >= 3);
+        assert_eq!(counter(&db, "forced_merge_completions"), 0);
+        worst.push(max);
+    }
+    assert!(
+        worst[1] * 4 < worst[0],
+        "worst pages written by one insert: {} amortized, {} deamortized",
+        worst[0],
+        worst[1]
+    );
+}
+
+/// While a rolling merge runs, point and range searches see the new C0, the frozen C0 and
+/// the old components; a merge in progress at a checkpoint (`close`) is restarted at open
+/// (its partial output freed), and one interrupted without a checkpoint is redone by the
+/// log's replay. Both keep every key, deletes and range deletes included.
+#[test]
+fn searches_see_the_frozen_c0_and_a_merge_in_progress_survives_reopen() {
+    for how in [Reopen::Close, Reopen::DropAfterFlush] {
+        let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 4, 3)).unwrap();
+        let mut model = BTreeMap::new();
+        let mut rng = Rng::new(3);
+        let mut checked_during_merge = 0;
+        for i in 0..6_000u64 {
+            let k = rng.below(8_000) * 3;
+            match i % 10 {
+                0 => {
+                    db.delete(k).unwrap();
+                    model.remove(&k);
+                }
+                1 if i % 500 == 1 => {
+                    db.delete_range(k..=k + 300).unwrap();
+                    delete_range_in_model(&mut model, k..=k + 300);
+                }
+                _ => {
+                    db.insert(k, i).unwrap();
+                    model.insert(k, i);
+                }
+            }
+            if counter(&db, "merge_in_progress") == 1 && i % 97 == 0 {
+                checked_during_merge += 1;
+                assert!(counter(&db, "frozen_c0_entries") > 0);
+                assert_eq!(db.get(k).unwrap(), model.get(&k).copied());
+                let lo = rng.below(8_000) * 3;
+                let got: Vec<(u64, u64)> = db
+                    .range(lo..=lo + 600)
+                    .unwrap()
+                    .map(|kv| kv.unwrap())
+                    .collect();
+                let want: Vec<(u64, u64)> =
+                    model.range(lo..=lo + 600).map(|(&k, &v)| (k, v)).collect();
+                assert_eq!(got, want);
+                db.check_integrity().unwrap();
+            }
+        }
+        assert!(checked_during_merge >= 5, "{checked_during_merge}");
+        // Stop in the middle of a merge.
+        let mut i = 0u64;
+        while counter(&db, "merge_in_progress") == 0 {
+            let k = 1 + rng.below(8_000) * 3;
+            db.insert(k, i).unwrap();
+            model.insert(k, i);
+            i += 1;
+        }
+        db.insert(2, 2).unwrap();
+        model.insert(2, 2);
+        assert_eq!(counter(&db, "merge_in_progress"), 1);
+        let mut db = reopen(db, &dev, &vfs, how);
+        assert_eq!(counter(&db, "merge_in_progress"), 1, "{how:?}");
+        assert_eq!(contents(&mut db), model, "{how:?}");
+        // The restarted merge completes and the index goes on.
+        for j in 0..3_000u64 {
+            let k = 2 + rng.below(8_000) * 3;
+            db.insert(k, j).unwrap();
+            model.insert(k, j);
+        }
+        db.check_integrity().unwrap();
+        assert_eq!(contents(&mut db), model, "{how:?}");
+    }
 }

@@ -408,6 +408,7 @@ mod tests {
                     c0_bytes: 1024,
                     io_unit_bytes: 2048,
                     search_before_delete: false,
+                    deamortize: true,
                 });
             let storage = Storage {
                 device: Box::new(MemDevice::new(512)),

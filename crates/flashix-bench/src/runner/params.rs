@@ -64,6 +64,7 @@ impl BenchConfig {
         let lsm = LsmOptions {
             k: self.k,
             search_before_delete: self.lsm_search_before_delete,
+            deamortize: self.deamortize,
             ..LsmOptions::default()
         };
         let pio = PioOptions {

@@ -7,7 +7,7 @@
 //! 0   8  magic "FLASHIXM"
 //! 8   4  format version (FORMAT_VERSION)
 //! 12  4  body length n
-//! 16  4  crc32c of bytes 8..16 and the body (formats 3 to 7; 1 and 2: of the body)
+//! 16  4  crc32c of bytes 8..16 and the body (formats 3 to 8; 1 and 2: of the body)
 //! 20  n  body: JSON of `Manifest`
 //! ```
 //! The body names the engine and its options (an explicit options record, opaque at this
@@ -39,7 +39,13 @@
 //! entries after an array of 2-bit types, page kinds with bit 0x100 set
 //! (`crate::kit::sorted::entry`), with `packed` in its engine state; a build that reads 6
 //! at most would take those pages for corruption. FD-trees and LSM-trees of 1 to 6 keep
-//! their 24-byte entries. This build reads 1 to 7 and writes 7; anything else is [`Error::UnsupportedVersion`]. From format 3 the checksum covers the
+//! their 24-byte entries. 8 (the manifest, WAL and pages of 7) lets the LSM-tree run its
+//! rolling merges a step per mutation: its engine state may hold a frozen C0 being merged,
+//! that C0's range tombstones and the extents the merge had written (`frozen`,
+//! `frozen_tombs`, `merge_extents`), and its options record a `deamortize` field; a build
+//! that reads 7 at most would ignore the frozen C0 and lose its keys. LSM-trees of 1 to 7
+//! open unchanged (no merge in progress; `deamortize` on). This build reads 1 to 8 and
+//! writes 8; anything else is [`Error::UnsupportedVersion`]. From format 3 the checksum covers the
 //! version and the length too, so a flipped bit that turns a 3 into a readable 2 or 1 is
 //! caught (it fails the older formats' body-only checksum).
 
@@ -57,7 +63,7 @@ pub const MANIFEST: &str = "MANIFEST";
 const TMP: &str = "MANIFEST.tmp";
 const MAGIC: &[u8; 8] = b"FLASHIXM";
 /// On-disk format version this build writes.
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 /// The oldest format version this build reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 

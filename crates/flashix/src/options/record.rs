@@ -115,8 +115,9 @@ pub(crate) fn decode(record: &OptionsRecord, format_version: u32) -> Result<Opti
                 sub_options: sub,
             })
         }
-        // Formats 3 to 7 changed engine states, pages and WAL records, not the record.
-        2..=7 => {
+        // Formats 3 to 8 changed engine states, pages and WAL records, not the record's
+        // shape (8 added the LSM-tree's `deamortize`, absent: on).
+        2..=8 => {
             let r = RecordV2::deserialize(record).map_err(bad)?;
             Ok(Options {
                 page_size: r.page_size,
@@ -146,7 +147,7 @@ mod tests {
             (EngineKind::BTree, r#"{"BTree":{"bulk_fill":0.7}}"#),
             (
                 EngineKind::Lsm,
-                r#"{"Lsm":{"c0_bytes":524288,"io_unit_bytes":524288,"k":null,"search_before_delete":false}}"#,
+                r#"{"Lsm":{"c0_bytes":524288,"deamortize":true,"io_unit_bytes":524288,"k":null,"search_before_delete":false}}"#,
             ),
             (
                 EngineKind::FdTree,

@@ -603,6 +603,7 @@ pub(crate) fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
             c0_bytes: 2 * page_size as u64,
             io_unit_bytes: [1u64, 3, 128][rng.below(3) as usize] * page_size as u64,
             search_before_delete: rng.coin(),
+            deamortize: rng.coin(),
         });
     }
     opts

@@ -75,6 +75,7 @@ pub fn options(kind: EngineKind) -> Options {
             c0_bytes: 2048,
             io_unit_bytes: 4096,
             search_before_delete: false,
+            deamortize: true,
         }),
         EngineKind::PioBTree => o.page_size(512).device(file).pio(PioOptions {
             leaf_segments: Some(2),

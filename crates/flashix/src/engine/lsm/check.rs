@@ -3,17 +3,46 @@
 use super::component::{
     self, corrupt, Component, Node, KIND_LSM_INTERNAL, KIND_LSM_LEAF, TOMBSTONE,
 };
+use super::merge::MergeJob;
 use super::Lsm;
 use crate::error::Result;
 use crate::io::PageId;
 use crate::kit::sorted::entry::{Kind, NONE};
+use crate::kit::sorted::head::Head;
 use std::collections::HashSet;
 
 impl Lsm {
     pub(super) fn check(&mut self) -> Result<()> {
         let mut seen: HashSet<PageId> = HashSet::new();
         self.check_tombs()?;
-        self.check_c0(&mut seen)?;
+        if self.c0_full() {
+            return Err(corrupt(
+                Some(self.c0.root),
+                format!(
+                    "C0 holds {} entries and {} range tombstones, |C0| = {} (Invariant 2)",
+                    self.c0.entries,
+                    self.c0_tombs.len(),
+                    self.p.cap0
+                ),
+            ));
+        }
+        self.check_c0(self.c0.clone(), "C0", &mut seen)?;
+        if self.frozen.is_some() != self.job.is_some() {
+            return Err(corrupt(
+                None,
+                "a frozen C0 without a merge in progress, or the reverse",
+            ));
+        }
+        if let Some(fr) = self.frozen.clone() {
+            self.check_c0(fr, "frozen C0", &mut seen)?;
+        }
+        // The extents the merge in progress writes: allocated, shared with nothing.
+        let owned = self.job.as_ref().map(MergeJob::owned).unwrap_or_default();
+        for e in owned {
+            for pid in e.start..e.start + e.len {
+                self.claim(pid, "merge output", &mut seen)?;
+            }
+        }
         let last = self.components.iter().rposition(Option::is_some);
         for (i, c) in self.components.clone().iter().enumerate() {
             let level = i + 1;
@@ -44,8 +73,9 @@ impl Lsm {
     }
 
     /// Invariant 3 for range tombstones (tombs.rs): every level's are well formed, one set
-    /// per level, and none is held at or past the last component (its merge retired them),
-    /// nor anywhere while no component exists (a range delete then only removes from C0).
+    /// per component level, and none is held by a level with nothing older than it (the
+    /// last component, whose merge retired them; C0 with no component and no frozen C0,
+    /// where a range delete only removes from C0); the frozen C0's only during a merge.
     fn check_tombs(&self) -> Result<()> {
         if self.tombs.len() != self.components.len() {
             return Err(corrupt(
@@ -57,30 +87,37 @@ impl Lsm {
                 ),
             ));
         }
-        for (level, t) in self.all_tombs().enumerate() {
-            t.check()
-                .map_err(|e| corrupt(None, format!("C{level}: {e}")))?;
-        }
-        // C0 is level 0, component index i level i + 1.
-        let first_free = self
-            .components
-            .iter()
-            .rposition(Option::is_some)
-            .map_or(0, |i| i + 1);
-        if let Some((level, t)) = self
-            .all_tombs()
-            .enumerate()
-            .skip(first_free)
-            .find(|(_, t)| !t.is_empty())
-        {
+        if self.frozen.is_none() && !self.frozen_tombs.is_empty() {
             return Err(corrupt(
                 None,
-                format!(
-                    "C{level} holds {} range tombstones with no component older than it \
-                     (Invariant 3)",
-                    t.len()
-                ),
+                "range tombstones of a frozen C0 without a merge in progress",
             ));
+        }
+        let older_component = |i: usize| self.components.iter().skip(i).any(Option::is_some);
+        let mut levels = vec![
+            ("C0".to_string(), &self.c0_tombs, self.holds_older()),
+            (
+                "frozen C0".to_string(),
+                &self.frozen_tombs,
+                older_component(0),
+            ),
+        ];
+        for (i, t) in self.tombs.iter().enumerate() {
+            levels.push((format!("C{}", i + 1), t, older_component(i + 1)));
+        }
+        for (name, t, older) in levels {
+            t.check()
+                .map_err(|e| corrupt(None, format!("{name}: {e}")))?;
+            if !older && !t.is_empty() {
+                return Err(corrupt(
+                    None,
+                    format!(
+                        "{name} holds {} range tombstones with no component older than it \
+                         (Invariant 3)",
+                        t.len()
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -103,41 +140,33 @@ impl Lsm {
         Ok(())
     }
 
-    /// Invariant 4: C0's pages, order, counts, and that a descent finds every entry.
-    fn check_c0(&mut self, seen: &mut HashSet<PageId>) -> Result<()> {
+    /// Invariant 4 for `c0` (C0 or the frozen C0, named `what`): its pages, order, counts,
+    /// and that a descent finds every entry.
+    fn check_c0(&mut self, c0: Head, what: &str, seen: &mut HashSet<PageId>) -> Result<()> {
         let lay = self.p.lay;
-        let c0 = self.c0.clone();
-        if self.c0_full() {
-            return Err(corrupt(
-                Some(c0.root),
-                format!(
-                    "C0 holds {} entries and {} range tombstones, |C0| = {} (Invariant 2)",
-                    c0.entries,
-                    self.c0_tombs.len(),
-                    self.p.cap0
-                ),
-            ));
-        }
         let pages = c0.pages(&mut self.pager, lay)?;
         if pages.len() as u64 != c0.pages {
             return Err(corrupt(
                 Some(c0.root),
-                format!("C0 has {} pages, {} counted", pages.len(), c0.pages),
+                format!("{what} has {} pages, {} counted", pages.len(), c0.pages),
             ));
         }
         for &pid in &pages {
-            self.claim(pid, "C0", seen)?;
+            self.claim(pid, what, seen)?;
         }
         let all = c0.all_entries(&mut self.pager, lay)?;
         if all.windows(2).any(|w| w[0].pos() >= w[1].pos()) {
-            return Err(corrupt(Some(c0.root), "C0 leaf entries out of order"));
+            return Err(corrupt(
+                Some(c0.root),
+                format!("{what} leaf entries out of order"),
+            ));
         }
         let index: Vec<_> = all.iter().filter(|e| !e.is_fence()).copied().collect();
         if all.len() as u64 != c0.entries || index.len() as u64 != c0.index_entries {
             return Err(corrupt(
                 Some(c0.root),
                 format!(
-                    "C0 holds {} entries ({} index), {} ({}) counted",
+                    "{what} holds {} entries ({} index), {} ({}) counted",
                     all.len(),
                     index.len(),
                     c0.entries,
@@ -149,7 +178,7 @@ impl Lsm {
             if c0.find(&mut self.pager, lay, e.key)?.entry != Some(e) {
                 return Err(corrupt(
                     Some(c0.root),
-                    format!("C0 descent does not find key {}", e.key),
+                    format!("{what} descent does not find key {}", e.key),
                 ));
             }
         }

@@ -422,6 +422,17 @@ impl ComponentWriter {
         self.pages
     }
 
+    /// The extent the component is written into.
+    pub fn extent(&self) -> Extent {
+        self.extent
+    }
+
+    /// Bytes held besides the I/O buffers: the first key and page of every node of the
+    /// level being written.
+    pub fn memory_bytes(&self) -> u64 {
+        (self.firsts.capacity() * std::mem::size_of::<(u64, PageId)>()) as u64
+    }
+
     /// Append the next entry (keys strictly increasing).
     #[inline]
     pub fn push(&mut self, pager: &mut Pager, e: Entry) -> Result<()> {

@@ -1,14 +1,25 @@
-//! Rolling merge of a newer input (C0's entries, or component C(i-1)) into component C(i):
-//! both inputs read sequentially in `io_unit`-page requests, the output built bottom-up
-//! into a fresh extent (App. D: "multi-page I/O optimization applied to the merge between
-//! tree components"). For a key in both inputs the newer entry wins; an older entry that a
-//! range tombstone of the newer input covers is dropped ([`crate::kit::sorted::tombs`]: a
-//! level's range tombstones hide the keys of older levels); tombstones are dropped when the
-//! output is the last component (nothing older remains for them to hide).
+//! Rolling merges (O'Neil et al. 1996 §2.2: the merge of C(i-1) into C(i) proceeds a step
+//! at a time while inserts go on): a [`MergeJob`] merges a frozen C0 into C1 and cascades
+//! while a level outgrows its capacity, one [`LevelMerge`] per level, each a newer input
+//! (C0's entries, or component C(i-1)) merged into component C(i). Both inputs are read
+//! sequentially in `io_unit`-page requests, the output built bottom-up into a fresh extent
+//! (FD-tree paper App. D: "multi-page I/O optimization applied to the merge between tree
+//! components"). For a key in both inputs the newer entry wins; an older entry that a range
+//! tombstone of the newer input covers is dropped ([`crate::kit::sorted::tombs`]: a level's
+//! range tombstones hide the keys of older levels); tombstones are dropped when the output
+//! is the last component (nothing older remains for them to hide).
+//!
+//! A job changes nothing the index searches until it completes: its outputs are fresh
+//! extents, the components it replaces are freed by the caller when it publishes the
+//! [`Outcome`], and an intermediate component of a cascade (merged on into the next level
+//! at once) is freed as soon as it is consumed. Run to completion in one call, a job does
+//! exactly the merges the amortized rolling merge does.
 
 use super::component::{Component, ComponentWriter, LeafReader, TOMBSTONE};
+use super::Params;
 use crate::durable::Pager;
 use crate::error::Result;
+use crate::io::Extent;
 use crate::kit::sorted::entry::{Entry, Layout};
 use crate::kit::sorted::tombs::{Cover, Tombs};
 
@@ -78,11 +89,13 @@ impl Input {
 /// Entries [`merge_buffered`] merges before it writes them, a leaf's run at a time.
 const MERGED_BATCH: usize = 512;
 
-/// Merge the entries both inputs have at hand (in memory or decoded), in one pass over the
-/// two slices with the rules of [`merge`], and write the kept ones a leaf's run at a time:
-/// the common step of a merge, without a peek and a match per entry. `merged` is the
-/// scratch the run is built in. Stops when either input's entries at hand run out (the
-/// next request is [`merge`]'s to start). Returns the entries taken.
+/// Merge the entries both inputs have at hand (in memory or decoded), at most `max` of
+/// them, in one pass over the two slices with the rules of [`LevelMerge::step`], and write
+/// the kept ones a leaf's run at a time: the common step of a merge, without a peek and a
+/// match per entry. `merged` is the scratch the run is built in. Stops when either input's
+/// entries at hand run out (the next request is the step's to start). Returns the entries
+/// taken.
+#[allow(clippy::too_many_arguments)]
 fn merge_buffered(
     pager: &mut Pager,
     newer: &mut Input,
@@ -91,11 +104,16 @@ fn merge_buffered(
     drop_tombstones: bool,
     w: &mut ComponentWriter,
     merged: &mut Vec<Entry>,
-) -> Result<usize> {
+    max: u64,
+) -> Result<u64> {
     let (ns, os) = (newer.buffered(), older.buffered());
+    let max = usize::try_from(max).unwrap_or(usize::MAX);
     let (mut i, mut j) = (0usize, 0usize);
     merged.clear();
-    while let (Some(x), Some(y)) = (ns.get(i), os.get(j)) {
+    while i + j < max {
+        let (Some(x), Some(y)) = (ns.get(i), os.get(j)) else {
+            break;
+        };
         if y.key < x.key {
             j += 1;
             if !(hidden.covers(y.key) || drop_tombstones && y.kind == TOMBSTONE) {
@@ -118,14 +136,15 @@ fn merge_buffered(
     merged.clear();
     newer.consume(i);
     older.consume(j);
-    Ok(i + j)
+    Ok((i + j) as u64)
 }
 
 /// Take the older input's next entry, which sorts before `bound` (before everything for
-/// `None`), and, from a component, every decoded entry after it that also does: written to
-/// `w` unless a newer range tombstone covers it or it is a tombstone the merge drops. The
-/// common step of a merge (the older component is about k times the newer input) without
-/// a peek and a match per entry.
+/// `None`), and, from a component, every decoded entry after it that also does, at most
+/// `max` in all (at least one): written to `w` unless a newer range tombstone covers it or
+/// it is a tombstone the merge drops. The common step of a merge (the older component is
+/// about k times the newer input) without a peek and a match per entry. Returns the
+/// entries taken.
 fn copy_older(
     pager: &mut Pager,
     older: &mut Input,
@@ -133,24 +152,28 @@ fn copy_older(
     hidden: &mut Cover<'_>,
     drop_tombstones: bool,
     w: &mut ComponentWriter,
-) -> Result<()> {
+    max: u64,
+) -> Result<u64> {
     let mut keep = |e: &Entry| !(hidden.covers(e.key) || drop_tombstones && e.kind == TOMBSTONE);
     match older {
         Input::Memory(es, pos) => {
-            if let Some(e) = es.get(*pos).copied() {
-                *pos += 1;
-                if keep(&e) {
-                    w.push(pager, e)?;
-                }
+            let Some(e) = es.get(*pos).copied() else {
+                return Ok(0);
+            };
+            *pos += 1;
+            if keep(&e) {
+                w.push(pager, e)?;
             }
+            Ok(1)
         }
         Input::Component(r) => {
             let buf = r.buffered();
+            let max = usize::try_from(max).unwrap_or(usize::MAX).max(1);
             let mut n = 0;
             // Kept entries are written a run at a time: those from `run` to `n`.
             let mut run = 0;
             while let Some(e) = buf.get(n) {
-                if bound.is_some_and(|b| e.key >= b) {
+                if n >= max || bound.is_some_and(|b| e.key >= b) {
                     break;
                 }
                 if !keep(e) {
@@ -163,125 +186,403 @@ fn copy_older(
             // `peek` returned the first buffered entry, which sorts before `bound`.
             debug_assert!(n > 0, "the older input's peeked entry was not taken");
             r.consume(n);
+            Ok(n as u64)
         }
     }
-    Ok(())
 }
 
-/// What a merge produced.
+/// What one level's merge produced.
 pub struct Merged {
     pub component: Option<Component>,
     pub pages_read: u64,
     pub pages_written: u64,
 }
 
-/// Merge `newer` into `older` (either may be empty) as one new component, leaving out the
-/// entries of `older` that `newer_tombs` (the newer input's range tombstones) cover. The
-/// output level's range tombstones are the caller's to set.
-pub fn merge(
-    pager: &mut Pager,
-    lay: Layout,
-    io_unit: u64,
+/// One merge of a newer input into level C(i), resumable: [`LevelMerge::step`] processes a
+/// bounded number of input entries at a time.
+pub struct LevelMerge {
     newer: Input,
-    newer_tombs: &Tombs,
     older: Input,
+    /// Where the cursor over the newer input's range tombstones stands between steps
+    /// (older keys arrive in increasing order: one forward cursor, no second pass).
+    hidden: usize,
     drop_tombstones: bool,
-) -> Result<Merged> {
-    merge_in::<true>(
-        pager,
-        lay,
-        io_unit,
-        newer,
-        newer_tombs,
-        older,
-        drop_tombstones,
-    )
+    writer: ComponentWriter,
+    /// The entries [`merge_buffered`] merged, not yet written (at most [`MERGED_BATCH`]).
+    merged: Vec<Entry>,
+    /// Whether steps take the [`merge_buffered`] path; only tests, which compare it with
+    /// the entry-at-a-time one, turn it off.
+    batched: bool,
 }
 
-/// [`merge`], with the [`merge_buffered`] steps (`BATCHED`) or an entry at a time (the
-/// tests' reference).
-fn merge_in<const BATCHED: bool>(
-    pager: &mut Pager,
-    lay: Layout,
-    io_unit: u64,
-    mut newer: Input,
-    newer_tombs: &Tombs,
-    mut older: Input,
-    drop_tombstones: bool,
-) -> Result<Merged> {
-    let max_entries = newer.entries() + older.entries();
-    let mut w = ComponentWriter::new(pager, lay, io_unit, max_entries)?;
-    // Older keys arrive in increasing order: one forward cursor, no second pass.
-    let mut hidden = newer_tombs.cursor();
-    let mut merged = Vec::new();
-    loop {
-        let taken = if BATCHED {
-            merge_buffered(
-                pager,
-                &mut newer,
-                &mut older,
-                &mut hidden,
-                drop_tombstones,
-                &mut w,
-                &mut merged,
-            )?
-        } else {
-            0
+impl LevelMerge {
+    /// Start merging `newer` into `older` (either may be empty) as one new component;
+    /// `drop_tombstones`: the output is the last component.
+    pub fn new(
+        pager: &mut Pager,
+        lay: Layout,
+        io_unit: u64,
+        newer: Input,
+        older: Input,
+        drop_tombstones: bool,
+    ) -> Result<LevelMerge> {
+        let max_entries = newer.entries() + older.entries();
+        Ok(LevelMerge {
+            writer: ComponentWriter::new(pager, lay, io_unit, max_entries)?,
+            newer,
+            older,
+            hidden: 0,
+            drop_tombstones,
+            merged: Vec::new(),
+            batched: true,
+        })
+    }
+
+    /// The extent the output is written into (no manifest refers to it until the job
+    /// that owns this merge completes).
+    pub fn extent(&self) -> Extent {
+        self.writer.extent()
+    }
+
+    /// Bytes held beside the I/O buffers: C0's entries when they are the newer input, the
+    /// output's node keys, the batch.
+    pub fn memory_bytes(&self) -> u64 {
+        let newer = match &self.newer {
+            Input::Memory(es, _) => es.capacity(),
+            Input::Component(_) => 0,
         };
-        if taken > 0 {
-            continue;
-        }
-        let a = newer.peek(pager, lay, io_unit)?;
-        let b = older.peek(pager, lay, io_unit)?;
-        let e = match (a, b) {
-            (None, None) => break,
-            (Some(x), None) => {
-                newer.advance();
-                x
-            }
-            (None, Some(_)) => {
-                copy_older(
+        let entries = (newer + self.merged.capacity()) * std::mem::size_of::<Entry>();
+        entries as u64 + self.writer.memory_bytes()
+    }
+
+    /// Process up to `units` input entries (at least one), leaving out the older input's
+    /// entries that `newer_tombs` (the newer input's range tombstones) cover. Returns the
+    /// entries taken, and whether both inputs are exhausted (the merge is ready to
+    /// [`LevelMerge::finish`]).
+    pub fn step(
+        &mut self,
+        pager: &mut Pager,
+        lay: Layout,
+        io_unit: u64,
+        newer_tombs: &Tombs,
+        units: u64,
+    ) -> Result<(u64, bool)> {
+        let mut hidden = newer_tombs.cursor_at(self.hidden);
+        let r = self.step_with(pager, lay, io_unit, &mut hidden, units);
+        self.hidden = hidden.position();
+        r
+    }
+
+    fn step_with(
+        &mut self,
+        pager: &mut Pager,
+        lay: Layout,
+        io_unit: u64,
+        hidden: &mut Cover<'_>,
+        units: u64,
+    ) -> Result<(u64, bool)> {
+        let LevelMerge {
+            newer,
+            older,
+            drop_tombstones,
+            writer: w,
+            merged,
+            batched,
+            ..
+        } = self;
+        let drop_tombstones = *drop_tombstones;
+        let mut done = 0u64;
+        while done < units {
+            if *batched {
+                let taken = merge_buffered(
                     pager,
-                    &mut older,
-                    None,
-                    &mut hidden,
+                    newer,
+                    older,
+                    hidden,
                     drop_tombstones,
-                    &mut w,
+                    w,
+                    merged,
+                    units - done,
                 )?;
-                continue;
-            }
-            (Some(x), Some(y)) => {
-                if x.key <= y.key {
-                    newer.advance();
-                    if x.key == y.key {
-                        older.advance();
-                    }
-                    x
-                } else {
-                    copy_older(
-                        pager,
-                        &mut older,
-                        Some(x.key),
-                        &mut hidden,
-                        drop_tombstones,
-                        &mut w,
-                    )?;
+                if taken > 0 {
+                    done += taken;
                     continue;
                 }
             }
-        };
-        if drop_tombstones && e.kind == TOMBSTONE {
-            continue;
+            let a = newer.peek(pager, lay, io_unit)?;
+            let b = older.peek(pager, lay, io_unit)?;
+            let e = match (a, b) {
+                (None, None) => return Ok((done, true)),
+                (Some(x), None) => {
+                    newer.advance();
+                    done += 1;
+                    x
+                }
+                (None, Some(_)) => {
+                    done +=
+                        copy_older(pager, older, None, hidden, drop_tombstones, w, units - done)?;
+                    continue;
+                }
+                (Some(x), Some(y)) => {
+                    if x.key <= y.key {
+                        newer.advance();
+                        done += 1;
+                        if x.key == y.key {
+                            older.advance();
+                            done += 1;
+                        }
+                        x
+                    } else {
+                        done += copy_older(
+                            pager,
+                            older,
+                            Some(x.key),
+                            hidden,
+                            drop_tombstones,
+                            w,
+                            units - done,
+                        )?;
+                        continue;
+                    }
+                }
+            };
+            if drop_tombstones && e.kind == TOMBSTONE {
+                continue;
+            }
+            w.push(pager, e)?;
         }
-        w.push(pager, e)?;
+        Ok((done, false))
     }
-    let pages_written = w.pages();
-    let component = w.finish(pager)?;
-    Ok(Merged {
-        pages_written: component.map_or(pages_written, |c| c.pages),
-        component,
-        pages_read: newer.pages_read() + older.pages_read(),
-    })
+
+    /// Write the output's last leaf and internal levels: the new component (`None`: no
+    /// entry was kept).
+    pub fn finish(self, pager: &mut Pager) -> Result<Merged> {
+        let pages_written = self.writer.pages();
+        let pages_read = self.newer.pages_read() + self.older.pages_read();
+        let component = self.writer.finish(pager)?;
+        Ok(Merged {
+            pages_written: component.map_or(pages_written, |c| c.pages),
+            component,
+            pages_read,
+        })
+    }
+}
+
+/// Input entries a merge of `incoming` entries into level index `from` (component
+/// `from + 1`) will process, following the cascade as it would go without cancellations
+/// (an upper bound): the work a deamortized job spreads over the inserts.
+fn estimate(
+    p: &Params,
+    mut incoming: u64,
+    components: &[Option<Component>],
+    tombs: &[Tombs],
+    from: usize,
+) -> u64 {
+    let mut work = 0u64;
+    for i in from..components.len().max(from + 1) {
+        let out = incoming
+            + components
+                .get(i)
+                .copied()
+                .flatten()
+                .map_or(0, |c| c.entries);
+        work = work.saturating_add(out);
+        let fill = out + tombs.get(i).map_or(0, |t| t.len() as u64);
+        if fill <= p.capacity(i + 1) || is_last(components, i) {
+            break;
+        }
+        incoming = out;
+    }
+    work
+}
+
+/// No component at a level index above `i`.
+fn is_last(components: &[Option<Component>], i: usize) -> bool {
+    components
+        .get(i + 1..)
+        .map_or(true, |r| r.iter().all(Option::is_none))
+}
+
+/// A rolling merge in progress: a frozen C0's entries (and range tombstones) merged into
+/// C1, then each level that outgrows its capacity into the next, as the amortized merge
+/// does them, a bounded number of input entries per [`MergeJob::step`].
+pub struct MergeJob {
+    /// The levels as the job sees them (level i + 1 at index i): those it started from,
+    /// with its outputs put in as they complete. Published at completion.
+    components: Vec<Option<Component>>,
+    tombs: Vec<Tombs>,
+    /// The index of the level being written.
+    level: usize,
+    merge: Option<LevelMerge>,
+    /// The range tombstones of the merge's newer input.
+    newer_tombs: Tombs,
+    /// The newer input when this job wrote it (a cascade's intermediate component, never
+    /// published): freed once merged.
+    temp: Option<Component>,
+    /// The components the job started from that it merged (freed at publication).
+    replaced: Vec<Component>,
+    /// Estimated input entries still to process (the deamortized step size).
+    pub work: u64,
+    merges: u64,
+    pages_read: u64,
+    pages_written: u64,
+}
+
+/// A completed [`MergeJob`].
+pub struct Outcome {
+    /// The new levels and their range tombstones (parallel).
+    pub components: Vec<Option<Component>>,
+    pub tombs: Vec<Tombs>,
+    /// The index of the level written last: where the cascade stopped (within its
+    /// capacity, or the last level, which may have outgrown it).
+    pub level: usize,
+    /// The components the merges consumed, to free once the new levels are published.
+    pub replaced: Vec<Component>,
+    /// Merges of one level into the next that the job did, and their pages.
+    pub merges: u64,
+    pub pages_read: u64,
+    pub pages_written: u64,
+}
+
+impl MergeJob {
+    /// Start merging C0's entries `c0` (index entries, sorted) and its range tombstones
+    /// into `components`, whose range tombstones are `tombs` (parallel).
+    pub fn start(
+        pager: &mut Pager,
+        p: &Params,
+        c0: Vec<Entry>,
+        c0_tombs: Tombs,
+        mut components: Vec<Option<Component>>,
+        mut tombs: Vec<Tombs>,
+    ) -> Result<MergeJob> {
+        if components.is_empty() {
+            components.push(None);
+            tombs.push(Tombs::new());
+        }
+        let work = estimate(p, c0.len() as u64, &components, &tombs, 0);
+        let mut job = MergeJob {
+            components,
+            tombs,
+            level: 0,
+            merge: None,
+            newer_tombs: c0_tombs,
+            temp: None,
+            replaced: Vec::new(),
+            work,
+            merges: 0,
+            pages_read: 0,
+            pages_written: 0,
+        };
+        job.begin_level(pager, p, Input::memory(c0))?;
+        Ok(job)
+    }
+
+    /// Start merging `newer` into the level `self.level`.
+    fn begin_level(&mut self, pager: &mut Pager, p: &Params, newer: Input) -> Result<()> {
+        let i = self.level;
+        let older = self.components.get(i).copied().flatten();
+        self.replaced.extend(older);
+        let drop = is_last(&self.components, i);
+        let older = older.map_or_else(|| Input::memory(Vec::new()), Input::component);
+        self.merge = Some(LevelMerge::new(
+            pager, p.lay, p.io_unit, newer, older, drop,
+        )?);
+        Ok(())
+    }
+
+    /// Extents this job holds that no manifest refers to (freed if the job is abandoned).
+    pub fn owned(&self) -> Vec<Extent> {
+        let merge = self.merge.as_ref().map(LevelMerge::extent);
+        merge
+            .into_iter()
+            .chain(self.temp.map(|t| t.extent()))
+            .collect()
+    }
+
+    /// Bytes held besides the I/O buffers: the merge's (C0's entries, node keys, batch)
+    /// and the job's copy of the range tombstones.
+    pub fn memory_bytes(&self) -> u64 {
+        self.merge.as_ref().map_or(0, LevelMerge::memory_bytes)
+            + self.tombs.iter().map(Tombs::memory_bytes).sum::<u64>()
+            + self.newer_tombs.memory_bytes()
+    }
+
+    /// Process up to `units` input entries; `Some` when the whole job is complete.
+    pub fn step(&mut self, pager: &mut Pager, p: &Params, units: u64) -> Result<Option<Outcome>> {
+        let mut done = 0u64;
+        while done < units {
+            let Some(m) = self.merge.as_mut() else {
+                return Ok(None);
+            };
+            let (n, finished) = m.step(pager, p.lay, p.io_unit, &self.newer_tombs, units - done)?;
+            done += n;
+            self.work = self.work.saturating_sub(n);
+            if finished {
+                if let Some(out) = self.finish_level(pager, p)? {
+                    return Ok(Some(out));
+                }
+                // Starting the next level counts as a unit, so that every turn progresses.
+                done += 1;
+            }
+        }
+        Ok(None)
+    }
+
+    /// The level's merge is complete: cascade into the next level, or complete the job.
+    fn finish_level(&mut self, pager: &mut Pager, p: &Params) -> Result<Option<Outcome>> {
+        let Some(m) = self.merge.take() else {
+            return Ok(None);
+        };
+        let out = m.finish(pager)?;
+        self.merges += 1;
+        self.pages_read += out.pages_read;
+        self.pages_written += out.pages_written;
+        if let Some(t) = self.temp.take() {
+            // The intermediate component is consumed; it was never published.
+            pager.free_extent(t.extent());
+        }
+        let i = self.level;
+        let drop = is_last(&self.components, i);
+        self.components[i] = out.component;
+        // The output level keeps the union of both inputs' range tombstones, or none when
+        // it is the last (tombs.rs), also when the output holds no entry.
+        let older_tombs = std::mem::take(&mut self.tombs[i]);
+        let newer_tombs = std::mem::take(&mut self.newer_tombs);
+        if !drop {
+            // The union is a set of keys: add the smaller set's intervals to the larger.
+            let (mut all, other) = if newer_tombs.len() >= older_tombs.len() {
+                (newer_tombs, older_tombs)
+            } else {
+                (older_tombs, newer_tombs)
+            };
+            all.union(&other);
+            self.tombs[i] = all;
+        }
+        let entries = out.component.map_or(0, |c| c.entries);
+        let fill = entries + self.tombs[i].len() as u64;
+        if fill > p.capacity(i + 1) && !is_last(&self.components, i) {
+            // The level's entries and range tombstones move down together (a level
+            // holding only range tombstones is merged as an empty input with them).
+            let c = self.components[i].take();
+            self.temp = c;
+            self.newer_tombs = std::mem::take(&mut self.tombs[i]);
+            self.level = i + 1;
+            let rest = estimate(p, entries, &self.components, &self.tombs, i + 1);
+            self.work = self.work.max(rest);
+            let newer = c.map_or_else(|| Input::memory(Vec::new()), Input::component);
+            self.begin_level(pager, p, newer)?;
+            return Ok(None);
+        }
+        Ok(Some(Outcome {
+            components: std::mem::take(&mut self.components),
+            tombs: std::mem::take(&mut self.tombs),
+            level: i,
+            replaced: std::mem::take(&mut self.replaced),
+            merges: self.merges,
+            pages_read: self.pages_read,
+            pages_written: self.pages_written,
+        }))
+    }
 }
 
 #[cfg(test)]
@@ -308,14 +609,16 @@ mod tests {
             .collect()
     }
 
-    /// The merged component and the bytes of its pages.
-    fn merge_both<const BATCHED: bool>(
+    /// The merged component and the bytes of its pages: merged entry at a time in one
+    /// call, or batched in steps of `step` input entries (resumed between steps).
+    fn merge_both(
         lay: Layout,
         newer: &[Entry],
         newer_on_disk: bool,
         older: &[Entry],
         tombs: &Tombs,
         drop_tombstones: bool,
+        step: Option<u64>,
     ) -> (Option<Component>, Vec<u8>) {
         let mut pager = pager();
         let input = |pager: &mut Pager, es: &[Entry], on_disk: bool| {
@@ -330,8 +633,20 @@ mod tests {
         };
         let newer = input(&mut pager, newer, newer_on_disk);
         let older = input(&mut pager, older, true);
-        let m =
-            merge_in::<BATCHED>(&mut pager, lay, 2, newer, tombs, older, drop_tombstones).unwrap();
+        let mut m = LevelMerge::new(&mut pager, lay, 2, newer, older, drop_tombstones).unwrap();
+        m.batched = step.is_some();
+        let units = step.unwrap_or(u64::MAX);
+        loop {
+            let (n, done) = m.step(&mut pager, lay, 2, tombs, units).unwrap();
+            if done {
+                break;
+            }
+            assert!(
+                n >= units,
+                "a step stopped short of its units before the end"
+            );
+        }
+        let m = m.finish(&mut pager).unwrap();
         let bytes = m.component.map_or_else(Vec::new, |c| {
             let mut buf = AlignedBuf::zeroed(PAGE * c.pages as usize);
             pager.device().read(c.start, &mut buf).unwrap();
@@ -341,8 +656,9 @@ mod tests {
     }
 
     proptest! {
-        /// The batched merge writes exactly the component the entry-at-a-time merge
-        /// writes: the same pages, tombstones and range tombstones honoured.
+        /// The batched merge, run in steps of any size, writes exactly the component the
+        /// entry-at-a-time merge writes in one call: the same pages, tombstones and range
+        /// tombstones honoured.
         #[test]
         fn the_batched_merge_writes_what_the_entry_at_a_time_merge_writes(
             newer in proptest::collection::btree_map(0u64..3000, (any::<bool>(), any::<u64>()), 0..300),
@@ -351,6 +667,7 @@ mod tests {
             newer_on_disk in any::<bool>(),
             drop_tombstones in any::<bool>(),
             packed in any::<bool>(),
+            step in prop_oneof![1u64..4, 4u64..600, Just(u64::MAX)],
         ) {
             let lay = Layout::of(packed, PAGE);
             let mut tombs = Tombs::new();
@@ -358,8 +675,8 @@ mod tests {
                 tombs.add(lo, lo + len);
             }
             let (newer, older) = (entries(&newer), entries(&older));
-            let want = merge_both::<false>(lay, &newer, newer_on_disk, &older, &tombs, drop_tombstones);
-            let got = merge_both::<true>(lay, &newer, newer_on_disk, &older, &tombs, drop_tombstones);
+            let want = merge_both(lay, &newer, newer_on_disk, &older, &tombs, drop_tombstones, None);
+            let got = merge_both(lay, &newer, newer_on_disk, &older, &tombs, drop_tombstones, Some(step));
             prop_assert_eq!(got, want);
         }
     }

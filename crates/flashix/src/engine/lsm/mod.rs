@@ -33,7 +33,24 @@
 //! its component (extent, leaves, height, root, entries, tombstones) or nothing, plus
 //! `c0_tombs` and `tombs` (level i + 1 at index i, as long as `components`): the range
 //! tombstones as lists of `[lo, hi]` pairs. Both default to empty, so manifests written
-//! before range tombstones open unchanged.
+//! before range tombstones open unchanged. From format 8, while a rolling merge runs:
+//! `frozen` (the C0 being merged, as C0), `frozen_tombs` (its range tombstones) and
+//! `merge_extents` (the extents the merge had written, freed at open); absent: no merge.
+//!
+//! # Rolling merge (O'Neil et al. 1996 §2.2; [`merge`])
+//! With `LsmOptions::deamortize` (the default) a full C0 is frozen and merged while a new
+//! C0 takes the mutations, as the FD-tree's deamortized merge (§3.4 of its paper) and the
+//! LSM paper's rolling merge, whose cursor advances while inserts go on. Each mutation
+//! advances the merge by its work left (input entries of the cascade, estimated as it
+//! would go without cancellations) over half the room left in the new C0, so it completes
+//! before the new C0 fills; if C0 fills first, the merge is finished at once
+//! (`forced_merge_completions`). Components still go out in whole multi-page writes of
+//! `io_unit_bytes`, and a merge's next read is in flight while the inserts between its
+//! steps run. Searches look in C0, the frozen C0, then the components, which the merge
+//! does not change until it completes: it then publishes its new components and range
+//! tombstones, frees the frozen C0 and the components it merged, and a full C0 is frozen
+//! in turn. While a merge runs the index holds two C0s, each within `c0_bytes`. Without
+//! `deamortize`, the merge runs to completion in the mutation that filled C0.
 //!
 //! # Invariants (checked by `check_integrity`)
 //! 1. Every component is a B+-tree: leaves contiguous at the start of its extent, keys
@@ -44,15 +61,17 @@
 //!    entries plus range tombstones below |C0| between operations (it is merged when they
 //!    reach |C0|).
 //! 3. The last (oldest) non-empty component holds no tombstone and no range tombstone,
-//!    nor does any level past it; with no component at all no level holds range
-//!    tombstones. Every level's range tombstones are sorted, disjoint and coalesced
-//!    (`Tombs::check`).
-//! 4. C0 is a valid head tree (order, one depth, counts).
-//! 5. Counts in the manifest state equal the structure; no two structures share a page,
-//!    and no reachable page is free in the extent allocator.
+//!    nor does any level past it; with no component at all only C0 holds range
+//!    tombstones, and only while a frozen C0 exists. Every level's range tombstones are
+//!    sorted, disjoint and coalesced (`Tombs::check`).
+//! 4. C0 and the frozen C0 are valid head trees (order, one depth, counts); a frozen C0
+//!    exists exactly while a rolling merge runs.
+//! 5. Counts in the manifest state equal the structure; no two structures share a page
+//!    (the merge's output extents included), and no reachable page is free in the extent
+//!    allocator.
 //!
 //! # Operations
-//! Search ([`search`]): C0, then C1, C2, ... (newest first); at each level the level's
+//! Search ([`search`]): C0, the frozen C0, then C1, C2, ... (newest first); at each level the level's
 //! entry of the key decides first (a tombstone meaning absent), then its range tombstones
 //! (covered: absent), else the next level. A component is searched by a descent from its
 //! root: one single-page read per level, through the buffer pool (see [`component`]). Range
@@ -61,13 +80,14 @@
 //! level whose range tombstones cover it (one forward cursor per level); a component whose
 //! batch range one newer range tombstone spans is not read.
 //! Insert: an upsert into C0. Delete: a blind tombstone into C0 (no read), or a plain
-//! removal from C0 while no component exists; with `LsmOptions::search_before_delete`
+//! removal from C0 while no component and no frozen C0 exist; with `LsmOptions::search_before_delete`
 //! (the FD-tree paper's baseline) a search first, and nothing for an absent key.
 //! `delete_range(lo, hi)`: C0's own entries in the range are removed and, if a component
-//! exists, `[lo, hi]` joins C0's range tombstones: the C0 leaves the range spans (C0 is
+//! or a frozen C0 exists, `[lo, hi]` joins C0's range tombstones: the C0 leaves the range spans (C0 is
 //! small and lives in the pool) and one interval, whatever the range's size. When C0's entries plus range tombstones reach |C0|
-//! it is merged into C1 ([`merge`]), and while a level's entries plus range tombstones
-//! exceed its capacity it is merged into the next (rolling merges of whole components;
+//! it is merged into C1 ([`merge`]; a step per mutation, see Rolling merge), and while a
+//! level's entries plus range tombstones exceed its capacity it is merged into the next
+//! (rolling merges of whole components;
 //! a level holding only range tombstones is merged as an empty input with them). A merge
 //! drops the older input's entries that the newer input's range tombstones cover, and
 //! the output level keeps the union of both inputs' range tombstones; a merged level's
@@ -82,7 +102,10 @@
 //! is applied; `flush` syncs the log. C0 pages change in place under before-images.
 //! Components are shadow-paged: a merge writes new extents, frees the old ones (reused
 //! only after the next checkpoint) and the new set is published by the checkpoint taken
-//! after the operation that merged, so a crash finds the old set or the new one. The
+//! after the operation that completed the merge, so a crash finds the old set or the new
+//! one. A checkpoint taken while a merge runs saves the frozen C0 (its pages flushed as
+//! C0's) and the extents the merge had written; open frees those and restarts the merge
+//! from the frozen C0, and the log replays the operations since. The
 //! range tombstones of every level are saved in the same manifest state, so a checkpoint
 //! publishes a merge's components and tombstone sets together; C0's range tombstones
 //! change under logged operations, as C0's pages do, and every checkpoint saves them.
@@ -91,21 +114,26 @@
 //!
 //! # Counters (`Stats::engine_counters`)
 //! `components` (non-empty ones), `k`, `k_changes` (re-choices of `k` that changed it,
-//! since open), `entries` (stored: C0 and components, tombstones
-//! included), `c0_entries`, `c0_height`, `c0_pages`, `c0_capacity`, `merges`,
+//! since open), `entries` (stored: C0, the frozen C0 and components, tombstones
+//! included), `c0_entries`, `frozen_c0_entries`, `c0_height`, `c0_pages`, `c0_capacity`,
+//! `merges` (merges of one level into the next, completed), `merge_in_progress`,
+//! `forced_merge_completions` (rolling merges finished at once because C0 filled),
 //! `merge_pages_read`, `merge_pages_written`, `range_deletes` (calls applied),
 //! `range_tombstones` (intervals of all levels), `c0_range_tombstones`, and per level i
 //! `component_<i>_entries`, `_tombstones`, `_range_tombstones`, `_pages`, `_height`,
 //! `_capacity`.
 //!
 //! # Memory
-//! The buffer pool; every level's range tombstones (16 bytes an interval, at most the
-//! level's capacity by Invariant 2, reported in `Stats::memory_bytes`); during a merge into
-//! C1 the entries of C0 (at most |C0|, 24 bytes each), the first keys of the written nodes
-//! (16 bytes per page) and two `io_unit` buffers per input and output (one in flight while
+//! The buffer pool, which holds C0 and, during a rolling merge, the frozen C0
+//! (`c0_bytes` is at most a quarter of the budget, as the FD-tree's head tree); every
+//! level's range tombstones (16 bytes an interval, at most the level's capacity by
+//! Invariant 2); and during a merge: the frozen C0's entries (at most |C0|, 24 bytes each),
+//! the merge's copy of the levels' range tombstones, the first keys of the written nodes
+//! (16 bytes per page), two `io_unit` buffers per input and output (one in flight while
 //! the other is decoded or filled: [`crate::kit::sorted::seq`]) and a batch of at most 512
-//! merged entries (12 KiB) written a leaf's run at a time; during a range scan at most
-//! `io_unit` leaves per component.
+//! merged entries (12 KiB) written a leaf's run at a time. All but the I/O buffers are
+//! reported in `Stats::memory_bytes` and charged to the budget. During a range scan: at
+//! most `io_unit` leaves per component.
 
 mod options;
 pub use options::LsmOptions;
@@ -118,6 +146,7 @@ use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Pager, Store};
 use crate::error::{Error, Result};
+use crate::io::Extent;
 use crate::io::Storage;
 use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor};
@@ -130,7 +159,7 @@ use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::{LevelShape, Stats};
 use component::{Component, ComponentWriter, TOMBSTONE};
-use merge::Input;
+use merge::{MergeJob, Outcome};
 use serde::{Deserialize, Serialize};
 
 /// Frames the engine needs at least: C0 splits touch a few pages at once.
@@ -161,6 +190,15 @@ struct State {
     /// in the manifests of older builds.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     packed: bool,
+    /// The C0 a rolling merge in progress is merging, and its range tombstones (absent:
+    /// none, as in the manifests of builds whose merges ran to completion at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    frozen: Option<Head>,
+    #[serde(default, skip_serializing_if = "Tombs::is_empty")]
+    frozen_tombs: Tombs,
+    /// Extents the merge in progress had written (freed on open; the merge restarts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    merge_extents: Vec<Extent>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -168,6 +206,7 @@ struct Counters {
     merges: u64,
     merge_pages_read: u64,
     merge_pages_written: u64,
+    forced_merge_completions: u64,
     range_deletes: u64,
     k_changes: u64,
 }
@@ -218,8 +257,14 @@ pub fn validate(opts: &Settings, o: &LsmOptions) -> Result<()> {
 }
 
 /// `opts` with `k` decided: the given one, else the FD-tree's for the same index, whose
-/// head tree is C0's size (FD-tree paper App. D: "the same as the k value in FD-tree").
+/// head tree is C0's size (FD-tree paper App. D: "the same as the k value in FD-tree");
+/// and C0 at most a quarter of the memory budget (whole pages, at least two), as the
+/// FD-tree's head tree: a rolling merge holds the frozen C0's entries beside the pool,
+/// about half C0's bytes, and both are charged to the budget (`Stats::memory_bytes`).
 pub(crate) fn resolve(s: &Settings, mut o: LsmOptions) -> Result<LsmOptions> {
+    let ps = s.page_size as u64;
+    let quarter = s.buffer_pool_bytes / 4 / ps * ps;
+    o.c0_bytes = o.c0_bytes.min(quarter.max(2 * ps));
     if o.k.is_none() {
         o.k = Some(s.fdtree_model_k(o.c0_bytes, entry::capacity(s.page_size) as u64)?);
     }
@@ -248,11 +293,20 @@ pub struct Lsm {
     c0: Head,
     /// C0's range tombstones: they hide keys of C1, C2, ... only (tombs.rs).
     c0_tombs: Tombs,
+    /// Run the rolling merge a step per mutation (`LsmOptions::deamortize`).
+    deamortize: bool,
+    /// The C0 a rolling merge in progress (`job`) is merging, newer than every component
+    /// and older than C0, and its range tombstones (hiding the components' keys).
+    frozen: Option<Head>,
+    frozen_tombs: Tombs,
+    job: Option<MergeJob>,
     components: Vec<Option<Component>>,
     /// Level i + 1's range tombstones at index i, also where the component is `None`; as
     /// long as `components`.
     tombs: Vec<Tombs>,
     checkpoint_due: bool,
+    /// Merge extents freed at open: the restarted merge must be published by a checkpoint.
+    restarted_merge: bool,
     search_before_delete: bool,
     /// Re-choose `k` as the tree grows (`k` left to the cost model;
     /// [`crate::kit::sorted::tune`]).
@@ -262,9 +316,10 @@ pub struct Lsm {
 
 impl Lsm {
     /// Memory besides the pool, charged to the budget (`Logged::charge_memory`): every
-    /// level's range tombstones.
+    /// level's range tombstones and the rolling merge's memory.
     fn structure_bytes(&self) -> u64 {
         self.all_tombs().map(Tombs::memory_bytes).sum::<u64>()
+            + self.job.as_ref().map_or(0, MergeJob::memory_bytes)
     }
 
     /// A new empty LSM-tree: an empty C0, no components.
@@ -283,9 +338,14 @@ impl Lsm {
             p,
             c0,
             c0_tombs: Tombs::new(),
+            deamortize: o.deamortize,
+            frozen: None,
+            frozen_tombs: Tombs::new(),
+            job: None,
             components: Vec::new(),
             tombs: Vec::new(),
             checkpoint_due: false,
+            restarted_merge: false,
             search_before_delete: o.search_before_delete,
             retune,
             counters: Counters::default(),
@@ -294,7 +354,7 @@ impl Lsm {
         Ok(t)
     }
 
-    /// Reopen: restore the checkpoint image and replay the WAL.
+    /// Reopen: restore the checkpoint image, restart a merge in progress, replay the WAL.
     pub fn open(storage: Storage, manifest: Manifest, s: Settings, o: LsmOptions) -> Result<Lsm> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad LSM state: {e}")))?;
@@ -328,19 +388,30 @@ impl Lsm {
         let retune = (state.retune_pool_bytes)
             .map(|b| Retune::from_settings(&s, p.lay.cap(), o.c0_bytes, b));
         let config = s.pager_config(MIN_FRAMES, 0);
-        let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
+        let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
+        for e in &state.merge_extents {
+            pager.free_extent(*e);
+        }
         let mut t = Lsm {
             pager,
             p,
             c0: state.c0,
             c0_tombs: state.c0_tombs,
+            deamortize: o.deamortize,
+            frozen: None,
+            frozen_tombs: state.frozen_tombs,
+            job: None,
             components: state.components,
             tombs,
             checkpoint_due: false,
+            restarted_merge: !state.merge_extents.is_empty(),
             search_before_delete: o.search_before_delete,
             retune,
             counters: Counters::default(),
         };
+        if let Some(fr) = state.frozen {
+            t.start_job(fr)?;
+        }
         t.recover(&ops)?;
         Ok(t)
     }
@@ -354,6 +425,9 @@ impl Lsm {
             k: Some(self.p.k),
             retune_pool_bytes: self.retune.as_ref().map(Retune::pool_bytes),
             packed: self.p.lay.is_packed(),
+            frozen: self.frozen.clone(),
+            frozen_tombs: self.frozen_tombs.clone(),
+            merge_extents: self.job.as_ref().map(MergeJob::owned).unwrap_or_default(),
         })
     }
 
@@ -366,9 +440,10 @@ impl Lsm {
         self.after_mutation()
     }
 
-    /// A blind tombstone; with no component, nothing older can hold the key.
+    /// A blind tombstone; with no component and no frozen C0, nothing older can hold the
+    /// key.
     fn delete_unlogged(&mut self, key: u64) -> Result<()> {
-        if self.components.iter().all(Option::is_none) {
+        if !self.holds_older() {
             self.c0.remove(&mut self.pager, self.p.lay, key)?;
             return Ok(());
         }
@@ -385,10 +460,15 @@ impl Lsm {
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
         self.counters.range_deletes += 1;
         self.c0.remove_range(&mut self.pager, self.p.lay, lo, hi)?;
-        if self.components.iter().any(Option::is_some) {
+        if self.holds_older() {
             self.c0_tombs.add(lo, hi);
         }
         self.after_mutation()
+    }
+
+    /// Something older than C0 may hold keys: a component, or a frozen C0.
+    fn holds_older(&self) -> bool {
+        self.frozen.is_some() || self.components.iter().any(Option::is_some)
     }
 
     /// True if no component at a level above `i` (0-based index) is non-empty.
@@ -409,49 +489,99 @@ impl Lsm {
         self.components[i].map_or(0, |c| c.entries) + self.tombs[i].len() as u64
     }
 
-    /// Merge C0 into C1 when C0 is full, then cascade while a level exceeds its capacity.
+    /// Advance a rolling merge in progress; start one when C0 is full.
     fn after_mutation(&mut self) -> Result<()> {
-        if !self.c0_full() {
-            return Ok(());
+        if self.job.is_some() {
+            let fill = self.c0.entries + self.c0_tombs.len() as u64;
+            let units = if fill >= self.p.cap0 {
+                // C0 is full before the merge completed: finish it now.
+                self.counters.forced_merge_completions += 1;
+                u64::MAX
+            } else {
+                // The work left, spread over half the mutations C0 has room for, so that
+                // the merge completes before C0 fills (as the FD-tree's, §3.4 there).
+                let room = (self.p.cap0 - fill) / 2;
+                let work = self.job.as_ref().map_or(0, |j| j.work);
+                work.div_ceil(room.max(1)).max(1)
+            };
+            self.advance_job(units)?;
         }
-        let lay = self.p.lay;
-        let newer: Vec<Entry> = self
-            .c0
-            .all_entries(&mut self.pager, lay)?
+        if self.job.is_none() && self.c0_full() {
+            self.freeze_and_merge()?;
+        }
+        Ok(())
+    }
+
+    /// Freeze C0 (and its range tombstones), start a new one, and start merging the
+    /// frozen one; run the merge to completion at once unless deamortized.
+    fn freeze_and_merge(&mut self) -> Result<()> {
+        let old = std::mem::replace(&mut self.c0, Head::create(&mut self.pager, self.p.lay)?);
+        self.frozen_tombs = std::mem::take(&mut self.c0_tombs);
+        self.start_job(old)?;
+        if !self.deamortize {
+            self.advance_job(u64::MAX)?;
+        }
+        Ok(())
+    }
+
+    /// Start merging `frozen`'s entries and range tombstones (`self.frozen_tombs`) into the
+    /// components.
+    fn start_job(&mut self, frozen: Head) -> Result<()> {
+        let entries: Vec<Entry> = frozen
+            .all_entries(&mut self.pager, self.p.lay)?
             .into_iter()
             .filter(|e| !e.is_fence())
             .collect();
-        if self.components.is_empty() {
-            self.components.push(None);
-            self.tombs.push(Tombs::new());
+        let job = MergeJob::start(
+            &mut self.pager,
+            &self.p,
+            entries,
+            self.frozen_tombs.clone(),
+            self.components.clone(),
+            self.tombs.clone(),
+        )?;
+        self.job = Some(job);
+        self.frozen = Some(frozen);
+        Ok(())
+    }
+
+    fn advance_job(&mut self, units: u64) -> Result<()> {
+        let Some(job) = self.job.as_mut() else {
+            return Ok(());
+        };
+        if let Some(out) = job.step(&mut self.pager, &self.p, units)? {
+            self.job = None;
+            self.complete(out)?;
+            // C0 may be full again (many entries arrived meanwhile).
+            if self.c0_full() {
+                self.freeze_and_merge()?;
+            }
         }
-        let old_c0 = std::mem::replace(&mut self.c0, Head::create(&mut self.pager, self.p.lay)?);
-        let c0_tombs = std::mem::take(&mut self.c0_tombs);
-        self.merge_into(0, Input::memory(newer), c0_tombs)?;
-        old_c0.free(&mut self.pager, lay)?;
-        let mut i = 0;
-        while i < self.components.len() && self.fill(i) > self.p.capacity(i + 1) {
-            if self.is_last(i) {
-                // The last component outgrew its level, and every level above it is
-                // empty: it holds the whole tree (and, as the last, no tombstones). A
-                // merge with nothing would copy it unchanged, so it moves to the level
-                // that holds it, under k or the k re-chosen for its size.
-                self.place_whole_tree(i);
-                break;
-            }
-            if self.components.len() == i + 1 {
-                self.components.push(None);
-                self.tombs.push(Tombs::new());
-            }
-            // The level's entries and range tombstones move down together.
-            let c = self.components[i].take();
-            let tombs = std::mem::take(&mut self.tombs[i]);
-            let newer = c.map_or_else(|| Input::memory(Vec::new()), Input::component);
-            self.merge_into(i + 1, newer, tombs)?;
-            if let Some(c) = c {
-                self.pager.free_extent(c.extent());
-            }
-            i += 1;
+        Ok(())
+    }
+
+    /// Publish a completed rolling merge in memory: the new components and range
+    /// tombstones; free the replaced components and the frozen C0.
+    fn complete(&mut self, out: Outcome) -> Result<()> {
+        for c in &out.replaced {
+            self.pager.free_extent(c.extent());
+        }
+        self.components = out.components;
+        self.tombs = out.tombs;
+        self.counters.merges += out.merges;
+        self.counters.merge_pages_read += out.pages_read;
+        self.counters.merge_pages_written += out.pages_written;
+        self.frozen_tombs = Tombs::new();
+        if let Some(fr) = self.frozen.take() {
+            fr.free(&mut self.pager, self.p.lay)?;
+        }
+        let i = out.level;
+        if self.fill(i) > self.p.capacity(i + 1) && self.is_last(i) {
+            // The last component outgrew its level, and every level above it is empty: it
+            // holds the whole tree (and, as the last, no tombstones). A merge with nothing
+            // would copy it unchanged, so it moves to the level that holds it, under k or
+            // the k re-chosen for its size.
+            self.place_whole_tree(i);
         }
         // Levels past the last component hold no range tombstones (Invariant 3): nothing
         // is lost with them.
@@ -460,43 +590,12 @@ impl Lsm {
             let t = self.tombs.pop();
             debug_assert!(t.unwrap_or_default().is_empty());
         }
+        if self.components.is_empty() {
+            // Nothing older than C0 is left for its range tombstones to hide.
+            self.c0_tombs = Tombs::new();
+        }
+        // Published by the checkpoint taken after this operation (module doc, Durability).
         self.checkpoint_due = !self.pager.replaying();
-        Ok(())
-    }
-
-    /// Merge `newer` with its range tombstones `newer_tombs` into level `i` (0-based
-    /// index). The output level keeps the union of both inputs' range tombstones, or none
-    /// when it is the last (tombs.rs), also when the output holds no entry.
-    fn merge_into(&mut self, i: usize, newer: Input, newer_tombs: Tombs) -> Result<()> {
-        let older = self.components[i];
-        let drop = self.is_last(i);
-        let out = merge::merge(
-            &mut self.pager,
-            self.p.lay,
-            self.p.io_unit,
-            newer,
-            &newer_tombs,
-            older.map_or_else(|| Input::memory(Vec::new()), Input::component),
-            drop,
-        )?;
-        if let Some(o) = older {
-            self.pager.free_extent(o.extent());
-        }
-        self.components[i] = out.component;
-        let older_tombs = std::mem::take(&mut self.tombs[i]);
-        if !drop {
-            // The union is a set of keys: add the smaller set's intervals to the larger.
-            let (mut all, other) = if newer_tombs.len() >= older_tombs.len() {
-                (newer_tombs, older_tombs)
-            } else {
-                (older_tombs, newer_tombs)
-            };
-            all.union(&other);
-            self.tombs[i] = all;
-        }
-        self.counters.merges += 1;
-        self.counters.merge_pages_read += out.pages_read;
-        self.counters.merge_pages_written += out.pages_written;
         Ok(())
     }
 
@@ -555,15 +654,19 @@ impl Lsm {
         Ok(())
     }
 
-    /// Every level's range tombstones, C0's first.
+    /// Every level's range tombstones, newest first: C0's, the frozen C0's (empty without
+    /// a merge in progress), then each component level's; a range scan's level numbers.
     fn all_tombs(&self) -> impl Iterator<Item = &Tombs> {
-        std::iter::once(&self.c0_tombs).chain(&self.tombs)
+        [&self.c0_tombs, &self.frozen_tombs]
+            .into_iter()
+            .chain(&self.tombs)
     }
 
-    /// No entry in C0 and no component. Range tombstones then hide nothing (none exist
-    /// without a component, Invariant 3; `bulk_load` clears them all the same).
+    /// No entry in C0, no merge in progress and no component. Range tombstones then hide
+    /// nothing (none exist without a component, Invariant 3; `bulk_load` clears them all
+    /// the same).
     fn is_empty(&self) -> bool {
-        self.c0.entries == 0 && self.components.iter().all(Option::is_none)
+        self.c0.entries == 0 && self.job.is_none() && self.components.iter().all(Option::is_none)
     }
 }
 
@@ -583,6 +686,7 @@ impl Logged for Lsm {
 
     fn after_checkpoint(&mut self) -> Result<()> {
         self.checkpoint_due = false;
+        self.restarted_merge = false;
         Ok(())
     }
 
@@ -616,6 +720,11 @@ impl Logged for Lsm {
     fn checkpoint_due(&self) -> bool {
         self.checkpoint_due
     }
+
+    /// A merge restarted at open frees the extents the interrupted one had written.
+    fn checkpoint_after_recovery(&self) -> bool {
+        self.restarted_merge
+    }
 }
 
 impl Engine for Lsm {
@@ -644,13 +753,21 @@ impl Engine for Lsm {
             ("k_changes", self.counters.k_changes),
             (
                 "entries",
-                self.c0.index_entries + live.iter().map(|c| c.entries).sum::<u64>(),
+                self.c0.index_entries
+                    + self.frozen.as_ref().map_or(0, |h| h.index_entries)
+                    + live.iter().map(|c| c.entries).sum::<u64>(),
             ),
             ("c0_entries", self.c0.index_entries),
+            (
+                "frozen_c0_entries",
+                self.frozen.as_ref().map_or(0, |h| h.index_entries),
+            ),
             ("c0_height", u64::from(self.c0.height)),
             ("c0_pages", self.c0.pages),
             ("c0_capacity", self.p.cap0),
             ("merges", c.merges),
+            ("merge_in_progress", u64::from(self.job.is_some())),
+            ("forced_merge_completions", c.forced_merge_completions),
             ("merge_pages_read", c.merge_pages_read),
             ("merge_pages_written", c.merge_pages_written),
             ("range_deletes", c.range_deletes),

@@ -26,6 +26,18 @@ pub struct LsmOptions {
     /// by an insertion", §4). Off by default: a blind tombstone, no read.
     #[serde(default)]
     pub search_before_delete: bool,
+    /// Run the rolling merges a step per mutation (O'Neil et al. 1996: the merge cursor
+    /// advances while inserts go on; the FD-tree's deamortized merge, §3.4 there): a full
+    /// C0 is frozen and merged while a new C0 takes the mutations, each advancing the merge
+    /// by its work left over half the room left in the new C0. Off: the merge runs to
+    /// completion inside the insert that filled C0. On by default; absent in records
+    /// written before it existed (on).
+    #[serde(default = "deamortize_default")]
+    pub deamortize: bool,
+}
+
+fn deamortize_default() -> bool {
+    true
 }
 
 impl Default for LsmOptions {
@@ -36,6 +48,7 @@ impl Default for LsmOptions {
             c0_bytes: 512 << 10,
             io_unit_bytes: 512 << 10,
             search_before_delete: false,
+            deamortize: true,
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Point and range search: C0, then the components newest first. At each level the
+//! Point and range search: C0, then the frozen C0 of a rolling merge in progress, then the
+//! components newest first (a merge changes them only when it completes). At each level the
 //! level's own entry of the key decides first (a tombstone meaning absent), then the
 //! level's range tombstones (covered: absent), else the next older level decides
 //! ([`crate::kit::sorted::tombs`]).
@@ -8,21 +9,27 @@ use super::Lsm;
 use crate::error::Result;
 use crate::kit::api::{RangeCursor, RANGE_RAMP_PAGES};
 use crate::kit::sorted::entry::{Entry, Kind};
+use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
 use crate::kit::sorted::newest::{merge_newest_first, Source};
 use crate::kit::sorted::tombs::Tombs;
 
 impl Lsm {
-    /// The newest entry of `key`: C0 through the pool, then one descent per component,
-    /// stopping at the first level whose entry or range tombstones decide.
+    /// The newest entry of `key`: C0 and the frozen C0 through the pool, then one descent
+    /// per component, stopping at the first level whose entry or range tombstones decide.
     pub(super) fn lookup(&mut self, key: u64) -> Result<Option<u64>> {
         let f = self.c0.find(&mut self.pager, self.p.lay, key)?;
         let mut found = f.entry;
-        if found.is_none() && !self.c0_tombs.covers(key) {
+        let mut decided = found.is_some() || self.c0_tombs.covers(key);
+        if let (false, Some(fr)) = (decided, self.frozen.clone()) {
+            found = fr.find(&mut self.pager, self.p.lay, key)?.entry;
+            decided = found.is_some() || self.frozen_tombs.covers(key);
+        }
+        if !decided {
             // As the FD-tree's levels (§4 Eq. 10): a component's leaves are read through
             // the pool while C0 and the newer components leave room there, past it below.
             let frames = self.pager.pool_frames();
-            let mut above = self.c0.pages;
+            let mut above = self.c0.pages + self.frozen.as_ref().map_or(0, |h| h.pages);
             for (i, c) in self.components.clone().iter().enumerate() {
                 if let Some(c) = c {
                     found = component::find(&mut self.pager, self.p.lay, c, key, above < frames)?;
@@ -46,16 +53,18 @@ impl Lsm {
         self.all_tombs().take(level).any(|t| t.spans(lo, hi))
     }
 
-    /// C0's index entries with key in [lo, hi] (at most |C0|). With a memo (slot 0), a
-    /// range inside the C0 leaf read last needs no descent.
+    /// The index entries with key in [lo, hi] of `head`, C0 or the frozen C0 (at most
+    /// |C0|). With a memo (slot `slot`), a range inside the leaf read last needs no descent.
     fn c0_range(
         &mut self,
+        head: Head,
+        slot: usize,
         lo: u64,
         hi: u64,
         max_leaves: u64,
         mut memo: Option<&mut PageMemo>,
     ) -> Result<(Vec<Entry>, Option<u64>)> {
-        if let Some(es) = memo.as_deref_mut().and_then(|m| m.covering(0, lo, hi)) {
+        if let Some(es) = memo.as_deref_mut().and_then(|m| m.covering(slot, lo, hi)) {
             let es = es
                 .into_iter()
                 .filter(|e| e.key >= lo && e.key <= hi && !e.is_fence())
@@ -63,13 +72,12 @@ impl Lsm {
             return Ok((es, None));
         }
         let lay = self.p.lay;
-        let head = self.c0.clone();
         let mut out = Vec::new();
         // At most `max_leaves` leaves per batch (`Head::walk_range`): an open-ended range
         // must not decode all of C0 for every batch.
         let cut = head.walk_range(&mut self.pager, lay, lo, max_leaves, |pid, es| {
             if let Some(m) = memo.as_deref_mut() {
-                m.keep(0, pid, &es);
+                m.keep(slot, pid, &es);
             }
             for e in es {
                 if e.key > hi {
@@ -92,10 +100,11 @@ impl Lsm {
     /// `hi`; past the pool, except one leaf of a component the pool holds; an open-ended
     /// range `lo..` reads the leaves the entries still wanted span when the caller gave a
     /// limit hint, else RANGE_RAMP_PAGES first, then twice as many per batch, as the
-    /// caller may stop early: [`RangeCursor::ramp`]; C0's leaves likewise), cut at the smallest last key read of a
-    /// source that was not read to the end of the range, so that every source is complete
-    /// up to the cut. With a memo
-    /// (`scan_many`): slot 0 keeps C0's last leaf, slot 1 + i component i's.
+    /// caller may stop early: [`RangeCursor::ramp`]; C0's and the frozen C0's leaves
+    /// likewise), cut at the smallest last key read of a source that was not read to the
+    /// end of the range, so that every source is complete up to the cut. Sources and
+    /// memo slots are numbered as [`Lsm::all_tombs`]: 0 C0, 1 the frozen C0, 2 + i
+    /// component i.
     pub(super) fn scan_batch(
         &mut self,
         cur: &mut RangeCursor,
@@ -111,29 +120,37 @@ impl Lsm {
         // C0's leaves span the components' leaves as a component's leaves do: a batch
         // walks C0's share of the largest component's `unit` leaves, plus two for the ends.
         let largest = self.components.iter().flatten().map(|c| c.leaves).max();
-        let c0_leaves = largest.map_or(u64::MAX, |l| {
-            (unit.saturating_mul(self.c0.pages))
-                .div_ceil(l.max(1))
-                .saturating_add(2)
-        });
-        let (c0, c0_cut) = self.c0_range(lo, hi, c0_leaves, memo.as_deref_mut())?;
-        if let Some(cut) = c0_cut {
-            batch_hi = batch_hi.min(cut);
+        let leaves_of = |pages: u64| {
+            largest.map_or(u64::MAX, |l| {
+                (unit.saturating_mul(pages))
+                    .div_ceil(l.max(1))
+                    .saturating_add(2)
+            })
+        };
+        let heads = std::iter::once(Some(self.c0.clone())).chain([self.frozen.clone()]);
+        let mut sources = Vec::new();
+        for (slot, head) in heads.enumerate() {
+            let Some(head) = head else { continue };
+            let leaves = leaves_of(head.pages);
+            let (es, cut) = self.c0_range(head, slot, lo, hi, leaves, memo.as_deref_mut())?;
+            if let Some(cut) = cut {
+                batch_hi = batch_hi.min(cut);
+            }
+            sources.push(Source {
+                level: slot,
+                entries: es,
+            });
         }
-        let mut sources = vec![Source {
-            level: 0,
-            entries: c0,
-        }];
         // The point lookup's rule (Eq. 10): a component the pool holds is read through it
         // when the batch needs one leaf there, so short scans (the many small key
         // intervals of a moving-object query) find its leaves cached; longer spans go past
         // the pool in one request.
         let frames = self.pager.pool_frames();
-        let mut above = self.c0.pages;
+        let mut above = self.c0.pages + self.frozen.as_ref().map_or(0, |h| h.pages);
         let mut comps = Vec::new();
         for (i, c) in self.components.iter().enumerate() {
             let Some(c) = *c else { continue };
-            comps.push((i + 1, c, above < frames));
+            comps.push((i + 2, c, above < frames));
             above += c.pages;
         }
         // The largest (oldest) component first: its `unit` leaves decide where the batch

@@ -126,7 +126,16 @@ impl Tombs {
     /// A cursor answering [`Cover::covers`] for keys asked in nondecreasing order in
     /// amortised O(1) (merges and range scans walk keys in order).
     pub fn cursor(&self) -> Cover<'_> {
-        Cover { t: &self.0, i: 0 }
+        self.cursor_at(0)
+    }
+
+    /// A cursor resumed where [`Cover::position`] left one over the same set (a merge
+    /// that runs a step at a time keeps the position between steps).
+    pub fn cursor_at(&self, position: usize) -> Cover<'_> {
+        Cover {
+            t: &self.0,
+            i: position,
+        }
     }
 
     /// Check the format's invariants: every `lo <= hi`, sorted, disjoint, not adjacent.
@@ -163,6 +172,11 @@ impl Cover<'_> {
             self.i += 1;
         }
         self.t.get(self.i).is_some_and(|&(l, _)| l <= key)
+    }
+
+    /// Where the cursor stands, for [`Tombs::cursor_at`].
+    pub fn position(&self) -> usize {
+        self.i
     }
 }
 
