@@ -708,9 +708,9 @@ fn rolling_merges_bound_the_writes_of_one_insert() {
 }
 
 /// While a rolling merge runs, point and range searches see the new C0, the frozen C0 and
-/// the old components; a merge in progress at a checkpoint (`close`) is restarted at open
-/// (its partial output freed), and one interrupted without a checkpoint is redone by the
-/// log's replay. Both keep every key, deletes and range deletes included.
+/// the old components; a merge in progress at a checkpoint (`close`) is completed first,
+/// and one interrupted without a checkpoint is redone by the log's replay (the frozen C0
+/// lives in memory alone). Both keep every key, deletes and range deletes included.
 #[test]
 fn searches_see_the_frozen_c0_and_a_merge_in_progress_survives_reopen() {
     for how in [Reopen::Close, Reopen::DropAfterFlush] {
@@ -763,9 +763,11 @@ fn searches_see_the_frozen_c0_and_a_merge_in_progress_survives_reopen() {
         model.insert(2, 2);
         assert_eq!(counter(&db, "merge_in_progress"), 1);
         let mut db = reopen(db, &dev, &vfs, how);
-        assert_eq!(counter(&db, "merge_in_progress"), 1, "{how:?}");
+        // The checkpoint of `close`, or the one that ends recovery, completed the merge.
+        assert_eq!(counter(&db, "merge_in_progress"), 0, "{how:?}");
+        assert_eq!(counter(&db, "frozen_c0_entries"), 0, "{how:?}");
         assert_eq!(contents(&mut db), model, "{how:?}");
-        // The restarted merge completes and the index goes on.
+        // The index goes on.
         for j in 0..3_000u64 {
             let k = 2 + rng.below(8_000) * 3;
             db.insert(k, j).unwrap();
@@ -773,5 +775,56 @@ fn searches_see_the_frozen_c0_and_a_merge_in_progress_survives_reopen() {
         }
         db.check_integrity().unwrap();
         assert_eq!(contents(&mut db), model, "{how:?}");
+    }
+}
+
+/// Merges are published by a checkpoint once the pages they freed reach the components'
+/// (256 pages at least), not after every merge: fewer checkpoints than merges, a data
+/// file that stays within a bound of the index, and an index reopened without `close`
+/// (the log redoes the merges since the last checkpoint) that holds every entry.
+#[test]
+fn merges_are_published_once_the_pages_they_freed_reach_the_components() {
+    const PAGE: u64 = 512;
+    for deamortize in [false, true] {
+        let o = deamortized(opts(PAGE as usize, 16, 3, 2, 3), deamortize);
+        let (mut db, dev, vfs) = mem_db(o).unwrap();
+        let mut rng = Rng::new(31);
+        let mut model = BTreeMap::new();
+        let mut most_over = 0i64;
+        for i in 0..30_000u64 {
+            let k = rng.next_u64() % 100_000;
+            db.insert(k, i).unwrap();
+            model.insert(k, i);
+            let live: u64 = db
+                .stats()
+                .engine_counters
+                .iter()
+                .filter(|(n, _)| n.starts_with("component_") && n.ends_with("_pages"))
+                .map(|(_, &v)| v)
+                .sum();
+            // The live components L; the pages freed since the checkpoint, at most
+            // max(L, 256) before the merge that makes one due, plus that merge's (up to
+            // L); a merge's output in progress (up to L for a cascade into the last
+            // component); the two C0s.
+            let file = (dev.len_bytes() / PAGE) as i64;
+            most_over = most_over.max(file - 4 * live.max(256) as i64);
+        }
+        let s = db.stats();
+        let merges = counter(&db, "merges");
+        assert!(merges > 500, "{merges} merges");
+        assert!(
+            (10..merges / 10).contains(&s.wal.checkpoints),
+            "{} checkpoints for {merges} merges",
+            s.wal.checkpoints
+        );
+        assert!(
+            most_over <= 64,
+            "the file outgrew four times the components by {most_over} pages"
+        );
+        db.check_integrity().unwrap();
+        drop(db);
+        let mut db = reopen_mem(&dev, &vfs).unwrap();
+        db.check_integrity().unwrap();
+        assert_eq!(contents(&mut db), model);
     }
 }

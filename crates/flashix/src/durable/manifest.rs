@@ -39,12 +39,10 @@
 //! entries after an array of 2-bit types, page kinds with bit 0x100 set
 //! (`crate::kit::sorted::entry`), with `packed` in its engine state; a build that reads 6
 //! at most would take those pages for corruption. FD-trees and LSM-trees of 1 to 6 keep
-//! their 24-byte entries. 8 (the manifest, WAL and pages of 7) lets the LSM-tree run its
-//! rolling merges a step per mutation: its engine state may hold a frozen C0 being merged,
-//! that C0's range tombstones and the extents the merge had written (`frozen`,
-//! `frozen_tombs`, `merge_extents`), and its options record a `deamortize` field; a build
-//! that reads 7 at most would ignore the frozen C0 and lose its keys. LSM-trees of 1 to 7
-//! open unchanged (no merge in progress; `deamortize` on). This build reads 1 to 8 and
+//! their 24-byte entries. 8 (the manifest, WAL and pages of 7) adds the LSM-tree's
+//! `deamortize` option (rolling merges run a step per mutation) to the options record,
+//! which a build that reads 7 at most would refuse as an unknown field; records of 1 to 7
+//! read as `deamortize` on. This build reads 1 to 8 and
 //! writes 8; anything else is [`Error::UnsupportedVersion`]. From format 3 the checksum covers the
 //! version and the length too, so a flipped bit that turns a 3 into a readable 2 or 1 is
 //! caught (it fails the older formats' body-only checksum).

@@ -92,7 +92,7 @@
 //! ones; until then the log holds every operation since the old ones, and replay redoes the
 //! merges. That checkpoint is taken after the operation that completed a merge once the
 //! pages freed since the last one (old runs and head trees, not yet reusable) reach the
-//! pages of the levels ([`MIN_PENDING_PAGES`] at least), so the pages the file keeps for a
+//! pages of the levels (256 at least: [`Pager::extents_publish_due`]), so the pages the file keeps for a
 //! crash stay within about the index's size (twice it at the merge that makes the
 //! checkpoint due) and replay redoes at most about that much merging; on a device of fixed size
 //! (a simulated SSD, raw NAND), after every merge, so that the space a merge frees is
@@ -152,10 +152,6 @@ use serde::{Deserialize, Serialize};
 
 /// Frames the engine needs at least: head-tree splits touch a few pages at once.
 const MIN_FRAMES: usize = 8;
-
-/// Pages freed since the last checkpoint below which a completed merge does not make one
-/// due, however small the levels (module doc, Durability).
-const MIN_PENDING_PAGES: u64 = 256;
 
 /// Durable roots, saved in the manifest.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -596,9 +592,7 @@ impl FdTree {
         self.counters.merges += 1;
         // Published by the next checkpoint (module doc, Durability).
         let levels: u64 = self.levels.iter().map(|r| r.pages).sum();
-        self.checkpoint_due = !self.pager.replaying()
-            && (self.pager.fixed_capacity()
-                || self.pager.pending_free_pages() >= levels.max(MIN_PENDING_PAGES));
+        self.checkpoint_due = self.pager.extents_publish_due(levels);
         Ok(())
     }
 

@@ -33,8 +33,17 @@ impl Lsm {
                 "a frozen C0 without a merge in progress, or the reverse",
             ));
         }
-        if let Some(fr) = self.frozen.clone() {
-            self.check_c0(fr, "frozen C0", &mut seen)?;
+        if let Some(fr) = &self.frozen {
+            // Invariant 4: the frozen C0's entries are its index entries, sorted by key.
+            if let Some(w) = fr.windows(2).find(|w| w[0].key >= w[1].key) {
+                return Err(corrupt(
+                    None,
+                    format!("frozen C0 entries out of order at key {}", w[1].key),
+                ));
+            }
+            if fr.iter().any(|e| e.is_fence()) {
+                return Err(corrupt(None, "frozen C0 holds a fence"));
+            }
         }
         // The extents the merge in progress writes: allocated, shared with nothing.
         let owned = self.job.as_ref().map(MergeJob::owned).unwrap_or_default();

@@ -22,17 +22,19 @@ use crate::error::Result;
 use crate::io::Extent;
 use crate::kit::sorted::entry::{Entry, Layout};
 use crate::kit::sorted::tombs::{Cover, Tombs};
+use std::sync::Arc;
 
 /// A sorted input stream.
 pub enum Input {
-    /// C0's entries, already in memory (at most |C0|), and the next one's index.
-    Memory(Vec<Entry>, usize),
+    /// A frozen C0's entries, already in memory (at most |C0|; shared with the searches
+    /// that look in the frozen C0 while the merge runs), and the next one's index.
+    Memory(Arc<[Entry]>, usize),
     Component(Box<LeafReader>),
 }
 
 impl Input {
-    pub fn memory(es: Vec<Entry>) -> Input {
-        Input::Memory(es, 0)
+    pub fn memory(es: impl Into<Arc<[Entry]>>) -> Input {
+        Input::Memory(es.into(), 0)
     }
 
     pub fn component(c: Component) -> Input {
@@ -244,15 +246,11 @@ impl LevelMerge {
         self.writer.extent()
     }
 
-    /// Bytes held beside the I/O buffers: C0's entries when they are the newer input, the
-    /// output's node keys, the batch.
+    /// Bytes held beside the I/O buffers and the frozen C0's entries (the index's to
+    /// count): the output's node keys and the batch.
     pub fn memory_bytes(&self) -> u64 {
-        let newer = match &self.newer {
-            Input::Memory(es, _) => es.capacity(),
-            Input::Component(_) => 0,
-        };
-        let entries = (newer + self.merged.capacity()) * std::mem::size_of::<Entry>();
-        entries as u64 + self.writer.memory_bytes()
+        let batch = self.merged.capacity() * std::mem::size_of::<Entry>();
+        batch as u64 + self.writer.memory_bytes()
     }
 
     /// Process up to `units` input entries (at least one), leaving out the older input's
@@ -445,12 +443,12 @@ pub struct Outcome {
 }
 
 impl MergeJob {
-    /// Start merging C0's entries `c0` (index entries, sorted) and its range tombstones
-    /// into `components`, whose range tombstones are `tombs` (parallel).
+    /// Start merging a frozen C0's entries `c0` (index entries, sorted) and its range
+    /// tombstones into `components`, whose range tombstones are `tombs` (parallel).
     pub fn start(
         pager: &mut Pager,
         p: &Params,
-        c0: Vec<Entry>,
+        c0: Arc<[Entry]>,
         c0_tombs: Tombs,
         mut components: Vec<Option<Component>>,
         mut tombs: Vec<Tombs>,
@@ -499,8 +497,8 @@ impl MergeJob {
             .collect()
     }
 
-    /// Bytes held besides the I/O buffers: the merge's (C0's entries, node keys, batch)
-    /// and the job's copy of the range tombstones.
+    /// Bytes held besides the I/O buffers and the frozen C0's entries: the merge's (node
+    /// keys, batch) and the job's copy of the range tombstones.
     pub fn memory_bytes(&self) -> u64 {
         self.merge.as_ref().map_or(0, LevelMerge::memory_bytes)
             + self.tombs.iter().map(Tombs::memory_bytes).sum::<u64>()

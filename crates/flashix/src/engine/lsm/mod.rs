@@ -33,24 +33,25 @@
 //! its component (extent, leaves, height, root, entries, tombstones) or nothing, plus
 //! `c0_tombs` and `tombs` (level i + 1 at index i, as long as `components`): the range
 //! tombstones as lists of `[lo, hi]` pairs. Both default to empty, so manifests written
-//! before range tombstones open unchanged. From format 8, while a rolling merge runs:
-//! `frozen` (the C0 being merged, as C0), `frozen_tombs` (its range tombstones) and
-//! `merge_extents` (the extents the merge had written, freed at open); absent: no merge.
+//! before range tombstones open unchanged. No manifest holds a merge in progress (a
+//! checkpoint completes it first: Durability).
 //!
 //! # Rolling merge (O'Neil et al. 1996 §2.2; [`merge`])
 //! With `LsmOptions::deamortize` (the default) a full C0 is frozen and merged while a new
 //! C0 takes the mutations, as the FD-tree's deamortized merge (§3.4 of its paper) and the
-//! LSM paper's rolling merge, whose cursor advances while inserts go on. Each mutation
+//! LSM paper's rolling merge, whose cursor advances while inserts go on. The frozen C0's
+//! entries are taken into memory and its pages freed, so the pool holds one C0. Each mutation
 //! advances the merge by its work left (input entries of the cascade, estimated as it
 //! would go without cancellations) over half the room left in the new C0, so it completes
 //! before the new C0 fills; if C0 fills first, the merge is finished at once
 //! (`forced_merge_completions`). Components still go out in whole multi-page writes of
 //! `io_unit_bytes`, and a merge's next read is in flight while the inserts between its
-//! steps run. Searches look in C0, the frozen C0, then the components, which the merge
-//! does not change until it completes: it then publishes its new components and range
-//! tombstones, frees the frozen C0 and the components it merged, and a full C0 is frozen
-//! in turn. While a merge runs the index holds two C0s, each within `c0_bytes`. Without
-//! `deamortize`, the merge runs to completion in the mutation that filled C0.
+//! steps run. Searches look in C0, the frozen C0's entries (a binary search), then the
+//! components, which the merge does not change until it completes: it then publishes its
+//! new components and range tombstones, frees the components it merged, drops the frozen
+//! entries, and a full C0 is frozen in turn. A checkpoint (the log's size, `close`)
+//! completes a merge in progress first. Without `deamortize`, the merge runs to completion
+//! in the mutation that filled C0.
 //!
 //! # Invariants (checked by `check_integrity`)
 //! 1. Every component is a B+-tree: leaves contiguous at the start of its extent, keys
@@ -64,8 +65,8 @@
 //!    nor does any level past it; with no component at all only C0 holds range
 //!    tombstones, and only while a frozen C0 exists. Every level's range tombstones are
 //!    sorted, disjoint and coalesced (`Tombs::check`).
-//! 4. C0 and the frozen C0 are valid head trees (order, one depth, counts); a frozen C0
-//!    exists exactly while a rolling merge runs.
+//! 4. C0 is a valid head tree (order, one depth, counts); the frozen C0's entries, which
+//!    exist exactly while a rolling merge runs, are sorted by key, without fences.
 //! 5. Counts in the manifest state equal the structure; no two structures share a page
 //!    (the merge's output extents included), and no reachable page is free in the extent
 //!    allocator.
@@ -102,10 +103,17 @@
 //! is applied; `flush` syncs the log. C0 pages change in place under before-images.
 //! Components are shadow-paged: a merge writes new extents, frees the old ones (reused
 //! only after the next checkpoint) and the new set is published by the checkpoint taken
-//! after the operation that completed the merge, so a crash finds the old set or the new
-//! one. A checkpoint taken while a merge runs saves the frozen C0 (its pages flushed as
-//! C0's) and the extents the merge had written; open frees those and restarts the merge
-//! from the frozen C0, and the log replays the operations since. The
+//! after an operation that completed a merge, so a crash finds the old set or the new
+//! one; until then the log holds every operation since the old set, and replay redoes the
+//! merges. As the FD-tree's runs ([`Pager::extents_publish_due`]): that checkpoint is due
+//! once the pages freed since the last one reach the components' (256 at least), so the
+//! file keeps within about twice the index and replay redoes about that much merging; on a
+//! device of fixed size (a simulated SSD, raw NAND), after every merge. (A checkpoint after
+//! every merge also flushed the new C0, half full by then, and logged before-images of
+//! its pages as they next changed.) A checkpoint completes a rolling merge in progress
+//! first ([`Logged::before_checkpoint`]), so no manifest names a frozen C0, whose entries
+//! live in memory and in the log alone: replay rebuilds them, and the merge, from the
+//! operations since the last checkpoint. The
 //! range tombstones of every level are saved in the same manifest state, so a checkpoint
 //! publishes a merge's components and tombstone sets together; C0's range tombstones
 //! change under logged operations, as C0's pages do, and every checkpoint saves them.
@@ -124,8 +132,8 @@
 //! `_capacity`.
 //!
 //! # Memory
-//! The buffer pool, which holds C0 and, during a rolling merge, the frozen C0
-//! (`c0_bytes` is at most a quarter of the budget, as the FD-tree's head tree); every
+//! The buffer pool, which holds C0 (`c0_bytes` is at most a quarter of the budget, as
+//! the FD-tree's head tree); every
 //! level's range tombstones (16 bytes an interval, at most the level's capacity by
 //! Invariant 2); and during a merge: the frozen C0's entries (at most |C0|, 24 bytes each),
 //! the merge's copy of the levels' range tombstones, the first keys of the written nodes
@@ -146,7 +154,6 @@ use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Pager, Store};
 use crate::error::{Error, Result};
-use crate::io::Extent;
 use crate::io::Storage;
 use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor};
@@ -161,6 +168,7 @@ use crate::stats::{LevelShape, Stats};
 use component::{Component, ComponentWriter, TOMBSTONE};
 use merge::{MergeJob, Outcome};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Frames the engine needs at least: C0 splits touch a few pages at once.
 const MIN_FRAMES: usize = 8;
@@ -190,15 +198,6 @@ struct State {
     /// in the manifests of older builds.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     packed: bool,
-    /// The C0 a rolling merge in progress is merging, and its range tombstones (absent:
-    /// none, as in the manifests of builds whose merges ran to completion at once).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    frozen: Option<Head>,
-    #[serde(default, skip_serializing_if = "Tombs::is_empty")]
-    frozen_tombs: Tombs,
-    /// Extents the merge in progress had written (freed on open; the merge restarts).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    merge_extents: Vec<Extent>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -295,9 +294,10 @@ pub struct Lsm {
     c0_tombs: Tombs,
     /// Run the rolling merge a step per mutation (`LsmOptions::deamortize`).
     deamortize: bool,
-    /// The C0 a rolling merge in progress (`job`) is merging, newer than every component
-    /// and older than C0, and its range tombstones (hiding the components' keys).
-    frozen: Option<Head>,
+    /// The entries of the C0 a rolling merge in progress (`job`) is merging (its pages
+    /// were freed when it was frozen), newer than every component and older than C0, and
+    /// its range tombstones (hiding the components' keys).
+    frozen: Option<Arc<[Entry]>>,
     frozen_tombs: Tombs,
     job: Option<MergeJob>,
     components: Vec<Option<Component>>,
@@ -305,8 +305,6 @@ pub struct Lsm {
     /// long as `components`.
     tombs: Vec<Tombs>,
     checkpoint_due: bool,
-    /// Merge extents freed at open: the restarted merge must be published by a checkpoint.
-    restarted_merge: bool,
     search_before_delete: bool,
     /// Re-choose `k` as the tree grows (`k` left to the cost model;
     /// [`crate::kit::sorted::tune`]).
@@ -316,10 +314,12 @@ pub struct Lsm {
 
 impl Lsm {
     /// Memory besides the pool, charged to the budget (`Logged::charge_memory`): every
-    /// level's range tombstones and the rolling merge's memory.
+    /// level's range tombstones and the rolling merge's memory (the frozen C0's entries).
     fn structure_bytes(&self) -> u64 {
+        let frozen = self.frozen.as_ref().map_or(0, |es| es.len());
         self.all_tombs().map(Tombs::memory_bytes).sum::<u64>()
             + self.job.as_ref().map_or(0, MergeJob::memory_bytes)
+            + (frozen * std::mem::size_of::<Entry>()) as u64
     }
 
     /// A new empty LSM-tree: an empty C0, no components.
@@ -345,7 +345,6 @@ impl Lsm {
             components: Vec::new(),
             tombs: Vec::new(),
             checkpoint_due: false,
-            restarted_merge: false,
             search_before_delete: o.search_before_delete,
             retune,
             counters: Counters::default(),
@@ -354,7 +353,8 @@ impl Lsm {
         Ok(t)
     }
 
-    /// Reopen: restore the checkpoint image, restart a merge in progress, replay the WAL.
+    /// Reopen: restore the checkpoint image and replay the WAL (a checkpoint holds no merge
+    /// in progress: [`Logged::before_checkpoint`] completes it).
     pub fn open(storage: Storage, manifest: Manifest, s: Settings, o: LsmOptions) -> Result<Lsm> {
         let state: State = serde_json::from_value(manifest.engine.clone())
             .map_err(|e| Error::corruption("MANIFEST", None, format!("bad LSM state: {e}")))?;
@@ -388,10 +388,7 @@ impl Lsm {
         let retune = (state.retune_pool_bytes)
             .map(|b| Retune::from_settings(&s, p.lay.cap(), o.c0_bytes, b));
         let config = s.pager_config(MIN_FRAMES, 0);
-        let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
-        for e in &state.merge_extents {
-            pager.free_extent(*e);
-        }
+        let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
         let mut t = Lsm {
             pager,
             p,
@@ -399,19 +396,15 @@ impl Lsm {
             c0_tombs: state.c0_tombs,
             deamortize: o.deamortize,
             frozen: None,
-            frozen_tombs: state.frozen_tombs,
+            frozen_tombs: Tombs::new(),
             job: None,
             components: state.components,
             tombs,
             checkpoint_due: false,
-            restarted_merge: !state.merge_extents.is_empty(),
             search_before_delete: o.search_before_delete,
             retune,
             counters: Counters::default(),
         };
-        if let Some(fr) = state.frozen {
-            t.start_job(fr)?;
-        }
         t.recover(&ops)?;
         Ok(t)
     }
@@ -425,9 +418,6 @@ impl Lsm {
             k: Some(self.p.k),
             retune_pool_bytes: self.retune.as_ref().map(Retune::pool_bytes),
             packed: self.p.lay.is_packed(),
-            frozen: self.frozen.clone(),
-            frozen_tombs: self.frozen_tombs.clone(),
-            merge_extents: self.job.as_ref().map(MergeJob::owned).unwrap_or_default(),
         })
     }
 
@@ -512,36 +502,35 @@ impl Lsm {
         Ok(())
     }
 
-    /// Freeze C0 (and its range tombstones), start a new one, and start merging the
-    /// frozen one; run the merge to completion at once unless deamortized.
+    /// Freeze C0 (and its range tombstones): its entries go to memory and its pages are
+    /// freed (nothing else reads them: searches look in the entries, and a checkpoint
+    /// completes the merge first, so no manifest names a frozen C0), a new C0 takes the
+    /// mutations, and a merge of the frozen entries starts; it runs to completion at once
+    /// unless deamortized.
     fn freeze_and_merge(&mut self) -> Result<()> {
-        let old = std::mem::replace(&mut self.c0, Head::create(&mut self.pager, self.p.lay)?);
-        self.frozen_tombs = std::mem::take(&mut self.c0_tombs);
-        self.start_job(old)?;
-        if !self.deamortize {
-            self.advance_job(u64::MAX)?;
-        }
-        Ok(())
-    }
-
-    /// Start merging `frozen`'s entries and range tombstones (`self.frozen_tombs`) into the
-    /// components.
-    fn start_job(&mut self, frozen: Head) -> Result<()> {
-        let entries: Vec<Entry> = frozen
-            .all_entries(&mut self.pager, self.p.lay)?
+        let lay = self.p.lay;
+        let old = std::mem::replace(&mut self.c0, Head::create(&mut self.pager, lay)?);
+        let entries: Vec<Entry> = old
+            .all_entries(&mut self.pager, lay)?
             .into_iter()
             .filter(|e| !e.is_fence())
             .collect();
+        old.free(&mut self.pager, lay)?;
+        let entries: Arc<[Entry]> = entries.into();
+        self.frozen_tombs = std::mem::take(&mut self.c0_tombs);
         let job = MergeJob::start(
             &mut self.pager,
             &self.p,
-            entries,
+            Arc::clone(&entries),
             self.frozen_tombs.clone(),
             self.components.clone(),
             self.tombs.clone(),
         )?;
         self.job = Some(job);
-        self.frozen = Some(frozen);
+        self.frozen = Some(entries);
+        if !self.deamortize {
+            self.advance_job(u64::MAX)?;
+        }
         Ok(())
     }
 
@@ -561,7 +550,7 @@ impl Lsm {
     }
 
     /// Publish a completed rolling merge in memory: the new components and range
-    /// tombstones; free the replaced components and the frozen C0.
+    /// tombstones; free the replaced components; drop the frozen C0's entries.
     fn complete(&mut self, out: Outcome) -> Result<()> {
         for c in &out.replaced {
             self.pager.free_extent(c.extent());
@@ -572,9 +561,7 @@ impl Lsm {
         self.counters.merge_pages_read += out.pages_read;
         self.counters.merge_pages_written += out.pages_written;
         self.frozen_tombs = Tombs::new();
-        if let Some(fr) = self.frozen.take() {
-            fr.free(&mut self.pager, self.p.lay)?;
-        }
+        self.frozen = None;
         let i = out.level;
         if self.fill(i) > self.p.capacity(i + 1) && self.is_last(i) {
             // The last component outgrew its level, and every level above it is empty: it
@@ -594,8 +581,10 @@ impl Lsm {
             // Nothing older than C0 is left for its range tombstones to hide.
             self.c0_tombs = Tombs::new();
         }
-        // Published by the checkpoint taken after this operation (module doc, Durability).
-        self.checkpoint_due = !self.pager.replaying();
+        // Published by a checkpoint once the pages freed since the last one reach the
+        // components' (module doc, Durability).
+        let live: u64 = self.components.iter().flatten().map(|c| c.pages).sum();
+        self.checkpoint_due = self.pager.extents_publish_due(live);
         Ok(())
     }
 
@@ -684,9 +673,17 @@ impl Logged for Lsm {
         self.state()
     }
 
+    /// A merge in progress is completed (and one a full C0 starts then, too): a
+    /// checkpoint publishes whole merges only, and the frozen C0 lives in memory alone.
+    fn before_checkpoint(&mut self) -> Result<()> {
+        while self.job.is_some() {
+            self.advance_job(u64::MAX)?;
+        }
+        Ok(())
+    }
+
     fn after_checkpoint(&mut self) -> Result<()> {
         self.checkpoint_due = false;
-        self.restarted_merge = false;
         Ok(())
     }
 
@@ -720,11 +717,6 @@ impl Logged for Lsm {
     fn checkpoint_due(&self) -> bool {
         self.checkpoint_due
     }
-
-    /// A merge restarted at open frees the extents the interrupted one had written.
-    fn checkpoint_after_recovery(&self) -> bool {
-        self.restarted_merge
-    }
 }
 
 impl Engine for Lsm {
@@ -754,13 +746,13 @@ impl Engine for Lsm {
             (
                 "entries",
                 self.c0.index_entries
-                    + self.frozen.as_ref().map_or(0, |h| h.index_entries)
+                    + self.frozen.as_ref().map_or(0, |es| es.len() as u64)
                     + live.iter().map(|c| c.entries).sum::<u64>(),
             ),
             ("c0_entries", self.c0.index_entries),
             (
                 "frozen_c0_entries",
-                self.frozen.as_ref().map_or(0, |h| h.index_entries),
+                self.frozen.as_ref().map_or(0, |es| es.len() as u64),
             ),
             ("c0_height", u64::from(self.c0.height)),
             ("c0_pages", self.c0.pages),

@@ -9,27 +9,30 @@ use super::Lsm;
 use crate::error::Result;
 use crate::kit::api::{RangeCursor, RANGE_RAMP_PAGES};
 use crate::kit::sorted::entry::{Entry, Kind};
-use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
 use crate::kit::sorted::newest::{merge_newest_first, Source};
 use crate::kit::sorted::tombs::Tombs;
 
 impl Lsm {
-    /// The newest entry of `key`: C0 and the frozen C0 through the pool, then one descent
-    /// per component, stopping at the first level whose entry or range tombstones decide.
+    /// The newest entry of `key`: C0 through the pool, the frozen C0's entries in memory,
+    /// then one descent per component, stopping at the first level whose entry or range
+    /// tombstones decide.
     pub(super) fn lookup(&mut self, key: u64) -> Result<Option<u64>> {
         let f = self.c0.find(&mut self.pager, self.p.lay, key)?;
         let mut found = f.entry;
         let mut decided = found.is_some() || self.c0_tombs.covers(key);
-        if let (false, Some(fr)) = (decided, self.frozen.clone()) {
-            found = fr.find(&mut self.pager, self.p.lay, key)?.entry;
+        if let (false, Some(fr)) = (decided, self.frozen.as_ref()) {
+            found = fr
+                .binary_search_by_key(&key, |e| e.key)
+                .ok()
+                .and_then(|i| fr.get(i).copied());
             decided = found.is_some() || self.frozen_tombs.covers(key);
         }
         if !decided {
             // As the FD-tree's levels (§4 Eq. 10): a component's leaves are read through
             // the pool while C0 and the newer components leave room there, past it below.
             let frames = self.pager.pool_frames();
-            let mut above = self.c0.pages + self.frozen.as_ref().map_or(0, |h| h.pages);
+            let mut above = self.c0.pages;
             for (i, c) in self.components.clone().iter().enumerate() {
                 if let Some(c) = c {
                     found = component::find(&mut self.pager, self.p.lay, c, key, above < frames)?;
@@ -53,18 +56,16 @@ impl Lsm {
         self.all_tombs().take(level).any(|t| t.spans(lo, hi))
     }
 
-    /// The index entries with key in [lo, hi] of `head`, C0 or the frozen C0 (at most
-    /// |C0|). With a memo (slot `slot`), a range inside the leaf read last needs no descent.
+    /// C0's index entries with key in [lo, hi] (at most |C0|). With a memo (slot 0), a
+    /// range inside the C0 leaf read last needs no descent.
     fn c0_range(
         &mut self,
-        head: Head,
-        slot: usize,
         lo: u64,
         hi: u64,
         max_leaves: u64,
         mut memo: Option<&mut PageMemo>,
     ) -> Result<(Vec<Entry>, Option<u64>)> {
-        if let Some(es) = memo.as_deref_mut().and_then(|m| m.covering(slot, lo, hi)) {
+        if let Some(es) = memo.as_deref_mut().and_then(|m| m.covering(0, lo, hi)) {
             let es = es
                 .into_iter()
                 .filter(|e| e.key >= lo && e.key <= hi && !e.is_fence())
@@ -72,12 +73,13 @@ impl Lsm {
             return Ok((es, None));
         }
         let lay = self.p.lay;
+        let head = self.c0.clone();
         let mut out = Vec::new();
         // At most `max_leaves` leaves per batch (`Head::walk_range`): an open-ended range
         // must not decode all of C0 for every batch.
         let cut = head.walk_range(&mut self.pager, lay, lo, max_leaves, |pid, es| {
             if let Some(m) = memo.as_deref_mut() {
-                m.keep(slot, pid, &es);
+                m.keep(0, pid, &es);
             }
             for e in es {
                 if e.key > hi {
@@ -100,11 +102,11 @@ impl Lsm {
     /// `hi`; past the pool, except one leaf of a component the pool holds; an open-ended
     /// range `lo..` reads the leaves the entries still wanted span when the caller gave a
     /// limit hint, else RANGE_RAMP_PAGES first, then twice as many per batch, as the
-    /// caller may stop early: [`RangeCursor::ramp`]; C0's and the frozen C0's leaves
-    /// likewise), cut at the smallest last key read of a source that was not read to the
-    /// end of the range, so that every source is complete up to the cut. Sources and
-    /// memo slots are numbered as [`Lsm::all_tombs`]: 0 C0, 1 the frozen C0, 2 + i
-    /// component i.
+    /// caller may stop early: [`RangeCursor::ramp`]; C0's leaves and the frozen C0's
+    /// entries likewise), cut at the smallest last key read of a source that was not read
+    /// to the end of the range, so that every source is complete up to the cut. Sources
+    /// are numbered as [`Lsm::all_tombs`]: 0 C0, 1 the frozen C0, 2 + i component i; memo
+    /// slots likewise (the frozen C0, in memory, needs none).
     pub(super) fn scan_batch(
         &mut self,
         cur: &mut RangeCursor,
@@ -127,17 +129,29 @@ impl Lsm {
                     .saturating_add(2)
             })
         };
-        let heads = std::iter::once(Some(self.c0.clone())).chain([self.frozen.clone()]);
-        let mut sources = Vec::new();
-        for (slot, head) in heads.enumerate() {
-            let Some(head) = head else { continue };
-            let leaves = leaves_of(head.pages);
-            let (es, cut) = self.c0_range(head, slot, lo, hi, leaves, memo.as_deref_mut())?;
-            if let Some(cut) = cut {
-                batch_hi = batch_hi.min(cut);
+        let (c0, c0_cut) = self.c0_range(lo, hi, leaves_of(self.c0.pages), memo.as_deref_mut())?;
+        if let Some(cut) = c0_cut {
+            batch_hi = batch_hi.min(cut);
+        }
+        let mut sources = vec![Source {
+            level: 0,
+            entries: c0,
+        }];
+        if let Some(fr) = &self.frozen {
+            // As many entries as C0's leaves would give, from the first at or above `lo`.
+            let cap = self.p.lay.cap() as u64;
+            let most = leaves_of(fr.len() as u64 / cap.max(1) + 1).saturating_mul(cap);
+            let from = fr.partition_point(|e| e.key < lo);
+            let upto = fr.partition_point(|e| e.key <= hi);
+            let to = upto.min(from.saturating_add(usize::try_from(most).unwrap_or(usize::MAX)));
+            let es = fr.get(from..to).unwrap_or(&[]).to_vec();
+            if to < upto {
+                if let Some(last) = es.last() {
+                    batch_hi = batch_hi.min(last.key);
+                }
             }
             sources.push(Source {
-                level: slot,
+                level: 1,
                 entries: es,
             });
         }
@@ -146,7 +160,7 @@ impl Lsm {
         // intervals of a moving-object query) find its leaves cached; longer spans go past
         // the pool in one request.
         let frames = self.pager.pool_frames();
-        let mut above = self.c0.pages + self.frozen.as_ref().map_or(0, |h| h.pages);
+        let mut above = self.c0.pages;
         let mut comps = Vec::new();
         for (i, c) in self.components.iter().enumerate() {
             let Some(c) = *c else { continue };
