@@ -143,14 +143,17 @@ pub(super) fn engine_params(
     if engine == EngineKind::Lsm && cfg.lsm_search_before_delete {
         params.push_str(" search_before_delete=on");
     }
+    // Both run their merges a step per insert unless `--no-deamortize`.
+    if matches!(engine, EngineKind::FdTree | EngineKind::Lsm) {
+        params.push_str(if cfg.deamortize {
+            " deamortize=on"
+        } else {
+            " deamortize=off"
+        });
+    }
     if engine != EngineKind::FdTree {
         return Ok((params, None));
     }
-    params.push_str(if cfg.deamortize {
-        " deamortize=on"
-    } else {
-        " deamortize=off"
-    });
     let opts = cfg.options(engine, profile)?;
     let mut w = opts.fdtree_model_workload(
         opts.fdtree_options().head_tree_bytes,
