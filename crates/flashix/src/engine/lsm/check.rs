@@ -8,25 +8,13 @@ use super::Lsm;
 use crate::error::Result;
 use crate::io::PageId;
 use crate::kit::sorted::entry::{Kind, NONE};
-use crate::kit::sorted::head::Head;
 use std::collections::HashSet;
 
 impl Lsm {
     pub(super) fn check(&mut self) -> Result<()> {
         let mut seen: HashSet<PageId> = HashSet::new();
         self.check_tombs()?;
-        if self.c0_full() {
-            return Err(corrupt(
-                Some(self.c0.root),
-                format!(
-                    "C0 holds {} entries and {} range tombstones, |C0| = {} (Invariant 2)",
-                    self.c0.entries,
-                    self.c0_tombs.len(),
-                    self.p.cap0
-                ),
-            ));
-        }
-        self.check_c0(self.c0.clone(), "C0", &mut seen)?;
+        self.check_c0(&mut seen)?;
         if self.frozen.is_some() != self.job.is_some() {
             return Err(corrupt(
                 None,
@@ -149,33 +137,41 @@ impl Lsm {
         Ok(())
     }
 
-    /// Invariant 4 for `c0` (C0 or the frozen C0, named `what`): its pages, order, counts,
-    /// and that a descent finds every entry.
-    fn check_c0(&mut self, c0: Head, what: &str, seen: &mut HashSet<PageId>) -> Result<()> {
+    /// Invariant 4: C0's pages, order, counts, and that a descent finds every entry.
+    fn check_c0(&mut self, seen: &mut HashSet<PageId>) -> Result<()> {
         let lay = self.p.lay;
+        let c0 = self.c0.clone();
+        if self.c0_full() {
+            return Err(corrupt(
+                Some(c0.root),
+                format!(
+                    "C0 holds {} entries and {} range tombstones, |C0| = {} (Invariant 2)",
+                    c0.entries,
+                    self.c0_tombs.len(),
+                    self.p.cap0
+                ),
+            ));
+        }
         let pages = c0.pages(&mut self.pager, lay)?;
         if pages.len() as u64 != c0.pages {
             return Err(corrupt(
                 Some(c0.root),
-                format!("{what} has {} pages, {} counted", pages.len(), c0.pages),
+                format!("C0 has {} pages, {} counted", pages.len(), c0.pages),
             ));
         }
         for &pid in &pages {
-            self.claim(pid, what, seen)?;
+            self.claim(pid, "C0", seen)?;
         }
         let all = c0.all_entries(&mut self.pager, lay)?;
         if all.windows(2).any(|w| w[0].pos() >= w[1].pos()) {
-            return Err(corrupt(
-                Some(c0.root),
-                format!("{what} leaf entries out of order"),
-            ));
+            return Err(corrupt(Some(c0.root), "C0 leaf entries out of order"));
         }
         let index: Vec<_> = all.iter().filter(|e| !e.is_fence()).copied().collect();
         if all.len() as u64 != c0.entries || index.len() as u64 != c0.index_entries {
             return Err(corrupt(
                 Some(c0.root),
                 format!(
-                    "{what} holds {} entries ({} index), {} ({}) counted",
+                    "C0 holds {} entries ({} index), {} ({}) counted",
                     all.len(),
                     index.len(),
                     c0.entries,
@@ -187,7 +183,7 @@ impl Lsm {
             if c0.find(&mut self.pager, lay, e.key)?.entry != Some(e) {
                 return Err(corrupt(
                     Some(c0.root),
-                    format!("{what} descent does not find key {}", e.key),
+                    format!("C0 descent does not find key {}", e.key),
                 ));
             }
         }

@@ -488,7 +488,8 @@ impl MergeJob {
         Ok(())
     }
 
-    /// Extents this job holds that no manifest refers to (freed if the job is abandoned).
+    /// Extents this job writes that no manifest refers to (`check_integrity` claims
+    /// their pages; a crash leaves them free, as no checkpoint runs while a job does).
     pub fn owned(&self) -> Vec<Extent> {
         let merge = self.merge.as_ref().map(LevelMerge::extent);
         merge
