@@ -654,10 +654,81 @@ mod tests {
         (m.component, bytes)
     }
 
+    /// What the merge must write: the newer entry of a key both inputs hold, the older
+    /// entries no range tombstone covers, tombstones dropped when asked.
+    fn model(newer: &[Entry], older: &[Entry], tombs: &Tombs, drop_tombstones: bool) -> Vec<Entry> {
+        let mut all = std::collections::BTreeMap::new();
+        for e in older.iter().filter(|e| !tombs.covers(e.key)) {
+            all.insert(e.key, *e);
+        }
+        for e in newer {
+            all.insert(e.key, *e);
+        }
+        all.into_values()
+            .filter(|e| !(drop_tombstones && e.kind == TOMBSTONE))
+            .collect()
+    }
+
+    /// The entries of a component's leaves, read back.
+    fn leaf_entries(lay: Layout, c: Option<Component>, bytes: &[u8]) -> Vec<Entry> {
+        let Some(c) = c else {
+            return Vec::new();
+        };
+        bytes
+            .chunks(PAGE)
+            .take(c.leaves as usize)
+            .flat_map(|b| lay.decode(b).unwrap())
+            .collect()
+    }
+
+    /// The batched merge, run in steps of `step` input entries, writes exactly the pages
+    /// the entry-at-a-time merge writes in one call, and they hold the model's entries.
+    #[allow(clippy::too_many_arguments)]
+    fn check_merge(
+        newer: &std::collections::BTreeMap<u64, (bool, u64)>,
+        older: &std::collections::BTreeMap<u64, (bool, u64)>,
+        tomb: Option<(u64, u64)>,
+        newer_on_disk: bool,
+        drop_tombstones: bool,
+        packed: bool,
+        step: u64,
+    ) -> std::result::Result<(), TestCaseError> {
+        let lay = Layout::of(packed, PAGE);
+        let mut tombs = Tombs::new();
+        if let Some((lo, len)) = tomb {
+            tombs.add(lo, lo + len);
+        }
+        let (newer, older) = (entries(newer), entries(older));
+        let want = merge_both(
+            lay,
+            &newer,
+            newer_on_disk,
+            &older,
+            &tombs,
+            drop_tombstones,
+            None,
+        );
+        let got = merge_both(
+            lay,
+            &newer,
+            newer_on_disk,
+            &older,
+            &tombs,
+            drop_tombstones,
+            Some(step),
+        );
+        prop_assert_eq!(
+            leaf_entries(lay, want.0, &want.1),
+            model(&newer, &older, &tombs, drop_tombstones)
+        );
+        prop_assert_eq!(got, want);
+        Ok(())
+    }
+
     proptest! {
         /// The batched merge, run in steps of any size, writes exactly the component the
-        /// entry-at-a-time merge writes in one call: the same pages, tombstones and range
-        /// tombstones honoured.
+        /// entry-at-a-time merge writes in one call, which holds the model's entries:
+        /// tombstones and range tombstones honoured.
         #[test]
         fn the_batched_merge_writes_what_the_entry_at_a_time_merge_writes(
             newer in proptest::collection::btree_map(0u64..3000, (any::<bool>(), any::<u64>()), 0..300),
@@ -668,15 +739,22 @@ mod tests {
             packed in any::<bool>(),
             step in prop_oneof![1u64..4, 4u64..600, Just(u64::MAX)],
         ) {
-            let lay = Layout::of(packed, PAGE);
-            let mut tombs = Tombs::new();
-            if let Some((lo, len)) = tomb {
-                tombs.add(lo, lo + len);
-            }
-            let (newer, older) = (entries(&newer), entries(&older));
-            let want = merge_both(lay, &newer, newer_on_disk, &older, &tombs, drop_tombstones, None);
-            let got = merge_both(lay, &newer, newer_on_disk, &older, &tombs, drop_tombstones, Some(step));
-            prop_assert_eq!(got, want);
+            check_merge(&newer, &older, tomb, newer_on_disk, drop_tombstones, packed, step)?;
+        }
+
+        /// The same with few tombstones, so that the older input's runs of normal entries,
+        /// copied page to page, span pages and steps.
+        #[test]
+        fn runs_of_normal_entries_are_copied_whole_across_pages_and_steps(
+            newer in proptest::collection::btree_map(0u64..20_000, (proptest::bool::weighted(0.02), any::<u64>()), 0..200),
+            older in proptest::collection::btree_map(0u64..20_000, (proptest::bool::weighted(0.02), any::<u64>()), 0..2000),
+            tomb in proptest::option::of((0u64..20_000, 0u64..2000)),
+            newer_on_disk in any::<bool>(),
+            drop_tombstones in any::<bool>(),
+            packed in any::<bool>(),
+            step in prop_oneof![1u64..4, 4u64..600, Just(u64::MAX)],
+        ) {
+            check_merge(&newer, &older, tomb, newer_on_disk, drop_tombstones, packed, step)?;
         }
     }
 }

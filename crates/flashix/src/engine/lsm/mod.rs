@@ -42,8 +42,9 @@
 //! LSM paper's rolling merge, whose cursor advances while inserts go on. The frozen C0's
 //! entries are taken into memory and its pages freed, so the pool holds one C0. Each mutation
 //! advances the merge by its work left (input entries of the cascade, estimated as it
-//! would go without cancellations) over half the room left in the new C0, so it completes
-//! before the new C0 fills; if C0 fills first, the merge is finished at once
+//! would go without cancellations) over the room left in the new C0 less a sixteenth
+//! ([`crate::kit::sorted::pace`]), so it completes before the new C0 fills, its I/O spread
+//! over the whole fill; if C0 fills first, the merge is finished at once
 //! (`forced_merge_completions`). Components still go out in whole multi-page writes of
 //! `io_unit_bytes`, and a merge's next read is in flight while the inserts between its
 //! steps run. Searches look in C0, the frozen C0's entries (a binary search), then the
@@ -160,6 +161,7 @@ use crate::kit::api::{Engine, RangeCursor};
 use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::scan_many_with_memo;
+use crate::kit::sorted::pace;
 use crate::kit::sorted::tombs::Tombs;
 use crate::kit::sorted::tune::Retune;
 use crate::settings::Settings;
@@ -488,11 +490,10 @@ impl Lsm {
                 self.counters.forced_merge_completions += 1;
                 u64::MAX
             } else {
-                // The work left, spread over half the mutations C0 has room for, so that
-                // the merge completes before C0 fills (as the FD-tree's, §3.4 there).
-                let room = (self.p.cap0 - fill) / 2;
+                // The work left, spread over the mutations C0 has room for, so that the
+                // merge completes as C0 fills (the FD-tree's, §3.4 there).
                 let work = self.job.as_ref().map_or(0, |j| j.work);
-                work.div_ceil(room.max(1)).max(1)
+                pace::step_units(work, fill, self.p.cap0, pace::margin(self.p.cap0))
             };
             self.advance_job(units)?;
         }

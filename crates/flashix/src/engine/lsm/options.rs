@@ -29,7 +29,7 @@ pub struct LsmOptions {
     /// Run the rolling merges a step per mutation (O'Neil et al. 1996: the merge cursor
     /// advances while inserts go on; the FD-tree's deamortized merge, §3.4 there): a full
     /// C0 is frozen and merged while a new C0 takes the mutations, each advancing the merge
-    /// by its work left over half the room left in the new C0. Off: the merge runs to
+    /// by its work left over the room left in the new C0. Off: the merge runs to
     /// completion inside the insert that filled C0. On by default; absent in records
     /// written before it existed (on). The trade-off, measured by the bench at 10M
     /// entries and 16 MiB: inserts no longer wait for a merge's I/O (the longest insert

@@ -1,13 +1,14 @@
 //! Sorted pages of typed entries: the entry and page format ([`entry`], FD-tree paper
 //! §3.2), the head tree kept through the buffer pool ([`head`]) and the sequential reader
-//! of a contiguous range of sorted pages ([`seq`], App. D), and range tombstones
-//! ([`tombs`]). Shared by the FD-tree (its runs
+//! of a contiguous range of sorted pages ([`seq`], App. D), range tombstones ([`tombs`])
+//! and the pace of a deamortized merge ([`pace`], §3.4). Shared by the FD-tree (its runs
 //! and head tree) and the LSM-tree (its components and C0).
 
 pub mod entry;
 pub(crate) mod head;
 pub(crate) mod memo;
 pub mod newest;
+pub(crate) mod pace;
 pub(crate) mod seq;
 pub mod tombs;
 pub(crate) mod tune;
