@@ -805,3 +805,40 @@ fn merges_are_published_once_the_pages_they_freed_reach_the_levels() {
         assert_eq!(got, model);
     }
 }
+
+/// Deamortized, a completed merge is published by a checkpoint taken when the head tree
+/// is next frozen: its pages are flushed just before they stop changing, and the new head
+/// tree's pages, all allocated after that checkpoint, change without before-images.
+#[test]
+fn head_tree_pages_change_without_before_images_between_publications() {
+    for deamortize in [false, true] {
+        let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, deamortize)).unwrap();
+        let mut rng = Rng::new(37);
+        let mut model = BTreeMap::new();
+        for i in 0..30_000u64 {
+            let k = rng.next_u64() % 100_000;
+            db.insert(k, i).unwrap();
+            model.insert(k, i);
+        }
+        let s = db.stats();
+        let merges = counter(&db, "merges");
+        assert!(merges > 500, "{merges} merges");
+        assert!(s.wal.checkpoints >= 10, "{} checkpoints", s.wal.checkpoints);
+        if deamortize {
+            // Publishing at the merge's completion logged an image of a head-tree page
+            // after each checkpoint (34 images for 34 checkpoints).
+            assert!(
+                s.wal.page_images * 4 < s.wal.checkpoints,
+                "{} before-images for {} checkpoints",
+                s.wal.page_images,
+                s.wal.checkpoints
+            );
+        }
+        db.check_integrity().unwrap();
+        drop(db);
+        let mut db = reopen_mem(&dev, &vfs).unwrap();
+        db.check_integrity().unwrap();
+        let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
+        assert_eq!(got, model);
+    }
+}

@@ -828,3 +828,42 @@ fn merges_are_published_once_the_pages_they_freed_reach_the_components() {
         assert_eq!(contents(&mut db), model);
     }
 }
+
+/// With rolling merges, a completed merge is published by a checkpoint taken when C0 is
+/// next frozen: C0's pages are flushed just before they are freed, and the new C0's
+/// pages, all allocated after that checkpoint, change without before-images. Amortized,
+/// the checkpoint follows the merge at once (C0 is then the new, empty one).
+#[test]
+fn c0_pages_change_without_before_images_between_publications() {
+    const PAGE: u64 = 512;
+    for deamortize in [false, true] {
+        let o = deamortized(opts(PAGE as usize, 16, 3, 2, 3), deamortize);
+        let (mut db, dev, vfs) = mem_db(o).unwrap();
+        let mut rng = Rng::new(37);
+        let mut model = BTreeMap::new();
+        for i in 0..30_000u64 {
+            let k = rng.next_u64() % 100_000;
+            db.insert(k, i).unwrap();
+            model.insert(k, i);
+        }
+        let s = db.stats();
+        let merges = counter(&db, "merges");
+        assert!(merges > 500, "{merges} merges");
+        assert!(s.wal.checkpoints >= 10, "{} checkpoints", s.wal.checkpoints);
+        if deamortize {
+            // Publishing at the merge's completion logged an image of a C0 page after
+            // each checkpoint (21 images for 21 checkpoints).
+            assert!(
+                s.wal.page_images * 4 < s.wal.checkpoints,
+                "{} before-images for {} checkpoints",
+                s.wal.page_images,
+                s.wal.checkpoints
+            );
+        }
+        db.check_integrity().unwrap();
+        drop(db);
+        let mut db = reopen_mem(&dev, &vfs).unwrap();
+        db.check_integrity().unwrap();
+        assert_eq!(contents(&mut db), model);
+    }
+}

@@ -102,6 +102,13 @@
 //! engine, when the log reaches its checkpoint size. (A checkpoint after every merge cost the
 //! insert workloads a tenth of their CPU at the quick bench scale: a pool flush of the head
 //! tree, a log switch and two syncs per merge, where merges come every |L0| inserts.)
+//! Deamortized, that checkpoint waits for the next freeze of the head tree and is taken
+//! just before it, the freeze right after it (`after_checkpoint`; a batch that fills the
+//! head tree to twice its capacity meanwhile has it frozen at once): the head tree's pages
+//! are flushed just before they stop changing, and the new head tree's pages, all
+//! allocated after that checkpoint, change with no before-images (a checkpoint at the
+//! merge's completion had the rebuilt head tree's pages logged again as they next
+//! changed).
 //! Recovery = `Pager::open` + replay.
 //! A merge in progress at a checkpoint is restarted on open (its partial extents freed).
 //!
@@ -288,6 +295,9 @@ pub struct FdTree {
     checkpoint_due: bool,
     /// Merge extents freed at open: the restarted merge must be published by a checkpoint.
     restarted_merge: bool,
+    /// Completed merges wait for the checkpoint that publishes them, taken when the head
+    /// tree is next frozen (deamortized mode).
+    publish_due: bool,
     /// Re-choose `k` as the tree grows (`k` left to the cost model; [`crate::kit::sorted::tune`]).
     retune: Option<Retune>,
     counters: Counters,
@@ -325,6 +335,7 @@ impl FdTree {
             level_tombs: Vec::new(),
             checkpoint_due: false,
             restarted_merge: false,
+            publish_due: false,
             retune,
             counters: Counters::default(),
         };
@@ -379,11 +390,17 @@ impl FdTree {
             level_tombs,
             checkpoint_due: false,
             restarted_merge: !state.merge_extents.is_empty(),
+            publish_due: false,
             retune,
             counters: Counters::default(),
         };
         if let Some(fr) = state.frozen {
             t.start_job(fr)?;
+        }
+        if t.job.is_none() && t.head_fill() >= t.p.cap0 && t.head_has_work() {
+            // The checkpoint taken just before a freeze saved a full head tree: it is
+            // frozen now, as it was after that checkpoint.
+            t.freeze_and_merge()?;
         }
         t.recover(&ops)?;
         Ok(t)
@@ -506,7 +523,17 @@ impl FdTree {
             self.advance_job(units)?;
         }
         if self.job.is_none() && self.head_fill() >= self.p.cap0 && self.head_has_work() {
-            self.freeze_and_merge()?;
+            if self.publish_due && self.head_fill() < 2 * self.p.cap0 {
+                // Publish the completed merges first, the head tree frozen right after
+                // the checkpoint (`after_checkpoint`): its pages are flushed once, just
+                // before they stop changing, and the new head tree's pages, all allocated
+                // after that checkpoint, change with no before-images (module doc,
+                // Durability). A batch that goes on filling the head tree to twice its
+                // capacity meanwhile has it frozen at once.
+                self.checkpoint_due = true;
+            } else {
+                self.freeze_and_merge()?;
+            }
         }
         Ok(())
     }
@@ -542,10 +569,6 @@ impl FdTree {
             self.counters.merge_pages_written += job.pages_written;
             self.job = None;
             self.complete(out)?;
-            // The rebuilt head tree may be full again (many entries arrived meanwhile).
-            if self.head_fill() >= self.p.cap0 && self.head_has_work() {
-                self.freeze_and_merge()?;
-            }
         }
         Ok(())
     }
@@ -597,7 +620,15 @@ impl FdTree {
         self.counters.merges += 1;
         // Published by the next checkpoint (module doc, Durability).
         let levels: u64 = self.levels.iter().map(|r| r.pages).sum();
-        self.checkpoint_due = self.pager.extents_publish_due(levels);
+        if self.pager.extents_publish_due(levels) {
+            if self.deamortize {
+                // At the next freeze of the head tree (`after_mutation`).
+                self.publish_due = true;
+            } else {
+                // Now: the head tree holds the new L1's fences alone.
+                self.checkpoint_due = true;
+            }
+        }
         Ok(())
     }
 
@@ -680,9 +711,16 @@ impl Logged for FdTree {
         self.state()
     }
 
+    /// The checkpoint published every completed merge; a full head tree (waiting for it,
+    /// or filled by the merge completed first) is frozen now.
     fn after_checkpoint(&mut self) -> Result<()> {
         self.checkpoint_due = false;
+        self.publish_due = false;
         self.restarted_merge = false;
+        let full = self.head_fill() >= self.p.cap0 && self.head_has_work();
+        if self.job.is_none() && full && !self.pager.replaying() {
+            self.freeze_and_merge()?;
+        }
         Ok(())
     }
 
