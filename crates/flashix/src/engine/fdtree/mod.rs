@@ -73,10 +73,9 @@
 //! With `FdTreeOptions::deamortize` (the default) a full head tree is frozen and merged
 //! while a second head tree takes new entries; each mutation advances the merge by the
 //! work left (input entries, estimated as the cascade would go without cancellations)
-//! divided by the room left in the new head tree beyond a reserve ([`crate::kit::sorted::pace`]:
-//! a sixteenth of |L0|, and the external fences of the new L1, which the new head tree
-//! takes at the completion), about `N_merge / |L0|` at first as §3.4 divides it, so it
-//! completes before the new head tree is full. Run pages still go out in
+//! divided by half the room left in the new head tree, about `N_merge / (|L0|/2)` at
+//! first, so it completes before the new head tree is full; front-loaded, so that the
+//! frozen head tree leaves the buffer pool early ([`crate::kit::sorted::pace`]). Run pages still go out in
 //! whole multi-page writes of `io_unit_bytes`. Searches look in the new head tree, then the frozen one, then the levels (which
 //! the merge does not change until it completes). When the merge completes, the new head
 //! tree is rebuilt with its entries and the fences of the new L1 (bulk-loaded, at most
@@ -512,13 +511,12 @@ impl FdTree {
                 self.counters.forced_merge_completions += 1;
                 u64::MAX
             } else {
-                // The work left, spread over the insertions the new head tree has room
-                // for (§3.4: the merge is divided over the insertions into L'0), less
-                // the external fences of the new L1 it takes at the completion.
+                // The work left, spread over half the insertions the new head tree has
+                // room for (§3.4: the merge is divided over the insertions into L'0),
+                // front-loaded so that the frozen head tree leaves the pool early
+                // ([`pace::front_loaded`]).
                 let work = self.job.as_ref().map_or(0, |j| j.work);
-                let fences = self.p.level_capacity(1).div_ceil(self.p.lay.cap() as u64);
-                let reserve = pace::margin(self.p.cap0) + fences;
-                pace::step_units(work, self.head_fill(), self.p.cap0, reserve)
+                pace::front_loaded(work, self.head_fill(), self.p.cap0)
             };
             self.advance_job(units)?;
         }

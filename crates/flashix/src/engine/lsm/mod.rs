@@ -515,7 +515,7 @@ impl Lsm {
                 // The work left, spread over the mutations C0 has room for, so that the
                 // merge completes as C0 fills (the FD-tree's, §3.4 there).
                 let work = self.job.as_ref().map_or(0, |j| j.work);
-                pace::step_units(work, fill, self.p.cap0, pace::margin(self.p.cap0))
+                pace::spread(work, fill, self.p.cap0, pace::margin(self.p.cap0))
             };
             self.advance_job(units)?;
         }
