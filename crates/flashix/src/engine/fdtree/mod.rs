@@ -103,7 +103,8 @@
 //! tree, a log switch and two syncs per merge, where merges come every |L0| inserts.)
 //! Deamortized, that checkpoint waits for the next freeze of the head tree and is taken
 //! just before it, the freeze right after it (`after_checkpoint`; a batch that fills the
-//! head tree to twice its capacity meanwhile has it frozen at once): the head tree's pages
+//! head tree to twice its capacity meanwhile has it frozen at once; on a device of fixed
+//! size the checkpoint still follows the merge at once): the head tree's pages
 //! are flushed just before they stop changing, and the new head tree's pages, all
 //! allocated after that checkpoint, change with no before-images (a checkpoint at the
 //! merge's completion had the rebuilt head tree's pages logged again as they next
@@ -619,11 +620,13 @@ impl FdTree {
         // Published by the next checkpoint (module doc, Durability).
         let levels: u64 = self.levels.iter().map(|r| r.pages).sum();
         if self.pager.extents_publish_due(levels) {
-            if self.deamortize {
+            if self.deamortize && !self.pager.fixed_capacity() {
                 // At the next freeze of the head tree (`after_mutation`).
                 self.publish_due = true;
             } else {
-                // Now: the head tree holds the new L1's fences alone.
+                // Now: amortized, the head tree holds the new L1's fences alone; on a
+                // device of fixed size the freed space is to be reusable at once
+                // (`Pager::extents_publish_due`).
                 self.checkpoint_due = true;
             }
         }

@@ -114,7 +114,8 @@
 //! its pages as they next changed.) With rolling merges the publishing checkpoint waits for
 //! the next freeze of C0 and is taken just before it, the freeze right after it
 //! (`after_checkpoint`; a batch that fills C0 to twice its capacity meanwhile has it frozen
-//! at once): C0's pages are flushed just before they are freed, and the new C0's pages,
+//! at once; on a device of fixed size the checkpoint still follows the merge at once):
+//! C0's pages are flushed just before they are freed, and the new C0's pages,
 //! all allocated after that checkpoint, change with no before-images (at the bench's quick
 //! scale a checkpoint at the merge's completion had C0's pages logged again, 25 bytes of
 //! log an insert). A checkpoint completes a rolling merge in progress
@@ -612,11 +613,12 @@ impl Lsm {
         // components' (module doc, Durability).
         let live: u64 = self.components.iter().flatten().map(|c| c.pages).sum();
         if self.pager.extents_publish_due(live) {
-            if self.deamortize {
+            if self.deamortize && !self.pager.fixed_capacity() {
                 // At the next freeze of C0 (`after_mutation`).
                 self.publish_due = true;
             } else {
-                // Now: C0 is the new, empty one.
+                // Now: amortized, C0 is the new, empty one; on a device of fixed size the
+                // freed space is to be reusable at once (`Pager::extents_publish_due`).
                 self.checkpoint_due = true;
             }
         }
