@@ -75,9 +75,10 @@
 //! work left (input entries, estimated as the cascade would go without cancellations)
 //! divided by half the room left in the new head tree, about `N_merge / (|L0|/2)` at
 //! first, so it completes before the new head tree is full; front-loaded, so that the
-//! frozen head tree leaves the buffer pool early ([`crate::kit::sorted::pace`]). Run pages still go out in
-//! whole multi-page writes of `io_unit_bytes`. Searches look in the new head tree, then the frozen one, then the levels (which
-//! the merge does not change until it completes). When the merge completes, the new head
+//! frozen head tree leaves the buffer pool early ([`crate::kit::sorted::pace`]). Run
+//! pages still go out in whole multi-page writes of `io_unit_bytes`. Searches look in the
+//! new head tree, then the frozen one, then the levels (which the merge does not change
+//! until it completes). When the merge completes, the new head
 //! tree is rebuilt with its entries and the fences of the new L1 (bulk-loaded, at most
 //! |L0| entries; the paper inserts them one by one) and the frozen one is freed. Also done
 //! in the completing step: the fence-only levels above the merged level (1/f of its size).
@@ -397,7 +398,7 @@ impl FdTree {
         if let Some(fr) = state.frozen {
             t.start_job(fr)?;
         }
-        if t.job.is_none() && t.head_fill() >= t.p.cap0 && t.head_has_work() {
+        if t.job.is_none() && t.head_full() {
             // The checkpoint taken just before a freeze saved a full head tree: it is
             // frozen now, as it was after that checkpoint.
             t.freeze_and_merge()?;
@@ -486,6 +487,19 @@ impl FdTree {
         self.head.entries + self.head_tombs.len() as u64
     }
 
+    /// The active head tree reached its capacity and holds something to merge: it is
+    /// frozen (now, or right after the checkpoint that publishes the merges completed).
+    fn head_full(&self) -> bool {
+        self.head_fill() >= self.p.cap0 && self.head_has_work()
+    }
+
+    /// The active head tree holds twice its capacity: a batch or bulk insert went on
+    /// filling it while its freeze waited for the operation's checkpoint; it is frozen at
+    /// once.
+    fn head_overfull(&self) -> bool {
+        self.head_fill() >= 2 * self.p.cap0
+    }
+
     /// Whether the active head tree holds anything a merge must carry down (its fences
     /// alone point into the levels and are rebuilt by every merge).
     fn head_has_work(&self) -> bool {
@@ -521,14 +535,13 @@ impl FdTree {
             };
             self.advance_job(units)?;
         }
-        if self.job.is_none() && self.head_fill() >= self.p.cap0 && self.head_has_work() {
-            if self.publish_due && self.head_fill() < 2 * self.p.cap0 {
+        if self.job.is_none() && self.head_full() {
+            if self.publish_due && !self.head_overfull() {
                 // Publish the completed merges first, the head tree frozen right after
                 // the checkpoint (`after_checkpoint`): its pages are flushed once, just
                 // before they stop changing, and the new head tree's pages, all allocated
                 // after that checkpoint, change with no before-images (module doc,
-                // Durability). A batch that goes on filling the head tree to twice its
-                // capacity meanwhile has it frozen at once.
+                // Durability).
                 self.checkpoint_due = true;
             } else {
                 self.freeze_and_merge()?;
@@ -718,8 +731,7 @@ impl Logged for FdTree {
         self.checkpoint_due = false;
         self.publish_due = false;
         self.restarted_merge = false;
-        let full = self.head_fill() >= self.p.cap0 && self.head_has_work();
-        if self.job.is_none() && full && !self.pager.replaying() {
+        if self.job.is_none() && self.head_full() && !self.pager.replaying() {
             self.freeze_and_merge()?;
         }
         Ok(())
