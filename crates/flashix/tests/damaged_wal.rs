@@ -43,14 +43,7 @@ fn storage(dev: &MemDevice, vfs: &MemVfs) -> Storage {
 
 /// The WAL file of the index in `vfs` (the one the manifest names).
 fn wal_name(vfs: &MemVfs) -> String {
-    let mut wals: Vec<String> = vfs
-        .list()
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.starts_with("wal-"))
-        .collect();
-    wals.sort();
-    wals.pop().expect("a WAL file")
+    flashix::testing::current_wal_name(vfs).expect("a manifest")
 }
 
 fn damaged_wal_in_the_middle(kind: EngineKind) {

@@ -375,10 +375,10 @@ impl Pager {
         self.log.replaying()
     }
 
-    /// Write all dirty pages, sync the device, and switch to a new manifest and WAL
-    /// generation ([`Log::switch`]); freed pages become reusable.
+    /// Write all dirty pages (the write barrier syncs the log up to their before-images,
+    /// and no further: [`Log::switch`] needs no more of it), sync the device, and switch
+    /// to a new manifest and WAL generation; freed pages become reusable.
     fn write_back_and_switch(&mut self, engine_state: serde_json::Value) -> Result<()> {
-        self.log.sync()?;
         self.pool
             .flush_all(&mut *self.dev, &mut WalBarrier(&mut self.log))?;
         self.dev.sync()?;

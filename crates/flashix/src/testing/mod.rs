@@ -107,6 +107,13 @@ pub fn reopen_mem(dev: &MemDevice, vfs: &MemVfs) -> Result<Db, Error> {
     })
 }
 
+/// The name of the WAL file the manifest in `vfs` names (a checkpoint also creates the
+/// next generation's WAL ahead, empty, so the directory may hold two).
+pub fn current_wal_name(vfs: &dyn crate::io::Vfs) -> Result<String, Error> {
+    let m = crate::durable::Manifest::load(vfs)?;
+    Ok(crate::durable::manifest::wal_name(m.generation))
+}
+
 /// The long mode (`FLASHIX_CONFORMANCE_LONG` set): the conformance, kill, memory and
 /// decoder tests run many more histories, kills, operations and cases.
 pub fn long_mode() -> bool {
