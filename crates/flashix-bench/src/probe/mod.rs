@@ -1,6 +1,7 @@
 //! `flashix probe`: measure a device (DESIGN.md, Benchmarks): 4 KiB random read and write
 //! IOPS at queue depth 1 and 32, sequential read and write bandwidth with 512 KiB requests,
-//! sequential 4 KiB read and write IOPS at QD1, and mean QD1 read latency by request size;
+//! sequential 4 KiB read and write IOPS at QD1, and mean QD1 read latency by request size
+//! (the sizes interleaved request by request, so that drift does not bias their ratios);
 //! then the machine's CPU cost of FD-tree insertions and merges ([`cpu`]). The result, a
 //! [`DeviceProfile`], feeds the cost models and the "share of the device's limit" column
 //! of benchmark reports.
