@@ -7,6 +7,7 @@ use super::{LATENCY_SIZES, PAGE, QD, SEQ_BYTES};
 use flashix::io::{AlignedBuf, Device, IoReq};
 use flashix::sim::SimSsd;
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, RngCore, SeedableRng};
 use std::time::Instant;
 
@@ -333,12 +334,14 @@ impl<C> Meter<'_, C> {
     }
 
     /// QD1 random reads of every size of [`LATENCY_SIZES`] (one buffer of each size in
-    /// `bufs`), interleaved: each pass reads once at every size, starting at a size that
-    /// moves on by one each pass, and times each request alone. So a device that speeds up
-    /// or slows down while the sizes are measured shifts all of them alike, and the
-    /// differences between sizes, which a cost model chooses node sizes by, stay its own
-    /// (measured one size after another, on this project's test VM, 8 KiB reads came out
-    /// from 1% to 13% slower than 4 KiB ones). Runs as long as the plan gives one test per
+    /// `bufs`), interleaved: each pass reads once at every size, in an order shuffled anew
+    /// each pass, and times each request alone. So a device that speeds up or slows down
+    /// while the sizes are measured shifts all of them alike, and the differences between
+    /// sizes, which a cost model chooses node sizes by, stay its own (measured one size
+    /// after another, on this project's test VM, 8 KiB reads came out from 1% to 13%
+    /// slower than 4 KiB ones). The shuffle gives every size the same mix of predecessors:
+    /// in a fixed rotation the 4 KiB read followed the 512 KiB one in most passes, and came
+    /// out 3-6% slower than the 8 KiB read. Runs as long as the plan gives one test per
     /// size, or until every size did the plan's request limit. Requests per second of the
     /// clock, by size.
     fn latency_by_size<D: Device>(
@@ -353,11 +356,12 @@ impl<C> Meter<'_, C> {
     {
         let sizes = bufs.len();
         let mut us = vec![0.0f64; sizes];
+        let mut order: Vec<usize> = (0..sizes).collect();
         let mut n = 0u64;
         let start = self.clock.now_us(dev);
         loop {
-            for i in 0..sizes {
-                let at = (i + n as usize) % sizes;
+            order.shuffle(rng);
+            for &at in &order {
                 let buf = &mut bufs[at];
                 let size_pages = (buf.len() / PAGE) as u64;
                 let page = rng.gen_range(0..pages / size_pages) * size_pages;
