@@ -202,6 +202,37 @@ fn get_many_issues_one_psync_batch_per_level() {
     assert!(after.batches - before.batches > 24 + 2);
 }
 
+/// A point search leaves the leaf it read where the pool's LRU put it (batch updates and
+/// MPSearch demote theirs): in a full pool, the leaf of the last search outlives the next
+/// search's miss and answers a repeated search without a read.
+#[test]
+fn a_point_search_keeps_its_leaf_in_the_pool() {
+    let dev = MemDevice::new(512);
+    let vfs = MemVfs::new();
+    let o = opts(512, 256, pio(1, 64, 64, 64));
+    let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
+    let pairs: Vec<(u64, u64)> = (0..100_000u64).map(|k| (k * 2, k)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    db.close().unwrap();
+    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    // Fill the pool with the leaves of many searches.
+    let mut rng = Rng::new(5);
+    for _ in 0..2_000 {
+        let k = rng.below(100_000) * 2;
+        assert_eq!(db.get(k).unwrap(), Some(k / 2));
+    }
+    let (a, b) = (123_456u64, 123_456 + 20_000);
+    assert_eq!(db.get(a).unwrap(), Some(a / 2));
+    assert_eq!(db.get(b).unwrap(), Some(b / 2));
+    let before = db.stats().device.reads;
+    assert_eq!(db.get(a).unwrap(), Some(a / 2));
+    assert_eq!(
+        db.stats().device.reads,
+        before,
+        "the leaf of {a} was evicted"
+    );
+}
+
 #[test]
 fn searches_see_the_opq_first() {
     let dev = MemDevice::new(512);
