@@ -143,7 +143,7 @@ pub fn measure<D: Device, C: Clock<D>>(
         .collect();
     // The latency table draws its pages from a stream of its own, so that the pages the
     // later measurements write do not depend on how many reads it did.
-    let mut sized_rng = StdRng::seed_from_u64(plan.seed ^ 0x5EED_0F_512E5);
+    let mut sized_rng = StdRng::seed_from_u64(plan.seed ^ 0x05EE_D0F5_12E5);
     for round in 1..=rounds {
         let of = if rounds > 1 {
             format!(" (round {round} of {rounds})")
