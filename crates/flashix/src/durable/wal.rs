@@ -3,7 +3,9 @@
 //! engines that update pages in place (see [`super::Pager`]).
 //!
 //! One WAL file per checkpoint generation, `wal-<generation>.log`; the manifest names the
-//! generation to replay. Record format (little-endian):
+//! generation to replay. Beside it the directory may hold the next generation's WAL,
+//! created empty ahead of the checkpoint that will switch to it (`super::Log::switch`).
+//! Record format (little-endian):
 //! ```text
 //! 0  4  payload length n
 //! 4  4  crc32c of (generation u64 LE, kind, payload)
