@@ -157,17 +157,25 @@ fn matches_a_btreemap_through_splits_merges_and_shrinks() {
     );
 }
 
-#[test]
-fn get_many_issues_one_psync_batch_per_level() {
+/// A closed index of 512-byte pages holding the keys `0, 2, ..., 199_998` (key `2k` has
+/// value `k`), bulk-loaded into a pool of `frames` pages with leaves of `leaf_segments`;
+/// returns its files and its height.
+fn even_keys(frames: u64, leaf_segments: u32) -> (MemDevice, MemVfs, u64) {
     let dev = MemDevice::new(512);
     let vfs = MemVfs::new();
-    let o = opts(512, 4096, pio(2, 64, 64, 64));
+    let o = opts(512, frames, pio(leaf_segments, 64, 64, 64));
     let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
     let pairs: Vec<(u64, u64)> = (0..100_000u64).map(|k| (k * 2, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     let height = counter(&db, "height");
-    assert_eq!(height, 4, "512-byte pages, 100k entries");
     db.close().unwrap();
+    (dev, vfs, height)
+}
+
+#[test]
+fn get_many_issues_one_psync_batch_per_level() {
+    let (dev, vfs, height) = even_keys(4096, 2);
+    assert_eq!(height, 4, "512-byte pages, 100k entries");
     // Cold pool: 24 keys 4000 entries apart, each in its own leaf (28 entries per leaf).
     let keys: Vec<u64> = (0..24u64).map(|i| i * 8_000 + 2).rev().collect();
     let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
@@ -207,13 +215,7 @@ fn get_many_issues_one_psync_batch_per_level() {
 /// search's miss and answers a repeated search without a read.
 #[test]
 fn a_point_search_keeps_its_leaf_in_the_pool() {
-    let dev = MemDevice::new(512);
-    let vfs = MemVfs::new();
-    let o = opts(512, 256, pio(1, 64, 64, 64));
-    let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
-    let pairs: Vec<(u64, u64)> = (0..100_000u64).map(|k| (k * 2, k)).collect();
-    db.bulk_insert(&pairs).unwrap();
-    db.close().unwrap();
+    let (dev, vfs, _) = even_keys(256, 1);
     let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
     // Fill the pool with the leaves of many searches.
     let mut rng = Rng::new(5);
