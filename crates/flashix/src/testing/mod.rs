@@ -107,6 +107,46 @@ pub fn reopen_mem(dev: &MemDevice, vfs: &MemVfs) -> Result<Db, Error> {
     })
 }
 
+/// `ops` upserts of random keys below `keys` (seeded by `seed`, value = the operation's
+/// number) into a new index with `o` on a fresh `MemDevice` and `MemVfs`, checked against a
+/// model: its integrity, then, dropped without `close` and reopened (the log redoes what
+/// the last checkpoint did not hold), its integrity and contents. Returns the stats taken
+/// before the reopen.
+pub fn upserts_across_reopen(
+    o: Options,
+    seed: u64,
+    ops: u64,
+    keys: u64,
+) -> Result<crate::Stats, String> {
+    let (mut db, dev, vfs) = mem_db(o).map_err(|e| e.to_string())?;
+    let mut rng = Rng::new(seed);
+    let mut model = BTreeMap::new();
+    for i in 0..ops {
+        let k = rng.next_u64() % keys.max(1);
+        db.insert(k, i).map_err(|e| format!("insert {i}: {e}"))?;
+        model.insert(k, i);
+    }
+    db.check_integrity().map_err(|e| e.to_string())?;
+    let stats = db.stats();
+    drop(db);
+    let mut db = reopen_mem(&dev, &vfs).map_err(|e| format!("reopen: {e}"))?;
+    db.check_integrity()
+        .map_err(|e| format!("after reopen: {e}"))?;
+    let got = db
+        .range(..)
+        .map_err(|e| e.to_string())?
+        .collect::<Result<BTreeMap<u64, u64>, Error>>()
+        .map_err(|e| e.to_string())?;
+    if got != model {
+        return Err(format!(
+            "after reopen: {} entries, the model {}",
+            got.len(),
+            model.len()
+        ));
+    }
+    Ok(stats)
+}
+
 /// The name of the WAL file the manifest in `vfs` names (a checkpoint also creates the
 /// next generation's WAL ahead, empty, so the directory may hold two).
 pub fn current_wal_name(vfs: &dyn crate::io::Vfs) -> Result<String, Error> {
