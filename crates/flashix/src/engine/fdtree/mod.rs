@@ -104,7 +104,7 @@
 //! tree, a log switch and two syncs per merge, where merges come every |L0| inserts.)
 //! Deamortized, that checkpoint waits for the next freeze of the head tree and is taken
 //! just before it, the freeze right after it (`after_checkpoint`; a batch that fills the
-//! head tree to twice its capacity meanwhile has it frozen at once; on a device of fixed
+//! head tree to twice its capacity meanwhile, or replay, has it frozen at once; on a device of fixed
 //! size the checkpoint still follows the merge at once): the head tree's pages
 //! are flushed just before they stop changing, and the new head tree's pages, all
 //! allocated after that checkpoint, change with no before-images (a checkpoint at the
@@ -536,7 +536,9 @@ impl FdTree {
             self.advance_job(units)?;
         }
         if self.job.is_none() && self.head_full() {
-            if self.publish_due && !self.head_overfull() {
+            // While replaying no checkpoint runs: freeze at once, as the run that
+            // logged these operations did right after its checkpoint.
+            if self.publish_due && !self.head_overfull() && !self.pager.replaying() {
                 // Publish the completed merges first, the head tree frozen right after
                 // the checkpoint (`after_checkpoint`): its pages are flushed once, just
                 // before they stop changing, and the new head tree's pages, all allocated

@@ -113,8 +113,8 @@
 //! every merge also flushed the new C0, half full by then, and logged before-images of
 //! its pages as they next changed.) With rolling merges the publishing checkpoint waits for
 //! the next freeze of C0 and is taken just before it, the freeze right after it
-//! (`after_checkpoint`; a batch that fills C0 to twice its capacity meanwhile has it frozen
-//! at once; on a device of fixed size the checkpoint still follows the merge at once):
+//! (`after_checkpoint`; a batch that fills C0 to twice its capacity meanwhile, or replay,
+//! has it frozen at once; on a device of fixed size the checkpoint still follows the merge at once):
 //! C0's pages are flushed just before they are freed, and the new C0's pages,
 //! all allocated after that checkpoint, change with no before-images (at the bench's quick
 //! scale a checkpoint at the merge's completion had C0's pages logged again, 25 bytes of
@@ -521,7 +521,9 @@ impl Lsm {
             self.advance_job(units)?;
         }
         if self.job.is_none() && self.c0_full() {
-            if self.publish_due && !self.c0_overfull() {
+            // While replaying no checkpoint runs: freeze at once, as the run that
+            // logged these operations did right after its checkpoint.
+            if self.publish_due && !self.c0_overfull() && !self.pager.replaying() {
                 // Publish the completed merges first, C0 frozen right after the
                 // checkpoint (`after_checkpoint`): its pages are flushed once, just before
                 // they are freed, and the new C0's pages, all allocated after that
