@@ -357,6 +357,7 @@ impl<C> Meter<'_, C> {
         let sizes = bufs.len();
         let mut us = vec![0.0f64; sizes];
         let mut order: Vec<usize> = (0..sizes).collect();
+        let budget = self.plan.us_per_test * sizes as f64;
         let mut n = 0u64;
         let start = self.clock.now_us(dev);
         loop {
@@ -370,7 +371,6 @@ impl<C> Meter<'_, C> {
                 us[at] += self.clock.now_us(dev) - t0;
             }
             n += 1;
-            let budget = self.plan.us_per_test * sizes as f64;
             if self.clock.now_us(dev) - start >= budget || self.plan.max_ops.is_some_and(|m| n >= m)
             {
                 break;
