@@ -7,6 +7,7 @@
 //! Nothing here knows an engine or the `Options` type: the options travel as an opaque
 //! record, the engine state as JSON, and the Pager takes a [`PagerConfig`] of numbers.
 
+pub mod background;
 mod log;
 mod logged;
 pub mod manifest;

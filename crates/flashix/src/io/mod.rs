@@ -155,6 +155,20 @@ pub trait Device: Send {
         Ok(Ticket(Started::Done(buf)))
     }
 
+    /// Whether a started request is complete, so that [`Device::finish`] would not wait
+    /// (it may still complete a short transfer). Never blocks: a caller with other work
+    /// (an engine thread serving a background merge's requests) asks before it finishes.
+    fn is_done(&mut self, ticket: &Ticket) -> bool {
+        matches!(ticket.0, Started::Done(_))
+    }
+
+    /// Whether started requests run while the caller works (a file through io_uring):
+    /// then work done beside the caller's, on another thread, overlaps with its I/O. By
+    /// default requests are served at once and an engine keeps its work on its own thread.
+    fn overlaps(&self) -> bool {
+        false
+    }
+
     /// Wait for a started request and take its buffer back; its error, if it failed.
     fn finish(&mut self, ticket: Ticket) -> Result<AlignedBuf> {
         match ticket.0 {
@@ -218,6 +232,12 @@ impl Device for Box<dyn Device> {
     }
     fn finish(&mut self, ticket: Ticket) -> Result<AlignedBuf> {
         (**self).finish(ticket)
+    }
+    fn is_done(&mut self, ticket: &Ticket) -> bool {
+        (**self).is_done(ticket)
+    }
+    fn overlaps(&self) -> bool {
+        (**self).overlaps()
     }
 }
 

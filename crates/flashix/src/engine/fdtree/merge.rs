@@ -29,7 +29,7 @@
 //! before the job completes, so searches keep using the old levels meanwhile (§3.4).
 
 use super::run::{write_fence_run, Run, RunReader, RunWriter};
-use crate::durable::Pager;
+use crate::durable::background::JobIo;
 use crate::error::Result;
 use crate::io::{Extent, PageId};
 use crate::kit::sorted::entry::{Entry, Kind, Layout};
@@ -146,7 +146,7 @@ impl MergeJob {
     /// `head_tombs` into `levels` (whose tombstones are `tombs`); `retune`: re-choose `k`
     /// if the cascade overflows the lowest level.
     pub fn start(
-        pager: &mut Pager,
+        io: &mut dyn JobIo,
         p: &Params,
         head: Vec<Entry>,
         head_tombs: Tombs,
@@ -156,7 +156,7 @@ impl MergeJob {
     ) -> Result<MergeJob> {
         let work = estimate(p, head.len() as u64, &levels, 1);
         let max = head.len() as u64 + levels.first().map_or(0, |r| r.entries);
-        let writer = RunWriter::new(pager, p.lay, p.io_unit, max)?;
+        let writer = RunWriter::new(io, p.lay, p.io_unit, max)?;
         let lower = levels.first().copied().map(RunReader::new);
         Ok(MergeJob {
             upper: Upper::Head {
@@ -206,11 +206,11 @@ impl MergeJob {
         self.levels.get(self.level).is_none()
     }
 
-    fn upper_peek(&mut self, pager: &mut Pager, p: &Params) -> Result<Option<Entry>> {
+    fn upper_peek(&mut self, io: &mut dyn JobIo, p: &Params) -> Result<Option<Entry>> {
         match &mut self.upper {
             Upper::Head { entries, pos } => Ok(entries.get(*pos).copied()),
             Upper::Run { reader, .. } => loop {
-                match reader.peek(pager, p.lay, p.io_unit)? {
+                match reader.peek(io, p.lay, p.io_unit)? {
                     // Algorithm 3, lines 3-4: the fences of L(i-1) are not carried over.
                     Some(e) if e.is_fence() => reader.advance(),
                     other => return Ok(other),
@@ -226,12 +226,12 @@ impl MergeJob {
         }
     }
 
-    fn lower_peek(&mut self, pager: &mut Pager, p: &Params) -> Result<Option<Entry>> {
+    fn lower_peek(&mut self, io: &mut dyn JobIo, p: &Params) -> Result<Option<Entry>> {
         let Some(r) = &mut self.lower else {
             return Ok(None);
         };
         loop {
-            match r.peek(pager, p.lay, p.io_unit)? {
+            match r.peek(io, p.lay, p.io_unit)? {
                 // Lines 5-6: internal fences are rebuilt for the new pages.
                 Some(e) if e.kind == Kind::Internal => r.advance(),
                 // An index entry under a range tombstone of the upper (newer) input.
@@ -247,12 +247,12 @@ impl MergeJob {
         }
     }
 
-    fn emit(&mut self, pager: &mut Pager, e: Entry) -> Result<()> {
+    fn emit(&mut self, io: &mut dyn JobIo, e: Entry) -> Result<()> {
         if e.kind == Kind::Filter && self.is_last() {
             return Ok(());
         }
         match &mut self.writer {
-            Some(w) => w.push(pager, e),
+            Some(w) => w.push(io, e),
             None => Ok(()),
         }
     }
@@ -262,7 +262,12 @@ impl MergeJob {
     /// [`MergeJob::emit`] filter: the common step of a merge (the lower level is about k
     /// times the upper one) without a peek and a match per entry. Returns the entries
     /// taken; at least one when `lower_peek` has just returned an entry before `bound`.
-    fn copy_lower(&mut self, pager: &mut Pager, bound: Option<(u64, u8)>, max: u64) -> Result<u64> {
+    fn copy_lower(
+        &mut self,
+        io: &mut dyn JobIo,
+        bound: Option<(u64, u8)>,
+        max: u64,
+    ) -> Result<u64> {
         let last = self.is_last();
         let MergeJob {
             lower,
@@ -290,16 +295,16 @@ impl MergeJob {
             }
             // A fence (the internal ones are dropped) or a dropped index entry.
             if let Some(w) = writer.as_mut() {
-                w.push_index_run(pager, &buf[run..n])?;
+                w.push_index_run(io, &buf[run..n])?;
                 if e.kind == Kind::External {
-                    w.push(pager, *e)?;
+                    w.push(io, *e)?;
                 }
             }
             n += 1;
             run = n;
         }
         if let Some(w) = writer.as_mut() {
-            w.push_index_run(pager, &buf[run..n])?;
+            w.push_index_run(io, &buf[run..n])?;
         }
         r.consume(n);
         Ok(n as u64)
@@ -310,15 +315,15 @@ impl MergeJob {
     /// used beyond the first.
     fn take_lower(
         &mut self,
-        pager: &mut Pager,
+        io: &mut dyn JobIo,
         l: Entry,
         bound: Option<(u64, u8)>,
         left: u64,
     ) -> Result<u64> {
-        let n = self.copy_lower(pager, bound, left)?;
+        let n = self.copy_lower(io, bound, left)?;
         if n == 0 {
             self.lower.as_mut().map(RunReader::advance);
-            self.emit(pager, l)?;
+            self.emit(io, l)?;
             return Ok(0);
         }
         Ok(n - 1)
@@ -329,7 +334,7 @@ impl MergeJob {
     /// page run at a time: the common step of a merge, without a peek, a match and a
     /// packer call per entry. Stops when either input's decoded entries run out (the next
     /// request is [`MergeJob::step`]'s to start). Returns the input entries taken.
-    fn merge_buffered(&mut self, pager: &mut Pager, max: u64) -> Result<u64> {
+    fn merge_buffered(&mut self, io: &mut dyn JobIo, max: u64) -> Result<u64> {
         let last = self.is_last();
         let MergeJob {
             upper,
@@ -366,9 +371,9 @@ impl MergeJob {
                 if l.kind == Kind::External {
                     // External fences stay (L(i+1) is unchanged); the packer needs to
                     // see each one.
-                    w.push_index_run(pager, merged)?;
+                    w.push_index_run(io, merged)?;
                     merged.clear();
-                    w.push(pager, *l)?;
+                    w.push(io, *l)?;
                 } else if !((l.kind == Kind::Filter && last)
                     || (tombs && upper_tombs.covers(l.key)))
                 {
@@ -383,11 +388,11 @@ impl MergeJob {
                 }
             }
             if merged.len() >= MERGED_BATCH {
-                w.push_index_run(pager, merged)?;
+                w.push_index_run(io, merged)?;
                 merged.clear();
             }
         }
-        w.push_index_run(pager, merged)?;
+        w.push_index_run(io, merged)?;
         merged.clear();
         match upper {
             Upper::Head { pos, .. } => *pos += i,
@@ -398,11 +403,11 @@ impl MergeJob {
     }
 
     /// Process up to `units` input entries; `Some` when the whole merge is complete.
-    pub fn step(&mut self, pager: &mut Pager, p: &Params, units: u64) -> Result<Option<Outcome>> {
+    pub fn step(&mut self, io: &mut dyn JobIo, p: &Params, units: u64) -> Result<Option<Outcome>> {
         let mut done = 0u64;
         while done < units {
             let fast = if self.batched {
-                self.merge_buffered(pager, units - done)?
+                self.merge_buffered(io, units - done)?
             } else {
                 0
             };
@@ -411,39 +416,39 @@ impl MergeJob {
                 self.work = self.work.saturating_sub(fast);
                 continue;
             }
-            let u = self.upper_peek(pager, p)?;
-            let l = self.lower_peek(pager, p)?;
+            let u = self.upper_peek(io, p)?;
+            let l = self.lower_peek(io, p)?;
             done += 1;
             self.work = self.work.saturating_sub(1);
             match (u, l) {
                 (None, None) => {
-                    if let Some(out) = self.finish_level(pager, p)? {
+                    if let Some(out) = self.finish_level(io, p)? {
                         return Ok(Some(out));
                     }
                 }
                 (Some(u), None) => {
                     self.upper_advance();
-                    self.emit(pager, u)?;
+                    self.emit(io, u)?;
                 }
                 (None, Some(l)) => {
-                    let more = self.take_lower(pager, l, None, units - done + 1)?;
+                    let more = self.take_lower(io, l, None, units - done + 1)?;
                     done += more;
                     self.work = self.work.saturating_sub(more);
                 }
                 (Some(u), Some(l)) => {
                     if l.pos() < u.pos() {
-                        let more = self.take_lower(pager, l, Some(u.pos()), units - done + 1)?;
+                        let more = self.take_lower(io, l, Some(u.pos()), units - done + 1)?;
                         done += more;
                         self.work = self.work.saturating_sub(more);
                     } else if u.pos() < l.pos() {
                         self.upper_advance();
-                        self.emit(pager, u)?;
+                        self.emit(io, u)?;
                     } else {
                         // Same key, both index entries: the newer (upper) one wins; a filter
                         // meeting its phantom discards it (Algorithm 3, lines 7-8).
                         self.upper_advance();
                         self.lower.as_mut().map(RunReader::advance);
-                        self.emit(pager, u)?;
+                        self.emit(io, u)?;
                     }
                 }
             }
@@ -452,17 +457,17 @@ impl MergeJob {
     }
 
     /// The output level is complete: cascade or finish.
-    fn finish_level(&mut self, pager: &mut Pager, p: &Params) -> Result<Option<Outcome>> {
+    fn finish_level(&mut self, io: &mut dyn JobIo, p: &Params) -> Result<Option<Outcome>> {
         let Some(w) = self.writer.take() else {
             return Ok(None);
         };
         self.pages_written += w.pages();
         self.pages_read += self.lower.as_ref().map_or(0, |r| r.pages_read());
-        let (run, fences) = w.finish(pager)?;
+        let (run, fences) = w.finish(io)?;
         if let Upper::Run { reader, temp } = &self.upper {
             self.pages_read += reader.pages_read();
             // The intermediate L'(i-1) is consumed; it was never published.
-            pager.free_extent(temp.extent());
+            io.free_extent(temp.extent());
         }
         let i = self.level;
         // L'(i)'s tombstones: both inputs', for the levels below; none at the last level.
@@ -481,7 +486,7 @@ impl MergeJob {
                 self.level = i + 1;
                 let lower = self.levels.get(i).copied();
                 let max = run.entries + lower.map_or(0, |r| r.entries);
-                self.writer = Some(RunWriter::new(pager, p.lay, p.io_unit, max)?);
+                self.writer = Some(RunWriter::new(io, p.lay, p.io_unit, max)?);
                 self.lower = lower.map(RunReader::new);
                 self.upper = Upper::Run {
                     reader: RunReader::new(run),
@@ -508,7 +513,7 @@ impl MergeJob {
         new[depth - 1] = run;
         let mut fences = fences;
         for lvl in (1..depth).rev() {
-            let (r, f) = write_fence_run(pager, p.lay, p.io_unit, &fences)?;
+            let (r, f) = write_fence_run(io, p.lay, p.io_unit, &fences)?;
             self.pages_written += r.map_or(0, |r| r.pages);
             new[lvl - 1] = r;
             fences = f;
@@ -546,6 +551,8 @@ mod tests {
     use proptest::prelude::*;
 
     const PAGE: usize = 512;
+
+    use crate::durable::Pager;
 
     fn pager() -> Pager {
         Pager::in_memory(PAGE, 8)

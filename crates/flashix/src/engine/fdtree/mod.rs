@@ -85,6 +85,21 @@
 //! If the new head tree fills before the merge completes, the merge is finished at once.
 //! While a merge runs the index thus holds two head trees, each within `head_tree_bytes`.
 //!
+//! **The merge thread.** On a device whose requests run while the caller works (a file
+//! through io_uring: [`crate::io::Device::overlaps`]) the same merge job runs to its end
+//! on a second thread instead of a bounded number of entries per operation
+//! ([`crate::durable::background`]): the insertions into the new head tree and the merge
+//! use the two cores, where one core did both (issue 17: the merge was 55% of an
+//! insertion's CPU, and insertions were CPU-bound with the device half idle). The engine
+//! thread alone touches the pager: once per mutation it serves the merge's requests
+//! (started reads and writes, extents) without waiting, and an operation that finds the
+//! new head tree full waits for the merge (§3.4's forced completion, counted the same).
+//! The merge reads only runs it replaces (which nothing frees before it completes) and
+//! writes only extents allocated for it, so what it does and what the index holds are
+//! the same whichever thread runs it and at whatever pace; the deterministic tests on
+//! memory devices run it on the engine thread, the tests on files and the process kills
+//! on the merge thread.
+//!
 //! # Durability
 //! The shared [`crate::durable::Pager`] mechanism: every operation is logged (logical redo)
 //! before it is applied; `flush` syncs the log. Head-tree pages are changed in place and
@@ -118,9 +133,10 @@
 //! `k` that changed it, since open), `entries` and `index_entries`
 //! (stored, all levels), `filter_entries_in_runs`, `head_entries`, `head_height`,
 //! `head_pages`, `head_capacity` (|L0|), `merges` (completed merges, cascades included),
-//! `merge_in_progress`, `merge_pages_read`, `merge_pages_written`,
-//! `forced_merge_completions` (deamortized merges finished early because the new head tree
-//! filled), `filters_inserted`, `range_deletes` (calls), `range_tombstones` (intervals,
+//! `thread_merges` (of those, completed on the merge thread), `merge_in_progress`,
+//! `merge_pages_read`, `merge_pages_written`,
+//! `forced_merge_completions` (deamortized merges finished early, or waited for on the
+//! merge thread, because the new head tree filled), `filters_inserted`, `range_deletes` (calls), `range_tombstones` (intervals,
 //! all levels), `head_range_tombstones`, and per level `level_<i>_entries`, `_pages`,
 //! `_filters`, `_range_tombstones`, `_capacity`.
 //!
@@ -140,6 +156,7 @@ mod merge;
 pub(crate) mod run;
 mod search;
 
+use crate::durable::background::Background;
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Pager, Store};
@@ -198,6 +215,8 @@ struct State {
 #[derive(Debug, Default, Clone)]
 struct Counters {
     merges: u64,
+    /// Merges run on the merge thread ([`Job::Thread`]).
+    thread_merges: u64,
     merge_pages_read: u64,
     merge_pages_written: u64,
     forced_merge_completions: u64,
@@ -277,6 +296,39 @@ fn params(opts: &Settings, o: &FdTreeOptions, packed: bool) -> Result<Params> {
     })
 }
 
+/// A merge in progress.
+enum Job {
+    /// Advanced by a bounded number of entries per operation on the engine's thread
+    /// (§3.4's deamortized merge, or at once when amortized).
+    Steps(Box<MergeJob>),
+    /// Running to its end on the merge thread, its requests served by the engine's
+    /// operations ([`crate::durable::background`]): on a device whose requests overlap
+    /// with work (a file through io_uring) with deamortized merges on. The merge is the
+    /// same job; the engine's operations stop waiting for it except when the new head tree
+    /// is full before it completes (§3.4's forced completion).
+    Thread {
+        bg: Background<(Outcome, u64, u64)>,
+        /// The job's memory when it started ([`MergeJob::memory_bytes`]).
+        memory: u64,
+    },
+}
+
+impl Job {
+    fn owned(&self) -> Vec<Extent> {
+        match self {
+            Job::Steps(j) => j.owned(),
+            Job::Thread { bg, .. } => bg.owned(),
+        }
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        match self {
+            Job::Steps(j) => j.memory_bytes(),
+            Job::Thread { memory, .. } => *memory,
+        }
+    }
+}
+
 /// The FD-tree engine.
 pub struct FdTree {
     pager: Pager,
@@ -286,7 +338,9 @@ pub struct FdTree {
     head: Head,
     /// The head tree being merged (deamortized merge in progress).
     frozen: Option<Head>,
-    job: Option<MergeJob>,
+    job: Option<Job>,
+    /// Merges run on the merge thread ([`Job::Thread`]).
+    threaded: bool,
     levels: Vec<Run>,
     /// Range tombstones of the active head tree, the frozen one, and each level (parallel
     /// to `levels`): see [`crate::kit::sorted::tombs`].
@@ -322,6 +376,7 @@ impl FdTree {
         let deamortize = o.deamortize;
         let config = s.pager_config(MIN_FRAMES, 0);
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
+        let threaded = deamortize && pager.device().overlaps();
         let head = Head::create(&mut pager, p.lay)?;
         let mut t = FdTree {
             pager,
@@ -330,6 +385,7 @@ impl FdTree {
             head,
             frozen: None,
             job: None,
+            threaded,
             levels: Vec::new(),
             head_tombs: Tombs::new(),
             frozen_tombs: Tombs::new(),
@@ -373,6 +429,7 @@ impl FdTree {
         let deamortize = o.deamortize;
         let config = s.pager_config(MIN_FRAMES, 0);
         let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
+        let threaded = deamortize && pager.device().overlaps();
         for e in &state.merge_extents {
             pager.free_extent(*e);
         }
@@ -385,6 +442,7 @@ impl FdTree {
             head: state.head,
             frozen: None,
             job: None,
+            threaded,
             levels: state.levels,
             head_tombs: state.head_tombs,
             frozen_tombs: state.frozen_tombs,
@@ -411,7 +469,7 @@ impl FdTree {
         serde_json::json!(State {
             head: self.head.clone(),
             frozen: self.frozen.clone(),
-            merge_extents: self.job.as_ref().map(MergeJob::owned).unwrap_or_default(),
+            merge_extents: self.job.as_ref().map(Job::owned).unwrap_or_default(),
             levels: self.levels.clone(),
             head_tombs: self.head_tombs.clone(),
             frozen_tombs: self.frozen_tombs.clone(),
@@ -520,7 +578,13 @@ impl FdTree {
 
     /// Advance a deamortized merge, or start a merge when L0 reached its capacity.
     fn after_mutation(&mut self) -> Result<()> {
-        if self.job.is_some() {
+        if let Some(Job::Thread { .. }) = self.job {
+            // The merge thread's requests are served once per operation; when the new
+            // head tree is full the operation waits for the merge (its back-pressure).
+            let wait = self.head_fill() >= self.p.cap0;
+            self.counters.forced_merge_completions += u64::from(wait);
+            self.serve_thread(wait)?;
+        } else if self.job.is_some() {
             let units = if self.head_fill() >= self.p.cap0 {
                 // The new head tree is full before the merge completed: finish it now.
                 self.counters.forced_merge_completions += 1;
@@ -530,7 +594,10 @@ impl FdTree {
                 // room for (§3.4: the merge is divided over the insertions into L'0),
                 // front-loaded so that the frozen head tree leaves the pool early
                 // ([`pace::front_loaded`]).
-                let work = self.job.as_ref().map_or(0, |j| j.work);
+                let work = match &self.job {
+                    Some(Job::Steps(j)) => j.work,
+                    _ => 0,
+                };
                 pace::front_loaded(work, self.head_fill(), self.p.cap0)
             };
             self.advance_job(units)?;
@@ -560,7 +627,7 @@ impl FdTree {
             .into_iter()
             .filter(|e| !e.is_fence())
             .collect();
-        let job = MergeJob::start(
+        let mut job = MergeJob::start(
             &mut self.pager,
             &self.p,
             entries,
@@ -569,22 +636,58 @@ impl FdTree {
             self.level_tombs.clone(),
             self.retune.clone(),
         )?;
-        self.job = Some(job);
         self.frozen = Some(frozen);
+        if !self.threaded {
+            self.job = Some(Job::Steps(Box::new(job)));
+            return Ok(());
+        }
+        let memory = job.memory_bytes();
+        let p = self.p;
+        let bg = Background::spawn(self.pager.page_size(), job.owned(), move |io| loop {
+            if let Some(out) = job.step(io, &p, u64::MAX)? {
+                return Ok((out, job.pages_read, job.pages_written));
+            }
+        })?;
+        self.job = Some(Job::Thread { bg, memory });
         Ok(())
     }
 
+    /// Advance a merge run by the engine's operations (§3.4) by `units` entries, or the
+    /// merge thread's to its end.
     fn advance_job(&mut self, units: u64) -> Result<()> {
-        let Some(job) = self.job.as_mut() else {
+        match self.job.as_mut() {
+            None => Ok(()),
+            Some(Job::Thread { .. }) => self.serve_thread(true),
+            Some(Job::Steps(job)) => {
+                if let Some(out) = job.step(&mut self.pager, &self.p, units)? {
+                    let (read, written) = (job.pages_read, job.pages_written);
+                    self.job = None;
+                    self.merged(out, read, written)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Serve the merge thread's requests ([`Background::serve`]); with `wait`, until the
+    /// merge completes.
+    fn serve_thread(&mut self, wait: bool) -> Result<()> {
+        let Some(Job::Thread { bg, .. }) = self.job.as_mut() else {
             return Ok(());
         };
-        if let Some(out) = job.step(&mut self.pager, &self.p, units)? {
-            self.counters.merge_pages_read += job.pages_read;
-            self.counters.merge_pages_written += job.pages_written;
+        if let Some((out, read, written)) = bg.serve(&mut self.pager, wait)? {
             self.job = None;
-            self.complete(out)?;
+            self.counters.thread_merges += 1;
+            self.merged(out, read, written)?;
         }
         Ok(())
+    }
+
+    /// A merge completed, having read and written these pages.
+    fn merged(&mut self, out: Outcome, read: u64, written: u64) -> Result<()> {
+        self.counters.merge_pages_read += read;
+        self.counters.merge_pages_written += written;
+        self.complete(out)
     }
 
     /// Publish a completed merge in memory: new levels, new head tree; free the old.
@@ -701,7 +804,7 @@ impl FdTree {
     /// Memory besides the pool, charged to the budget (`Logged::charge_memory`): the
     /// running merge's buffers and every range-tombstone set.
     fn structure_bytes(&self) -> u64 {
-        self.job.as_ref().map_or(0, MergeJob::memory_bytes)
+        self.job.as_ref().map_or(0, Job::memory_bytes)
             + self.tombs().map(Tombs::memory_bytes).sum::<u64>()
     }
 
@@ -815,6 +918,7 @@ impl Engine for FdTree {
             ("head_pages", self.head.pages),
             ("head_capacity", self.p.cap0),
             ("merges", c.merges),
+            ("thread_merges", c.thread_merges),
             ("merge_in_progress", u64::from(self.job.is_some())),
             ("merge_pages_read", c.merge_pages_read),
             ("merge_pages_written", c.merge_pages_written),

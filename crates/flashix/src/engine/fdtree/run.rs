@@ -3,6 +3,7 @@
 //! and range scans read them past the buffer pool in multi-page requests (App. D); point
 //! searches read one page per level through the pool, so the upper levels stay cached.
 
+use crate::durable::background::JobIo;
 use crate::durable::Pager;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId};
@@ -155,9 +156,9 @@ impl RunReader {
     }
 
     /// The next entry, or `None` at the end of the run.
-    pub fn peek(&mut self, pager: &mut Pager, lay: Layout, io_unit: u64) -> Result<Option<Entry>> {
-        let ps = pager.page_size();
-        self.0.peek(pager, io_unit, |first, _, bytes, out| {
+    pub fn peek(&mut self, io: &mut dyn JobIo, lay: Layout, io_unit: u64) -> Result<Option<Entry>> {
+        let ps = io.page_size();
+        self.0.peek(io, io_unit, |first, _, bytes, out| {
             decode_pages_into(lay, first, bytes, ps, out)
         })
     }
@@ -207,10 +208,10 @@ pub struct RunWriter {
 
 impl RunWriter {
     /// A writer for at most `max_entries` entries (one internal fence per page extra).
-    pub fn new(pager: &mut Pager, lay: Layout, io_unit: u64, max_entries: u64) -> Result<Self> {
+    pub fn new(io: &mut dyn JobIo, lay: Layout, io_unit: u64, max_entries: u64) -> Result<Self> {
         let max_pages = max_entries.div_ceil(lay.cap() as u64 - 1).max(1) + 1;
-        let extent = pager.alloc_extent(max_pages)?;
-        let ps = pager.page_size();
+        let extent = io.alloc_extent(max_pages)?;
+        let ps = io.page_size();
         Ok(RunWriter {
             lay,
             extent,
@@ -232,11 +233,11 @@ impl RunWriter {
     }
 
     #[inline]
-    pub fn push(&mut self, pager: &mut Pager, e: Entry) -> Result<()> {
-        let ps = pager.page_size();
+    pub fn push(&mut self, io: &mut dyn JobIo, e: Entry) -> Result<()> {
+        let ps = io.page_size();
         let place = self.packer.place(&e);
         if place.close {
-            self.close_page(pager)?;
+            self.close_page(io)?;
         }
         if self.cur == 0 {
             self.start_page(e.key)?;
@@ -255,12 +256,12 @@ impl RunWriter {
     /// [`RunWriter::push`] of each of `es`, index entries only (no fences): a page's
     /// worth at a time.
     #[inline]
-    pub fn push_index_run(&mut self, pager: &mut Pager, mut es: &[Entry]) -> Result<()> {
-        let ps = pager.page_size();
+    pub fn push_index_run(&mut self, io: &mut dyn JobIo, mut es: &[Entry]) -> Result<()> {
+        let ps = io.page_size();
         while let Some(first) = es.first() {
             let (place, n) = self.packer.place_run(first, es.len());
             if place.close {
-                self.close_page(pager)?;
+                self.close_page(io)?;
             }
             if self.cur == 0 {
                 self.start_page(first.key)?;
@@ -300,8 +301,8 @@ impl RunWriter {
     }
 
     /// Seal the page being built; write the chunk when it is full.
-    fn close_page(&mut self, pager: &mut Pager) -> Result<()> {
-        let ps = pager.page_size();
+    fn close_page(&mut self, io: &mut dyn JobIo) -> Result<()> {
+        let ps = io.page_size();
         let pid = self.extent.start + self.pages;
         let b = self.out.next_page(ps);
         self.lay.finish_page(b, KIND_RUN, 0, NONE, self.cur);
@@ -310,32 +311,31 @@ impl RunWriter {
         self.cur = 0;
         self.pages += 1;
         if self.out.built(ps) {
-            self.write_chunk(pager)?;
+            self.write_chunk(io)?;
         }
         Ok(())
     }
 
-    fn write_chunk(&mut self, pager: &mut Pager) -> Result<()> {
+    fn write_chunk(&mut self, io: &mut dyn JobIo) -> Result<()> {
         let n = self.out.pending();
-        self.out
-            .write(pager, self.extent.start + self.chunk_start)?;
+        self.out.write(io, self.extent.start + self.chunk_start)?;
         self.chunk_start += n;
         Ok(())
     }
 
     /// Write the last pages and return the run (`None` if it is empty); the unused tail of
     /// the extent is freed.
-    pub fn finish(mut self, pager: &mut Pager) -> Result<Written> {
+    pub fn finish(mut self, io: &mut dyn JobIo) -> Result<Written> {
         if self.cur > 0 {
-            self.close_page(pager)?;
+            self.close_page(io)?;
         }
-        self.write_chunk(pager)?;
-        self.out.wait(pager)?;
+        self.write_chunk(io)?;
+        self.out.wait(io)?;
         let tail = Extent {
             start: self.extent.start + self.pages,
             len: self.extent.len - self.pages,
         };
-        pager.free_extent(tail);
+        io.free_extent(tail);
         let run = (self.pages > 0).then_some(Run {
             start: self.extent.start,
             pages: self.pages,
@@ -355,16 +355,16 @@ impl RunWriter {
 /// Write a run made only of the external fences `fences` (the upper levels rebuilt after a
 /// merge, §3.3 Merge; Property 1 of App. C.2).
 pub fn write_fence_run(
-    pager: &mut Pager,
+    io: &mut dyn JobIo,
     lay: Layout,
     io_unit: u64,
     fences: &[(u64, PageId)],
 ) -> Result<Written> {
-    let mut w = RunWriter::new(pager, lay, io_unit, fences.len() as u64)?;
+    let mut w = RunWriter::new(io, lay, io_unit, fences.len() as u64)?;
     for &(k, p) in fences {
-        w.push(pager, Entry::new(k, p, entry::Kind::External))?;
+        w.push(io, Entry::new(k, p, entry::Kind::External))?;
     }
-    w.finish(pager)
+    w.finish(io)
 }
 
 #[cfg(test)]

@@ -544,6 +544,14 @@ impl Device for FileDevice {
     fn finish(&mut self, ticket: Ticket) -> Result<AlignedBuf> {
         self.finish_started(ticket)
     }
+
+    fn is_done(&mut self, ticket: &Ticket) -> bool {
+        self.started_done(ticket)
+    }
+
+    fn overlaps(&self) -> bool {
+        self.ring.is_some()
+    }
 }
 
 fn backend_name(io_uring: bool, direct: bool) -> &'static str {

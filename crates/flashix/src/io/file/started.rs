@@ -173,6 +173,31 @@ impl FileDevice {
         }
     }
 
+    /// Whether the request of `ticket` is complete, from the completions the kernel has
+    /// posted (no system call, no wait).
+    pub(super) fn started_done(&mut self, ticket: &Ticket) -> bool {
+        let id = match ticket.0 {
+            TicketState::Done(_) => return true,
+            TicketState::InFlight(id) => id,
+        };
+        let done: Vec<(u64, i32)> = match self.ring.as_mut() {
+            Some(ring) => ring
+                .completion()
+                .map(|c| (c.user_data(), c.result()))
+                .collect(),
+            None => Vec::new(),
+        };
+        for (tag, result) in done {
+            // Nothing but started requests is in flight outside a batch.
+            self.record_started(tag, result);
+        }
+        // A request not found is reported by `finish`, which does not wait for it.
+        self.started
+            .iter()
+            .find(|s| s.id == id)
+            .map_or(true, |s| s.result.is_some())
+    }
+
     /// Wait for the started requests that overlap a page range of `ranges` (first page,
     /// pages) and complete their short transfers.
     pub(super) fn settle_overlapping(

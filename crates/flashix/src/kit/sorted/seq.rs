@@ -10,9 +10,9 @@
 //! being decoded or filled).
 
 use super::entry::Entry;
-use crate::durable::Pager;
+use crate::durable::background::{JobIo, Started};
 use crate::error::Result;
-use crate::io::{AlignedBuf, PageId, Ticket};
+use crate::io::{AlignedBuf, PageId};
 
 /// A sequential reader of a contiguous page range of decoded entries, `io_unit` pages per
 /// request. Shared by FD-tree runs and LSM components, which differ only in how a page
@@ -26,7 +26,7 @@ pub(crate) struct SeqReader {
     pos: usize,
     pages_read: u64,
     /// The request in flight: its first page, pages and ticket.
-    ahead: Option<(PageId, u64, Ticket)>,
+    ahead: Option<(PageId, u64, Started)>,
     /// A buffer to start the next request in.
     spare: Option<AlignedBuf>,
 }
@@ -46,11 +46,11 @@ impl SeqReader {
     }
 
     /// Start reading the next request, if any pages are left.
-    fn start_next(&mut self, pager: &mut Pager, io_unit: u64) -> Result<()> {
+    fn start_next(&mut self, io: &mut dyn JobIo, io_unit: u64) -> Result<()> {
         if self.next >= self.pages || self.ahead.is_some() {
             return Ok(());
         }
-        let ps = pager.page_size();
+        let ps = io.page_size();
         let n = io_unit.max(1).min(self.pages - self.next);
         let len = ps * n as usize;
         let buf = match self.spare.take() {
@@ -58,7 +58,7 @@ impl SeqReader {
             _ => AlignedBuf::zeroed(ps * io_unit.max(1).min(self.pages) as usize),
         };
         let first = self.first + self.next;
-        let ticket = pager.device().start_read(first, buf, len)?;
+        let ticket = io.start_read(first, buf, len)?;
         self.ahead = Some((first, n, ticket));
         self.next += n;
         Ok(())
@@ -71,18 +71,18 @@ impl SeqReader {
     #[inline]
     pub(crate) fn peek(
         &mut self,
-        pager: &mut Pager,
+        io: &mut dyn JobIo,
         io_unit: u64,
         decode: impl Fn(PageId, u64, &[u8], &mut Vec<Entry>) -> Result<()>,
     ) -> Result<Option<Entry>> {
         while self.pos >= self.buf.len() {
-            self.start_next(pager, io_unit)?;
+            self.start_next(io, io_unit)?;
             let Some((first, n, ticket)) = self.ahead.take() else {
                 return Ok(None);
             };
-            let raw = pager.device().finish(ticket)?;
-            self.start_next(pager, io_unit)?;
-            let len = pager.page_size() * n as usize;
+            let raw = io.finish(ticket)?;
+            self.start_next(io, io_unit)?;
+            let len = io.page_size() * n as usize;
             self.buf.clear();
             let decoded = decode(first, n, &raw[..len], &mut self.buf);
             self.spare = Some(raw);
@@ -121,7 +121,7 @@ pub(crate) struct ChunkWriter {
     chunk: AlignedBuf,
     /// Pages built in `chunk`.
     pages: u64,
-    in_flight: Option<Ticket>,
+    in_flight: Option<Started>,
     spare: Option<AlignedBuf>,
 }
 
@@ -156,26 +156,26 @@ impl ChunkWriter {
 
     /// Start writing the built pages at `first` (after the previous request finished), and
     /// go on in the other buffer.
-    pub(crate) fn write(&mut self, pager: &mut Pager, first: PageId) -> Result<()> {
+    pub(crate) fn write(&mut self, io: &mut dyn JobIo, first: PageId) -> Result<()> {
         if self.pages == 0 {
             return Ok(());
         }
-        self.wait(pager)?;
-        let len = self.pages as usize * pager.page_size();
+        self.wait(io)?;
+        let len = self.pages as usize * io.page_size();
         let next = match self.spare.take() {
             Some(b) => b,
             None => AlignedBuf::zeroed(self.chunk.len()),
         };
         let full = std::mem::replace(&mut self.chunk, next);
         self.pages = 0;
-        self.in_flight = Some(pager.device().start_write(first, full, len)?);
+        self.in_flight = Some(io.start_write(first, full, len)?);
         Ok(())
     }
 
     /// Wait for the request in flight (a run is complete once its last request is).
-    pub(crate) fn wait(&mut self, pager: &mut Pager) -> Result<()> {
+    pub(crate) fn wait(&mut self, io: &mut dyn JobIo) -> Result<()> {
         if let Some(t) = self.in_flight.take() {
-            self.spare = Some(pager.device().finish(t)?);
+            self.spare = Some(io.finish(t)?);
         }
         Ok(())
     }

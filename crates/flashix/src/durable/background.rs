@@ -1,0 +1,501 @@
+//! Work on a second thread beside the engine's: a merge that runs on the other core while
+//! the engine thread goes on taking operations (issue 17: the FD-tree's and the LSM-tree's
+//! insertions were CPU-bound on one core, merges 55% of it, with the device half idle).
+//!
+//! The work sees its storage through [`JobIo`]: page size, started reads and writes
+//! ([`crate::io::Device::start_read`], `start_write`, `finish`) and extents allocated and
+//! freed. Run inline, the [`Pager`] itself is the `JobIo`. Run by [`Background`], the
+//! work's thread holds a proxy that sends each call to the engine thread, which alone
+//! touches the pager, the device and the allocator:
+//!
+//! - the engine thread serves the requests sent so far whenever it calls
+//!   [`Background::serve`] (once per operation, without waiting), or waits for the work
+//!   to complete (`wait`: when it cannot go on without the result);
+//! - a started read or write is sent without waiting (the work names it by its own
+//!   number) and started on the device at the next `serve`; `finish` waits for the reply,
+//!   given once the device says the request is done ([`crate::io::Device::is_done`]), so
+//!   the engine thread never waits for the work's I/O unless told to wait;
+//! - an allocation waits for its extent; a free is sent without waiting.
+//!
+//! Durability is the work's own rule, unchanged: everything it writes goes to extents it
+//! allocated, which no manifest names until the engine publishes the result, so the order
+//! of its I/O against the engine's (which the thread's pace decides) does not matter. The
+//! extents it holds are [`Background::owned`]: a checkpoint taken meanwhile records them,
+//! and a reopen after a crash frees them, as it frees an inline job's.
+//!
+//! Dropped before it completes (a close, an error), the work is abandoned: its next call
+//! fails and its thread ends; requests still in flight stay with the device, which keeps
+//! their buffers until they are done.
+
+use super::Pager;
+use crate::error::{Error, Result};
+use crate::io::{AlignedBuf, Extent, PageId, Ticket};
+use std::collections::HashMap;
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use std::thread::JoinHandle;
+
+/// The storage a background-capable job uses.
+pub trait JobIo {
+    /// Bytes a page.
+    fn page_size(&self) -> usize;
+    /// [`crate::io::Device::start_read`].
+    fn start_read(&mut self, page: PageId, buf: AlignedBuf, len: usize) -> Result<Started>;
+    /// [`crate::io::Device::start_write`].
+    fn start_write(&mut self, page: PageId, buf: AlignedBuf, len: usize) -> Result<Started>;
+    /// [`crate::io::Device::finish`].
+    fn finish(&mut self, started: Started) -> Result<AlignedBuf>;
+    /// [`Pager::alloc_extent`].
+    fn alloc_extent(&mut self, len: u64) -> Result<Extent>;
+    /// [`Pager::free_extent`].
+    fn free_extent(&mut self, e: Extent);
+}
+
+/// A request started through a [`JobIo`]: the device's ticket (inline) or the number the
+/// work gave it (in the background).
+#[must_use = "a started request is finished with JobIo::finish, which reports its error"]
+#[derive(Debug)]
+pub enum Started {
+    /// Started on the device by the caller's thread.
+    Local(Ticket),
+    /// Sent to the engine thread under this number.
+    Remote(u64),
+}
+
+impl JobIo for Pager {
+    fn page_size(&self) -> usize {
+        Pager::page_size(self)
+    }
+
+    fn start_read(&mut self, page: PageId, buf: AlignedBuf, len: usize) -> Result<Started> {
+        Ok(Started::Local(self.device().start_read(page, buf, len)?))
+    }
+
+    fn start_write(&mut self, page: PageId, buf: AlignedBuf, len: usize) -> Result<Started> {
+        Ok(Started::Local(self.device().start_write(page, buf, len)?))
+    }
+
+    fn finish(&mut self, started: Started) -> Result<AlignedBuf> {
+        match started {
+            Started::Local(t) => self.device().finish(t),
+            Started::Remote(id) => Err(Error::InvalidArgument(format!(
+                "request {id} was sent to another thread"
+            ))),
+        }
+    }
+
+    fn alloc_extent(&mut self, len: u64) -> Result<Extent> {
+        Pager::alloc_extent(self, len)
+    }
+
+    fn free_extent(&mut self, e: Extent) {
+        Pager::free_extent(self, e)
+    }
+}
+
+/// What the work's thread asks of the engine thread.
+enum Request<T> {
+    Start {
+        id: u64,
+        page: PageId,
+        buf: AlignedBuf,
+        len: usize,
+        write: bool,
+    },
+    Finish(u64),
+    Alloc(u64),
+    Free(Extent),
+    /// The work's result; the last message.
+    Done(Result<T>),
+}
+
+/// The engine thread's replies.
+enum Reply {
+    Finished(Result<AlignedBuf>),
+    Extent(Result<Extent>),
+}
+
+/// The work's side: each call goes to the engine thread.
+struct Remote<T> {
+    page_size: usize,
+    next: u64,
+    tx: Sender<Request<T>>,
+    rx: Receiver<Reply>,
+}
+
+fn abandoned() -> Error {
+    Error::InvalidArgument("background work abandoned by its engine".into())
+}
+
+impl<T> Remote<T> {
+    fn send(&self, r: Request<T>) -> Result<()> {
+        self.tx.send(r).map_err(|_| abandoned())
+    }
+
+    fn start(&mut self, page: PageId, buf: AlignedBuf, len: usize, write: bool) -> Result<Started> {
+        let id = self.next;
+        self.next += 1;
+        self.send(Request::Start {
+            id,
+            page,
+            buf,
+            len,
+            write,
+        })?;
+        Ok(Started::Remote(id))
+    }
+}
+
+impl<T> JobIo for Remote<T> {
+    fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    fn start_read(&mut self, page: PageId, buf: AlignedBuf, len: usize) -> Result<Started> {
+        self.start(page, buf, len, false)
+    }
+
+    fn start_write(&mut self, page: PageId, buf: AlignedBuf, len: usize) -> Result<Started> {
+        self.start(page, buf, len, true)
+    }
+
+    fn finish(&mut self, started: Started) -> Result<AlignedBuf> {
+        let id = match started {
+            Started::Remote(id) => id,
+            Started::Local(_) => {
+                return Err(Error::InvalidArgument(
+                    "a request started on the engine thread".into(),
+                ))
+            }
+        };
+        self.send(Request::Finish(id))?;
+        match recv_soon(&self.rx) {
+            Ok(Reply::Finished(r)) => r,
+            Ok(Reply::Extent(_)) => Err(Error::InvalidArgument(
+                "background work: an extent in reply to a finish".into(),
+            )),
+            Err(_) => Err(abandoned()),
+        }
+    }
+
+    fn alloc_extent(&mut self, len: u64) -> Result<Extent> {
+        self.send(Request::Alloc(len))?;
+        match recv_soon(&self.rx) {
+            Ok(Reply::Extent(r)) => r,
+            Ok(Reply::Finished(_)) => Err(Error::InvalidArgument(
+                "background work: a buffer in reply to an allocation".into(),
+            )),
+            Err(_) => Err(abandoned()),
+        }
+    }
+
+    fn free_extent(&mut self, e: Extent) {
+        // An abandoned work's extents are the engine's to free (`Background::owned`).
+        let _ = self.send(Request::Free(e));
+    }
+}
+
+/// How long a thread polls for the other's next message before it sleeps: a reply comes
+/// within one operation of the engine's (about a microsecond), while a sleeping thread
+/// takes tens of microseconds to wake on this project's VM, several times per 512 KiB of
+/// a merge.
+const POLL: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// The next message of `rx`: polled for up to [`POLL`], then waited for.
+fn recv_soon<M>(rx: &Receiver<M>) -> std::result::Result<M, std::sync::mpsc::RecvError> {
+    let start = std::time::Instant::now();
+    loop {
+        match rx.try_recv() {
+            Ok(m) => return Ok(m),
+            Err(TryRecvError::Disconnected) => return Err(std::sync::mpsc::RecvError),
+            Err(TryRecvError::Empty) if start.elapsed() < POLL => std::hint::spin_loop(),
+            Err(TryRecvError::Empty) => return rx.recv(),
+        }
+    }
+}
+
+/// Work running on its own thread, served by the engine thread (module doc).
+pub struct Background<T> {
+    rx: Receiver<Request<T>>,
+    tx: Sender<Reply>,
+    thread: Option<JoinHandle<()>>,
+    /// Requests started on the device for the work, by the work's number; a request the
+    /// device refused holds its error, reported at its finish.
+    started: HashMap<u64, Result<Ticket>>,
+    /// The request the work waits to finish.
+    finishing: Option<u64>,
+    /// Extents allocated for the work and not freed by it.
+    owned: Vec<Extent>,
+}
+
+impl<T: Send + 'static> Background<T> {
+    /// Run `work` on a new thread; it holds the extents `owned` already (allocated for it
+    /// before it started).
+    pub fn spawn(
+        page_size: usize,
+        owned: Vec<Extent>,
+        work: impl FnOnce(&mut dyn JobIo) -> Result<T> + Send + 'static,
+    ) -> Result<Background<T>> {
+        let (req_tx, req_rx) = channel();
+        let (rep_tx, rep_rx) = channel();
+        let mut remote = Remote {
+            page_size,
+            next: 0,
+            tx: req_tx,
+            rx: rep_rx,
+        };
+        let thread = std::thread::Builder::new()
+            .name("flashix-merge".into())
+            .spawn(move || {
+                let out = work(&mut remote);
+                let _ = remote.tx.send(Request::Done(out));
+            })
+            .map_err(|e| Error::io("starting a merge thread", e))?;
+        Ok(Background {
+            rx: req_rx,
+            tx: rep_tx,
+            thread: Some(thread),
+            started: HashMap::new(),
+            finishing: None,
+            owned,
+        })
+    }
+
+    /// Extents the work holds that no manifest names (freed if it is abandoned).
+    pub fn owned(&self) -> Vec<Extent> {
+        self.owned.clone()
+    }
+
+    /// Serve the work's requests sent so far; with `wait`, until it completes. `Some`
+    /// holds its result once it has completed (then this `Background` is spent).
+    pub fn serve(&mut self, pager: &mut Pager, wait: bool) -> Result<Option<T>> {
+        loop {
+            let req = match self.rx.try_recv() {
+                Ok(r) => r,
+                Err(TryRecvError::Empty) => {
+                    if self.reply_finish(pager, wait)? {
+                        continue;
+                    }
+                    if !wait {
+                        return Ok(None);
+                    }
+                    // The work is computing: wait until it asks for something.
+                    match recv_soon(&self.rx) {
+                        Ok(r) => r,
+                        Err(_) => return Err(self.lost()),
+                    }
+                }
+                Err(TryRecvError::Disconnected) => return Err(self.lost()),
+            };
+            if let Some(out) = self.handle(pager, req)? {
+                return Ok(Some(out));
+            }
+        }
+    }
+
+    /// Act on one request; the work's result when it is its last.
+    fn handle(&mut self, pager: &mut Pager, req: Request<T>) -> Result<Option<T>> {
+        match req {
+            Request::Start {
+                id,
+                page,
+                buf,
+                len,
+                write,
+            } => {
+                let dev = pager.device();
+                let t = if write {
+                    dev.start_write(page, buf, len)
+                } else {
+                    dev.start_read(page, buf, len)
+                };
+                self.started.insert(id, t);
+            }
+            Request::Finish(id) => self.finishing = Some(id),
+            Request::Alloc(len) => {
+                let e = pager.alloc_extent(len);
+                if let Ok(e) = &e {
+                    self.owned.push(*e);
+                }
+                self.reply(Reply::Extent(e))?;
+            }
+            Request::Free(e) => {
+                pager.free_extent(e);
+                self.owned = subtract(&self.owned, e);
+            }
+            Request::Done(out) => {
+                if let Some(t) = self.thread.take() {
+                    let _ = t.join();
+                }
+                self.owned.clear();
+                return out.map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reply to the finish the work waits for if its request is done (or, with `wait`,
+    /// once it is); true if it replied.
+    fn reply_finish(&mut self, pager: &mut Pager, wait: bool) -> Result<bool> {
+        let Some(id) = self.finishing else {
+            return Ok(false);
+        };
+        let done = match self.started.get(&id) {
+            Some(Ok(t)) => wait || pager.device().is_done(t),
+            // Refused at its start, or never started: reported now.
+            _ => true,
+        };
+        if !done {
+            return Ok(false);
+        }
+        self.finishing = None;
+        let out = match self.started.remove(&id) {
+            Some(Ok(t)) => pager.device().finish(t),
+            Some(Err(e)) => Err(e),
+            None => Err(Error::InvalidArgument(format!(
+                "background request {id} was never started"
+            ))),
+        };
+        self.reply(Reply::Finished(out))?;
+        Ok(true)
+    }
+
+    fn reply(&self, r: Reply) -> Result<()> {
+        self.tx.send(r).map_err(|_| self.lost())
+    }
+
+    /// The work's thread ended without a result (it panicked).
+    fn lost(&self) -> Error {
+        Error::InvalidArgument("a merge thread ended without its result".into())
+    }
+}
+
+impl<T> Drop for Background<T> {
+    fn drop(&mut self) {
+        // Close the reply channel: the work's next call fails, and it ends.
+        let (tx, _) = channel();
+        drop(std::mem::replace(&mut self.tx, tx));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `owned` without the pages of `e` (a whole extent, or part of one: a run's unused
+/// tail).
+fn subtract(owned: &[Extent], e: Extent) -> Vec<Extent> {
+    let mut out = Vec::with_capacity(owned.len() + 1);
+    for &o in owned {
+        let (a, b) = (o.start, o.end());
+        let (c, d) = (e.start, e.end());
+        if d <= a || b <= c {
+            out.push(o);
+            continue;
+        }
+        if a < c {
+            out.push(Extent {
+                start: a,
+                len: c - a,
+            });
+        }
+        if d < b {
+            out.push(Extent {
+                start: d,
+                len: b - d,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subtracting_an_extent_keeps_the_pages_around_it() {
+        let owned = vec![Extent { start: 10, len: 10 }, Extent { start: 40, len: 5 }];
+        assert_eq!(
+            subtract(&owned, Extent { start: 14, len: 2 }),
+            vec![
+                Extent { start: 10, len: 4 },
+                Extent { start: 16, len: 4 },
+                Extent { start: 40, len: 5 },
+            ]
+        );
+        assert_eq!(
+            subtract(&owned, Extent { start: 40, len: 5 }),
+            vec![Extent { start: 10, len: 10 }]
+        );
+    }
+
+    /// A job that allocates, writes, reads back and frees through a [`JobIo`]: the same
+    /// bytes and the same extents held, inline and in the background.
+    fn job(io: &mut dyn JobIo) -> Result<Vec<u8>> {
+        let ps = io.page_size();
+        let e = io.alloc_extent(4)?;
+        let mut buf = AlignedBuf::zeroed(2 * ps);
+        buf[..2 * ps]
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = i as u8);
+        let w = io.start_write(e.start, buf, 2 * ps)?;
+        io.finish(w)?;
+        let r = io.start_read(e.start + 1, AlignedBuf::zeroed(ps), ps)?;
+        let back = io.finish(r)?;
+        io.free_extent(Extent {
+            start: e.start + 2,
+            len: 2,
+        });
+        Ok(back[..8].to_vec())
+    }
+
+    #[test]
+    fn background_work_does_what_the_inline_work_does() {
+        let mut inline = Pager::in_memory(512, 8);
+        let want = job(&mut inline).unwrap();
+        let mut pager = Pager::in_memory(512, 8);
+        let mut bg = Background::spawn(512, Vec::new(), job).unwrap();
+        let got = loop {
+            if let Some(out) = bg.serve(&mut pager, false).unwrap() {
+                break out;
+            }
+        };
+        assert_eq!(got, want);
+        assert_eq!(got, (0..8).map(|i| (512 + i) as u8).collect::<Vec<u8>>());
+        assert!(bg.owned().is_empty());
+        assert_eq!(
+            pager.allocator().pending_pages(),
+            inline.allocator().pending_pages()
+        );
+    }
+
+    #[test]
+    fn an_abandoned_work_ends_and_its_engine_knows_its_extents() {
+        let mut pager = Pager::in_memory(512, 8);
+        let (gate_tx, gate) = channel::<()>();
+        let mut bg = Background::spawn(512, Vec::new(), move |io: &mut dyn JobIo| {
+            let e = io.alloc_extent(3)?;
+            io.free_extent(Extent {
+                start: e.start + 2,
+                len: 1,
+            });
+            // Held here until the engine has let go of it.
+            let _ = gate.recv_timeout(std::time::Duration::from_millis(50));
+            io.alloc_extent(1)
+        })
+        .unwrap();
+        let e = loop {
+            assert!(bg.serve(&mut pager, false).unwrap().is_none());
+            if let [e] = bg.owned()[..] {
+                if e.len == 2 {
+                    break e;
+                }
+            }
+            std::thread::yield_now();
+        };
+        assert_eq!(e.start, pager.allocator().high_water() - 3);
+        // Dropping waits for the thread, whose next call fails.
+        drop(bg);
+        drop(gate_tx);
+    }
+}
