@@ -2,7 +2,9 @@
 //! search, cascading merges with Invariants 1-2, and filters cancelling phantoms.
 
 use flashix::io::{MemDevice, MemVfs};
-use flashix::testing::{mem_db, reopen_mem, upserts_across_reopen, Rng};
+use flashix::testing::{
+    mem_db, merges_on_a_file_across_drops, reopen_mem, upserts_across_reopen, Rng,
+};
 use flashix::{Db, EngineKind, FdTreeOptions, Options, Storage};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -831,57 +833,13 @@ fn head_tree_pages_change_without_before_images_between_publications() {
 }
 
 /// On a file (a device whose requests overlap with work) deamortized merges run on the
-/// merge thread (`thread_merges`): the index matches a model through inserts, deletes and
-/// range deletes, cascades and forced completions, and after a drop without close in the
-/// middle of a merge (flushed first) the reopened index holds every entry and restarts
-/// the merge.
+/// merge thread: see `flashix::testing::merges_on_a_file_across_drops`.
 #[test]
 fn merges_on_the_merge_thread_match_a_model_and_survive_a_drop_mid_merge() {
     let dir = tempfile::Builder::new()
         .prefix("fdtree-thread-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .unwrap();
-    let o = opts(512, 16, 3, 4, true);
-    let mut db = Db::create(dir.path(), o).unwrap();
-    let mut rng = Rng::new(17);
-    let mut model = BTreeMap::new();
-    let mut dropped_mid_merge = false;
-    for round in 0..3 {
-        for i in 0..6_000u64 {
-            let k = rng.next_u64() % 20_000;
-            match rng.next_u64() % 10 {
-                0 => {
-                    db.delete(k).unwrap();
-                    model.remove(&k);
-                }
-                1 if i % 50 == 0 => {
-                    db.delete_range(k..k + 40).unwrap();
-                    model_delete_range(&mut model, k, k + 39);
-                }
-                _ => {
-                    db.insert(k, i).unwrap();
-                    model.insert(k, i);
-                }
-            }
-        }
-        db.check_integrity().unwrap();
-        let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
-        assert_eq!(got, model, "round {round}");
-        // Go on until a merge is in progress, then drop without close.
-        while counter(&db, "merge_in_progress") == 0 {
-            let k = rng.next_u64() % 20_000;
-            db.insert(k, 1).unwrap();
-            model.insert(k, 1);
-        }
-        assert!(counter(&db, "thread_merges") > 0, "round {round}");
-        dropped_mid_merge = true;
-        db.flush().unwrap();
-        drop(db);
-        db = Db::open(dir.path()).unwrap();
-        db.check_integrity().unwrap();
-        let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
-        assert_eq!(got, model, "after reopen {round}");
-    }
-    assert!(dropped_mid_merge);
+    let db = merges_on_a_file_across_drops(opts(512, 16, 3, 4, true), dir.path(), 17).unwrap();
     assert!(counter(&db, "levels") >= 3);
 }

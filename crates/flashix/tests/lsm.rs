@@ -853,3 +853,17 @@ fn c0_pages_change_without_before_images_between_publications() {
         }
     }
 }
+
+/// On a file (a device whose requests overlap with work) rolling merges run on the merge
+/// thread: see `flashix::testing::merges_on_a_file_across_drops`.
+#[test]
+fn merges_on_the_merge_thread_match_a_model_and_survive_a_drop_mid_merge() {
+    let dir = tempfile::Builder::new()
+        .prefix("lsm-thread-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let db =
+        flashix::testing::merges_on_a_file_across_drops(opts(512, 16, 3, 4, 8), dir.path(), 19)
+            .unwrap();
+    assert!(slots(&db) >= 2);
+}

@@ -71,7 +71,7 @@ use crate::sim::{FtlKind, NandConfig, SimSsd, SimSsdConfig};
 use crate::{Db, EngineKind, Error, Options, Storage};
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Where a history's index lives.
@@ -145,6 +145,71 @@ pub fn upserts_across_reopen(
         ));
     }
     Ok(stats)
+}
+
+/// A merge-thread check for the FD-tree and the LSM-tree (`o` deamortized, small pages)
+/// on an index directory `dir` (a file: merges run on the merge thread): three rounds of
+/// random inserts, deletes and range deletes against a model, each ended by a flush and a
+/// drop without close while a merge is in progress, then a reopen (the merge restarts or
+/// the log redoes it) that must hold the model. Fails unless some merge completed on the
+/// thread (`thread_merges`) and a merge was in progress at each drop. Returns the index.
+pub fn merges_on_a_file_across_drops(o: Options, dir: &Path, seed: u64) -> Result<Db, String> {
+    let counter = |db: &Db, name: &str| db.stats().engine_counters.get(name).copied();
+    let contents = |db: &mut Db| -> Result<BTreeMap<u64, u64>, String> {
+        db.range(..)
+            .map_err(|e| e.to_string())?
+            .collect::<Result<BTreeMap<u64, u64>, Error>>()
+            .map_err(|e| e.to_string())
+    };
+    let mut db = Db::create(dir, o).map_err(|e| e.to_string())?;
+    let mut rng = Rng::new(seed);
+    let mut model = BTreeMap::new();
+    for round in 0..3 {
+        for i in 0..6_000u64 {
+            let k = rng.next_u64() % 20_000;
+            let done = match rng.next_u64() % 10 {
+                0 => {
+                    model.remove(&k);
+                    db.delete(k)
+                }
+                1 if i % 50 == 0 => {
+                    model.retain(|x, _| !(k..k + 40).contains(x));
+                    db.delete_range(k..k + 40)
+                }
+                _ => {
+                    model.insert(k, i);
+                    db.insert(k, i)
+                }
+            };
+            done.map_err(|e| format!("round {round}, op {i}: {e}"))?;
+        }
+        db.check_integrity().map_err(|e| e.to_string())?;
+        if contents(&mut db)? != model {
+            return Err(format!("round {round}: the index differs from the model"));
+        }
+        // Go on until a merge is in progress, then drop without close.
+        while counter(&db, "merge_in_progress") == Some(0) {
+            let k = rng.next_u64() % 20_000;
+            db.insert(k, 1).map_err(|e| e.to_string())?;
+            model.insert(k, 1);
+        }
+        if counter(&db, "thread_merges").unwrap_or(0) == 0 {
+            return Err(format!(
+                "round {round}: no merge completed on the merge thread"
+            ));
+        }
+        db.flush().map_err(|e| e.to_string())?;
+        drop(db);
+        db = Db::open(dir).map_err(|e| format!("reopen {round}: {e}"))?;
+        db.check_integrity()
+            .map_err(|e| format!("after reopen {round}: {e}"))?;
+        if contents(&mut db)? != model {
+            return Err(format!(
+                "after reopen {round}: the index differs from the model"
+            ));
+        }
+    }
+    Ok(db)
 }
 
 /// The name of the WAL file the manifest in `vfs` names (a checkpoint also creates the

@@ -33,6 +33,7 @@ use crate::durable::background::JobIo;
 use crate::error::Result;
 use crate::io::{Extent, PageId};
 use crate::kit::sorted::entry::{Entry, Kind, Layout};
+use crate::kit::sorted::job::Resumable;
 use crate::kit::sorted::tombs::Tombs;
 use crate::kit::sorted::tune::Retune;
 
@@ -139,6 +140,30 @@ pub struct Outcome {
     /// The size ratio the new levels are shaped for: the job's, or the one re-chosen when
     /// the cascade overflowed the lowest level ([`crate::kit::sorted::tune`]).
     pub k: u64,
+    /// Pages the job read and wrote.
+    pub pages_read: u64,
+    pub pages_written: u64,
+}
+
+impl Resumable for MergeJob {
+    type Params = Params;
+    type Outcome = Outcome;
+
+    fn step(&mut self, io: &mut dyn JobIo, p: &Params, units: u64) -> Result<Option<Outcome>> {
+        MergeJob::step(self, io, p, units)
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        MergeJob::memory_bytes(self)
+    }
+
+    fn owned(&self) -> Vec<Extent> {
+        MergeJob::owned(self)
+    }
+
+    fn work(&self) -> u64 {
+        self.work
+    }
 }
 
 impl MergeJob {
@@ -541,6 +566,8 @@ impl MergeJob {
             replaced,
             tombs,
             k,
+            pages_read: self.pages_read,
+            pages_written: self.pages_written,
         }))
     }
 }

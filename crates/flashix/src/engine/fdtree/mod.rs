@@ -156,7 +156,6 @@ mod merge;
 pub(crate) mod run;
 mod search;
 
-use crate::durable::background::Background;
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Pager, Store};
@@ -167,6 +166,7 @@ use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor};
 use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
+use crate::kit::sorted::job::Running;
 use crate::kit::sorted::memo::scan_many_with_memo;
 use crate::kit::sorted::pace;
 use crate::kit::sorted::tombs::Tombs;
@@ -215,7 +215,7 @@ struct State {
 #[derive(Debug, Default, Clone)]
 struct Counters {
     merges: u64,
-    /// Merges run on the merge thread ([`Job::Thread`]).
+    /// Merges completed on the merge thread ([`crate::kit::sorted::job`]).
     thread_merges: u64,
     merge_pages_read: u64,
     merge_pages_written: u64,
@@ -296,39 +296,6 @@ fn params(opts: &Settings, o: &FdTreeOptions, packed: bool) -> Result<Params> {
     })
 }
 
-/// A merge in progress.
-enum Job {
-    /// Advanced by a bounded number of entries per operation on the engine's thread
-    /// (§3.4's deamortized merge, or at once when amortized).
-    Steps(Box<MergeJob>),
-    /// Running to its end on the merge thread, its requests served by the engine's
-    /// operations ([`crate::durable::background`]): on a device whose requests overlap
-    /// with work (a file through io_uring) with deamortized merges on. The merge is the
-    /// same job; the engine's operations stop waiting for it except when the new head tree
-    /// is full before it completes (§3.4's forced completion).
-    Thread {
-        bg: Background<(Outcome, u64, u64)>,
-        /// The job's memory when it started ([`MergeJob::memory_bytes`]).
-        memory: u64,
-    },
-}
-
-impl Job {
-    fn owned(&self) -> Vec<Extent> {
-        match self {
-            Job::Steps(j) => j.owned(),
-            Job::Thread { bg, .. } => bg.owned(),
-        }
-    }
-
-    fn memory_bytes(&self) -> u64 {
-        match self {
-            Job::Steps(j) => j.memory_bytes(),
-            Job::Thread { memory, .. } => *memory,
-        }
-    }
-}
-
 /// The FD-tree engine.
 pub struct FdTree {
     pager: Pager,
@@ -338,8 +305,8 @@ pub struct FdTree {
     head: Head,
     /// The head tree being merged (deamortized merge in progress).
     frozen: Option<Head>,
-    job: Option<Job>,
-    /// Merges run on the merge thread ([`Job::Thread`]).
+    job: Option<Running<MergeJob>>,
+    /// Merges run on the merge thread ([`crate::kit::sorted::job`]).
     threaded: bool,
     levels: Vec<Run>,
     /// Range tombstones of the active head tree, the frozen one, and each level (parallel
@@ -469,7 +436,7 @@ impl FdTree {
         serde_json::json!(State {
             head: self.head.clone(),
             frozen: self.frozen.clone(),
-            merge_extents: self.job.as_ref().map(Job::owned).unwrap_or_default(),
+            merge_extents: self.job.as_ref().map(Running::owned).unwrap_or_default(),
             levels: self.levels.clone(),
             head_tombs: self.head_tombs.clone(),
             frozen_tombs: self.frozen_tombs.clone(),
@@ -578,12 +545,12 @@ impl FdTree {
 
     /// Advance a deamortized merge, or start a merge when L0 reached its capacity.
     fn after_mutation(&mut self) -> Result<()> {
-        if let Some(Job::Thread { .. }) = self.job {
+        if self.job.as_ref().is_some_and(Running::on_thread) {
             // The merge thread's requests are served once per operation; when the new
             // head tree is full the operation waits for the merge (its back-pressure).
             let wait = self.head_fill() >= self.p.cap0;
             self.counters.forced_merge_completions += u64::from(wait);
-            self.serve_thread(wait)?;
+            self.advance_job(if wait { u64::MAX } else { 0 })?;
         } else if self.job.is_some() {
             let units = if self.head_fill() >= self.p.cap0 {
                 // The new head tree is full before the merge completed: finish it now.
@@ -594,10 +561,7 @@ impl FdTree {
                 // room for (§3.4: the merge is divided over the insertions into L'0),
                 // front-loaded so that the frozen head tree leaves the pool early
                 // ([`pace::front_loaded`]).
-                let work = match &self.job {
-                    Some(Job::Steps(j)) => j.work,
-                    _ => 0,
-                };
+                let work = self.job.as_ref().map_or(0, Running::work);
                 pace::front_loaded(work, self.head_fill(), self.p.cap0)
             };
             self.advance_job(units)?;
@@ -627,7 +591,7 @@ impl FdTree {
             .into_iter()
             .filter(|e| !e.is_fence())
             .collect();
-        let mut job = MergeJob::start(
+        let job = MergeJob::start(
             &mut self.pager,
             &self.p,
             entries,
@@ -637,57 +601,25 @@ impl FdTree {
             self.retune.clone(),
         )?;
         self.frozen = Some(frozen);
-        if !self.threaded {
-            self.job = Some(Job::Steps(Box::new(job)));
-            return Ok(());
-        }
-        let memory = job.memory_bytes();
-        let p = self.p;
-        let bg = Background::spawn(self.pager.page_size(), job.owned(), move |io| loop {
-            if let Some(out) = job.step(io, &p, u64::MAX)? {
-                return Ok((out, job.pages_read, job.pages_written));
-            }
-        })?;
-        self.job = Some(Job::Thread { bg, memory });
+        self.job = Some(Running::start(&self.pager, job, self.p, self.threaded)?);
         Ok(())
     }
 
-    /// Advance a merge run by the engine's operations (§3.4) by `units` entries, or the
-    /// merge thread's to its end.
+    /// Advance the merge in progress by `units` entries (§3.4), or serve the merge
+    /// thread's requests, waiting for it to complete when `units` is `u64::MAX`.
     fn advance_job(&mut self, units: u64) -> Result<()> {
-        match self.job.as_mut() {
-            None => Ok(()),
-            Some(Job::Thread { .. }) => self.serve_thread(true),
-            Some(Job::Steps(job)) => {
-                if let Some(out) = job.step(&mut self.pager, &self.p, units)? {
-                    let (read, written) = (job.pages_read, job.pages_written);
-                    self.job = None;
-                    self.merged(out, read, written)?;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Serve the merge thread's requests ([`Background::serve`]); with `wait`, until the
-    /// merge completes.
-    fn serve_thread(&mut self, wait: bool) -> Result<()> {
-        let Some(Job::Thread { bg, .. }) = self.job.as_mut() else {
+        let Some(job) = self.job.as_mut() else {
             return Ok(());
         };
-        if let Some((out, read, written)) = bg.serve(&mut self.pager, wait)? {
+        let on_thread = job.on_thread();
+        if let Some(out) = job.advance(&mut self.pager, &self.p, units, units == u64::MAX)? {
             self.job = None;
-            self.counters.thread_merges += 1;
-            self.merged(out, read, written)?;
+            self.counters.thread_merges += u64::from(on_thread);
+            self.counters.merge_pages_read += out.pages_read;
+            self.counters.merge_pages_written += out.pages_written;
+            self.complete(out)?;
         }
         Ok(())
-    }
-
-    /// A merge completed, having read and written these pages.
-    fn merged(&mut self, out: Outcome, read: u64, written: u64) -> Result<()> {
-        self.counters.merge_pages_read += read;
-        self.counters.merge_pages_written += written;
-        self.complete(out)
     }
 
     /// Publish a completed merge in memory: new levels, new head tree; free the old.
@@ -804,7 +736,7 @@ impl FdTree {
     /// Memory besides the pool, charged to the budget (`Logged::charge_memory`): the
     /// running merge's buffers and every range-tombstone set.
     fn structure_bytes(&self) -> u64 {
-        self.job.as_ref().map_or(0, Job::memory_bytes)
+        self.job.as_ref().map_or(0, Running::memory_bytes)
             + self.tombs().map(Tombs::memory_bytes).sum::<u64>()
     }
 

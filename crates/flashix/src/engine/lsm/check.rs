@@ -3,11 +3,11 @@
 use super::component::{
     self, corrupt, Component, Node, KIND_LSM_INTERNAL, KIND_LSM_LEAF, TOMBSTONE,
 };
-use super::merge::MergeJob;
 use super::Lsm;
 use crate::error::Result;
 use crate::io::PageId;
 use crate::kit::sorted::entry::{Kind, NONE};
+use crate::kit::sorted::job::Running;
 use std::collections::HashSet;
 
 impl Lsm {
@@ -34,7 +34,7 @@ impl Lsm {
             }
         }
         // The extents the merge in progress writes: allocated, shared with nothing.
-        let owned = self.job.as_ref().map(MergeJob::owned).unwrap_or_default();
+        let owned = self.job.as_ref().map(Running::owned).unwrap_or_default();
         for e in owned {
             for pid in e.start..e.start + e.len {
                 self.claim(pid, "merge output", &mut seen)?;

@@ -14,6 +14,7 @@
 //! pool in `io_unit`-page requests. Components are written only through the device as new extents, and a freed
 //! extent's pages are discarded from the pool, so the pool never holds a stale page.
 
+use crate::durable::background::JobIo;
 use crate::durable::Pager;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId};
@@ -330,10 +331,10 @@ impl LeafReader {
         }
     }
 
-    pub fn peek(&mut self, pager: &mut Pager, lay: Layout, io_unit: u64) -> Result<Option<Entry>> {
+    pub fn peek(&mut self, io: &mut dyn JobIo, lay: Layout, io_unit: u64) -> Result<Option<Entry>> {
         let c = self.c;
-        let ps = pager.page_size();
-        self.seq.peek(pager, io_unit, |first, n, bytes, out| {
+        let ps = io.page_size();
+        self.seq.peek(io, io_unit, |first, n, bytes, out| {
             decode_leaves_into(lay, &c, first, n, bytes, ps, out)
         })
     }
@@ -398,10 +399,10 @@ fn max_pages(n: u64, cap: u64) -> u64 {
 
 impl ComponentWriter {
     /// A writer for at most `max_entries` entries.
-    pub fn new(pager: &mut Pager, lay: Layout, io_unit: u64, max_entries: u64) -> Result<Self> {
+    pub fn new(io: &mut dyn JobIo, lay: Layout, io_unit: u64, max_entries: u64) -> Result<Self> {
         let max = max_pages(max_entries, lay.cap() as u64);
-        let extent = pager.alloc_extent(max)?;
-        let ps = pager.page_size();
+        let extent = io.alloc_extent(max)?;
+        let ps = io.page_size();
         Ok(ComponentWriter {
             extent,
             lay,
@@ -435,7 +436,7 @@ impl ComponentWriter {
 
     /// Append the next entry (keys strictly increasing).
     #[inline]
-    pub fn push(&mut self, pager: &mut Pager, e: Entry) -> Result<()> {
+    pub fn push(&mut self, io: &mut dyn JobIo, e: Entry) -> Result<()> {
         if self.last_key.is_some_and(|k| k >= e.key) {
             return Err(corrupt(
                 None,
@@ -450,10 +451,10 @@ impl ComponentWriter {
             self.cur_first = e.key;
         }
         self.lay
-            .set(self.out.next_page(pager.page_size()), self.cur, e);
+            .set(self.out.next_page(io.page_size()), self.cur, e);
         self.cur += 1;
         if self.cur == self.lay.cap() {
-            self.flush_leaf(pager)?;
+            self.flush_leaf(io)?;
         }
         Ok(())
     }
@@ -461,7 +462,7 @@ impl ComponentWriter {
     /// [`ComponentWriter::push`] of each of `es` (keys strictly increasing), a leaf's worth
     /// at a time.
     #[inline]
-    pub fn push_run(&mut self, pager: &mut Pager, mut es: &[Entry]) -> Result<()> {
+    pub fn push_run(&mut self, io: &mut dyn JobIo, mut es: &[Entry]) -> Result<()> {
         let (Some(first), Some(last)) = (es.first(), es.last()) else {
             return Ok(());
         };
@@ -488,10 +489,10 @@ impl ComponentWriter {
             let n = es.len().min(self.lay.cap() - self.cur);
             let (leaf, rest) = es.split_at(n);
             self.lay
-                .set_run(self.out.next_page(pager.page_size()), self.cur, leaf);
+                .set_run(self.out.next_page(io.page_size()), self.cur, leaf);
             self.cur += n;
             if self.cur == self.lay.cap() {
-                self.flush_leaf(pager)?;
+                self.flush_leaf(io)?;
             }
             es = rest;
         }
@@ -499,17 +500,17 @@ impl ComponentWriter {
     }
 
     /// Seal the leaf being built.
-    fn flush_leaf(&mut self, pager: &mut Pager) -> Result<()> {
+    fn flush_leaf(&mut self, io: &mut dyn JobIo) -> Result<()> {
         if self.cur == 0 {
             return Ok(());
         }
-        let ps = pager.page_size();
+        let ps = io.page_size();
         let pid = self.extent.start + self.pages;
         let b = self.out.next_page(ps);
         self.lay.finish_page(b, KIND_LSM_LEAF, 0, NONE, self.cur);
         self.cur = 0;
         self.firsts.push((self.cur_first, pid));
-        self.seal_page(pager, pid)
+        self.seal_page(io, pid)
     }
 
     /// An error if the extent has no page left for the next node.
@@ -524,19 +525,19 @@ impl ComponentWriter {
     }
 
     /// Seal the page just built at `pid`; write the chunk when it is full.
-    fn seal_page(&mut self, pager: &mut Pager, pid: PageId) -> Result<()> {
-        let ps = pager.page_size();
+    fn seal_page(&mut self, io: &mut dyn JobIo, pid: PageId) -> Result<()> {
+        let ps = io.page_size();
         page::seal(pid, self.out.next_page(ps));
         self.pages += 1;
         if self.out.built(ps) {
-            self.write_chunk(pager)?;
+            self.write_chunk(io)?;
         }
         Ok(())
     }
 
     fn emit(
         &mut self,
-        pager: &mut Pager,
+        io: &mut dyn JobIo,
         kind: u16,
         level: u32,
         link: u64,
@@ -545,23 +546,22 @@ impl ComponentWriter {
         self.check_room()?;
         let pid = self.extent.start + self.pages;
         self.lay
-            .init(self.out.next_page(pager.page_size()), kind, level, link, es);
-        self.seal_page(pager, pid)?;
+            .init(self.out.next_page(io.page_size()), kind, level, link, es);
+        self.seal_page(io, pid)?;
         Ok(pid)
     }
 
-    fn write_chunk(&mut self, pager: &mut Pager) -> Result<()> {
+    fn write_chunk(&mut self, io: &mut dyn JobIo) -> Result<()> {
         let n = self.out.pending();
-        self.out
-            .write(pager, self.extent.start + self.chunk_start)?;
+        self.out.write(io, self.extent.start + self.chunk_start)?;
         self.chunk_start += n;
         Ok(())
     }
 
     /// Write the last leaf and the internal levels; `None` if no entry was pushed. The
     /// unused tail of the extent is freed.
-    pub fn finish(mut self, pager: &mut Pager) -> Result<Option<Component>> {
-        self.flush_leaf(pager)?;
+    pub fn finish(mut self, io: &mut dyn JobIo) -> Result<Option<Component>> {
+        self.flush_leaf(io)?;
         let leaves = self.pages;
         let mut height = 1;
         let mut level_nodes = std::mem::take(&mut self.firsts);
@@ -572,15 +572,15 @@ impl ComponentWriter {
                     .iter()
                     .map(|&(k, p)| Entry::new(k, p, Kind::Internal))
                     .collect();
-                let pid = self.emit(pager, KIND_LSM_INTERNAL, height, group[0].1, &seps)?;
+                let pid = self.emit(io, KIND_LSM_INTERNAL, height, group[0].1, &seps)?;
                 upper.push((group[0].0, pid));
             }
             level_nodes = upper;
             height += 1;
         }
-        self.write_chunk(pager)?;
-        self.out.wait(pager)?;
-        pager.free_extent(Extent {
+        self.write_chunk(io)?;
+        self.out.wait(io)?;
+        io.free_extent(Extent {
             start: self.extent.start + self.pages,
             len: self.extent.len - self.pages,
         });

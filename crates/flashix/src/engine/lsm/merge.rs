@@ -17,10 +17,11 @@
 
 use super::component::{Component, ComponentWriter, LeafReader, TOMBSTONE};
 use super::Params;
-use crate::durable::Pager;
+use crate::durable::background::JobIo;
 use crate::error::Result;
 use crate::io::Extent;
 use crate::kit::sorted::entry::{Entry, Layout};
+use crate::kit::sorted::job::Resumable;
 use crate::kit::sorted::tombs::{Cover, Tombs};
 use std::sync::Arc;
 
@@ -41,10 +42,10 @@ impl Input {
         Input::Component(Box::new(LeafReader::new(c)))
     }
 
-    fn peek(&mut self, pager: &mut Pager, lay: Layout, io_unit: u64) -> Result<Option<Entry>> {
+    fn peek(&mut self, io: &mut dyn JobIo, lay: Layout, io_unit: u64) -> Result<Option<Entry>> {
         match self {
             Input::Memory(es, pos) => Ok(es.get(*pos).copied()),
-            Input::Component(r) => r.peek(pager, lay, io_unit),
+            Input::Component(r) => r.peek(io, lay, io_unit),
         }
     }
 
@@ -99,7 +100,7 @@ const MERGED_BATCH: usize = 512;
 /// taken.
 #[allow(clippy::too_many_arguments)]
 fn merge_buffered(
-    pager: &mut Pager,
+    io: &mut dyn JobIo,
     newer: &mut Input,
     older: &mut Input,
     hidden: &mut Cover<'_>,
@@ -130,11 +131,11 @@ fn merge_buffered(
             }
         }
         if merged.len() >= MERGED_BATCH {
-            w.push_run(pager, merged)?;
+            w.push_run(io, merged)?;
             merged.clear();
         }
     }
-    w.push_run(pager, merged)?;
+    w.push_run(io, merged)?;
     merged.clear();
     newer.consume(i);
     older.consume(j);
@@ -148,7 +149,7 @@ fn merge_buffered(
 /// about k times the newer input) without a peek and a match per entry. Returns the
 /// entries taken.
 fn copy_older(
-    pager: &mut Pager,
+    io: &mut dyn JobIo,
     older: &mut Input,
     bound: Option<u64>,
     hidden: &mut Cover<'_>,
@@ -164,7 +165,7 @@ fn copy_older(
             };
             *pos += 1;
             if keep(&e) {
-                w.push(pager, e)?;
+                w.push(io, e)?;
             }
             Ok(1)
         }
@@ -179,12 +180,12 @@ fn copy_older(
                     break;
                 }
                 if !keep(e) {
-                    w.push_run(pager, &buf[run..n])?;
+                    w.push_run(io, &buf[run..n])?;
                     run = n + 1;
                 }
                 n += 1;
             }
-            w.push_run(pager, &buf[run..n])?;
+            w.push_run(io, &buf[run..n])?;
             // `peek` returned the first buffered entry, which sorts before `bound`.
             debug_assert!(n > 0, "the older input's peeked entry was not taken");
             r.consume(n);
@@ -221,7 +222,7 @@ impl LevelMerge {
     /// Start merging `newer` into `older` (either may be empty) as one new component;
     /// `drop_tombstones`: the output is the last component.
     pub fn new(
-        pager: &mut Pager,
+        io: &mut dyn JobIo,
         lay: Layout,
         io_unit: u64,
         newer: Input,
@@ -230,7 +231,7 @@ impl LevelMerge {
     ) -> Result<LevelMerge> {
         let max_entries = newer.entries() + older.entries();
         Ok(LevelMerge {
-            writer: ComponentWriter::new(pager, lay, io_unit, max_entries)?,
+            writer: ComponentWriter::new(io, lay, io_unit, max_entries)?,
             newer,
             older,
             hidden: 0,
@@ -259,21 +260,21 @@ impl LevelMerge {
     /// [`LevelMerge::finish`]).
     pub fn step(
         &mut self,
-        pager: &mut Pager,
+        io: &mut dyn JobIo,
         lay: Layout,
         io_unit: u64,
         newer_tombs: &Tombs,
         units: u64,
     ) -> Result<(u64, bool)> {
         let mut hidden = newer_tombs.cursor_at(self.hidden);
-        let r = self.step_with(pager, lay, io_unit, &mut hidden, units);
+        let r = self.step_with(io, lay, io_unit, &mut hidden, units);
         self.hidden = hidden.position();
         r
     }
 
     fn step_with(
         &mut self,
-        pager: &mut Pager,
+        io: &mut dyn JobIo,
         lay: Layout,
         io_unit: u64,
         hidden: &mut Cover<'_>,
@@ -293,7 +294,7 @@ impl LevelMerge {
         while done < units {
             if *batched {
                 let taken = merge_buffered(
-                    pager,
+                    io,
                     newer,
                     older,
                     hidden,
@@ -307,8 +308,8 @@ impl LevelMerge {
                     continue;
                 }
             }
-            let a = newer.peek(pager, lay, io_unit)?;
-            let b = older.peek(pager, lay, io_unit)?;
+            let a = newer.peek(io, lay, io_unit)?;
+            let b = older.peek(io, lay, io_unit)?;
             let e = match (a, b) {
                 (None, None) => return Ok((done, true)),
                 (Some(x), None) => {
@@ -317,8 +318,7 @@ impl LevelMerge {
                     x
                 }
                 (None, Some(_)) => {
-                    done +=
-                        copy_older(pager, older, None, hidden, drop_tombstones, w, units - done)?;
+                    done += copy_older(io, older, None, hidden, drop_tombstones, w, units - done)?;
                     continue;
                 }
                 (Some(x), Some(y)) => {
@@ -332,7 +332,7 @@ impl LevelMerge {
                         x
                     } else {
                         done += copy_older(
-                            pager,
+                            io,
                             older,
                             Some(x.key),
                             hidden,
@@ -347,17 +347,17 @@ impl LevelMerge {
             if drop_tombstones && e.kind == TOMBSTONE {
                 continue;
             }
-            w.push(pager, e)?;
+            w.push(io, e)?;
         }
         Ok((done, false))
     }
 
     /// Write the output's last leaf and internal levels: the new component (`None`: no
     /// entry was kept).
-    pub fn finish(self, pager: &mut Pager) -> Result<Merged> {
+    pub fn finish(self, io: &mut dyn JobIo) -> Result<Merged> {
         let pages_written = self.writer.pages();
         let pages_read = self.newer.pages_read() + self.older.pages_read();
-        let component = self.writer.finish(pager)?;
+        let component = self.writer.finish(io)?;
         Ok(Merged {
             pages_written: component.map_or(pages_written, |c| c.pages),
             component,
@@ -442,11 +442,32 @@ pub struct Outcome {
     pub pages_written: u64,
 }
 
+impl Resumable for MergeJob {
+    type Params = Params;
+    type Outcome = Outcome;
+
+    fn step(&mut self, io: &mut dyn JobIo, p: &Params, units: u64) -> Result<Option<Outcome>> {
+        MergeJob::step(self, io, p, units)
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        MergeJob::memory_bytes(self)
+    }
+
+    fn owned(&self) -> Vec<Extent> {
+        MergeJob::owned(self)
+    }
+
+    fn work(&self) -> u64 {
+        self.work
+    }
+}
+
 impl MergeJob {
     /// Start merging a frozen C0's entries `c0` (index entries, sorted) and its range
     /// tombstones into `components`, whose range tombstones are `tombs` (parallel).
     pub fn start(
-        pager: &mut Pager,
+        io: &mut dyn JobIo,
         p: &Params,
         c0: Arc<[Entry]>,
         c0_tombs: Tombs,
@@ -471,20 +492,18 @@ impl MergeJob {
             pages_read: 0,
             pages_written: 0,
         };
-        job.begin_level(pager, p, Input::memory(c0))?;
+        job.begin_level(io, p, Input::memory(c0))?;
         Ok(job)
     }
 
     /// Start merging `newer` into the level `self.level`.
-    fn begin_level(&mut self, pager: &mut Pager, p: &Params, newer: Input) -> Result<()> {
+    fn begin_level(&mut self, io: &mut dyn JobIo, p: &Params, newer: Input) -> Result<()> {
         let i = self.level;
         let older = self.components.get(i).copied().flatten();
         self.replaced.extend(older);
         let drop = is_last(&self.components, i);
         let older = older.map_or_else(|| Input::memory(Vec::new()), Input::component);
-        self.merge = Some(LevelMerge::new(
-            pager, p.lay, p.io_unit, newer, older, drop,
-        )?);
+        self.merge = Some(LevelMerge::new(io, p.lay, p.io_unit, newer, older, drop)?);
         Ok(())
     }
 
@@ -507,17 +526,17 @@ impl MergeJob {
     }
 
     /// Process up to `units` input entries; `Some` when the whole job is complete.
-    pub fn step(&mut self, pager: &mut Pager, p: &Params, units: u64) -> Result<Option<Outcome>> {
+    pub fn step(&mut self, io: &mut dyn JobIo, p: &Params, units: u64) -> Result<Option<Outcome>> {
         let mut done = 0u64;
         while done < units {
             let Some(m) = self.merge.as_mut() else {
                 return Ok(None);
             };
-            let (n, finished) = m.step(pager, p.lay, p.io_unit, &self.newer_tombs, units - done)?;
+            let (n, finished) = m.step(io, p.lay, p.io_unit, &self.newer_tombs, units - done)?;
             done += n;
             self.work = self.work.saturating_sub(n);
             if finished {
-                if let Some(out) = self.finish_level(pager, p)? {
+                if let Some(out) = self.finish_level(io, p)? {
                     return Ok(Some(out));
                 }
                 // Starting the next level counts as a unit, so that every turn progresses.
@@ -528,17 +547,17 @@ impl MergeJob {
     }
 
     /// The level's merge is complete: cascade into the next level, or complete the job.
-    fn finish_level(&mut self, pager: &mut Pager, p: &Params) -> Result<Option<Outcome>> {
+    fn finish_level(&mut self, io: &mut dyn JobIo, p: &Params) -> Result<Option<Outcome>> {
         let Some(m) = self.merge.take() else {
             return Ok(None);
         };
-        let out = m.finish(pager)?;
+        let out = m.finish(io)?;
         self.merges += 1;
         self.pages_read += out.pages_read;
         self.pages_written += out.pages_written;
         if let Some(t) = self.temp.take() {
             // The intermediate component is consumed; it was never published.
-            pager.free_extent(t.extent());
+            io.free_extent(t.extent());
         }
         let i = self.level;
         let drop = is_last(&self.components, i);
@@ -569,7 +588,7 @@ impl MergeJob {
             let rest = estimate(p, entries, &self.components, &self.tombs, i + 1);
             self.work = self.work.max(rest);
             let newer = c.map_or_else(|| Input::memory(Vec::new()), Input::component);
-            self.begin_level(pager, p, newer)?;
+            self.begin_level(io, p, newer)?;
             return Ok(None);
         }
         Ok(Some(Outcome {
@@ -592,6 +611,8 @@ mod tests {
     use proptest::prelude::*;
 
     const PAGE: usize = 512;
+
+    use crate::durable::Pager;
 
     fn pager() -> Pager {
         Pager::in_memory(PAGE, 8)

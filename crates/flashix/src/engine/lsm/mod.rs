@@ -54,6 +54,13 @@
 //! completes a merge in progress first. Without `deamortize`, the merge runs to completion
 //! in the mutation that filled C0.
 //!
+//! On a device whose requests overlap with work (a file through io_uring:
+//! [`crate::io::Device::overlaps`]) the rolling merge runs to its end on the merge thread
+//! instead ([`crate::kit::sorted::job`]): the same job, its requests served once per
+//! mutation by the engine's thread, which alone touches the pager; a mutation that finds
+//! C0 full, and a checkpoint, wait for it. It reads only components it replaces and writes
+//! only extents allocated for it, so the index it leaves does not depend on its pace.
+//!
 //! # Invariants (checked by `check_integrity`)
 //! 1. Every component is a B+-tree: leaves contiguous at the start of its extent, keys
 //!    strictly increasing across them, no empty leaf; internal levels after them, each
@@ -132,7 +139,8 @@
 //! `components` (non-empty ones), `k`, `k_changes` (re-choices of `k` that changed it,
 //! since open), `entries` (stored: C0, the frozen C0 and components, tombstones
 //! included), `c0_entries`, `frozen_c0_entries`, `c0_height`, `c0_pages`, `c0_capacity`,
-//! `merges` (merges of one level into the next, completed), `merge_in_progress`,
+//! `merges` (merges of one level into the next, completed), `thread_merges` (rolling
+//! merges completed on the merge thread), `merge_in_progress`,
 //! `forced_merge_completions` (rolling merges finished at once because C0 filled),
 //! `merge_pages_read`, `merge_pages_written`, `range_deletes` (calls applied),
 //! `range_tombstones` (intervals of all levels), `c0_range_tombstones`, and per level i
@@ -167,6 +175,7 @@ use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor};
 use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
+use crate::kit::sorted::job::Running;
 use crate::kit::sorted::memo::scan_many_with_memo;
 use crate::kit::sorted::pace;
 use crate::kit::sorted::tombs::Tombs;
@@ -212,6 +221,8 @@ struct State {
 #[derive(Debug, Default, Clone)]
 struct Counters {
     merges: u64,
+    /// Rolling merges completed on the merge thread.
+    thread_merges: u64,
     merge_pages_read: u64,
     merge_pages_written: u64,
     forced_merge_completions: u64,
@@ -221,7 +232,7 @@ struct Counters {
 
 /// Sizes derived from the options.
 #[derive(Debug, Clone, Copy)]
-struct Params {
+pub(crate) struct Params {
     /// The pages' layout, and f, the entries a page holds.
     lay: Layout,
     io_unit: u64,
@@ -308,7 +319,9 @@ pub struct Lsm {
     /// its range tombstones (hiding the components' keys).
     frozen: Option<Arc<[Entry]>>,
     frozen_tombs: Tombs,
-    job: Option<MergeJob>,
+    job: Option<Running<MergeJob>>,
+    /// Merges run on the merge thread ([`crate::kit::sorted::job`]).
+    threaded: bool,
     components: Vec<Option<Component>>,
     /// Level i + 1's range tombstones at index i, also where the component is `None`; as
     /// long as `components`.
@@ -330,7 +343,7 @@ impl Lsm {
     fn structure_bytes(&self) -> u64 {
         let frozen = self.frozen.as_ref().map_or(0, |es| es.len());
         self.all_tombs().map(Tombs::memory_bytes).sum::<u64>()
-            + self.job.as_ref().map_or(0, MergeJob::memory_bytes)
+            + self.job.as_ref().map_or(0, Running::memory_bytes)
             + (frozen * std::mem::size_of::<Entry>()) as u64
     }
 
@@ -344,6 +357,7 @@ impl Lsm {
             .then(|| Retune::from_settings(&s, p.lay.cap(), o.c0_bytes, s.buffer_pool_bytes));
         let config = s.pager_config(MIN_FRAMES, 0);
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
+        let threaded = o.deamortize && pager.device().overlaps();
         let c0 = Head::create(&mut pager, p.lay)?;
         let mut t = Lsm {
             pager,
@@ -354,6 +368,7 @@ impl Lsm {
             frozen: None,
             frozen_tombs: Tombs::new(),
             job: None,
+            threaded,
             components: Vec::new(),
             tombs: Vec::new(),
             checkpoint_due: false,
@@ -401,7 +416,8 @@ impl Lsm {
         let retune = (state.retune_pool_bytes)
             .map(|b| Retune::from_settings(&s, p.lay.cap(), o.c0_bytes, b));
         let config = s.pager_config(MIN_FRAMES, 0);
-        let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
+        let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
+        let threaded = o.deamortize && pager.device().overlaps();
         let mut t = Lsm {
             pager,
             p,
@@ -411,6 +427,7 @@ impl Lsm {
             frozen: None,
             frozen_tombs: Tombs::new(),
             job: None,
+            threaded,
             components: state.components,
             tombs,
             checkpoint_due: false,
@@ -506,7 +523,14 @@ impl Lsm {
 
     /// Advance a rolling merge in progress; start one when C0 is full.
     fn after_mutation(&mut self) -> Result<()> {
-        if self.job.is_some() {
+        if self.job.as_ref().is_some_and(Running::on_thread) {
+            // The merge thread's requests are served once per operation; when C0 is full
+            // the operation waits for the merge (its back-pressure).
+            let fill = self.c0.entries + self.c0_tombs.len() as u64;
+            let wait = fill >= self.p.cap0;
+            self.counters.forced_merge_completions += u64::from(wait);
+            self.advance_job(if wait { u64::MAX } else { 0 })?;
+        } else if self.job.is_some() {
             let fill = self.c0.entries + self.c0_tombs.len() as u64;
             let units = if fill >= self.p.cap0 {
                 // C0 is full before the merge completed: finish it now.
@@ -515,7 +539,7 @@ impl Lsm {
             } else {
                 // The work left, spread over the mutations C0 has room for, so that the
                 // merge completes as C0 fills (the FD-tree's, §3.4 there).
-                let work = self.job.as_ref().map_or(0, |j| j.work);
+                let work = self.job.as_ref().map_or(0, Running::work);
                 pace::spread(work, fill, self.p.cap0, pace::margin(self.p.cap0))
             };
             self.advance_job(units)?;
@@ -560,7 +584,7 @@ impl Lsm {
             self.components.clone(),
             self.tombs.clone(),
         )?;
-        self.job = Some(job);
+        self.job = Some(Running::start(&self.pager, job, self.p, self.threaded)?);
         self.frozen = Some(entries);
         if !self.deamortize {
             self.advance_job(u64::MAX)?;
@@ -568,12 +592,16 @@ impl Lsm {
         Ok(())
     }
 
+    /// Advance the merge in progress by `units` entries, or serve the merge thread's
+    /// requests, waiting for it to complete when `units` is `u64::MAX`.
     fn advance_job(&mut self, units: u64) -> Result<()> {
         let Some(job) = self.job.as_mut() else {
             return Ok(());
         };
-        if let Some(out) = job.step(&mut self.pager, &self.p, units)? {
+        let on_thread = job.on_thread();
+        if let Some(out) = job.advance(&mut self.pager, &self.p, units, units == u64::MAX)? {
             self.job = None;
+            self.counters.thread_merges += u64::from(on_thread);
             self.complete(out)?;
         }
         Ok(())
@@ -803,6 +831,7 @@ impl Engine for Lsm {
             ("c0_pages", self.c0.pages),
             ("c0_capacity", self.p.cap0),
             ("merges", c.merges),
+            ("thread_merges", c.thread_merges),
             ("merge_in_progress", u64::from(self.job.is_some())),
             ("forced_merge_completions", c.forced_merge_completions),
             ("merge_pages_read", c.merge_pages_read),

@@ -1,11 +1,13 @@
 //! Sorted pages of typed entries: the entry and page format ([`entry`], FD-tree paper
 //! §3.2), the head tree kept through the buffer pool ([`head`]) and the sequential reader
 //! of a contiguous range of sorted pages ([`seq`], App. D), range tombstones ([`tombs`])
-//! and the pace of a deamortized merge ([`pace`], §3.4). Shared by the FD-tree (its runs
+//! and the pace of a deamortized merge ([`pace`], §3.4) or its run on the merge thread
+//! ([`job`]). Shared by the FD-tree (its runs
 //! and head tree) and the LSM-tree (its components and C0).
 
 pub mod entry;
 pub(crate) mod head;
+pub(crate) mod job;
 pub(crate) mod memo;
 pub mod newest;
 pub(crate) mod pace;
