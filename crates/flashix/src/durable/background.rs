@@ -15,7 +15,10 @@
 //!   number) and started on the device at the next `serve`; `finish` waits for the reply,
 //!   given once the device says the request is done ([`crate::io::Device::is_done`]), so
 //!   the engine thread never waits for the work's I/O unless told to wait;
-//! - an allocation waits for its extent; a free is sent without waiting.
+//! - an allocation waits for its extent; a free is sent without waiting;
+//! - an error the device or the allocator returns for the work's request is returned by
+//!   the engine operation that served it (which poisons the `Db`, Contract 6), and the
+//!   work, told of it, fails.
 //!
 //! Durability is the work's own rule, unchanged: everything it writes goes to extents it
 //! allocated, which no manifest names until the engine publishes the result, so the order
@@ -32,7 +35,6 @@ use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId, Ticket};
 use std::collections::HashMap;
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
-use std::thread::JoinHandle;
 
 /// The storage a background-capable job uses.
 pub trait JobIo {
@@ -120,6 +122,11 @@ struct Remote<T> {
     next: u64,
     tx: Sender<Request<T>>,
     rx: Receiver<Reply>,
+}
+
+/// What the work sees of an error its engine's operation met and returned.
+fn failed_here() -> Error {
+    Error::InvalidArgument("the request failed; the engine's operation returned the error".into())
 }
 
 fn abandoned() -> Error {
@@ -213,11 +220,42 @@ fn recv_soon<M>(rx: &Receiver<M>) -> std::result::Result<M, std::sync::mpsc::Rec
     }
 }
 
-/// Work running on its own thread, served by the engine thread (module doc).
+/// Environment variable that keeps merges on the engine's thread when set to `0`.
+pub const MERGE_THREAD_ENV: &str = "FLASHIX_MERGE_THREAD";
+
+/// Whether engines may run merges on a merge thread ([`MERGE_THREAD_ENV`] not `0`).
+pub fn merge_thread_allowed() -> bool {
+    std::env::var(MERGE_THREAD_ENV).map_or(true, |v| v.trim() != "0")
+}
+
+/// A thread an engine keeps for its background work, one work at a time (starting a
+/// thread per merge cost about a millisecond on this project's VM, a merge's worth of
+/// insertions at the quick scale). It ends when the `Worker` is dropped and its work done.
+pub struct Worker {
+    tx: Sender<Box<dyn FnOnce() + Send>>,
+}
+
+impl Worker {
+    pub fn spawn() -> Result<Worker> {
+        let (tx, rx) = channel::<Box<dyn FnOnce() + Send>>();
+        std::thread::Builder::new()
+            .name("flashix-merge".into())
+            .spawn(move || {
+                while let Ok(work) = rx.recv() {
+                    work();
+                }
+            })
+            .map_err(|e| Error::io("starting a merge thread", e))?;
+        Ok(Worker { tx })
+    }
+}
+
+/// Work running on a [`Worker`], served by the engine thread (module doc).
 pub struct Background<T> {
     rx: Receiver<Request<T>>,
     tx: Sender<Reply>,
-    thread: Option<JoinHandle<()>>,
+    /// The work has sent its result (or ended without one).
+    ended: bool,
     /// Requests started on the device for the work, by the work's number; a request the
     /// device refused holds its error, reported at its finish.
     started: HashMap<u64, Result<Ticket>>,
@@ -228,9 +266,10 @@ pub struct Background<T> {
 }
 
 impl<T: Send + 'static> Background<T> {
-    /// Run `work` on a new thread; it holds the extents `owned` already (allocated for it
+    /// Run `work` on `worker`; it holds the extents `owned` already (allocated for it
     /// before it started).
     pub fn spawn(
+        worker: &Worker,
         page_size: usize,
         owned: Vec<Extent>,
         work: impl FnOnce(&mut dyn JobIo) -> Result<T> + Send + 'static,
@@ -243,17 +282,17 @@ impl<T: Send + 'static> Background<T> {
             tx: req_tx,
             rx: rep_rx,
         };
-        let thread = std::thread::Builder::new()
-            .name("flashix-merge".into())
-            .spawn(move || {
+        worker
+            .tx
+            .send(Box::new(move || {
                 let out = work(&mut remote);
                 let _ = remote.tx.send(Request::Done(out));
-            })
-            .map_err(|e| Error::io("starting a merge thread", e))?;
+            }))
+            .map_err(|_| Error::InvalidArgument("the merge thread has ended".into()))?;
         Ok(Background {
             rx: req_rx,
             tx: rep_tx,
-            thread: Some(thread),
+            ended: false,
             started: HashMap::new(),
             finishing: None,
             owned,
@@ -281,10 +320,16 @@ impl<T: Send + 'static> Background<T> {
                     // The work is computing: wait until it asks for something.
                     match recv_soon(&self.rx) {
                         Ok(r) => r,
-                        Err(_) => return Err(self.lost()),
+                        Err(_) => {
+                            self.ended = true;
+                            return Err(self.lost());
+                        }
                     }
                 }
-                Err(TryRecvError::Disconnected) => return Err(self.lost()),
+                Err(TryRecvError::Disconnected) => {
+                    self.ended = true;
+                    return Err(self.lost());
+                }
             };
             if let Some(out) = self.handle(pager, req)? {
                 return Ok(Some(out));
@@ -308,24 +353,35 @@ impl<T: Send + 'static> Background<T> {
                 } else {
                     dev.start_read(page, buf, len)
                 };
-                self.started.insert(id, t);
+                match t {
+                    Ok(t) => {
+                        self.started.insert(id, Ok(t));
+                    }
+                    Err(e) => {
+                        // The operation serving the request meets the error (the work
+                        // fails at its finish).
+                        self.started.insert(id, Err(failed_here()));
+                        return Err(e);
+                    }
+                }
             }
             Request::Finish(id) => self.finishing = Some(id),
-            Request::Alloc(len) => {
-                let e = pager.alloc_extent(len);
-                if let Ok(e) = &e {
-                    self.owned.push(*e);
+            Request::Alloc(len) => match pager.alloc_extent(len) {
+                Ok(e) => {
+                    self.owned.push(e);
+                    self.reply(Reply::Extent(Ok(e)))?;
                 }
-                self.reply(Reply::Extent(e))?;
-            }
+                Err(e) => {
+                    self.reply(Reply::Extent(Err(failed_here())))?;
+                    return Err(e);
+                }
+            },
             Request::Free(e) => {
                 pager.free_extent(e);
                 self.owned = subtract(&self.owned, e);
             }
             Request::Done(out) => {
-                if let Some(t) = self.thread.take() {
-                    let _ = t.join();
-                }
+                self.ended = true;
                 self.owned.clear();
                 return out.map(Some);
             }
@@ -355,7 +411,14 @@ impl<T: Send + 'static> Background<T> {
                 "background request {id} was never started"
             ))),
         };
-        self.reply(Reply::Finished(out))?;
+        match out {
+            Ok(buf) => self.reply(Reply::Finished(Ok(buf)))?,
+            Err(e) => {
+                // The operation serving the finish meets the error; the work fails too.
+                self.reply(Reply::Finished(Err(failed_here())))?;
+                return Err(e);
+            }
+        }
         Ok(true)
     }
 
@@ -371,11 +434,15 @@ impl<T: Send + 'static> Background<T> {
 
 impl<T> Drop for Background<T> {
     fn drop(&mut self) {
-        // Close the reply channel: the work's next call fails, and it ends.
+        // Close the reply channel: the work's next call fails, and it ends; wait for its
+        // last message, so that nothing of it runs once its engine is gone.
         let (tx, _) = channel();
         drop(std::mem::replace(&mut self.tx, tx));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        while !self.ended {
+            match self.rx.recv() {
+                Ok(Request::Done(_)) | Err(_) => self.ended = true,
+                Ok(_) => {}
+            }
         }
     }
 }
@@ -454,7 +521,8 @@ mod tests {
         let mut inline = Pager::in_memory(512, 8);
         let want = job(&mut inline).unwrap();
         let mut pager = Pager::in_memory(512, 8);
-        let mut bg = Background::spawn(512, Vec::new(), job).unwrap();
+        let worker = Worker::spawn().unwrap();
+        let mut bg = Background::spawn(&worker, 512, Vec::new(), job).unwrap();
         let got = loop {
             if let Some(out) = bg.serve(&mut pager, false).unwrap() {
                 break out;
@@ -473,7 +541,8 @@ mod tests {
     fn an_abandoned_work_ends_and_its_engine_knows_its_extents() {
         let mut pager = Pager::in_memory(512, 8);
         let (gate_tx, gate) = channel::<()>();
-        let mut bg = Background::spawn(512, Vec::new(), move |io: &mut dyn JobIo| {
+        let worker = Worker::spawn().unwrap();
+        let mut bg = Background::spawn(&worker, 512, Vec::new(), move |io: &mut dyn JobIo| {
             let e = io.alloc_extent(3)?;
             io.free_extent(Extent {
                 start: e.start + 2,
@@ -494,7 +563,7 @@ mod tests {
             std::thread::yield_now();
         };
         assert_eq!(e.start, pager.allocator().high_water() - 3);
-        // Dropping waits for the thread, whose next call fails.
+        // Dropping waits for the work, whose next call fails.
         drop(bg);
         drop(gate_tx);
     }

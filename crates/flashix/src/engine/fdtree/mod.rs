@@ -156,6 +156,7 @@ mod merge;
 pub(crate) mod run;
 mod search;
 
+use crate::durable::background::{merge_thread_allowed, Worker};
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Pager, Store};
@@ -308,6 +309,8 @@ pub struct FdTree {
     job: Option<Running<MergeJob>>,
     /// Merges run on the merge thread ([`crate::kit::sorted::job`]).
     threaded: bool,
+    /// The merge thread, started with the first merge it runs (when `threaded`).
+    worker: Option<Worker>,
     levels: Vec<Run>,
     /// Range tombstones of the active head tree, the frozen one, and each level (parallel
     /// to `levels`): see [`crate::kit::sorted::tombs`].
@@ -343,7 +346,7 @@ impl FdTree {
         let deamortize = o.deamortize;
         let config = s.pager_config(MIN_FRAMES, 0);
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
-        let threaded = deamortize && pager.device().overlaps();
+        let threaded = deamortize && pager.device().overlaps() && merge_thread_allowed();
         let head = Head::create(&mut pager, p.lay)?;
         let mut t = FdTree {
             pager,
@@ -353,6 +356,7 @@ impl FdTree {
             frozen: None,
             job: None,
             threaded,
+            worker: None,
             levels: Vec::new(),
             head_tombs: Tombs::new(),
             frozen_tombs: Tombs::new(),
@@ -396,7 +400,7 @@ impl FdTree {
         let deamortize = o.deamortize;
         let config = s.pager_config(MIN_FRAMES, 0);
         let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
-        let threaded = deamortize && pager.device().overlaps();
+        let threaded = deamortize && pager.device().overlaps() && merge_thread_allowed();
         for e in &state.merge_extents {
             pager.free_extent(*e);
         }
@@ -410,6 +414,7 @@ impl FdTree {
             frozen: None,
             job: None,
             threaded,
+            worker: None,
             levels: state.levels,
             head_tombs: state.head_tombs,
             frozen_tombs: state.frozen_tombs,
@@ -601,7 +606,11 @@ impl FdTree {
             self.retune.clone(),
         )?;
         self.frozen = Some(frozen);
-        self.job = Some(Running::start(&self.pager, job, self.p, self.threaded)?);
+        if self.threaded && self.worker.is_none() {
+            self.worker = Some(Worker::spawn()?);
+        }
+        let ps = self.pager.page_size();
+        self.job = Some(Running::start(ps, job, self.p, self.worker.as_ref())?);
         Ok(())
     }
 

@@ -166,6 +166,7 @@ pub mod component;
 mod merge;
 mod search;
 
+use crate::durable::background::{merge_thread_allowed, Worker};
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Pager, Store};
@@ -322,6 +323,8 @@ pub struct Lsm {
     job: Option<Running<MergeJob>>,
     /// Merges run on the merge thread ([`crate::kit::sorted::job`]).
     threaded: bool,
+    /// The merge thread, started with the first merge it runs (when `threaded`).
+    worker: Option<Worker>,
     components: Vec<Option<Component>>,
     /// Level i + 1's range tombstones at index i, also where the component is `None`; as
     /// long as `components`.
@@ -357,7 +360,7 @@ impl Lsm {
             .then(|| Retune::from_settings(&s, p.lay.cap(), o.c0_bytes, s.buffer_pool_bytes));
         let config = s.pager_config(MIN_FRAMES, 0);
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
-        let threaded = o.deamortize && pager.device().overlaps();
+        let threaded = o.deamortize && pager.device().overlaps() && merge_thread_allowed();
         let c0 = Head::create(&mut pager, p.lay)?;
         let mut t = Lsm {
             pager,
@@ -369,6 +372,7 @@ impl Lsm {
             frozen_tombs: Tombs::new(),
             job: None,
             threaded,
+            worker: None,
             components: Vec::new(),
             tombs: Vec::new(),
             checkpoint_due: false,
@@ -417,7 +421,7 @@ impl Lsm {
             .map(|b| Retune::from_settings(&s, p.lay.cap(), o.c0_bytes, b));
         let config = s.pager_config(MIN_FRAMES, 0);
         let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
-        let threaded = o.deamortize && pager.device().overlaps();
+        let threaded = o.deamortize && pager.device().overlaps() && merge_thread_allowed();
         let mut t = Lsm {
             pager,
             p,
@@ -428,6 +432,7 @@ impl Lsm {
             frozen_tombs: Tombs::new(),
             job: None,
             threaded,
+            worker: None,
             components: state.components,
             tombs,
             checkpoint_due: false,
@@ -584,7 +589,11 @@ impl Lsm {
             self.components.clone(),
             self.tombs.clone(),
         )?;
-        self.job = Some(Running::start(&self.pager, job, self.p, self.threaded)?);
+        if self.threaded && self.worker.is_none() {
+            self.worker = Some(Worker::spawn()?);
+        }
+        let ps = self.pager.page_size();
+        self.job = Some(Running::start(ps, job, self.p, self.worker.as_ref())?);
         self.frozen = Some(entries);
         if !self.deamortize {
             self.advance_job(u64::MAX)?;

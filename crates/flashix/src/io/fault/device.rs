@@ -260,4 +260,12 @@ impl Device for FaultyDevice {
             .get(self.idx)
             .and_then(|d| d.inner.capacity_pages())
     }
+
+    /// The inner device's: an engine decides to run its merges on the merge thread as it
+    /// would on the inner device alone, so that the fault and crash histories on a file
+    /// run them there (this device serves started requests at once).
+    fn overlaps(&self) -> bool {
+        let st = self.faults.lock();
+        st.devices.get(self.idx).is_some_and(|d| d.inner.overlaps())
+    }
 }

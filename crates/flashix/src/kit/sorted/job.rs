@@ -8,9 +8,12 @@
 //! thread is used on devices whose requests overlap with work
 //! ([`crate::io::Device::overlaps`]: a file through io_uring) when the engine steps its
 //! merges (deamortized): insertions into the new head tree and the merge then use the two
-//! cores, where one did both. The deterministic tests on memory devices step the job.
+//! cores, where one did both. The deterministic tests on memory devices step the job, and
+//! so does every engine when `FLASHIX_MERGE_THREAD=0`
+//! ([`crate::durable::background::MERGE_THREAD_ENV`]). An engine keeps one merge thread
+//! ([`Worker`]) for all its merges.
 
-use crate::durable::background::{Background, JobIo};
+use crate::durable::background::{Background, JobIo, Worker};
 use crate::durable::Pager;
 use crate::error::Result;
 use crate::io::Extent;
@@ -49,15 +52,20 @@ pub(crate) enum Running<J: Resumable> {
 }
 
 impl<J: Resumable> Running<J> {
-    /// Run `job` on the merge thread when `thread`, else step it.
-    pub fn start(pager: &Pager, job: J, p: J::Params, thread: bool) -> Result<Running<J>> {
-        if !thread {
+    /// Run `job` on the merge thread `worker` if there is one, else step it.
+    pub fn start(
+        page_size: usize,
+        job: J,
+        p: J::Params,
+        worker: Option<&Worker>,
+    ) -> Result<Running<J>> {
+        let Some(worker) = worker else {
             return Ok(Running::Steps(Box::new(job)));
-        }
+        };
         let memory = job.memory_bytes();
         let owned = job.owned();
         let mut job = job;
-        let bg = Background::spawn(pager.page_size(), owned, move |io| loop {
+        let bg = Background::spawn(worker, page_size, owned, move |io| loop {
             if let Some(out) = job.step(io, &p, u64::MAX)? {
                 return Ok(out);
             }
