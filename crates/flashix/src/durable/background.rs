@@ -34,7 +34,7 @@ use super::Pager;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId, Ticket};
 use std::collections::HashMap;
-use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
 
 /// The storage a background-capable job uses.
 pub trait JobIo {
@@ -207,6 +207,10 @@ impl<T> JobIo for Remote<T> {
 /// a merge.
 const POLL: std::time::Duration = std::time::Duration::from_micros(50);
 
+/// How often an engine thread waiting for the work to get far enough
+/// ([`Background::serve`]) looks at its progress while the work computes.
+const RECHECK: std::time::Duration = std::time::Duration::from_micros(200);
+
 /// The next message of `rx`: polled for up to [`POLL`], then waited for.
 fn recv_soon<M>(rx: &Receiver<M>) -> std::result::Result<M, std::sync::mpsc::RecvError> {
     let start = std::time::Instant::now();
@@ -304,9 +308,17 @@ impl<T: Send + 'static> Background<T> {
         self.owned.clone()
     }
 
-    /// Serve the work's requests sent so far; with `wait`, until it completes. `Some`
-    /// holds its result once it has completed (then this `Background` is spent).
-    pub fn serve(&mut self, pager: &mut Pager, wait: bool) -> Result<Option<T>> {
+    /// Serve the work's requests sent so far; with `wait`, until it completes or
+    /// `enough()` holds (checked between requests and at least every [`RECHECK`] while
+    /// the work computes). `Some` holds its result once it has completed (then this
+    /// `Background` is spent).
+    pub fn serve(
+        &mut self,
+        pager: &mut Pager,
+        wait: bool,
+        enough: &dyn Fn() -> bool,
+    ) -> Result<Option<T>> {
+        let start = std::time::Instant::now();
         loop {
             let req = match self.rx.try_recv() {
                 Ok(r) => r,
@@ -314,13 +326,18 @@ impl<T: Send + 'static> Background<T> {
                     if self.reply_finish(pager, wait)? {
                         continue;
                     }
-                    if !wait {
+                    if !wait || enough() {
                         return Ok(None);
                     }
+                    if start.elapsed() < POLL {
+                        std::hint::spin_loop();
+                        continue;
+                    }
                     // The work is computing: wait until it asks for something.
-                    match recv_soon(&self.rx) {
+                    match self.rx.recv_timeout(RECHECK) {
                         Ok(r) => r,
-                        Err(_) => {
+                        Err(RecvTimeoutError::Timeout) => continue,
+                        Err(RecvTimeoutError::Disconnected) => {
                             self.ended = true;
                             return Err(self.lost());
                         }
@@ -524,7 +541,7 @@ mod tests {
         let worker = Worker::spawn().unwrap();
         let mut bg = Background::spawn(&worker, 512, Vec::new(), job).unwrap();
         let got = loop {
-            if let Some(out) = bg.serve(&mut pager, false).unwrap() {
+            if let Some(out) = bg.serve(&mut pager, false, &|| true).unwrap() {
                 break out;
             }
         };
@@ -554,7 +571,7 @@ mod tests {
         })
         .unwrap();
         let e = loop {
-            assert!(bg.serve(&mut pager, false).unwrap().is_none());
+            assert!(bg.serve(&mut pager, false, &|| true).unwrap().is_none());
             if let [e] = bg.owned()[..] {
                 if e.len == 2 {
                     break e;

@@ -92,8 +92,10 @@
 //! use the two cores, where one core did both (issue 17: the merge was 55% of an
 //! insertion's CPU, and insertions were CPU-bound with the device half idle). The engine
 //! thread alone touches the pager: once per mutation it serves the merge's requests
-//! (started reads and writes, extents) without waiting, and an operation that finds the
-//! new head tree full waits for the merge (§3.4's forced completion, counted the same).
+//! (started reads and writes, extents), waiting only while the merge is behind the new
+//! head tree's fill (at least that share of its estimated work done, so that no operation
+//! waits for much more than its share: §3.4's bound), and an operation that finds the new
+//! head tree full waits for its end (§3.4's forced completion, counted the same).
 //! The merge reads only runs it replaces (which nothing frees before it completes) and
 //! writes only extents allocated for it, so what it does and what the index holds are
 //! the same whichever thread runs it and at whatever pace; the deterministic tests on
@@ -551,8 +553,9 @@ impl FdTree {
     /// Advance a deamortized merge, or start a merge when L0 reached its capacity.
     fn after_mutation(&mut self) -> Result<()> {
         if self.job.as_ref().is_some_and(Running::on_thread) {
-            // The merge thread's requests are served once per operation; when the new
-            // head tree is full the operation waits for the merge (its back-pressure).
+            // The merge thread's requests are served once per operation, which waits
+            // while the merge is behind the new head tree's fill, and for its end when
+            // the new head tree is full (`Running::advance`).
             let wait = self.head_fill() >= self.p.cap0;
             self.counters.forced_merge_completions += u64::from(wait);
             self.advance_job(if wait { u64::MAX } else { 0 })?;
@@ -615,13 +618,18 @@ impl FdTree {
     }
 
     /// Advance the merge in progress by `units` entries (§3.4), or serve the merge
-    /// thread's requests, waiting for it to complete when `units` is `u64::MAX`.
+    /// thread's requests at its pace ([`Running::advance`]), or to its end when `units` is
+    /// `u64::MAX`.
     fn advance_job(&mut self, units: u64) -> Result<()> {
-        let Some(job) = self.job.as_mut() else {
+        let Some(on_thread) = self.job.as_ref().map(Running::on_thread) else {
             return Ok(());
         };
-        let on_thread = job.on_thread();
-        if let Some(out) = job.advance(&mut self.pager, &self.p, units, units == u64::MAX)? {
+        let fill = (self.head_fill(), self.p.cap0);
+        let job = match self.job.as_mut() {
+            Some(j) => j,
+            None => return Ok(()),
+        };
+        if let Some(out) = job.advance(&mut self.pager, &self.p, units, fill)? {
             self.job = None;
             self.counters.thread_merges += u64::from(on_thread);
             self.counters.merge_pages_read += out.pages_read;

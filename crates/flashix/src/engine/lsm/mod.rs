@@ -57,8 +57,9 @@
 //! On a device whose requests overlap with work (a file through io_uring:
 //! [`crate::io::Device::overlaps`]) the rolling merge runs to its end on the merge thread
 //! instead ([`crate::kit::sorted::job`]): the same job, its requests served once per
-//! mutation by the engine's thread, which alone touches the pager; a mutation that finds
-//! C0 full, and a checkpoint, wait for it. It reads only components it replaces and writes
+//! mutation by the engine's thread, which alone touches the pager and waits while the
+//! merge is behind C0's fill; a mutation that finds C0 full, and a checkpoint, wait for
+//! its end. It reads only components it replaces and writes
 //! only extents allocated for it, so the index it leaves does not depend on its pace.
 //!
 //! # Invariants (checked by `check_integrity`)
@@ -529,8 +530,9 @@ impl Lsm {
     /// Advance a rolling merge in progress; start one when C0 is full.
     fn after_mutation(&mut self) -> Result<()> {
         if self.job.as_ref().is_some_and(Running::on_thread) {
-            // The merge thread's requests are served once per operation; when C0 is full
-            // the operation waits for the merge (its back-pressure).
+            // The merge thread's requests are served once per operation, which waits
+            // while the merge is behind C0's fill, and for its end when C0 is full
+            // (`Running::advance`).
             let fill = self.c0.entries + self.c0_tombs.len() as u64;
             let wait = fill >= self.p.cap0;
             self.counters.forced_merge_completions += u64::from(wait);
@@ -602,13 +604,17 @@ impl Lsm {
     }
 
     /// Advance the merge in progress by `units` entries, or serve the merge thread's
-    /// requests, waiting for it to complete when `units` is `u64::MAX`.
+    /// requests at its pace ([`Running::advance`]), or to its end when `units` is `u64::MAX`.
     fn advance_job(&mut self, units: u64) -> Result<()> {
-        let Some(job) = self.job.as_mut() else {
+        let Some(on_thread) = self.job.as_ref().map(Running::on_thread) else {
             return Ok(());
         };
-        let on_thread = job.on_thread();
-        if let Some(out) = job.advance(&mut self.pager, &self.p, units, units == u64::MAX)? {
+        let fill = (self.c0.entries + self.c0_tombs.len() as u64, self.p.cap0);
+        let job = match self.job.as_mut() {
+            Some(j) => j,
+            None => return Ok(()),
+        };
+        if let Some(out) = job.advance(&mut self.pager, &self.p, units, fill)? {
             self.job = None;
             self.counters.thread_merges += u64::from(on_thread);
             self.complete(out)?;

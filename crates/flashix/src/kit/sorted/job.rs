@@ -17,6 +17,8 @@ use crate::durable::background::{Background, JobIo, Worker};
 use crate::durable::Pager;
 use crate::error::Result;
 use crate::io::Extent;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// A merge job that can be advanced a bounded number of input entries at a time.
 pub(crate) trait Resumable: Send + 'static {
@@ -48,8 +50,19 @@ pub(crate) enum Running<J: Resumable> {
         bg: Background<J::Outcome>,
         /// The job's memory when it started ([`Resumable::memory_bytes`]).
         memory: u64,
+        /// Its estimated work when it started ([`Resumable::work`]), and the part done
+        /// so far (updated by the thread every [`THREAD_STEP`] entries).
+        total: u64,
+        done: Arc<AtomicU64>,
     },
 }
+
+/// The merge thread may lag its pace by 1/LAG of its estimated work before the
+/// operations wait for it ([`Running::advance`]).
+const LAG: u64 = 4;
+
+/// Entries the merge thread processes between updates of its progress.
+const THREAD_STEP: u64 = 1 << 14;
 
 impl<J: Resumable> Running<J> {
     /// Run `job` on the merge thread `worker` if there is one, else step it.
@@ -64,13 +77,22 @@ impl<J: Resumable> Running<J> {
         };
         let memory = job.memory_bytes();
         let owned = job.owned();
+        let total = job.work();
+        let done = Arc::new(AtomicU64::new(0));
+        let progress = Arc::clone(&done);
         let mut job = job;
         let bg = Background::spawn(worker, page_size, owned, move |io| loop {
-            if let Some(out) = job.step(io, &p, u64::MAX)? {
+            if let Some(out) = job.step(io, &p, THREAD_STEP)? {
                 return Ok(out);
             }
+            progress.store(total.saturating_sub(job.work()), Ordering::Relaxed);
         })?;
-        Ok(Running::Thread { bg, memory })
+        Ok(Running::Thread {
+            bg,
+            memory,
+            total,
+            done,
+        })
     }
 
     /// Whether the job runs on the merge thread.
@@ -78,19 +100,37 @@ impl<J: Resumable> Running<J> {
         matches!(self, Running::Thread { .. })
     }
 
-    /// Advance the job: step it by `units` entries, or serve the merge thread's requests
-    /// (waiting for it to complete when `wait`). `Some` once it has completed.
+    /// Advance the job: step it by `units` entries; on the merge thread, serve its
+    /// requests, and wait while it is behind the pace that completes it as the new write
+    /// buffer fills (`fill` of `cap` entries taken: at least that share of its estimated
+    /// work done), or for its completion when `units` is `u64::MAX`. This keeps §3.4's
+    /// bound on an operation's share of a merge when the merge runs beside the
+    /// operations: without it a cascade into a large level made the operation that
+    /// filled the buffer wait for the whole rest of it (190-300 ms at the full scale).
+    /// `Some` once the job has completed.
     pub fn advance(
         &mut self,
         pager: &mut Pager,
         p: &J::Params,
         units: u64,
-        wait: bool,
+        (fill, cap): (u64, u64),
     ) -> Result<Option<J::Outcome>> {
-        match self {
-            Running::Steps(job) => job.step(pager, p, units),
-            Running::Thread { bg, .. } => bg.serve(pager, wait),
-        }
+        let (bg, total, done) = match self {
+            Running::Steps(job) => return job.step(pager, p, units),
+            Running::Thread {
+                bg, total, done, ..
+            } => (bg, *total, done),
+        };
+        let need = if units == u64::MAX || fill >= cap {
+            u64::MAX
+        } else {
+            // The share of the work due at this fill, less a lag of a quarter of it: the
+            // operations wait in few, short stretches rather than at every step.
+            let due = u128::from(total) * u128::from(fill) / u128::from(cap.max(1));
+            (due as u64).saturating_sub(total / LAG)
+        };
+        let far_enough = || done.load(Ordering::Relaxed) >= need;
+        bg.serve(pager, !far_enough(), &far_enough)
     }
 
     pub fn owned(&self) -> Vec<Extent> {
