@@ -149,16 +149,82 @@ impl Resumable for MergeJob {
     type Params = Params;
     type Outcome = Outcome;
 
+    /// Process up to `units` input entries; `Some` when the whole merge is complete.
     fn step(&mut self, io: &mut dyn JobIo, p: &Params, units: u64) -> Result<Option<Outcome>> {
-        MergeJob::step(self, io, p, units)
+        let mut done = 0u64;
+        while done < units {
+            let fast = if self.batched {
+                self.merge_buffered(io, units - done)?
+            } else {
+                0
+            };
+            if fast > 0 {
+                done += fast;
+                self.work = self.work.saturating_sub(fast);
+                continue;
+            }
+            let u = self.upper_peek(io, p)?;
+            let l = self.lower_peek(io, p)?;
+            done += 1;
+            self.work = self.work.saturating_sub(1);
+            match (u, l) {
+                (None, None) => {
+                    if let Some(out) = self.finish_level(io, p)? {
+                        return Ok(Some(out));
+                    }
+                }
+                (Some(u), None) => {
+                    self.upper_advance();
+                    self.emit(io, u)?;
+                }
+                (None, Some(l)) => {
+                    let more = self.take_lower(io, l, None, units - done + 1)?;
+                    done += more;
+                    self.work = self.work.saturating_sub(more);
+                }
+                (Some(u), Some(l)) => {
+                    if l.pos() < u.pos() {
+                        let more = self.take_lower(io, l, Some(u.pos()), units - done + 1)?;
+                        done += more;
+                        self.work = self.work.saturating_sub(more);
+                    } else if u.pos() < l.pos() {
+                        self.upper_advance();
+                        self.emit(io, u)?;
+                    } else {
+                        // Same key, both index entries: the newer (upper) one wins; a filter
+                        // meeting its phantom discards it (Algorithm 3, lines 7-8).
+                        self.upper_advance();
+                        self.lower.as_mut().map(RunReader::advance);
+                        self.emit(io, u)?;
+                    }
+                }
+            }
+        }
+        Ok(None)
     }
 
+    /// Bytes held: the frozen head tree's index entries and the page fences collected.
     fn memory_bytes(&self) -> u64 {
-        MergeJob::memory_bytes(self)
+        let upper = match &self.upper {
+            Upper::Head { entries, .. } => entries.capacity() * 24,
+            Upper::Run { .. } => 0,
+        };
+        let fences = self.writer.as_ref().map_or(0, |w| w.fences.capacity() * 16);
+        let merged = self.merged.capacity() * std::mem::size_of::<Entry>();
+        let tombs: u64 = self.tombs.iter().map(Tombs::memory_bytes).sum();
+        (upper + fences + merged) as u64 + tombs + self.upper_tombs.memory_bytes()
     }
 
+    /// Extents this job holds that no manifest refers to (freed if the job is abandoned).
     fn owned(&self) -> Vec<Extent> {
-        MergeJob::owned(self)
+        let mut v = Vec::new();
+        if let Upper::Run { temp, .. } = &self.upper {
+            v.push(temp.extent());
+        }
+        if let Some(w) = &self.writer {
+            v.push(w.extent());
+        }
+        v
     }
 
     fn work(&self) -> u64 {
@@ -201,30 +267,6 @@ impl MergeJob {
             merged: Vec::new(),
             batched: true,
         })
-    }
-
-    /// Extents this job holds that no manifest refers to (freed if the job is abandoned).
-    pub fn owned(&self) -> Vec<Extent> {
-        let mut v = Vec::new();
-        if let Upper::Run { temp, .. } = &self.upper {
-            v.push(temp.extent());
-        }
-        if let Some(w) = &self.writer {
-            v.push(w.extent());
-        }
-        v
-    }
-
-    /// Bytes held: the frozen head tree's index entries and the page fences collected.
-    pub fn memory_bytes(&self) -> u64 {
-        let upper = match &self.upper {
-            Upper::Head { entries, .. } => entries.capacity() * 24,
-            Upper::Run { .. } => 0,
-        };
-        let fences = self.writer.as_ref().map_or(0, |w| w.fences.capacity() * 16);
-        let merged = self.merged.capacity() * std::mem::size_of::<Entry>();
-        let tombs: u64 = self.tombs.iter().map(Tombs::memory_bytes).sum();
-        (upper + fences + merged) as u64 + tombs + self.upper_tombs.memory_bytes()
     }
 
     fn is_last(&self) -> bool {
@@ -427,60 +469,6 @@ impl MergeJob {
         Ok((i + j) as u64)
     }
 
-    /// Process up to `units` input entries; `Some` when the whole merge is complete.
-    pub fn step(&mut self, io: &mut dyn JobIo, p: &Params, units: u64) -> Result<Option<Outcome>> {
-        let mut done = 0u64;
-        while done < units {
-            let fast = if self.batched {
-                self.merge_buffered(io, units - done)?
-            } else {
-                0
-            };
-            if fast > 0 {
-                done += fast;
-                self.work = self.work.saturating_sub(fast);
-                continue;
-            }
-            let u = self.upper_peek(io, p)?;
-            let l = self.lower_peek(io, p)?;
-            done += 1;
-            self.work = self.work.saturating_sub(1);
-            match (u, l) {
-                (None, None) => {
-                    if let Some(out) = self.finish_level(io, p)? {
-                        return Ok(Some(out));
-                    }
-                }
-                (Some(u), None) => {
-                    self.upper_advance();
-                    self.emit(io, u)?;
-                }
-                (None, Some(l)) => {
-                    let more = self.take_lower(io, l, None, units - done + 1)?;
-                    done += more;
-                    self.work = self.work.saturating_sub(more);
-                }
-                (Some(u), Some(l)) => {
-                    if l.pos() < u.pos() {
-                        let more = self.take_lower(io, l, Some(u.pos()), units - done + 1)?;
-                        done += more;
-                        self.work = self.work.saturating_sub(more);
-                    } else if u.pos() < l.pos() {
-                        self.upper_advance();
-                        self.emit(io, u)?;
-                    } else {
-                        // Same key, both index entries: the newer (upper) one wins; a filter
-                        // meeting its phantom discards it (Algorithm 3, lines 7-8).
-                        self.upper_advance();
-                        self.lower.as_mut().map(RunReader::advance);
-                        self.emit(io, u)?;
-                    }
-                }
-            }
-        }
-        Ok(None)
-    }
-
     /// The output level is complete: cascade or finish.
     fn finish_level(&mut self, io: &mut dyn JobIo, p: &Params) -> Result<Option<Outcome>> {
         let Some(w) = self.writer.take() else {
@@ -575,6 +563,7 @@ impl MergeJob {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kit::sorted::job::Resumable;
     use proptest::prelude::*;
 
     const PAGE: usize = 512;

@@ -446,16 +446,43 @@ impl Resumable for MergeJob {
     type Params = Params;
     type Outcome = Outcome;
 
+    /// Process up to `units` input entries; `Some` when the whole job is complete.
     fn step(&mut self, io: &mut dyn JobIo, p: &Params, units: u64) -> Result<Option<Outcome>> {
-        MergeJob::step(self, io, p, units)
+        let mut done = 0u64;
+        while done < units {
+            let Some(m) = self.merge.as_mut() else {
+                return Ok(None);
+            };
+            let (n, finished) = m.step(io, p.lay, p.io_unit, &self.newer_tombs, units - done)?;
+            done += n;
+            self.work = self.work.saturating_sub(n);
+            if finished {
+                if let Some(out) = self.finish_level(io, p)? {
+                    return Ok(Some(out));
+                }
+                // Starting the next level counts as a unit, so that every turn progresses.
+                done += 1;
+            }
+        }
+        Ok(None)
     }
 
+    /// Bytes held besides the I/O buffers and the frozen C0's entries: the merge's (node
+    /// keys, batch) and the job's copy of the range tombstones.
     fn memory_bytes(&self) -> u64 {
-        MergeJob::memory_bytes(self)
+        self.merge.as_ref().map_or(0, LevelMerge::memory_bytes)
+            + self.tombs.iter().map(Tombs::memory_bytes).sum::<u64>()
+            + self.newer_tombs.memory_bytes()
     }
 
+    /// Extents this job writes that no manifest refers to (`check_integrity` claims
+    /// their pages; a crash leaves them free, as no checkpoint runs while a job does).
     fn owned(&self) -> Vec<Extent> {
-        MergeJob::owned(self)
+        let merge = self.merge.as_ref().map(LevelMerge::extent);
+        merge
+            .into_iter()
+            .chain(self.temp.map(|t| t.extent()))
+            .collect()
     }
 
     fn work(&self) -> u64 {
@@ -505,45 +532,6 @@ impl MergeJob {
         let older = older.map_or_else(|| Input::memory(Vec::new()), Input::component);
         self.merge = Some(LevelMerge::new(io, p.lay, p.io_unit, newer, older, drop)?);
         Ok(())
-    }
-
-    /// Extents this job writes that no manifest refers to (`check_integrity` claims
-    /// their pages; a crash leaves them free, as no checkpoint runs while a job does).
-    pub fn owned(&self) -> Vec<Extent> {
-        let merge = self.merge.as_ref().map(LevelMerge::extent);
-        merge
-            .into_iter()
-            .chain(self.temp.map(|t| t.extent()))
-            .collect()
-    }
-
-    /// Bytes held besides the I/O buffers and the frozen C0's entries: the merge's (node
-    /// keys, batch) and the job's copy of the range tombstones.
-    pub fn memory_bytes(&self) -> u64 {
-        self.merge.as_ref().map_or(0, LevelMerge::memory_bytes)
-            + self.tombs.iter().map(Tombs::memory_bytes).sum::<u64>()
-            + self.newer_tombs.memory_bytes()
-    }
-
-    /// Process up to `units` input entries; `Some` when the whole job is complete.
-    pub fn step(&mut self, io: &mut dyn JobIo, p: &Params, units: u64) -> Result<Option<Outcome>> {
-        let mut done = 0u64;
-        while done < units {
-            let Some(m) = self.merge.as_mut() else {
-                return Ok(None);
-            };
-            let (n, finished) = m.step(io, p.lay, p.io_unit, &self.newer_tombs, units - done)?;
-            done += n;
-            self.work = self.work.saturating_sub(n);
-            if finished {
-                if let Some(out) = self.finish_level(io, p)? {
-                    return Ok(Some(out));
-                }
-                // Starting the next level counts as a unit, so that every turn progresses.
-                done += 1;
-            }
-        }
-        Ok(None)
     }
 
     /// The level's merge is complete: cascade into the next level, or complete the job.
