@@ -138,6 +138,12 @@ impl<T> Remote<T> {
         self.tx.send(r).map_err(|_| abandoned())
     }
 
+    /// Send `r` and wait for the engine thread's reply.
+    fn ask(&self, r: Request<T>) -> Result<Reply> {
+        self.send(r)?;
+        recv_soon(&self.rx).map_err(|_| abandoned())
+    }
+
     fn start(&mut self, page: PageId, buf: AlignedBuf, len: usize, write: bool) -> Result<Started> {
         let id = self.next;
         self.next += 1;
@@ -174,24 +180,20 @@ impl<T> JobIo for Remote<T> {
                 ))
             }
         };
-        self.send(Request::Finish(id))?;
-        match recv_soon(&self.rx) {
-            Ok(Reply::Finished(r)) => r,
-            Ok(Reply::Extent(_)) => Err(Error::InvalidArgument(
+        match self.ask(Request::Finish(id))? {
+            Reply::Finished(r) => r,
+            Reply::Extent(_) => Err(Error::InvalidArgument(
                 "background work: an extent in reply to a finish".into(),
             )),
-            Err(_) => Err(abandoned()),
         }
     }
 
     fn alloc_extent(&mut self, len: u64) -> Result<Extent> {
-        self.send(Request::Alloc(len))?;
-        match recv_soon(&self.rx) {
-            Ok(Reply::Extent(r)) => r,
-            Ok(Reply::Finished(_)) => Err(Error::InvalidArgument(
+        match self.ask(Request::Alloc(len))? {
+            Reply::Extent(r) => r,
+            Reply::Finished(_) => Err(Error::InvalidArgument(
                 "background work: a buffer in reply to an allocation".into(),
             )),
-            Err(_) => Err(abandoned()),
         }
     }
 
@@ -318,7 +320,8 @@ impl<T: Send + 'static> Background<T> {
         wait: bool,
         enough: &dyn Fn() -> bool,
     ) -> Result<Option<T>> {
-        let start = std::time::Instant::now();
+        // When the wait began (taken only by a call that waits: this runs every operation).
+        let mut start = None;
         loop {
             let req = match self.rx.try_recv() {
                 Ok(r) => r,
@@ -329,7 +332,7 @@ impl<T: Send + 'static> Background<T> {
                     if !wait || enough() {
                         return Ok(None);
                     }
-                    if start.elapsed() < POLL {
+                    if start.get_or_insert_with(std::time::Instant::now).elapsed() < POLL {
                         std::hint::spin_loop();
                         continue;
                     }
