@@ -612,3 +612,122 @@ fn a_device_dropped_with_started_writes_completes_them() {
         }
     }
 }
+
+/// Adjacent requests of a batch go to the kernel as one vectored request
+/// (`uring::coalesce_runs`): each still reads and writes its own buffer, across chunk
+/// boundaries, beside bounced buffers, direction changes and gaps.
+#[test]
+fn adjacent_requests_of_a_batch_round_trip() {
+    for (mut dev, _d) in devices("data") {
+        // 70 one-page writes from separate buffers (two chunks of the ring), a two-page one
+        // after them, a gap, and one from an unaligned buffer inside a run of its neighbours.
+        let mut bufs: Vec<AlignedBuf> = (0..70).map(|i| aligned(&pattern(100 + i, PS))).collect();
+        bufs.push(aligned(&pattern(200, 2 * PS)));
+        let odd = pattern(300, PS);
+        let mut oddv = vec![0u8; PS + 1];
+        oddv[1..].copy_from_slice(&odd);
+        {
+            let mut batch: Vec<IoReq<'_>> = bufs
+                .iter()
+                .enumerate()
+                .map(|(i, b)| IoReq::Write {
+                    page: 10 + i as u64,
+                    buf: &b[..],
+                })
+                .collect();
+            batch.push(IoReq::Write {
+                page: 82,
+                buf: &oddv[1..],
+            });
+            dev.submit(&mut batch).unwrap();
+        }
+        // Read them back the same way, with a read of the gap and a write in between.
+        let mut back: Vec<AlignedBuf> = (0..72).map(|_| AlignedBuf::zeroed(PS)).collect();
+        let mut gap = AlignedBuf::zeroed(PS);
+        gap.fill(0x55);
+        let extra = aligned(&pattern(400, PS));
+        {
+            let (first, rest) = back.split_at_mut(35);
+            let mut batch: Vec<IoReq<'_>> = first
+                .iter_mut()
+                .enumerate()
+                .map(|(i, b)| IoReq::Read {
+                    page: 10 + i as u64,
+                    buf: &mut b[..],
+                })
+                .collect();
+            batch.push(IoReq::Write {
+                page: 90,
+                buf: &extra[..],
+            });
+            batch.extend(rest.iter_mut().enumerate().map(|(i, b)| IoReq::Read {
+                page: 45 + i as u64,
+                buf: &mut b[..],
+            }));
+            batch.push(IoReq::Read {
+                page: 83,
+                buf: &mut gap[..],
+            });
+            dev.submit(&mut batch).unwrap();
+        }
+        for i in 0..70 {
+            assert_eq!(
+                &back[i][..],
+                &bufs[i][..],
+                "page {} {}",
+                10 + i,
+                dev.backend()
+            );
+        }
+        assert_eq!(&back[70][..], &bufs[70][..PS], "{}", dev.backend());
+        assert_eq!(&back[71][..], &bufs[70][PS..], "{}", dev.backend());
+        assert!(gap.iter().all(|&b| b == 0), "{}", dev.backend());
+        let mut r = AlignedBuf::zeroed(PS);
+        dev.read(82, &mut r).unwrap();
+        assert_eq!(&r[..], &odd[..], "{}", dev.backend());
+        dev.read(90, &mut r).unwrap();
+        assert_eq!(&r[..], &extra[..], "{}", dev.backend());
+        // The counters count the requests as given (the two reads above included).
+        let s = dev.stats();
+        assert_eq!(s.write_requests, 73, "{}", dev.backend());
+        assert_eq!(s.read_requests, 75, "{}", dev.backend());
+    }
+}
+
+/// A run of adjacent reads that reaches past the end of the file: the vectored read is
+/// short, and each request gets its part, the rest zero-filled.
+#[test]
+fn adjacent_reads_across_the_end_of_the_file() {
+    for direct in [true, false] {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("data");
+        let mut dev = FileDevice::open_with(&path, PS, direct, true).unwrap();
+        dev.write(0, &aligned(&pattern(1, PS))).unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(len % PS as u64, 0);
+        let last = len / PS as u64 - 1;
+        let want = aligned(&pattern(2, PS));
+        dev.write(last, &want).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
+        let mut back: Vec<AlignedBuf> = (0..4)
+            .map(|_| {
+                let mut b = AlignedBuf::zeroed(PS);
+                b.fill(0x55);
+                b
+            })
+            .collect();
+        let mut batch: Vec<IoReq<'_>> = back
+            .iter_mut()
+            .enumerate()
+            .map(|(i, b)| IoReq::Read {
+                page: last + i as u64,
+                buf: &mut b[..],
+            })
+            .collect();
+        dev.submit(&mut batch).unwrap();
+        assert_eq!(&back[0][..], &want[..], "{}", dev.backend());
+        for b in &back[1..] {
+            assert!(b.iter().all(|&x| x == 0), "{}", dev.backend());
+        }
+    }
+}

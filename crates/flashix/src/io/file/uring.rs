@@ -80,36 +80,56 @@ impl FileDevice {
         let bounce_ptr = self.bounce.as_mut_ptr();
         let n = chunk.len();
 
-        // Push every request as one SQE.
+        // Runs of adjacent requests (coalesce_runs) go as one vectored SQE each; the
+        // iovecs stay here, untouched, until every completion is reaped.
+        let runs = coalesce_runs(chunk, slots, ps);
+        let mut iovecs: Vec<libc::iovec> = Vec::with_capacity(n);
+        for (i, req) in chunk.iter_mut().enumerate() {
+            let (ptr, len) = match req {
+                IoReq::Read { buf, .. } => (buf.as_mut_ptr(), buf.len()),
+                IoReq::Write { buf, .. } => (buf.as_ptr() as *mut u8, buf.len()),
+            };
+            let base = match slots[i] {
+                // SAFETY: the slot lies inside `bounce` (sized, and for writes filled, above).
+                Some(off) => unsafe { bounce_ptr.add(off) },
+                None => ptr,
+            };
+            iovecs.push(libc::iovec {
+                iov_base: base.cast(),
+                iov_len: len.min(MAX_SQE_BYTES),
+            });
+        }
         let mut pushed = 0usize;
         {
             let mut sq = ring.submission();
-            for (i, req) in chunk.iter_mut().enumerate() {
-                let offset = req.page() * ps;
-                let entry = match req {
-                    IoReq::Read { buf, .. } => {
-                        let len = buf.len().min(MAX_SQE_BYTES) as u32;
-                        let ptr = match slots[i] {
-                            // SAFETY: the slot lies inside `bounce` (sized above).
-                            Some(off) => unsafe { bounce_ptr.add(off) },
-                            None => buf.as_mut_ptr(),
-                        };
-                        opcode::Read::new(fd, ptr, len).offset(offset).build()
+            for (r, run) in runs.iter().enumerate() {
+                let first = &chunk[run.start];
+                let offset = first.page() * ps;
+                let count = run.len();
+                let write = first.is_write();
+                let iov = &iovecs[run.clone()];
+                let entry = match (count, write) {
+                    (1, false) => {
+                        opcode::Read::new(fd, iov[0].iov_base.cast(), iov[0].iov_len as u32)
+                            .offset(offset)
+                            .build()
                     }
-                    IoReq::Write { buf, .. } => {
-                        let len = buf.len().min(MAX_SQE_BYTES) as u32;
-                        let ptr = match slots[i] {
-                            // SAFETY: the slot lies inside `bounce` (sized and filled above).
-                            Some(off) => unsafe { bounce_ptr.add(off) as *const u8 },
-                            None => buf.as_ptr(),
-                        };
-                        opcode::Write::new(fd, ptr, len).offset(offset).build()
+                    (1, true) => {
+                        opcode::Write::new(fd, iov[0].iov_base.cast(), iov[0].iov_len as u32)
+                            .offset(offset)
+                            .build()
                     }
+                    (_, false) => opcode::Readv::new(fd, iov.as_ptr(), count as u32)
+                        .offset(offset)
+                        .build(),
+                    (_, true) => opcode::Writev::new(fd, iov.as_ptr(), count as u32)
+                        .offset(offset)
+                        .build(),
                 };
-                // SAFETY: the buffer behind the SQE (the caller's, borrowed for the whole
-                // call, or the bounce buffer, not touched until the chunk is reaped) stays
-                // valid until its completion is reaped below.
-                if unsafe { sq.push(&entry.user_data(i as u64)) }.is_err() {
+                // SAFETY: the buffers behind the SQE (the caller's, borrowed for the whole
+                // call, or the bounce buffer, not touched until the chunk is reaped) and
+                // the iovecs naming them stay valid until its completion is reaped below.
+                if unsafe { sq.push(&entry.user_data(r as u64)) }.is_err() {
                     break;
                 }
                 pushed += 1;
@@ -158,10 +178,12 @@ impl FileDevice {
                     started_done.push((tag, result));
                     continue;
                 }
-                let i = tag as usize;
-                if i < n && results[i].is_none() {
-                    results[i] = Some(result);
-                    completed += 1;
+                let r = tag as usize;
+                if let Some(run) = runs.get(r) {
+                    if results[run.start].is_none() {
+                        spread_result(result, run.clone(), &iovecs, results);
+                        completed += 1;
+                    }
                 }
             }
         }
@@ -169,7 +191,7 @@ impl FileDevice {
         for (tag, result) in started_done {
             self.record_started(tag, result);
         }
-        if fatal.is_some() || pushed < n {
+        if fatal.is_some() || pushed < runs.len() {
             // The ring cannot be trusted any more: drop it (unsubmitted SQEs go with it) and
             // serve everything from now on with pread/pwrite.
             self.ring = None;
@@ -237,6 +259,67 @@ impl FileDevice {
     }
 }
 
+/// Most requests one vectored SQE carries (well under `IOV_MAX`, 1024).
+const MAX_RUN: usize = 256;
+
+/// The chunk's requests as runs of consecutive ones that one vectored request can serve:
+/// same direction, each beginning at the page where the one before it ends, none bounced,
+/// at most [`MAX_RUN`] requests and [`MAX_SQE_BYTES`] bytes a run. A checkpoint's write-back
+/// of a head tree's 64 adjacent pages becomes one 256 KiB write: the kernel's cost is per
+/// request (about 15-20 us of submission for an `O_DIRECT` write on this project's VM), so
+/// 64 single-page writes took 1.5-2 ms. The device's counters still count the requests as
+/// given (a multi-page request is one request; these are many), as every device does.
+fn coalesce_runs(
+    chunk: &[IoReq<'_>],
+    slots: &[Option<usize>],
+    ps: u64,
+) -> Vec<std::ops::Range<usize>> {
+    let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut bytes = 0usize;
+    for (i, req) in chunk.iter().enumerate() {
+        if let Some(run) = runs.last_mut() {
+            let prev = &chunk[i - 1];
+            let joins = slots[i].is_none()
+                && slots[i - 1].is_none()
+                && prev.is_write() == req.is_write()
+                && prev.page() + prev.len() as u64 / ps == req.page()
+                && run.len() < MAX_RUN
+                && bytes + req.len() <= MAX_SQE_BYTES;
+            if joins {
+                run.end = i + 1;
+                bytes += req.len();
+                continue;
+            }
+        }
+        runs.push(i..i + 1);
+        bytes = req.len();
+    }
+    runs
+}
+
+/// Give each request of `run` its part of the run's completion `result`: an error to
+/// all of them, else the bytes of each that the transfer reached (a short transfer leaves
+/// the rest to `finish_chunk`).
+fn spread_result(
+    result: i32,
+    run: std::ops::Range<usize>,
+    iovecs: &[libc::iovec],
+    results: &mut [Option<i32>],
+) {
+    if result < 0 {
+        for r in &mut results[run] {
+            *r = Some(result);
+        }
+        return;
+    }
+    let mut left = result as usize;
+    for i in run {
+        let done = left.min(iovecs[i].iov_len);
+        results[i] = Some(done as i32);
+        left -= done;
+    }
+}
+
 fn is_transient(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
@@ -261,5 +344,68 @@ fn spin_for_completion(ring: &mut io_uring::IoUring, spin: std::time::Duration) 
         for _ in 0..64 {
             std::hint::spin_loop();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs: same direction, adjacent pages, no bounce slot, at most MAX_RUN requests.
+    #[test]
+    fn runs_join_adjacent_requests_of_one_direction() {
+        const PS: usize = 512;
+        let mut bytes = vec![0u8; 8 * PS];
+        let (a, rest) = bytes.split_at_mut(PS);
+        let (b, rest) = rest.split_at_mut(2 * PS);
+        let (c, rest) = rest.split_at_mut(PS);
+        let (d, rest) = rest.split_at_mut(PS);
+        let (e, f) = rest.split_at_mut(PS);
+        let chunk = [
+            IoReq::Write { page: 4, buf: a },
+            IoReq::Write { page: 5, buf: b },
+            IoReq::Write { page: 7, buf: c },
+            IoReq::Read { page: 8, buf: d },
+            IoReq::Read { page: 10, buf: e },
+            IoReq::Read { page: 11, buf: f },
+        ];
+        let none = [None; 6];
+        assert_eq!(
+            coalesce_runs(&chunk, &none, PS as u64),
+            vec![0..3, 3..4, 4..6]
+        );
+        // A bounced request stands alone.
+        let slots = [None, Some(0), None, None, None, None];
+        assert_eq!(
+            coalesce_runs(&chunk, &slots, PS as u64),
+            vec![0..1, 1..2, 2..3, 3..4, 4..6]
+        );
+        // At most MAX_RUN requests a run.
+        let mut pages = vec![0u8; (MAX_RUN + 3) * PS];
+        let long: Vec<IoReq<'_>> = pages
+            .chunks_mut(PS)
+            .enumerate()
+            .map(|(i, buf)| IoReq::Read {
+                page: i as u64,
+                buf,
+            })
+            .collect();
+        let runs = coalesce_runs(&long, &vec![None; long.len()], PS as u64);
+        assert_eq!(runs, vec![0..MAX_RUN, MAX_RUN..MAX_RUN + 3]);
+    }
+
+    /// A run's completion: an error to each request; bytes spread in order.
+    #[test]
+    fn a_runs_result_is_spread_over_its_requests() {
+        let iov = |len| libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: len,
+        };
+        let iovecs = [iov(100), iov(4096), iov(8192), iov(4096)];
+        let mut results = [None; 4];
+        spread_result(4096 + 5000, 1..4, &iovecs, &mut results);
+        assert_eq!(results, [None, Some(4096), Some(5000), Some(0)]);
+        spread_result(-5, 0..2, &iovecs, &mut results);
+        assert_eq!(results[..2], [Some(-5), Some(-5)]);
     }
 }
