@@ -115,11 +115,22 @@ pub struct KeySpace {
 impl KeySpace {
     /// An index holding entries `0..n`.
     pub fn with_entries(gen: KeyGen, n: u64) -> Self {
-        KeySpace {
-            gen,
-            live: (0..n).collect(),
-            next: n,
-        }
+        Self::with_room(gen, n, 0)
+    }
+
+    /// An index holding entries `0..n`, with room for `inserts` more taken without a
+    /// reallocation: a measured phase must not pay for the bench's own bookkeeping (growing
+    /// the live list of 400,000 keys cost the first insert of a quick phase 1.7 ms, 4% of
+    /// an FD-tree O-Insert phase).
+    pub fn with_room(gen: KeyGen, n: u64, inserts: u64) -> Self {
+        let mut live = Vec::with_capacity((n + inserts) as usize);
+        live.extend(0..n);
+        KeySpace { gen, live, next: n }
+    }
+
+    /// Entries the live list holds without a reallocation.
+    pub fn capacity(&self) -> u64 {
+        self.live.capacity() as u64
     }
 
     pub fn live(&self) -> u64 {
