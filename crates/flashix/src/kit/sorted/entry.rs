@@ -366,14 +366,14 @@ impl Layout {
             .get(self.slots..self.slots + n * self.width)
             .ok_or_else(|| format!("entry count {n} beyond the page"))?;
         if self.packed {
+            // `extend` of an iterator of known length: one capacity check, not one a push
+            // (the pushes were a fifth of an LSM merge thread's time).
             let types = &b[BODY..BODY + n.div_ceil(4)];
-            for (i, s) in slots.chunks_exact(PACKED).enumerate() {
-                out.push(Entry {
-                    key: read_u64(s, 0),
-                    val: read_u64(s, 8),
-                    kind: packed_kind(types, i),
-                });
-            }
+            out.extend(slots.chunks_exact(PACKED).enumerate().map(|(i, s)| Entry {
+                key: read_u64(s, 0),
+                val: read_u64(s, 8),
+                kind: packed_kind(types, i),
+            }));
             return Ok(());
         }
         for (i, s) in slots.chunks_exact(WIDE).enumerate() {
