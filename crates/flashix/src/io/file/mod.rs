@@ -10,6 +10,11 @@
 //! * A batch given to [`Device::submit`] goes to the kernel through `io_uring`: one SQE per
 //!   request (a multi-page request stays one request), all submitted at once, then every
 //!   completion is awaited and checked. Batches larger than the ring go in ring-sized chunks.
+//!   Consecutive requests of a chunk that continue one another (same direction, each
+//!   beginning where the one before it ends) go as one vectored SQE (`readv`/`writev` of
+//!   their buffers): the kernel's cost is per request, and a checkpoint's write-back of a
+//!   head tree's 64 adjacent pages took 1.5-2 ms as 64 writes. [`DeviceStats`] still counts
+//!   the requests as given, as every device does.
 //!   Short transfers are completed with the rest of the request (a read that reaches the end
 //!   of the file is zero-filled).
 //! * When `io_uring` is unavailable (`ENOSYS`, `EPERM`, ...) or `FLASHIX_NO_IO_URING=1` is

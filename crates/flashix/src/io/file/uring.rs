@@ -1,8 +1,10 @@
 //! The `io_uring` batch path of [`FileDevice`]: a chunk of at most
-//! [`RING_ENTRIES`](super::RING_ENTRIES) requests goes to the kernel as one SQE per request,
-//! submitted together; every completion is reaped, then each result is checked and short
-//! transfers (or requests the ring never ran) are completed with `pread`/`pwrite`. A ring
-//! that fails is dropped and the device falls back to `pread`/`pwrite` for good.
+//! [`RING_ENTRIES`](super::RING_ENTRIES) requests goes to the kernel as one SQE per run of
+//! adjacent requests ([`coalesce_runs`]; a lone request is a plain read or write, a longer
+//! run one `readv`/`writev`), submitted together; every completion is reaped and spread over
+//! its run's requests ([`spread_result`]), then each result is checked and short transfers
+//! (or requests the ring never ran) are completed with `pread`/`pwrite`. A ring that fails is
+//! dropped and the device falls back to `pread`/`pwrite` for good.
 
 use super::{backend_name, ensure_len, started, FileDevice};
 use crate::error::{Error, Result};
@@ -22,8 +24,8 @@ const IORING_ENTER_GETEVENTS: u32 = 1;
 
 impl FileDevice {
     /// Serve at most [`RING_ENTRIES`](super::RING_ENTRIES) requests through the ring: push
-    /// one SQE per request, submit them together, reap every completion, then check each
-    /// result.
+    /// one SQE per run of adjacent requests, submit them together, reap every completion,
+    /// then check each request's result.
     pub(super) fn submit_chunk(&mut self, chunk: &mut [IoReq<'_>]) -> Result<()> {
         let ps = self.page_size as u64;
         let n = chunk.len();
