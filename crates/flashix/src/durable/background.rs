@@ -6,7 +6,18 @@
 //! ([`crate::io::Device::start_read`], `start_write`, `finish`) and extents allocated and
 //! freed. Run inline, the [`Pager`] itself is the `JobIo`. Run by [`Background`], the
 //! work's thread holds a proxy that sends each call to the engine thread, which alone
-//! touches the pager, the device and the allocator:
+//! touches the pager, the device and the allocator — except the started requests when the
+//! device gives the work a handle of its own ([`crate::io::Device::job_device`]: a
+//! [`crate::io::FileDevice`] opens the same file with a ring of its own, counting in the
+//! same counters). Then the work starts and finishes its requests itself, and the engine
+//! thread reserves every extent the work may write before the work gets it
+//! ([`crate::io::Device::reserve_writes`]: the file device then never grows the file with
+//! zeros over it). This takes the merge's requests off the engine thread (it submitted
+//! each one, about 20 us of kernel time for 512 KiB), and the merge no longer waits for an
+//! engine operation to start or finish its I/O. An error of such a request fails the
+//! work, and the engine operation that receives its result returns the error. Without a
+//! handle (memory and simulated devices, fault injection, which thus keeps seeing every
+//! request):
 //!
 //! - the engine thread serves the requests sent so far whenever it calls
 //!   [`Background::serve`] (once per operation, without waiting), or waits for the work
@@ -119,6 +130,9 @@ enum Reply {
 /// The work's side: each call goes to the engine thread.
 struct Remote<T> {
     page_size: usize,
+    /// The device's handle for this thread ([`crate::io::Device::job_device`]), if it has
+    /// one: started requests go to it directly, not through the engine thread.
+    direct: Option<Box<dyn crate::io::Device>>,
     next: u64,
     tx: Sender<Request<T>>,
     rx: Receiver<Reply>,
@@ -145,6 +159,14 @@ impl<T> Remote<T> {
     }
 
     fn start(&mut self, page: PageId, buf: AlignedBuf, len: usize, write: bool) -> Result<Started> {
+        if let Some(dev) = self.direct.as_mut() {
+            let t = if write {
+                dev.start_write(page, buf, len)?
+            } else {
+                dev.start_read(page, buf, len)?
+            };
+            return Ok(Started::Local(t));
+        }
         let id = self.next;
         self.next += 1;
         self.send(Request::Start {
@@ -172,9 +194,10 @@ impl<T> JobIo for Remote<T> {
     }
 
     fn finish(&mut self, started: Started) -> Result<AlignedBuf> {
-        let id = match started {
-            Started::Remote(id) => id,
-            Started::Local(_) => {
+        let id = match (started, self.direct.as_mut()) {
+            (Started::Remote(id), _) => id,
+            (Started::Local(t), Some(dev)) => return dev.finish(t),
+            (Started::Local(_), None) => {
                 return Err(Error::InvalidArgument(
                     "a request started on the engine thread".into(),
                 ))
@@ -269,21 +292,34 @@ pub struct Background<T> {
     finishing: Option<u64>,
     /// Extents allocated for the work and not freed by it.
     owned: Vec<Extent>,
+    /// The work starts its requests on a handle of its own: its new extents are reserved.
+    direct_io: bool,
 }
 
 impl<T: Send + 'static> Background<T> {
-    /// Run `work` on `worker`; it holds the extents `owned` already (allocated for it
-    /// before it started).
+    /// Run `work` on `worker` over `pager`'s storage; it holds the extents `owned` already
+    /// (allocated for it before it started). When the device gives the work a handle of
+    /// its own ([`crate::io::Device::job_device`]), the work starts and finishes its
+    /// requests itself, and every extent it may write is reserved for it first
+    /// ([`crate::io::Device::reserve_writes`]).
     pub fn spawn(
         worker: &Worker,
-        page_size: usize,
+        pager: &mut Pager,
         owned: Vec<Extent>,
         work: impl FnOnce(&mut dyn JobIo) -> Result<T> + Send + 'static,
     ) -> Result<Background<T>> {
+        let direct = pager.device().job_device()?;
+        if direct.is_some() {
+            for e in &owned {
+                pager.device().reserve_writes(e.start, e.len)?;
+            }
+        }
         let (req_tx, req_rx) = channel();
         let (rep_tx, rep_rx) = channel();
+        let direct_io = direct.is_some();
         let mut remote = Remote {
-            page_size,
+            page_size: pager.page_size(),
+            direct,
             next: 0,
             tx: req_tx,
             rx: rep_rx,
@@ -302,6 +338,7 @@ impl<T: Send + 'static> Background<T> {
             started: HashMap::new(),
             finishing: None,
             owned,
+            direct_io,
         })
     }
 
@@ -386,7 +423,12 @@ impl<T: Send + 'static> Background<T> {
                 }
             }
             Request::Finish(id) => self.finishing = Some(id),
-            Request::Alloc(len) => match pager.alloc_extent(len) {
+            Request::Alloc(len) => match pager.alloc_extent(len).and_then(|e| {
+                if self.direct_io {
+                    pager.device().reserve_writes(e.start, e.len)?;
+                }
+                Ok(e)
+            }) {
                 Ok(e) => {
                     self.owned.push(e);
                     self.reply(Reply::Extent(Ok(e)))?;
@@ -542,7 +584,7 @@ mod tests {
         let want = job(&mut inline).unwrap();
         let mut pager = Pager::in_memory(512, 8);
         let worker = Worker::spawn().unwrap();
-        let mut bg = Background::spawn(&worker, 512, Vec::new(), job).unwrap();
+        let mut bg = Background::spawn(&worker, &mut pager, Vec::new(), job).unwrap();
         let got = loop {
             if let Some(out) = bg.serve(&mut pager, false, &|| true).unwrap() {
                 break out;
@@ -562,16 +604,21 @@ mod tests {
         let mut pager = Pager::in_memory(512, 8);
         let (gate_tx, gate) = channel::<()>();
         let worker = Worker::spawn().unwrap();
-        let mut bg = Background::spawn(&worker, 512, Vec::new(), move |io: &mut dyn JobIo| {
-            let e = io.alloc_extent(3)?;
-            io.free_extent(Extent {
-                start: e.start + 2,
-                len: 1,
-            });
-            // Held here until the engine has let go of it.
-            let _ = gate.recv_timeout(std::time::Duration::from_millis(50));
-            io.alloc_extent(1)
-        })
+        let mut bg = Background::spawn(
+            &worker,
+            &mut pager,
+            Vec::new(),
+            move |io: &mut dyn JobIo| {
+                let e = io.alloc_extent(3)?;
+                io.free_extent(Extent {
+                    start: e.start + 2,
+                    len: 1,
+                });
+                // Held here until the engine has let go of it.
+                let _ = gate.recv_timeout(std::time::Duration::from_millis(50));
+                io.alloc_extent(1)
+            },
+        )
         .unwrap();
         let e = loop {
             assert!(bg.serve(&mut pager, false, &|| true).unwrap().is_none());

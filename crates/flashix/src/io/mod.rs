@@ -169,6 +169,24 @@ pub trait Device: Send {
         false
     }
 
+    /// A second handle on this device for another thread's started requests (a merge
+    /// thread's, [`crate::durable::background`]): it starts and finishes them itself, and
+    /// they are counted in this device's [`DeviceStats`]. It may only read pages nothing
+    /// writes meanwhile and write pages reserved for it ([`Device::reserve_writes`]) that
+    /// nothing else touches until its requests are finished. `None` (the default): the
+    /// other thread's requests go through this handle.
+    fn job_device(&mut self) -> Result<Option<Box<dyn Device>>> {
+        Ok(None)
+    }
+
+    /// Pages `page..page + pages` are about to be written through a
+    /// [`Device::job_device`] handle: account for them as written (a [`FileDevice`] then
+    /// never fills them with zeros as it grows the file).
+    fn reserve_writes(&mut self, page: PageId, pages: u64) -> Result<()> {
+        let _ = (page, pages);
+        Ok(())
+    }
+
     /// Wait for a started request and take its buffer back; its error, if it failed.
     fn finish(&mut self, ticket: Ticket) -> Result<AlignedBuf> {
         match ticket.0 {
@@ -238,6 +256,12 @@ impl Device for Box<dyn Device> {
     }
     fn overlaps(&self) -> bool {
         (**self).overlaps()
+    }
+    fn job_device(&mut self) -> Result<Option<Box<dyn Device>>> {
+        (**self).job_device()
+    }
+    fn reserve_writes(&mut self, page: PageId, pages: u64) -> Result<()> {
+        (**self).reserve_writes(page, pages)
     }
 }
 

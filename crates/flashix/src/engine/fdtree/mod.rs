@@ -612,8 +612,12 @@ impl FdTree {
         if self.threaded && self.worker.is_none() {
             self.worker = Some(Worker::spawn()?);
         }
-        let ps = self.pager.page_size();
-        self.job = Some(Running::start(ps, job, self.p, self.worker.as_ref())?);
+        self.job = Some(Running::start(
+            &mut self.pager,
+            job,
+            self.p,
+            self.worker.as_ref(),
+        )?);
         Ok(())
     }
 

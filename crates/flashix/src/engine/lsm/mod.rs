@@ -594,8 +594,12 @@ impl Lsm {
         if self.threaded && self.worker.is_none() {
             self.worker = Some(Worker::spawn()?);
         }
-        let ps = self.pager.page_size();
-        self.job = Some(Running::start(ps, job, self.p, self.worker.as_ref())?);
+        self.job = Some(Running::start(
+            &mut self.pager,
+            job,
+            self.p,
+            self.worker.as_ref(),
+        )?);
         self.frozen = Some(entries);
         if !self.deamortize {
             self.advance_job(u64::MAX)?;

@@ -56,6 +56,7 @@ use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 mod started;
 mod uring;
@@ -210,7 +211,15 @@ pub struct FileDevice {
     slots: Vec<Option<usize>>,
     /// Per-chunk scratch: completion result of each request.
     results: Vec<Option<i32>>,
-    counters: Counters,
+    /// Shared with the device's job handles ([`Device::job_device`]), which count their
+    /// requests here too.
+    counters: Arc<Mutex<Counters>>,
+    /// `DeviceStats::backend`, kept here for [`FileDevice::backend`].
+    backend: String,
+    /// A job handle: it starts and finishes requests on its own ring and keeps no account
+    /// of the file's written part (its writes go to ranges the device it came from
+    /// reserved, [`Device::reserve_writes`]).
+    job: bool,
     /// Bytes at the start of the file that this device has written or found written (the
     /// file's length at open): a write below it never fills a hole the device made.
     written_to: u64,
@@ -285,10 +294,18 @@ impl FileDevice {
             bounce: AlignedBuf::zeroed(0),
             slots: Vec::new(),
             results: Vec::new(),
-            counters: Counters::new(backend),
+            counters: Arc::new(Mutex::new(Counters::new(backend))),
+            backend: backend.to_string(),
+            job: false,
             started: Vec::new(),
             next_started: 0,
         })
+    }
+
+    /// The counters, locked (shared with the job handles; a poisoned lock still holds
+    /// counts).
+    fn counters(&self) -> std::sync::MutexGuard<'_, Counters> {
+        self.counters.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The file's path.
@@ -299,7 +316,7 @@ impl FileDevice {
     /// How requests reach the file: `io_uring+O_DIRECT`, `io_uring+buffered`,
     /// `pread+O_DIRECT` or `pread+buffered`.
     pub fn backend(&self) -> &str {
-        &self.counters.stats.backend
+        &self.backend
     }
 
     /// Grow the written part of the file to cover `end` (see the module doc, "No holes").
@@ -407,7 +424,7 @@ impl FileDevice {
                     }
                 }
             }
-            self.counters.stats.fill_bytes += n as u64;
+            self.counters().stats.fill_bytes += n as u64;
             off += n as u64;
         }
         Ok(())
@@ -455,7 +472,7 @@ impl Device for FileDevice {
     fn submit(&mut self, batch: &mut [IoReq<'_>]) -> Result<()> {
         let ps = self.page_size as u64;
         self.settle_overlapping(batch.iter().map(|r| (r.page(), r.len() as u64 / ps)))?;
-        self.counters.record_batch(self.page_size, batch)?;
+        self.counters().record_batch(self.page_size, batch)?;
         let ps = self.page_size as u64;
         let end = batch
             .iter()
@@ -485,7 +502,7 @@ impl Device for FileDevice {
 
     fn sync(&mut self) -> Result<()> {
         self.settle_writes()?;
-        self.counters.stats.syncs += 1;
+        self.counters().stats.syncs += 1;
         self.files
             .file
             .sync_data()
@@ -504,7 +521,7 @@ impl Device for FileDevice {
                 Error::InvalidArgument(format!("trim of {pages} pages at page {page} is too large"))
             })?;
         validate(self.page_size, page, len)?;
-        self.counters.stats.trims += pages;
+        self.counters().stats.trims += pages;
         let offset = page * self.page_size as u64;
         // SAFETY: plain fallocate(2) on an open descriptor.
         let rc = unsafe {
@@ -535,7 +552,9 @@ impl Device for FileDevice {
     }
 
     fn stats(&self) -> DeviceStats {
-        self.counters.stats.clone()
+        let mut s = self.counters().stats.clone();
+        s.backend = self.backend.clone();
+        s
     }
 
     fn start_read(&mut self, page: PageId, buf: AlignedBuf, len: usize) -> Result<Ticket> {
@@ -556,6 +575,27 @@ impl Device for FileDevice {
 
     fn overlaps(&self) -> bool {
         self.ring.is_some()
+    }
+
+    /// A handle on the same file with a ring of its own, for a merge thread's started
+    /// requests; it counts them in this device's counters. `None` without a ring.
+    fn job_device(&mut self) -> Result<Option<Box<dyn Device>>> {
+        if self.ring.is_none() || self.job {
+            return Ok(None);
+        }
+        let mut dev =
+            FileDevice::open_with(&self.files.path, self.page_size, self.files.direct, true)?;
+        if dev.ring.is_none() || dev.files.direct != self.files.direct {
+            return Ok(None);
+        }
+        dev.counters = Arc::clone(&self.counters);
+        dev.job = true;
+        Ok(Some(Box::new(dev)))
+    }
+
+    fn reserve_writes(&mut self, page: PageId, pages: u64) -> Result<()> {
+        let ps = self.page_size as u64;
+        self.extend_by_write(page * ps, (page + pages) * ps)
     }
 }
 

@@ -72,9 +72,10 @@ impl FileDevice {
             } else {
                 IoReq::Read { page, buf: b }
             };
-            self.counters.record_batch(self.page_size, &[req])?;
+            self.counters().record_batch(self.page_size, &[req])?;
         }
-        if write {
+        // A job handle's writes go where its device reserved them (`Device::reserve_writes`).
+        if write && !self.job {
             let start = page * self.page_size as u64;
             self.extend_by_write(start, start + len as u64)?;
         }

@@ -731,3 +731,61 @@ fn adjacent_reads_across_the_end_of_the_file() {
         }
     }
 }
+
+/// A job handle (`Device::job_device`) reads and writes the same file on a ring of its own
+/// and counts in its device's counters; the range it writes, reserved first
+/// (`Device::reserve_writes`), is never filled with zeros as the device grows the file past
+/// it, while an unreserved range would be.
+#[test]
+fn a_job_handle_writes_reserved_pages_beside_its_device() {
+    for (mut dev, _d) in devices("data") {
+        let Some(mut job) = dev.job_device().unwrap() else {
+            assert!(dev.backend().starts_with("pread+"), "{}", dev.backend());
+            continue;
+        };
+        assert!(
+            job.job_device().unwrap().is_none(),
+            "a job handle hands out none"
+        );
+        let first = aligned(&pattern(1, 4 * PS));
+        dev.write(0, &first).unwrap();
+        // Far past the part of the file the device has written (it grows by at least
+        // FILL_MIN_BYTES, an eighth of itself, at a time).
+        let at = 4 * (FILL_MIN_BYTES / PS as u64);
+        let data = pattern(2, 8 * PS);
+        dev.reserve_writes(at, 8).unwrap();
+        let t = job.start_write(at, aligned(&data), 8 * PS).unwrap();
+        job.finish(t).unwrap();
+        // The device grows the file past the job's pages: they keep the job's bytes.
+        dev.write(at + 64, &aligned(&pattern(3, PS))).unwrap();
+        let mut back = AlignedBuf::zeroed(8 * PS);
+        dev.read(at, &mut back).unwrap();
+        assert_eq!(&back[..], &data[..], "{}", dev.backend());
+        let t = job
+            .start_read(0, AlignedBuf::zeroed(4 * PS), 4 * PS)
+            .unwrap();
+        assert_eq!(&job.finish(t).unwrap()[..], &first[..], "{}", dev.backend());
+        let s = dev.stats();
+        assert_eq!(
+            (s.read_requests, s.write_requests),
+            (2, 3),
+            "{}",
+            dev.backend()
+        );
+        assert_eq!(s.writes, 4 + 8 + 1, "{}", dev.backend());
+        // Unreserved, the job's pages past the written part are the device's to grow
+        // with zeros: the reservation is what keeps them.
+        let far = at + 1024;
+        let t = job.start_write(far, aligned(&data), 8 * PS).unwrap();
+        job.finish(t).unwrap();
+        dev.write(far + 64, &aligned(&pattern(4, PS))).unwrap();
+        dev.read(far, &mut back).unwrap();
+        assert!(back.iter().all(|&b| b == 0), "{}", dev.backend());
+        drop(job);
+        // Pages between the device's written part and the reservation are still grown
+        // with zeros before the device writes them.
+        let mut gap = AlignedBuf::zeroed(PS);
+        dev.read(at - 1, &mut gap).unwrap();
+        assert!(gap.iter().all(|&b| b == 0), "{}", dev.backend());
+    }
+}

@@ -197,7 +197,7 @@ impl FileDevice {
             // The ring cannot be trusted any more: drop it (unsubmitted SQEs go with it) and
             // serve everything from now on with pread/pwrite.
             self.ring = None;
-            self.counters.stats.backend = backend_name(false, self.files.direct).to_string();
+            self.backend = backend_name(false, self.files.direct).to_string();
         }
         Ok(())
     }

@@ -1,7 +1,8 @@
 //! A merge in progress, run either of two ways (issue 17): stepped by the engine's own
 //! operations, a bounded number of entries each (the FD-tree paper's deamortized merge,
 //! §3.4, and the LSM-tree's rolling merge), or to its end on the merge thread
-//! ([`crate::durable::background`]), its requests served by the engine's operations.
+//! ([`crate::durable::background`]), its I/O on a device handle of its own where the
+//! device gives one, else served by the engine's operations.
 //!
 //! The job is the same either way ([`Resumable`]: the FD-tree's and the LSM-tree's
 //! `MergeJob`), so what it writes and the index it leaves do not depend on the way. The
@@ -65,9 +66,10 @@ const LAG: u64 = 4;
 const THREAD_STEP: u64 = 1 << 14;
 
 impl<J: Resumable> Running<J> {
-    /// Run `job` on the merge thread `worker` if there is one, else step it.
+    /// Run `job` on the merge thread `worker` if there is one, else step it; `pager` is
+    /// the index's storage.
     pub fn start(
-        page_size: usize,
+        pager: &mut Pager,
         job: J,
         p: J::Params,
         worker: Option<&Worker>,
@@ -81,7 +83,7 @@ impl<J: Resumable> Running<J> {
         let done = Arc::new(AtomicU64::new(0));
         let progress = Arc::clone(&done);
         let mut job = job;
-        let bg = Background::spawn(worker, page_size, owned, move |io| loop {
+        let bg = Background::spawn(worker, pager, owned, move |io| loop {
             if let Some(out) = job.step(io, &p, THREAD_STEP)? {
                 return Ok(out);
             }
