@@ -160,6 +160,11 @@ impl<T> Remote<T> {
 
     fn start(&mut self, page: PageId, buf: AlignedBuf, len: usize, write: bool) -> Result<Started> {
         if let Some(dev) = self.direct.as_mut() {
+            // An abandoned work stops at its next request, as it would at the engine's
+            // closed channel (no reply is pending here: the work asked for nothing).
+            if let Err(TryRecvError::Disconnected) = self.rx.try_recv() {
+                return Err(abandoned());
+            }
             let t = if write {
                 dev.start_write(page, buf, len)?
             } else {

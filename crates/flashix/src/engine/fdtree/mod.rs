@@ -90,9 +90,11 @@
 //! on a second thread instead of a bounded number of entries per operation
 //! ([`crate::durable::background`]): the insertions into the new head tree and the merge
 //! use the two cores, where one core did both (issue 17: the merge was 55% of an
-//! insertion's CPU, and insertions were CPU-bound with the device half idle). The engine
-//! thread alone touches the pager: once per mutation it serves the merge's requests
-//! (started reads and writes, extents), waiting only while the merge is behind the new
+//! insertion's CPU, and insertions were CPU-bound with the device half idle). The merge
+//! starts and finishes its reads and writes on a device handle of its own where the device
+//! gives one (a file does: [`crate::io::Device::job_device`]); the engine thread alone
+//! touches the pager: once per mutation it serves the merge's other requests (extents, and
+//! on other devices its reads and writes), waiting only while the merge is behind the new
 //! head tree's fill (at least that share of its estimated work done, so that no operation
 //! waits for much more than its share: §3.4's bound), and an operation that finds the new
 //! head tree full waits for its end (§3.4's forced completion, counted the same).

@@ -56,8 +56,10 @@
 //!
 //! On a device whose requests overlap with work (a file through io_uring:
 //! [`crate::io::Device::overlaps`]) the rolling merge runs to its end on the merge thread
-//! instead ([`crate::kit::sorted::job`]): the same job, its requests served once per
-//! mutation by the engine's thread, which alone touches the pager and waits while the
+//! instead ([`crate::kit::sorted::job`]): the same job, its reads and writes on a device
+//! handle of its own ([`crate::io::Device::job_device`]), its other requests (extents)
+//! served once per mutation by the engine's thread, which alone touches the pager and
+//! waits while the
 //! merge is behind C0's fill; a mutation that finds C0 full, and a checkpoint, wait for
 //! its end. It reads only components it replaces and writes
 //! only extents allocated for it, so the index it leaves does not depend on its pace.
