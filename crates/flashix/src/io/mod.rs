@@ -170,7 +170,7 @@ pub trait Device: Send {
     }
 
     /// A second handle on this device for another thread's started requests (a merge
-    /// thread's, [`crate::durable::background`]): it starts and finishes them itself, and
+    /// thread's, run beside the engine's): it starts and finishes them itself, and
     /// they are counted in this device's [`DeviceStats`]. It may only read pages nothing
     /// writes meanwhile and write pages reserved for it ([`Device::reserve_writes`]) that
     /// nothing else touches until its requests are finished. `None` (the default): the
