@@ -151,7 +151,8 @@
 //! decoded or filled: [`crate::kit::sorted::seq`]) and a batch of at most 512 merged
 //! entries (12 KiB) written a page run at a time, plus a
 //! range-scan batch (at most `io_unit` pages per level), plus the range tombstones (16
-//! bytes an interval). Reported in `Stats::memory_bytes`.
+//! bytes an interval). All but the I/O buffers (the merge's and the scan batch's) are
+//! reported in `Stats::memory_bytes` and charged to the budget, as in the LSM-tree.
 
 mod options;
 pub use options::FdTreeOptions;
@@ -757,7 +758,8 @@ impl FdTree {
     }
 
     /// Memory besides the pool, charged to the budget (`Logged::charge_memory`): the
-    /// running merge's buffers and every range-tombstone set.
+    /// running merge's entries, fences and merged batch (`Resumable::memory_bytes`; not
+    /// its I/O buffers) and every range-tombstone set.
     fn structure_bytes(&self) -> u64 {
         self.job.as_ref().map_or(0, Running::memory_bytes)
             + self.tombs().map(Tombs::memory_bytes).sum::<u64>()
