@@ -333,6 +333,10 @@ impl<T: Send + 'static> Background<T> {
             .tx
             .send(Box::new(move || {
                 let out = work(&mut remote);
+                // The work's own device handle goes first: its drop waits for the requests
+                // still in flight (a failed work's), so that none lands in an extent after
+                // the engine has taken the result and freed or reused it.
+                remote.direct = None;
                 let _ = remote.tx.send(Request::Done(out));
             }))
             .map_err(|_| Error::InvalidArgument("the merge thread has ended".into()))?;
