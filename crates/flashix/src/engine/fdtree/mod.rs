@@ -161,7 +161,6 @@ mod merge;
 pub(crate) mod run;
 mod search;
 
-use crate::durable::background::{merge_thread_allowed, Worker};
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Pager, Store};
@@ -172,7 +171,7 @@ use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor};
 use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
-use crate::kit::sorted::job::Running;
+use crate::kit::sorted::job::{MergeThread, Running};
 use crate::kit::sorted::memo::scan_many_with_memo;
 use crate::kit::sorted::pace;
 use crate::kit::sorted::tombs::Tombs;
@@ -312,10 +311,8 @@ pub struct FdTree {
     /// The head tree being merged (deamortized merge in progress).
     frozen: Option<Head>,
     job: Option<Running<MergeJob>>,
-    /// Merges run on the merge thread ([`crate::kit::sorted::job`]).
-    threaded: bool,
-    /// The merge thread, started with the first merge it runs (when `threaded`).
-    worker: Option<Worker>,
+    /// Where merges run ([`crate::kit::sorted::job`]).
+    merges: MergeThread,
     levels: Vec<Run>,
     /// Range tombstones of the active head tree, the frozen one, and each level (parallel
     /// to `levels`): see [`crate::kit::sorted::tombs`].
@@ -351,7 +348,7 @@ impl FdTree {
         let deamortize = o.deamortize;
         let config = s.pager_config(MIN_FRAMES, 0);
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
-        let threaded = deamortize && pager.device().overlaps() && merge_thread_allowed();
+        let merges = MergeThread::new(deamortize, &mut pager);
         let head = Head::create(&mut pager, p.lay)?;
         let mut t = FdTree {
             pager,
@@ -360,8 +357,7 @@ impl FdTree {
             head,
             frozen: None,
             job: None,
-            threaded,
-            worker: None,
+            merges,
             levels: Vec::new(),
             head_tombs: Tombs::new(),
             frozen_tombs: Tombs::new(),
@@ -405,7 +401,7 @@ impl FdTree {
         let deamortize = o.deamortize;
         let config = s.pager_config(MIN_FRAMES, 0);
         let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
-        let threaded = deamortize && pager.device().overlaps() && merge_thread_allowed();
+        let merges = MergeThread::new(deamortize, &mut pager);
         for e in &state.merge_extents {
             pager.free_extent(*e);
         }
@@ -418,8 +414,7 @@ impl FdTree {
             head: state.head,
             frozen: None,
             job: None,
-            threaded,
-            worker: None,
+            merges,
             levels: state.levels,
             head_tombs: state.head_tombs,
             frozen_tombs: state.frozen_tombs,
@@ -612,15 +607,7 @@ impl FdTree {
             self.retune.clone(),
         )?;
         self.frozen = Some(frozen);
-        if self.threaded && self.worker.is_none() {
-            self.worker = Some(Worker::spawn()?);
-        }
-        self.job = Some(Running::start(
-            &mut self.pager,
-            job,
-            self.p,
-            self.worker.as_ref(),
-        )?);
+        self.job = Some(self.merges.start(&mut self.pager, job, self.p)?);
         Ok(())
     }
 
@@ -628,14 +615,11 @@ impl FdTree {
     /// thread's requests at its pace ([`Running::advance`]), or to its end when `units` is
     /// `u64::MAX`.
     fn advance_job(&mut self, units: u64) -> Result<()> {
-        let Some(on_thread) = self.job.as_ref().map(Running::on_thread) else {
+        let fill = (self.head_fill(), self.p.cap0);
+        let Some(job) = self.job.as_mut() else {
             return Ok(());
         };
-        let fill = (self.head_fill(), self.p.cap0);
-        let job = match self.job.as_mut() {
-            Some(j) => j,
-            None => return Ok(()),
-        };
+        let on_thread = job.on_thread();
         if let Some(out) = job.advance(&mut self.pager, &self.p, units, fill)? {
             self.job = None;
             self.counters.thread_merges += u64::from(on_thread);

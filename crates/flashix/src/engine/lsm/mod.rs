@@ -169,7 +169,6 @@ pub mod component;
 mod merge;
 mod search;
 
-use crate::durable::background::{merge_thread_allowed, Worker};
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
 use crate::durable::{Pager, Store};
@@ -179,7 +178,7 @@ use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor};
 use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
-use crate::kit::sorted::job::Running;
+use crate::kit::sorted::job::{MergeThread, Running};
 use crate::kit::sorted::memo::scan_many_with_memo;
 use crate::kit::sorted::pace;
 use crate::kit::sorted::tombs::Tombs;
@@ -324,10 +323,8 @@ pub struct Lsm {
     frozen: Option<Arc<[Entry]>>,
     frozen_tombs: Tombs,
     job: Option<Running<MergeJob>>,
-    /// Merges run on the merge thread ([`crate::kit::sorted::job`]).
-    threaded: bool,
-    /// The merge thread, started with the first merge it runs (when `threaded`).
-    worker: Option<Worker>,
+    /// Where merges run ([`crate::kit::sorted::job`]).
+    merges: MergeThread,
     components: Vec<Option<Component>>,
     /// Level i + 1's range tombstones at index i, also where the component is `None`; as
     /// long as `components`.
@@ -363,7 +360,7 @@ impl Lsm {
             .then(|| Retune::from_settings(&s, p.lay.cap(), o.c0_bytes, s.buffer_pool_bytes));
         let config = s.pager_config(MIN_FRAMES, 0);
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
-        let threaded = o.deamortize && pager.device().overlaps() && merge_thread_allowed();
+        let merges = MergeThread::new(o.deamortize, &mut pager);
         let c0 = Head::create(&mut pager, p.lay)?;
         let mut t = Lsm {
             pager,
@@ -374,8 +371,7 @@ impl Lsm {
             frozen: None,
             frozen_tombs: Tombs::new(),
             job: None,
-            threaded,
-            worker: None,
+            merges,
             components: Vec::new(),
             tombs: Vec::new(),
             checkpoint_due: false,
@@ -424,7 +420,7 @@ impl Lsm {
             .map(|b| Retune::from_settings(&s, p.lay.cap(), o.c0_bytes, b));
         let config = s.pager_config(MIN_FRAMES, 0);
         let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
-        let threaded = o.deamortize && pager.device().overlaps() && merge_thread_allowed();
+        let merges = MergeThread::new(o.deamortize, &mut pager);
         let mut t = Lsm {
             pager,
             p,
@@ -434,8 +430,7 @@ impl Lsm {
             frozen: None,
             frozen_tombs: Tombs::new(),
             job: None,
-            threaded,
-            worker: None,
+            merges,
             components: state.components,
             tombs,
             checkpoint_due: false,
@@ -593,15 +588,7 @@ impl Lsm {
             self.components.clone(),
             self.tombs.clone(),
         )?;
-        if self.threaded && self.worker.is_none() {
-            self.worker = Some(Worker::spawn()?);
-        }
-        self.job = Some(Running::start(
-            &mut self.pager,
-            job,
-            self.p,
-            self.worker.as_ref(),
-        )?);
+        self.job = Some(self.merges.start(&mut self.pager, job, self.p)?);
         self.frozen = Some(entries);
         if !self.deamortize {
             self.advance_job(u64::MAX)?;
@@ -612,14 +599,11 @@ impl Lsm {
     /// Advance the merge in progress by `units` entries, or serve the merge thread's
     /// requests at its pace ([`Running::advance`]), or to its end when `units` is `u64::MAX`.
     fn advance_job(&mut self, units: u64) -> Result<()> {
-        let Some(on_thread) = self.job.as_ref().map(Running::on_thread) else {
+        let fill = (self.c0.entries + self.c0_tombs.len() as u64, self.p.cap0);
+        let Some(job) = self.job.as_mut() else {
             return Ok(());
         };
-        let fill = (self.c0.entries + self.c0_tombs.len() as u64, self.p.cap0);
-        let job = match self.job.as_mut() {
-            Some(j) => j,
-            None => return Ok(()),
-        };
+        let on_thread = job.on_thread();
         if let Some(out) = job.advance(&mut self.pager, &self.p, units, fill)? {
             self.job = None;
             self.counters.thread_merges += u64::from(on_thread);

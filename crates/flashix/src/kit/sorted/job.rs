@@ -14,7 +14,7 @@
 //! ([`crate::durable::background::MERGE_THREAD_ENV`]). An engine keeps one merge thread
 //! ([`Worker`]) for all its merges.
 
-use crate::durable::background::{Background, JobIo, Worker};
+use crate::durable::background::{merge_thread_allowed, Background, JobIo, Worker};
 use crate::durable::Pager;
 use crate::error::Result;
 use crate::io::Extent;
@@ -65,10 +65,41 @@ const LAG: u64 = 4;
 /// Entries the merge thread processes between updates of its progress.
 const THREAD_STEP: u64 = 1 << 14;
 
+/// Where an engine's merges run: on its merge thread ([`Worker`], started with the first
+/// merge) when the engine deamortizes its merges on a device whose requests overlap with
+/// work and `FLASHIX_MERGE_THREAD` is not `0`; else stepped by its operations.
+pub(crate) struct MergeThread {
+    threaded: bool,
+    worker: Option<Worker>,
+}
+
+impl MergeThread {
+    /// The choice for an engine over `pager` that steps its merges when `deamortize`.
+    pub fn new(deamortize: bool, pager: &mut Pager) -> MergeThread {
+        MergeThread {
+            threaded: deamortize && pager.device().overlaps() && merge_thread_allowed(),
+            worker: None,
+        }
+    }
+
+    /// Run `job` over `pager`'s storage: on the merge thread, or stepped.
+    pub fn start<J: Resumable>(
+        &mut self,
+        pager: &mut Pager,
+        job: J,
+        p: J::Params,
+    ) -> Result<Running<J>> {
+        if self.threaded && self.worker.is_none() {
+            self.worker = Some(Worker::spawn()?);
+        }
+        Running::start(pager, job, p, self.worker.as_ref())
+    }
+}
+
 impl<J: Resumable> Running<J> {
     /// Run `job` on the merge thread `worker` if there is one, else step it; `pager` is
     /// the index's storage.
-    pub fn start(
+    fn start(
         pager: &mut Pager,
         job: J,
         p: J::Params,
