@@ -119,6 +119,15 @@ impl Slots {
     fn key_at(self, i: usize) -> usize {
         self.first + i * self.layout.stride()
     }
+
+    /// The last of records `[from, to)` (of a segment's `count >= to`) whose key is `key`.
+    fn newest_of(self, b: &[u8], from: usize, to: usize, key: u64) -> Option<usize> {
+        let want = key.to_le_bytes();
+        b[self.key_at(from)..self.key_at(to)]
+            .chunks_exact(self.layout.stride())
+            .rposition(|r| r[..8] == want)
+            .map(|i| from + i)
+    }
 }
 
 /// Records that fit in one segment of `page_size` bytes laid out as a new index lays
@@ -323,6 +332,11 @@ pub fn load(
 /// inside the segment bytes without decoding the leaf: a point search's leaf step
 /// (§3.2.2: the records replayed in append order, the newest of a key deciding). Returns
 /// it and the leaf's last segment.
+///
+/// The leaf's first `base` records are sorted puts, one per key (a rewrite's output);
+/// only the records appended after them are scanned, newest first, and the sorted prefix
+/// is binary-searched if none of them is the key's: a search of a freshly rewritten leaf
+/// costs `log2(records)` comparisons, not one per record.
 pub fn find(
     layout: Layout,
     pager: &mut Pager,
@@ -331,18 +345,42 @@ pub fn find(
     known_last: Option<u16>,
     key: u64,
 ) -> Result<(Option<OpqEntry>, u16)> {
-    let mut newest = None;
+    let mut appended = None;
+    let mut sorted = None;
+    let mut base = 0;
     let slots = Slots::of(layout, pager.page_size());
     let (_, last) = walk(slots, pager, start, total, known_last, |pid, b, h| {
-        for i in (0..h.count).rev() {
-            if read_u64(b, slots.key_at(i)) == key {
-                newest = Some(checked_record(slots, pid, b, i)?);
-                break;
+        if h.index == 0 {
+            base = h.base;
+        }
+        // This segment's records of the sorted prefix: `[0, in_base)`.
+        let first = usize::from(h.index) * slots.cap;
+        let in_base = base.saturating_sub(first).min(h.count);
+        // A later segment's appended record is newer than an earlier one's.
+        if let Some(i) = slots.newest_of(b, in_base, h.count, key) {
+            appended = Some(checked_record(slots, pid, b, i)?);
+        } else if sorted.is_none() && in_base > 0 {
+            if let Some(i) = binary_search(slots, b, in_base, key) {
+                sorted = Some(checked_record(slots, pid, b, i)?);
             }
         }
         Ok(())
     })?;
-    Ok((newest, last))
+    Ok((appended.or(sorted), last))
+}
+
+/// The index of `key` among the segment's first `n` records, sorted by key.
+fn binary_search(s: Slots, b: &[u8], n: usize, key: u64) -> Option<usize> {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match read_u64(b, s.key_at(mid)).cmp(&key) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return Some(mid),
+        }
+    }
+    None
 }
 
 /// The live entries of a sequence of records in append order: for each key its newest
@@ -553,6 +591,48 @@ mod tests {
             assert_eq!(record(slots, &b, 3), Some(put(3, 7)));
             assert_eq!(record(slots, &b, 0), Some(del(0)));
             assert_eq!(record(slots, &b, 6), Some(del(6)));
+        }
+    }
+
+    proptest::proptest! {
+        /// `find` (binary search of the sorted base, newest-first scan of the appended
+        /// records) answers as replaying the whole leaf in append order does, in both
+        /// layouts: for keys of the base, keys appended over them (puts and deletes, in
+        /// the base's segments and after it) and keys the leaf never held.
+        #[test]
+        fn find_answers_as_the_replayed_leaf_does(
+            base_len in 0usize..88,
+            appends in proptest::collection::vec((0u64..120, 0u64..4), 0..60),
+            wide in proptest::bool::ANY,
+        ) {
+            let layout = if wide { Layout::Wide } else { Layout::Packed };
+            let total = 4u16;
+            let cap = layout.capacity(512);
+            let mut pager = Pager::in_memory(512, 16);
+            let start = pager.alloc_run(u64::from(total)).unwrap().start;
+            // Even keys 0, 2, ... form the base; appends hit base keys and odd keys.
+            let base: Vec<(u64, u64)> = (0..base_len as u64).map(|i| (2 * i, 1000 + i)).collect();
+            let mut last = rewrite(layout, &mut pager, start, total, &base).unwrap();
+            let room = usize::from(total) * cap - base_len;
+            let recs: Vec<OpqEntry> = appends
+                .iter()
+                .take(room)
+                .map(|&(k, v)| if v == 0 { del(k) } else { put(k, v) })
+                .collect();
+            for chunk in recs.chunks(7) {
+                let count = tail(layout, &mut pager, start, total, last).unwrap();
+                last = append(layout, &mut pager, start, total, last, count, chunk).unwrap();
+            }
+            let img = load(layout, &mut pager, start, total, None).unwrap();
+            proptest::prop_assert_eq!(img.base, base_len);
+            for key in 0..200u64 {
+                let want = img.records.iter().rev().find(|r| r.key == key).copied();
+                for known in [None, Some(last)] {
+                    let (got, got_last) = find(layout, &mut pager, start, total, known, key).unwrap();
+                    proptest::prop_assert_eq!(got, want, "key {}", key);
+                    proptest::prop_assert_eq!(got_last, last);
+                }
+            }
         }
     }
 
