@@ -348,6 +348,14 @@ impl BufferPool {
         if missing.is_empty() {
             return Ok(0);
         }
+        if let [(pid, 1)] = missing[..] {
+            // One page (a point search's leaf of one segment): read into its frame, as
+            // `fetch` does, instead of into a buffer of its own and copied (the same one
+            // request for the device).
+            let f = self.fetch(dev, barrier, pid)?;
+            self.unpin(f);
+            return Ok(1);
+        }
         // Decided before any eviction: a page resident now may be newer than the device,
         // and evicting it below writes it back after the read, so its bytes read here are
         // stale even if it is gone by the time its turn comes.
@@ -555,6 +563,54 @@ mod tests {
         let f = pool.create(dev, &mut NoBarrier, pid).unwrap();
         pool.data_mut(f, 0)[page::HEADER] = byte;
         pool.unpin(f);
+    }
+
+    /// `fetch_runs` reads each run that misses a page as one request: a one-page run
+    /// straight into its frame, a longer one around a resident page, which keeps its newer
+    /// contents; runs wholly resident cost nothing; loaded pages are left unpinned.
+    #[test]
+    fn fetch_runs_reads_what_is_missing_once_and_keeps_resident_pages() {
+        let mut dev = MemDevice::new(512);
+        let mut pool = BufferPool::new(512, 512 * 8, 1).unwrap();
+        for p in 0..6 {
+            write_page(&mut pool, &mut dev, p, p as u8 + 1);
+        }
+        pool.flush_all(&mut dev, &mut NoBarrier).unwrap();
+        pool.clear();
+        // Page 3 resident and newer than the device.
+        let f = pool.fetch(&mut dev, &mut NoBarrier, 3).unwrap();
+        pool.data_mut(f, 0)[page::HEADER] = 33;
+        pool.unpin(f);
+        let requests = |dev: &MemDevice| dev.stats().read_requests;
+        let before = requests(&dev);
+        assert_eq!(
+            pool.fetch_runs(&mut dev, &mut NoBarrier, &[(0, 1)], 8)
+                .unwrap(),
+            1
+        );
+        assert_eq!(requests(&dev), before + 1);
+        assert_eq!(
+            pool.fetch_runs(&mut dev, &mut NoBarrier, &[(2, 3)], 8)
+                .unwrap(),
+            2
+        );
+        assert_eq!(requests(&dev), before + 2);
+        assert_eq!(
+            pool.fetch_runs(&mut dev, &mut NoBarrier, &[(0, 1), (2, 3)], 8)
+                .unwrap(),
+            0
+        );
+        assert_eq!(requests(&dev), before + 2);
+        for (p, byte) in [(0, 1), (2, 3), (3, 33), (4, 5)] {
+            let f = pool.fetch(&mut dev, &mut NoBarrier, p).unwrap();
+            assert_eq!(pool.data(f)[page::HEADER], byte, "page {p}");
+            pool.unpin(f);
+        }
+        assert_eq!(requests(&dev), before + 2);
+        // Nothing stayed pinned: shrunk to one frame, the pool keeps the most recent page.
+        pool.set_capacity(&mut dev, &mut NoBarrier, 1).unwrap();
+        assert_eq!(pool.memory_bytes(), 512);
+        assert!(pool.contains(4) && !pool.contains(0));
     }
 
     /// Shrinking the capacity frees memory: unused frames first, then least recently used
