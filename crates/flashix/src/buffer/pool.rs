@@ -565,48 +565,45 @@ mod tests {
         pool.unpin(f);
     }
 
+    /// A pool of `frames` frames holding pages 0..6, page `p` marked with byte `p + 1`.
+    fn six_pages(frames: usize) -> (MemDevice, BufferPool) {
+        let mut dev = MemDevice::new(512);
+        let mut pool = BufferPool::new(512, 512 * frames as u64, 1).unwrap();
+        for p in 0..6 {
+            write_page(&mut pool, &mut dev, p, p as u8 + 1);
+        }
+        (dev, pool)
+    }
+
     /// `fetch_runs` reads each run that misses a page as one request: a one-page run
     /// straight into its frame, a longer one around a resident page, which keeps its newer
     /// contents; runs wholly resident cost nothing; loaded pages are left unpinned.
     #[test]
     fn fetch_runs_reads_what_is_missing_once_and_keeps_resident_pages() {
-        let mut dev = MemDevice::new(512);
-        let mut pool = BufferPool::new(512, 512 * 8, 1).unwrap();
-        for p in 0..6 {
-            write_page(&mut pool, &mut dev, p, p as u8 + 1);
-        }
+        let (mut dev, mut pool) = six_pages(8);
         pool.flush_all(&mut dev, &mut NoBarrier).unwrap();
         pool.clear();
         // Page 3 resident and newer than the device.
         let f = pool.fetch(&mut dev, &mut NoBarrier, 3).unwrap();
         pool.data_mut(f, 0)[page::HEADER] = 33;
         pool.unpin(f);
-        let requests = |dev: &MemDevice| dev.stats().read_requests;
-        let before = requests(&dev);
-        assert_eq!(
-            pool.fetch_runs(&mut dev, &mut NoBarrier, &[(0, 1)], 8)
-                .unwrap(),
-            1
-        );
-        assert_eq!(requests(&dev), before + 1);
-        assert_eq!(
-            pool.fetch_runs(&mut dev, &mut NoBarrier, &[(2, 3)], 8)
-                .unwrap(),
-            2
-        );
-        assert_eq!(requests(&dev), before + 2);
-        assert_eq!(
-            pool.fetch_runs(&mut dev, &mut NoBarrier, &[(0, 1), (2, 3)], 8)
-                .unwrap(),
-            0
-        );
-        assert_eq!(requests(&dev), before + 2);
+        let before = dev.stats().read_requests;
+        // (runs, pages loaded, read requests since `before`)
+        for (runs, loaded, requests) in [
+            (&[(0, 1)][..], 1, 1),
+            (&[(2, 3)][..], 2, 2),
+            (&[(0, 1), (2, 3)][..], 0, 2),
+        ] {
+            let got = pool.fetch_runs(&mut dev, &mut NoBarrier, runs, 8).unwrap();
+            assert_eq!(got, loaded, "{runs:?}");
+            assert_eq!(dev.stats().read_requests - before, requests, "{runs:?}");
+        }
         for (p, byte) in [(0, 1), (2, 3), (3, 33), (4, 5)] {
             let f = pool.fetch(&mut dev, &mut NoBarrier, p).unwrap();
             assert_eq!(pool.data(f)[page::HEADER], byte, "page {p}");
             pool.unpin(f);
         }
-        assert_eq!(requests(&dev), before + 2);
+        assert_eq!(dev.stats().read_requests - before, 2);
         // Nothing stayed pinned: shrunk to one frame, the pool keeps the most recent page.
         pool.set_capacity(&mut dev, &mut NoBarrier, 1).unwrap();
         assert_eq!(pool.memory_bytes(), 512);
@@ -618,11 +615,7 @@ mod tests {
     /// the released frames.
     #[test]
     fn a_shrunk_pool_releases_memory_and_grows_back() {
-        let mut dev = MemDevice::new(512);
-        let mut pool = BufferPool::new(512, 512 * 6, 1).unwrap();
-        for p in 0..6 {
-            write_page(&mut pool, &mut dev, p, p as u8 + 1);
-        }
+        let (mut dev, mut pool) = six_pages(6);
         pool.discard(5);
         let pinned = pool.fetch(&mut dev, &mut NoBarrier, 0).unwrap();
         assert_eq!(pool.memory_bytes(), 512 * 6);
