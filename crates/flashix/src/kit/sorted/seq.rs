@@ -7,7 +7,7 @@
 //! behave as plain synchronous I/O.
 //!
 //! Memory: two `io_unit` buffers per reader and per writer (the one in flight and the one
-//! being decoded or filled).
+//! being decoded or filled), and a reader's one page of decoded entries.
 
 use super::entry::Entry;
 use crate::durable::background::{JobIo, Started};
@@ -22,9 +22,14 @@ pub(crate) struct SeqReader {
     pages: u64,
     /// Pages requested so far (read, or in flight in `ahead`).
     next: u64,
+    /// The entries of the page being taken (decoded a page at a time, so that they are
+    /// still in the CPU's caches when the merge reads them: a whole request decoded at
+    /// once is 768 KiB of entries for 512 KiB of pages).
     buf: Vec<Entry>,
     pos: usize,
     pages_read: u64,
+    /// The request read last: its first page, pages, bytes, and the pages decoded so far.
+    cur: Option<(PageId, u64, AlignedBuf, u64)>,
     /// The request in flight: its first page, pages and ticket.
     ahead: Option<(PageId, u64, Started)>,
     /// A buffer to start the next request in.
@@ -40,6 +45,7 @@ impl SeqReader {
             buf: Vec::new(),
             pos: 0,
             pages_read: 0,
+            cur: None,
             ahead: None,
             spare: None,
         }
@@ -66,8 +72,9 @@ impl SeqReader {
 
     /// The next entry, or `None` at the end; `decode(first, pages, bytes, out)` checks the
     /// `pages` pages read from `first` and decodes their entries into `out` (empty; the
-    /// reader's one buffer, reused request after request: a merge decodes each entry once,
-    /// into place). The following request is in flight while `decode` runs.
+    /// reader's one buffer, reused page after page: a merge decodes each entry once, into
+    /// place). It is given one page at a time; the following request is in flight while
+    /// the pages of the current one are decoded and taken.
     #[inline]
     pub(crate) fn peek(
         &mut self,
@@ -76,19 +83,32 @@ impl SeqReader {
         decode: impl Fn(PageId, u64, &[u8], &mut Vec<Entry>) -> Result<()>,
     ) -> Result<Option<Entry>> {
         while self.pos >= self.buf.len() {
-            self.start_next(io, io_unit)?;
-            let Some((first, n, ticket)) = self.ahead.take() else {
-                return Ok(None);
-            };
-            let raw = io.finish(ticket)?;
-            self.start_next(io, io_unit)?;
-            let len = io.page_size() * n as usize;
-            self.buf.clear();
-            let decoded = decode(first, n, &raw[..len], &mut self.buf);
-            self.spare = Some(raw);
-            decoded?;
-            self.pages_read += n;
-            self.pos = 0;
+            let ps = io.page_size();
+            match self.cur.take() {
+                Some((first, n, raw, done)) if done < n => {
+                    self.buf.clear();
+                    let at = done as usize * ps;
+                    let decoded = decode(first + done, 1, &raw[at..at + ps], &mut self.buf);
+                    self.cur = Some((first, n, raw, done + 1));
+                    decoded?;
+                    self.pages_read += 1;
+                    self.pos = 0;
+                }
+                done => {
+                    // The current request is taken (or none was read yet): its buffer is
+                    // the next request's.
+                    if let Some((_, _, raw, _)) = done {
+                        self.spare = Some(raw);
+                    }
+                    self.start_next(io, io_unit)?;
+                    let Some((first, n, ticket)) = self.ahead.take() else {
+                        return Ok(None);
+                    };
+                    let raw = io.finish(ticket)?;
+                    self.cur = Some((first, n, raw, 0));
+                    self.start_next(io, io_unit)?;
+                }
+            }
         }
         Ok(Some(self.buf[self.pos]))
     }
@@ -98,7 +118,7 @@ impl SeqReader {
     }
 
     /// The decoded entries not yet taken, starting with the one [`SeqReader::peek`]
-    /// returned (empty before the first `peek` and at the end of each request).
+    /// returned (empty before the first `peek` and at the end of each page).
     pub(crate) fn buffered(&self) -> &[Entry] {
         &self.buf[self.pos.min(self.buf.len())..]
     }
@@ -178,5 +198,49 @@ impl ChunkWriter {
             self.spare = Some(io.finish(t)?);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::durable::Pager;
+    use crate::kit::sorted::entry::Kind;
+
+    const PAGE: usize = 512;
+    /// Entries the test's decoder makes of each page.
+    const PER_PAGE: u64 = 3;
+
+    /// A reader hands its decoder one page at a time, so that at most one page's entries
+    /// are decoded at once whatever the request size (a whole 512 KiB request decoded at
+    /// once was 768 KiB of entries beside the two request buffers), and the entries come
+    /// in order across requests, every page read once.
+    #[test]
+    fn a_reader_decodes_one_page_at_a_time() {
+        let mut pager = Pager::in_memory(PAGE, 8);
+        let pages = 10u64;
+        let e = pager.alloc_extent(pages).unwrap();
+        for i in 0..pages {
+            pager.device().write(e.start + i, &[i as u8; PAGE]).unwrap();
+        }
+        for io_unit in [1, 3, 4, 16] {
+            let mut r = SeqReader::new(e.start, pages);
+            let decode = |first: PageId, n: u64, bytes: &[u8], out: &mut Vec<Entry>| {
+                assert_eq!((n, bytes.len()), (1, PAGE), "one page at a time");
+                let i = first - e.start;
+                assert!(bytes.iter().all(|&b| u64::from(b) == i), "page {i}'s bytes");
+                out.extend((0..PER_PAGE).map(|j| Entry::new(i * PER_PAGE + j, i, Kind::Normal)));
+                Ok(())
+            };
+            let mut got = Vec::new();
+            while let Some(x) = r.peek(&mut pager, io_unit, decode).unwrap() {
+                assert!(r.buffered().len() as u64 <= PER_PAGE);
+                got.push((x.key, x.val));
+                r.advance();
+            }
+            let want: Vec<(u64, u64)> = (0..pages * PER_PAGE).map(|k| (k, k / PER_PAGE)).collect();
+            assert_eq!(got, want, "io_unit {io_unit}");
+            assert_eq!(r.pages_read(), pages);
+        }
     }
 }
