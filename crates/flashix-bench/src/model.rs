@@ -55,6 +55,12 @@ pub fn device_costs(profile: &DeviceProfile, page_size: usize) -> Result<DeviceC
         b / profile.seq_write_mb_s,
     )
     .context("converting the device profile into cost-model inputs")?;
+    // A deamortized FD-tree or LSM-tree on this device runs its merges on a second core
+    // when its requests overlap with work (a file through io_uring) and the merge thread
+    // is not turned off (`FLASHIX_MERGE_THREAD=0`).
+    let thread =
+        profile.backend.starts_with("io_uring") && flashix::internals::merge_thread_allowed();
+    let dev = dev.with_merge_thread(thread);
     match profile.cpu {
         Some(c) => dev
             .with_cpu_costs(c.insert_us, c.merge_entry_us)
@@ -135,6 +141,19 @@ pub fn render(source: &str, dev: &DeviceCosts, w: &FdTreeWorkload) -> Result<Str
         "         seq. page write   {:8.2} us  (B / W_wseq, 512 KiB requests)",
         dev.seq_write_page_us()
     )?;
+    if dev.insert_cpu_us() > 0.0 || dev.merge_entry_cpu_us() > 0.0 {
+        writeln!(
+            o,
+            "cpu      insertion {:.3} us + {:.4} us per entry merged, {} (extension: insert = max(transfers, CPU))",
+            dev.insert_cpu_us(),
+            dev.merge_entry_cpu_us(),
+            if dev.merge_thread() {
+                "merges on a second core: the larger of the two"
+            } else {
+                "merges on the inserting core: their sum"
+            }
+        )?;
+    }
     writeln!(
         o,
         "workload n = {} entries, p_s = {:.3} searches, p_i = {:.3} insertions",

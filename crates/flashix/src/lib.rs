@@ -98,6 +98,7 @@ pub use settings::DeviceSpec;
 /// range deletes (the thesis's "run on the same initial state", §6.3).
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::durable::background::merge_thread_allowed;
     pub use crate::engine::bulk::{BulkIndex, BulkSnapshot, DELTA_ENTRY_MEMORY};
     pub use crate::engine::dipl::DiplBTree;
     pub use crate::engine::ipl::IplBTree;

@@ -8,6 +8,7 @@ use crate::probe::DeviceProfile;
 use crate::report::ModelPrediction;
 use anyhow::{Context, Result};
 use flashix::cost::fdtree as fd_model;
+use flashix::cost::DeviceCosts;
 use flashix::{
     DeviceSpec, DiplOptions, EngineKind, FdTreeOptions, IplOptions, LsmOptions, Options,
     PioOptions, Stats, Tuning,
@@ -37,12 +38,21 @@ pub fn ipl_nand_blocks(entries: u64, page_size: u64, log_pages: u64) -> u32 {
 }
 
 impl BenchConfig {
+    /// The cost models' device: the profile's ([`crate::model::device_costs`]), its merges
+    /// on a second core only where the engines run them there: deamortized, on this
+    /// machine's disk (not a simulated device).
+    pub fn model_device(&self, profile: &DeviceProfile) -> Result<DeviceCosts> {
+        let dev = crate::model::device_costs(profile, self.page_size)?;
+        let thread = dev.merge_thread() && self.deamortize && self.device.is_none();
+        Ok(dev.with_merge_thread(thread))
+    }
+
     /// The options an index is created with: the measured memory budget, and a cost-model
     /// tuning from the device profile (the engines' own models pick what is left unset:
     /// FD-tree and LSM `k`, PIO B-tree leaf and OPQ size).
     pub fn options(&self, engine: EngineKind, profile: &DeviceProfile) -> Result<Options> {
         let tuning = Tuning {
-            device: crate::model::device_costs(profile, self.page_size)?,
+            device: self.model_device(profile)?,
             expected_entries: self.entries,
             search_fraction: self.search_fraction,
             pio_device: Some(crate::pio_model::pio_costs(
@@ -166,7 +176,7 @@ pub(super) fn engine_params(
         .checked_sub(1)
         .and_then(|l| counter(s, &format!("level_{l}_entries")));
     w.entries = lowest.unwrap_or(live).max(1);
-    let dev = crate::model::device_costs(profile, cfg.page_size)?;
+    let dev = cfg.model_device(profile)?;
     let levels = u32::try_from(levels).context("levels")?;
     // The index may have fewer levels than the model needs for its entries (the lowest
     // level's capacity must hold them): then the model has no prediction for it.

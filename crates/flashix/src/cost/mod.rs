@@ -57,6 +57,9 @@ pub struct DeviceCosts {
     /// CPU time per entry a merge reads or writes (absent: 0).
     #[serde(default)]
     merge_entry_cpu_us: f64,
+    /// The merges run on a second core, beside the insertions (absent: false).
+    #[serde(default)]
+    merge_thread: bool,
 }
 
 impl DeviceCosts {
@@ -99,6 +102,7 @@ impl DeviceCosts {
             seq_write_page_us,
             insert_cpu_us: 0.0,
             merge_entry_cpu_us: 0.0,
+            merge_thread: false,
         })
     }
 
@@ -122,6 +126,20 @@ impl DeviceCosts {
         self.insert_cpu_us = insert_cpu_us;
         self.merge_entry_cpu_us = merge_entry_cpu_us;
         Ok(self)
+    }
+
+    /// These costs for an engine whose merges run on a second core while the insertions
+    /// go on (`on`): a deamortized FD-tree or LSM-tree on a file through io_uring
+    /// (`kit::sorted::job`). The two CPU costs then overlap instead of adding up
+    /// ([`fdtree::insert_cost`]).
+    pub fn with_merge_thread(mut self, on: bool) -> Self {
+        self.merge_thread = on;
+        self
+    }
+
+    /// Whether the merges run on a second core ([`DeviceCosts::with_merge_thread`]).
+    pub fn merge_thread(&self) -> bool {
+        self.merge_thread
     }
 
     /// From rates: random reads and writes of one page per second (IOPS at queue depth 1,
@@ -160,6 +178,7 @@ impl DeviceCosts {
             seq_write_page_us: b as f64 / 2679.0,
             insert_cpu_us: 0.0,
             merge_entry_cpu_us: 0.0,
+            merge_thread: false,
         }
     }
 
