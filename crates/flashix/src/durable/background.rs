@@ -257,7 +257,8 @@ fn recv_soon<M>(rx: &Receiver<M>) -> std::result::Result<M, std::sync::mpsc::Rec
 /// Environment variable that keeps merges on the engine's thread when set to `0`.
 pub const MERGE_THREAD_ENV: &str = "FLASHIX_MERGE_THREAD";
 
-/// Whether engines may run merges on a merge thread ([`MERGE_THREAD_ENV`] not `0`).
+/// Whether engines may run merges on a merge thread: the environment variable
+/// `FLASHIX_MERGE_THREAD` is not `0`.
 pub fn merge_thread_allowed() -> bool {
     std::env::var(MERGE_THREAD_ENV).map_or(true, |v| v.trim() != "0")
 }
