@@ -20,7 +20,8 @@
 //!   t_cpu)`. When the merges run on a second core beside the insertions
 //!   ([`DeviceCosts::with_merge_thread`]), the two CPU times overlap too: `t_cpu` is the
 //!   larger of the insertion's and its share of the merges', not their sum (at the quick
-//!   bench scale the sum predicted 0.77 us an insertion where 0.56 us was measured).
+//!   bench scale the sum predicted 0.77 us an insertion, the larger 0.68 us, where 1 /
+//!   inserts per second measured 0.61-0.77 us in six runs).
 //!   Without CPU costs `t_cpu = 0` and the model is the paper's.
 //! - Workload: Eq. (11) folds deletions and updates into searches and inserts
 //!   ([`normalized_search_fraction`]); `T_tot = p_s t_search + p_i t_insert` is minimised over

@@ -60,26 +60,16 @@ pub fn read_pages(
         .collect()
 }
 
-/// Check and decode `n` run pages read from `first` (`bytes`), their entries in order
-/// straight into `out` (a merge's reader).
-pub fn decode_pages_into(
-    lay: Layout,
-    first: PageId,
-    bytes: &[u8],
-    ps: usize,
-    out: &mut Vec<Entry>,
-) -> Result<()> {
-    for (i, b) in bytes.chunks(ps).enumerate() {
-        let pid = first + i as u64;
-        check_run_page(lay, pid, b)?;
-        let bad = |e: String| Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}"));
-        let count = lay.checked_count(b).map_err(bad)?;
-        if count == 0 {
-            return Err(bad("empty FD-tree run page".into()));
-        }
-        lay.decode_into(b, count, out).map_err(bad)?;
+/// Check run page `pid` (`b`) and append its entries, in order, to `out` (a merge's
+/// reader decodes straight into its buffer).
+pub fn decode_page_into(lay: Layout, pid: PageId, b: &[u8], out: &mut Vec<Entry>) -> Result<()> {
+    check_run_page(lay, pid, b)?;
+    let bad = |e: String| Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}"));
+    let count = lay.checked_count(b).map_err(bad)?;
+    if count == 0 {
+        return Err(bad("empty FD-tree run page".into()));
     }
-    Ok(())
+    lay.decode_into(b, count, out).map_err(bad)
 }
 
 /// Read one run page through the buffer pool (point searches: the pages of the upper
@@ -133,17 +123,8 @@ fn check_run_page(lay: Layout, pid: PageId, b: &[u8]) -> Result<()> {
 }
 
 fn decode_page(pid: PageId, b: &[u8], lay: Layout) -> Result<Vec<Entry>> {
-    check_run_page(lay, pid, b)?;
-    let es = lay
-        .decode(b)
-        .map_err(|e| Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}")))?;
-    if es.is_empty() {
-        return Err(Error::corruption(
-            DATA_FILE,
-            Some(pid),
-            "empty FD-tree run page",
-        ));
-    }
+    let mut es = Vec::new();
+    decode_page_into(lay, pid, b, &mut es)?;
     Ok(es)
 }
 
@@ -157,9 +138,8 @@ impl RunReader {
 
     /// The next entry, or `None` at the end of the run.
     pub fn peek(&mut self, io: &mut dyn JobIo, lay: Layout, io_unit: u64) -> Result<Option<Entry>> {
-        let ps = io.page_size();
-        self.0.peek(io, io_unit, |first, _, bytes, out| {
-            decode_pages_into(lay, first, bytes, ps, out)
+        self.0.peek(io, io_unit, |pid, b, out| {
+            decode_page_into(lay, pid, b, out)
         })
     }
 

@@ -133,34 +133,24 @@ pub fn read_leaves(
         .collect()
 }
 
-/// Check and decode `n` leaves of `c` read from `first` (`bytes`), their entries in order
-/// straight into `out` (a merge's reader).
-pub fn decode_leaves_into(
+/// Check leaf `pid` of `c` (`b`) and append its entries, in order, to `out` (a merge's
+/// reader decodes straight into its buffer).
+pub fn decode_leaf_into(
     lay: Layout,
     c: &Component,
-    first: PageId,
-    n: u64,
-    bytes: &[u8],
-    ps: usize,
+    pid: PageId,
+    b: &[u8],
     out: &mut Vec<Entry>,
 ) -> Result<()> {
-    if !c.is_leaf(first) || !c.is_leaf(first + n - 1) {
+    if !c.is_leaf(pid) {
         return Err(corrupt(
-            Some(first),
+            Some(pid),
             "leaf read outside the component's leaves",
         ));
     }
-    for (i, b) in bytes.chunks(ps).enumerate() {
-        let pid = first + i as u64;
-        page::verify(pid, b)?;
-        let count = lay.checked_count(b).map_err(|e| corrupt(Some(pid), e))?;
-        if page::kind(b) != lay.kind(KIND_LSM_LEAF) || entry::level(b) != 0 || count == 0 {
-            return Err(corrupt(Some(pid), "not a non-empty leaf"));
-        }
-        lay.decode_into(b, count, out)
-            .map_err(|e| corrupt(Some(pid), e))?;
-    }
-    Ok(())
+    let count = check_node(pid, b, lay, KIND_LSM_LEAF, 0)?;
+    lay.decode_into(b, count, out)
+        .map_err(|e| corrupt(Some(pid), e))
 }
 
 /// Read leaf `pid` of `c` through the buffer pool, checked to be a non-empty leaf.
@@ -333,9 +323,8 @@ impl LeafReader {
 
     pub fn peek(&mut self, io: &mut dyn JobIo, lay: Layout, io_unit: u64) -> Result<Option<Entry>> {
         let c = self.c;
-        let ps = io.page_size();
-        self.seq.peek(io, io_unit, |first, n, bytes, out| {
-            decode_leaves_into(lay, &c, first, n, bytes, ps, out)
+        self.seq.peek(io, io_unit, |pid, b, out| {
+            decode_leaf_into(lay, &c, pid, b, out)
         })
     }
 

@@ -22,9 +22,8 @@ pub(crate) struct SeqReader {
     pages: u64,
     /// Pages requested so far (read, or in flight in `ahead`).
     next: u64,
-    /// The entries of the page being taken (decoded a page at a time, so that they are
-    /// still in the CPU's caches when the merge reads them: a whole request decoded at
-    /// once is 768 KiB of entries for 512 KiB of pages).
+    /// The entries of the page being taken (decoded a page at a time: a whole 512 KiB
+    /// request decoded at once was 768 KiB of entries beside the two request buffers).
     buf: Vec<Entry>,
     pos: usize,
     pages_read: u64,
@@ -70,17 +69,17 @@ impl SeqReader {
         Ok(())
     }
 
-    /// The next entry, or `None` at the end; `decode(first, pages, bytes, out)` checks the
-    /// `pages` pages read from `first` and decodes their entries into `out` (empty; the
-    /// reader's one buffer, reused page after page: a merge decodes each entry once, into
-    /// place). It is given one page at a time; the following request is in flight while
-    /// the pages of the current one are decoded and taken.
+    /// The next entry, or `None` at the end; `decode(pid, bytes, out)` checks page `pid`,
+    /// read as `bytes`, and decodes its entries into `out` (empty; the reader's one
+    /// buffer, reused page after page: a merge decodes each entry once, into place). The
+    /// following request is in flight while the pages of the current one are decoded and
+    /// taken.
     #[inline]
     pub(crate) fn peek(
         &mut self,
         io: &mut dyn JobIo,
         io_unit: u64,
-        decode: impl Fn(PageId, u64, &[u8], &mut Vec<Entry>) -> Result<()>,
+        decode: impl Fn(PageId, &[u8], &mut Vec<Entry>) -> Result<()>,
     ) -> Result<Option<Entry>> {
         while self.pos >= self.buf.len() {
             let ps = io.page_size();
@@ -88,7 +87,7 @@ impl SeqReader {
                 Some((first, n, raw, done)) if done < n => {
                     self.buf.clear();
                     let at = done as usize * ps;
-                    let decoded = decode(first + done, 1, &raw[at..at + ps], &mut self.buf);
+                    let decoded = decode(first + done, &raw[at..at + ps], &mut self.buf);
                     self.cur = Some((first, n, raw, done + 1));
                     decoded?;
                     self.pages_read += 1;
@@ -225,9 +224,9 @@ mod tests {
         }
         for io_unit in [1, 3, 4, 16] {
             let mut r = SeqReader::new(e.start, pages);
-            let decode = |first: PageId, n: u64, bytes: &[u8], out: &mut Vec<Entry>| {
-                assert_eq!((n, bytes.len()), (1, PAGE), "one page at a time");
-                let i = first - e.start;
+            let decode = |pid: PageId, bytes: &[u8], out: &mut Vec<Entry>| {
+                assert_eq!(bytes.len(), PAGE, "one page at a time");
+                let i = pid - e.start;
                 assert!(bytes.iter().all(|&b| u64::from(b) == i), "page {i}'s bytes");
                 out.extend((0..PER_PAGE).map(|j| Entry::new(i * PER_PAGE + j, i, Kind::Normal)));
                 Ok(())
