@@ -123,6 +123,10 @@ pub struct Record {
     /// write. Below 1 the buffer absorbed the phase: the cell measured the buffer.
     #[serde(default)]
     pub buffer_turnovers: Option<f64>,
+    /// Operations of the stream run before the phase, unmeasured, to turn the write buffer
+    /// over once (`runner::BUFFER_RULE`); 0 where there is no buffer to turn over.
+    #[serde(default)]
+    pub warm_up_write_ops: u64,
     /// The device's limit for this operation mix and the share of it reached.
     #[serde(default)]
     pub device_limit: Option<DeviceLimit>,
@@ -522,6 +526,7 @@ pub(crate) mod tests_support {
             write_keys_per_op: 0.0,
             write_amplification: None,
             buffer_turnovers: None,
+            warm_up_write_ops: 0,
             device_limit: device_limit(
                 &crate::probe::example_profile(),
                 1.0,
