@@ -347,31 +347,32 @@ impl MergeJob {
         };
         let buf = r.buffered();
         let mut n = 0usize;
-        // Kept index entries are written a run at a time: those from `run` to `n`.
+        // Kept entries (index entries and external fences) are written a run at a time:
+        // those from `run` to `n`.
         let mut run = 0usize;
         while let Some(e) = buf.get(n) {
             if n as u64 >= max || bound.is_some_and(|b| e.pos() >= b) {
                 break;
             }
-            let set_apart = e.is_fence()
-                || (e.kind == Kind::Filter && last)
-                || (!upper_tombs.is_empty() && upper_tombs.covers(e.key));
-            if !set_apart {
+            // Dropped: internal fences (rebuilt for the new pages), filters at the last
+            // level, index entries under the upper input's range tombstones. External
+            // fences stay (L(i+1) is unchanged) and go with the run.
+            let dropped = e.kind == Kind::Internal
+                || (!e.is_fence()
+                    && ((e.kind == Kind::Filter && last)
+                        || (!upper_tombs.is_empty() && upper_tombs.covers(e.key))));
+            if !dropped {
                 n += 1;
                 continue;
             }
-            // A fence (the internal ones are dropped) or a dropped index entry.
             if let Some(w) = writer.as_mut() {
-                w.push_index_run(io, &buf[run..n])?;
-                if e.kind == Kind::External {
-                    w.push(io, *e)?;
-                }
+                w.push_run(io, &buf[run..n])?;
             }
             n += 1;
             run = n;
         }
         if let Some(w) = writer.as_mut() {
-            w.push_index_run(io, &buf[run..n])?;
+            w.push_run(io, &buf[run..n])?;
         }
         r.consume(n);
         Ok(n as u64)
@@ -397,7 +398,7 @@ impl MergeJob {
     }
 
     /// Merge the entries both inputs have decoded (up to `max` of them), in one pass over
-    /// the two slices, with the rules of [`MergeJob::step`], and write the index entries a
+    /// the two slices, with the rules of [`MergeJob::step`], and write the kept entries a
     /// page run at a time: the common step of a merge, without a peek, a match and a
     /// packer call per entry. Stops when either input's decoded entries run out (the next
     /// request is [`MergeJob::step`]'s to start). Returns the input entries taken.
@@ -435,14 +436,9 @@ impl MergeJob {
                 j += 1;
             } else if l.pos() < u.pos() {
                 j += 1;
-                if l.kind == Kind::External {
-                    // External fences stay (L(i+1) is unchanged); the packer needs to
-                    // see each one.
-                    w.push_index_run(io, merged)?;
-                    merged.clear();
-                    w.push(io, *l)?;
-                } else if !((l.kind == Kind::Filter && last)
-                    || (tombs && upper_tombs.covers(l.key)))
+                // External fences stay (L(i+1) is unchanged).
+                if l.kind == Kind::External
+                    || !((l.kind == Kind::Filter && last) || (tombs && upper_tombs.covers(l.key)))
                 {
                     merged.push(*l);
                 }
@@ -455,11 +451,11 @@ impl MergeJob {
                 }
             }
             if merged.len() >= MERGED_BATCH {
-                w.push_index_run(io, merged)?;
+                w.push_run(io, merged)?;
                 merged.clear();
             }
         }
-        w.push_index_run(io, merged)?;
+        w.push_run(io, merged)?;
         merged.clear();
         match upper {
             Upper::Head { pos, .. } => *pos += i,

@@ -83,15 +83,19 @@ impl Packer {
         Place { close, fence }
     }
 
-    /// Place `first` and up to `n - 1` index entries (no fences) after it: where `first`
-    /// goes, as [`Packer::place`] says, and how many of the `n` (at least 1) go into its
-    /// page. Index entries past the first of a page need no fence, so they fill the page.
+    /// Place the entries of `es` (index entries and fences, in order; not empty) that go
+    /// into one page: where the first goes, as [`Packer::place`] says, and how many of
+    /// `es` (at least 1) go into its page. Entries past the first of a page need no fence,
+    /// so they fill the page; the last fence among them is the one a later page's
+    /// internal fence points to. The same as [`Packer::place`] of each.
     #[inline]
-    pub fn place_run(&mut self, first: &Entry, n: usize) -> (Place, usize) {
-        debug_assert!(!first.is_fence() && n >= 1);
-        let place = self.place(first);
-        let more = n.saturating_sub(1).min(self.cap.saturating_sub(self.len));
+    pub fn place_run(&mut self, es: &[Entry]) -> (Place, usize) {
+        let place = self.place(&es[0]);
+        let more = (es.len() - 1).min(self.cap.saturating_sub(self.len));
         self.len += more;
+        if let Some(f) = es[1..1 + more].iter().rev().find(|e| e.is_fence()) {
+            self.last_fence_pid = f.val;
+        }
         (place, 1 + more)
     }
 
