@@ -298,11 +298,18 @@ fn measure(
     };
 
     // Turn the write buffer over once, unmeasured (BUFFER_RULE): the phase starts with it
-    // being emptied, as it goes on.
-    for _ in 0..warm_writes {
-        let live = stream.live() > 0;
-        let Some(op) = stream.next_op() else { break };
-        execute(db.as_mut(), &op, live).context("write warm-up")?;
+    // being emptied, as it goes on. (A peer's at the full scale takes a minute or more.)
+    if warm_writes > 0 {
+        let pb = ui.bar(warm_writes, format!("{subject}: {w}, warm-up"));
+        for n in 1..=warm_writes {
+            let live = stream.live() > 0;
+            let Some(op) = stream.next_op() else { break };
+            execute(db.as_mut(), &op, live).context("write warm-up")?;
+            if n % 64 == 0 {
+                pb.set_position(n);
+            }
+        }
+        pb.finish_and_clear();
     }
 
     let pb = ui.bar(nops, format!("{subject}: {w}"));
