@@ -232,6 +232,20 @@ impl Resumable for MergeJob {
     }
 }
 
+/// Whether a merge drops `e`, an entry of its lower input L(i): an internal fence (rebuilt
+/// for the new pages, Algorithm 3 lines 5-6), a filter at the last level (nothing below it
+/// to cancel), an index entry under a range tombstone of the upper, newer input. External
+/// fences stay (L(i+1) is unchanged).
+#[inline]
+fn drops_lower(e: &Entry, last: bool, upper_tombs: &Tombs) -> bool {
+    match e.kind {
+        Kind::Internal => true,
+        Kind::External => false,
+        Kind::Filter if last => true,
+        _ => !upper_tombs.is_empty() && upper_tombs.covers(e.key),
+    }
+}
+
 impl MergeJob {
     /// Start merging the head tree's index entries `head` and its range tombstones
     /// `head_tombs` into `levels` (whose tombstones are `tombs`); `retune`: re-choose `k`
@@ -354,14 +368,7 @@ impl MergeJob {
             if n as u64 >= max || bound.is_some_and(|b| e.pos() >= b) {
                 break;
             }
-            // Dropped: internal fences (rebuilt for the new pages), filters at the last
-            // level, index entries under the upper input's range tombstones. External
-            // fences stay (L(i+1) is unchanged) and go with the run.
-            let dropped = e.kind == Kind::Internal
-                || (!e.is_fence()
-                    && ((e.kind == Kind::Filter && last)
-                        || (!upper_tombs.is_empty() && upper_tombs.covers(e.key))));
-            if !dropped {
+            if !drops_lower(e, last, upper_tombs) {
                 n += 1;
                 continue;
             }
@@ -421,7 +428,6 @@ impl MergeJob {
         };
         let ls = r.buffered();
         let max = usize::try_from(max).unwrap_or(usize::MAX);
-        let tombs = !upper_tombs.is_empty();
         let (mut i, mut j) = (0usize, 0usize);
         merged.clear();
         while i + j < max {
@@ -436,10 +442,7 @@ impl MergeJob {
                 j += 1;
             } else if l.pos() < u.pos() {
                 j += 1;
-                // External fences stay (L(i+1) is unchanged).
-                if l.kind == Kind::External
-                    || !((l.kind == Kind::Filter && last) || (tombs && upper_tombs.covers(l.key)))
-                {
+                if !drops_lower(l, last, upper_tombs) {
                     merged.push(*l);
                 }
             } else {
