@@ -150,6 +150,26 @@ pub struct Record {
     /// for its I/O (kernel time of submitting I/O included). `None` in older results.
     #[serde(default)]
     pub cpu_us_per_op: Option<f64>,
+    /// The merge thread's time in the phase (FD-tree and LSM-tree merges that ran on it;
+    /// `None` for the others and in older results).
+    #[serde(default)]
+    pub merge_thread: Option<MergeThreadUse>,
+}
+
+/// Where the merge thread's time went over the merges it completed during a measured
+/// phase (engine counters `merge_thread_us`, `merge_thread_cpu_us`,
+/// `merge_thread_io_wait_us`), in microseconds per operation of the phase: whether the
+/// merges were bound by their CPU or by their I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MergeThreadUse {
+    /// Merges completed on the thread during the phase.
+    pub merges: u64,
+    /// Their time on the thread.
+    pub wall_us_per_op: f64,
+    /// The thread's CPU time (user and system) meanwhile.
+    pub cpu_us_per_op: f64,
+    /// Their waits for their requests.
+    pub io_wait_us_per_op: f64,
 }
 
 /// The share of the device's limit a result reached (see `runner::DEVICE_LIMIT_RULE`).
@@ -540,6 +560,7 @@ pub(crate) mod tests_support {
             repeat: None,
             sim_seconds: None,
             cpu_us_per_op: None,
+            merge_thread: None,
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::cgroup::{
 };
 use crate::peers;
 use crate::probe::DeviceProfile;
-use crate::report::{self, Interval, Latency, Record};
+use crate::report::{self, Interval, Latency, MergeThreadUse, Record};
 use crate::target::{process_cpu_seconds, process_io, Target};
 use crate::units::format_size;
 use crate::workload::{rng_for, KeyGen, Op, OpStream, Workload};
@@ -443,6 +443,7 @@ fn measure(
         repeat: None,
         sim_seconds: None,
         cpu_us_per_op: Some((cpu1 - cpu0) * 1e6 / ops),
+        merge_thread: None,
     };
     let read_bytes_per_op;
     let read_queue_depth;
@@ -471,6 +472,7 @@ fn measure(
                 d1.read_requests.saturating_sub(d0.read_requests) as f64 / read_batches as f64
             };
             rec.io_counted_by = "flashix device and WAL counters".into();
+            rec.merge_thread = merge_thread_use(&s0, &s1, ops);
             let sim_us = |s: &flashix::Stats| s.device.flash.get("sim_time_us").copied();
             if let (Some(a), Some(b)) = (sim_us(&s0), sim_us(&s1)) {
                 rec.sim_seconds = Some(b.saturating_sub(a) as f64 / 1e6);
@@ -510,6 +512,22 @@ fn measure(
     rec.device_limit = device_limit;
     rec.calibration = calibration;
     Ok(rec)
+}
+
+/// The merge thread's use between the engine's counters `s0` and `s1`, per operation of
+/// the `ops` between them; `None` when no merge completed on it.
+fn merge_thread_use(s0: &flashix::Stats, s1: &flashix::Stats, ops: f64) -> Option<MergeThreadUse> {
+    let delta = |n: &str| {
+        let c = |s: &flashix::Stats| s.engine_counters.get(n).copied().unwrap_or(0);
+        c(s1).saturating_sub(c(s0))
+    };
+    let merges = delta("thread_merges");
+    (merges > 0).then(|| MergeThreadUse {
+        merges,
+        wall_us_per_op: delta("merge_thread_us") as f64 / ops,
+        cpu_us_per_op: delta("merge_thread_cpu_us") as f64 / ops,
+        io_wait_us_per_op: delta("merge_thread_io_wait_us") as f64 / ops,
+    })
 }
 
 /// Per-interval points from per-operation latencies (ns, in operation order), `interval`

@@ -227,6 +227,7 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
                                 .share_now()
                                 .map(|s| format!(" ({:.0}% of it now)", s * 100.0))
                                 .unwrap_or_default()
+                            + &merge_thread_line(&rec)
                     ),
                 );
                 // How memory was bounded is known once a phase ran (a memory cgroup or
@@ -254,4 +255,20 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
         println!("report:  {}", html.display());
     }
     Ok(results)
+}
+
+/// The merge thread's use beside a cell's summary, in shares of the phase: busy, of which
+/// on the CPU and waiting for its requests.
+fn merge_thread_line(rec: &report::Record) -> String {
+    let Some(m) = rec.merge_thread else {
+        return String::new();
+    };
+    let phase_us = 1e6 / rec.ops_per_sec.max(1e-9);
+    let share = |us: f64| us / phase_us * 100.0;
+    format!(
+        "; merge thread busy {:.0}% of the phase (CPU {:.0}%, I/O waits {:.0}%)",
+        share(m.wall_us_per_op),
+        share(m.cpu_us_per_op),
+        share(m.io_wait_us_per_op)
+    )
 }

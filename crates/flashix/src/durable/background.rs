@@ -47,6 +47,45 @@ use crate::io::{AlignedBuf, Extent, PageId, Ticket};
 use std::collections::HashMap;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
 
+/// Where a work's time on its thread went, in microseconds: on the CPU, or waiting for
+/// its started requests (issue 17: whether a merge is bound by its CPU or by its I/O).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkTimes {
+    /// From the work's start to its end on its thread (its device handle's last requests
+    /// waited for).
+    pub wall_us: u64,
+    /// The thread's CPU time meanwhile, user and system.
+    pub cpu_us: u64,
+    /// Time spent in [`JobIo::finish`], waiting for started requests.
+    pub io_wait_us: u64,
+}
+
+impl WorkTimes {
+    /// The sum of two works' times.
+    pub fn add(&mut self, o: WorkTimes) {
+        self.wall_us += o.wall_us;
+        self.cpu_us += o.cpu_us;
+        self.io_wait_us += o.io_wait_us;
+    }
+}
+
+/// The calling thread's CPU time (zero where the clock cannot be read).
+fn thread_cpu() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to write.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+fn micros(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
 /// The storage a background-capable job uses.
 pub trait JobIo {
     /// Bytes a page.
@@ -117,8 +156,8 @@ enum Request<T> {
     Finish(u64),
     Alloc(u64),
     Free(Extent),
-    /// The work's result; the last message.
-    Done(Result<T>),
+    /// The work's result and its times; the last message.
+    Done(Result<T>, WorkTimes),
 }
 
 /// The engine thread's replies.
@@ -136,6 +175,8 @@ struct Remote<T> {
     next: u64,
     tx: Sender<Request<T>>,
     rx: Receiver<Reply>,
+    /// Time spent waiting in `finish`.
+    io_wait: std::time::Duration,
 }
 
 /// What the work sees of an error its engine's operation met and returned.
@@ -148,6 +189,25 @@ fn abandoned() -> Error {
 }
 
 impl<T> Remote<T> {
+    /// [`JobIo::finish`]: wait for a started request and take its buffer back.
+    fn finish_now(&mut self, started: Started) -> Result<AlignedBuf> {
+        let id = match (started, self.direct.as_mut()) {
+            (Started::Remote(id), _) => id,
+            (Started::Local(t), Some(dev)) => return dev.finish(t),
+            (Started::Local(_), None) => {
+                return Err(Error::InvalidArgument(
+                    "a request started on the engine thread".into(),
+                ))
+            }
+        };
+        match self.ask(Request::Finish(id))? {
+            Reply::Finished(r) => r,
+            Reply::Extent(_) => Err(Error::InvalidArgument(
+                "background work: an extent in reply to a finish".into(),
+            )),
+        }
+    }
+
     fn send(&self, r: Request<T>) -> Result<()> {
         self.tx.send(r).map_err(|_| abandoned())
     }
@@ -199,21 +259,10 @@ impl<T> JobIo for Remote<T> {
     }
 
     fn finish(&mut self, started: Started) -> Result<AlignedBuf> {
-        let id = match (started, self.direct.as_mut()) {
-            (Started::Remote(id), _) => id,
-            (Started::Local(t), Some(dev)) => return dev.finish(t),
-            (Started::Local(_), None) => {
-                return Err(Error::InvalidArgument(
-                    "a request started on the engine thread".into(),
-                ))
-            }
-        };
-        match self.ask(Request::Finish(id))? {
-            Reply::Finished(r) => r,
-            Reply::Extent(_) => Err(Error::InvalidArgument(
-                "background work: an extent in reply to a finish".into(),
-            )),
-        }
+        let t0 = std::time::Instant::now();
+        let out = self.finish_now(started);
+        self.io_wait += t0.elapsed();
+        out
     }
 
     fn alloc_extent(&mut self, len: u64) -> Result<Extent> {
@@ -300,6 +349,8 @@ pub struct Background<T> {
     owned: Vec<Extent>,
     /// The work starts its requests on a handle of its own: its new extents are reserved.
     direct_io: bool,
+    /// The work's times, once it has ended.
+    times: Option<WorkTimes>,
 }
 
 impl<T: Send + 'static> Background<T> {
@@ -329,16 +380,23 @@ impl<T: Send + 'static> Background<T> {
             next: 0,
             tx: req_tx,
             rx: rep_rx,
+            io_wait: std::time::Duration::ZERO,
         };
         worker
             .tx
             .send(Box::new(move || {
+                let (t0, cpu0) = (std::time::Instant::now(), thread_cpu());
                 let out = work(&mut remote);
                 // The work's own device handle goes first: its drop waits for the requests
                 // still in flight (a failed work's), so that none lands in an extent after
                 // the engine has taken the result and freed or reused it.
                 remote.direct = None;
-                let _ = remote.tx.send(Request::Done(out));
+                let times = WorkTimes {
+                    wall_us: micros(t0.elapsed()),
+                    cpu_us: micros(thread_cpu().saturating_sub(cpu0)),
+                    io_wait_us: micros(remote.io_wait),
+                };
+                let _ = remote.tx.send(Request::Done(out, times));
             }))
             .map_err(|_| Error::InvalidArgument("the merge thread has ended".into()))?;
         Ok(Background {
@@ -349,12 +407,18 @@ impl<T: Send + 'static> Background<T> {
             finishing: None,
             owned,
             direct_io,
+            times: None,
         })
     }
 
     /// Extents the work holds that no manifest names (freed if it is abandoned).
     pub fn owned(&self) -> Vec<Extent> {
         self.owned.clone()
+    }
+
+    /// Where the work's time went on its thread, once it has ended.
+    pub fn times(&self) -> Option<WorkTimes> {
+        self.times
     }
 
     /// Serve the work's requests sent so far; with `wait`, until it completes or
@@ -452,8 +516,9 @@ impl<T: Send + 'static> Background<T> {
                 pager.free_extent(e);
                 self.owned = subtract(&self.owned, e);
             }
-            Request::Done(out) => {
+            Request::Done(out, times) => {
                 self.ended = true;
+                self.times = Some(times);
                 self.owned.clear();
                 return out.map(Some);
             }
@@ -512,7 +577,7 @@ impl<T> Drop for Background<T> {
         drop(std::mem::replace(&mut self.tx, tx));
         while !self.ended {
             match self.rx.recv() {
-                Ok(Request::Done(_)) | Err(_) => self.ended = true,
+                Ok(Request::Done(..)) | Err(_) => self.ended = true,
                 Ok(_) => {}
             }
         }

@@ -198,6 +198,20 @@ pub fn merges_on_a_file_across_drops(o: Options, dir: &Path, seed: u64) -> Resul
                 "round {round}: no merge completed on the merge thread"
             ));
         }
+        // The thread's time is counted, and its CPU time and waits fit inside it (the
+        // clocks count in whole microseconds, each rounded down).
+        let time = |n: &str| counter(&db, n).ok_or(format!("no counter {n}"));
+        let (wall, cpu, wait) = (
+            time("merge_thread_us")?,
+            time("merge_thread_cpu_us")?,
+            time("merge_thread_io_wait_us")?,
+        );
+        let merges = counter(&db, "thread_merges").unwrap_or(0);
+        if wall == 0 || cpu > wall + merges || wait > wall + merges {
+            return Err(format!(
+                "round {round}: merge thread times: {wall} us, CPU {cpu} us, waits {wait} us"
+            ));
+        }
         db.flush().map_err(|e| e.to_string())?;
         drop(db);
         db = Db::open(dir).map_err(|e| format!("reopen {round}: {e}"))?;

@@ -140,7 +140,9 @@
 //! `k` that changed it, since open), `entries` and `index_entries`
 //! (stored, all levels), `filter_entries_in_runs`, `head_entries`, `head_height`,
 //! `head_pages`, `head_capacity` (|L0|), `merges` (completed merges, cascades included),
-//! `thread_merges` (of those, completed on the merge thread), `merge_in_progress`,
+//! `thread_merges` (of those, completed on the merge thread), `merge_thread_us`,
+//! `merge_thread_cpu_us` and `merge_thread_io_wait_us` (those merges' time on the thread,
+//! its CPU time, and their waits for their requests), `merge_in_progress`,
 //! `merge_pages_read`, `merge_pages_written`,
 //! `forced_merge_completions` (deamortized merges finished early, or waited for on the
 //! merge thread, because the new head tree filled), `filters_inserted`, `range_deletes` (calls), `range_tombstones` (intervals,
@@ -624,6 +626,7 @@ impl FdTree {
         };
         let on_thread = job.on_thread();
         if let Some(out) = job.advance(&mut self.pager, &self.p, units, fill)? {
+            self.merges.completed(job);
             self.job = None;
             self.counters.thread_merges += u64::from(on_thread);
             self.counters.merge_pages_read += out.pages_read;
@@ -875,6 +878,7 @@ impl Engine for FdTree {
             ),
             ("head_range_tombstones", self.head_tombs.len() as u64),
         ]);
+        engine_counters.extend(counters(&self.merges.counters()));
         for (i, r) in self.levels.iter().enumerate() {
             engine_counters.insert(format!("level_{}_entries", i + 1), r.entries);
             engine_counters.insert(format!("level_{}_pages", i + 1), r.pages);

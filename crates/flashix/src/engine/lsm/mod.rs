@@ -143,7 +143,9 @@
 //! since open), `entries` (stored: C0, the frozen C0 and components, tombstones
 //! included), `c0_entries`, `frozen_c0_entries`, `c0_height`, `c0_pages`, `c0_capacity`,
 //! `merges` (merges of one level into the next, completed), `thread_merges` (rolling
-//! merges completed on the merge thread), `merge_in_progress`,
+//! merges completed on the merge thread), `merge_thread_us`, `merge_thread_cpu_us` and
+//! `merge_thread_io_wait_us` (those merges' time on the thread, its CPU time, and their
+//! waits for their requests), `merge_in_progress`,
 //! `forced_merge_completions` (rolling merges finished at once because C0 filled),
 //! `merge_pages_read`, `merge_pages_written`, `range_deletes` (calls applied),
 //! `range_tombstones` (intervals of all levels), `c0_range_tombstones`, and per level i
@@ -605,6 +607,7 @@ impl Lsm {
         };
         let on_thread = job.on_thread();
         if let Some(out) = job.advance(&mut self.pager, &self.p, units, fill)? {
+            self.merges.completed(job);
             self.job = None;
             self.counters.thread_merges += u64::from(on_thread);
             self.complete(out)?;
@@ -848,6 +851,7 @@ impl Engine for Lsm {
                 self.all_tombs().map(|t| t.len() as u64).sum(),
             ),
         ]);
+        engine_counters.extend(counters(&self.merges.counters()));
         let mut levels = Vec::new();
         for (i, comp) in self.components.iter().enumerate() {
             let l = i + 1;

@@ -14,7 +14,7 @@
 //! ([`crate::durable::background::MERGE_THREAD_ENV`]). An engine keeps one merge thread
 //! ([`Worker`]) for all its merges.
 
-use crate::durable::background::{merge_thread_allowed, Background, JobIo, Worker};
+use crate::durable::background::{merge_thread_allowed, Background, JobIo, WorkTimes, Worker};
 use crate::durable::Pager;
 use crate::error::Result;
 use crate::io::Extent;
@@ -71,6 +71,8 @@ const THREAD_STEP: u64 = 1 << 14;
 pub(crate) struct MergeThread {
     threaded: bool,
     worker: Option<Worker>,
+    /// The times of the merges completed on the thread, since open.
+    times: WorkTimes,
 }
 
 impl MergeThread {
@@ -79,6 +81,7 @@ impl MergeThread {
         MergeThread {
             threaded: deamortize && pager.device().overlaps() && merge_thread_allowed(),
             worker: None,
+            times: WorkTimes::default(),
         }
     }
 
@@ -93,6 +96,26 @@ impl MergeThread {
             self.worker = Some(Worker::spawn()?);
         }
         Running::start(pager, job, p, self.worker.as_ref())
+    }
+
+    /// Count the times of `job`, just completed, if it ran on the thread.
+    pub fn completed<J: Resumable>(&mut self, job: &Running<J>) {
+        if let Running::Thread { bg, .. } = job {
+            if let Some(t) = bg.times() {
+                self.times.add(t);
+            }
+        }
+    }
+
+    /// The engine counters of the merges completed on the thread since open:
+    /// `merge_thread_us` (their time on it), `merge_thread_cpu_us` (its CPU time, user and
+    /// system) and `merge_thread_io_wait_us` (their waits for their requests).
+    pub fn counters(&self) -> [(&'static str, u64); 3] {
+        [
+            ("merge_thread_us", self.times.wall_us),
+            ("merge_thread_cpu_us", self.times.cpu_us),
+            ("merge_thread_io_wait_us", self.times.io_wait_us),
+        ]
     }
 }
 
