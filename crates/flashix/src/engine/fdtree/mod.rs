@@ -225,8 +225,6 @@ struct State {
 #[derive(Debug, Default, Clone)]
 struct Counters {
     merges: u64,
-    /// Merges completed on the merge thread ([`crate::kit::sorted::job`]).
-    thread_merges: u64,
     merge_pages_read: u64,
     merge_pages_written: u64,
     forced_merge_completions: u64,
@@ -624,11 +622,9 @@ impl FdTree {
         let Some(job) = self.job.as_mut() else {
             return Ok(());
         };
-        let on_thread = job.on_thread();
         if let Some(out) = job.advance(&mut self.pager, &self.p, units, fill)? {
             self.merges.completed(job);
             self.job = None;
-            self.counters.thread_merges += u64::from(on_thread);
             self.counters.merge_pages_read += out.pages_read;
             self.counters.merge_pages_written += out.pages_written;
             self.complete(out)?;
@@ -865,7 +861,6 @@ impl Engine for FdTree {
             ("head_pages", self.head.pages),
             ("head_capacity", self.p.cap0),
             ("merges", c.merges),
-            ("thread_merges", c.thread_merges),
             ("merge_in_progress", u64::from(self.job.is_some())),
             ("merge_pages_read", c.merge_pages_read),
             ("merge_pages_written", c.merge_pages_written),

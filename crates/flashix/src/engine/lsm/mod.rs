@@ -226,8 +226,6 @@ struct State {
 #[derive(Debug, Default, Clone)]
 struct Counters {
     merges: u64,
-    /// Rolling merges completed on the merge thread.
-    thread_merges: u64,
     merge_pages_read: u64,
     merge_pages_written: u64,
     forced_merge_completions: u64,
@@ -605,11 +603,9 @@ impl Lsm {
         let Some(job) = self.job.as_mut() else {
             return Ok(());
         };
-        let on_thread = job.on_thread();
         if let Some(out) = job.advance(&mut self.pager, &self.p, units, fill)? {
             self.merges.completed(job);
             self.job = None;
-            self.counters.thread_merges += u64::from(on_thread);
             self.complete(out)?;
         }
         Ok(())
@@ -839,7 +835,6 @@ impl Engine for Lsm {
             ("c0_pages", self.c0.pages),
             ("c0_capacity", self.p.cap0),
             ("merges", c.merges),
-            ("thread_merges", c.thread_merges),
             ("merge_in_progress", u64::from(self.job.is_some())),
             ("forced_merge_completions", c.forced_merge_completions),
             ("merge_pages_read", c.merge_pages_read),

@@ -71,7 +71,8 @@ const THREAD_STEP: u64 = 1 << 14;
 pub(crate) struct MergeThread {
     threaded: bool,
     worker: Option<Worker>,
-    /// The times of the merges completed on the thread, since open.
+    /// Merges completed on the thread since open, and their times.
+    merges: u64,
     times: WorkTimes,
 }
 
@@ -81,6 +82,7 @@ impl MergeThread {
         MergeThread {
             threaded: deamortize && pager.device().overlaps() && merge_thread_allowed(),
             worker: None,
+            merges: 0,
             times: WorkTimes::default(),
         }
     }
@@ -98,9 +100,10 @@ impl MergeThread {
         Running::start(pager, job, p, self.worker.as_ref())
     }
 
-    /// Count the times of `job`, just completed, if it ran on the thread.
+    /// Count `job`, just completed, and its times if it ran on the thread.
     pub fn completed<J: Resumable>(&mut self, job: &Running<J>) {
         if let Running::Thread { bg, .. } = job {
+            self.merges += 1;
             if let Some(t) = bg.times() {
                 self.times.add(t);
             }
@@ -108,10 +111,12 @@ impl MergeThread {
     }
 
     /// The engine counters of the merges completed on the thread since open:
-    /// `merge_thread_us` (their time on it), `merge_thread_cpu_us` (its CPU time, user and
-    /// system) and `merge_thread_io_wait_us` (their waits for their requests).
-    pub fn counters(&self) -> [(&'static str, u64); 3] {
+    /// `thread_merges` (how many), `merge_thread_us` (their time on it),
+    /// `merge_thread_cpu_us` (its CPU time, user and system) and `merge_thread_io_wait_us`
+    /// (their waits for their requests).
+    pub fn counters(&self) -> [(&'static str, u64); 4] {
         [
+            ("thread_merges", self.merges),
             ("merge_thread_us", self.times.wall_us),
             ("merge_thread_cpu_us", self.times.cpu_us),
             ("merge_thread_io_wait_us", self.times.io_wait_us),
