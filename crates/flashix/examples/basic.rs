@@ -15,7 +15,7 @@ fn main() -> flashix::Result<()> {
     let opts = Options::new(EngineKind::BTree)
         .page_size(4096)
         .buffer_pool_bytes(1 << 20);
-    let mut db = Db::create(dir, opts)?;
+    let db = Db::create(dir, opts)?;
 
     // Keys and values are u64; insert is an upsert. A BTreeMap holds what we expect.
     let mut expected = BTreeMap::new();
@@ -71,7 +71,7 @@ fn main() -> flashix::Result<()> {
     db.close()?;
 
     // Reopen: the engine and its options come from the manifest.
-    let mut db = Db::open(dir)?;
+    let db = Db::open(dir)?;
     let all: BTreeMap<u64, u64> = db.range(..)?.collect::<flashix::Result<_>>()?;
     assert_eq!(all, expected);
     println!(

@@ -39,7 +39,7 @@ fn main() -> flashix::Result<()> {
             delta_bytes: Some(0),
             ..BulkOptions::default()
         });
-    let mut db = Db::create(scratch.path(), opts)?;
+    let db = Db::create(scratch.path(), opts)?;
     let mut expected = BTreeMap::new();
 
     for bulk in 0..BULKS {
@@ -107,7 +107,7 @@ fn main() -> flashix::Result<()> {
     db.close()?;
 
     // Reopen and check the retained window survived.
-    let mut db = Db::open(scratch.path())?;
+    let db = Db::open(scratch.path())?;
     let reopened: BTreeMap<u64, u64> = db.range(..)?.collect::<flashix::Result<_>>()?;
     assert_eq!(reopened, expected);
     db.close()

@@ -36,7 +36,7 @@ fn main() -> flashix::Result<()> {
         })
         .max_speed(3.0) // units per tick, per axis
         .max_update_interval(120); // every object reports at least every 120 ticks
-    let mut mi = MovingIndex::create(scratch.path(), opts.clone())?;
+    let mi = MovingIndex::create(scratch.path(), opts.clone())?;
 
     // What the index should hold: the last motion of each object, as the index stores it
     // (opts.quantize rounds to the stored fixed point).
@@ -111,7 +111,7 @@ fn main() -> flashix::Result<()> {
 
     // Close and reopen: the options and the objects come back from the directory.
     mi.close()?;
-    let mut mi = MovingIndex::open(scratch.path())?;
+    let mi = MovingIndex::open(scratch.path())?;
     assert_eq!(mi.len(), OBJECTS - 1);
     assert_eq!(mi.get(13)?, None);
     assert_eq!(mi.knn(cx, cy, k, t)?, near);

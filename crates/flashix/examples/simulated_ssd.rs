@@ -41,7 +41,7 @@ fn run(engine: EngineKind, ftl: FtlKind) -> flashix::Result<()> {
         .page_size(4096)
         .buffer_pool_bytes(64 << 10) // a small budget, so pages go to the device
         .device(DeviceSpec::SimulatedSsd(ssd(ftl)));
-    let mut db = Db::create(scratch.path(), opts)?;
+    let db = Db::create(scratch.path(), opts)?;
 
     let mut model = BTreeMap::new();
     let mut x: u64 = 0x2545_f491_4f6c_dd1d;
@@ -93,7 +93,7 @@ fn run(engine: EngineKind, ftl: FtlKind) -> flashix::Result<()> {
     db.close()?;
 
     // The flash (and its wear) lives in the directory: reopen and read everything back.
-    let mut db = Db::open(scratch.path())?;
+    let db = Db::open(scratch.path())?;
     let back: BTreeMap<u64, u64> = db.range(..)?.collect::<flashix::Result<_>>()?;
     assert_eq!(back, model);
     assert!(db.stats().device.flash["max_erase_count"] > 0);

@@ -11,7 +11,7 @@ use crate::sim::SimSsd;
 use crate::stats::Stats;
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Name of the data file of a [`DeviceSpec::File`] index.
 pub const DATA_FILE: &str = "data";
@@ -20,10 +20,25 @@ pub const DATA_FILE: &str = "data";
 /// [`DeviceSpec::RawNand`] index.
 pub const NAND_FILE: &str = "nand";
 
-/// An ordered index `u64 -> u64`. One thread uses it at a time (`&mut self`).
+/// An ordered index `u64 -> u64`, shared by any number of threads (`Db: Send + Sync`,
+/// every method on `&self`; share it with `Arc<Db>` or scoped threads).
+///
+/// # Thread safety
+///
+/// Every single-key operation is linearizable; a `get_many` answers each key as some `get`
+/// during the call would; a range scan returns keys in ascending order, each with a value
+/// it held at some instant of the scan, every key present and unchanged for the whole scan
+/// and no key absent for the whole scan; a [`Batch`] is all-or-nothing after a crash, and
+/// a thread that applied it then reads all of it; [`Db::flush`] makes durable every
+/// operation that returned before it was called, from any thread, and concurrent flushes
+/// share one WAL sync. What runs in parallel with what depends on the engine: each
+/// engine's module doc says. An I/O error in any thread poisons the `Db` for every thread
+/// with that error ([`Error::Poisoned`]). [`Db::close`] takes the `Db` by value, so it
+/// runs after every borrow (a [`Range`] too) has ended.
 pub struct Db {
     engine: Box<dyn Engine>,
-    poisoned: Option<String>,
+    /// Set once, by the first operation that failed with the engine's state unknown.
+    poisoned: OnceLock<String>,
     closed: bool,
 }
 
@@ -177,13 +192,13 @@ impl Db {
     fn from_engine(engine: Box<dyn Engine>) -> Result<Db> {
         Ok(Db {
             engine,
-            poisoned: None,
+            poisoned: OnceLock::new(),
             closed: false,
         })
     }
 
     fn usable(&self) -> Result<()> {
-        match &self.poisoned {
+        match self.poisoned.get() {
             Some(why) => Err(Error::Poisoned(why.clone())),
             None => Ok(()),
         }
@@ -191,24 +206,30 @@ impl Db {
 
     /// Run a mutating operation; an error leaves the in-memory state unknown, so the Db
     /// refuses further work until it is reopened (recovery restores a consistent state).
-    fn mutate<T>(&mut self, f: impl FnOnce(&mut dyn Engine) -> Result<T>) -> Result<T> {
+    fn mutate<T>(&self, f: impl FnOnce(&dyn Engine) -> Result<T>) -> Result<T> {
         self.usable()?;
-        let r = f(&mut *self.engine);
+        let r = f(&*self.engine);
         if let Err(e) = &r {
             if !matches!(e, Error::InvalidArgument(_)) {
-                self.poisoned = Some(e.to_string());
+                self.poison(e);
             }
         }
         r
     }
 
+    /// Refuse further work, with `e` as the reason (the first error wins when threads
+    /// fail at once).
+    fn poison(&self, e: &Error) {
+        let _ = self.poisoned.set(e.to_string());
+    }
+
     /// Insert or overwrite `key` (blind upsert).
-    pub fn insert(&mut self, key: u64, value: u64) -> Result<()> {
+    pub fn insert(&self, key: u64, value: u64) -> Result<()> {
         self.mutate(|e| e.insert(key, value))
     }
 
     /// Delete `key`; deleting an absent key is fine.
-    pub fn delete(&mut self, key: u64) -> Result<()> {
+    pub fn delete(&self, key: u64) -> Result<()> {
         self.mutate(|e| e.delete(key))
     }
 
@@ -217,33 +238,33 @@ impl Db {
     /// full device) may have stopped half way through such a write or a page load, so it
     /// poisons the `Db` as a mutating operation does. Other errors (corruption found on a
     /// read, a bad argument) leave the in-memory state as it was.
-    fn read<T>(&mut self, f: impl FnOnce(&mut dyn Engine) -> Result<T>) -> Result<T> {
+    fn read<T>(&self, f: impl FnOnce(&dyn Engine) -> Result<T>) -> Result<T> {
         self.usable()?;
-        let r = f(&mut *self.engine);
+        let r = f(&*self.engine);
         if let Err(e) = &r {
             self.poison_if_io(e);
         }
         r
     }
 
-    fn poison_if_io(&mut self, e: &Error) {
+    fn poison_if_io(&self, e: &Error) {
         if matches!(e, Error::Io { .. }) {
-            self.poisoned = Some(e.to_string());
+            self.poison(e);
         }
     }
 
     /// The value of `key`.
-    pub fn get(&mut self, key: u64) -> Result<Option<u64>> {
+    pub fn get(&self, key: u64) -> Result<Option<u64>> {
         self.read(|e| e.get(key))
     }
 
     /// The values of many keys, in the order given (batched by engines that can).
-    pub fn get_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+    pub fn get_many(&self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
         self.read(|e| e.get_many(keys))
     }
 
     /// Entries with keys in `range`, ascending. The iterator reads lazily, a batch at a time.
-    pub fn range(&mut self, range: impl RangeBounds<u64>) -> Result<Range<'_>> {
+    pub fn range(&self, range: impl RangeBounds<u64>) -> Result<Range<'_>> {
         self.usable()?;
         let next = match range.start_bound() {
             Bound::Included(&k) => Some(k),
@@ -254,8 +275,7 @@ impl Db {
         let mut cursor = RangeCursor {
             next,
             hi,
-            hint: None,
-            want: None,
+            ..RangeCursor::empty()
         };
         if let Some(n) = cursor.next {
             if !cursor.below_hi(n) {
@@ -276,7 +296,7 @@ impl Db {
     /// first). Engines that can share reads between neighbouring ranges do (the FD-tree
     /// and the LSM read a page that several ranges fall in once). Bounded by what it
     /// returns: the caller asked for all of it.
-    pub fn range_many(&mut self, ranges: &[(u64, u64)]) -> Result<Vec<(u64, u64)>> {
+    pub fn range_many(&self, ranges: &[(u64, u64)]) -> Result<Vec<(u64, u64)>> {
         self.usable()?;
         let merged = merge_ranges("range_many", ranges)?;
         let mut out = Vec::new();
@@ -289,7 +309,7 @@ impl Db {
     /// estimate (only the FBX-tree can: from its node table's entry counts, §4.3, an upper
     /// bound for fully covered leaves and a key-span share of partly covered ones). The
     /// moving-object kNN sizes its first radius with it.
-    pub fn estimate_count(&mut self, ranges: &[(u64, u64)]) -> Result<Option<u64>> {
+    pub fn estimate_count(&self, ranges: &[(u64, u64)]) -> Result<Option<u64>> {
         self.usable()?;
         let merged = merge_ranges("estimate_count", ranges)?;
         // The FBX-tree may load inner nodes through its pool (a read): as for any read,
@@ -298,7 +318,7 @@ impl Db {
     }
 
     /// Insert many pairs, in any order; for equal keys the last wins.
-    pub fn bulk_insert(&mut self, pairs: &[(u64, u64)]) -> Result<()> {
+    pub fn bulk_insert(&self, pairs: &[(u64, u64)]) -> Result<()> {
         if pairs.is_empty() {
             return self.usable();
         }
@@ -315,7 +335,7 @@ impl Db {
     }
 
     /// Delete every key in `range`.
-    pub fn delete_range(&mut self, range: impl RangeBounds<u64>) -> Result<()> {
+    pub fn delete_range(&self, range: impl RangeBounds<u64>) -> Result<()> {
         match crate::batch::inclusive(&range) {
             Some((lo, hi)) => self.mutate(|e| e.delete_range(lo, hi)),
             None => self.usable(),
@@ -324,7 +344,7 @@ impl Db {
 
     /// Apply an atomic batch: its operations in order, logged as one WAL record, so that
     /// after a crash either all of it is there or none of it (Contract 3).
-    pub fn apply(&mut self, batch: &Batch) -> Result<()> {
+    pub fn apply(&self, batch: &Batch) -> Result<()> {
         let ops = batch.ops();
         if ops.is_empty() {
             return self.usable();
@@ -340,11 +360,12 @@ impl Db {
     }
 
     /// Make every operation before this call durable.
-    pub fn flush(&mut self) -> Result<()> {
+    pub fn flush(&self) -> Result<()> {
         self.mutate(|e| e.flush())
     }
 
-    /// Flush, checkpoint and release the index.
+    /// Flush, checkpoint and release the index. It takes the `Db` by value: every other
+    /// thread's borrow has ended (unwrap an `Arc<Db>` first, with `Arc::into_inner`).
     pub fn close(mut self) -> Result<()> {
         self.closed = true;
         self.usable()?;
@@ -367,7 +388,7 @@ impl Db {
     }
 
     /// Check the engine's structural invariants (documented in each engine's module).
-    pub fn check_integrity(&mut self) -> Result<()> {
+    pub fn check_integrity(&self) -> Result<()> {
         self.usable()?;
         self.engine.check_integrity()
     }
@@ -375,15 +396,17 @@ impl Db {
 
 impl Drop for Db {
     fn drop(&mut self) {
-        if !self.closed && self.poisoned.is_none() {
+        if !self.closed && self.poisoned.get().is_none() {
             let _ = self.engine.flush();
         }
     }
 }
 
 /// Iterator over a key range: `Result<(key, value)>` items in ascending key order.
+/// It borrows the `Db` shared: other threads read and write while it is alive, with the
+/// guarantees of the `Db`'s thread-safety section.
 pub struct Range<'a> {
-    db: &'a mut Db,
+    db: &'a Db,
     cursor: RangeCursor,
     buf: Vec<(u64, u64)>,
     pos: usize,
@@ -566,9 +589,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn db_is_send() {
-        fn send<T: Send>() {}
-        send::<Db>();
+    fn db_is_send_and_sync() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Db>();
+        shared::<Range<'static>>();
     }
 
     /// A batch applies in order (a delete after an insert of the same key wins, a range
@@ -585,7 +609,7 @@ mod tests {
         let opts = Options::new(crate::EngineKind::BTree)
             .page_size(512)
             .buffer_pool_bytes(8 * 512);
-        let mut db = Db::create_on(s, opts).unwrap();
+        let db = Db::create_on(s, opts).unwrap();
         db.insert(1, 1).unwrap();
         let mut b = Batch::new();
         b.insert(2, 20)
@@ -602,7 +626,7 @@ mod tests {
         let all: Vec<_> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
         assert_eq!(all, want);
         db.close().unwrap();
-        let mut db = Db::open_on(Storage {
+        let db = Db::open_on(Storage {
             device: Box::new(dev.reopen()),
             vfs: Arc::new(vfs),
         })
@@ -620,7 +644,7 @@ mod tests {
         let opts = Options::new(crate::EngineKind::BTree)
             .page_size(512)
             .buffer_pool_bytes(8 * 512);
-        let mut db = Db::create_on(s, opts).unwrap();
+        let db = Db::create_on(s, opts).unwrap();
         db.bulk_insert(&[(5, 1), (u64::MAX, 2), (5, 3), (0, 4)])
             .unwrap();
         assert_eq!(db.get(5).unwrap(), Some(3));

@@ -103,7 +103,7 @@ pub mod internals {
     pub use crate::engine::dipl::DiplBTree;
     pub use crate::engine::ipl::IplBTree;
     pub use crate::engine::{create_bulk, create_dipl, create_ipl};
-    pub use crate::kit::api::Engine;
+    pub use crate::kit::api::SerialEngine;
 
     /// Open the index in `dir` with its manifest's options changed by `adjust` (validated
     /// again): experiments that compare runtime settings on copies of one index, such as

@@ -36,6 +36,10 @@ pub struct WalStats {
     /// WAL syncs that had new bytes to make durable (group commits: a `Db::flush` with
     /// nothing new appended costs none).
     pub syncs: u64,
+    /// Flushes that needed no sync of their own: another thread's flush, running at the
+    /// same time, made their records durable (group commit).
+    #[serde(default)]
+    pub syncs_saved: u64,
     /// Checkpoints taken (each starts a new WAL generation).
     pub checkpoints: u64,
 }

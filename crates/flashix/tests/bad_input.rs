@@ -142,7 +142,7 @@ fn a_memory_index_cannot_be_reopened_from_its_directory() {
 
 /// An index of a few hundred pages, closed cleanly.
 fn build(dir: &Path, n: u64) {
-    let mut db = Db::create(dir, small(EngineKind::BTree)).unwrap();
+    let db = Db::create(dir, small(EngineKind::BTree)).unwrap();
     for k in 0..n {
         db.insert(k * 7, k).unwrap();
     }
@@ -150,7 +150,7 @@ fn build(dir: &Path, n: u64) {
 }
 
 fn read_all(dir: &Path) -> Result<Vec<(u64, u64)>, Error> {
-    let mut db = Db::open(dir)?;
+    let db = Db::open(dir)?;
     let all = db.range(..)?.collect::<Result<Vec<_>, _>>()?;
     db.check_integrity()?;
     Ok(all)
@@ -205,7 +205,7 @@ fn a_flipped_bit_in_the_wal_is_corruption_naming_the_file() {
     let d = tmp();
     build(d.path(), 10);
     {
-        let mut db = Db::open(d.path()).unwrap();
+        let db = Db::open(d.path()).unwrap();
         for k in 100..200 {
             db.insert(k, k).unwrap();
         }
@@ -254,7 +254,7 @@ fn injected(kind: OpKind, errno: i32) {
     };
     // Small checkpoints, so that device syncs happen within the loop below.
     let opts = small(EngineKind::BTree).checkpoint_wal_bytes(64 << 10);
-    let mut db = Db::create_on(storage(&faults), opts).unwrap();
+    let db = Db::create_on(storage(&faults), opts).unwrap();
     for k in 0..2_000u64 {
         db.insert(k, k).unwrap();
     }
@@ -281,7 +281,7 @@ fn injected(kind: OpKind, errno: i32) {
     assert!(matches!(db.insert(1, 1), Err(Error::Poisoned(_))));
     drop(db);
     faults.clear_failures();
-    let mut db = Db::open_on(storage(&faults)).unwrap();
+    let db = Db::open_on(storage(&faults)).unwrap();
     db.check_integrity().unwrap();
     for k in 0..2_000u64 {
         assert_eq!(

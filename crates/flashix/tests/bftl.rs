@@ -34,7 +34,7 @@ fn small_db() -> Db {
 
 #[test]
 fn inserts_into_one_node_commit_packed_pages_and_compact_past_c() {
-    let mut db = small_db();
+    let db = small_db();
     let s = db.stats();
     // Creation commits the root leaf's Reset unit: one page.
     assert_eq!((c(&s, "c"), c(&s, "commits"), s.device.writes), (5, 1, 1));
@@ -134,7 +134,7 @@ fn persists_on_a_simulated_ssd_in_a_directory() {
     let model = flashix::testing::insert_and_delete(&mut db, 5, 5000, 3000).unwrap();
     db.close().unwrap();
     assert!(path.join("nand").exists());
-    let mut db = Db::open(&path).unwrap();
+    let db = Db::open(&path).unwrap();
     db.check_integrity().unwrap();
     let all: std::collections::BTreeMap<u64, u64> =
         db.range(..).unwrap().map(|r| r.unwrap()).collect();

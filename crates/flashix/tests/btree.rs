@@ -34,7 +34,7 @@ fn counter(db: &Db, name: &str) -> u64 {
 
 #[test]
 fn grows_deep_and_shrinks_back_with_splits_merges_and_redistributions() {
-    let (mut db, _, _) = mem_db(512, 8);
+    let (db, _, _) = mem_db(512, 8);
     let mut rng = Rng::new(7);
     let mut keys: Vec<u64> = (0..20_000).map(|_| rng.next_u64()).collect();
     for (i, &k) in keys.iter().enumerate() {
@@ -69,7 +69,7 @@ fn grows_deep_and_shrinks_back_with_splits_merges_and_redistributions() {
 
 #[test]
 fn bulk_load_fills_leaves_to_seventy_percent() {
-    let (mut db, _, _) = mem_db(4096, 64);
+    let (db, _, _) = mem_db(4096, 64);
     let pairs: Vec<(u64, u64)> = (0..10_000u64).map(|k| (k * 3, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     db.check_integrity().unwrap();
@@ -82,7 +82,7 @@ fn bulk_load_fills_leaves_to_seventy_percent() {
 
 #[test]
 fn a_cold_search_reads_one_page_per_level_and_a_scan_walks_the_leaf_chain() {
-    let (mut db, dev, vfs) = mem_db(512, 16);
+    let (db, dev, vfs) = mem_db(512, 16);
     let pairs: Vec<(u64, u64)> = (0..30_000u64).map(|k| (k, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     let height = counter(&db, "height");
@@ -90,7 +90,7 @@ fn a_cold_search_reads_one_page_per_level_and_a_scan_walks_the_leaf_chain() {
     assert!(height >= 3);
     db.close().unwrap();
 
-    let mut db = reopen(&dev, &vfs);
+    let db = reopen(&dev, &vfs);
     let before = db.stats().device;
     assert_eq!(db.get(12_345).unwrap(), Some(12_345));
     let after = db.stats().device;
@@ -98,7 +98,7 @@ fn a_cold_search_reads_one_page_per_level_and_a_scan_walks_the_leaf_chain() {
     assert_eq!(after.read_requests - before.read_requests, height);
     db.close().unwrap();
 
-    let mut db = reopen(&dev, &vfs);
+    let db = reopen(&dev, &vfs);
     let before = db.stats().device;
     assert_eq!(db.range(..).unwrap().count(), 30_000);
     let after = db.stats().device;
@@ -108,7 +108,7 @@ fn a_cold_search_reads_one_page_per_level_and_a_scan_walks_the_leaf_chain() {
 
 #[test]
 fn updates_overwrite_in_place_without_growing() {
-    let (mut db, _, _) = mem_db(512, 8);
+    let (db, _, _) = mem_db(512, 8);
     for k in 0..1000u64 {
         db.insert(k, 1).unwrap();
     }
@@ -125,7 +125,7 @@ fn updates_overwrite_in_place_without_growing() {
 /// counted, so a later `bulk_insert` took the tree for empty and bulk-loaded over it.
 #[test]
 fn regression_bulk_insert_after_plain_inserts_keeps_them() {
-    let (mut db, _, _) = mem_db(512, 8);
+    let (db, _, _) = mem_db(512, 8);
     db.insert(0, 1).unwrap();
     db.insert(u64::MAX, 2).unwrap();
     db.bulk_insert(&[(5, 3), (7, 4)]).unwrap();
@@ -172,7 +172,7 @@ fn conformance_with_tiny_orders() {
 /// back to one leaf through merges and redistributions at every level.
 #[test]
 fn tiny_orders_grow_tall_and_shrink_back() {
-    let (mut db, _, _) = testing::mem_db(with_orders(512, 16, 4, 5)).unwrap();
+    let (db, _, _) = testing::mem_db(with_orders(512, 16, 4, 5)).unwrap();
     let mut rng = Rng::new(3);
     let mut keys: Vec<u64> = (0..5_000).map(|_| rng.next_u64()).collect();
     for (i, &k) in keys.iter().enumerate() {
@@ -213,7 +213,7 @@ fn tiny_orders_grow_tall_and_shrink_back() {
 /// nodes that would pass 200 separators if the inner order were not kept.
 #[test]
 fn orders_cap_every_node_below_the_page() {
-    let (mut db, _, _) = testing::mem_db(with_orders(4096, 64, 100, 200)).unwrap();
+    let (db, _, _) = testing::mem_db(with_orders(4096, 64, 100, 200)).unwrap();
     let mut rng = Rng::new(20);
     for i in 0..100_000 {
         let k = rng.next_u64();
@@ -236,7 +236,7 @@ fn orders_cap_every_node_below_the_page() {
 
     // The bulk load fills to 0.7 of each order: leaves of 70 entries (the last 60) and
     // internal nodes of 140 separators; 143 leaves fit under one root of 142.
-    let (mut db, _, _) = testing::mem_db(with_orders(4096, 64, 100, 200)).unwrap();
+    let (db, _, _) = testing::mem_db(with_orders(4096, 64, 100, 200)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..10_000u64).map(|k| (k * 3, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     db.check_integrity().unwrap();
@@ -278,7 +278,7 @@ fn orders_below_the_minimum_or_above_a_page_are_invalid_options() {
     );
     // The bounds themselves are valid, and so are the paper's orders in 8 KiB pages.
     for (page, leaf, inner) in [(512, 4, 30), (4096, 254, 4), (8192, 100, 500)] {
-        let (mut db, _, _) = testing::mem_db(with_orders(page, 64, leaf, inner)).unwrap();
+        let (db, _, _) = testing::mem_db(with_orders(page, 64, leaf, inner)).unwrap();
         db.insert(1, 2).unwrap();
         db.check_integrity().unwrap();
     }
@@ -288,12 +288,12 @@ fn orders_below_the_minimum_or_above_a_page_are_invalid_options() {
 /// them would find its nodes of a few entries below half a page and fail its check).
 #[test]
 fn reopen_keeps_the_orders() {
-    let (mut db, dev, vfs) = testing::mem_db(with_orders(512, 16, 4, 5)).unwrap();
+    let (db, dev, vfs) = testing::mem_db(with_orders(512, 16, 4, 5)).unwrap();
     for k in 0..1_000u64 {
         db.insert(k * 4, k).unwrap();
     }
     db.close().unwrap();
-    let mut db = testing::reopen_mem(&dev, &vfs).unwrap();
+    let db = testing::reopen_mem(&dev, &vfs).unwrap();
     db.check_integrity().unwrap();
     // Three keys into every gap: 4,000 entries in leaves of at most 4 (with the page's
     // order of 30 the 500-odd leaves would take them all without a split).
@@ -306,7 +306,7 @@ fn reopen_keeps_the_orders() {
     let leaves = counter(&db, "leaves");
     assert!(leaves >= 4_000 / 4, "{leaves} leaves");
     db.close().unwrap();
-    let mut db = testing::reopen_mem(&dev, &vfs).unwrap();
+    let db = testing::reopen_mem(&dev, &vfs).unwrap();
     db.check_integrity().unwrap();
     assert_eq!(db.range(..).unwrap().count(), 4_000);
 }
@@ -317,12 +317,12 @@ fn reopen_from_a_directory_keeps_the_orders() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idx");
     let o = with_orders(512, 16, 4, 5).device(flashix::DeviceSpec::File { direct_io: false });
-    let mut db = Db::create(&path, o).unwrap();
+    let db = Db::create(&path, o).unwrap();
     for k in 0..500u64 {
         db.insert(k, k).unwrap();
     }
     db.close().unwrap();
-    let mut db = Db::open(&path).unwrap();
+    let db = Db::open(&path).unwrap();
     db.check_integrity().unwrap();
     for k in 500..1_000u64 {
         db.insert(k, k).unwrap();
@@ -338,7 +338,7 @@ fn reopen_from_a_directory_keeps_the_orders() {
 #[test]
 fn a_leaf_chain_that_loops_back_is_corruption_not_an_endless_scan() {
     use flashix::io::Device;
-    let (mut db, dev, vfs) = mem_db(512, 64);
+    let (db, dev, vfs) = mem_db(512, 64);
     for k in 0..2000u64 {
         db.insert(k, k).unwrap();
     }
@@ -370,7 +370,7 @@ fn a_leaf_chain_that_loops_back_is_corruption_not_an_endless_scan() {
     buf[0..4].copy_from_slice(&crc.to_le_bytes());
     d.write(last, &buf).unwrap();
     drop(d);
-    let mut db = reopen(&dev, &vfs);
+    let db = reopen(&dev, &vfs);
     let got: Result<Vec<(u64, u64)>, Error> = db.range(..).unwrap().collect();
     match got {
         Err(Error::Corruption { page: Some(p), .. }) => assert_eq!(p, first),

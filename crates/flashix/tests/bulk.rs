@@ -48,7 +48,7 @@ fn loaded_with(
     n: u64,
     f: impl FnOnce(&mut BulkOptions),
 ) -> (Db, BTreeMap<u64, u64>, MemDevice, MemVfs) {
-    let (mut db, dev, vfs) = mem_db(opts(m, 0, f)).unwrap();
+    let (db, dev, vfs) = mem_db(opts(m, 0, f)).unwrap();
     let pairs: Vec<(u64, u64)> = (1..=n).map(|i| (i * 10, i)).collect();
     db.bulk_insert(&pairs).unwrap();
     (db, pairs.into_iter().collect(), dev, vfs)
@@ -244,7 +244,7 @@ fn freed_ranges_are_reused_and_trimmed_unless_append_only() {
     for append_only in [false, true] {
         // Checkpoints after every bulk (a bulk this large is applied, then checkpointed).
         let o = opts(8, 0, |b| b.append_only = append_only).checkpoint_wal_bytes(4 * PS as u64);
-        let (mut db, dev, vfs) = mem_db(o).unwrap();
+        let (db, dev, vfs) = mem_db(o).unwrap();
         let mut model = BTreeMap::new();
         for round in 0..20u64 {
             let pairs: Vec<(u64, u64)> = (0..200).map(|i| (i * 7 + round % 7, round)).collect();
@@ -272,7 +272,7 @@ fn freed_ranges_are_reused_and_trimmed_unless_append_only() {
 
 #[test]
 fn contents_survive_close_and_reopen() {
-    let (mut db, mut model, dev, vfs) = loaded(8, 500);
+    let (db, mut model, dev, vfs) = loaded(8, 500);
     db.delete_range(1_000..=2_000).unwrap();
     model.retain(|&k, _| !(1_000..=2_000).contains(&k));
     db.insert(3, 3).unwrap();

@@ -49,7 +49,7 @@ fn wal_name(vfs: &MemVfs) -> String {
 fn damaged_wal_in_the_middle(kind: EngineKind) {
     let dev = MemDevice::new(2048);
     let vfs = MemVfs::new();
-    let mut db = Db::create_on(storage(&dev, &vfs), options(kind)).unwrap();
+    let db = Db::create_on(storage(&dev, &vfs), options(kind)).unwrap();
     // Insert `i` writes value `i` (keys repeat): the newest value present names the
     // prefix the contents must equal.
     let mut rng = Rng::new(kind as u64 + 1);
@@ -95,7 +95,7 @@ fn damaged_wal_in_the_middle(kind: EngineKind) {
             // Detected, not wrong: corruption of the data file.
             Err(Error::Corruption { file, .. }) if at >= len - 40 && file == "data" => prefix += 1,
             Err(e) => panic!("{kind}: damage at {at} of {len}: unexpected {e}"),
-            Ok(mut db) => {
+            Ok(db) => {
                 let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
                 let p = got.values().max().map_or(0, |&v| v as usize + 1);
                 let model: BTreeMap<u64, u64> = ops[..p]
@@ -148,7 +148,7 @@ per_engine! {
 fn a_forged_btree_leaf_claiming_u32_max_entries_is_corruption() {
     let dev = MemDevice::new(512);
     let vfs = MemVfs::new();
-    let mut db = Db::create_on(
+    let db = Db::create_on(
         storage(&dev, &vfs),
         Options::new(EngineKind::BTree).page_size(512),
     )
@@ -171,7 +171,7 @@ fn a_forged_btree_leaf_claiming_u32_max_entries_is_corruption() {
         b[0..4].copy_from_slice(&crc.to_le_bytes());
         d.write(pid, &b).unwrap();
         forged += 1;
-        let r = Db::open_on(storage(&dev, &vfs)).and_then(|mut db| db.get(3));
+        let r = Db::open_on(storage(&dev, &vfs)).and_then(|db| db.get(3));
         assert!(
             matches!(&r, Err(Error::Corruption { page: Some(p), .. }) if *p == pid),
             "{r:?}"

@@ -67,7 +67,7 @@ fn small() -> (MemDevice, MemVfs, Db) {
 
 #[test]
 fn a_split_makes_a_ghost_node_with_two_log_sectors_in_one_program() {
-    let (dev, vfs, mut db) = small();
+    let (dev, vfs, db) = small();
     let f0 = flash(&db);
     // 126 inserts fill the root leaf (block 0: image at page 0, log area from page 1): the
     // first reads the root (one page); Rule 2 writes its in-memory sector at records 25,
@@ -94,7 +94,7 @@ fn a_split_makes_a_ghost_node_with_two_log_sectors_in_one_program() {
     let f2 = flash(&db);
     db.close().unwrap();
     let db = Db::open_on(storage(&dev, &vfs)).unwrap();
-    let mut db = db;
+    let db = db;
     let r0 = flash(&db);
     // A read of key 127: the root (1 page); the ghost's last sector 11 with its page's
     // earlier sectors 8..=11 (1 read; its LSLM names sector 10, already read); the origin
@@ -108,7 +108,7 @@ fn a_split_makes_a_ghost_node_with_two_log_sectors_in_one_program() {
 
 #[test]
 fn a_full_log_area_cleanses_the_block() {
-    let (_dev, _vfs, mut db) = small();
+    let (_dev, _vfs, db) = small();
     let f0 = flash(&db);
     // One root leaf in block 0 (read once): 60 log sectors (pages 1..=15). Upserts of one
     // key log one record each; sectors are written at records 24n + 1, and the 61st write
@@ -145,7 +145,7 @@ fn a_full_log_area_cleanses_the_block() {
 
 #[test]
 fn a_full_block_splits_before_its_node_does() {
-    let (_dev, _vfs, mut db) = small();
+    let (_dev, _vfs, db) = small();
     // Ascending keys: each leaf split leaves a ghost in the leaves' block, until the block
     // holds its maximum of 15 nodes; the next leaf split first splits the block (7 + 8).
     let mut k = 0u64;
@@ -184,7 +184,7 @@ fn random_inserts_and_deletes_match_a_model_across_reopen() {
     assert!(s.engine_counters["block_cleansings"] > 0);
     assert!(s.engine_counters["block_splits"] > 0);
     db.close().unwrap();
-    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    let db = Db::open_on(storage(&dev, &vfs)).unwrap();
     db.check_integrity().unwrap();
     let all: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
     assert_eq!(all, model);

@@ -73,7 +73,7 @@ fn opts(o: FbxOptions) -> Options {
 /// appends a log entry and reads no leaf (nor any page, with the inner nodes in the pool).
 #[test]
 fn an_insert_reads_no_leaf_page() {
-    let mut db = db_on(Box::new(MemDevice::new(4096)), opts(FbxOptions::default()));
+    let db = db_on(Box::new(MemDevice::new(4096)), opts(FbxOptions::default()));
     // Bulk load: leaves of 70 entries (70% of the order 100), inner nodes in the pool.
     let pairs: Vec<(u64, u64)> = (0..20_000u64).map(|k| (k * 1000, k)).collect();
     db.bulk_insert(&pairs).unwrap();
@@ -122,7 +122,7 @@ fn algorithm_1_reads_each_log_page_at_most_once() {
             batched_scans: batched,
             ..FbxOptions::default()
         };
-        let mut db = Db::create_on(
+        let db = Db::create_on(
             Storage {
                 device: Box::new(mem.reopen()),
                 vfs: Arc::new(vfs.clone()),
@@ -146,7 +146,7 @@ fn algorithm_1_reads_each_log_page_at_most_once() {
             reads: reads.clone(),
             batches: batches.clone(),
         };
-        let mut db = Db::open_on(Storage {
+        let db = Db::open_on(Storage {
             device: Box::new(dev),
             vfs: Arc::new(vfs),
         })
@@ -201,7 +201,7 @@ fn reads_clean_a_long_log_list() {
         clean: CleanPolicy::AccumulateClean { threshold: 8 },
         ..FbxOptions::default()
     };
-    let mut db = db_on(Box::new(MemDevice::new(4096)), opts(o));
+    let db = db_on(Box::new(MemDevice::new(4096)), opts(o));
     // Keys of one leaf interleaved with keys elsewhere: its entries land on many pages.
     for i in 0..2_000u64 {
         db.insert(i % 40, i).unwrap();
@@ -233,7 +233,7 @@ fn a_new_clean_policy_starts_every_leaf_afresh() {
         clean: ac,
         ..FbxOptions::default()
     };
-    let mut db = Db::create(&path, opts(o)).unwrap();
+    let db = Db::create(&path, opts(o)).unwrap();
     for i in 0..2_000u64 {
         db.insert(i % 40, i).unwrap();
         db.insert(1_000_000 + i * 1000, i).unwrap();
@@ -255,14 +255,14 @@ fn a_new_clean_policy_starts_every_leaf_afresh() {
     };
     // Naive k = 2: the first two reads after the reopen do not clean (the AC state of ten
     // reads is not a read count)...
-    let mut db = reopen(CleanPolicy::Naive { k: 2 });
+    let db = reopen(CleanPolicy::Naive { k: 2 });
     for _ in 0..2 {
         assert_eq!(db.get(39).unwrap(), Some(1999));
         assert_eq!(c(&db.stats(), "cleans"), 0);
     }
     db.close().unwrap();
     // ... and reopened with the same policy the count carries over: the third read cleans.
-    let mut db = reopen(CleanPolicy::Naive { k: 2 });
+    let db = reopen(CleanPolicy::Naive { k: 2 });
     assert_eq!(db.get(39).unwrap(), Some(1999));
     assert_eq!(c(&db.stats(), "cleans"), 1);
     db.check_integrity().unwrap();
@@ -279,7 +279,7 @@ fn the_data_file_is_written_sequentially() {
             space_amp_limit: limit,
             ..FbxOptions::default()
         };
-        let mut db = db_on(
+        let db = db_on(
             Box::new(MemDevice::new(4096)),
             opts(o).checkpoint_wal_bytes(256 << 10),
         );
@@ -302,7 +302,7 @@ fn the_data_file_is_written_sequentially() {
 }
 
 /// After a run: writes were sequential but where a segment starts; the index is sound.
-fn check_sequential_writes(mut db: Db) {
+fn check_sequential_writes(db: Db) {
     db.flush().unwrap();
     let s = db.stats();
     let opened = c(&s, "segments_opened");
@@ -334,7 +334,7 @@ fn space_stays_bounded_under_ten_times_the_index_in_updates() {
     };
     // The default WAL limit: its small logical records would let the file grow by every
     // dead segment for long before the WAL alone asked for a checkpoint.
-    let mut db = db_on(Box::new(MemDevice::new(4096)), opts(o));
+    let db = db_on(Box::new(MemDevice::new(4096)), opts(o));
     let n = 20_000u64;
     let pairs: Vec<(u64, u64)> = (0..n).map(|k| (k * 7, k)).collect();
     db.bulk_insert(&pairs).unwrap();
@@ -471,7 +471,7 @@ fn persists_on_a_file_and_on_a_simulated_ssd() {
         let mut db = Db::create(&path, o).unwrap();
         let model = flashix::testing::insert_and_delete(&mut db, 5, 5000, 3000).unwrap();
         db.close().unwrap();
-        let mut db = Db::open(&path).unwrap();
+        let db = Db::open(&path).unwrap();
         db.check_integrity().unwrap();
         let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
         assert_eq!(got, model, "{name}");
@@ -576,7 +576,7 @@ fn bad_options_are_refused_with_a_reason() {
 /// counts answer `None`.
 #[test]
 fn entry_count_estimate_reads_no_leaf_and_is_near_the_count() {
-    let mut db = db_on(Box::new(MemDevice::new(4096)), opts(FbxOptions::default()));
+    let db = db_on(Box::new(MemDevice::new(4096)), opts(FbxOptions::default()));
     let mut model = BTreeMap::new();
     let mut x = 7u64;
     for i in 0..30_000u64 {
@@ -620,7 +620,7 @@ fn entry_count_estimate_reads_no_leaf_and_is_near_the_count() {
     ));
     let after = db.stats();
     assert_eq!(c(&after, "leaf_rebuilds"), c(&before, "leaf_rebuilds"));
-    let mut btree = db_on(
+    let btree = db_on(
         Box::new(MemDevice::new(4096)),
         Options::new(EngineKind::BTree).page_size(4096),
     );
@@ -634,7 +634,7 @@ fn entry_count_estimate_reads_no_leaf_and_is_near_the_count() {
 #[test]
 fn the_node_table_is_charged_to_the_budget() {
     let budget = 1u64 << 20;
-    let mut db = db_on(
+    let db = db_on(
         Box::new(MemDevice::new(4096)),
         opts(FbxOptions::default()).buffer_pool_bytes(budget),
     );

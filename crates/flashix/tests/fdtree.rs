@@ -31,7 +31,7 @@ fn counter(db: &Db, name: &str) -> u64 {
 #[test]
 fn merges_cascade_and_invariants_hold_after_many_inserts() {
     for deamortize in [false, true] {
-        let (mut db, _, _) = mem_db(opts(512, 16, 3, 2, deamortize)).unwrap();
+        let (db, _, _) = mem_db(opts(512, 16, 3, 2, deamortize)).unwrap();
         let mut rng = Rng::new(11);
         let mut model = BTreeMap::new();
         for i in 0..20_000u64 {
@@ -56,7 +56,7 @@ fn merges_cascade_and_invariants_hold_after_many_inserts() {
 
 #[test]
 fn a_cold_point_search_reads_at_most_one_page_per_level() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 16, 4, 2, false)).unwrap();
+    let (db, dev, vfs) = mem_db(opts(512, 16, 4, 2, false)).unwrap();
     let mut rng = Rng::new(3);
     let keys: Vec<u64> = (0..8_000).map(|_| rng.next_u64()).collect();
     for &k in &keys {
@@ -67,7 +67,7 @@ fn a_cold_point_search_reads_at_most_one_page_per_level() {
     assert!(runs >= 3);
     db.close().unwrap();
     for &k in keys.iter().step_by(331) {
-        let mut db = reopen_mem(&dev, &vfs).unwrap();
+        let db = reopen_mem(&dev, &vfs).unwrap();
         let head_height = counter(&db, "head_height");
         let before = db.stats().device;
         assert_eq!(db.get(k).unwrap(), Some(k ^ 5));
@@ -88,7 +88,7 @@ fn a_cold_point_search_reads_at_most_one_page_per_level() {
 #[test]
 fn a_filter_and_its_phantom_are_both_dropped_by_a_merge_into_the_last_level() {
     // |L0| = 29 entries (two 512-byte pages of 29 entries, half full), k = 2: |L1| = 58.
-    let (mut db, _, _) = mem_db(opts(512, 16, 2, 2, false)).unwrap();
+    let (db, _, _) = mem_db(opts(512, 16, 2, 2, false)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..30u64).map(|k| (k, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     assert_eq!(counter(&db, "levels"), 2, "the bulk load builds L1 only");
@@ -121,7 +121,7 @@ fn a_filter_and_its_phantom_are_both_dropped_by_a_merge_into_the_last_level() {
 
 #[test]
 fn filters_cancel_phantoms_through_cascading_merges() {
-    let (mut db, _, _) = mem_db(opts(512, 16, 3, 2, false)).unwrap();
+    let (db, _, _) = mem_db(opts(512, 16, 3, 2, false)).unwrap();
     // Bulk-load, so that every key starts in the levels, then delete half of them.
     let pairs: Vec<(u64, u64)> = (0..3_000u64).map(|k| (k * 2, k)).collect();
     db.bulk_insert(&pairs).unwrap();
@@ -152,7 +152,7 @@ fn filters_cancel_phantoms_through_cascading_merges() {
 fn deamortized_merges_bound_the_writes_of_one_insertion() {
     let mut worst = Vec::new();
     for deamortize in [false, true] {
-        let (mut db, _, _) = mem_db(opts(512, 32, 3, 4, deamortize)).unwrap();
+        let (db, _, _) = mem_db(opts(512, 32, 3, 4, deamortize)).unwrap();
         let mut rng = Rng::new(5);
         let mut max = 0;
         for i in 0..12_000u64 {
@@ -177,7 +177,7 @@ fn deamortized_merges_bound_the_writes_of_one_insertion() {
 
 #[test]
 fn a_range_search_issues_one_read_request_per_level() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 64, 4, 2, false)).unwrap();
+    let (db, dev, vfs) = mem_db(opts(512, 64, 4, 2, false)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..5_000u64).map(|k| (k * 10, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     for k in 0..1_000u64 {
@@ -187,7 +187,7 @@ fn a_range_search_issues_one_read_request_per_level() {
     let runs = counter(&db, "levels") - 1;
     assert!(runs >= 2);
     db.close().unwrap();
-    let mut db = reopen_mem(&dev, &vfs).unwrap();
+    let db = reopen_mem(&dev, &vfs).unwrap();
     // Warm the head tree (the buffer pool holds it; runs are read past the pool).
     let lo = 10_000u64;
     let hi = 30_000u64;
@@ -211,7 +211,7 @@ fn a_range_search_issues_one_read_request_per_level() {
 
 #[test]
 fn short_scans_find_the_levels_the_pool_holds_cached() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 16, 4, 2, false)).unwrap();
+    let (db, dev, vfs) = mem_db(opts(512, 16, 4, 2, false)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..5_000u64).map(|k| (k * 10, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     for k in 0..1_000u64 {
@@ -253,7 +253,7 @@ fn short_scans_find_the_levels_the_pool_holds_cached() {
 
 #[test]
 fn deamortize_option_is_saved_and_search_sees_both_head_trees() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 4, true)).unwrap();
+    let (db, dev, vfs) = mem_db(opts(512, 16, 3, 4, true)).unwrap();
     let mut model = BTreeMap::new();
     let mut saw_merge_in_progress = false;
     for k in 0..3_000u64 {
@@ -269,7 +269,7 @@ fn deamortize_option_is_saved_and_search_sees_both_head_trees() {
     assert!(saw_merge_in_progress);
     db.flush().unwrap();
     drop(db);
-    let mut db = reopen_mem(&dev, &vfs).unwrap();
+    let db = reopen_mem(&dev, &vfs).unwrap();
     db.check_integrity().unwrap();
     let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
     assert_eq!(got, model);
@@ -277,7 +277,7 @@ fn deamortize_option_is_saved_and_search_sees_both_head_trees() {
 
 #[test]
 fn keys_zero_and_max_are_ordinary_keys() {
-    let (mut db, _, _) = mem_db(opts(512, 8, 2, 2, true)).unwrap();
+    let (db, _, _) = mem_db(opts(512, 8, 2, 2, true)).unwrap();
     for round in 0..200u64 {
         db.insert(0, round).unwrap();
         db.insert(u64::MAX, round).unwrap();
@@ -348,7 +348,7 @@ fn unset_k_comes_from_the_cost_model_and_survives_reopen() {
         let chosen =
             fdtree::choose(&tuning.device, &o.fdtree_model_workload(512 << 10, f)).unwrap();
         assert_eq!(u64::from(want), chosen.k);
-        let (mut db, dev, vfs) = mem_db(o.clone()).unwrap();
+        let (db, dev, vfs) = mem_db(o.clone()).unwrap();
         assert_eq!(counter(&db, "k"), u64::from(want));
         db.insert(1, 2).unwrap();
         db.close().unwrap();
@@ -410,7 +410,7 @@ fn tuning_for_another_page_size_is_refused() {
 #[test]
 fn warm_searches_keep_the_upper_levels_in_the_pool() {
     // 512-byte pages (f = 29), head tree of two pages (|L0| = 29), k = 4, a 24-frame pool.
-    let (mut db, _, _) = mem_db(opts(512, 24, 4, 2, false)).unwrap();
+    let (db, _, _) = mem_db(opts(512, 24, 4, 2, false)).unwrap();
     let mut rng = Rng::new(11);
     let keys: Vec<u64> = (0..6_000).map(|_| rng.next_u64()).collect();
     for &k in &keys {
@@ -467,7 +467,7 @@ fn warm_searches_keep_the_upper_levels_in_the_pool() {
 /// span the lowest level's batch, not a whole multi-page request of every level per batch.
 #[test]
 fn an_open_ended_range_reads_about_the_pages_it_returns() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 64, 4, 2, false)).unwrap();
+    let (db, dev, vfs) = mem_db(opts(512, 64, 4, 2, false)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..40_000u64).map(|k| (k * 10, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     for k in 0..3_000u64 {
@@ -478,7 +478,7 @@ fn an_open_ended_range_reads_about_the_pages_it_returns() {
     assert!(runs >= 3, "{runs} runs");
     let lowest = counter(&db, &format!("level_{runs}_pages"));
     db.close().unwrap();
-    let mut db = reopen_mem(&dev, &vfs).unwrap();
+    let db = reopen_mem(&dev, &vfs).unwrap();
     let take = 1_500usize;
     let before = db.stats().device;
     let got: Vec<(u64, u64)> = db
@@ -505,7 +505,7 @@ fn an_open_ended_range_reads_about_the_pages_it_returns() {
 /// the hint changes nothing in what the scan returns, also when the caller takes more.
 #[test]
 fn a_limit_hint_sizes_the_first_batch_for_the_entries_taken() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 64, 27, 16, false)).unwrap();
+    let (db, dev, vfs) = mem_db(opts(512, 64, 27, 16, false)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..40_000u64).map(|k| (k * 10, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     // The bulk load's lowest level of about 1,430 pages and a fence level above it (1/28
@@ -513,7 +513,7 @@ fn a_limit_hint_sizes_the_first_batch_for_the_entries_taken() {
     assert_eq!(counter(&db, "levels") - 1, 2);
     db.close().unwrap();
     let scan = |hint: Option<u64>, lo: u64, take: usize| {
-        let mut db = reopen_mem(&dev, &vfs).unwrap();
+        let db = reopen_mem(&dev, &vfs).unwrap();
         // Warm the head tree and the fence level (through the pool); the lowest level's
         // pages are read past it.
         db.get(lo).unwrap();
@@ -642,7 +642,7 @@ fn range_tombstones_match_a_model_through_merges_and_recovery() {
 #[test]
 fn a_range_delete_reads_and_writes_a_bounded_number_of_pages() {
     // 512-byte pages (20 entries), |L0| = 80 entries, k = 4: 400,000 keys make 5 levels.
-    let (mut db, _, _) = mem_db(opts(512, 64, 4, 8, false)).unwrap();
+    let (db, _, _) = mem_db(opts(512, 64, 4, 8, false)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..400_000u64).map(|i| (i * 2, i)).collect();
     db.bulk_insert(&pairs).unwrap();
     assert!(
@@ -764,7 +764,7 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
 fn merges_are_published_once_the_pages_they_freed_reach_the_levels() {
     const PAGE: u64 = 512;
     for deamortize in [false, true] {
-        let (mut db, dev, vfs) = mem_db(opts(PAGE as usize, 16, 3, 2, deamortize)).unwrap();
+        let (db, dev, vfs) = mem_db(opts(PAGE as usize, 16, 3, 2, deamortize)).unwrap();
         let mut rng = Rng::new(31);
         let mut model = BTreeMap::new();
         let mut most_over = 0i64;
@@ -801,7 +801,7 @@ fn merges_are_published_once_the_pages_they_freed_reach_the_levels() {
         );
         db.check_integrity().unwrap();
         drop(db);
-        let mut db = reopen_mem(&dev, &vfs).unwrap();
+        let db = reopen_mem(&dev, &vfs).unwrap();
         db.check_integrity().unwrap();
         let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
         assert_eq!(got, model);

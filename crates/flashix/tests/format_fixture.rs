@@ -89,7 +89,7 @@ fn sorted_indexes_keep_their_page_layout_through_merges() {
             let dir = scratch.path().join("idx");
             copy_dir(&src, &dir);
             let mut want = history(None, 1);
-            let mut db = Db::open(&dir).unwrap();
+            let db = Db::open(&dir).unwrap();
             let merges = db.stats().engine_counters.get("merges").copied();
             for i in 0..3_000u64 {
                 let k = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);

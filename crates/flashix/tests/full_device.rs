@@ -82,7 +82,7 @@ fn fill(opts: Options, medium: Medium, seed: u64, reopen: Reopen) -> Stats {
     let engine = opts.engine();
     let vfs = MemVfs::new();
     let storage = medium.storage(&opts, &vfs, true).unwrap();
-    let mut db = Db::create_on(storage, opts.clone()).unwrap();
+    let db = Db::create_on(storage, opts.clone()).unwrap();
     let mut rng = Rng::new(seed);
     let mut ops: Vec<u64> = Vec::new();
     let mut flushed = 0usize;
@@ -136,7 +136,7 @@ fn fill(opts: Options, medium: Medium, seed: u64, reopen: Reopen) -> Stats {
 
     // Reopen from the same medium: everything flushed is there, then a prefix.
     let storage = medium.storage(&opts, &vfs, false).unwrap();
-    let mut db = match Db::open_on(storage) {
+    let db = match Db::open_on(storage) {
         Ok(db) => db,
         Err(e) if e.is_no_space() && reopen == Reopen::PrefixOrNoSpace => return full_stats,
         Err(e) => panic!("{engine}: reopen: {e}"),

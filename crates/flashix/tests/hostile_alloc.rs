@@ -120,7 +120,7 @@ fn hostile_numbers_in_a_manifest_open_or_fail_cleanly_within_a_small_heap() {
     for kind in EngineKind::ALL {
         let dev = MemDevice::new(2048);
         let vfs = MemVfs::new();
-        let mut db = Db::create_on(storage(&dev, &vfs), options(kind)).unwrap();
+        let db = Db::create_on(storage(&dev, &vfs), options(kind)).unwrap();
         for k in 0..300u64 {
             db.insert(k * 7919 % 1000, k).unwrap();
         }
@@ -140,7 +140,7 @@ fn hostile_numbers_in_a_manifest_open_or_fail_cleanly_within_a_small_heap() {
                 let base = CURRENT.load(Ordering::Relaxed);
                 PEAK.store(base, Ordering::Relaxed);
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    if let Ok(mut db) = Db::open_on(storage(&dev, &vfs)) {
+                    if let Ok(db) = Db::open_on(storage(&dev, &vfs)) {
                         let _ = db.get(7);
                         if let Ok(r) = db.range(..) {
                             for kv in r.take(2000) {

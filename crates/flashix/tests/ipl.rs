@@ -65,7 +65,7 @@ fn small() -> Db {
 
 #[test]
 fn a_full_log_area_merges_the_block() {
-    let mut db = small();
+    let db = small();
     let f0 = flash(&db);
     // Upserts of one key, one record each: the root is read once; sectors are written at
     // records 26n + 1; the 9th write (record 235) finds the 8-sector log area full.
@@ -88,7 +88,7 @@ fn a_full_log_area_merges_the_block() {
 
 #[test]
 fn a_split_into_an_evaporated_slot_writes_physical_log_records() {
-    let mut db = small();
+    let db = small();
     let f0 = flash(&db);
     // 126 inserts fill the root leaf: one read, sectors at records 27, 53, 79, 105.
     for k in 1..=126 {
@@ -112,7 +112,7 @@ fn a_split_into_an_evaporated_slot_writes_physical_log_records() {
 
 #[test]
 fn a_merge_while_a_node_is_written_as_physical_records_keeps_its_records() {
-    let mut db = small();
+    let db = small();
     // 126 inserts fill the root leaf (sectors at records 27, 53, 79, 105); upserts of key 1
     // fill the 8-sector log area (sectors at records 131, 157, 183, 209).
     for k in 1..=126 {
@@ -152,7 +152,7 @@ fn random_inserts_and_deletes_match_a_model_across_reopen() {
     let s = db.stats();
     assert!(s.engine_counters["block_merges"] > 0);
     db.close().unwrap();
-    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    let db = Db::open_on(storage(&dev, &vfs)).unwrap();
     db.check_integrity().unwrap();
     let all: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
     assert_eq!(all, model);

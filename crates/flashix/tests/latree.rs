@@ -106,7 +106,7 @@ fn lookups_empty_buffers_by_adapt_and_answer_as_a_map() {
 
 #[test]
 fn an_insert_only_workload_keeps_buffers_within_their_maximum() {
-    let (mut db, _, _) = mem_db(opts(1024, 16, 2, 3, true)).unwrap();
+    let (db, _, _) = mem_db(opts(1024, 16, 2, 3, true)).unwrap();
     for k in 0..10_000u64 {
         db.insert(k.wrapping_mul(0x9E37_79B9_7F4A_7C15), k).unwrap();
     }
@@ -162,7 +162,7 @@ fn a_flipped_bit_in_any_page_is_corruption_naming_the_page() {
 
 #[test]
 fn bulk_insert_into_an_empty_tree_is_a_bulk_load_then_inserts_are_buffered() {
-    let (mut db, _, _) = mem_db(opts(4096, 64, 2, 4, true)).unwrap();
+    let (db, _, _) = mem_db(opts(4096, 64, 2, 4, true)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..10_000u64).map(|k| (k * 3, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     db.check_integrity().unwrap();
@@ -189,7 +189,7 @@ fn the_thesis_budget_of_128_kib_with_16_kib_nodes_is_accepted() {
     let o = Options::new(EngineKind::LaTree)
         .page_size(16 << 10)
         .buffer_pool_bytes(128 << 10);
-    let (mut db, _, _) = mem_db(o).unwrap();
+    let (db, _, _) = mem_db(o).unwrap();
     for k in 0..20_000u64 {
         db.insert(k * 7 % 20_011, k).unwrap();
     }

@@ -143,7 +143,7 @@ fn tombstones_hide_older_values_and_vanish_at_the_last_component() {
 
 #[test]
 fn a_cold_point_search_reads_c0_height_plus_one_page_per_component_level() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 128)).unwrap();
+    let (db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 128)).unwrap();
     let mut rng = Rng::new(3);
     let keys: Vec<u64> = (0..8_000).map(|_| rng.next_u64()).collect();
     for &k in &keys {
@@ -153,7 +153,7 @@ fn a_cold_point_search_reads_c0_height_plus_one_page_per_component_level() {
     assert!(counter(&db, "components") >= 3);
     db.close().unwrap();
     for &k in keys.iter().step_by(331) {
-        let mut db = reopen_mem(&dev, &vfs).unwrap();
+        let db = reopen_mem(&dev, &vfs).unwrap();
         let levels: u64 = counter(&db, "c0_height")
             + (1..=slots(&db))
                 .map(|i| counter(&db, &format!("component_{i}_height")))
@@ -176,7 +176,7 @@ fn a_cold_point_search_reads_c0_height_plus_one_page_per_component_level() {
 
 #[test]
 fn bulk_insert_into_an_empty_index_builds_one_component() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 3)).unwrap();
+    let (db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 3)).unwrap();
     let pairs: Vec<(u64, u64)> = (0..5_000u64).map(|k| (k * 2, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     db.check_integrity().unwrap();
@@ -223,7 +223,7 @@ fn a_flipped_bit_in_any_page_is_corruption_naming_the_page() {
 
 #[test]
 fn a_short_range_search_reads_one_leaf_per_component_on_a_cold_pool() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 128)).unwrap();
+    let (db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 128)).unwrap();
     for k in 0..8_000u64 {
         db.insert(k.wrapping_mul(0x9E37_79B9_7F4A_7C15), k).unwrap();
     }
@@ -233,7 +233,7 @@ fn a_short_range_search_reads_one_leaf_per_component_on_a_cold_pool() {
     db.check_integrity().unwrap();
     assert!(counter(&db, "components") >= 3);
     db.close().unwrap();
-    let mut db = reopen_mem(&dev, &vfs).unwrap();
+    let db = reopen_mem(&dev, &vfs).unwrap();
     let levels: u64 = counter(&db, "c0_height")
         + 1
         + (1..=slots(&db))
@@ -298,7 +298,7 @@ fn a_short_range_search_reads_one_leaf_per_component_on_a_cold_pool() {
 /// `io_unit` (128 leaves here) of every component.
 #[test]
 fn an_open_ended_range_stopped_early_reads_a_ramp_not_an_io_unit() {
-    let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 128)).unwrap();
+    let (db, dev, vfs) = mem_db(opts(512, 16, 3, 2, 128)).unwrap();
     let mut rng = Rng::new(5);
     for k in 0..30_000u64 {
         db.insert(rng.next_u64() % 1_000_000, k).unwrap();
@@ -307,7 +307,7 @@ fn an_open_ended_range_stopped_early_reads_a_ramp_not_an_io_unit() {
     let components = counter(&db, "components");
     assert!(components >= 3, "{components} components");
     db.close().unwrap();
-    let mut db = reopen_mem(&dev, &vfs).unwrap();
+    let db = reopen_mem(&dev, &vfs).unwrap();
     let before = db.stats().device;
     let take = 100usize;
     let got: Vec<(u64, u64)> = db
@@ -338,7 +338,7 @@ fn search_before_delete_skips_absent_keys() {
         ..o.lsm_options()
     };
     let o = o.lsm(lsm);
-    let (mut db, _, _) = mem_db(o).unwrap();
+    let (db, _, _) = mem_db(o).unwrap();
     let mut model = std::collections::BTreeMap::new();
     for k in 0..500u64 {
         db.insert(k * 2, k).unwrap();
@@ -377,12 +377,12 @@ fn reopen(db: Db, dev: &MemDevice, vfs: &MemVfs, how: Reopen) -> Db {
     match how {
         Reopen::Close => db.close().unwrap(),
         Reopen::DropAfterFlush => {
-            let mut db = db;
+            let db = db;
             db.flush().unwrap();
             drop(db);
         }
     }
-    let mut db = reopen_mem(dev, vfs).unwrap();
+    let db = reopen_mem(dev, vfs).unwrap();
     db.check_integrity().unwrap();
     db
 }
@@ -686,7 +686,7 @@ fn a_model_k_is_rechosen_as_the_tree_grows() {
 fn rolling_merges_bound_the_writes_of_one_insert() {
     let mut worst = Vec::new();
     for deamortize in [false, true] {
-        let (mut db, _, _) = mem_db(deamortized(opts(512, 32, 3, 4, 3), deamortize)).unwrap();
+        let (db, _, _) = mem_db(deamortized(opts(512, 32, 3, 4, 3), deamortize)).unwrap();
         let mut rng = Rng::new(5);
         let mut max = 0;
         for i in 0..12_000u64 {
@@ -714,7 +714,7 @@ fn rolling_merges_bound_the_writes_of_one_insert() {
 #[test]
 fn searches_see_the_frozen_c0_and_a_merge_in_progress_survives_reopen() {
     for how in [Reopen::Close, Reopen::DropAfterFlush] {
-        let (mut db, dev, vfs) = mem_db(opts(512, 16, 3, 4, 3)).unwrap();
+        let (db, dev, vfs) = mem_db(opts(512, 16, 3, 4, 3)).unwrap();
         let mut model = BTreeMap::new();
         let mut rng = Rng::new(3);
         let mut checked_during_merge = 0;
@@ -787,7 +787,7 @@ fn merges_are_published_once_the_pages_they_freed_reach_the_components() {
     const PAGE: u64 = 512;
     for deamortize in [false, true] {
         let o = deamortized(opts(PAGE as usize, 16, 3, 2, 3), deamortize);
-        let (mut db, dev, vfs) = mem_db(o).unwrap();
+        let (db, dev, vfs) = mem_db(o).unwrap();
         let mut rng = Rng::new(31);
         let mut model = BTreeMap::new();
         let mut most_over = 0i64;

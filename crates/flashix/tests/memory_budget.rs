@@ -35,7 +35,7 @@ fn options(engine: EngineKind) -> Options {
 
 /// Run `ops` mixed operations on `engine` and return (budget, peak accounted memory).
 fn peak_memory(engine: EngineKind, ops: usize) -> (u64, u64) {
-    let (mut db, _dev, _vfs) = mem_db(options(engine)).unwrap();
+    let (db, _dev, _vfs) = mem_db(options(engine)).unwrap();
     let mut rng = Rng::new(7 + engine as u64);
     let span = (ops as u64 * 4).max(40_000);
     let load: Vec<(u64, u64)> = (0..span / 4).map(|i| (i * 4, i)).collect();
@@ -99,7 +99,7 @@ fn memory_is_within_the_budget_right_after_a_checkpoint() {
     let opts = Options::new(EngineKind::Fbx)
         .buffer_pool_bytes(budget)
         .page_size(4096);
-    let (mut db, _dev, _vfs) = mem_db(opts).unwrap();
+    let (db, _dev, _vfs) = mem_db(opts).unwrap();
     let load: Vec<(u64, u64)> = (0..1_000_000u64).map(|i| (i * 4, i)).collect();
     db.bulk_insert(&load).unwrap();
     let m = db.stats().memory_bytes;

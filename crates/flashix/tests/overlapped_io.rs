@@ -38,7 +38,7 @@ fn fdtree_and_lsm_merge_with_started_requests_on_a_file() {
     for engine in [EngineKind::FdTree, EngineKind::Lsm] {
         let dir = tempfile::tempdir_in(base).unwrap();
         let path = dir.path().join("index");
-        let mut db = Db::create(&path, options(engine)).unwrap();
+        let db = Db::create(&path, options(engine)).unwrap();
         let mut rng = Rng::new(5);
         let mut model = BTreeMap::new();
         for i in 0..60_000u64 {
@@ -74,7 +74,7 @@ fn fdtree_and_lsm_merge_with_started_requests_on_a_file() {
         let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
         assert_eq!(got, model, "{engine:?}");
         db.close().unwrap();
-        let mut db = Db::open(&path).unwrap();
+        let db = Db::open(&path).unwrap();
         db.check_integrity().unwrap();
         let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
         assert_eq!(got, model, "{engine:?} after reopen");

@@ -69,7 +69,7 @@ fn conformance_quick() {
 fn matches_a_btreemap_through_splits_merges_and_shrinks() {
     let dev = MemDevice::new(512);
     let vfs = MemVfs::new();
-    let mut db = Db::create_on(storage(&dev, &vfs), opts(512, 32, pio(2, 40, 4, 25))).unwrap();
+    let db = Db::create_on(storage(&dev, &vfs), opts(512, 32, pio(2, 40, 4, 25))).unwrap();
     let mut model = BTreeMap::new();
     let mut rng = Rng::new(11);
     for i in 0..30_000u64 {
@@ -126,12 +126,12 @@ fn matches_a_btreemap_through_splits_merges_and_shrinks() {
         model.remove(&k);
     }
     db.close().unwrap();
-    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    let db = Db::open_on(storage(&dev, &vfs)).unwrap();
     db.check_integrity().unwrap();
     let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
     assert_eq!(got, model);
     // Counters start at zero on open; the close's checkpoint flushed the deletes.
-    let mut db2 = Db::create_on(
+    let db2 = Db::create_on(
         storage(&MemDevice::new(512), &MemVfs::new()),
         opts(512, 32, pio(2, 40, 4, 25)),
     )
@@ -164,7 +164,7 @@ fn even_keys(frames: u64, leaf_segments: u32) -> (MemDevice, MemVfs, u64) {
     let dev = MemDevice::new(512);
     let vfs = MemVfs::new();
     let o = opts(512, frames, pio(leaf_segments, 64, 64, 64));
-    let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
+    let db = Db::create_on(storage(&dev, &vfs), o).unwrap();
     let pairs: Vec<(u64, u64)> = (0..100_000u64).map(|k| (k * 2, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     let height = counter(&db, "height");
@@ -178,7 +178,7 @@ fn get_many_issues_one_psync_batch_per_level() {
     assert_eq!(height, 4, "512-byte pages, 100k entries");
     // Cold pool: 24 keys 4000 entries apart, each in its own leaf (28 entries per leaf).
     let keys: Vec<u64> = (0..24u64).map(|i| i * 8_000 + 2).rev().collect();
-    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    let db = Db::open_on(storage(&dev, &vfs)).unwrap();
     let before = db.stats().device;
     let got = db.get_many(&keys).unwrap();
     let after = db.stats().device;
@@ -193,7 +193,7 @@ fn get_many_issues_one_psync_batch_per_level() {
     assert_eq!(after.write_requests, before.write_requests);
     // The same keys one `get` at a time: one batch per node read; on a cold pool the first
     // is one request per level (the leaf's segments in one request).
-    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    let db = Db::open_on(storage(&dev, &vfs)).unwrap();
     let before = db.stats().device;
     assert_eq!(db.get(keys[0]).unwrap(), Some(keys[0] / 2));
     let first = db.stats().device;
@@ -216,7 +216,7 @@ fn get_many_issues_one_psync_batch_per_level() {
 #[test]
 fn a_point_search_keeps_its_leaf_in_the_pool() {
     let (dev, vfs, _) = even_keys(256, 1);
-    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    let db = Db::open_on(storage(&dev, &vfs)).unwrap();
     // Fill the pool with the leaves of many searches.
     let mut rng = Rng::new(5);
     for _ in 0..2_000 {
@@ -240,7 +240,7 @@ fn searches_see_the_opq_first() {
     let dev = MemDevice::new(512);
     let vfs = MemVfs::new();
     // An OPQ of 1000 entries: nothing below reaches the tree before the close.
-    let mut db = Db::create_on(storage(&dev, &vfs), opts(512, 64, pio(2, 1000, 8, 1000))).unwrap();
+    let db = Db::create_on(storage(&dev, &vfs), opts(512, 64, pio(2, 1000, 8, 1000))).unwrap();
     let pairs: Vec<(u64, u64)> = (0..1000u64).map(|k| (k, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     db.insert(5, 50).unwrap(); // update of a key in the tree
@@ -269,7 +269,7 @@ fn searches_see_the_opq_first() {
     assert!(counter(&db, "opq_hits") >= 5);
     // The same answers once the OPQ is flushed into the tree by the close's checkpoint.
     db.close().unwrap();
-    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    let db = Db::open_on(storage(&dev, &vfs)).unwrap();
     assert_eq!(counter(&db, "opq_entries"), 0);
     assert_eq!(
         db.get_many(&[7, 5, u64::MAX, 6, 0]).unwrap(),
@@ -283,7 +283,7 @@ fn appends_write_the_last_segment_and_a_full_leaf_shrinks() {
     let dev = MemDevice::new(512);
     let vfs = MemVfs::new();
     // Leaves of 4 segments (116 records); a batch update every 2 updates.
-    let mut db = Db::create_on(storage(&dev, &vfs), opts(512, 64, pio(4, 2, 8, 2))).unwrap();
+    let db = Db::create_on(storage(&dev, &vfs), opts(512, 64, pio(4, 2, 8, 2))).unwrap();
     for i in 0..2u64 {
         db.insert(10, i).unwrap();
     }
@@ -321,7 +321,7 @@ fn a_leaf_full_of_new_keys_splits_into_two_halves() {
     let dev = MemDevice::new(512);
     let vfs = MemVfs::new();
     // One-segment leaves of 29 records; batches of 4 entries, spread over the leaves.
-    let mut db = Db::create_on(storage(&dev, &vfs), opts(512, 64, pio(1, 8, 4, 4))).unwrap();
+    let db = Db::create_on(storage(&dev, &vfs), opts(512, 64, pio(1, 8, 4, 4))).unwrap();
     let cap = 29;
     let mut rng = Rng::new(5);
     let mut keys = std::collections::BTreeSet::new();
@@ -360,7 +360,7 @@ fn a_crash_inside_a_batch_update_applies_each_entry_exactly_once() {
     // Reference runs without a crash: the leaf records after 63 and after 64 updates.
     let reference = |n: usize| {
         let (dev, vfs) = (MemDevice::new(512), MemVfs::new());
-        let mut db = Db::create_on(storage(&dev, &vfs), o()).unwrap();
+        let db = Db::create_on(storage(&dev, &vfs), o()).unwrap();
         db.bulk_insert(&base).unwrap();
         for &(k, v) in &extra[..n] {
             db.insert(k, v).unwrap();
@@ -374,7 +374,7 @@ fn a_crash_inside_a_batch_update_applies_each_entry_exactly_once() {
     for n in 1.. {
         let (dev, vfs) = (MemDevice::new(512), MemVfs::new());
         let faults = Faults::new(n);
-        let mut db = Db::create_on(faulty(&faults, &dev, &vfs), o()).unwrap();
+        let db = Db::create_on(faulty(&faults, &dev, &vfs), o()).unwrap();
         db.bulk_insert(&base).unwrap();
         for &(k, v) in &extra[..63] {
             db.insert(k, v).unwrap();
@@ -394,7 +394,7 @@ fn a_crash_inside_a_batch_update_applies_each_entry_exactly_once() {
         faults.crash_now();
         drop(db);
         assert_eq!(faults.image_error(), None);
-        let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+        let db = Db::open_on(storage(&dev, &vfs)).unwrap();
         db.check_integrity().unwrap();
         let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
         let mut want: BTreeMap<u64, u64> = base.iter().copied().collect();
@@ -450,7 +450,7 @@ fn bad_options_are_refused_with_the_option_named() {
         opts(512, 8, pio(8, 64, 4, 4)),
     );
     assert!(matches!(r, Err(flashix::Error::InvalidOptions(_))));
-    let mut db = Db::create_on(
+    let db = Db::create_on(
         storage(&MemDevice::new(512), &MemVfs::new()),
         opts(512, 64, pio(2, 64, 4, 4)),
     )
@@ -502,7 +502,7 @@ fn unset_sizes_come_from_the_cost_model_and_the_opq_shares_the_budget() {
         let want = o.resolved().unwrap().pio_options();
         let (l, q) = (want.leaf_segments.unwrap(), want.opq_bytes.unwrap());
         let (dev, vfs) = (MemDevice::new(4096), MemVfs::new());
-        let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
+        let db = Db::create_on(storage(&dev, &vfs), o).unwrap();
         assert_eq!(counter(&db, "leaf_segments"), u64::from(l));
         assert_eq!(counter(&db, "opq_capacity"), q / PIO_OPQ_ENTRY_BYTES);
         // The OPQ's entries are allocated as it fills: a new index's pool is the budget
@@ -530,7 +530,7 @@ fn unset_sizes_come_from_the_cost_model_and_the_opq_shares_the_budget() {
         );
         db.insert(7, 70).unwrap();
         db.close().unwrap();
-        let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+        let db = Db::open_on(storage(&dev, &vfs)).unwrap();
         assert_eq!(counter(&db, "leaf_segments"), u64::from(l));
         assert_eq!(counter(&db, "opq_capacity"), q / PIO_OPQ_ENTRY_BYTES);
         assert_eq!(db.get(7).unwrap(), Some(70));
@@ -679,7 +679,7 @@ fn a_range_delete_reads_a_bounded_number_of_pages() {
     let (dev, vfs) = (MemDevice::new(512), MemVfs::new());
     let segs = 2u64;
     let o = opts(512, 64, pio(segs as u32, 1000, 16, 1000));
-    let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
+    let db = Db::create_on(storage(&dev, &vfs), o).unwrap();
     let pairs: Vec<(u64, u64)> = (0..400_000u64).map(|i| (i * 2, i)).collect();
     db.bulk_insert(&pairs).unwrap();
     let height = counter(&db, "height");
@@ -689,7 +689,7 @@ fn a_range_delete_reads_a_bounded_number_of_pages() {
     let mut cuts: Vec<(u64, u64)> = Vec::new();
     for n in [100u64, 1_000, 10_000, 100_000] {
         let hi = lo + 2 * (n - 1);
-        let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+        let db = Db::open_on(storage(&dev, &vfs)).unwrap();
         let before = db.stats().device;
         db.delete_range(lo..=hi).unwrap();
         let after = db.stats().device;
@@ -729,7 +729,7 @@ fn a_range_delete_reads_a_bounded_number_of_pages() {
         cuts.push((lo, hi));
         lo = hi + 1_000;
     }
-    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    let db = Db::open_on(storage(&dev, &vfs)).unwrap();
     db.check_integrity().unwrap();
     for &(lo, hi) in &cuts {
         assert_eq!(db.get(lo).unwrap(), None);
@@ -767,7 +767,7 @@ fn a_crash_while_applying_a_range_tombstone_is_undone_and_replayed() {
     for n in 1.. {
         let (dev, vfs) = (MemDevice::new(512), MemVfs::new());
         let faults = Faults::new(n);
-        let mut db = Db::create_on(faulty(&faults, &dev, &vfs), o()).unwrap();
+        let db = Db::create_on(faulty(&faults, &dev, &vfs), o()).unwrap();
         db.bulk_insert(&base).unwrap();
         db.insert(3, 3).unwrap();
         db.delete_range(1_005..=30_000).unwrap();
@@ -783,7 +783,7 @@ fn a_crash_while_applying_a_range_tombstone_is_undone_and_replayed() {
         crashes += 1;
         faults.crash_now();
         assert_eq!(faults.image_error(), None);
-        let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+        let db = Db::open_on(storage(&dev, &vfs)).unwrap();
         db.check_integrity().unwrap();
         let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
         assert_eq!(got, model, "crash point {n}");
@@ -797,7 +797,7 @@ fn a_crash_while_applying_a_range_tombstone_is_undone_and_replayed() {
 #[test]
 fn range_deletes_keep_the_keys_next_to_their_ends() {
     let (dev, vfs) = (MemDevice::new(512), MemVfs::new());
-    let mut db = Db::create_on(storage(&dev, &vfs), opts(512, 32, pio(2, 2, 4, 2))).unwrap();
+    let db = Db::create_on(storage(&dev, &vfs), opts(512, 32, pio(2, 2, 4, 2))).unwrap();
     let pairs: Vec<(u64, u64)> = (0..40_000u64).map(|k| (k, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     let mut model: BTreeMap<u64, u64> = pairs.iter().copied().collect();
@@ -832,11 +832,11 @@ fn range_deletes_keep_the_keys_next_to_their_ends() {
 fn a_scan_does_not_read_leaves_a_queued_range_tombstone_spans() {
     let (dev, vfs) = (MemDevice::new(512), MemVfs::new());
     let o = opts(512, 64, pio(2, 1000, 16, 1000));
-    let mut db = Db::create_on(storage(&dev, &vfs), o).unwrap();
+    let db = Db::create_on(storage(&dev, &vfs), o).unwrap();
     let pairs: Vec<(u64, u64)> = (0..20_000u64).map(|i| (i * 2, i)).collect();
     db.bulk_insert(&pairs).unwrap();
     db.close().unwrap();
-    let mut db = Db::open_on(storage(&dev, &vfs)).unwrap();
+    let db = Db::open_on(storage(&dev, &vfs)).unwrap();
     // Keys 1,000..=30,000 deleted by one tombstone still in the OPQ, two keys put back.
     db.delete_range(1_000..=30_000).unwrap();
     db.insert(20_000, 7).unwrap();

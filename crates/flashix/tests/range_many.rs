@@ -85,7 +85,7 @@ fn range_many_equals_the_model_on_every_engine() {
 
 #[test]
 fn an_inverted_range_is_invalid_and_names_itself() {
-    let (mut db, _, _) = mem_db(options(EngineKind::BTree)).unwrap();
+    let (db, _, _) = mem_db(options(EngineKind::BTree)).unwrap();
     match db.range_many(&[(1, 2), (9, 3)]) {
         Err(Error::InvalidArgument(m)) => assert!(m.contains("(9, 3)"), "{m}"),
         other => panic!("{other:?}"),
@@ -98,7 +98,7 @@ fn an_inverted_range_is_invalid_and_names_itself() {
 #[test]
 fn neighbouring_ranges_share_the_pages_they_fall_in() {
     for kind in [EngineKind::FdTree, EngineKind::Lsm] {
-        let (mut db, dev, vfs) = mem_db(options(kind)).unwrap();
+        let (db, dev, vfs) = mem_db(options(kind)).unwrap();
         let pairs: Vec<(u64, u64)> = (0..20_000u64).map(|k| (k * 10, k)).collect();
         db.bulk_insert(&pairs).unwrap();
         let mut rng = Rng::new(3);
@@ -112,7 +112,7 @@ fn neighbouring_ranges_share_the_pages_they_fall_in() {
         let ranges: Vec<(u64, u64)> = (0..200u64)
             .map(|i| (50_000 + i * 40, 50_002 + i * 40))
             .collect();
-        let mut db = reopen_mem(&dev, &vfs).unwrap();
+        let db = reopen_mem(&dev, &vfs).unwrap();
         let before = db.stats().device.reads;
         let mut one_by_one = Vec::new();
         for &(lo, hi) in &ranges {
@@ -120,7 +120,7 @@ fn neighbouring_ranges_share_the_pages_they_fall_in() {
         }
         let single = db.stats().device.reads - before;
         db.close().unwrap();
-        let mut db = reopen_mem(&dev, &vfs).unwrap();
+        let db = reopen_mem(&dev, &vfs).unwrap();
         let before = db.stats().device.reads;
         let many = db.range_many(&ranges).unwrap();
         let shared = db.stats().device.reads - before;

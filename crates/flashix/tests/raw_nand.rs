@@ -54,7 +54,7 @@ fn ipl_and_dipl_default_to_raw_nand_and_persist_in_the_nand_file() {
         // Still writable after the reopen, and again after a second one.
         db.insert(u64::MAX, 1).unwrap();
         db.close().unwrap();
-        let mut db = Db::open(&path).unwrap();
+        let db = Db::open(&path).unwrap();
         assert_eq!(db.get(u64::MAX).unwrap(), Some(1), "{kind:?}");
         db.close().unwrap();
     }

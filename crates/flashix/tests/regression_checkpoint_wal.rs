@@ -26,7 +26,7 @@ fn a_crash_anywhere_in_a_checkpoint_leaves_an_openable_index() {
             let opts = Options::new(EngineKind::BTree)
                 .page_size(512)
                 .buffer_pool_bytes(16 * 512);
-            let mut db = Db::create_on(storage(&faults, &dev, &vfs), opts).unwrap();
+            let db = Db::create_on(storage(&faults, &dev, &vfs), opts).unwrap();
             for k in 0..50u64 {
                 db.insert(k, k).unwrap();
             }
@@ -37,7 +37,7 @@ fn a_crash_anywhere_in_a_checkpoint_leaves_an_openable_index() {
             faults.crash_now();
             assert_eq!(faults.image_error(), None);
             let fresh = Faults::new(seed);
-            let mut db = Db::open_on(storage(&fresh, &dev, &vfs))
+            let db = Db::open_on(storage(&fresh, &dev, &vfs))
                 .unwrap_or_else(|e| panic!("seed {seed}, crash after {n}: {e}"));
             assert_eq!(db.range(..).unwrap().count(), 50);
         }

@@ -29,7 +29,7 @@ fn read_meets(engine: EngineKind, kind: OpKind) -> bool {
         .page_size(512)
         .buffer_pool_bytes(16 * 512)
         .checkpoint_wal_bytes(4 << 20);
-    let mut db = Db::create_on(storage(&faults, &dev, &vfs), opts).unwrap();
+    let db = Db::create_on(storage(&faults, &dev, &vfs), opts).unwrap();
     let n = 3_000u64;
     let mut want = std::collections::BTreeMap::new();
     for k in 0..n {
@@ -68,7 +68,7 @@ fn read_meets(engine: EngineKind, kind: OpKind) -> bool {
     assert!(matches!(db.get(1), Err(Error::Poisoned(_))));
     drop(db);
     faults.clear_failures();
-    let mut db = Db::open_on(storage(&Faults::new(8), &dev, &vfs)).unwrap();
+    let db = Db::open_on(storage(&Faults::new(8), &dev, &vfs)).unwrap();
     db.check_integrity().unwrap();
     let got: std::collections::BTreeMap<u64, u64> =
         db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
@@ -100,17 +100,17 @@ fn an_estimate_that_meets_an_io_error_poisons_the_db() {
     let opts = Options::new(EngineKind::Fbx)
         .page_size(512)
         .buffer_pool_bytes(16 * 512);
-    let mut db = Db::create_on(storage(&Faults::new(7), &dev, &vfs), opts).unwrap();
+    let db = Db::create_on(storage(&Faults::new(7), &dev, &vfs), opts).unwrap();
     for k in 0..3_000u64 {
         db.insert(k, k).unwrap();
     }
     db.close().unwrap();
     let faults = Faults::new(9);
-    let mut db = Db::open_on(storage(&faults, &dev, &vfs)).unwrap();
+    let db = Db::open_on(storage(&faults, &dev, &vfs)).unwrap();
     assert!(db.estimate_count(&[(0, 2_999)]).unwrap().is_some());
     // A cold pool again, then the estimate's first page read fails.
     drop(db);
-    let mut db = Db::open_on(storage(&faults, &dev, &vfs)).unwrap();
+    let db = Db::open_on(storage(&faults, &dev, &vfs)).unwrap();
     faults.fail_nth(OpKind::DeviceRead, 1, libc::EIO, false);
     let e = db.estimate_count(&[(0, 2_999)]).unwrap_err();
     assert!(matches!(e, Error::Io { .. }), "{e}");

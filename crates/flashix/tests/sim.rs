@@ -34,7 +34,7 @@ fn a_btree_on_each_simulated_ssd_persists_and_reports_flash_counters() {
             .page_size(4096)
             .buffer_pool_bytes(8 * 4096)
             .device(DeviceSpec::SimulatedSsd(small_ssd(ftl)));
-        let mut db = Db::create(&path, opts).unwrap();
+        let db = Db::create(&path, opts).unwrap();
         let mut rng = flashix::testing::Rng::new(3);
         let mut model = std::collections::BTreeMap::new();
         for i in 0..4_000u64 {
@@ -64,7 +64,7 @@ fn a_btree_on_each_simulated_ssd_persists_and_reports_flash_counters() {
         }
         db.close().unwrap();
         assert!(path.join("nand").is_file());
-        let mut db = Db::open(&path).unwrap();
+        let db = Db::open(&path).unwrap();
         db.check_integrity().unwrap();
         for (&k, &v) in &model {
             assert_eq!(db.get(k).unwrap(), Some(v), "{ftl} key {k}");

@@ -37,6 +37,16 @@ impl WriteBarrier for NoBarrier {
 /// Index of a frame in the pool.
 pub type FrameId = usize;
 
+/// What a shared reader's lookup found ([`BufferPool::pin_resident`]).
+pub(super) enum Lookup {
+    /// Resident and loaded: pinned for the reader.
+    Hit(FrameId),
+    /// Another reader is reading it into its frame.
+    Loading,
+    /// Not resident.
+    Miss,
+}
+
 const NIL: usize = usize::MAX;
 
 /// Page-map entries allocated when the pool is made (more as it fills).
@@ -46,6 +56,9 @@ struct Frame {
     page: PageId,
     data: AlignedBuf,
     dirty: bool,
+    /// A shared reader is reading the page into the frame outside the pool's lock
+    /// ([`BufferPool::claim`]); it is pinned and mapped meanwhile.
+    loading: bool,
     pins: u32,
     lsn: u64,
     prev: usize,
@@ -227,24 +240,8 @@ impl BufferPool {
 
     /// A frame to (re)use: a never-used one, a free one, or the LRU unpinned victim.
     fn victim(&mut self, dev: &mut dyn Device, barrier: &mut dyn WriteBarrier) -> Result<FrameId> {
-        if let Some(f) = self.free.pop() {
+        if let Some(f) = self.spare() {
             return Ok(f);
-        }
-        if self.live_frames() < self.capacity {
-            if let Some(f) = self.released.pop() {
-                self.frames[f].data = AlignedBuf::zeroed(self.page_size);
-                return Ok(f);
-            }
-            self.frames.push(Frame {
-                page: 0,
-                data: AlignedBuf::zeroed(self.page_size),
-                dirty: false,
-                pins: 0,
-                lsn: 0,
-                prev: NIL,
-                next: NIL,
-            });
-            return Ok(self.frames.len() - 1);
         }
         let mut f = self.tail;
         while f != NIL && self.frames[f].pins > 0 {
@@ -259,10 +256,41 @@ impl BufferPool {
         if self.frames[f].dirty {
             self.write_back(dev, barrier, &[f])?;
         }
+        self.evict(f);
+        Ok(f)
+    }
+
+    /// Take frame `f` (resident, unpinned, clean) out of the pool's map and LRU list.
+    fn evict(&mut self, f: FrameId) {
         self.unlink(f);
         self.map.remove(&self.frames[f].page);
         self.stats.evictions += 1;
-        Ok(f)
+    }
+
+    /// A frame that holds no page: a free one, or a new one while the pool is below its
+    /// capacity.
+    fn spare(&mut self) -> Option<FrameId> {
+        if let Some(f) = self.free.pop() {
+            return Some(f);
+        }
+        if self.live_frames() < self.capacity {
+            if let Some(f) = self.released.pop() {
+                self.frames[f].data = AlignedBuf::zeroed(self.page_size);
+                return Some(f);
+            }
+            self.frames.push(Frame {
+                page: 0,
+                data: AlignedBuf::zeroed(self.page_size),
+                dirty: false,
+                loading: false,
+                pins: 0,
+                lsn: 0,
+                prev: NIL,
+                next: NIL,
+            });
+            return Some(self.frames.len() - 1);
+        }
+        None
     }
 
     /// Write dirty frames (one batch), after the barrier for their largest LSN.
@@ -386,6 +414,96 @@ impl BufferPool {
             }
         }
         Ok(loaded)
+    }
+
+    /// A shared reader's lookup (`super::SharedPool`): pin `pid` if it is resident and
+    /// loaded (a hit), or say that another reader is loading it, or that it is absent.
+    pub(super) fn pin_resident(&mut self, pid: PageId) -> Lookup {
+        match self.map.get(&pid) {
+            Some(&f) if self.frames[f].loading => Lookup::Loading,
+            Some(&f) => {
+                self.stats.hits += 1;
+                self.frames[f].pins += 1;
+                self.touch(f);
+                Lookup::Hit(f)
+            }
+            None => Lookup::Miss,
+        }
+    }
+
+    /// A frame for a shared reader to read `pid` into with the pool's lock released: a
+    /// spare one or the least recently used unpinned *clean* one (a shared reader writes
+    /// nothing back here), pinned, mapped to `pid` and marked loading, so that other
+    /// readers of `pid` wait for it and nothing evicts it. `None` when every unpinned frame
+    /// is dirty or every frame is pinned ([`BufferPool::clean_one`]). Counted as a miss.
+    pub(super) fn claim(&mut self, pid: PageId) -> Option<FrameId> {
+        let f = match self.spare() {
+            Some(f) => f,
+            None => {
+                let mut f = self.tail;
+                while f != NIL && (self.frames[f].pins > 0 || self.frames[f].dirty) {
+                    f = self.frames[f].prev;
+                }
+                if f == NIL {
+                    return None;
+                }
+                self.evict(f);
+                f
+            }
+        };
+        self.stats.misses += 1;
+        self.install(f, pid, false);
+        self.frames[f].loading = true;
+        Some(f)
+    }
+
+    /// The shared reader that claimed `f` finished reading into it: on success the page is
+    /// resident (and stays pinned for the reader); on failure the frame is free again.
+    pub(super) fn loaded(&mut self, f: FrameId, ok: bool) {
+        self.frames[f].loading = false;
+        if !ok {
+            self.discard(self.frames[f].page);
+        }
+    }
+
+    /// Write back the least recently used unpinned dirty frame, which stays resident and
+    /// becomes clean, so that a shared reader's [`BufferPool::claim`] finds a victim. False
+    /// when every frame is pinned.
+    pub fn clean_one(
+        &mut self,
+        dev: &mut dyn Device,
+        barrier: &mut dyn WriteBarrier,
+    ) -> Result<bool> {
+        let mut f = self.tail;
+        while f != NIL && self.frames[f].pins > 0 {
+            f = self.frames[f].prev;
+        }
+        if f == NIL {
+            return Ok(false);
+        }
+        if self.frames[f].dirty {
+            self.write_back(dev, barrier, &[f])?;
+        }
+        Ok(true)
+    }
+
+    /// The page check run on every page read from the device.
+    pub(super) fn page_check(&self) -> PageCheck {
+        self.check
+    }
+
+    /// The bytes of pinned frame `f`, for a shared reader to use with the pool's lock
+    /// released. The pointer stays valid while `f` is pinned: a pinned frame's buffer is
+    /// never evicted, released or replaced (`super::SharedPool` states the protocol).
+    pub(super) fn frame_ptr(&mut self, f: FrameId) -> (*mut u8, usize) {
+        let d = &mut self.frames[f].data;
+        (d.as_mut_ptr(), d.len())
+    }
+
+    /// Release a shared reader's pin; true when the frame is now unpinned.
+    pub(super) fn unpin_shared(&mut self, f: FrameId) -> bool {
+        self.unpin(f);
+        self.frames[f].pins == 0
     }
 
     /// Pin a frame for a new page without reading it (contents zeroed, marked dirty).

@@ -28,6 +28,7 @@
 //! a WAL created ahead (step 2) with the other leftovers, so the first switch after an open
 //! creates its WAL itself.
 
+use super::commit::{FlushTicket, GroupCommit};
 use super::manifest::{Manifest, OptionsRecord};
 use super::wal::{self, LogicalOp, Lsn, Record, Wal};
 use crate::error::Result;
@@ -53,13 +54,17 @@ pub struct Log {
     replaying: bool,
     /// The WAL recovered holds an out-of-space record ([`wal::Replay::out_of_space`]).
     recovered_out_of_space: bool,
+    /// What is durable, across generations, shared with waiting flushes (group commit,
+    /// [`super::commit`]).
+    commit: Arc<GroupCommit>,
 }
 
 impl Log {
     /// Generation 1 of a new index. The caller builds its initial state and then takes a
     /// checkpoint, whose [`Log::switch`] writes the first manifest.
     pub fn create(vfs: Arc<dyn Vfs>, options: OptionsRecord) -> Result<Log> {
-        let wal = Wal::create(Arc::clone(&vfs), 1)?;
+        let commit = GroupCommit::new(1, 0);
+        let wal = Wal::create_in(Arc::clone(&vfs), 1, Arc::clone(&commit))?;
         Ok(Log {
             vfs,
             wal,
@@ -68,6 +73,7 @@ impl Log {
             base: WalStats::default(),
             replaying: false,
             recovered_out_of_space: false,
+            commit,
         })
     }
 
@@ -77,7 +83,8 @@ impl Log {
     pub fn recover(vfs: Arc<dyn Vfs>, manifest: &Manifest) -> Result<(Log, Vec<Record>)> {
         let gen = manifest.generation;
         let replay = wal::recover(&*vfs, gen)?;
-        let wal = Wal::resume(Arc::clone(&vfs), gen, replay.valid_len);
+        let commit = GroupCommit::new(gen, replay.valid_len);
+        let wal = Wal::resume_in(Arc::clone(&vfs), gen, replay.valid_len, Arc::clone(&commit));
         let log = Log {
             vfs,
             wal,
@@ -86,6 +93,7 @@ impl Log {
             base: WalStats::default(),
             replaying: false,
             recovered_out_of_space: replay.out_of_space,
+            commit,
         };
         Ok((log, replay.records))
     }
@@ -97,12 +105,12 @@ impl Log {
         let mut next = match self.next.take() {
             Some(wal) if wal.generation() == gen => wal,
             _ => {
-                let wal = Wal::create(Arc::clone(&self.vfs), gen)?;
+                let wal = Wal::create_in(Arc::clone(&self.vfs), gen, Arc::clone(&self.commit))?;
                 self.vfs.sync_dir()?;
                 wal
             }
         };
-        let after = Wal::create(Arc::clone(&self.vfs), gen + 1)?;
+        let after = Wal::create_in(Arc::clone(&self.vfs), gen + 1, Arc::clone(&self.commit))?;
         let manifest = Manifest {
             format_version: super::manifest::FORMAT_VERSION,
             options: self.options.clone(),
@@ -112,6 +120,8 @@ impl Log {
         };
         manifest.store(&*self.vfs)?;
         std::mem::swap(&mut self.wal, &mut next);
+        // The new manifest is durable: every record of the old WAL is in its image.
+        self.commit.switched(gen, 0);
         self.next = Some(after);
         add_wal_stats(&mut self.base, &next.stats());
         self.base.checkpoints += 1;
@@ -149,9 +159,17 @@ impl Log {
         self.wal.ensure_durable(lsn)
     }
 
-    /// Group commit: every logged operation becomes durable.
+    /// Every logged operation becomes durable now, under the caller's writer lock.
+    #[cfg(test)]
     pub fn sync(&mut self) -> Result<()> {
         self.wal.sync()
+    }
+
+    /// The first step of a group-committed flush: every logged operation is handed to the
+    /// file; the ticket returned (`None`: all durable already) is waited on with the writer
+    /// lock released ([`super::commit`]).
+    pub fn prepare_flush(&mut self) -> Result<Option<FlushTicket>> {
+        self.wal.prepare_flush()
     }
 
     /// Bytes in the current WAL.
@@ -178,6 +196,9 @@ impl Log {
     pub fn stats(&self) -> WalStats {
         let mut s = self.base.clone();
         add_wal_stats(&mut s, &self.wal.stats());
+        let (syncs, saved) = self.commit.counts();
+        s.syncs += syncs;
+        s.syncs_saved += saved;
         s
     }
 }

@@ -226,9 +226,9 @@ pub(crate) trait Logged {
     }
 }
 
-/// The [`crate::kit::api::Engine`] methods every [`Logged`] engine implements the same way:
+/// The [`crate::kit::api::SerialEngine`] methods every [`Logged`] engine implements the same way:
 /// `insert`, `delete`, `bulk_insert`, `delete_range`, `apply_batch` through the log, `flush` (group
-/// commit) and `close` (a checkpoint). Used inside `impl Engine for ...`.
+/// commit) and `close` (a checkpoint). Used inside `impl SerialEngine for ...`.
 macro_rules! logged_engine_methods {
     () => {
         fn insert(&mut self, key: u64, value: u64) -> $crate::error::Result<()> {
@@ -254,8 +254,8 @@ macro_rules! logged_engine_methods {
             $crate::durable::Logged::logged(self, $crate::durable::LogicalOp::Batch(ops.to_vec()))
         }
 
-        fn flush(&mut self) -> $crate::error::Result<()> {
-            $crate::durable::Logged::log(self).sync()
+        fn flush_ticket(&mut self) -> $crate::error::Result<Option<$crate::durable::FlushTicket>> {
+            $crate::durable::Logged::log(self).prepare_flush()
         }
 
         fn close(&mut self) -> $crate::error::Result<()> {

@@ -8,12 +8,14 @@
 //! record, the engine state as JSON, and the Pager takes a [`PagerConfig`] of numbers.
 
 pub mod background;
+pub mod commit;
 mod log;
 mod logged;
 pub mod manifest;
 mod pager;
 pub mod wal;
 
+pub use commit::FlushTicket;
 pub use log::Log;
 pub(crate) use logged::{logged_engine_methods, Logged, Store};
 pub use manifest::{Manifest, OptionsRecord, MANIFEST};

@@ -41,20 +41,20 @@ use super::log::Log;
 use super::logged::Store;
 use super::manifest::{wal_name, Manifest, OptionsRecord};
 use super::wal::{LogicalOp, Record};
-use crate::buffer::{BufferPool, WriteBarrier};
+use crate::buffer::{BufferPool, SharedIo, SharedPool, WriteBarrier};
 use crate::error::{Error, Result};
-use crate::io::{Device, DeviceStats, Extent, ExtentAllocator, PageId, Vfs};
+use crate::io::{Device, DeviceStats, Extent, ExtentAllocator, PageId, SharedReader, Vfs};
 use crate::kind::EngineKind;
 use crate::page;
 use crate::stats::{BufferStats, Stats, WalStats};
 use rustc_hash::FxHashSet;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The Pager is the [`Store`] of the engines that keep pages on a `Device`.
 impl Store for Pager {
     fn log(&mut self) -> &mut Log {
-        &mut self.log
+        exclusive(&mut self.log)
     }
 
     fn checkpoint_wal_bytes(&self) -> u64 {
@@ -67,6 +67,36 @@ impl Store for Pager {
 }
 
 struct WalBarrier<'a>(&'a mut Log);
+
+/// A mutex's contents through `&mut` (no lock is taken; a panic that poisoned it left
+/// nothing half-done that the next operation relies on: `Db` poisons on errors).
+fn exclusive<T>(m: &mut Mutex<T>) -> &mut T {
+    m.get_mut().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A mutex's contents from one of many threads.
+fn shared<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How a shared reader's miss reaches the device and the WAL (lock order: the pool's
+/// mutex is held by the caller; the log's, then the device's, are taken here).
+struct SharedPagerIo<'a>(&'a Pager);
+
+impl SharedIo for SharedPagerIo<'_> {
+    fn read_page(&self, pid: PageId, buf: &mut [u8]) -> Result<()> {
+        match &self.0.reader {
+            Some(r) => r.read(pid, buf),
+            None => shared(&self.0.dev).read(pid, buf),
+        }
+    }
+
+    fn clean_one(&self, pool: &mut BufferPool) -> Result<bool> {
+        let mut log = shared(&self.0.log);
+        let mut dev = shared(&self.0.dev);
+        pool.clean_one(&mut **dev, &mut WalBarrier(&mut log))
+    }
+}
 
 impl WriteBarrier for WalBarrier<'_> {
     fn before_write(&mut self, lsn: u64) -> Result<()> {
@@ -96,10 +126,23 @@ pub struct PagerConfig {
 }
 
 /// Buffer pool + WAL + allocator of an in-place engine.
+///
+/// # Thread safety
+///
+/// `&mut Pager` is one writer (or one thread) with everything to itself, as before: no lock
+/// is taken on that path (the mutexes below are reached with `get_mut`). `&Pager` serves
+/// any number of readers at once through [`Pager::read_shared`]: the buffer pool's shared
+/// mode ([`SharedPool`]) with its reads sent through the device's [`SharedReader`] when it
+/// has one (a file: each thread its own request in flight), else one at a time through the
+/// device's mutex. A reader that must write a dirty frame back first (no clean frame left)
+/// takes the log's mutex for the WAL rule, then the device's: the lock order is pool, log,
+/// device, and nothing takes them in another order.
 pub struct Pager {
-    dev: Box<dyn Device>,
-    pool: BufferPool,
-    log: Log,
+    dev: Mutex<Box<dyn Device>>,
+    /// Reads from many threads at once beside `dev` (a file device's reader handles).
+    reader: Option<Arc<dyn SharedReader>>,
+    pool: SharedPool,
+    log: Mutex<Log>,
     alloc: ExtentAllocator,
     config: PagerConfig,
     /// [`page::stamp_of`] the current WAL generation.
@@ -111,7 +154,7 @@ impl Pager {
     /// builds its initial pages and then calls [`Pager::checkpoint`], which writes the
     /// first manifest with `options`.
     pub fn create(
-        device: Box<dyn Device>,
+        mut device: Box<dyn Device>,
         vfs: Arc<dyn Vfs>,
         config: PagerConfig,
         options: OptionsRecord,
@@ -122,9 +165,10 @@ impl Pager {
         alloc.set_limit(device.capacity_pages());
         let stamp = page::stamp_of(log.generation());
         Ok(Pager {
-            dev: device,
-            pool,
-            log,
+            reader: device.shared_reader()?,
+            dev: Mutex::new(device),
+            pool: SharedPool::new(pool),
+            log: Mutex::new(log),
             alloc,
             config,
             stamp,
@@ -175,9 +219,10 @@ impl Pager {
             device.sync()?;
         }
         let pager = Pager {
-            dev: device,
-            pool,
-            log,
+            reader: device.shared_reader()?,
+            dev: Mutex::new(device),
+            pool: SharedPool::new(pool),
+            log: Mutex::new(log),
             alloc,
             config,
             stamp,
@@ -193,21 +238,20 @@ impl Pager {
     /// Check every page read through the pool with `check` after its envelope (the
     /// engine's page format rules, [`crate::buffer::PageCheck`]).
     pub fn set_page_check(&mut self, check: crate::buffer::PageCheck) {
-        self.pool.set_page_check(check);
+        self.pool.get_mut().set_page_check(check);
     }
 
     /// Frames of the buffer pool.
     pub fn pool_frames(&self) -> u64 {
-        self.pool.frames()
+        self.pool.with(|p| p.frames())
     }
 
     /// Run `f` on the page's bytes.
     pub fn read<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
-        let fid = self
-            .pool
-            .fetch(&mut *self.dev, &mut WalBarrier(&mut self.log), pid)?;
-        let out = f(self.pool.data(fid));
-        self.pool.unpin(fid);
+        let (pool, dev, mut barrier) = self.io();
+        let fid = pool.fetch(dev, &mut barrier, pid)?;
+        let out = f(pool.data(fid));
+        pool.unpin(fid);
         Ok(out)
     }
 
@@ -216,30 +260,30 @@ impl Pager {
     /// levels of an FD-tree or LSM point search). Only for pages never dirty in the pool.
     pub fn read_past<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
         let mut buf = crate::io::AlignedBuf::zeroed(self.page_size());
-        self.dev.read(pid, &mut buf)?;
+        exclusive(&mut self.dev).read(pid, &mut buf)?;
         Ok(f(&buf))
     }
 
     /// Run `f` on the page's bytes to change them, taking its before-image first if this
     /// is its first change since the checkpoint.
     pub fn write<T>(&mut self, pid: PageId, f: impl FnOnce(&mut [u8]) -> T) -> Result<T> {
-        let fid = self
-            .pool
-            .fetch(&mut *self.dev, &mut WalBarrier(&mut self.log), pid)?;
+        let stamp = self.stamp;
+        let (pool, dev, mut barrier) = self.io();
+        let fid = pool.fetch(dev, &mut barrier, pid)?;
         let mut lsn = 0;
-        if page::stamp(self.pool.data(fid)) != self.stamp {
-            match self.log.log_image(pid, self.pool.data(fid)) {
+        if page::stamp(pool.data(fid)) != stamp {
+            match barrier.0.log_image(pid, pool.data(fid)) {
                 Ok(l) => lsn = l,
                 Err(e) => {
-                    self.pool.unpin(fid);
+                    pool.unpin(fid);
                     return Err(e);
                 }
             }
         }
-        let buf = self.pool.data_mut(fid, lsn);
+        let buf = pool.data_mut(fid, lsn);
         let out = f(buf);
-        page::set_stamp(buf, self.stamp);
-        self.pool.unpin(fid);
+        page::set_stamp(buf, stamp);
+        pool.unpin(fid);
         Ok(out)
     }
 
@@ -247,19 +291,15 @@ impl Pager {
     /// one request, at most `pio_max` requests per batch (PIO B-tree paper §2.3). Later
     /// [`Pager::read`]s of these pages are pool hits. Returns the pages read.
     pub fn prefetch(&mut self, runs: &[crate::io::psync::Run], pio_max: usize) -> Result<u64> {
-        self.pool.fetch_runs(
-            &mut *self.dev,
-            &mut WalBarrier(&mut self.log),
-            runs,
-            pio_max,
-        )
+        let (pool, dev, mut barrier) = self.io();
+        pool.fetch_runs(dev, &mut barrier, runs, pio_max)
     }
 
     /// Make the pages of `runs` the pool's next victims ([`BufferPool::demote`]).
     pub fn demote(&mut self, runs: &[crate::io::psync::Run]) {
         for &(start, len) in runs {
             for pid in start..start + len {
-                self.pool.demote(pid);
+                self.pool.get_mut().demote(pid);
             }
         }
     }
@@ -268,8 +308,8 @@ impl Pager {
     /// WAL rule's barrier (write-through of a batch update, PIO B-tree paper §3.4). The
     /// pages stay resident and clean; this is not a checkpoint.
     pub fn write_through(&mut self, pio_max: usize) -> Result<()> {
-        self.pool
-            .flush_dirty(&mut *self.dev, &mut WalBarrier(&mut self.log), pio_max)
+        let (pool, dev, mut barrier) = self.io();
+        pool.flush_dirty(dev, &mut barrier, pio_max)
     }
 
     /// `len` new contiguous zeroed pages changed through the pool like
@@ -292,17 +332,17 @@ impl Pager {
     /// A zeroed frame for new page `pid`, stamped with the current generation: it is not
     /// in the checkpoint image, so its changes need no before-image.
     fn create_stamped(&mut self, pid: PageId) -> Result<()> {
-        let fid = self
-            .pool
-            .create(&mut *self.dev, &mut WalBarrier(&mut self.log), pid)?;
-        page::set_stamp(self.pool.data_mut(fid, 0), self.stamp);
-        self.pool.unpin(fid);
+        let stamp = self.stamp;
+        let (pool, dev, mut barrier) = self.io();
+        let fid = pool.create(dev, &mut barrier, pid)?;
+        page::set_stamp(pool.data_mut(fid, 0), stamp);
+        pool.unpin(fid);
         Ok(())
     }
 
     /// Free a page; it is reused only after the next checkpoint.
     pub fn free_page(&mut self, pid: PageId) {
-        self.pool.discard(pid);
+        self.pool.get_mut().discard(pid);
         self.alloc.free(Extent { start: pid, len: 1 });
     }
 
@@ -317,7 +357,7 @@ impl Pager {
     /// Free a run; its pages are reused only after the next checkpoint (shadow paging).
     pub fn free_extent(&mut self, e: Extent) {
         for pid in e.start..e.end() {
-            self.pool.discard(pid);
+            self.pool.get_mut().discard(pid);
         }
         self.alloc.free(e);
     }
@@ -351,8 +391,8 @@ impl Pager {
     /// Put a page just written through [`Pager::device`] in the pool as a clean frame
     /// ([`BufferPool::put_clean`]), so that its next read is a hit.
     pub fn put_clean(&mut self, pid: PageId, bytes: &[u8]) -> Result<()> {
-        self.pool
-            .put_clean(&mut *self.dev, &mut WalBarrier(&mut self.log), pid, bytes)
+        let (pool, dev, mut barrier) = self.io();
+        pool.put_clean(dev, &mut barrier, pid, bytes)
     }
 
     /// Drop a page's frame from the pool without freeing the page: for an engine that
@@ -360,31 +400,32 @@ impl Pager {
     /// recycles pages allocated and released since the last checkpoint), so the pool holds
     /// no stale copy.
     pub fn discard(&mut self, pid: PageId) {
-        self.pool.discard(pid);
+        self.pool.get_mut().discard(pid);
     }
 
     /// The device, for multi-page I/O that bypasses the buffer pool (FD-tree paper,
     /// App. D: "the merge operation ... can skip the buffer layer"). Only pages of extents
     /// from [`Pager::alloc_extent`] may be written this way.
     pub fn device(&mut self) -> &mut dyn Device {
-        &mut *self.dev
+        &mut **exclusive(&mut self.dev)
     }
 
     /// True while replaying the WAL.
     pub fn replaying(&self) -> bool {
-        self.log.replaying()
+        shared(&self.log).replaying()
     }
 
     /// Write all dirty pages (the write barrier syncs the log up to their before-images,
     /// and no further: [`Log::switch`] needs no more of it), sync the device, and switch
     /// to a new manifest and WAL generation; freed pages become reusable.
     fn write_back_and_switch(&mut self, engine_state: serde_json::Value) -> Result<()> {
-        self.pool
-            .flush_all(&mut *self.dev, &mut WalBarrier(&mut self.log))?;
-        self.dev.sync()?;
-        self.log.switch(self.alloc.state(), engine_state)?;
+        let (pool, dev, mut barrier) = self.io();
+        pool.flush_all(dev, &mut barrier)?;
+        dev.sync()?;
+        let log = exclusive(&mut self.log);
+        log.switch(self.alloc.state(), engine_state)?;
         self.alloc.commit();
-        self.stamp = page::stamp_of(self.log.generation());
+        self.stamp = page::stamp_of(log.generation());
         Ok(())
     }
 
@@ -395,17 +436,17 @@ impl Pager {
 
     /// Device counters.
     pub fn device_stats(&self) -> DeviceStats {
-        self.dev.stats()
+        shared(&self.dev).stats()
     }
 
     /// Buffer pool counters.
     pub fn buffer_stats(&self) -> BufferStats {
-        self.pool.stats()
+        self.pool.with(|p| p.stats())
     }
 
     /// WAL counters over all generations since open.
     pub fn wal_stats(&self) -> WalStats {
-        self.log.stats()
+        shared(&self.log).stats()
     }
 
     /// An engine's [`Stats`]: the pager's device, buffer and WAL counters with the
@@ -433,11 +474,11 @@ impl Pager {
     /// count does not change.
     pub fn set_pool_bytes(&mut self, bytes: u64) -> Result<()> {
         let frames = ((bytes / self.config.page_size as u64) as usize).max(self.config.min_frames);
-        if frames as u64 == self.pool.frames() {
+        let (pool, dev, mut barrier) = self.io();
+        if frames as u64 == pool.frames() {
             return Ok(());
         }
-        self.pool
-            .set_capacity(&mut *self.dev, &mut WalBarrier(&mut self.log), frames)
+        pool.set_capacity(dev, &mut barrier, frames)
     }
 
     /// Charge `structures` bytes of the engine's own structures (all of them, those it
@@ -450,7 +491,23 @@ impl Pager {
 
     /// Memory held: the pool's frames (the Pager keeps nothing per page besides them).
     pub fn memory_bytes(&self) -> u64 {
-        self.pool.memory_bytes()
+        self.pool.with(|p| p.memory_bytes())
+    }
+
+    /// The pool, the device and the WAL rule's barrier, for the one thread that holds
+    /// `&mut` (no lock taken).
+    fn io(&mut self) -> (&mut BufferPool, &mut dyn Device, WalBarrier<'_>) {
+        (
+            self.pool.get_mut(),
+            &mut **exclusive(&mut self.dev),
+            WalBarrier(exclusive(&mut self.log)),
+        )
+    }
+
+    /// Run `f` on page `pid`'s bytes from any of many reading threads at once (the pool's
+    /// shared mode, [`SharedPool`]; the type's thread-safety section).
+    pub fn read_shared<T>(&self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+        self.pool.read(&SharedPagerIo(self), pid, f)
     }
 
     /// A pager of `frames` frames over a fresh memory device (unit tests of the layers
@@ -558,7 +615,7 @@ mod tests {
         for &p in &pids {
             fill(&mut pager, p, 9);
         }
-        pager.log().sync().unwrap();
+        pager.log().prepare_flush().unwrap().unwrap().wait().unwrap();
         drop(pager);
         let manifest = Manifest::load(&vfs).unwrap();
         let (mut pager, ops) = Pager::open(

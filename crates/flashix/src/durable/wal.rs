@@ -28,6 +28,7 @@
 //! valid follows it* (a torn tail from a crash); a bad record followed by a valid one is
 //! corruption, reported with the file name and offset.
 
+use super::commit::{FlushTicket, GroupCommit};
 use crate::error::{Error, Result};
 use crate::io::{PageId, Vfs};
 use crate::page::{read_u32, read_u64};
@@ -157,30 +158,42 @@ pub struct Wal {
     buf: Vec<u8>,
     /// Bytes already handed to the file.
     written: u64,
-    /// Bytes known durable.
-    durable: u64,
+    /// What is durable, shared with the flushes waiting on it (group commit).
+    commit: Arc<GroupCommit>,
     stats: WalStats,
 }
 
 impl Wal {
     /// Start a new, empty WAL file for `generation` (not yet durable: sync it or the
     /// directory before relying on it).
+    #[cfg(test)]
     pub fn create(vfs: Arc<dyn Vfs>, generation: u64) -> Result<Wal> {
-        let name = super::manifest::wal_name(generation);
-        vfs.create(&name)?;
-        Ok(Wal::resume(vfs, generation, 0))
+        Wal::create_in(vfs, generation, GroupCommit::new(generation, 0))
     }
 
-    /// Continue the WAL of `generation` after its first `valid_len` bytes (what
-    /// [`read`] found valid); any torn tail after it must already be cut off.
-    pub fn resume(vfs: Arc<dyn Vfs>, generation: u64, valid_len: u64) -> Wal {
+    /// [`Wal::create`], its durable state kept in `commit` (the log's, across generations).
+    pub fn create_in(vfs: Arc<dyn Vfs>, generation: u64, commit: Arc<GroupCommit>) -> Result<Wal> {
+        let name = super::manifest::wal_name(generation);
+        vfs.create(&name)?;
+        Ok(Wal::resume_in(vfs, generation, 0, commit))
+    }
+
+    /// Continue the WAL of `generation` after its first `valid_len` bytes (what [`read`]
+    /// found valid; any torn tail after it must already be cut off), its durable state kept
+    /// in `commit`.
+    pub fn resume_in(
+        vfs: Arc<dyn Vfs>,
+        generation: u64,
+        valid_len: u64,
+        commit: Arc<GroupCommit>,
+    ) -> Wal {
         Wal {
             name: super::manifest::wal_name(generation),
             vfs,
             generation,
             buf: Vec::new(),
             written: valid_len,
-            durable: valid_len,
+            commit,
             stats: WalStats::default(),
         }
     }
@@ -252,25 +265,43 @@ impl Wal {
             self.vfs.append(&self.name, &self.buf)?;
             self.written += self.buf.len() as u64;
             self.buf.clear();
+            self.commit.written(self.generation, self.written);
         }
         Ok(())
     }
 
-    /// Group commit: make every appended record durable.
+    /// Make every appended record durable now (the caller holds the writer lock).
     pub fn sync(&mut self) -> Result<()> {
-        if self.durable == self.end() {
+        if self.commit.durable(self.generation) >= self.end() {
             return Ok(());
         }
         self.write_out()?;
         self.vfs.sync(&self.name)?;
         self.stats.syncs += 1;
-        self.durable = self.written;
+        self.commit.synced(self.generation, self.written);
         Ok(())
+    }
+
+    /// Hand every appended record to the file and return the ticket a flush waits on to
+    /// make them durable (group commit, [`FlushTicket::wait`]), or `None` when they are
+    /// durable already.
+    pub fn prepare_flush(&mut self) -> Result<Option<FlushTicket>> {
+        if self.commit.durable(self.generation) >= self.end() {
+            return Ok(None);
+        }
+        self.write_out()?;
+        Ok(Some(FlushTicket {
+            commit: Arc::clone(&self.commit),
+            vfs: Arc::clone(&self.vfs),
+            name: self.name.clone(),
+            generation: self.generation,
+            lsn: self.written,
+        }))
     }
 
     /// Make the log durable at least up to `lsn`.
     pub fn ensure_durable(&mut self, lsn: Lsn) -> Result<()> {
-        if lsn > self.durable {
+        if lsn > self.commit.durable(self.generation) {
             self.sync()?;
         }
         Ok(())

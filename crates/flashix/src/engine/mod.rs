@@ -19,6 +19,8 @@ use crate::error::Result;
 use crate::io::Storage;
 use crate::kind::EngineKind;
 pub(crate) use crate::kit::api::Engine;
+use crate::kit::parallel::Parallel;
+use crate::kit::serial::Serial;
 use crate::options::{EngineOptions, Options};
 
 /// True when this build has an implementation of `kind` ([`create`] and [`open`] serve
@@ -66,16 +68,30 @@ pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
     let opts = opts.resolved()?;
     let s = opts.settings()?;
     match opts.sub_options {
-        EngineOptions::BTree(o) => Ok(Box::new(btree::BTree::create(storage, s, o)?)),
-        EngineOptions::FdTree(o) => Ok(Box::new(fdtree::FdTree::create(storage, s, o, model_k)?)),
-        EngineOptions::Lsm(o) => Ok(Box::new(lsm::Lsm::create(storage, s, o, model_k)?)),
-        EngineOptions::PioBTree(o) => Ok(Box::new(pio::PioBTree::create(storage, s, o)?)),
-        EngineOptions::Bftl(o) => Ok(Box::new(bftl::Bftl::create(storage, s, o)?)),
-        EngineOptions::BulkIndex(o) => Ok(Box::new(bulk::BulkIndex::create(storage, s, o)?)),
-        EngineOptions::IplBTree(o) => Ok(Box::new(ipl::IplBTree::create(storage, s, o)?)),
-        EngineOptions::DiplBTree(o) => Ok(Box::new(dipl::DiplBTree::create(storage, s, o)?)),
-        EngineOptions::LaTree(o) => Ok(Box::new(latree::LaTree::create(storage, s, o)?)),
-        EngineOptions::Fbx(o) => Ok(Box::new(fbx::Fbx::create(storage, s, o)?)),
+        EngineOptions::BTree(o) => Ok(Box::new(Parallel::new(btree::BTree::create(storage, s, o)?))),
+        EngineOptions::FdTree(o) => Ok(Box::new(Serial::new(fdtree::FdTree::create(
+            storage, s, o, model_k,
+        )?))),
+        EngineOptions::Lsm(o) => Ok(Box::new(Serial::new(lsm::Lsm::create(
+            storage, s, o, model_k,
+        )?))),
+        EngineOptions::PioBTree(o) => {
+            Ok(Box::new(Serial::new(pio::PioBTree::create(storage, s, o)?)))
+        }
+        EngineOptions::Bftl(o) => Ok(Box::new(Serial::new(bftl::Bftl::create(storage, s, o)?))),
+        EngineOptions::BulkIndex(o) => Ok(Box::new(Serial::new(bulk::BulkIndex::create(
+            storage, s, o,
+        )?))),
+        EngineOptions::IplBTree(o) => {
+            Ok(Box::new(Serial::new(ipl::IplBTree::create(storage, s, o)?)))
+        }
+        EngineOptions::DiplBTree(o) => Ok(Box::new(Serial::new(dipl::DiplBTree::create(
+            storage, s, o,
+        )?))),
+        EngineOptions::LaTree(o) => Ok(Box::new(Serial::new(latree::LaTree::create(
+            storage, s, o,
+        )?))),
+        EngineOptions::Fbx(o) => Ok(Box::new(Serial::new(fbx::Fbx::create(storage, s, o)?))),
     }
 }
 
@@ -88,16 +104,28 @@ pub fn open(storage: Storage, mut manifest: Manifest, opts: Options) -> Result<B
     manifest.options = s.record.clone();
     let m = manifest;
     match opts.sub_options {
-        EngineOptions::BTree(o) => Ok(Box::new(btree::BTree::open(storage, m, s, o)?)),
-        EngineOptions::FdTree(o) => Ok(Box::new(fdtree::FdTree::open(storage, m, s, o)?)),
-        EngineOptions::Lsm(o) => Ok(Box::new(lsm::Lsm::open(storage, m, s, o)?)),
-        EngineOptions::PioBTree(o) => Ok(Box::new(pio::PioBTree::open(storage, m, s, o)?)),
-        EngineOptions::Bftl(o) => Ok(Box::new(bftl::Bftl::open(storage, m, s, o)?)),
-        EngineOptions::BulkIndex(o) => Ok(Box::new(bulk::BulkIndex::open(storage, m, s, o)?)),
-        EngineOptions::IplBTree(o) => Ok(Box::new(ipl::IplBTree::open(storage, m, s, o)?)),
-        EngineOptions::DiplBTree(o) => Ok(Box::new(dipl::DiplBTree::open(storage, m, s, o)?)),
-        EngineOptions::LaTree(o) => Ok(Box::new(latree::LaTree::open(storage, m, s, o)?)),
-        EngineOptions::Fbx(o) => Ok(Box::new(fbx::Fbx::open(storage, m, s, o)?)),
+        EngineOptions::BTree(o) => Ok(Box::new(Parallel::new(btree::BTree::open(storage, m, s, o)?))),
+        EngineOptions::FdTree(o) => Ok(Box::new(Serial::new(fdtree::FdTree::open(
+            storage, m, s, o,
+        )?))),
+        EngineOptions::Lsm(o) => Ok(Box::new(Serial::new(lsm::Lsm::open(storage, m, s, o)?))),
+        EngineOptions::PioBTree(o) => Ok(Box::new(Serial::new(pio::PioBTree::open(
+            storage, m, s, o,
+        )?))),
+        EngineOptions::Bftl(o) => Ok(Box::new(Serial::new(bftl::Bftl::open(storage, m, s, o)?))),
+        EngineOptions::BulkIndex(o) => Ok(Box::new(Serial::new(bulk::BulkIndex::open(
+            storage, m, s, o,
+        )?))),
+        EngineOptions::IplBTree(o) => Ok(Box::new(Serial::new(ipl::IplBTree::open(
+            storage, m, s, o,
+        )?))),
+        EngineOptions::DiplBTree(o) => Ok(Box::new(Serial::new(dipl::DiplBTree::open(
+            storage, m, s, o,
+        )?))),
+        EngineOptions::LaTree(o) => Ok(Box::new(Serial::new(latree::LaTree::open(
+            storage, m, s, o,
+        )?))),
+        EngineOptions::Fbx(o) => Ok(Box::new(Serial::new(fbx::Fbx::open(storage, m, s, o)?))),
     }
 }
 

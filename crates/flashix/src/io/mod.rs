@@ -29,6 +29,7 @@ pub use mem::MemDevice;
 pub use overlay::{OverlayDevice, OverlayVfs};
 pub use vfs::{DirVfs, MemVfs, Vfs};
 
+
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
@@ -187,6 +188,13 @@ pub trait Device: Send {
         Ok(())
     }
 
+    /// A handle for reads from many threads at once ([`SharedReader`]), or `None` when the
+    /// device serves one request at a time (memory, simulated and fault-injecting devices:
+    /// their callers serialize reads on the device).
+    fn shared_reader(&mut self) -> Result<Option<Arc<dyn SharedReader>>> {
+        Ok(None)
+    }
+
     /// Wait for a started request and take its buffer back; its error, if it failed.
     fn finish(&mut self, ticket: Ticket) -> Result<AlignedBuf> {
         match ticket.0 {
@@ -196,6 +204,16 @@ pub trait Device: Send {
             ))),
         }
     }
+}
+
+/// Page reads that many threads make at once, beside the [`Device`] they came from
+/// ([`Device::shared_reader`]): each call is one read request, counted in that device's
+/// counters. A reader sees every write its device completed before the read began; it
+/// does not see requests the device started and has not finished ([`Device::start_write`]),
+/// so it is used for pages no started request writes (the buffer pool's pages).
+pub trait SharedReader: Send + Sync {
+    /// Read `buf.len()` bytes (whole pages) from `page`, as [`Device::read`].
+    fn read(&self, page: PageId, buf: &mut [u8]) -> Result<()>;
 }
 
 /// A request started by [`Device::start_read`] or [`Device::start_write`], to give to
@@ -263,6 +281,9 @@ impl Device for Box<dyn Device> {
     fn reserve_writes(&mut self, page: PageId, pages: u64) -> Result<()> {
         (**self).reserve_writes(page, pages)
     }
+    fn shared_reader(&mut self) -> Result<Option<Arc<dyn SharedReader>>> {
+        (**self).shared_reader()
+    }
 }
 
 /// I/O counters of a [`Device`]. Pages and bytes count what was transferred; requests count
@@ -303,6 +324,12 @@ pub struct DeviceStats {
     pub read_batches: u64,
     /// Largest number of requests in flight at once.
     pub max_queue_depth: u64,
+    /// Nanoseconds requests spent in flight, summed over requests (each from its
+    /// submission to its completion): its growth over a phase divided by the phase's wall
+    /// time is the device's mean queue depth in that phase (Little's law). 0 on a device
+    /// that does not time its requests.
+    #[serde(default)]
+    pub inflight_ns: u64,
     /// Bytes of zeros the device wrote to grow its medium ahead of the requests (a
     /// [`FileDevice`] keeps its file free of holes; not included in `write_bytes`).
     #[serde(default)]
@@ -318,6 +345,8 @@ pub struct DeviceStats {
 pub struct Counters {
     /// The counts so far.
     pub stats: DeviceStats,
+    /// Requests in flight now, over every handle that shares these counters.
+    in_flight: u64,
     next_read: Option<PageId>,
     next_write: Option<PageId>,
 }
@@ -332,6 +361,20 @@ impl Counters {
             },
             ..Counters::default()
         }
+    }
+
+    /// `n` requests are submitted: the device's queue depth grows by `n`
+    /// ([`DeviceStats::max_queue_depth`] over every handle sharing these counters).
+    pub fn begin(&mut self, n: u64) {
+        self.in_flight += n;
+        self.stats.max_queue_depth = self.stats.max_queue_depth.max(self.in_flight);
+    }
+
+    /// `n` requests begun together completed after `elapsed` ([`DeviceStats::inflight_ns`]).
+    pub fn end(&mut self, n: u64, elapsed: std::time::Duration) {
+        self.in_flight = self.in_flight.saturating_sub(n);
+        let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        self.stats.inflight_ns = self.stats.inflight_ns.saturating_add(ns.saturating_mul(n));
     }
 
     /// Check a batch (lengths whole pages, non-empty) and count it.

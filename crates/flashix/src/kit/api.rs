@@ -1,8 +1,9 @@
-//! The interface between `Db` and the engines: the [`Engine`] trait every engine implements,
-//! the [`RangeCursor`] of a range scan, and the bounded-batch range delete that engines
-//! without a structural one share.
+//! The interface between `Db` and the engines: the [`Engine`] trait `Db` calls from any
+//! number of threads, the [`SerialEngine`] trait of an engine that one thread at a time
+//! drives (made an `Engine` by [`super::serial::Serial`]), the [`RangeCursor`] of a range
+//! scan, and the bounded-batch range delete that engines without a structural one share.
 
-use crate::durable::LogicalOp;
+use crate::durable::{FlushTicket, LogicalOp};
 use crate::error::Result;
 use crate::stats::Stats;
 use std::ops::Bound;
@@ -24,13 +25,19 @@ pub fn plausible_height(h: impl Into<u64>) -> bool {
 }
 
 /// Where a range scan resumes. `next` is the smallest key not yet returned (`None`: done);
-/// `hint` is engine-defined (the B+-tree keeps the next leaf's page id there); `want` is
-/// how many entries the caller expects to take ([`crate::Range::limit_hint`]), if it said.
+/// `hint` is engine-defined state that stays valid whatever is written between two batches
+/// (the size of the next batch, [`RangeCursor::ramp`]); `resume` is an engine's position in
+/// its structure (the B+-tree keeps the next leaf's page id there), valid only while
+/// nothing was written since the batch that set it: the engine's thread-safety layer
+/// clears it otherwise, using `epoch` ([`super::serial::Serial`]); `want` is how many
+/// entries the caller expects to take ([`crate::Range::limit_hint`]), if it said.
 #[derive(Debug, Clone)]
 pub struct RangeCursor {
     pub next: Option<u64>,
     pub hi: Bound<u64>,
     pub hint: Option<u64>,
+    pub resume: Option<u64>,
+    pub epoch: u64,
     pub want: Option<u64>,
 }
 
@@ -40,7 +47,18 @@ impl RangeCursor {
         RangeCursor {
             next: Some(lo),
             hi: Bound::Included(hi),
+            ..RangeCursor::empty()
+        }
+    }
+
+    /// A cursor that is done (no key left), to start from with struct update syntax.
+    pub fn empty() -> RangeCursor {
+        RangeCursor {
+            next: None,
+            hi: Bound::Unbounded,
             hint: None,
+            resume: None,
+            epoch: 0,
             want: None,
         }
     }
@@ -100,9 +118,45 @@ impl RangeCursor {
     }
 }
 
-/// What every engine does. `Db` validates arguments and handles poisoning; engines log
-/// their operations in their own WAL so that recovery stays inside the engine.
-pub trait Engine: Send {
+/// What `Db` calls, from any number of threads at once (DESIGN.md, Concurrency): every
+/// method takes `&self`, and the engine's module doc says what runs in parallel with what.
+/// `Db` validates arguments and handles poisoning.
+pub trait Engine: Send + Sync {
+    /// Insert or replace `key` ([`crate::Db::insert`]).
+    fn insert(&self, key: u64, value: u64) -> Result<()>;
+    /// Delete `key`, present or not ([`crate::Db::delete`]).
+    fn delete(&self, key: u64) -> Result<()>;
+    /// The value of `key` ([`crate::Db::get`]).
+    fn get(&self, key: u64) -> Result<Option<u64>>;
+    /// The values of `keys`, in their order ([`crate::Db::get_many`]).
+    fn get_many(&self, keys: &[u64]) -> Result<Vec<Option<u64>>>;
+    /// [`SerialEngine::scan`], from any thread: a cursor's `resume` set before a write the
+    /// engine has made since is not used.
+    fn scan(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()>;
+    /// [`SerialEngine::scan_many`].
+    fn scan_many(&self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()>;
+    /// [`SerialEngine::estimate_count`].
+    fn estimate_count(&self, ranges: &[(u64, u64)]) -> Result<Option<u64>>;
+    /// Sorted by key, no duplicate keys (Db prepares it).
+    fn bulk_insert(&self, sorted: &[(u64, u64)]) -> Result<()>;
+    /// A non-empty inclusive range.
+    fn delete_range(&self, lo: u64, hi: u64) -> Result<()>;
+    /// An atomic batch ([`SerialEngine::apply_batch`]).
+    fn apply_batch(&self, ops: &[LogicalOp]) -> Result<()>;
+    /// Make every operation that returned before this call durable, from any thread;
+    /// concurrent flushes share one WAL sync (group commit, `crate::durable::commit`).
+    fn flush(&self) -> Result<()>;
+    /// Flush and release the engine's resources ([`crate::Db::close`]).
+    fn close(&self) -> Result<()>;
+    /// The engine's counters ([`crate::Db::stats`]).
+    fn stats(&self) -> Stats;
+    /// Check the engine's documented invariants.
+    fn check_integrity(&self) -> Result<()>;
+}
+
+/// An engine one thread at a time drives (`&mut self`). Engines log their operations in
+/// their own WAL so that recovery stays inside the engine.
+pub trait SerialEngine: Send {
     /// Insert or replace `key` ([`crate::Db::insert`]).
     fn insert(&mut self, key: u64, value: u64) -> Result<()>;
     /// Delete `key`, present or not ([`crate::Db::delete`]).
@@ -143,8 +197,17 @@ pub trait Engine: Send {
     /// An atomic batch (`Insert`, `Delete`, `DeleteRange`; non-empty ranges), logged as one
     /// record and applied in order (`durable::Logged::apply`).
     fn apply_batch(&mut self, ops: &[LogicalOp]) -> Result<()>;
-    /// Make every operation so far durable ([`crate::Db::flush`]).
-    fn flush(&mut self) -> Result<()>;
+    /// The first step of [`crate::Db::flush`]: hand every operation so far to the WAL
+    /// file and return the ticket that makes them durable once waited on, with the engine
+    /// free for other threads meanwhile (`None`: durable already).
+    fn flush_ticket(&mut self) -> Result<Option<FlushTicket>>;
+    /// Make every operation so far durable, now.
+    fn flush(&mut self) -> Result<()> {
+        match self.flush_ticket()? {
+            Some(t) => t.wait(),
+            None => Ok(()),
+        }
+    }
     /// Flush and release the engine's resources ([`crate::Db::close`]).
     fn close(&mut self) -> Result<()>;
     /// The engine's counters ([`crate::Db::stats`]).
@@ -152,6 +215,31 @@ pub trait Engine: Send {
     /// Check the engine's documented invariants (the module doc lists them); a violation is
     /// an error naming it.
     fn check_integrity(&mut self) -> Result<()>;
+}
+
+/// A [`SerialEngine`] whose reads need only `&self`, so that they run in parallel with each
+/// other (made an `Engine` by [`super::parallel::Parallel`]): its structure is read through
+/// the Pager's shared path (`crate::durable::Pager::read_shared`), and nothing a read does
+/// changes what another read or the next write sees.
+pub trait SharedReads: SerialEngine + Sync {
+    /// [`SerialEngine::get`] on `&self`.
+    fn get_shared(&self, key: u64) -> Result<Option<u64>>;
+    /// [`SerialEngine::get_many`] on `&self`; by default one `get_shared` per key.
+    fn get_many_shared(&self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+        keys.iter().map(|&k| self.get_shared(k)).collect()
+    }
+    /// [`SerialEngine::scan`] on `&self`.
+    fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()>;
+    /// [`SerialEngine::scan_many`] on `&self`; by default one scan per range.
+    fn scan_many_shared(&self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
+        for &(lo, hi) in ranges {
+            let mut cur = RangeCursor::bounded(lo, hi);
+            while cur.next.is_some() {
+                self.scan_shared(&mut cur, out)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Keys a range delete collects before deleting them ([`delete_range_by_scan`]).
@@ -192,8 +280,7 @@ mod tests {
         RangeCursor {
             next,
             hi,
-            hint: None,
-            want: None,
+            ..RangeCursor::empty()
         }
     }
 

@@ -2,8 +2,11 @@
 //! is an interface, a format or a mechanism that more than one engine in `crate::engine` is
 //! built on, kept beside them so that no engine imports another.
 //!
-//! - [`api`]: the `Engine` trait between `Db` and the engines, the range cursor, and the
-//!   bounded-batch range delete.
+//! - [`api`]: the `Engine` trait between `Db` and the engines (and the `SerialEngine`
+//!   trait of an engine one thread drives), the range cursor, and the bounded-batch range
+//!   delete.
+//! - [`serial`]: a `SerialEngine` served to many threads, one operation at a time, with
+//!   group-committed flushes.
 //! - [`bnode`]: the B+-tree node page format, the internal levels ("spine") and the bulk
 //!   load's grouping, shared by the B+-tree, the PIO B-tree and BFTL.
 //! - [`sorted`]: the typed-entry page format, the head tree and the sequential reader of
@@ -18,4 +21,6 @@ pub(crate) mod api;
 pub mod bnode;
 pub(crate) mod inpage;
 pub mod ntt;
+pub(crate) mod parallel;
+pub(crate) mod serial;
 pub mod sorted;

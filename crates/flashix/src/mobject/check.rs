@@ -1,11 +1,11 @@
 //! `MovingIndex::check_integrity`: the invariants of the module doc, over every entry.
 
 use super::layout::{SUB_DIRECTORY, SUB_META, SUB_OVERFLOW_MOTION, SUB_OVERFLOW_TIME};
-use super::MovingIndex;
+use super::Inner;
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 
-impl MovingIndex {
+impl Inner {
     /// Check the engine's invariants, then the moving-object index's (module doc,
     /// Invariants 1-3), reading every entry.
     pub fn check_integrity(&mut self) -> Result<()> {

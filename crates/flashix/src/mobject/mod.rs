@@ -91,6 +91,7 @@ use crate::{Batch, Db, Storage};
 use layout::{Layout, SUB_DIRECTORY, SUB_OVERFLOW_MOTION, SUB_OVERFLOW_TIME};
 use partition::{Part, State};
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
 
 /// The options the index is created with: `opts.index`, and for the FBX-tree the partition
 /// bits that come before the curve value in a key (its log buffer clusters entries by the
@@ -146,8 +147,23 @@ pub struct MobjectCounters {
     pub migrations: u64,
 }
 
-/// A moving-object index over a [`Db`] (module doc).
+/// A moving-object index over a [`Db`] (module doc), shared by any number of threads
+/// (`Send + Sync`, every method on `&self`).
+///
+/// # Thread safety
+///
+/// One mutex over the index's state (partition labels, the latest time, the object count)
+/// and its `Db`: an update, a remove and a query each run alone, so an update's batch and
+/// its new state appear together, and a query sees one state from start to end (a
+/// partition rollover never runs under it). Its `Db` serves the engine's reads in
+/// parallel where the engine does, but under this mutex a moving-object index runs one
+/// operation at a time; flushes are group-committed by the `Db` below it.
 pub struct MovingIndex {
+    inner: Mutex<Inner>,
+}
+
+/// The index itself, one operation at a time ([`MovingIndex`]).
+pub(crate) struct Inner {
     db: Db,
     opts: MobjectOptions,
     layout: Layout,
@@ -156,38 +172,148 @@ pub struct MovingIndex {
 }
 
 impl MovingIndex {
+    fn new(inner: Inner) -> MovingIndex {
+        MovingIndex {
+            inner: Mutex::new(inner),
+        }
+    }
+
+    /// The index, for one operation.
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Create a moving-object index in `dir` (absent or empty), over `opts`'s engine.
     pub fn create(dir: impl AsRef<Path>, opts: MobjectOptions) -> Result<MovingIndex> {
-        opts.validate()?;
-        let db = Db::create(dir, index_options(&opts)?)?;
-        MovingIndex::init(db, opts)
+        Inner::create(dir, opts).map(MovingIndex::new)
     }
 
     /// Reopen the index in `dir`: engine, options and state come from the index.
     pub fn open(dir: impl AsRef<Path>) -> Result<MovingIndex> {
-        MovingIndex::from_db(Db::open(dir)?)
+        Inner::open(dir).map(MovingIndex::new)
     }
 
     /// [`MovingIndex::open`] with a buffer pool of `bytes` instead of the saved one
     /// ([`Db::open_with_buffer_pool`]: benchmarks load with a large pool and measure with a
     /// small one).
     pub fn open_with_buffer_pool(dir: impl AsRef<Path>, bytes: u64) -> Result<MovingIndex> {
-        MovingIndex::from_db(Db::open_with_buffer_pool(dir, bytes)?)
+        Inner::open_with_buffer_pool(dir, bytes).map(MovingIndex::new)
     }
 
     /// [`MovingIndex::create`] on storage of the caller's (tests, embedders).
     pub fn create_on(storage: Storage, opts: MobjectOptions) -> Result<MovingIndex> {
-        opts.validate()?;
-        let db = Db::create_on(storage, index_options(&opts)?)?;
-        MovingIndex::init(db, opts)
+        Inner::create_on(storage, opts).map(MovingIndex::new)
     }
 
     /// [`MovingIndex::open`] on storage of the caller's.
     pub fn open_on(storage: Storage) -> Result<MovingIndex> {
-        MovingIndex::from_db(Db::open_on(storage)?)
+        Inner::open_on(storage).map(MovingIndex::new)
     }
 
-    fn init(mut db: Db, opts: MobjectOptions) -> Result<MovingIndex> {
+    /// The options (the engine's options are the `Db`'s, in its manifest).
+    pub fn options(&self) -> MobjectOptions {
+        self.lock().opts.clone()
+    }
+
+    /// The latest update time: updates and queries must not be earlier.
+    pub fn now(&self) -> u64 {
+        self.lock().state.now
+    }
+
+    /// Objects in the index.
+    pub fn len(&self) -> u64 {
+        self.lock().state.objects
+    }
+
+    /// True when the index holds no object.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Insert or replace object `id`'s motion (one atomic batch).
+    pub fn update(&self, id: u64, m: Motion) -> Result<()> {
+        self.lock().update(id, m)
+    }
+
+    /// Remove object `id`; false if it was not there.
+    pub fn remove(&self, id: u64) -> Result<bool> {
+        self.lock().remove(id)
+    }
+
+    /// Object `id`'s motion, exactly `quantize` of the last one given.
+    pub fn get(&self, id: u64) -> Result<Option<Motion>> {
+        self.lock().get(id)
+    }
+
+    /// Objects inside the closed `r` at time `t` (at or after [`MovingIndex::now`]),
+    /// sorted by id, with their positions at `t`.
+    pub fn range(&self, r: &Rect, t: u64) -> Result<Vec<Hit>> {
+        self.lock().range(r, t)
+    }
+
+    /// The `k` objects nearest `(x, y)` at time `t` (at or after [`MovingIndex::now`]),
+    /// by (distance, id).
+    pub fn knn(&self, x: f64, y: f64, k: usize, t: u64) -> Result<Vec<Neighbor>> {
+        self.lock().knn(x, y, k, t)
+    }
+
+    /// Make every update and remove that returned before this call durable.
+    pub fn flush(&self) -> Result<()> {
+        self.lock().flush()
+    }
+
+    /// Flush, checkpoint and release the index.
+    pub fn close(self) -> Result<()> {
+        self.inner
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .close()
+    }
+
+    /// Counters since open.
+    pub fn stats(&self) -> MobjectStats {
+        self.lock().stats()
+    }
+
+    /// Check the index's invariants (module doc) and its engine's.
+    pub fn check_integrity(&self) -> Result<()> {
+        self.lock().check_integrity()
+    }
+}
+
+impl Inner {
+    /// Create a moving-object index in `dir` (absent or empty), over `opts`'s engine.
+    pub fn create(dir: impl AsRef<Path>, opts: MobjectOptions) -> Result<Inner> {
+        opts.validate()?;
+        let db = Db::create(dir, index_options(&opts)?)?;
+        Inner::init(db, opts)
+    }
+
+    /// Reopen the index in `dir`: engine, options and state come from the index.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Inner> {
+        Inner::from_db(Db::open(dir)?)
+    }
+
+    /// [`MovingIndex::open`] with a buffer pool of `bytes` instead of the saved one
+    /// ([`Db::open_with_buffer_pool`]: benchmarks load with a large pool and measure with a
+    /// small one).
+    pub fn open_with_buffer_pool(dir: impl AsRef<Path>, bytes: u64) -> Result<Inner> {
+        Inner::from_db(Db::open_with_buffer_pool(dir, bytes)?)
+    }
+
+    /// [`MovingIndex::create`] on storage of the caller's (tests, embedders).
+    pub fn create_on(storage: Storage, opts: MobjectOptions) -> Result<Inner> {
+        opts.validate()?;
+        let db = Db::create_on(storage, index_options(&opts)?)?;
+        Inner::init(db, opts)
+    }
+
+    /// [`MovingIndex::open`] on storage of the caller's.
+    pub fn open_on(storage: Storage) -> Result<Inner> {
+        Inner::from_db(Db::open_on(storage)?)
+    }
+
+    fn init(db: Db, opts: MobjectOptions) -> Result<Inner> {
         let layout = Layout::new(&opts)?;
         let mut b = Batch::new();
         partition::write_options(&layout, &opts, &mut b);
@@ -198,7 +324,7 @@ impl MovingIndex {
             objects: 0,
             parts: vec![Part::empty(None); layout.partitions as usize],
         };
-        Ok(MovingIndex {
+        Ok(Inner {
             db,
             opts,
             layout,
@@ -207,35 +333,15 @@ impl MovingIndex {
         })
     }
 
-    fn from_db(mut db: Db) -> Result<MovingIndex> {
-        let (opts, layout, state) = partition::read(&mut db)?;
-        Ok(MovingIndex {
+    fn from_db(db: Db) -> Result<Inner> {
+        let (opts, layout, state) = partition::read(&db)?;
+        Ok(Inner {
             db,
             opts,
             layout,
             state,
             stats: MobjectCounters::default(),
         })
-    }
-
-    /// The options (the engine's options are the `Db`'s, in its manifest).
-    pub fn options(&self) -> &MobjectOptions {
-        &self.opts
-    }
-
-    /// The latest update time: updates and queries must not be earlier.
-    pub fn now(&self) -> u64 {
-        self.state.now
-    }
-
-    /// Objects in the index.
-    pub fn len(&self) -> u64 {
-        self.state.objects
-    }
-
-    /// True when the index holds no object.
-    pub fn is_empty(&self) -> bool {
-        self.state.objects == 0
     }
 
     /// Insert or replace object `id`'s motion (one atomic batch).

@@ -143,7 +143,7 @@ pub(crate) fn write_changes(l: &Layout, old: Option<&State>, new: &State, b: &mu
 }
 
 /// Read the options (over the index `index`) and the state back from the meta entries.
-pub(crate) fn read(db: &mut Db) -> Result<(MobjectOptions, Layout, State)> {
+pub(crate) fn read(db: &Db) -> Result<(MobjectOptions, Layout, State)> {
     let not = || {
         Error::Unsupported(
             "the directory holds a key-value index without moving-object metadata (not \
@@ -173,7 +173,7 @@ pub(crate) fn read(db: &mut Db) -> Result<(MobjectOptions, Layout, State)> {
     }
     {
         let base = (((1u64 << pbits) - 1) << (64 - pbits)) | (SUB_META << (62 - pbits));
-        let mut get = |i: u64| -> Result<u64> {
+        let get = |i: u64| -> Result<u64> {
             db.get(base + i)?.ok_or_else(|| {
                 Error::corruption("mobject meta", None, format!("meta entry {i} missing"))
             })

@@ -3,14 +3,14 @@
 use super::layout::{SUB_OVERFLOW_MOTION, SUB_OVERFLOW_TIME};
 use super::options::{Hit, Motion, Neighbor, Rect};
 use super::partition::Part;
-use super::MovingIndex;
+use super::Inner;
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
 
 /// Inclusive curve-value intervals, sorted and disjoint.
 type Ivs = Vec<(u64, u64)>;
 
-impl MovingIndex {
+impl Inner {
     /// Objects inside the closed rectangle `r` at tick `t >= now`, sorted by id, with their
     /// positions at `t`.
     pub fn range(&mut self, r: &Rect, t: u64) -> Result<Vec<Hit>> {
@@ -129,7 +129,7 @@ impl MovingIndex {
         dk: f64,
         max: f64,
     ) -> Result<Option<f64>> {
-        let estimate = |me: &mut MovingIndex, r: f64| -> Result<Option<u64>> {
+        let estimate = |me: &mut Inner, r: f64| -> Result<Option<u64>> {
             me.stats.knn_estimates += 1;
             let sq = Rect {
                 x0: x - r,

@@ -3,7 +3,7 @@
 use super::{paper, BulkRepro, BulkReproArgs, Cell, Sizes, BUDGET, LATREE_NODE, PAGE};
 use crate::repro::common::{copy_dir, counter, flash, mix};
 use anyhow::{Context, Result};
-use flashix::internals::Engine;
+use flashix::internals::SerialEngine;
 use flashix::io::{Device, DirVfs, FileDevice};
 use flashix::sim::{FtlKind, NandConfig, SimSsd, SimSsdConfig};
 use flashix::{BulkOptions, Db, DeviceSpec, EngineKind, LaTreeOptions, Options, Stats, Storage};
@@ -152,7 +152,7 @@ fn build(dir: &Path, opts: Options, init: &[(u64, u64)]) -> Result<()> {
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
     }
-    let mut db = Db::create(dir, opts).with_context(|| format!("creating {}", dir.display()))?;
+    let db = Db::create(dir, opts).with_context(|| format!("creating {}", dir.display()))?;
     db.bulk_insert(init)?;
     db.close()?;
     Ok(())
@@ -229,7 +229,7 @@ impl Ctx<'_> {
         one_by_one: bool,
     ) -> Result<Cell> {
         copy_dir(base, &self.work)?;
-        let mut db =
+        let db =
             Db::open(&self.work).with_context(|| format!("opening {}", self.work.display()))?;
         let s0 = db.stats();
         let t0 = Instant::now();
@@ -281,7 +281,7 @@ impl Ctx<'_> {
     /// E4: range searches of exactly N initial keys on a copy of `base`.
     fn searches(&self, base: &Path, engine: EngineKind, m: u32) -> Result<Vec<Cell>> {
         copy_dir(base, &self.work)?;
-        let mut db = Db::open(&self.work)?;
+        let db = Db::open(&self.work)?;
         let init = &self.init;
         let mut cells = Vec::new();
         for &n in &self.z.e4_n {

@@ -10,8 +10,8 @@ use super::{
 };
 use anyhow::{Context, Result};
 use flashix::internals::DiplBTree;
-use flashix::internals::Engine;
 use flashix::internals::IplBTree;
+use flashix::internals::SerialEngine;
 use flashix::io::{MemDevice, MemVfs};
 use flashix::sim::{FtlKind, NandConfig, SimSsd, SimSsdConfig};
 use flashix::testing::Rng;
@@ -64,7 +64,7 @@ impl Tree {
         })
     }
 
-    fn engine(&mut self) -> &mut dyn Engine {
+    fn engine(&mut self) -> &mut dyn SerialEngine {
         match self {
             Tree::Ipl(t) => t,
             Tree::Dipl(t) => t,
@@ -479,7 +479,7 @@ fn bftl_run(a: &DiplReproArgs, ftl: FtlKind, keys: &[u64]) -> Result<Table6Recor
             reservation_units: None,
             c: a.bftl_c,
         });
-    let mut db = Db::create_on(storage, opts)?;
+    let db = Db::create_on(storage, opts)?;
     let base = db.stats().device.flash;
     let pb = bar(a.quiet, keys.len() as u64, format!("BFTL over {ftl}"));
     for (i, &k) in keys.iter().enumerate() {

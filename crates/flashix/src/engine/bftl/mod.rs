@@ -73,7 +73,7 @@ use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::io::{Extent, IoReq, PageId};
 use crate::kind::EngineKind;
-use crate::kit::api::{Engine, RangeCursor};
+use crate::kit::api::{RangeCursor, SerialEngine};
 use crate::kit::ntt::unit::{self, Unit};
 use crate::kit::ntt::Ntt;
 pub(crate) use crate::kit::ntt::{Node, NONE};
@@ -501,7 +501,7 @@ impl Logged for Bftl {
     }
 }
 
-impl Engine for Bftl {
+impl SerialEngine for Bftl {
     logged_engine_methods!();
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {

@@ -56,7 +56,7 @@ use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{Engine, RangeCursor};
+use crate::kit::api::{RangeCursor, SerialEngine, SharedReads};
 use crate::kit::bnode::{node, spine};
 use crate::page::DATA_FILE;
 use crate::settings::Settings;
@@ -246,18 +246,18 @@ impl BTree {
 
     /// Descend to the leaf for `k`: the internal pages passed and the child slot taken in
     /// each, and the leaf.
-    fn descend(&mut self, k: u64) -> Result<(Vec<(PageId, usize)>, PageId)> {
+    fn descend(&self, k: u64) -> Result<(Vec<(PageId, usize)>, PageId)> {
         let mut path = Vec::with_capacity(self.height as usize);
         let leaf = self.walk_down(k, Some(&mut path))?;
         Ok((path, leaf))
     }
 
     /// The leaf for `k`, one page read per level, recording the path if asked.
-    fn walk_down(&mut self, k: u64, mut path: Option<&mut Vec<(PageId, usize)>>) -> Result<PageId> {
+    fn walk_down(&self, k: u64, mut path: Option<&mut Vec<(PageId, usize)>>) -> Result<PageId> {
         let mut pid = self.root;
         for depth in 0..self.height - 1 {
             let want = self.height - 1 - depth;
-            let (lvl, slot, child) = self.pager.read(pid, |b| {
+            let (lvl, slot, child) = self.pager.read_shared(pid, |b| {
                 let s = node::child_slot(b, k);
                 (node::level(b), s, node::child_at(b, s))
             })?;
@@ -273,16 +273,11 @@ impl BTree {
     }
 
     /// Up to `limit` keys in `[lo, hi]`.
-    fn keys_in(&mut self, lo: u64, hi: u64, limit: usize) -> Result<Vec<u64>> {
-        let mut cur = RangeCursor {
-            next: Some(lo),
-            hi: std::ops::Bound::Included(hi),
-            hint: None,
-            want: None,
-        };
+    fn keys_in(&self, lo: u64, hi: u64, limit: usize) -> Result<Vec<u64>> {
+        let mut cur = RangeCursor::bounded(lo, hi);
         let mut out = Vec::new();
         while out.len() < limit && cur.next.is_some() {
-            self.scan(&mut cur, &mut out)?;
+            self.scan_shared(&mut cur, &mut out)?;
         }
         out.truncate(limit);
         Ok(out.into_iter().map(|(k, _)| k).collect())
@@ -348,24 +343,22 @@ impl Logged for BTree {
     }
 }
 
-impl Engine for BTree {
-    logged_engine_methods!();
-
-    fn get(&mut self, key: u64) -> Result<Option<u64>> {
-        let (_, leaf) = self.descend(key)?;
+impl SharedReads for BTree {
+    fn get_shared(&self, key: u64) -> Result<Option<u64>> {
+        let leaf = self.walk_down(key, None)?;
         self.pager
-            .read(leaf, |b| node::search(b, key).ok().map(|i| node::val(b, i)))
+            .read_shared(leaf, |b| node::search(b, key).ok().map(|i| node::val(b, i)))
     }
 
-    fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+    fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
         let Some(next) = cur.next else { return Ok(()) };
-        let leaf = match cur.hint {
+        let leaf = match cur.resume {
             Some(p) => p,
             None => self.walk_down(next, None)?,
         };
         let before = out.len();
-        let by_link = cur.hint.is_some();
-        let (link, hit_end) = self.pager.read(leaf, |b| {
+        let by_link = cur.resume.is_some();
+        let (link, hit_end) = self.pager.read_shared(leaf, |b| {
             if !node::is_leaf(b) {
                 return Err(level_error(leaf, node::level(b), 0));
             }
@@ -395,8 +388,20 @@ impl Engine for BTree {
         if hit_end || link == node::NONE {
             cur.next = None;
         }
-        cur.hint = Some(link);
+        cur.resume = Some(link);
         Ok(())
+    }
+}
+
+impl SerialEngine for BTree {
+    logged_engine_methods!();
+
+    fn get(&mut self, key: u64) -> Result<Option<u64>> {
+        self.get_shared(key)
+    }
+
+    fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+        self.scan_shared(cur, out)
     }
 
     fn stats(&self) -> Stats {

@@ -80,7 +80,7 @@ use crate::durable::{logged_engine_methods, Logged, Manifest, Pager, Store};
 use crate::error::{Error, Result};
 use crate::io::{Extent, Storage};
 use crate::kind::EngineKind;
-use crate::kit::api::{Engine, RangeCursor};
+use crate::kit::api::{RangeCursor, SerialEngine};
 use crate::settings::Settings;
 use crate::stats::{counters, Stats};
 use index::RangeIndex;
@@ -559,7 +559,7 @@ impl Logged for BulkIndex {
     }
 }
 
-impl Engine for BulkIndex {
+impl SerialEngine for BulkIndex {
     logged_engine_methods!();
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {

@@ -59,7 +59,7 @@ use crate::durable::Logged;
 use crate::durable::Manifest;
 use crate::error::Result;
 use crate::io::Storage;
-use crate::kit::api::Engine;
+use crate::kit::api::SerialEngine;
 use crate::kit::inpage::{self, core_engine_methods, Config, Core};
 use crate::settings::Settings;
 
@@ -119,6 +119,6 @@ fn config(o: &DiplOptions) -> Config {
     }
 }
 
-impl Engine for DiplBTree {
+impl SerialEngine for DiplBTree {
     core_engine_methods!();
 }

@@ -125,7 +125,7 @@ use crate::durable::{Pager, Store};
 use crate::error::{Error, Result};
 use crate::io::{IoReq, PageId, Storage};
 use crate::kind::EngineKind;
-use crate::kit::api::{Engine, RangeCursor};
+use crate::kit::api::{RangeCursor, SerialEngine};
 use crate::kit::ntt::{unit, Node, Ntt};
 use crate::settings::Settings;
 use crate::stats::{counters, Stats};
@@ -619,7 +619,7 @@ impl Logged for Fbx {
     }
 }
 
-impl Engine for Fbx {
+impl SerialEngine for Fbx {
     logged_engine_methods!();
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {

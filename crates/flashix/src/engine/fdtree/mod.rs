@@ -173,7 +173,7 @@ use crate::error::{Error, Result};
 use crate::io::Extent;
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{Engine, RangeCursor};
+use crate::kit::api::{RangeCursor, SerialEngine};
 use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::job::{MergeThread, Running};
@@ -817,7 +817,7 @@ impl Logged for FdTree {
     }
 }
 
-impl Engine for FdTree {
+impl SerialEngine for FdTree {
     logged_engine_methods!();
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {

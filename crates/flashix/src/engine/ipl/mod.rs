@@ -43,7 +43,7 @@ use crate::durable::Logged;
 use crate::durable::Manifest;
 use crate::error::Result;
 use crate::io::Storage;
-use crate::kit::api::Engine;
+use crate::kit::api::SerialEngine;
 use crate::kit::inpage::{self, core_engine_methods, Config, Core};
 use crate::settings::Settings;
 
@@ -104,6 +104,6 @@ impl IplBTree {
     }
 }
 
-impl Engine for IplBTree {
+impl SerialEngine for IplBTree {
     core_engine_methods!();
 }

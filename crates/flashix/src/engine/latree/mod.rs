@@ -123,7 +123,7 @@ use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{delete_range_by_scan, Engine, RangeCursor};
+use crate::kit::api::{delete_range_by_scan, RangeCursor, SerialEngine};
 use crate::kit::bnode::node;
 use crate::settings::Settings;
 use crate::stats::counters;
@@ -391,7 +391,7 @@ impl Logged for LaTree {
     }
 }
 
-impl Engine for LaTree {
+impl SerialEngine for LaTree {
     logged_engine_methods!();
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {

@@ -177,7 +177,7 @@ use crate::durable::{Pager, Store};
 use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{Engine, RangeCursor};
+use crate::kit::api::{RangeCursor, SerialEngine};
 use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::job::{MergeThread, Running};
@@ -796,7 +796,7 @@ impl Logged for Lsm {
     }
 }
 
-impl Engine for Lsm {
+impl SerialEngine for Lsm {
     logged_engine_methods!();
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {

@@ -113,7 +113,7 @@ use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{Engine, RangeCursor};
+use crate::kit::api::{RangeCursor, SerialEngine};
 use crate::kit::bnode::node;
 use crate::settings::Settings;
 use crate::stats::counters;
@@ -698,7 +698,7 @@ impl Logged for PioBTree {
     }
 }
 
-impl Engine for PioBTree {
+impl SerialEngine for PioBTree {
     logged_engine_methods!();
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {

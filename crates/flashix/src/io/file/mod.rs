@@ -48,7 +48,9 @@
 //! `io_uring+O_DIRECT`, `io_uring+buffered`, `pread+O_DIRECT` or `pread+buffered`.
 
 use super::aligned::{AlignedBuf, ALIGN};
-use super::{check_page_size, validate, Counters, Device, DeviceStats, IoReq, PageId, Ticket};
+use super::{
+    check_page_size, validate, Counters, Device, DeviceStats, IoReq, PageId, SharedReader, Ticket,
+};
 use crate::error::{Error, Result};
 use io_uring::IoUring;
 use std::fs::{File, OpenOptions};
@@ -58,6 +60,7 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+mod shared;
 mod started;
 mod uring;
 
@@ -490,14 +493,17 @@ impl Device for FileDevice {
             }
             self.fill_to(end)?;
         }
-        for chunk in batch.chunks_mut(RING_ENTRIES as usize) {
-            if self.ring.is_some() {
-                self.submit_chunk(chunk)?;
-            } else {
-                self.submit_sync(chunk)?;
-            }
-        }
-        Ok(())
+        let n = batch.len() as u64;
+        self.counters().begin(n);
+        let started = std::time::Instant::now();
+        let r = batch
+            .chunks_mut(RING_ENTRIES as usize)
+            .try_for_each(|chunk| match self.ring.is_some() {
+                true => self.submit_chunk(chunk),
+                false => self.submit_sync(chunk),
+            });
+        self.counters().end(n, started.elapsed());
+        r
     }
 
     fn sync(&mut self) -> Result<()> {
@@ -596,6 +602,12 @@ impl Device for FileDevice {
     fn reserve_writes(&mut self, page: PageId, pages: u64) -> Result<()> {
         let ps = self.page_size as u64;
         self.extend_by_write(page * ps, (page + pages) * ps)
+    }
+
+    /// Reader handles on the same file, one per thread reading at once
+    /// ([`shared::FileReaders`]).
+    fn shared_reader(&mut self) -> Result<Option<Arc<dyn SharedReader>>> {
+        Ok(Some(Arc::new(shared::FileReaders::of(self))))
     }
 }
 

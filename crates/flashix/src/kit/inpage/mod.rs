@@ -95,8 +95,8 @@ macro_rules! core_engine_methods {
                 $crate::durable::LogicalOp::Batch(ops.to_vec()),
             )
         }
-        fn flush(&mut self) -> $crate::error::Result<()> {
-            self.core.log.sync()
+        fn flush_ticket(&mut self) -> $crate::error::Result<Option<$crate::durable::FlushTicket>> {
+            self.core.log.prepare_flush()
         }
         fn close(&mut self) -> $crate::error::Result<()> {
             self.core.checkpoint()

@@ -1,0 +1,183 @@
+//! [`SharedPool`]: the [`BufferPool`] served to many reading threads at once.
+//!
+//! # Thread safety
+//!
+//! The pool has two modes, and the type system keeps them apart:
+//! - **exclusive** (`&mut SharedPool`, [`SharedPool::get_mut`]): one thread, the writer,
+//!   uses the pool as before — fetch, change, evict, write back — with no lock taken;
+//! - **shared** (`&SharedPool`, [`SharedPool::read`]): any number of readers at once.
+//!
+//! In shared mode a mutex guards the page table, the LRU list, the pins and the counters,
+//! and is held only for those updates: never while a page is read from the device and
+//! never while a reader looks at a page's bytes. The protocol:
+//! 1. *Hit*: under the mutex, the page's frame is pinned and moved to the LRU head; the
+//!    reader then reads the bytes with the mutex released and unpins under it again.
+//! 2. *Miss*: under the mutex the reader claims a frame — a spare one or the least recently
+//!    used unpinned clean one — maps the page to it, pins it and marks it *loading*; it
+//!    reads the page into the frame with the mutex released, verifies it, then clears
+//!    *loading* (or frees the frame if the read failed) and wakes the waiters.
+//! 3. A reader that finds the page *loading* waits on the condition variable and looks
+//!    again: one device read per page however many readers want it at once.
+//! 4. When every unpinned frame is dirty, the reader writes one back under the mutex (the
+//!    WAL rule's barrier first) and claims again; when every frame is pinned it waits for an
+//!    unpin. Both are bounded: a wait gives up after [`PIN_WAIT`] with an error saying the
+//!    pool is too small for the readers.
+//!
+//! Why the bytes may be read without the mutex: a pinned frame is never evicted, released
+//! ([`BufferPool::set_capacity`] drops only unpinned frames) or given another page, and its
+//! buffer never moves (frames own heap buffers); in shared mode nothing writes a frame but
+//! its loader, before other readers can pin it (they wait while it is loading), and the
+//! write-back of step 4 (which seals the page's checksum in place) takes only an unpinned
+//! frame, under the mutex, so no reader holds its bytes. Exclusive mode needs `&mut`, so it
+//! cannot overlap a reader. The mutex's release and acquire order the loader's writes
+//! before every other reader's reads.
+//!
+//! The memory budget is the pool's, exactly as in exclusive mode: shared readers take
+//! frames within its capacity and allocate nothing else but the waiters' bookkeeping.
+
+use super::pool::{BufferPool, FrameId, Lookup};
+use crate::error::{Error, Result};
+use crate::io::PageId;
+use crate::page;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The longest a reader waits for a frame to be unpinned or a page to be loaded before it
+/// reports the pool too small (a load is one device read; an unpin follows a reader's
+/// look at one page).
+pub const PIN_WAIT: Duration = Duration::from_secs(30);
+
+/// How often a waiting reader looks again even without a wake-up.
+const RECHECK: Duration = Duration::from_millis(20);
+
+struct State {
+    pool: BufferPool,
+    /// Readers waiting on `changed` (unpins and loads notify only when there are some).
+    waiters: usize,
+}
+
+/// A [`BufferPool`] for one writer or many readers (module doc).
+pub struct SharedPool {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+/// How a shared reader's miss reaches the device and the WAL: the device read, and the
+/// write-back of a dirty frame when no clean one is left (module doc, step 4).
+pub trait SharedIo {
+    /// Read page `pid` into `buf` (one page).
+    fn read_page(&self, pid: PageId, buf: &mut [u8]) -> Result<()>;
+    /// Write back one unpinned dirty frame of `pool` ([`BufferPool::clean_one`]); false
+    /// when every frame is pinned.
+    fn clean_one(&self, pool: &mut BufferPool) -> Result<bool>;
+}
+
+impl SharedPool {
+    /// Share `pool`.
+    pub fn new(pool: BufferPool) -> SharedPool {
+        SharedPool {
+            state: Mutex::new(State { pool, waiters: 0 }),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// The pool, for the one thread that holds `&mut` (exclusive mode).
+    pub fn get_mut(&mut self) -> &mut BufferPool {
+        &mut self.state.get_mut().unwrap_or_else(|e| e.into_inner()).pool
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Run `f` on the pool under the mutex (counters, sizes: short calls).
+    pub fn with<T>(&self, f: impl FnOnce(&BufferPool) -> T) -> T {
+        f(&self.lock().pool)
+    }
+
+    /// Run `f` on page `pid`'s bytes, loading it through `io` on a miss (module doc).
+    pub fn read<T>(&self, io: &dyn SharedIo, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+        let (fid, bytes) = self.pin(io, pid)?;
+        // SAFETY: `fid` is pinned until `unpin` below, so its buffer (`bytes`) stays
+        // allocated and unchanged (module doc: nothing writes a pinned, loaded frame in
+        // shared mode).
+        let out = f(unsafe { std::slice::from_raw_parts(bytes.0, bytes.1) });
+        self.unpin(fid);
+        Ok(out)
+    }
+
+    fn unpin(&self, f: FrameId) {
+        let mut s = self.lock();
+        if s.pool.unpin_shared(f) && s.waiters > 0 {
+            self.changed.notify_all();
+        }
+    }
+
+    /// Wait for a change (an unpin, a finished load), at most until `deadline`.
+    fn wait<'a>(
+        &'a self,
+        mut s: MutexGuard<'a, State>,
+        deadline: Instant,
+        what: &str,
+    ) -> Result<MutexGuard<'a, State>> {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(Error::InvalidOptions(format!(
+                "buffer pool of {} pages is too small for its readers: waited {PIN_WAIT:?} \
+                 for {what}",
+                s.pool.frames()
+            )));
+        }
+        s.waiters += 1;
+        let mut s = self
+            .changed
+            .wait_timeout(s, RECHECK.min(deadline - now))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+        s.waiters -= 1;
+        Ok(s)
+    }
+
+    /// Pin `pid`'s frame for a reader, loading the page on a miss.
+    #[allow(clippy::type_complexity)]
+    fn pin(&self, io: &dyn SharedIo, pid: PageId) -> Result<(FrameId, (*const u8, usize))> {
+        let deadline = Instant::now() + PIN_WAIT;
+        let mut s = self.lock();
+        loop {
+            match s.pool.pin_resident(pid) {
+                Lookup::Hit(f) => {
+                    let (p, n) = s.pool.frame_ptr(f);
+                    return Ok((f, (p.cast_const(), n)));
+                }
+                Lookup::Loading => {
+                    s = self.wait(s, deadline, "a page another reader loads")?;
+                    continue;
+                }
+                Lookup::Miss => {}
+            }
+            if let Some(f) = s.pool.claim(pid) {
+                let check = s.pool.page_check();
+                let (p, n) = s.pool.frame_ptr(f);
+                drop(s);
+                // SAFETY: `f` is pinned and marked loading: no other thread reads or writes
+                // its buffer until `loaded` below (module doc, step 2).
+                let buf = unsafe { std::slice::from_raw_parts_mut(p, n) };
+                let r = io
+                    .read_page(pid, buf)
+                    .and_then(|_| page::verify(pid, buf))
+                    .and_then(|_| check(pid, buf));
+                let mut s = self.lock();
+                s.pool.loaded(f, r.is_ok());
+                if s.waiters > 0 {
+                    self.changed.notify_all();
+                }
+                drop(s);
+                r?;
+                return Ok((f, (p.cast_const(), n)));
+            }
+            if !io.clean_one(&mut s.pool)? {
+                s = self.wait(s, deadline, "a frame to be unpinned")?;
+            }
+        }
+    }
+}

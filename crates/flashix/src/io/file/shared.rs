@@ -1,0 +1,67 @@
+//! [`FileReaders`]: the [`SharedReader`] of a [`FileDevice`], so that the single reads of
+//! many threads are all in flight at once (DESIGN.md, Concurrency).
+//!
+//! A read takes an idle *reader handle* — a [`FileDevice`] on the same file with its own
+//! `io_uring` ring (or `pread` where the device has none), counting its requests in the
+//! device's counters — or opens one when every handle is busy, reads through it as the
+//! device would (the same hybrid polling), and puts it back. So there are as many rings as
+//! threads that read at once, each request goes to the kernel from its own thread, and a
+//! batch the device's owner submits is in flight beside them. The counters stay exact:
+//! every handle records its requests and its in-flight time in the one shared `Counters`.
+
+use super::FileDevice;
+use crate::error::Result;
+use crate::io::{Counters, Device, PageId, SharedReader};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Reader handles of one file ([`SharedReader`]).
+pub(crate) struct FileReaders {
+    path: PathBuf,
+    page_size: usize,
+    direct: bool,
+    io_uring: bool,
+    counters: Arc<Mutex<Counters>>,
+    /// Handles not in use.
+    idle: Mutex<Vec<FileDevice>>,
+}
+
+impl FileReaders {
+    /// Readers of `dev`'s file, opened with its choices (`O_DIRECT`, `io_uring`).
+    pub(super) fn of(dev: &FileDevice) -> FileReaders {
+        FileReaders {
+            path: dev.files.path.clone(),
+            page_size: dev.page_size,
+            direct: dev.files.direct,
+            io_uring: dev.ring.is_some(),
+            counters: Arc::clone(&dev.counters),
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn idle(&self) -> MutexGuard<'_, Vec<FileDevice>> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A handle that reads only: it never writes, so it keeps no account of the file's
+    /// written part.
+    fn open(&self) -> Result<FileDevice> {
+        let mut h = FileDevice::open_with(&self.path, self.page_size, self.direct, self.io_uring)?;
+        h.counters = Arc::clone(&self.counters);
+        h.job = true;
+        Ok(h)
+    }
+}
+
+impl SharedReader for FileReaders {
+    fn read(&self, page: PageId, buf: &mut [u8]) -> Result<()> {
+        let taken = self.idle().pop();
+        let mut h = match taken {
+            Some(h) => h,
+            None => self.open()?,
+        };
+        let r = h.read(page, buf);
+        self.idle().push(h);
+        r
+    }
+}

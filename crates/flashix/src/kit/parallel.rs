@@ -1,0 +1,145 @@
+//! [`Parallel`]: an engine whose reads run in parallel ([`SharedReads`]), served to many
+//! threads with one writer at a time.
+//!
+//! # Thread safety
+//!
+//! A readers-writer lock over the engine. Reads (`get`, `get_many`, a scan batch,
+//! `range_many`, `estimate_count`, `stats`) hold it shared: any number run at once, each
+//! with its own page reads in flight (the Pager's shared path: the buffer pool's latch
+//! protocol and the device's reader handles). Writes hold it exclusive, so a read sees the
+//! structure between two writes, never inside one: every single-key operation is
+//! linearizable at the instant its lock is held, and a batch is applied whole before any
+//! read sees it.
+//!
+//! A point write (`insert`, `delete`) first walks to its key's leaf under the shared lock,
+//! beside the readers, so that the pages it changes are in the buffer pool when it takes
+//! the exclusive lock: readers then wait for its in-memory step, not for its page reads.
+//! What still runs under the exclusive lock, and so makes readers wait: a write-back of a
+//! dirty page its split or eviction needs, the WAL's hand-off of a full buffer to the file,
+//! and a checkpoint (write-back of the dirty pages, a device sync, the manifest switch).
+//!
+//! A flush takes its WAL ticket under the exclusive lock and syncs with every lock
+//! released (group commit, `crate::durable::commit`). Between two batches of a range scan
+//! other threads run; as in [`super::serial::Serial`], a scan resumes from the smallest
+//! key it has not returned, and its position in the structure is dropped when a write came
+//! in between.
+
+use super::api::{Engine, RangeCursor, SharedReads};
+use crate::durable::LogicalOp;
+use crate::error::Result;
+use crate::stats::Stats;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// An engine behind a readers-writer lock, with a count of the writes made through it.
+pub struct Parallel<E> {
+    inner: RwLock<E>,
+    /// Writes so far: a scan's `resume` taken at another count is stale.
+    writes: AtomicU64,
+}
+
+impl<E: SharedReads> Parallel<E> {
+    /// Serve `engine` to many threads.
+    pub fn new(engine: E) -> Parallel<E> {
+        Parallel {
+            inner: RwLock::new(engine),
+            writes: AtomicU64::new(0),
+        }
+    }
+
+    /// The engine, shared with other readers. A panic in another thread (a bug) poisons
+    /// the lock; the engine is used anyway, as [`super::serial::Serial`] does.
+    fn read(&self) -> RwLockReadGuard<'_, E> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn exclusive(&self) -> RwLockWriteGuard<'_, E> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Run a write: the count moves first, under the exclusive lock.
+    fn write<T>(&self, f: impl FnOnce(&mut E) -> Result<T>) -> Result<T> {
+        let mut e = self.exclusive();
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        f(&mut e)
+    }
+
+    /// Bring `key`'s path into the buffer pool beside the readers (module doc). Its answer
+    /// is not used; an error here is met again, and reported, by the write itself.
+    fn warm(&self, key: u64) {
+        let _ = self.read().get_shared(key);
+    }
+}
+
+impl<E: SharedReads> Engine for Parallel<E> {
+    fn insert(&self, key: u64, value: u64) -> Result<()> {
+        self.warm(key);
+        self.write(|e| e.insert(key, value))
+    }
+
+    fn delete(&self, key: u64) -> Result<()> {
+        self.warm(key);
+        self.write(|e| e.delete(key))
+    }
+
+    fn get(&self, key: u64) -> Result<Option<u64>> {
+        self.read().get_shared(key)
+    }
+
+    fn get_many(&self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+        self.read().get_many_shared(keys)
+    }
+
+    fn scan(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+        let e = self.read();
+        // Under the shared lock no write runs: the count read here is the engine's state.
+        let now = self.writes.load(Ordering::Relaxed);
+        if cur.epoch != now {
+            cur.resume = None;
+            cur.epoch = now;
+        }
+        e.scan_shared(cur, out)
+    }
+
+    fn scan_many(&self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
+        self.read().scan_many_shared(ranges, out)
+    }
+
+    fn estimate_count(&self, ranges: &[(u64, u64)]) -> Result<Option<u64>> {
+        // Engines with shared reads keep no counts to estimate from (only the FBX-tree
+        // does, and it is served by `Serial`).
+        self.exclusive().estimate_count(ranges)
+    }
+
+    fn bulk_insert(&self, sorted: &[(u64, u64)]) -> Result<()> {
+        self.write(|e| e.bulk_insert(sorted))
+    }
+
+    fn delete_range(&self, lo: u64, hi: u64) -> Result<()> {
+        self.write(|e| e.delete_range(lo, hi))
+    }
+
+    fn apply_batch(&self, ops: &[LogicalOp]) -> Result<()> {
+        self.write(|e| e.apply_batch(ops))
+    }
+
+    fn flush(&self) -> Result<()> {
+        let ticket = self.exclusive().flush_ticket()?;
+        match ticket {
+            Some(t) => t.wait(),
+            None => Ok(()),
+        }
+    }
+
+    fn close(&self) -> Result<()> {
+        self.write(|e| e.close())
+    }
+
+    fn stats(&self) -> Stats {
+        self.read().stats()
+    }
+
+    fn check_integrity(&self) -> Result<()> {
+        self.exclusive().check_integrity()
+    }
+}
