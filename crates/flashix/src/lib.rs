@@ -4,7 +4,7 @@
 //! ```no_run
 //! use flashix::{Db, EngineKind, Options};
 //! # fn main() -> flashix::Result<()> {
-//! let mut db = Db::create("/tmp/idx", Options::new(EngineKind::BTree))?;
+//! let db = Db::create("/tmp/idx", Options::new(EngineKind::BTree))?;
 //! db.insert(7, 700)?;
 //! assert_eq!(db.get(7)?, Some(700));
 //! for kv in db.range(0..=10)? {
@@ -14,6 +14,10 @@
 //! db.close()?;
 //! # Ok(()) }
 //! ```
+//!
+//! A [`Db`] is `Send + Sync` and every method takes `&self`: one index serves any number of
+//! threads (share it with `Arc` or scoped threads). Its thread-safety section states the
+//! guarantees; each engine's module doc says what runs in parallel with what.
 //!
 //! # Which index for which workload
 //!

@@ -39,7 +39,7 @@ use super::pool::{BufferPool, FrameId, Lookup};
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::page;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use crate::util::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// The longest a reader waits for a frame to be unpinned or a page to be loaded before it
@@ -60,6 +60,10 @@ struct State {
 pub struct SharedPool {
     state: Mutex<State>,
     changed: Condvar,
+    /// A deliberately broken latch for the model tests: readers do not wait for a page
+    /// another reader is loading, and read its frame while it is being filled.
+    #[cfg(test)]
+    broken_ignores_loading: bool,
 }
 
 /// How a shared reader's miss reaches the device and the WAL: the device read, and the
@@ -78,6 +82,8 @@ impl SharedPool {
         SharedPool {
             state: Mutex::new(State { pool, waiters: 0 }),
             changed: Condvar::new(),
+            #[cfg(test)]
+            broken_ignores_loading: false,
         }
     }
 
@@ -150,6 +156,13 @@ impl SharedPool {
                     return Ok((f, (p.cast_const(), n)));
                 }
                 Lookup::Loading => {
+                    #[cfg(test)]
+                    if self.broken_ignores_loading {
+                        if let Some(f) = s.pool.pin_loading(pid) {
+                            let (p, n) = s.pool.frame_ptr(f);
+                            return Ok((f, (p.cast_const(), n)));
+                        }
+                    }
                     s = self.wait(s, deadline, "a page another reader loads")?;
                     continue;
                 }
@@ -179,5 +192,105 @@ impl SharedPool {
                 s = self.wait(s, deadline, "a frame to be unpinned")?;
             }
         }
+    }
+}
+
+/// Model checks of the latch protocol (module doc) under `shuttle`, which runs the threads
+/// in many interleavings: `RUSTFLAGS="--cfg flashix_shuttle" cargo test -p flashix --lib
+/// buffer::shared`. Three readers share a two-frame pool whose frames start dirty: they
+/// meet every path (hits, loads another reader waits for, write-backs by a reader, every
+/// frame pinned) and must each see every page whole. The broken variant, whose readers
+/// pin a page that is still loading, must be caught.
+#[cfg(all(test, flashix_shuttle))]
+mod model {
+    use super::*;
+    use crate::buffer::pool::NoBarrier;
+    use crate::io::{Device, MemDevice};
+    use shuttle::sync::Arc;
+
+    const PAGE: usize = 512;
+
+    /// A page of `pid` as the device holds it: sealed, its body filled with `pid`.
+    fn sealed(pid: PageId) -> Vec<u8> {
+        let mut b = vec![0u8; PAGE];
+        b[page::HEADER..].fill(pid as u8);
+        page::set_kind(&mut b, 1);
+        page::seal(pid, &mut b);
+        b
+    }
+
+    /// A device read in two steps with a scheduling point between them, so that a reader
+    /// that does not wait for a load can see a half-filled frame.
+    struct SlowIo {
+        dev: Mutex<MemDevice>,
+    }
+
+    impl SharedIo for SlowIo {
+        fn read_page(&self, pid: PageId, buf: &mut [u8]) -> Result<()> {
+            let mut full = vec![0u8; PAGE];
+            self.dev.lock().unwrap().read(pid, &mut full)?;
+            buf[..PAGE / 2].copy_from_slice(&full[..PAGE / 2]);
+            shuttle::thread::yield_now();
+            buf[PAGE / 2..].copy_from_slice(&full[PAGE / 2..]);
+            Ok(())
+        }
+
+        fn clean_one(&self, pool: &mut BufferPool) -> Result<bool> {
+            let mut dev = self.dev.lock().unwrap();
+            pool.clean_one(&mut *dev, &mut NoBarrier)
+        }
+    }
+
+    fn scenario(broken: bool) {
+        let mut dev = MemDevice::new(PAGE);
+        for pid in 0..4 {
+            dev.write(pid, &sealed(pid)).unwrap();
+        }
+        let mut pool = SharedPool::new(BufferPool::new(PAGE, 2 * PAGE as u64, 1).unwrap());
+        pool.broken_ignores_loading = broken;
+        // Both frames dirty: the first misses must write one back.
+        for pid in [0, 1] {
+            let p = pool.get_mut();
+            let f = p.create(&mut dev, &mut NoBarrier, pid).unwrap();
+            p.data_mut(f, 0).copy_from_slice(&sealed(pid));
+            p.unpin(f);
+        }
+        let io = Arc::new(SlowIo {
+            dev: Mutex::new(dev),
+        });
+        let pool = Arc::new(pool);
+        let readers: Vec<_> = [[2u64, 3, 0], [3, 2, 1], [2, 0, 3]]
+            .into_iter()
+            .map(|order| {
+                let (pool, io) = (Arc::clone(&pool), Arc::clone(&io));
+                shuttle::thread::spawn(move || {
+                    for pid in order {
+                        let whole = pool
+                            .read(&*io, pid, |b| {
+                                b[page::HEADER..].iter().all(|&x| x == pid as u8)
+                            })
+                            .unwrap();
+                        assert!(whole, "page {pid} read while it was being loaded");
+                    }
+                })
+            })
+            .collect();
+        for r in readers {
+            r.join().unwrap();
+        }
+        let s = pool.with(|p| p.stats());
+        assert_eq!(s.hits + s.misses, 9, "every read pinned its page once");
+    }
+
+    #[test]
+    fn readers_see_whole_pages_in_every_interleaving() {
+        shuttle::check_random(|| scenario(false), 2000);
+        shuttle::check_pct(|| scenario(false), 2000, 3);
+    }
+
+    #[test]
+    #[should_panic(expected = "while it was being loaded")]
+    fn a_reader_that_does_not_wait_for_a_load_is_caught() {
+        shuttle::check_random(|| scenario(true), 2000);
     }
 }

@@ -615,7 +615,13 @@ mod tests {
         for &p in &pids {
             fill(&mut pager, p, 9);
         }
-        pager.log().prepare_flush().unwrap().unwrap().wait().unwrap();
+        pager
+            .log()
+            .prepare_flush()
+            .unwrap()
+            .unwrap()
+            .wait()
+            .unwrap();
         drop(pager);
         let manifest = Manifest::load(&vfs).unwrap();
         let (mut pager, ops) = Pager::open(

@@ -68,7 +68,9 @@ pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
     let opts = opts.resolved()?;
     let s = opts.settings()?;
     match opts.sub_options {
-        EngineOptions::BTree(o) => Ok(Box::new(Parallel::new(btree::BTree::create(storage, s, o)?))),
+        EngineOptions::BTree(o) => Ok(Box::new(Parallel::new(btree::BTree::create(
+            storage, s, o,
+        )?))),
         EngineOptions::FdTree(o) => Ok(Box::new(Serial::new(fdtree::FdTree::create(
             storage, s, o, model_k,
         )?))),
@@ -104,7 +106,9 @@ pub fn open(storage: Storage, mut manifest: Manifest, opts: Options) -> Result<B
     manifest.options = s.record.clone();
     let m = manifest;
     match opts.sub_options {
-        EngineOptions::BTree(o) => Ok(Box::new(Parallel::new(btree::BTree::open(storage, m, s, o)?))),
+        EngineOptions::BTree(o) => Ok(Box::new(Parallel::new(btree::BTree::open(
+            storage, m, s, o,
+        )?))),
         EngineOptions::FdTree(o) => Ok(Box::new(Serial::new(fdtree::FdTree::open(
             storage, m, s, o,
         )?))),

@@ -29,7 +29,6 @@ pub use mem::MemDevice;
 pub use overlay::{OverlayDevice, OverlayVfs};
 pub use vfs::{DirVfs, MemVfs, Vfs};
 
-
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
@@ -322,12 +321,15 @@ pub struct DeviceStats {
     /// queue depth of reads.
     #[serde(default)]
     pub read_batches: u64,
-    /// Largest number of requests in flight at once.
+    /// Largest number of requests in flight at once (given to `submit`, over every handle
+    /// sharing the device's counters: a batch's requests, and the single reads of many
+    /// threads).
     pub max_queue_depth: u64,
     /// Nanoseconds requests spent in flight, summed over requests (each from its
-    /// submission to its completion): its growth over a phase divided by the phase's wall
-    /// time is the device's mean queue depth in that phase (Little's law). 0 on a device
-    /// that does not time its requests.
+    /// submission to its completion; requests given to `submit`, from every handle sharing
+    /// the device's counters, not the started ones of `start_read`/`start_write`): its
+    /// growth over a phase divided by the phase's wall time is the device's mean queue
+    /// depth in that phase (Little's law). 0 on a device that does not time its requests.
     #[serde(default)]
     pub inflight_ns: u64,
     /// Bytes of zeros the device wrote to grow its medium ahead of the requests (a

@@ -1,6 +1,7 @@
 //! Small utilities every layer may use: the seeded [`Rng`] of fault plans, simulators and
-//! tests.
+//! tests, and the [`sync`] locks of the model-checked latch protocols.
 
 mod rng;
+pub mod sync;
 
 pub use rng::Rng;

@@ -60,6 +60,12 @@
 //! The buffer pool (a cache of unit pages; BFTL itself caches no nodes), the NTT (a page id
 //! per list entry, at most `c` per node, plus a count per live page), the reservation buffer
 //! (`reservation_units` units) and the page-id sets of pages allocated since the checkpoint.
+//!
+//! # Thread safety
+//! Served to many threads by `kit::serial::Serial`: one operation at a time, reads included,
+//! since a search rebuilds nodes from index units read through the buffer pool's exclusive path. A flush takes its WAL ticket under the lock and syncs outside it, so
+//! concurrent flushes share one sync (group commit); a range scan's batches interleave with
+//! other threads' operations (`crate::Db`'s guarantees).
 
 mod options;
 pub use options::BftlOptions;

@@ -41,6 +41,19 @@
 //!
 //! # Memory
 //! The buffer pool (`buffer_pool_bytes`) plus the pager's page-id sets; nothing per entry.
+//!
+//! # Thread safety
+//! Served to many threads by `kit::parallel::Parallel`. Reads (`get`, `get_many`, range
+//! scans) hold the tree's lock shared and run in parallel, each loading its pages through
+//! the Pager's shared path (`Pager::read_shared`: the buffer pool's latch protocol, the
+//! device's reader handles), so eight readers keep eight reads in flight. They are safe
+//! because nothing a read does changes the tree: it only pins, loads and unpins frames.
+//! Writes hold the lock exclusive, one at a time, and see no reader: a split or merge is
+//! never seen half done. A point write walks to its leaf under the shared lock first, so
+//! its page loads run beside the readers; under the exclusive lock it waits only for its
+//! in-memory step, a dirty page's write-back an eviction needs, and, when one is due, a
+//! checkpoint. A scan resumes at its next leaf only if no write came in between; otherwise
+//! it descends again from the next key.
 
 mod options;
 pub use options::BTreeOptions;

@@ -66,6 +66,12 @@
 //! `range_write_requests`, `range_pages_written`, `neighbour_merges`, `ranges_dropped`
 //! (inner ranges of range deletes), `point_reads`, `scan_ranges_read`, `live_pages`,
 //! `allocated_pages`, `free_pages`, `garbage_pages` (append-only space no longer live).
+//!
+//! # Thread safety
+//! Served to many threads by `kit::serial::Serial`: one operation at a time, reads included,
+//! since its searches go through the buffer pool's exclusive path. A flush takes its WAL ticket under the lock and syncs outside it, so
+//! concurrent flushes share one sync (group commit); a range scan's batches interleave with
+//! other threads' operations (`crate::Db`'s guarantees).
 
 mod check;
 mod index;

@@ -48,6 +48,12 @@
 //! erases of checkpointed blocks deferred to the next checkpoint, recovery from the LLSD
 //! and LSLM and by rebuilding blocks with programs newer than the checkpoint, then WAL
 //! replay.
+//!
+//! # Thread safety
+//! Served to many threads by `kit::serial::Serial`: one operation at a time, reads included,
+//! since its reads go through the in-page logging core's node buffer on raw NAND. A flush takes its WAL ticket under the lock and syncs outside it, so
+//! concurrent flushes share one sync (group commit); a range scan's batches interleave with
+//! other threads' operations (`crate::Db`'s guarantees).
 
 mod options;
 pub use options::DiplOptions;

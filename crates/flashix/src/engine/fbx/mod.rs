@@ -104,6 +104,12 @@
 //! (`Pager::charge`, `Logged::charge_memory`), so the pool shrinks as the tree grows. Only when the tables
 //! alone outgrow the budget does memory exceed it (the pool then keeps its minimum of
 //! 4 frames).
+//!
+//! # Thread safety
+//! Served to many threads by `kit::serial::Serial`: one operation at a time, reads included,
+//! since a query may clean log lists (writes) and loads pages through the buffer pool's exclusive path. A flush takes its WAL ticket under the lock and syncs outside it, so
+//! concurrent flushes share one sync (group commit); a range scan's batches interleave with
+//! other threads' operations (`crate::Db`'s guarantees).
 
 mod check;
 mod logbuf;

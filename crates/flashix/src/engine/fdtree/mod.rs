@@ -158,6 +158,14 @@
 //! range-scan batch (at most `io_unit` pages per level), plus the range tombstones (16
 //! bytes an interval). All but the I/O buffers (the merge's and the scan batch's) are
 //! reported in `Stats::memory_bytes` and charged to the budget, as in the LSM-tree.
+//!
+//! # Thread safety
+//! Served to many threads by `kit::serial::Serial`: one operation at a time, reads included,
+//! since its searches load head-tree pages through the buffer pool's exclusive path and read levels through the device handle the merges also use. A flush takes its WAL ticket under the lock and syncs outside it, so
+//! concurrent flushes share one sync (group commit); a range scan's batches interleave with
+//! other threads' operations (`crate::Db`'s guarantees).
+//! The merge thread runs beside every operation, as with one thread: its own device handle
+//! and its own buffers; its results are taken in by the next operation.
 
 mod options;
 pub use options::FdTreeOptions;

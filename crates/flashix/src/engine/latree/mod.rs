@@ -106,6 +106,12 @@
 //!   are not built.
 //! - Storage reclamation is the pager's: freed buffer pages return to the allocator after
 //!   the next checkpoint (no log-structured cleaning as on raw NAND).
+//!
+//! # Thread safety
+//! Served to many threads by `kit::serial::Serial`: one operation at a time, reads included,
+//! since its searches go through the buffer pool's exclusive path. A flush takes its WAL ticket under the lock and syncs outside it, so
+//! concurrent flushes share one sync (group commit); a range scan's batches interleave with
+//! other threads' operations (`crate::Db`'s guarantees).
 
 mod adapt;
 mod buffer;

@@ -163,6 +163,14 @@
 //! merged entries (12 KiB) written a leaf's run at a time. All but the I/O buffers are
 //! reported in `Stats::memory_bytes` and charged to the budget. During a range scan: at
 //! most `io_unit` leaves per component.
+//!
+//! # Thread safety
+//! Served to many threads by `kit::serial::Serial`: one operation at a time, reads included,
+//! since its searches load pages through the buffer pool's exclusive path and keep per-call memos. A flush takes its WAL ticket under the lock and syncs outside it, so
+//! concurrent flushes share one sync (group commit); a range scan's batches interleave with
+//! other threads' operations (`crate::Db`'s guarantees).
+//! The merge thread runs beside every operation, as with one thread: its own device handle
+//! and its own buffers; its results are taken in by the next operation.
 
 mod options;
 pub use options::LsmOptions;

@@ -94,6 +94,12 @@
 //! During MPSearch and `bupdate` the engine also holds the page ids of at most
 //! `pio_max` × fan-out child nodes per level (the pages themselves are in the pool: psync
 //! groups are bounded by half the pool and by `pio_max`).
+//!
+//! # Thread safety
+//! Served to many threads by `kit::serial::Serial`: one operation at a time, reads included,
+//! since its searches prefetch leaf segments into the buffer pool and its OPQ is changed in place. A flush takes its WAL ticket under the lock and syncs outside it, so
+//! concurrent flushes share one sync (group commit); a range scan's batches interleave with
+//! other threads' operations (`crate::Db`'s guarantees).
 
 mod options;
 pub use options::{PioOptions, PIO_OPQ_ENTRY_BYTES};

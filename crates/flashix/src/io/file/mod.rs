@@ -605,7 +605,7 @@ impl Device for FileDevice {
     }
 
     /// Reader handles on the same file, one per thread reading at once
-    /// ([`shared::FileReaders`]).
+    /// (`io::file::shared`).
     fn shared_reader(&mut self) -> Result<Option<Arc<dyn SharedReader>>> {
         Ok(Some(Arc::new(shared::FileReaders::of(self))))
     }
