@@ -47,14 +47,14 @@ fn value(k: u64, version: u64) -> u64 {
 }
 
 /// Eight readers (gets, scans whose iterators stay open across the writer's operations,
-/// get_many) beside one writer that overwrites, deletes and splits, on the engine's
-/// smallest pool.
-fn readers_beside_a_writer(device: DeviceSpec) {
+/// get_many) beside one writer that overwrites, deletes and splits (or merges), on a
+/// 16-page pool.
+fn readers_beside_a_writer(engine: EngineKind, device: DeviceSpec) {
     const KEYS: u64 = 3000;
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options::new(EngineKind::BTree)
+    let opts = Options::new(engine)
         .page_size(512)
-        .buffer_pool_bytes(8 * 512)
+        .buffer_pool_bytes(16 * 512)
         .device(device);
     let db = Db::create(dir.path().join("ix"), opts).unwrap();
     db.bulk_insert(
@@ -121,14 +121,21 @@ fn readers_beside_a_writer(device: DeviceSpec) {
     db.close().unwrap();
 }
 
+/// The engines whose reads run in parallel (`kit::parallel`).
+const PARALLEL: [EngineKind; 3] = [EngineKind::BTree, EngineKind::Lsm, EngineKind::FdTree];
+
 #[test]
 fn readers_beside_a_writer_in_memory() {
-    readers_beside_a_writer(DeviceSpec::Memory);
+    for engine in PARALLEL {
+        readers_beside_a_writer(engine, DeviceSpec::Memory);
+    }
 }
 
 /// On a file the readers' misses go through the device's reader handles, each its own
-/// request in flight.
+/// request in flight, and the LSM-tree's merges run on their thread.
 #[test]
 fn readers_beside_a_writer_on_a_file() {
-    readers_beside_a_writer(DeviceSpec::File { direct_io: true });
+    for engine in PARALLEL {
+        readers_beside_a_writer(engine, DeviceSpec::File { direct_io: true });
+    }
 }

@@ -44,6 +44,7 @@
 use super::Pager;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId, Ticket};
+use crate::util::sync::Exclusive;
 use std::collections::HashMap;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
 
@@ -336,7 +337,8 @@ impl Worker {
 
 /// Work running on a [`Worker`], served by the engine thread (module doc).
 pub struct Background<T> {
-    rx: Receiver<Request<T>>,
+    /// Reached only by the engine's writer: `Exclusive` keeps the engine `Sync`.
+    rx: Exclusive<Receiver<Request<T>>>,
     tx: Sender<Reply>,
     /// The work has sent its result (or ended without one).
     ended: bool,
@@ -400,7 +402,7 @@ impl<T: Send + 'static> Background<T> {
             }))
             .map_err(|_| Error::InvalidArgument("the merge thread has ended".into()))?;
         Ok(Background {
-            rx: req_rx,
+            rx: Exclusive::new(req_rx),
             tx: rep_tx,
             ended: false,
             started: HashMap::new(),
@@ -434,7 +436,7 @@ impl<T: Send + 'static> Background<T> {
         // When the wait began (taken only by a call that waits: this runs every operation).
         let mut start = None;
         loop {
-            let req = match self.rx.try_recv() {
+            let req = match self.rx.get_mut().try_recv() {
                 Ok(r) => r,
                 Err(TryRecvError::Empty) => {
                     if self.reply_finish(pager, wait)? {
@@ -448,7 +450,7 @@ impl<T: Send + 'static> Background<T> {
                         continue;
                     }
                     // The work is computing: wait until it asks for something.
-                    match self.rx.recv_timeout(RECHECK) {
+                    match self.rx.get_mut().recv_timeout(RECHECK) {
                         Ok(r) => r,
                         Err(RecvTimeoutError::Timeout) => continue,
                         Err(RecvTimeoutError::Disconnected) => {
@@ -576,7 +578,7 @@ impl<T> Drop for Background<T> {
         let (tx, _) = channel();
         drop(std::mem::replace(&mut self.tx, tx));
         while !self.ended {
-            match self.rx.recv() {
+            match self.rx.get_mut().recv() {
                 Ok(Request::Done(..)) | Err(_) => self.ended = true,
                 Ok(_) => {}
             }

@@ -258,10 +258,19 @@ impl Pager {
     /// Run `f` on page `pid`'s bytes read past the buffer pool, in one request: the pool
     /// neither gains nor loses a page (pages a search touches once, such as the lower
     /// levels of an FD-tree or LSM point search). Only for pages never dirty in the pool.
-    pub fn read_past<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+    /// From any of many reading threads at once (through the device's [`SharedReader`]
+    /// when it has one).
+    pub fn read_past<T>(&self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
         let mut buf = crate::io::AlignedBuf::zeroed(self.page_size());
-        exclusive(&mut self.dev).read(pid, &mut buf)?;
+        self.read_run_shared(pid, &mut buf)?;
         Ok(f(&buf))
+    }
+
+    /// Read the pages from `first` into `buf` (whole pages) in one request past the buffer
+    /// pool, from any of many reading threads at once: only pages never dirty in the pool
+    /// and written by no request still in flight (a structure's extents once published).
+    pub fn read_run_shared(&self, first: PageId, buf: &mut [u8]) -> Result<()> {
+        SharedPagerIo(self).read_page(first, buf)
     }
 
     /// Run `f` on the page's bytes to change them, taking its before-image first if this

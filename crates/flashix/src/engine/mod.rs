@@ -71,10 +71,10 @@ pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
         EngineOptions::BTree(o) => Ok(Box::new(Parallel::new(btree::BTree::create(
             storage, s, o,
         )?))),
-        EngineOptions::FdTree(o) => Ok(Box::new(Serial::new(fdtree::FdTree::create(
+        EngineOptions::FdTree(o) => Ok(Box::new(Parallel::new(fdtree::FdTree::create(
             storage, s, o, model_k,
         )?))),
-        EngineOptions::Lsm(o) => Ok(Box::new(Serial::new(lsm::Lsm::create(
+        EngineOptions::Lsm(o) => Ok(Box::new(Parallel::new(lsm::Lsm::create(
             storage, s, o, model_k,
         )?))),
         EngineOptions::PioBTree(o) => {
@@ -109,10 +109,10 @@ pub fn open(storage: Storage, mut manifest: Manifest, opts: Options) -> Result<B
         EngineOptions::BTree(o) => Ok(Box::new(Parallel::new(btree::BTree::open(
             storage, m, s, o,
         )?))),
-        EngineOptions::FdTree(o) => Ok(Box::new(Serial::new(fdtree::FdTree::open(
+        EngineOptions::FdTree(o) => Ok(Box::new(Parallel::new(fdtree::FdTree::open(
             storage, m, s, o,
         )?))),
-        EngineOptions::Lsm(o) => Ok(Box::new(Serial::new(lsm::Lsm::open(storage, m, s, o)?))),
+        EngineOptions::Lsm(o) => Ok(Box::new(Parallel::new(lsm::Lsm::open(storage, m, s, o)?))),
         EngineOptions::PioBTree(o) => Ok(Box::new(Serial::new(pio::PioBTree::open(
             storage, m, s, o,
         )?))),

@@ -228,8 +228,24 @@ pub trait SharedReads: SerialEngine + Sync {
     fn get_many_shared(&self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
         keys.iter().map(|&k| self.get_shared(k)).collect()
     }
-    /// [`SerialEngine::scan`] on `&self`.
-    fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()>;
+    /// Before a point write of `key` takes the writer lock: bring the pages the write will
+    /// change into the buffer pool, beside the readers, so that readers then wait only for
+    /// its in-memory step (`super::parallel`). Errors are left for the write to meet. By
+    /// default nothing.
+    fn prepare_write(&self, key: u64) {
+        let _ = key;
+    }
+    /// True when range scans run beside other readers ([`SharedReads::scan_shared`]);
+    /// false when the engine's scans need `&mut self` (its multi-page read-ahead through
+    /// the device) and run under the writer lock, one at a time, as its writes do.
+    const SHARED_SCANS: bool = true;
+    /// [`SerialEngine::scan`] on `&self` (called only when [`SharedReads::SHARED_SCANS`]).
+    fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+        let _ = (cur, out);
+        Err(crate::error::Error::Unsupported(
+            "this engine's range scans do not run on a shared engine".into(),
+        ))
+    }
     /// [`SerialEngine::scan_many`] on `&self`; by default one scan per range.
     fn scan_many_shared(&self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
         for &(lo, hi) in ranges {

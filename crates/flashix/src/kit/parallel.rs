@@ -3,18 +3,20 @@
 //!
 //! # Thread safety
 //!
-//! A readers-writer lock over the engine. Reads (`get`, `get_many`, a scan batch,
-//! `range_many`, `estimate_count`, `stats`) hold it shared: any number run at once, each
+//! A readers-writer lock over the engine. Reads (`get`, `get_many`, a scan batch and
+//! `range_many` where the engine's scans are shared, `stats`) hold it shared: any number run at once, each
 //! with its own page reads in flight (the Pager's shared path: the buffer pool's latch
 //! protocol and the device's reader handles). Writes hold it exclusive, so a read sees the
 //! structure between two writes, never inside one: every single-key operation is
 //! linearizable at the instant its lock is held, and a batch is applied whole before any
 //! read sees it.
 //!
-//! A point write (`insert`, `delete`) first walks to its key's leaf under the shared lock,
-//! beside the readers, so that the pages it changes are in the buffer pool when it takes
-//! the exclusive lock: readers then wait for its in-memory step, not for its page reads.
-//! What still runs under the exclusive lock, and so makes readers wait: a write-back of a
+//! A point write (`insert`, `delete`) first brings the pages it will change into the
+//! buffer pool under the shared lock, beside the readers (`SharedReads::prepare_write`: the
+//! B+-tree walks to the key's leaf, the LSM-tree to C0's), so that it finds them there
+//! under the exclusive lock: readers then wait for its in-memory step, not its page reads.
+//! What still runs under the exclusive lock, and so makes readers wait: the scans of an
+//! engine whose scans are not shared (`SharedReads::SHARED_SCANS`), `estimate_count`, a write-back of a
 //! dirty page its split or eviction needs, the WAL's hand-off of a full buffer to the file,
 //! and a checkpoint (write-back of the dirty pages, a device sync, the manifest switch).
 //!
@@ -64,10 +66,19 @@ impl<E: SharedReads> Parallel<E> {
         f(&mut e)
     }
 
-    /// Bring `key`'s path into the buffer pool beside the readers (module doc). Its answer
-    /// is not used; an error here is met again, and reported, by the write itself.
+    /// Bring the pages a write of `key` changes into the buffer pool beside the readers
+    /// (module doc, [`SharedReads::prepare_write`]).
     fn warm(&self, key: u64) {
-        let _ = self.read().get_shared(key);
+        self.read().prepare_write(key);
+    }
+}
+
+/// Drop the cursor's position in the structure if a write came since it was taken (`now`
+/// is the write count, read under the engine's lock).
+fn fresh(cur: &mut RangeCursor, now: u64) {
+    if cur.epoch != now {
+        cur.resume = None;
+        cur.epoch = now;
     }
 }
 
@@ -91,18 +102,22 @@ impl<E: SharedReads> Engine for Parallel<E> {
     }
 
     fn scan(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+        if !E::SHARED_SCANS {
+            let mut e = self.exclusive();
+            fresh(cur, self.writes.load(Ordering::Relaxed));
+            return e.scan(cur, out);
+        }
         let e = self.read();
         // Under the shared lock no write runs: the count read here is the engine's state.
-        let now = self.writes.load(Ordering::Relaxed);
-        if cur.epoch != now {
-            cur.resume = None;
-            cur.epoch = now;
-        }
+        fresh(cur, self.writes.load(Ordering::Relaxed));
         e.scan_shared(cur, out)
     }
 
     fn scan_many(&self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
-        self.read().scan_many_shared(ranges, out)
+        match E::SHARED_SCANS {
+            true => self.read().scan_many_shared(ranges, out),
+            false => self.exclusive().scan_many(ranges, out),
+        }
     }
 
     fn estimate_count(&self, ranges: &[(u64, u64)]) -> Result<Option<u64>> {

@@ -7,3 +7,25 @@
 pub use shuttle::sync::{Condvar, Mutex, MutexGuard};
 #[cfg(not(all(test, flashix_shuttle)))]
 pub use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// A value reachable only through `&mut` (or by value), so that it may be `Sync` whatever
+/// `T` is: a shared reference to an `Exclusive` gives no access to its value. For the parts
+/// of an engine that only its writer touches (a merge thread's channel) inside an engine
+/// that its readers share.
+pub struct Exclusive<T>(T);
+
+// SAFETY: no method reaches the value through `&Exclusive<T>`; through `&mut` only one
+// thread holds it at a time, and moving it between threads needs `T: Send`.
+unsafe impl<T: Send> Sync for Exclusive<T> {}
+
+impl<T> Exclusive<T> {
+    /// Wrap `value`.
+    pub fn new(value: T) -> Exclusive<T> {
+        Exclusive(value)
+    }
+
+    /// The value, for the one thread that holds `&mut`.
+    pub fn get_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}

@@ -363,6 +363,12 @@ impl SharedReads for BTree {
             .read_shared(leaf, |b| node::search(b, key).ok().map(|i| node::val(b, i)))
     }
 
+    /// An insert or delete changes the key's leaf (and, on a split or merge, its parents,
+    /// which the walk passes).
+    fn prepare_write(&self, key: u64) {
+        let _ = self.get_shared(key);
+    }
+
     fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
         let Some(next) = cur.next else { return Ok(()) };
         let leaf = match cur.resume {

@@ -160,12 +160,19 @@
 //! reported in `Stats::memory_bytes` and charged to the budget, as in the LSM-tree.
 //!
 //! # Thread safety
-//! Served to many threads by `kit::serial::Serial`: one operation at a time, reads included,
-//! since its searches load head-tree pages through the buffer pool's exclusive path and read levels through the device handle the merges also use. A flush takes its WAL ticket under the lock and syncs outside it, so
-//! concurrent flushes share one sync (group commit); a range scan's batches interleave with
-//! other threads' operations (`crate::Db`'s guarantees).
-//! The merge thread runs beside every operation, as with one thread: its own device handle
-//! and its own buffers; its results are taken in by the next operation.
+//! Served to many threads by `kit::parallel::Parallel`. Point searches (`get`, `get_many`)
+//! hold the engine's lock shared and run in parallel: the head tree and its levels are read through
+//! the Pager's shared path (the buffer pool's latch protocol for pages read through the
+//! pool, the device's reader handles for pages read past it), and nothing a search does
+//! changes the structure. Everything else holds the lock exclusive, one at a time: writes,
+//! and range scans, whose read-ahead goes through the device's started requests
+//! (`kit::sorted::seq`). An insert first walks the head tree under the shared lock, so that under
+//! the exclusive lock it finds its pages in the pool. The pages a search reads past the pool
+//! belong to published structures only: a merge writes new extents, which no search reads
+//! until the merge is complete and taken in under the exclusive lock, and the extents it
+//! frees are reused only after the next checkpoint. A flush syncs the WAL outside the lock
+//! (group commit). The merge thread runs beside every operation, as with one thread: its
+//! own device handle and its own buffers; its results are taken in by the next write.
 
 mod options;
 pub use options::FdTreeOptions;
@@ -181,7 +188,7 @@ use crate::error::{Error, Result};
 use crate::io::Extent;
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{RangeCursor, SerialEngine};
+use crate::kit::api::{RangeCursor, SerialEngine, SharedReads};
 use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::job::{MergeThread, Running};
@@ -822,6 +829,22 @@ impl Logged for FdTree {
     /// A merge restarted at open frees the extents the interrupted one had written.
     fn checkpoint_after_recovery(&self) -> bool {
         self.restarted_merge
+    }
+}
+
+impl SharedReads for FdTree {
+    /// Scans read ahead through the device's started requests (`kit::sorted::seq`), which
+    /// need the engine to themselves.
+    const SHARED_SCANS: bool = false;
+
+    fn get_shared(&self, key: u64) -> Result<Option<u64>> {
+        self.lookup(key)
+    }
+
+    /// An insert changes the head tree only: its path and leaf. (A delete searches the
+    /// levels first, under the writer lock: the paper's baseline behaviour.)
+    fn prepare_write(&self, key: u64) {
+        let _ = self.head.find(&self.pager, self.p.lay, key);
     }
 }
 

@@ -84,7 +84,7 @@ pub fn read_page_cached(pager: &mut Pager, lay: Layout, pid: PageId) -> Result<V
 /// when `cached`, else one read past it. Checks the envelope and the kind as a decode does,
 /// but decodes only the few entries the step reads.
 pub fn probe_page(
-    pager: &mut Pager,
+    pager: &Pager,
     lay: Layout,
     pid: PageId,
     key: u64,
@@ -103,7 +103,7 @@ pub fn probe_page(
             .map_err(|e| Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}")))
     };
     if cached {
-        pager.read(pid, step)?
+        pager.read_shared(pid, step)?
     } else {
         pager.read_past(pid, step)?
     }

@@ -54,7 +54,7 @@ struct HeadRange {
 
 impl FdTree {
     /// Search the levels for `key` from page `pid` of L1: the newest index entry of `key`.
-    pub(super) fn search_levels(&mut self, key: u64, mut pid: u64) -> Result<Option<Entry>> {
+    pub(super) fn search_levels(&self, key: u64, mut pid: u64) -> Result<Option<Entry>> {
         let frames = self.pager.pool_frames();
         // Pages of the head tree(s) and the levels above the current one.
         let mut above = self.head.pages + self.frozen.as_ref().map_or(0, |h| h.pages);
@@ -76,7 +76,7 @@ impl FdTree {
             // them than above) do not push the upper levels out of an LRU pool.
             // The step reads the page's bytes in place: a binary search and a backward
             // scan to the first fence, no decoded copy of the page.
-            let step = probe_page(&mut self.pager, self.p.lay, pid, key, above < frames)?;
+            let step = probe_page(&self.pager, self.p.lay, pid, key, above < frames)?;
             above += run.pages;
             pid = match step {
                 Probe::Entry(e) => return Ok(Some(e)),
@@ -98,10 +98,10 @@ impl FdTree {
 
     /// The newest index entry of `key` below the active head tree: the frozen head tree
     /// (while a deamortized merge runs) and the levels. `fence` is the active head's.
-    pub(super) fn find_below_head(&mut self, key: u64, fence: u64) -> Result<Option<Entry>> {
-        let fence = match self.frozen.clone() {
+    pub(super) fn find_below_head(&self, key: u64, fence: u64) -> Result<Option<Entry>> {
+        let fence = match &self.frozen {
             Some(fr) => {
-                let f = fr.find(&mut self.pager, self.p.lay, key)?;
+                let f = fr.find(&self.pager, self.p.lay, key)?;
                 if f.entry.is_some() || self.frozen_tombs.covers(key) {
                     return Ok(f.entry);
                 }
@@ -113,9 +113,8 @@ impl FdTree {
     }
 
     /// Point search: the value of `key`.
-    pub(super) fn lookup(&mut self, key: u64) -> Result<Option<u64>> {
-        let head = self.head.clone();
-        let f = head.find(&mut self.pager, self.p.lay, key)?;
+    pub(super) fn lookup(&self, key: u64) -> Result<Option<u64>> {
+        let f = self.head.find(&self.pager, self.p.lay, key)?;
         let e = match f.entry {
             Some(e) => Some(e),
             None if self.head_tombs.covers(key) => None,

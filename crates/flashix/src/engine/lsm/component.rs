@@ -89,10 +89,10 @@ fn decode(pid: PageId, b: &[u8], lay: Layout) -> Result<Node> {
 }
 
 /// Read `n` pages from `first` in ONE request.
-pub fn read_nodes(pager: &mut Pager, lay: Layout, first: PageId, n: u64) -> Result<Vec<Node>> {
+pub fn read_nodes(pager: &Pager, lay: Layout, first: PageId, n: u64) -> Result<Vec<Node>> {
     let ps = pager.page_size();
     let mut buf = AlignedBuf::zeroed(ps * n as usize);
-    pager.device().read(first, &mut buf)?;
+    pager.read_run_shared(first, &mut buf)?;
     buf.chunks(ps)
         .enumerate()
         .map(|(i, b)| decode(first + i as u64, b, lay))
@@ -102,8 +102,8 @@ pub fn read_nodes(pager: &mut Pager, lay: Layout, first: PageId, n: u64) -> Resu
 /// Read one page through the buffer pool (point searches: a component's upper nodes stay
 /// cached). Component pages are never dirty in the pool and a freed component's pages are
 /// discarded from it ([`Pager::free_extent`]), so the pool and past-the-pool reads agree.
-pub fn read_node_cached(pager: &mut Pager, lay: Layout, pid: PageId) -> Result<Node> {
-    pager.read(pid, |b| decode(pid, b, lay))?
+pub fn read_node_cached(pager: &Pager, lay: Layout, pid: PageId) -> Result<Node> {
+    pager.read_shared(pid, |b| decode(pid, b, lay))?
 }
 
 /// Read `n` leaves of `c` from `first` in one request, checked to be non-empty leaves.
@@ -208,11 +208,11 @@ fn entry_at(lay: Layout, pid: PageId, b: &[u8], i: usize) -> Result<Entry> {
 
 /// Descend from the root to the leaf that holds `key` if any component entry does: one
 /// single-page read per internal level, each node searched in its bytes.
-pub fn leaf_for(pager: &mut Pager, lay: Layout, c: &Component, key: u64) -> Result<PageId> {
+pub fn leaf_for(pager: &Pager, lay: Layout, c: &Component, key: u64) -> Result<PageId> {
     let mut pid = c.root;
     for want in (1..c.height).rev() {
         let at = pid;
-        pid = pager.read(at, |b| -> Result<u64> {
+        pid = pager.read_shared(at, |b| -> Result<u64> {
             let n = check_node(at, b, lay, KIND_LSM_INTERNAL, want)?;
             // The last separator at or below `key`, else the leftmost child.
             let s = lay
@@ -281,7 +281,7 @@ pub fn leaf_span(
 /// Point search: the entry of `key` in `c` (height single-page reads). Internal nodes are
 /// read through the pool; the leaf too if `cache_leaf`, else past it.
 pub fn find(
-    pager: &mut Pager,
+    pager: &Pager,
     lay: Layout,
     c: &Component,
     key: u64,
@@ -301,7 +301,7 @@ pub fn find(
         Ok((e.key == key).then_some(e))
     };
     if cache_leaf {
-        pager.read(leaf, look)?
+        pager.read_shared(leaf, look)?
     } else {
         pager.read_past(leaf, look)?
     }

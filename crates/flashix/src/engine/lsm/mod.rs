@@ -165,12 +165,19 @@
 //! most `io_unit` leaves per component.
 //!
 //! # Thread safety
-//! Served to many threads by `kit::serial::Serial`: one operation at a time, reads included,
-//! since its searches load pages through the buffer pool's exclusive path and keep per-call memos. A flush takes its WAL ticket under the lock and syncs outside it, so
-//! concurrent flushes share one sync (group commit); a range scan's batches interleave with
-//! other threads' operations (`crate::Db`'s guarantees).
-//! The merge thread runs beside every operation, as with one thread: its own device handle
-//! and its own buffers; its results are taken in by the next operation.
+//! Served to many threads by `kit::parallel::Parallel`. Point searches (`get`, `get_many`)
+//! hold the engine's lock shared and run in parallel: C0 and its components are read through
+//! the Pager's shared path (the buffer pool's latch protocol for pages read through the
+//! pool, the device's reader handles for pages read past it), and nothing a search does
+//! changes the structure. Everything else holds the lock exclusive, one at a time: writes,
+//! and range scans, whose read-ahead goes through the device's started requests
+//! (`kit::sorted::seq`). An insert first walks C0 under the shared lock, so that under
+//! the exclusive lock it finds its pages in the pool. The pages a search reads past the pool
+//! belong to published structures only: a merge writes new extents, which no search reads
+//! until the merge is complete and taken in under the exclusive lock, and the extents it
+//! frees are reused only after the next checkpoint. A flush syncs the WAL outside the lock
+//! (group commit). The merge thread runs beside every operation, as with one thread: its
+//! own device handle and its own buffers; its results are taken in by the next write.
 
 mod options;
 pub use options::LsmOptions;
@@ -185,7 +192,7 @@ use crate::durable::{Pager, Store};
 use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{RangeCursor, SerialEngine};
+use crate::kit::api::{RangeCursor, SerialEngine, SharedReads};
 use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::job::{MergeThread, Running};
@@ -801,6 +808,21 @@ impl Logged for Lsm {
     /// A merge publishes its new components (and frees the old) with a checkpoint.
     fn checkpoint_due(&self) -> bool {
         self.checkpoint_due
+    }
+}
+
+impl SharedReads for Lsm {
+    /// Scans read ahead through the device's started requests (`kit::sorted::seq`), which
+    /// need the engine to themselves.
+    const SHARED_SCANS: bool = false;
+
+    fn get_shared(&self, key: u64) -> Result<Option<u64>> {
+        self.lookup(key)
+    }
+
+    /// A write changes C0 only (blind: no component is read): its path and leaf.
+    fn prepare_write(&self, key: u64) {
+        let _ = self.c0.find(&self.pager, self.p.lay, key);
     }
 }
 

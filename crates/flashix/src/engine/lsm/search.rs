@@ -17,8 +17,8 @@ impl Lsm {
     /// The newest entry of `key`: C0 through the pool, the frozen C0's entries in memory,
     /// then one descent per component, stopping at the first level whose entry or range
     /// tombstones decide.
-    pub(super) fn lookup(&mut self, key: u64) -> Result<Option<u64>> {
-        let f = self.c0.find(&mut self.pager, self.p.lay, key)?;
+    pub(super) fn lookup(&self, key: u64) -> Result<Option<u64>> {
+        let f = self.c0.find(&self.pager, self.p.lay, key)?;
         let mut found = f.entry;
         let mut decided = found.is_some() || self.c0_tombs.covers(key);
         if let (false, Some(fr)) = (decided, self.frozen.as_ref()) {
@@ -33,9 +33,9 @@ impl Lsm {
             // the pool while C0 and the newer components leave room there, past it below.
             let frames = self.pager.pool_frames();
             let mut above = self.c0.pages;
-            for (i, c) in self.components.clone().iter().enumerate() {
+            for (i, c) in self.components.iter().enumerate() {
                 if let Some(c) = c {
-                    found = component::find(&mut self.pager, self.p.lay, c, key, above < frames)?;
+                    found = component::find(&self.pager, self.p.lay, c, key, above < frames)?;
                     if found.is_some() {
                         break;
                     }

@@ -138,9 +138,9 @@ fn corrupt(pid: PageId, what: String) -> Error {
     Error::corruption(DATA_FILE, Some(pid), format!("FD-tree head tree: {what}"))
 }
 
-fn read_node(pager: &mut Pager, pid: PageId, lay: Layout) -> Result<(u16, u32, u64, Vec<Entry>)> {
+fn read_node(pager: &Pager, pid: PageId, lay: Layout) -> Result<(u16, u32, u64, Vec<Entry>)> {
     pager
-        .read(pid, |b| {
+        .read_shared(pid, |b| {
             let kind = lay.checked_kind(b)?;
             lay.decode(b)
                 .map(|es| (kind, entry::level(b), entry::link(b), es))
@@ -174,7 +174,7 @@ impl Head {
     /// Descend to the leaf for `pos`: the internal pages and child slots passed, and the leaf.
     fn descend(
         &self,
-        pager: &mut Pager,
+        pager: &Pager,
         lay: Layout,
         pos: (u64, u8),
     ) -> Result<(Vec<(PageId, usize)>, PageId)> {
@@ -186,7 +186,7 @@ impl Head {
             let want = self.height - 1 - depth;
             // The child is found in the node's bytes (no decoded copy of the node).
             let (kind, lvl, slot, child) = pager
-                .read(pid, |b| -> std::result::Result<_, String> {
+                .read_shared(pid, |b| -> std::result::Result<_, String> {
                     let n = lay.checked_count(b)?;
                     let s = lay.partition(b, n, pos)?;
                     let child = match s {
@@ -210,11 +210,11 @@ impl Head {
 
     /// Look `key` up: its index entry here, and the fence to follow into L1 (§3.3, Search;
     /// Algorithm 1, lines 2-3).
-    pub fn find(&self, pager: &mut Pager, lay: Layout, key: u64) -> Result<Found> {
+    pub fn find(&self, pager: &Pager, lay: Layout, key: u64) -> Result<Found> {
         let pos = entry::index_pos(key);
         let (_, leaf) = self.descend(pager, lay, pos)?;
         pager
-            .read(leaf, |b| -> std::result::Result<_, String> {
+            .read_shared(leaf, |b| -> std::result::Result<_, String> {
                 let n = lay.checked_count(b)?;
                 let end = lay.partition(b, n, pos)?;
                 let entry = match end {
@@ -230,12 +230,12 @@ impl Head {
     }
 
     /// The leaf for `key` (range scans start there).
-    pub fn leaf_for(&self, pager: &mut Pager, lay: Layout, key: u64) -> Result<PageId> {
+    pub fn leaf_for(&self, pager: &Pager, lay: Layout, key: u64) -> Result<PageId> {
         Ok(self.descend(pager, lay, (key, 0))?.1)
     }
 
     /// A leaf's entries and its right neighbour.
-    pub fn leaf(pager: &mut Pager, lay: Layout, pid: PageId) -> Result<(Vec<Entry>, u64)> {
+    pub fn leaf(pager: &Pager, lay: Layout, pid: PageId) -> Result<(Vec<Entry>, u64)> {
         let (kind, _, link, es) = read_node(pager, pid, lay)?;
         if kind != entry::KIND_HEAD_LEAF {
             return Err(corrupt(pid, "leaf chain reaches a non-leaf page".into()));
@@ -525,7 +525,7 @@ impl Head {
 }
 
 /// Used by the integrity check: a node's contents.
-pub fn node(pager: &mut Pager, lay: Layout, pid: PageId) -> Result<(u16, u32, u64, Vec<Entry>)> {
+pub fn node(pager: &Pager, lay: Layout, pid: PageId) -> Result<(u16, u32, u64, Vec<Entry>)> {
     read_node(pager, pid, lay)
 }
 
