@@ -98,7 +98,7 @@ fn readers_beside_a_writer(engine: EngineKind, device: DeviceSpec) {
                     }
                     let keys = [k, k + 1, k / 2];
                     for (&k, v) in keys.iter().zip(db.get_many(&keys).unwrap()) {
-                        assert!(v.is_none_or(|v| v / 1000 == k), "get_many({k}) = {v:?}");
+                        assert!(v.map_or(true, |v| v / 1000 == k), "get_many({k}) = {v:?}");
                     }
                 }
             });

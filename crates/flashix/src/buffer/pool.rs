@@ -432,19 +432,20 @@ impl BufferPool {
     }
 
     /// A frame for a shared reader to read `pid` into with the pool's lock released: a
-    /// spare one or the least recently used unpinned *clean* one (a shared reader writes
-    /// nothing back here), pinned, mapped to `pid` and marked loading, so that other
-    /// readers of `pid` wait for it and nothing evicts it. `None` when every unpinned frame
-    /// is dirty or every frame is pinned ([`BufferPool::clean_one`]). Counted as a miss.
+    /// spare one or the least recently used unpinned one, the victim `fetch` would take,
+    /// pinned, mapped to `pid` and marked loading, so that other readers of `pid` wait for
+    /// it and nothing evicts it. `None` when that victim is dirty (the caller writes it back
+    /// first, [`BufferPool::clean_one`], and claims again: the order of evictions is the
+    /// LRU order, as in `fetch`) or every frame is pinned. Counted as a miss.
     pub(super) fn claim(&mut self, pid: PageId) -> Option<FrameId> {
         let f = match self.spare() {
             Some(f) => f,
             None => {
                 let mut f = self.tail;
-                while f != NIL && (self.frames[f].pins > 0 || self.frames[f].dirty) {
+                while f != NIL && self.frames[f].pins > 0 {
                     f = self.frames[f].prev;
                 }
-                if f == NIL {
+                if f == NIL || self.frames[f].dirty {
                     return None;
                 }
                 self.evict(f);
@@ -476,8 +477,8 @@ impl BufferPool {
         }
     }
 
-    /// Write back the least recently used unpinned dirty frame, which stays resident and
-    /// becomes clean, so that a shared reader's [`BufferPool::claim`] finds a victim. False
+    /// Write back the least recently used unpinned frame if it is dirty (it stays resident
+    /// and becomes clean), so that a shared reader's [`BufferPool::claim`] can take it. False
     /// when every frame is pinned.
     pub fn clean_one(
         &mut self,

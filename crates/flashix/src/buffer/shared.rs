@@ -13,14 +13,15 @@
 //! 1. *Hit*: under the mutex, the page's frame is pinned and moved to the LRU head; the
 //!    reader then reads the bytes with the mutex released and unpins under it again.
 //! 2. *Miss*: under the mutex the reader claims a frame — a spare one or the least recently
-//!    used unpinned clean one — maps the page to it, pins it and marks it *loading*; it
+//!    used unpinned one, the victim the exclusive path would take — maps the page to it,
+//!    pins it and marks it *loading*; it
 //!    reads the page into the frame with the mutex released, verifies it, then clears
 //!    *loading* (or frees the frame if the read failed) and wakes the waiters.
 //! 3. A reader that finds the page *loading* waits on the condition variable and looks
 //!    again: one device read per page however many readers want it at once.
-//! 4. When every unpinned frame is dirty, the reader writes one back under the mutex (the
-//!    WAL rule's barrier first) and claims again; when every frame is pinned it waits for an
-//!    unpin. Both are bounded: a wait gives up after [`PIN_WAIT`] with an error saying the
+//! 4. When that victim is dirty, the reader writes it back under the mutex (the WAL rule's
+//!    barrier first) and claims again, so that evictions keep the LRU order; when every
+//!    frame is pinned it waits for an unpin. Both are bounded: a wait gives up after [`PIN_WAIT`] with an error saying the
 //!    pool is too small for the readers.
 //!
 //! Why the bytes may be read without the mutex: a pinned frame is never evicted, released

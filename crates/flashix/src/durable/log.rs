@@ -159,12 +159,6 @@ impl Log {
         self.wal.ensure_durable(lsn)
     }
 
-    /// Every logged operation becomes durable now, under the caller's writer lock.
-    #[cfg(test)]
-    pub fn sync(&mut self) -> Result<()> {
-        self.wal.sync()
-    }
-
     /// The first step of a group-committed flush: every logged operation is handed to the
     /// file; the ticket returned (`None`: all durable already) is waited on with the writer
     /// lock released ([`super::commit`]).

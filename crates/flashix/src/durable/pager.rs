@@ -134,7 +134,7 @@ pub struct PagerConfig {
 /// any number of readers at once through [`Pager::read_shared`]: the buffer pool's shared
 /// mode ([`SharedPool`]) with its reads sent through the device's [`SharedReader`] when it
 /// has one (a file: each thread its own request in flight), else one at a time through the
-/// device's mutex. A reader that must write a dirty frame back first (no clean frame left)
+/// device's mutex. A reader whose victim frame is dirty writes it back first: it
 /// takes the log's mutex for the WAL rule, then the device's: the lock order is pool, log,
 /// device, and nothing takes them in another order.
 pub struct Pager {

@@ -20,7 +20,6 @@ use crate::io::Storage;
 use crate::kind::EngineKind;
 pub(crate) use crate::kit::api::Engine;
 use crate::kit::parallel::Parallel;
-use crate::kit::serial::Serial;
 use crate::options::{EngineOptions, Options};
 
 /// True when this build has an implementation of `kind` ([`create`] and [`open`] serve
@@ -77,23 +76,23 @@ pub fn create(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
         EngineOptions::Lsm(o) => Ok(Box::new(Parallel::new(lsm::Lsm::create(
             storage, s, o, model_k,
         )?))),
-        EngineOptions::PioBTree(o) => {
-            Ok(Box::new(Serial::new(pio::PioBTree::create(storage, s, o)?)))
-        }
-        EngineOptions::Bftl(o) => Ok(Box::new(Serial::new(bftl::Bftl::create(storage, s, o)?))),
-        EngineOptions::BulkIndex(o) => Ok(Box::new(Serial::new(bulk::BulkIndex::create(
+        EngineOptions::PioBTree(o) => Ok(Box::new(Parallel::new(pio::PioBTree::create(
             storage, s, o,
         )?))),
-        EngineOptions::IplBTree(o) => {
-            Ok(Box::new(Serial::new(ipl::IplBTree::create(storage, s, o)?)))
-        }
-        EngineOptions::DiplBTree(o) => Ok(Box::new(Serial::new(dipl::DiplBTree::create(
+        EngineOptions::Bftl(o) => Ok(Box::new(Parallel::new(bftl::Bftl::create(storage, s, o)?))),
+        EngineOptions::BulkIndex(o) => Ok(Box::new(Parallel::new(bulk::BulkIndex::create(
             storage, s, o,
         )?))),
-        EngineOptions::LaTree(o) => Ok(Box::new(Serial::new(latree::LaTree::create(
+        EngineOptions::IplBTree(o) => Ok(Box::new(Parallel::new(ipl::IplBTree::create(
             storage, s, o,
         )?))),
-        EngineOptions::Fbx(o) => Ok(Box::new(Serial::new(fbx::Fbx::create(storage, s, o)?))),
+        EngineOptions::DiplBTree(o) => Ok(Box::new(Parallel::new(dipl::DiplBTree::create(
+            storage, s, o,
+        )?))),
+        EngineOptions::LaTree(o) => Ok(Box::new(Parallel::new(latree::LaTree::create(
+            storage, s, o,
+        )?))),
+        EngineOptions::Fbx(o) => Ok(Box::new(Parallel::new(fbx::Fbx::create(storage, s, o)?))),
     }
 }
 
@@ -113,23 +112,23 @@ pub fn open(storage: Storage, mut manifest: Manifest, opts: Options) -> Result<B
             storage, m, s, o,
         )?))),
         EngineOptions::Lsm(o) => Ok(Box::new(Parallel::new(lsm::Lsm::open(storage, m, s, o)?))),
-        EngineOptions::PioBTree(o) => Ok(Box::new(Serial::new(pio::PioBTree::open(
+        EngineOptions::PioBTree(o) => Ok(Box::new(Parallel::new(pio::PioBTree::open(
             storage, m, s, o,
         )?))),
-        EngineOptions::Bftl(o) => Ok(Box::new(Serial::new(bftl::Bftl::open(storage, m, s, o)?))),
-        EngineOptions::BulkIndex(o) => Ok(Box::new(Serial::new(bulk::BulkIndex::open(
+        EngineOptions::Bftl(o) => Ok(Box::new(Parallel::new(bftl::Bftl::open(storage, m, s, o)?))),
+        EngineOptions::BulkIndex(o) => Ok(Box::new(Parallel::new(bulk::BulkIndex::open(
             storage, m, s, o,
         )?))),
-        EngineOptions::IplBTree(o) => Ok(Box::new(Serial::new(ipl::IplBTree::open(
+        EngineOptions::IplBTree(o) => Ok(Box::new(Parallel::new(ipl::IplBTree::open(
             storage, m, s, o,
         )?))),
-        EngineOptions::DiplBTree(o) => Ok(Box::new(Serial::new(dipl::DiplBTree::open(
+        EngineOptions::DiplBTree(o) => Ok(Box::new(Parallel::new(dipl::DiplBTree::open(
             storage, m, s, o,
         )?))),
-        EngineOptions::LaTree(o) => Ok(Box::new(Serial::new(latree::LaTree::open(
+        EngineOptions::LaTree(o) => Ok(Box::new(Parallel::new(latree::LaTree::open(
             storage, m, s, o,
         )?))),
-        EngineOptions::Fbx(o) => Ok(Box::new(Serial::new(fbx::Fbx::open(storage, m, s, o)?))),
+        EngineOptions::Fbx(o) => Ok(Box::new(Parallel::new(fbx::Fbx::open(storage, m, s, o)?))),
     }
 }
 

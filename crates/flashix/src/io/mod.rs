@@ -98,7 +98,7 @@ impl IoReq<'_> {
 
 /// Page I/O on one index's storage. Implementations: [`FileDevice`], [`MemDevice`],
 /// [`FaultyDevice`] (tests), and the simulated SSD.
-pub trait Device: Send {
+pub trait Device: Send + Sync {
     /// Page size in bytes (a power of two, at least 512).
     fn page_size(&self) -> usize;
 

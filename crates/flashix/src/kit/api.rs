@@ -1,7 +1,8 @@
 //! The interface between `Db` and the engines: the [`Engine`] trait `Db` calls from any
 //! number of threads, the [`SerialEngine`] trait of an engine that one thread at a time
-//! drives (made an `Engine` by [`super::serial::Serial`]), the [`RangeCursor`] of a range
-//! scan, and the bounded-batch range delete that engines without a structural one share.
+//! drives and the [`Shareable`] trait of what its reads share (together made an `Engine`
+//! by [`super::parallel::Parallel`]), the [`RangeCursor`] of a range scan, and the
+//! bounded-batch range delete that engines without a structural one share.
 
 use crate::durable::{FlushTicket, LogicalOp};
 use crate::error::Result;
@@ -29,7 +30,7 @@ pub fn plausible_height(h: impl Into<u64>) -> bool {
 /// (the size of the next batch, [`RangeCursor::ramp`]); `resume` is an engine's position in
 /// its structure (the B+-tree keeps the next leaf's page id there), valid only while
 /// nothing was written since the batch that set it: the engine's thread-safety layer
-/// clears it otherwise, using `epoch` ([`super::serial::Serial`]); `want` is how many
+/// clears it otherwise, using `epoch` ([`super::parallel::Parallel`]); `want` is how many
 /// entries the caller expects to take ([`crate::Range::limit_hint`]), if it said.
 #[derive(Debug, Clone)]
 pub struct RangeCursor {
@@ -217,13 +218,25 @@ pub trait SerialEngine: Send {
     fn check_integrity(&mut self) -> Result<()>;
 }
 
-/// A [`SerialEngine`] whose reads need only `&self`, so that they run in parallel with each
-/// other (made an `Engine` by [`super::parallel::Parallel`]): its structure is read through
-/// the Pager's shared path (`crate::durable::Pager::read_shared`), and nothing a read does
-/// changes what another read or the next write sees.
-pub trait SharedReads: SerialEngine + Sync {
-    /// [`SerialEngine::get`] on `&self`.
-    fn get_shared(&self, key: u64) -> Result<Option<u64>>;
+/// What of a [`SerialEngine`]'s reads run beside each other when
+/// [`super::parallel::Parallel`] serves it to many threads: point searches
+/// ([`Shareable::PARALLEL_GETS`]) and range scans ([`Shareable::PARALLEL_SCANS`]) whose
+/// engine reads its structure through the Pager's shared path
+/// (`crate::durable::Pager::read_shared`) and changes nothing a read changes for another
+/// read or the next write. An engine that shares none keeps both false and needs none of
+/// the methods: its reads then run one at a time, as its writes do.
+pub trait Shareable: SerialEngine + Sync {
+    /// `get` and `get_many` run beside each other ([`Shareable::get_shared`]).
+    const PARALLEL_GETS: bool;
+    /// Range scans run beside other reads ([`Shareable::scan_shared`]); false for an
+    /// engine whose scans need `&mut self` (read-ahead through the device's started
+    /// requests).
+    const PARALLEL_SCANS: bool;
+    /// [`SerialEngine::get`] on `&self` (called only when [`Shareable::PARALLEL_GETS`]).
+    fn get_shared(&self, key: u64) -> Result<Option<u64>> {
+        let _ = key;
+        Err(not_shared("point searches"))
+    }
     /// [`SerialEngine::get_many`] on `&self`; by default one `get_shared` per key.
     fn get_many_shared(&self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
         keys.iter().map(|&k| self.get_shared(k)).collect()
@@ -235,16 +248,10 @@ pub trait SharedReads: SerialEngine + Sync {
     fn prepare_write(&self, key: u64) {
         let _ = key;
     }
-    /// True when range scans run beside other readers ([`SharedReads::scan_shared`]);
-    /// false when the engine's scans need `&mut self` (its multi-page read-ahead through
-    /// the device) and run under the writer lock, one at a time, as its writes do.
-    const SHARED_SCANS: bool = true;
-    /// [`SerialEngine::scan`] on `&self` (called only when [`SharedReads::SHARED_SCANS`]).
+    /// [`SerialEngine::scan`] on `&self` (called only when [`Shareable::PARALLEL_SCANS`]).
     fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
         let _ = (cur, out);
-        Err(crate::error::Error::Unsupported(
-            "this engine's range scans do not run on a shared engine".into(),
-        ))
+        Err(not_shared("range scans"))
     }
     /// [`SerialEngine::scan_many`] on `&self`; by default one scan per range.
     fn scan_many_shared(&self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
@@ -256,6 +263,12 @@ pub trait SharedReads: SerialEngine + Sync {
         }
         Ok(())
     }
+}
+
+/// The error of a shared read an engine does not have (a bug of the caller: `Parallel`
+/// checks the constants first).
+fn not_shared(what: &str) -> crate::error::Error {
+    crate::error::Error::Unsupported(format!("this engine's {what} do not run in parallel"))
 }
 
 /// Keys a range delete collects before deleting them ([`delete_range_by_scan`]).

@@ -3,10 +3,10 @@
 //! built on, kept beside them so that no engine imports another.
 //!
 //! - [`api`]: the `Engine` trait between `Db` and the engines (and the `SerialEngine`
-//!   trait of an engine one thread drives), the range cursor, and the bounded-batch range
-//!   delete.
-//! - [`serial`]: a `SerialEngine` served to many threads, one operation at a time, with
-//!   group-committed flushes.
+//!   trait of an engine one thread drives, with `Shareable`, what of its reads run in
+//!   parallel), the range cursor, and the bounded-batch range delete.
+//! - [`parallel`]: a `SerialEngine` served to many threads: shared reads beside each
+//!   other, one writer at a time, group-committed flushes.
 //! - [`bnode`]: the B+-tree node page format, the internal levels ("spine") and the bulk
 //!   load's grouping, shared by the B+-tree, the PIO B-tree and BFTL.
 //! - [`sorted`]: the typed-entry page format, the head tree and the sequential reader of
@@ -22,5 +22,4 @@ pub mod bnode;
 pub(crate) mod inpage;
 pub mod ntt;
 pub(crate) mod parallel;
-pub(crate) mod serial;
 pub mod sorted;

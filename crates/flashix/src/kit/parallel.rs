@@ -1,37 +1,47 @@
-//! [`Parallel`]: an engine whose reads run in parallel ([`SharedReads`]), served to many
-//! threads with one writer at a time.
+//! [`Parallel`]: a [`SerialEngine`] served to many threads, its reads beside each other
+//! where the engine shares them ([`Shareable`]), one writer at a time.
 //!
 //! # Thread safety
 //!
-//! A readers-writer lock over the engine. Reads (`get`, `get_many`, a scan batch and
-//! `range_many` where the engine's scans are shared, `stats`) hold it shared: any number run at once, each
-//! with its own page reads in flight (the Pager's shared path: the buffer pool's latch
-//! protocol and the device's reader handles). Writes hold it exclusive, so a read sees the
-//! structure between two writes, never inside one: every single-key operation is
-//! linearizable at the instant its lock is held, and a batch is applied whole before any
-//! read sees it.
+//! A readers-writer lock over the engine. The reads the engine shares
+//! ([`Shareable::PARALLEL_GETS`]: `get`, `get_many`; [`Shareable::PARALLEL_SCANS`]: a scan
+//! batch, `range_many`) and `stats` hold it shared: any number run at once, each with its
+//! own page reads in flight (the Pager's shared path: the buffer pool's latch protocol and
+//! the device's reader handles). Everything else holds it exclusive: writes, checks, and
+//! the reads an engine does not share, which then run one at a time as its writes do. So a
+//! read sees the structure between two writes, never inside one: every single-key
+//! operation is linearizable at the instant its lock is held, and a batch is applied whole
+//! before any read sees it.
 //!
-//! A point write (`insert`, `delete`) first brings the pages it will change into the
-//! buffer pool under the shared lock, beside the readers (`SharedReads::prepare_write`: the
-//! B+-tree walks to the key's leaf, the LSM-tree to C0's), so that it finds them there
-//! under the exclusive lock: readers then wait for its in-memory step, not its page reads.
-//! What still runs under the exclusive lock, and so makes readers wait: the scans of an
-//! engine whose scans are not shared (`SharedReads::SHARED_SCANS`), `estimate_count`, a write-back of a
-//! dirty page its split or eviction needs, the WAL's hand-off of a full buffer to the file,
-//! and a checkpoint (write-back of the dirty pages, a device sync, the manifest switch).
+//! A point write (`insert`, `delete`) that finds readers holding the lock first brings the
+//! pages it will change into the buffer pool under the shared lock, beside them
+//! ([`Shareable::prepare_write`]), so that it finds them there under the exclusive lock:
+//! readers then wait for its in-memory step, not its page reads. (A write that finds the
+//! lock free takes it at once; a reader arriving during its page reads waits for them.) What still runs under the exclusive lock, and so
+//! makes readers wait: a write-back of a dirty page its split or eviction needs, the WAL's
+//! hand-off of a full buffer to the file, and a checkpoint (write-back of the dirty pages,
+//! a device sync, the manifest switch).
 //!
-//! A flush takes its WAL ticket under the exclusive lock and syncs with every lock
-//! released (group commit, `crate::durable::commit`). Between two batches of a range scan
-//! other threads run; as in [`super::serial::Serial`], a scan resumes from the smallest
-//! key it has not returned, and its position in the structure is dropped when a write came
-//! in between.
+//! Two things run outside the lock:
+//! - the WAL sync of a flush: a flush takes its ticket under the exclusive lock and waits
+//!   on it after releasing it, so writers go on while it syncs and concurrent flushes share
+//!   one sync (group commit, `crate::durable::commit`);
+//! - the gap between two batches of a range scan, where other threads' operations run. A
+//!   scan resumes from the smallest key it has not returned (`RangeCursor::next`), so it
+//!   returns keys in ascending order, every key present and unchanged for the whole scan
+//!   and none absent for the whole scan; an engine's position in its structure
+//!   (`RangeCursor::resume`) is dropped when a write came in between, since that write may
+//!   have split, merged or freed the page it names.
+//!
+//! An engine's background merge thread (FD-tree, LSM-tree) runs beside all of this, as it
+//! did beside one thread.
 
-use super::api::{Engine, RangeCursor, SharedReads};
+use super::api::{Engine, RangeCursor, Shareable};
 use crate::durable::LogicalOp;
 use crate::error::Result;
 use crate::stats::Stats;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 /// An engine behind a readers-writer lock, with a count of the writes made through it.
 pub struct Parallel<E> {
@@ -40,7 +50,7 @@ pub struct Parallel<E> {
     writes: AtomicU64,
 }
 
-impl<E: SharedReads> Parallel<E> {
+impl<E: Shareable> Parallel<E> {
     /// Serve `engine` to many threads.
     pub fn new(engine: E) -> Parallel<E> {
         Parallel {
@@ -49,12 +59,14 @@ impl<E: SharedReads> Parallel<E> {
         }
     }
 
-    /// The engine, shared with other readers. A panic in another thread (a bug) poisons
-    /// the lock; the engine is used anyway, as [`super::serial::Serial`] does.
+    /// The engine, shared with other readers. A panic in another thread's operation (a
+    /// bug, which the conformance checks are there to catch) poisons the lock; the engine
+    /// is used anyway, as the `Db`'s poisoning does not see panics.
     fn read(&self) -> RwLockReadGuard<'_, E> {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The engine, to this thread alone.
     fn exclusive(&self) -> RwLockWriteGuard<'_, E> {
         self.inner.write().unwrap_or_else(|e| e.into_inner())
     }
@@ -66,15 +78,29 @@ impl<E: SharedReads> Parallel<E> {
         f(&mut e)
     }
 
-    /// Bring the pages a write of `key` changes into the buffer pool beside the readers
-    /// (module doc, [`SharedReads::prepare_write`]).
-    fn warm(&self, key: u64) {
-        self.read().prepare_write(key);
+    /// A point write of `key`. When the lock is free, at once; when readers hold it, its
+    /// pages are brought into the pool beside them first (module doc), where the engine
+    /// shares reads at all. (Warming up when nothing waits would only walk the structure
+    /// twice.)
+    fn point_write(&self, key: u64, f: impl FnOnce(&mut E) -> Result<()>) -> Result<()> {
+        if E::PARALLEL_GETS {
+            let free = match self.inner.try_write() {
+                Ok(e) => Some(e),
+                Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(TryLockError::WouldBlock) => None,
+            };
+            if let Some(mut e) = free {
+                self.writes.fetch_add(1, Ordering::Relaxed);
+                return f(&mut e);
+            }
+            self.read().prepare_write(key);
+        }
+        self.write(f)
     }
 }
 
 /// Drop the cursor's position in the structure if a write came since it was taken (`now`
-/// is the write count, read under the engine's lock).
+/// is the write count, read under the engine's lock, where no write runs).
 fn fresh(cur: &mut RangeCursor, now: u64) {
     if cur.epoch != now {
         cur.resume = None;
@@ -82,47 +108,49 @@ fn fresh(cur: &mut RangeCursor, now: u64) {
     }
 }
 
-impl<E: SharedReads> Engine for Parallel<E> {
+impl<E: Shareable> Engine for Parallel<E> {
     fn insert(&self, key: u64, value: u64) -> Result<()> {
-        self.warm(key);
-        self.write(|e| e.insert(key, value))
+        self.point_write(key, |e| e.insert(key, value))
     }
 
     fn delete(&self, key: u64) -> Result<()> {
-        self.warm(key);
-        self.write(|e| e.delete(key))
+        self.point_write(key, |e| e.delete(key))
     }
 
     fn get(&self, key: u64) -> Result<Option<u64>> {
-        self.read().get_shared(key)
+        match E::PARALLEL_GETS {
+            true => self.read().get_shared(key),
+            false => self.exclusive().get(key),
+        }
     }
 
     fn get_many(&self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
-        self.read().get_many_shared(keys)
+        match E::PARALLEL_GETS {
+            true => self.read().get_many_shared(keys),
+            false => self.exclusive().get_many(keys),
+        }
     }
 
     fn scan(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
-        if !E::SHARED_SCANS {
+        if E::PARALLEL_SCANS {
+            let e = self.read();
+            fresh(cur, self.writes.load(Ordering::Relaxed));
+            e.scan_shared(cur, out)
+        } else {
             let mut e = self.exclusive();
             fresh(cur, self.writes.load(Ordering::Relaxed));
-            return e.scan(cur, out);
+            e.scan(cur, out)
         }
-        let e = self.read();
-        // Under the shared lock no write runs: the count read here is the engine's state.
-        fresh(cur, self.writes.load(Ordering::Relaxed));
-        e.scan_shared(cur, out)
     }
 
     fn scan_many(&self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
-        match E::SHARED_SCANS {
+        match E::PARALLEL_SCANS {
             true => self.read().scan_many_shared(ranges, out),
             false => self.exclusive().scan_many(ranges, out),
         }
     }
 
     fn estimate_count(&self, ranges: &[(u64, u64)]) -> Result<Option<u64>> {
-        // Engines with shared reads keep no counts to estimate from (only the FBX-tree
-        // does, and it is served by `Serial`).
         self.exclusive().estimate_count(ranges)
     }
 

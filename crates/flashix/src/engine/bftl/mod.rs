@@ -62,7 +62,7 @@
 //! (`reservation_units` units) and the page-id sets of pages allocated since the checkpoint.
 //!
 //! # Thread safety
-//! Served to many threads by `kit::serial::Serial`: one operation at a time, reads included,
+//! Served to many threads by `kit::parallel::Parallel`: one operation at a time, reads included,
 //! since a search rebuilds nodes from index units read through the buffer pool's exclusive path. A flush takes its WAL ticket under the lock and syncs outside it, so
 //! concurrent flushes share one sync (group commit); a range scan's batches interleave with
 //! other threads' operations (`crate::Db`'s guarantees).
@@ -79,7 +79,7 @@ use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::io::{Extent, IoReq, PageId};
 use crate::kind::EngineKind;
-use crate::kit::api::{RangeCursor, SerialEngine};
+use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
 use crate::kit::ntt::unit::{self, Unit};
 use crate::kit::ntt::Ntt;
 pub(crate) use crate::kit::ntt::{Node, NONE};
@@ -505,6 +505,12 @@ impl Logged for Bftl {
     fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
         self.bulk_load(sorted)
     }
+}
+
+/// Reads run one at a time (module doc, Thread safety).
+impl Shareable for Bftl {
+    const PARALLEL_GETS: bool = false;
+    const PARALLEL_SCANS: bool = false;
 }
 
 impl SerialEngine for Bftl {

@@ -69,7 +69,7 @@ use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{RangeCursor, SerialEngine, SharedReads};
+use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
 use crate::kit::bnode::{node, spine};
 use crate::page::DATA_FILE;
 use crate::settings::Settings;
@@ -356,7 +356,10 @@ impl Logged for BTree {
     }
 }
 
-impl SharedReads for BTree {
+impl Shareable for BTree {
+    const PARALLEL_GETS: bool = true;
+    const PARALLEL_SCANS: bool = true;
+
     fn get_shared(&self, key: u64) -> Result<Option<u64>> {
         let leaf = self.walk_down(key, None)?;
         self.pager

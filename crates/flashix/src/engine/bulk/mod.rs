@@ -68,7 +68,7 @@
 //! `allocated_pages`, `free_pages`, `garbage_pages` (append-only space no longer live).
 //!
 //! # Thread safety
-//! Served to many threads by `kit::serial::Serial`: one operation at a time, reads included,
+//! Served to many threads by `kit::parallel::Parallel`: one operation at a time, reads included,
 //! since its searches go through the buffer pool's exclusive path. A flush takes its WAL ticket under the lock and syncs outside it, so
 //! concurrent flushes share one sync (group commit); a range scan's batches interleave with
 //! other threads' operations (`crate::Db`'s guarantees).
@@ -86,7 +86,7 @@ use crate::durable::{logged_engine_methods, Logged, Manifest, Pager, Store};
 use crate::error::{Error, Result};
 use crate::io::{Extent, Storage};
 use crate::kind::EngineKind;
-use crate::kit::api::{RangeCursor, SerialEngine};
+use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
 use crate::settings::Settings;
 use crate::stats::{counters, Stats};
 use index::RangeIndex;
@@ -563,6 +563,12 @@ impl Logged for BulkIndex {
         let ops: Vec<(u64, Op)> = sorted.iter().map(|&(k, v)| (k, Op::Put(v))).collect();
         self.sweep(&ops)
     }
+}
+
+/// Reads run one at a time (module doc, Thread safety).
+impl Shareable for BulkIndex {
+    const PARALLEL_GETS: bool = false;
+    const PARALLEL_SCANS: bool = false;
 }
 
 impl SerialEngine for BulkIndex {

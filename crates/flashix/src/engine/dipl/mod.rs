@@ -50,7 +50,7 @@
 //! replay.
 //!
 //! # Thread safety
-//! Served to many threads by `kit::serial::Serial`: one operation at a time, reads included,
+//! Served to many threads by `kit::parallel::Parallel`: one operation at a time, reads included,
 //! since its reads go through the in-page logging core's node buffer on raw NAND. A flush takes its WAL ticket under the lock and syncs outside it, so
 //! concurrent flushes share one sync (group commit); a range scan's batches interleave with
 //! other threads' operations (`crate::Db`'s guarantees).
@@ -65,7 +65,7 @@ use crate::durable::Logged;
 use crate::durable::Manifest;
 use crate::error::Result;
 use crate::io::Storage;
-use crate::kit::api::SerialEngine;
+use crate::kit::api::{SerialEngine, Shareable};
 use crate::kit::inpage::{self, core_engine_methods, Config, Core};
 use crate::settings::Settings;
 
@@ -123,6 +123,12 @@ fn config(o: &DiplOptions) -> Config {
         nand_blocks: o.nand_blocks,
         pages_per_block: o.pages_per_block,
     }
+}
+
+/// Reads run one at a time (module doc, Thread safety).
+impl Shareable for DiplBTree {
+    const PARALLEL_GETS: bool = false;
+    const PARALLEL_SCANS: bool = false;
 }
 
 impl SerialEngine for DiplBTree {

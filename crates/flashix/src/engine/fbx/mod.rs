@@ -106,7 +106,7 @@
 //! 4 frames).
 //!
 //! # Thread safety
-//! Served to many threads by `kit::serial::Serial`: one operation at a time, reads included,
+//! Served to many threads by `kit::parallel::Parallel`: one operation at a time, reads included,
 //! since a query may clean log lists (writes) and loads pages through the buffer pool's exclusive path. A flush takes its WAL ticket under the lock and syncs outside it, so
 //! concurrent flushes share one sync (group commit); a range scan's batches interleave with
 //! other threads' operations (`crate::Db`'s guarantees).
@@ -131,7 +131,7 @@ use crate::durable::{Pager, Store};
 use crate::error::{Error, Result};
 use crate::io::{IoReq, PageId, Storage};
 use crate::kind::EngineKind;
-use crate::kit::api::{RangeCursor, SerialEngine};
+use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
 use crate::kit::ntt::{unit, Node, Ntt};
 use crate::settings::Settings;
 use crate::stats::{counters, Stats};
@@ -623,6 +623,12 @@ impl Logged for Fbx {
     fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
         self.bulk_load(sorted)
     }
+}
+
+/// Reads run one at a time (module doc, Thread safety).
+impl Shareable for Fbx {
+    const PARALLEL_GETS: bool = false;
+    const PARALLEL_SCANS: bool = false;
 }
 
 impl SerialEngine for Fbx {

@@ -260,7 +260,7 @@ impl FdTree {
                 return Err(bad(Some(pid), format!("{what} page is not allocated")));
             }
             w.pages += 1;
-            let (kind, nlvl, link, es) = head::node(&mut self.pager, lay, pid)?;
+            let (kind, nlvl, link, es) = head::node(&self.pager, lay, pid)?;
             let want = if lvl == 0 {
                 KIND_HEAD_LEAF
             } else {

@@ -188,7 +188,7 @@ use crate::error::{Error, Result};
 use crate::io::Extent;
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{RangeCursor, SerialEngine, SharedReads};
+use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
 use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::job::{MergeThread, Running};
@@ -483,7 +483,7 @@ impl FdTree {
     /// Algorithm 4 (see the module doc).
     fn delete_unlogged(&mut self, key: u64) -> Result<()> {
         let head = self.head.clone();
-        let f = head.find(&mut self.pager, self.p.lay, key)?;
+        let f = head.find(&self.pager, self.p.lay, key)?;
         // A range tombstone of the head tree deletes the key in every older level.
         let below = if self.head_tombs.covers(key) {
             None
@@ -832,10 +832,11 @@ impl Logged for FdTree {
     }
 }
 
-impl SharedReads for FdTree {
+impl Shareable for FdTree {
     /// Scans read ahead through the device's started requests (`kit::sorted::seq`), which
     /// need the engine to themselves.
-    const SHARED_SCANS: bool = false;
+    const PARALLEL_SCANS: bool = false;
+    const PARALLEL_GETS: bool = true;
 
     fn get_shared(&self, key: u64) -> Result<Option<u64>> {
         self.lookup(key)

@@ -108,7 +108,7 @@
 //!   the next checkpoint (no log-structured cleaning as on raw NAND).
 //!
 //! # Thread safety
-//! Served to many threads by `kit::serial::Serial`: one operation at a time, reads included,
+//! Served to many threads by `kit::parallel::Parallel`: one operation at a time, reads included,
 //! since its searches go through the buffer pool's exclusive path. A flush takes its WAL ticket under the lock and syncs outside it, so
 //! concurrent flushes share one sync (group commit); a range scan's batches interleave with
 //! other threads' operations (`crate::Db`'s guarantees).
@@ -129,7 +129,7 @@ use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{delete_range_by_scan, RangeCursor, SerialEngine};
+use crate::kit::api::{delete_range_by_scan, RangeCursor, SerialEngine, Shareable};
 use crate::kit::bnode::node;
 use crate::settings::Settings;
 use crate::stats::counters;
@@ -395,6 +395,12 @@ impl Logged for LaTree {
     fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
         self.bulk_load(sorted)
     }
+}
+
+/// Reads run one at a time (module doc, Thread safety).
+impl Shareable for LaTree {
+    const PARALLEL_GETS: bool = false;
+    const PARALLEL_SCANS: bool = false;
 }
 
 impl SerialEngine for LaTree {

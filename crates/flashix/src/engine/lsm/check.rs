@@ -180,7 +180,7 @@ impl Lsm {
             ));
         }
         for e in index {
-            if c0.find(&mut self.pager, lay, e.key)?.entry != Some(e) {
+            if c0.find(&self.pager, lay, e.key)?.entry != Some(e) {
                 return Err(corrupt(
                     Some(c0.root),
                     format!("C0 descent does not find key {}", e.key),
@@ -212,7 +212,7 @@ impl Lsm {
         while at < c.pages {
             let n = self.p.io_unit.min(c.pages - at);
             nodes.extend(component::read_nodes(
-                &mut self.pager,
+                &self.pager,
                 self.p.lay,
                 c.start + at,
                 n,

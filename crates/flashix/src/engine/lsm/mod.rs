@@ -192,7 +192,7 @@ use crate::durable::{Pager, Store};
 use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{RangeCursor, SerialEngine, SharedReads};
+use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
 use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::job::{MergeThread, Running};
@@ -811,10 +811,11 @@ impl Logged for Lsm {
     }
 }
 
-impl SharedReads for Lsm {
+impl Shareable for Lsm {
     /// Scans read ahead through the device's started requests (`kit::sorted::seq`), which
     /// need the engine to themselves.
-    const SHARED_SCANS: bool = false;
+    const PARALLEL_SCANS: bool = false;
+    const PARALLEL_GETS: bool = true;
 
     fn get_shared(&self, key: u64) -> Result<Option<u64>> {
         self.lookup(key)

@@ -96,7 +96,7 @@
 //! groups are bounded by half the pool and by `pio_max`).
 //!
 //! # Thread safety
-//! Served to many threads by `kit::serial::Serial`: one operation at a time, reads included,
+//! Served to many threads by `kit::parallel::Parallel`: one operation at a time, reads included,
 //! since its searches prefetch leaf segments into the buffer pool and its OPQ is changed in place. A flush takes its WAL ticket under the lock and syncs outside it, so
 //! concurrent flushes share one sync (group commit); a range scan's batches interleave with
 //! other threads' operations (`crate::Db`'s guarantees).
@@ -119,7 +119,7 @@ use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{RangeCursor, SerialEngine};
+use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
 use crate::kit::bnode::node;
 use crate::settings::Settings;
 use crate::stats::counters;
@@ -702,6 +702,12 @@ impl Logged for PioBTree {
     fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
         self.bulk_load(sorted)
     }
+}
+
+/// Reads run one at a time (module doc, Thread safety).
+impl Shareable for PioBTree {
+    const PARALLEL_GETS: bool = false;
+    const PARALLEL_SCANS: bool = false;
 }
 
 impl SerialEngine for PioBTree {

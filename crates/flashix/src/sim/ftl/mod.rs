@@ -211,7 +211,7 @@ impl FtlStats {
 }
 
 /// A logical page device over a [`Nand`].
-pub trait Ftl: Send {
+pub trait Ftl: Send + Sync {
     /// The mapping scheme.
     fn kind(&self) -> FtlKind;
     /// Logical pages (of one NAND page each).
