@@ -118,7 +118,7 @@ fn main() -> anyhow::Result<()> {
     if root.exists() {
         std::fs::remove_dir_all(&root)?;
     }
-    let mut db = Db::create(&base, opts)?;
+    let db = Db::create(&base, opts)?;
     db.bulk_insert(&init)?;
     db.close()?;
     let model = BulkDeviceCosts::thesis();
@@ -134,7 +134,7 @@ fn main() -> anyhow::Result<()> {
         let mut line = String::new();
         for _ in 0..num("reps", 1)? {
             copy_dir(&base, &work)?;
-            let mut db = Db::open(&work)?;
+            let db = Db::open(&work)?;
             let s0 = db.stats();
             let (t0, c0) = (Instant::now(), process_cpu_seconds());
             if engine == EngineKind::LaTree {

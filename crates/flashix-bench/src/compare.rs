@@ -26,6 +26,10 @@ const IO_FLOOR: f64 = 0.01;
 pub struct CellChange {
     pub engine: String,
     pub workload: String,
+    /// Threads of the measured phase (a cell of A is compared with the cell of B that ran
+    /// the same workload on the same engine with as many threads).
+    #[serde(default = "one_thread")]
+    pub threads: u32,
     pub a_ops_per_sec: f64,
     pub b_ops_per_sec: f64,
     /// B / A of ops/s (`None` when A measured 0).
@@ -45,12 +49,29 @@ pub struct CellChange {
     pub flags: Vec<String>,
 }
 
+fn one_thread() -> u32 {
+    1
+}
+
+/// The workload of a cell as the tables show it: with its threads when they are not 1.
+pub fn workload_label(workload: &str, threads: u32) -> String {
+    match threads {
+        1 => workload.to_string(),
+        t => format!("{workload} x{t}"),
+    }
+}
+
+/// Whether `a` and `b` are the same cell: engine, workload and threads.
+fn same_cell(a: &Record, b: &Record) -> bool {
+    a.engine == b.engine && a.workload == b.workload && a.threads == b.threads
+}
+
 /// Two runs compared.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     pub threshold: f64,
     pub cells: Vec<CellChange>,
-    /// Cells of only one run, as `engine/workload`.
+    /// Cells of only one run, as `engine/workload` (`engine/workload xN` with N threads).
     pub only_in_a: Vec<String>,
     pub only_in_b: Vec<String>,
 }
@@ -64,15 +85,11 @@ impl Comparison {
 
 /// Compare every cell of `b` with the same cell of `a`; `threshold` is a fraction (0.1).
 pub fn compare(a: &Results, b: &Results, threshold: f64) -> Comparison {
-    let key = |r: &Record| format!("{}/{}", r.engine, r.workload);
+    let key = |r: &Record| format!("{}/{}", r.engine, workload_label(&r.workload, r.threads));
     let mut cells = Vec::new();
     let mut only_in_b = Vec::new();
     for rb in &b.results {
-        let Some(ra) = a
-            .results
-            .iter()
-            .find(|ra| ra.engine == rb.engine && ra.workload == rb.workload)
-        else {
+        let Some(ra) = a.results.iter().find(|ra| same_cell(ra, rb)) else {
             only_in_b.push(key(rb));
             continue;
         };
@@ -102,6 +119,7 @@ pub fn compare(a: &Results, b: &Results, threshold: f64) -> Comparison {
         cells.push(CellChange {
             engine: rb.engine.clone(),
             workload: rb.workload.clone(),
+            threads: rb.threads,
             a_ops_per_sec: ra.ops_per_sec,
             b_ops_per_sec: rb.ops_per_sec,
             ratio,
@@ -118,11 +136,7 @@ pub fn compare(a: &Results, b: &Results, threshold: f64) -> Comparison {
     let only_in_a = a
         .results
         .iter()
-        .filter(|ra| {
-            !b.results
-                .iter()
-                .any(|rb| ra.engine == rb.engine && ra.workload == rb.workload)
-        })
+        .filter(|ra| !b.results.iter().any(|rb| same_cell(ra, rb)))
         .map(key)
         .collect();
     Comparison {
@@ -164,7 +178,7 @@ pub fn format(c: &Comparison, a_name: &str, b_name: &str) -> String {
         .map(|x| {
             vec![
                 x.engine.clone(),
-                x.workload.clone(),
+                workload_label(&x.workload, x.threads),
                 format!("{:.0}", x.a_ops_per_sec),
                 format!("{:.0}", x.b_ops_per_sec),
                 x.ratio.map_or("-".to_string(), |r| format!("{r:.3}")),
@@ -230,12 +244,18 @@ pub fn format(c: &Comparison, a_name: &str, b_name: &str) -> String {
     out
 }
 
+/// Results around `records`, for unit tests.
+#[cfg(test)]
+pub(crate) fn tests_results(records: Vec<Record>) -> Results {
+    tests::results(records)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::report::{tests_support::record, Repeat};
 
-    fn results(records: Vec<Record>) -> Results {
+    pub(super) fn results(records: Vec<Record>) -> Results {
         Results {
             flashix_version: "0".into(),
             git_commit: "unknown".into(),
@@ -253,12 +273,14 @@ mod tests {
                 key_dist: "uniform".into(),
                 seed: 1,
                 repeat: 1,
+                threads: vec![1],
             },
             aging_rule: String::new(),
             device_limit_rule: String::new(),
             buffer_rule: String::new(),
             round_rule: String::new(),
             calibration_rule: String::new(),
+            threads_rule: String::new(),
             subjects: Vec::new(),
             results: records,
         }
@@ -324,5 +346,23 @@ mod tests {
         assert!(t.contains("n/a"), "{t}");
         assert!(t.contains("±25.0%"), "{t}");
         assert!(t.contains("2 of 4 cells changed"), "{t}");
+    }
+
+    /// A cell with 4 threads is compared with the same cell with 4 threads, never with the
+    /// one of 1 thread.
+    #[test]
+    fn cells_of_other_thread_counts_are_other_cells() {
+        let threads = |t: u32, ops: f64| Record {
+            threads: t,
+            ..cell("btree", "o-search", ops, 1.0)
+        };
+        let a = results(vec![threads(1, 1000.0), threads(4, 3000.0)]);
+        let b = results(vec![threads(4, 3000.0), threads(8, 5000.0)]);
+        let c = compare(&a, &b, 0.10);
+        assert_eq!(c.cells.len(), 1);
+        assert_eq!((c.cells[0].threads, c.cells[0].ratio), (4, Some(1.0)));
+        assert_eq!(c.only_in_a, vec!["btree/o-search".to_string()]);
+        assert_eq!(c.only_in_b, vec!["btree/o-search x8".to_string()]);
+        assert!(format(&c, "a", "b").contains("o-search x4"));
     }
 }

@@ -8,7 +8,12 @@
 //! - `wa`: write amplification (bytes written per written entry / 16);
 //! - `limit`: throughput as a share of the device's limit;
 //! - `insert-latency`: mean latency per interval over the measured phase of the workloads
-//!   that insert (the FD-tree paper's Fig. 6 and 7), one line per engine.
+//!   that insert (the FD-tree paper's Fig. 6 and 7), one line per engine;
+//! - `threads`: with more than one `--threads` count, operations per second by thread
+//!   count per workload, one line per engine and peer: how each one scales.
+//!
+//! With several thread counts, the series of the other charts are (engine, threads)
+//! pairs, `btree x4`.
 //!
 //! Given a baseline run (`flashix report A.json B.json`), a section before the result table
 //! compares B with A cell by cell ([`crate::compare`]), flagged cells highlighted.
@@ -286,13 +291,34 @@ fn line_chart(
     out
 }
 
-/// Engines (in first-seen order) and workloads (in first-seen order) of the records.
+/// Distinct thread counts of the records, ascending.
+fn thread_counts(records: &[Record]) -> Vec<u32> {
+    let mut t: Vec<u32> = records.iter().map(|r| r.threads).collect();
+    t.sort_unstable();
+    t.dedup();
+    t
+}
+
+/// The series a record belongs to: its engine, with its threads when the run had several
+/// thread counts (`btree x4`).
+fn series_of(r: &Record, several_counts: bool) -> String {
+    if several_counts {
+        format!("{} x{}", r.engine, r.threads)
+    } else {
+        r.engine.clone()
+    }
+}
+
+/// Series (engines, or (engine, threads) pairs; in first-seen order) and workloads (in
+/// first-seen order) of the records.
 fn axes(records: &[Record]) -> (Vec<String>, Vec<String>) {
+    let several = thread_counts(records).len() > 1;
     let mut engines: Vec<String> = Vec::new();
     let mut workloads: Vec<String> = Vec::new();
     for r in records {
-        if !engines.contains(&r.engine) {
-            engines.push(r.engine.clone());
+        let series = series_of(r, several);
+        if !engines.contains(&series) {
+            engines.push(series);
         }
         if !workloads.contains(&r.workload) {
             workloads.push(r.workload.clone());
@@ -307,6 +333,7 @@ fn grid(
     workloads: &[String],
     f: impl Fn(&Record) -> Option<f64>,
 ) -> Vec<Vec<Option<f64>>> {
+    let several = thread_counts(records).len() > 1;
     engines
         .iter()
         .map(|e| {
@@ -315,7 +342,7 @@ fn grid(
                 .map(|w| {
                     records
                         .iter()
-                        .find(|r| &r.engine == e && &r.workload == w)
+                        .find(|r| &series_of(r, several) == e && &r.workload == w)
                         .and_then(&f)
                 })
                 .collect()
@@ -323,10 +350,93 @@ fn grid(
         .collect()
 }
 
+/// Operations per second of `workload` by thread count, one line per engine and peer
+/// (`threads` chart): the counts evenly spaced along x, ops/s linear from 0 on y.
+fn threads_chart(workload: &str, records: &[Record]) -> String {
+    let counts = thread_counts(records);
+    let mut engines: Vec<String> = Vec::new();
+    for r in records.iter().filter(|r| r.workload == workload) {
+        if !engines.contains(&r.engine) {
+            engines.push(r.engine.clone());
+        }
+    }
+    let mut out = String::new();
+    svg_open(
+        &mut out,
+        "threads",
+        &format!("{workload}: operations per second by threads"),
+        W,
+        H,
+    );
+    let plot_h = H - TOP - BOTTOM;
+    let plot_w = W - LEFT - RIGHT;
+    let of = |e: &str, t: u32| {
+        records
+            .iter()
+            .find(|r| r.workload == workload && r.engine == e && r.threads == t)
+            .map(|r| r.ops_per_sec)
+    };
+    let axis = Axis::new(
+        engines
+            .iter()
+            .flat_map(|e| counts.iter().filter_map(|&t| of(e, t))),
+        false,
+    );
+    y_axis(&mut out, &axis, "operations / s (all threads)", plot_h);
+    let x_of = |i: usize| LEFT + plot_w * (i as f64 + 0.5) / counts.len().max(1) as f64;
+    for (i, t) in counts.iter().enumerate() {
+        let _ = write!(
+            out,
+            r#"<text x="{x:.1}" y="{y}" text-anchor="middle" font-size="11">{t}</text>"#,
+            x = x_of(i),
+            y = TOP + plot_h + 16.0,
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<text x="{x}" y="{y}" text-anchor="middle" font-size="12">threads</text>"#,
+        x = LEFT + plot_w / 2.0,
+        y = TOP + plot_h + 34.0,
+    );
+    for (s, e) in engines.iter().enumerate() {
+        let pts: Vec<(f64, f64, u32, f64)> = counts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &t)| {
+                of(e, t).map(|v| (x_of(i), TOP + plot_h * (1.0 - axis.frac(v)), t, v))
+            })
+            .collect();
+        let colour = COLOURS[s % COLOURS.len()];
+        let line: Vec<String> = pts
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", p.0, p.1))
+            .collect();
+        let _ = write!(
+            out,
+            r#"<polyline class="line" fill="none" stroke="{colour}" stroke-width="1.5" points="{p}"><title>{n}</title></polyline>"#,
+            p = line.join(" "),
+            n = esc(e)
+        );
+        for (x, y, t, v) in pts {
+            let _ = write!(
+                out,
+                r#"<circle cx="{x:.1}" cy="{y:.1}" r="3" fill="{colour}"><title>{n}, {t} {unit}: {v}</title></circle>"#,
+                n = esc(e),
+                unit = if t == 1 { "thread" } else { "threads" },
+                v = short(v)
+            );
+        }
+    }
+    legend(&mut out, &engines, H - 40.0);
+    out.push_str("</svg>\n");
+    out
+}
+
 /// The charts of the report, in order.
 pub fn charts(res: &Results) -> Vec<String> {
     let recs = &res.results;
     let (engines, workloads) = axes(recs);
+    let several = thread_counts(recs).len() > 1;
     let mut out = Vec::new();
     out.push(bar_chart(
         "ops",
@@ -407,7 +517,7 @@ pub fn charts(res: &Results) -> Vec<String> {
                         (done as f64, p.mean_us)
                     })
                     .collect();
-                (r.engine.clone(), pts)
+                (series_of(r, several), pts)
             })
             .collect();
         if series.is_empty() {
@@ -421,24 +531,28 @@ pub fn charts(res: &Results) -> Vec<String> {
             &series,
         ));
     }
+    if several {
+        out.extend(workloads.iter().map(|w| threads_chart(w, recs)));
+    }
     out
 }
 
 fn table(res: &Results) -> String {
     let mut t = String::from(
-        "<table><tr><th>engine</th><th>workload</th><th>ops/s</th><th>keys/s</th>\
+        "<table><tr><th>engine</th><th>workload</th><th>threads</th><th>ops/s</th><th>keys/s</th>\
          <th>p50 us</th><th>p99 us</th><th>p99.9 us</th><th>max us</th><th>reads/op</th>\
          <th>writes/op</th><th>KiB wr/op</th><th>WAL KiB/op</th><th>write amp.</th>\
-         <th>max QD</th><th>read QD</th><th>device limit ops/s</th><th>share</th><th>share now</th><th>runs</th><th>params</th></tr>\n",
+         <th>max QD</th><th>mean QD</th><th>read QD</th><th>device limit ops/s</th><th>share</th><th>share now</th><th>runs</th><th>params</th></tr>\n",
     );
     for r in &res.results {
         let _ = writeln!(
             t,
-            "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{:.1}</td><td>{:.1}</td>\
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{:.1}</td><td>{:.1}</td>\
              <td>{:.1}</td><td>{:.0}</td><td>{:.3}</td><td>{:.3}</td><td>{:.2}</td><td>{:.3}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&r.engine),
             esc(&r.workload),
+            r.threads,
             r.ops_per_sec,
             r.ops_per_sec * r.keys_per_op as f64,
             r.latency_us.p50,
@@ -452,6 +566,8 @@ fn table(res: &Results) -> String {
             r.write_amplification
                 .map_or("-".into(), |x| format!("{x:.1}")),
             r.queue_depth,
+            r.mean_queue_depth
+                .map_or("-".into(), |q| format!("{q:.2}")),
             r.device_limit
                 .as_ref()
                 .map_or("-".into(), |d| format!("{:.1}", d.queue_depth)),
@@ -507,7 +623,7 @@ pub fn comparison(c: &Comparison, names: &(String, String)) -> String {
             "<tr{style}><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td>\
              <td>{}</td><td>{}</td><td>{:.3}&rarr;{:.3}</td><td>{:.3}&rarr;{:.3}</td><td>{}</td></tr>",
             esc(&x.engine),
-            esc(&x.workload),
+            esc(&compare::workload_label(&x.workload, x.threads)),
             x.a_ops_per_sec,
             x.b_ops_per_sec,
             x.ratio.map_or("-".to_string(), |r| format!("{r:.3}")),
@@ -579,7 +695,7 @@ fn render_with(res: &Results, compared: Option<String>) -> String {
         h,
         "<h2>Device</h2><p>{} ({}), measured {}: random 4 KiB read {:.0} IOPS at QD1, {:.0} \
          at QD32; random 4 KiB write {:.0} / {:.0}; sequential read {:.0} MB/s, write {:.0} \
-         MB/s.</p>",
+         MB/s.{}</p>",
         esc(&p.path),
         esc(&p.backend),
         esc(&p.measured_at),
@@ -588,7 +704,8 @@ fn render_with(res: &Results, compared: Option<String>) -> String {
         p.rand_write_iops_qd1,
         p.rand_write_iops_qd32,
         p.seq_read_mb_s,
-        p.seq_write_mb_s
+        p.seq_write_mb_s,
+        read_curve(p)
     );
     h.push_str(
         "<h2>Engines and peers</h2><table class=\"info\"><tr><th>name</th><th>kind</th><th>memory bound</th>\
@@ -617,12 +734,37 @@ fn render_with(res: &Results, compared: Option<String>) -> String {
     let _ = writeln!(
         h,
         "<h2>Rules</h2><p class=\"rule\"><b>Preparation:</b> {}</p><p class=\"rule\"><b>Device \
-         limit:</b> {}</p><p class=\"rule\"><b>Device limit now:</b> {}</p></body></html>",
+         limit:</b> {}</p><p class=\"rule\"><b>Device limit now:</b> {}</p>{}</body></html>",
         esc(&res.aging_rule),
         esc(&res.device_limit_rule),
-        esc(&res.calibration_rule)
+        esc(&res.calibration_rule),
+        if res.options.threads == [1] {
+            String::new()
+        } else {
+            format!(
+                "<p class=\"rule\"><b>Threads:</b> {}</p>",
+                esc(&res.threads_rule)
+            )
+        }
     );
     h
+}
+
+/// The profile's random-read rates by queue depth, as a sentence for the device section
+/// (empty for a profile without them).
+fn read_curve(p: &crate::probe::DeviceProfile) -> String {
+    if p.rand_read_iops_by_qd.is_empty() {
+        return String::new();
+    }
+    let rates: Vec<String> = p
+        .rand_read_iops_by_qd
+        .iter()
+        .map(|(d, iops)| format!("QD{d} {iops:.0}"))
+        .collect();
+    format!(
+        " Random 4 KiB read IOPS by queue depth: {}.",
+        rates.join(", ")
+    )
 }
 
 /// Write `report.html`.
@@ -667,6 +809,53 @@ mod tests {
         assert_eq!((a.lo, a.hi), (0.0, 4.0));
         assert_eq!(a.frac(1000.0), 0.75);
         assert_eq!(a.ticks().len(), 5);
+    }
+
+    /// With more than one thread count the report has a `threads` chart per workload, a
+    /// line per engine through its counts; with one it has none, and the other charts'
+    /// series stay the engines.
+    #[test]
+    fn a_chart_of_throughput_by_threads_with_several_counts() {
+        let rec = |engine: &str, workload: &str, threads: u32, ops: f64| Record {
+            engine: engine.into(),
+            workload: workload.into(),
+            threads,
+            ops_per_sec: ops,
+            ..crate::report::tests_support::record()
+        };
+        let mut res = crate::compare::tests_results(vec![
+            rec("btree", "o-search", 1, 1000.0),
+            rec("lsm", "o-search", 1, 800.0),
+        ]);
+        let one = charts(&res);
+        assert!(!one.iter().any(|c| c.contains("data-chart=\"threads\"")));
+        assert!(one[0].contains(">btree<"), "{}", one[0]);
+        res.results.extend([
+            rec("btree", "o-search", 4, 3000.0),
+            rec("lsm", "o-search", 4, 1600.0),
+            rec("btree", "w-search", 4, 2000.0),
+        ]);
+        res.options.threads = vec![1, 4];
+        let all = charts(&res);
+        let threads: Vec<&String> = all
+            .iter()
+            .filter(|c| c.contains("data-chart=\"threads\""))
+            .collect();
+        assert_eq!(threads.len(), 2);
+        assert!(threads[0].contains("o-search: operations per second by threads"));
+        // Two lines of two points each (btree and lsm), a marker per point.
+        assert_eq!(threads[0].matches("class=\"line\"").count(), 2);
+        assert_eq!(threads[0].matches("<circle").count(), 4);
+        assert!(
+            threads[0].contains("btree, 4 threads: 3.000k"),
+            "{}",
+            threads[0]
+        );
+        // w-search ran with 4 threads only: one point.
+        assert_eq!(threads[1].matches("<circle").count(), 1);
+        assert!(all[0].contains(">btree x4<"), "{}", all[0]);
+        let page = render(&res);
+        assert!(page.contains("<th>threads</th>") && page.contains("<b>Threads:</b>"));
     }
 
     #[test]

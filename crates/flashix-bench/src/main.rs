@@ -29,7 +29,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Measure the device (or, with --sim, a simulated SSD of a named profile): random 4 KiB
-    /// IOPS at QD1/QD32, sequential bandwidth and 4 KiB IOPS, latency by size.
+    /// read IOPS at queue depths 1, 2, 4, 8, 16 and 32, random 4 KiB write IOPS at QD1/QD32,
+    /// sequential bandwidth and 4 KiB IOPS, latency by size.
     Probe(ProbeArgs),
     /// Run workloads against engines and peers on aged indexes; writes a table,
     /// OUT/results.json and OUT/report.html.
@@ -227,6 +228,16 @@ ENGINES AND PEERS (--engines)
   lmdb, lmdb-batched (feature lmdb). Every result states how memory was bounded,
   whether I/O bypassed the page cache, and the commit model.
 
+THREADS (--threads N[,M...], default 1)
+  Each cell's measured phase runs N threads on one shared index (engine or peer). Each
+  thread runs its own stream of the workload, seeded by --seed and its thread index, over
+  entries no other thread touches, with its share of the phase's operations; preparation
+  and the warm-ups stay single-threaded. A cell reports total ops/s, latency percentiles
+  over every thread's operations, and the device's mean queue depth (the device limit is
+  taken at that depth). Peers: RocksDB and fjall take concurrent writers; redb and LMDB
+  serialize their write transactions (a single writer each). Moving-object workloads
+  (mo-*) run with one thread only.
+
 FAIRNESS: the same memory budget (--buffer-pool), data, operation stream, a fresh
 directory per engine and a fresh copy of its aged image per workload, and a sync at the
 end of the measured phase counted in its time. The aging rule and the device-limit rule
@@ -257,10 +268,15 @@ struct BenchArgs {
     /// Measured operations per workload [default: the scale's].
     #[arg(long)]
     ops: Option<u64>,
-    /// Runs of each (engine, workload) cell, in rounds over all cells; the median run is
-    /// reported with the spread.
+    /// Runs of each (engine, workload, threads) cell, in rounds over all cells; the median
+    /// run is reported with the spread.
     #[arg(long, default_value_t = 1)]
     repeat: u32,
+    /// Threads of the measured phase, comma-separated (1,4,16): each (engine, workload)
+    /// cell runs with each count in turn, that many threads on the one index, each with a
+    /// seeded stream of its own (see THREADS below).
+    #[arg(long, default_value = "1")]
+    threads: String,
     /// Memory budget of the measured phase (the buffer pool; peers' caches): bytes, or with
     /// a unit (16MiB, 4M, 1G) [default: the scale's: quick 2 MiB, full and paper 16 MiB].
     #[arg(long = "buffer-pool")]
@@ -338,6 +354,14 @@ impl BenchArgs {
                  give them in a run of their own"
             );
         }
+        let threads = runner::parse_threads(&self.threads).context("--threads")?;
+        if threads != [1] {
+            anyhow::bail!(
+                "--threads: moving-object workloads (mo-*) do not run with several threads \
+                 yet (their updates advance one shared clock and queries ask for times from \
+                 it); run them with --threads 1"
+            );
+        }
         let subjects = self
             .engines
             .split(',')
@@ -403,6 +427,7 @@ impl BenchArgs {
             entries: self.entries.unwrap_or(entries),
             ops: self.ops.unwrap_or(ops),
             repeat: self.repeat,
+            threads: runner::parse_threads(&self.threads).context("--threads")?,
             buffer_pool_bytes: match &self.buffer_pool {
                 Some(b) => parse_size(b).context("--buffer-pool")?,
                 None => budget,

@@ -284,7 +284,7 @@ pub(crate) fn run_subject(
         a.seed,
     );
     MovingIndex::create(&dir, opts)?.close()?;
-    let mut mi = MovingIndex::open_with_buffer_pool(&dir, PREP_POOL_BYTES)?;
+    let mi = MovingIndex::open_with_buffer_pool(&dir, PREP_POOL_BYTES)?;
     let t0 = Instant::now();
     let pb = bar(2 * a.objects, format!("{name}: preparing"));
     for id in 0..a.objects {
@@ -306,7 +306,7 @@ pub(crate) fn run_subject(
         fmt_size(budget),
         budget as f64 * 100.0 / index_bytes as f64
     );
-    let mut mi = MovingIndex::open_with_buffer_pool(&dir, budget)?;
+    let mi = MovingIndex::open_with_buffer_pool(&dir, budget)?;
     let mut rng = StdRng::seed_from_u64(a.seed ^ 0x5eed);
     let mut out = Vec::new();
     println!(

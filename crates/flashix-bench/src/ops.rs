@@ -200,8 +200,7 @@ pub struct IndexStats {
 /// Run `flashix stats`.
 pub fn stats_cmd(a: &StatsArgs) -> Result<()> {
     let info = check::inspect(&a.dir).with_context(|| format!("reading {}", a.dir.display()))?;
-    let mut db =
-        Db::open_read_only(&a.dir).with_context(|| format!("opening {}", a.dir.display()))?;
+    let db = Db::open_read_only(&a.dir).with_context(|| format!("opening {}", a.dir.display()))?;
     let pb = progress(0, "counting", "entries");
     let mut entries = 0u64;
     for kv in db.range(..)? {

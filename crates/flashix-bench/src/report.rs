@@ -48,11 +48,16 @@ pub fn percentile_sorted(sorted: &[u64], q: f64) -> u64 {
     sorted[rank.clamp(1, n) - 1]
 }
 
-/// One measured (engine, workload) run.
+/// One measured (engine, workload, threads) run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     pub engine: String,
     pub workload: String,
+    /// Threads that ran the measured phase on the one index (`--threads`), each its own
+    /// stream (`runner::THREADS_RULE`); the figures below are over all of them: `ops` and
+    /// `ops_per_sec` their sum, the latencies those of every thread's operations.
+    #[serde(default = "one_u32")]
+    pub threads: u32,
     /// Live entries of the aged index the workload started from.
     pub entries: u64,
     /// Operations measured: point operations, range scans or `get_many` calls.
@@ -112,6 +117,12 @@ pub struct Record {
     /// 1 for peers).
     #[serde(default = "one")]
     pub queue_depth: u64,
+    /// The device's mean queue depth over the measured phase: the time requests spent in
+    /// flight, summed (`DeviceStats::inflight_ns`), over the phase's wall time (Little's
+    /// law). `None` (null) where the device does not time its requests, for peers, and in
+    /// older results.
+    #[serde(default)]
+    pub mean_queue_depth: Option<f64>,
     /// Keys inserted, updated or deleted per operation.
     #[serde(default)]
     pub write_keys_per_op: f64,
@@ -175,8 +186,9 @@ pub struct MergeThreadUse {
 /// The share of the device's limit a result reached (see `runner::DEVICE_LIMIT_RULE`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceLimit {
-    /// Queue depth the reads are charged at: the mean requests per read batch of the
-    /// measured phase (flashix engines), or 32 (peers).
+    /// Queue depth the reads are charged at: the device's mean queue depth in the measured
+    /// phase (`Record::mean_queue_depth`), or where the device does not time its requests
+    /// the mean requests per read batch (flashix engines), or 32 (peers).
     pub queue_depth: f64,
     /// Random 4 KiB read IOPS of the profile at that queue depth.
     pub read_iops_at_qd: f64,
@@ -245,11 +257,11 @@ pub struct SubjectInfo {
     pub commit_model: String,
 }
 
-/// Random 4 KiB read IOPS at queue depth `qd`: the profile's QD1 and QD32 figures,
-/// interpolated linearly in log2(qd), clamped to them.
+/// Random 4 KiB read IOPS at queue depth `qd`: the profile's rates by queue depth,
+/// interpolated linearly in log2(qd) between the measured depths, clamped to the lowest
+/// and highest ([`DeviceProfile::read_iops_at`]; QD1 and QD32 alone in older profiles).
 pub fn read_iops_at(p: &DeviceProfile, qd: f64) -> f64 {
-    let x = qd.max(1.0).log2().min(5.0) / 5.0;
-    p.rand_read_iops_qd1 + (p.rand_read_iops_qd32 - p.rand_read_iops_qd1) * x
+    p.read_iops_at(qd)
 }
 
 /// The device's limit for a mix of `read_requests` and `read_bytes` read and
@@ -315,6 +327,13 @@ pub struct RunOptions {
     /// Runs per cell (`--repeat`).
     #[serde(default = "one_u32")]
     pub repeat: u32,
+    /// Thread counts each (engine, workload) cell ran with (`--threads`).
+    #[serde(default = "one_thread")]
+    pub threads: Vec<u32>,
+}
+
+fn one_thread() -> Vec<u32> {
+    vec![1]
 }
 
 fn one() -> u64 {
@@ -352,6 +371,9 @@ pub struct Results {
     /// How the device limit at a cell's time is measured (`runner::CALIBRATION_RULE`).
     #[serde(default)]
     pub calibration_rule: String,
+    /// How the threads of a phase run (`runner::THREADS_RULE`).
+    #[serde(default)]
+    pub threads_rule: String,
     /// Every engine and peer run: memory bound, page-cache bypass, commit model.
     #[serde(default)]
     pub subjects: Vec<SubjectInfo>,
@@ -400,6 +422,7 @@ pub fn format_table(records: &[Record]) -> String {
     let header = [
         "engine",
         "workload",
+        "threads",
         "ops",
         "ops/s",
         "keys/s",
@@ -412,13 +435,14 @@ pub fn format_table(records: &[Record]) -> String {
         "writes/op",
         "KiB wr/op",
         "WAL KiB/op",
+        "mean QD",
         "dev limit",
         "dev now",
         "mem MiB",
         "rss+ MiB",
         "spread",
     ];
-    let rows: Vec<[String; 19]> = records
+    let rows: Vec<[String; 21]> = records
         .iter()
         .map(|r| {
             [
@@ -428,6 +452,7 @@ pub fn format_table(records: &[Record]) -> String {
                 } else {
                     r.workload.clone()
                 },
+                r.threads.to_string(),
                 r.ops.to_string(),
                 format!("{:.0}", r.ops_per_sec),
                 format!("{:.0}", r.ops_per_sec * r.keys_per_op as f64),
@@ -441,6 +466,8 @@ pub fn format_table(records: &[Record]) -> String {
                 format!("{:.3}", r.writes_per_op),
                 format!("{:.2}", r.bytes_written_per_op / 1024.0),
                 format!("{:.3}", r.wal_bytes_per_op / 1024.0),
+                r.mean_queue_depth
+                    .map_or("-".to_string(), |q| format!("{q:.2}")),
                 r.device_limit
                     .as_ref()
                     .map_or("-".to_string(), |d| format!("{:.1}%", d.share * 100.0)),
@@ -517,6 +544,7 @@ pub(crate) mod tests_support {
         Record {
             engine: "btree".into(),
             workload: "o-search".into(),
+            threads: 1,
             entries: 10,
             ops: 10,
             keys_per_op: 1,
@@ -543,6 +571,7 @@ pub(crate) mod tests_support {
             commit_model: String::new(),
             io_counted_by: String::new(),
             queue_depth: 1,
+            mean_queue_depth: None,
             write_keys_per_op: 0.0,
             write_amplification: None,
             buffer_turnovers: None,
@@ -656,5 +685,94 @@ mod tests {
         let d = device_limit(&p, 1.0, 1.0, 2048e6, 0.0, 0.5).unwrap();
         assert!((d.limit_ops_per_sec - 1.0).abs() < 1e-9);
         assert!(device_limit(&p, 1.0, 0.0, 0.0, 0.0, 1.0).is_none());
+    }
+
+    /// With the rates measured at QD1 to QD32, the rate of a mean queue depth is
+    /// interpolated between the two measured depths around it (linear in log2), clamped
+    /// outside them; the limit of a search workload follows it.
+    #[test]
+    fn the_device_limit_uses_the_rate_at_the_queue_depth_reached() {
+        let mut p = crate::probe::example_profile();
+        p.rand_read_iops_by_qd = vec![
+            (1, 20_000.0),
+            (2, 36_000.0),
+            (4, 60_000.0),
+            (8, 80_000.0),
+            (16, 90_000.0),
+            (32, 100_000.0),
+        ];
+        assert_eq!(read_iops_at(&p, 0.3), 20_000.0);
+        assert_eq!(read_iops_at(&p, 1.0), 20_000.0);
+        assert_eq!(read_iops_at(&p, 2.0), 36_000.0);
+        assert_eq!(read_iops_at(&p, 8.0), 80_000.0);
+        assert_eq!(read_iops_at(&p, 64.0), 100_000.0);
+        // log2(3) lies 0.585 of the way from QD2 to QD4.
+        let x = 3f64.log2() - 1.0;
+        assert!((read_iops_at(&p, 3.0) - (36_000.0 + 24_000.0 * x)).abs() < 1e-6);
+        // sqrt(2) is half way (in log2) from QD1 to QD2.
+        assert!((read_iops_at(&p, 2f64.sqrt()) - 28_000.0).abs() < 1e-6);
+        // Between QD16 and QD32 it is not the line from QD1 to QD32 any more.
+        assert!((read_iops_at(&p, 24.0) - (90_000.0 + 10_000.0 * (1.5f64.log2()))).abs() < 1e-6);
+        // A search workload at a mean depth of 4: one read per op, 60,000 reads/s.
+        let d = device_limit(&p, 4.0, 1.0, 4096.0, 0.0, 30_000.0).unwrap();
+        assert_eq!(d.read_iops_at_qd, 60_000.0);
+        assert!((d.share - 0.5).abs() < 1e-12);
+        // The curve out of order, with a depth of 0 and a rate of 0, reads the same.
+        p.rand_read_iops_by_qd.reverse();
+        p.rand_read_iops_by_qd.push((0, 5.0));
+        p.rand_read_iops_by_qd.push((64, 0.0));
+        assert_eq!(read_iops_at(&p, 8.0), 80_000.0);
+        assert_eq!(read_iops_at(&p, 64.0), 100_000.0);
+        // A scaled profile (a calibration) scales the curve too.
+        let half = p.with_read_rates_scaled(0.5);
+        assert_eq!(read_iops_at(&half, 8.0), 40_000.0);
+        assert_eq!(half.rand_read_iops_qd32, 50_000.0);
+    }
+
+    /// A profile saved before the curve was measured loads, and reads as the line between
+    /// its QD1 and QD32 rates.
+    #[test]
+    fn an_old_profile_interpolates_between_qd1_and_qd32() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/device-profile.json"
+        ))
+        .unwrap();
+        assert!(!text.contains("rand_read_iops_by_qd"));
+        let p: DeviceProfile = serde_json::from_str(&text).unwrap();
+        assert!(p.rand_read_iops_by_qd.is_empty());
+        let (lo, hi) = (p.rand_read_iops_qd1, p.rand_read_iops_qd32);
+        assert_eq!(read_iops_at(&p, 1.0), lo);
+        assert_eq!(read_iops_at(&p, 32.0), hi);
+        assert!((read_iops_at(&p, 4.0) - (lo + (hi - lo) * 0.4)).abs() < 1e-6);
+    }
+
+    /// Older results (without threads or a mean queue depth) load as one thread, and the
+    /// table shows a dash for the depth it does not know.
+    #[test]
+    fn records_without_threads_load_as_one_thread() {
+        let r = tests_support::record();
+        let mut json = serde_json::to_value(&r).unwrap();
+        let obj = json.as_object_mut().unwrap();
+        obj.remove("threads");
+        obj.remove("mean_queue_depth");
+        let old: Record = serde_json::from_value(json).unwrap();
+        assert_eq!((old.threads, old.mean_queue_depth), (1, None));
+        let saved = serde_json::to_value(&old).unwrap();
+        assert!(saved["mean_queue_depth"].is_null());
+        let t = format_table(&[
+            old,
+            Record {
+                threads: 4,
+                mean_queue_depth: Some(3.25),
+                ..r
+            },
+        ]);
+        let header = t.lines().next().unwrap();
+        assert!(
+            header.contains("threads") && header.contains("mean QD"),
+            "{t}"
+        );
+        assert!(t.contains("3.25"), "{t}");
     }
 }

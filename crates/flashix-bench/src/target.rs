@@ -1,7 +1,15 @@
-//! What a workload runs against: a small trait, [`Target`], that the flashix [`Db`] and
-//! every peer engine (behind cargo features, [`crate::peers`]) implement, so that all of
-//! them go through the same workload code with the same 8-byte keys. Peers store a key as
-//! its 8 big-endian bytes (so byte order is key order) and a value as 8 big-endian bytes.
+//! What a workload runs against: two small traits that the flashix [`Db`] and every peer
+//! engine (behind cargo features, [`crate::peers`]) implement, so that all of them go
+//! through the same workload code with the same 8-byte keys. Peers store a key as its 8
+//! big-endian bytes (so byte order is key order) and a value as 8 big-endian bytes.
+//!
+//! A [`Target`] is the index, shared by every thread of a measured phase (`&self`,
+//! `Sync`); each thread runs its operations through a [`Session`] of its own, made on that
+//! thread. The split is there for the stores whose write transactions belong to the thread
+//! that began them (LMDB's writer lock is a mutex the beginning thread owns): a batched
+//! peer keeps its open transaction in the session, and the session commits it when the
+//! thread is done. For the flashix engines, RocksDB and fjall a session is the shared
+//! index itself.
 
 use anyhow::{Context, Result};
 use flashix::{Db, Stats};
@@ -15,22 +23,14 @@ pub struct TargetInfo {
     pub commit_model: String,
 }
 
-/// An index under test.
-pub trait Target {
-    fn get(&mut self, key: u64) -> Result<Option<u64>>;
-    fn insert(&mut self, key: u64, value: u64) -> Result<()>;
-    fn delete(&mut self, key: u64) -> Result<()>;
-    fn get_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
-        keys.iter().map(|&k| self.get(k)).collect()
-    }
-    /// Scan up to `len` entries from `start`; returns the first key seen and the count.
-    fn scan(&mut self, start: u64, len: u64) -> Result<(Option<u64>, u64)>;
-    /// Insert pairs sorted by key.
-    fn bulk_insert(&mut self, pairs: &[(u64, u64)]) -> Result<()>;
-    /// Delete every key in `lo..=hi`.
-    fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()>;
-    /// Make every write so far durable (the `sync` at the end of a measured phase).
-    fn flush(&mut self) -> Result<()>;
+/// An index under test, shared by the threads of a measured phase.
+pub trait Target: Sync {
+    /// A handle for one thread's operations, to be used on the thread that made it and
+    /// ended with [`Session::finish`] before [`Target::flush`].
+    fn session(&self) -> Result<Box<dyn Session + '_>>;
+    /// Make every write of the finished sessions durable (the `sync` at the end of a
+    /// measured phase).
+    fn flush(&self) -> Result<()>;
     /// flashix statistics, for flashix engines; `None` for peers (the runner then counts
     /// the process's storage I/O from `/proc/self/io`).
     fn flashix_stats(&self) -> Option<Stats> {
@@ -43,7 +43,47 @@ pub trait Target {
     fn close(self: Box<Self>) -> Result<()>;
 }
 
+/// One thread's operations on a [`Target`].
+pub trait Session {
+    fn get(&mut self, key: u64) -> Result<Option<u64>>;
+    fn insert(&mut self, key: u64, value: u64) -> Result<()>;
+    fn delete(&mut self, key: u64) -> Result<()>;
+    fn get_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+        keys.iter().map(|&k| self.get(k)).collect()
+    }
+    /// Scan up to `len` entries from `start`; returns the first key seen and the count.
+    fn scan(&mut self, start: u64, len: u64) -> Result<(Option<u64>, u64)>;
+    /// Insert pairs sorted by key.
+    fn bulk_insert(&mut self, pairs: &[(u64, u64)]) -> Result<()>;
+    /// Delete every key in `lo..=hi`.
+    fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()>;
+    /// End the session: commit what it holds open (a batched peer's write transaction).
+    /// A session dropped without it leaves its open writes uncommitted.
+    fn finish(self: Box<Self>) -> Result<()> {
+        Ok(())
+    }
+}
+
 impl Target for Db {
+    fn session(&self) -> Result<Box<dyn Session + '_>> {
+        Ok(Box::new(self))
+    }
+    fn flush(&self) -> Result<()> {
+        Ok(Db::flush(self)?)
+    }
+    fn flashix_stats(&self) -> Option<Stats> {
+        Some(self.stats())
+    }
+    fn memory_bytes(&self) -> Option<u64> {
+        Some(self.stats().memory_bytes)
+    }
+    fn close(self: Box<Self>) -> Result<()> {
+        Ok(Db::close(*self)?)
+    }
+}
+
+/// A flashix index serves any number of threads through `&Db` (DESIGN.md, Concurrency).
+impl Session for &Db {
     fn get(&mut self, key: u64) -> Result<Option<u64>> {
         Ok(Db::get(self, key)?)
     }
@@ -76,18 +116,6 @@ impl Target for Db {
     }
     fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
         Ok(Db::delete_range(self, lo..=hi)?)
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(Db::flush(self)?)
-    }
-    fn flashix_stats(&self) -> Option<Stats> {
-        Some(self.stats())
-    }
-    fn memory_bytes(&self) -> Option<u64> {
-        Some(self.stats().memory_bytes)
-    }
-    fn close(self: Box<Self>) -> Result<()> {
-        Ok(Db::close(*self)?)
     }
 }
 

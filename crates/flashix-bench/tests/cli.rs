@@ -40,6 +40,7 @@ fn bench_writes_one_sane_record() {
         entries: 20_000,
         ops: 2_000,
         repeat: 1,
+        threads: vec![1],
         buffer_pool_bytes: 1 << 20,
         prep_buffer_pool_bytes: 4 << 20,
         page_size: 4096,
@@ -189,6 +190,77 @@ fn bad_arguments_give_a_message_and_a_failure_code() {
         assert!(err.contains("error"), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+    // Thread counts: the error names the flag and what is wrong.
+    for (args, says) in [
+        (&["bench", "--threads", "0"][..], "0 threads"),
+        (
+            &["bench", "--threads", "1,two"][..],
+            "\"two\" is not a whole number",
+        ),
+        (&["bench", "--threads", "1,,4"][..], "separated by commas"),
+        (
+            &["bench", "--threads", "1,4", "--workload", "mo-update"][..],
+            "moving-object workloads (mo-*) do not run with several threads",
+        ),
+    ] {
+        let out = Command::new(bin).args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--threads") && err.contains(says),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// `--threads 1,3`: every cell runs once per thread count on the one index, its threads'
+/// streams on their own keys (a lost key fails the run), and the report charts ops/s by
+/// threads. The old profile of tests/data (no rates by queue depth) serves.
+#[test]
+fn bench_runs_each_cell_with_each_thread_count() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = tmp.path().join("out");
+    let cfg = BenchConfig {
+        engines: vec![EngineKind::BTree, EngineKind::Lsm],
+        workloads: vec![Workload::WDelete, Workload::Tpcc, Workload::RangeDelete(10)],
+        entries: 20_000,
+        ops: 2_000,
+        threads: vec![1, 3],
+        buffer_pool_bytes: 1 << 20,
+        prep_buffer_pool_bytes: 8 << 20,
+        dir: tmp.path().join("data"),
+        out: out.clone(),
+        profile: Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/device-profile.json")),
+        verbose: false,
+        ..BenchConfig::new()
+    };
+    let res = run_bench(&cfg).unwrap();
+    assert_eq!(res.results.len(), 12);
+    assert_eq!(res.options.threads, vec![1, 3]);
+    assert!(res.threads_rule.contains("seed"), "{}", res.threads_rule);
+    for pair in res.results.chunks(2) {
+        let (one, three) = (&pair[0], &pair[1]);
+        assert_eq!((one.threads, three.threads), (1, 3), "{one:?}");
+        assert_eq!(
+            (&one.engine, &one.workload),
+            (&three.engine, &three.workload)
+        );
+        // The same phase, split between the threads.
+        assert_eq!(one.ops, three.ops, "{} {}", three.engine, three.workload);
+        for r in pair {
+            assert_eq!(r.series.iter().map(|p| p.ops).sum::<u64>(), r.ops);
+            assert!((r.series.last().unwrap().end_s - r.elapsed_s).abs() < 1e-9);
+            assert!(r.latency_us.p50 <= r.latency_us.p99 && r.latency_us.p99 <= r.latency_us.max);
+            assert!(r.mean_queue_depth.is_none_or(|q| q > 0.0 && q.is_finite()));
+            let d = r.device_limit.as_ref().expect("a device limit");
+            assert!(d.queue_depth >= 1.0 && d.limit_ops_per_sec > 0.0, "{d:?}");
+        }
+    }
+    let saved = Results::load(&out.join("results.json")).unwrap();
+    assert_eq!(saved.results.len(), 12);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(html.matches("data-chart=\"threads\"").count(), 3);
+    assert!(!tmp.path().join("data").join("btree").exists());
 }
 
 /// `flashix bench` runs the FD-tree, the LSM-tree and the PIO B-tree on every workload;
@@ -841,6 +913,7 @@ fn pio_is_tuned_for_the_entries_it_is_measured_at() {
         file_bytes: 1 << 30,
         rand_read_iops_qd1: 29_528.9,
         rand_read_iops_qd32: 78_575.0,
+        rand_read_iops_by_qd: Vec::new(),
         rand_write_iops_qd1: 22_195.7,
         rand_write_iops_qd32: 86_387.7,
         seq_read_mb_s: 1_393.2,

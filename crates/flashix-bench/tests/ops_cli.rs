@@ -46,7 +46,7 @@ fn make_index(dir: &Path, kind: EngineKind) -> BTreeMap<u64, u64> {
     let opts = Options::new(kind)
         .buffer_pool_bytes(512 << 10)
         .device(DeviceSpec::File { direct_io: false });
-    let mut db = Db::create(dir, opts).unwrap();
+    let db = Db::create(dir, opts).unwrap();
     let mut model = BTreeMap::new();
     for i in 0..3000u64 {
         let k = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);

@@ -374,6 +374,7 @@ pub(crate) fn test_device() -> Device {
         file_bytes: 1 << 30,
         rand_read_iops_qd1: 20_000.0,
         rand_read_iops_qd32: 100_000.0,
+        rand_read_iops_by_qd: Vec::new(),
         rand_write_iops_qd1: 10_000.0,
         rand_write_iops_qd32: 50_000.0,
         seq_read_mb_s: 4096.0,

@@ -59,7 +59,7 @@ fn run(k: u32, seed: u64, z: Sizes) -> Result<(f64, f64)> {
         device: Box::new(MemDevice::new(PAGE)),
         vfs: Arc::new(MemVfs::new()),
     };
-    let mut db = Db::create_on(s, o).context("creating the calibration FD-tree")?;
+    let db = Db::create_on(s, o).context("creating the calibration FD-tree")?;
     let mut rng = Rng::new(seed);
     let mut load: Vec<(u64, u64)> = (0..z.load).map(|i| (rng.next_u64(), i)).collect();
     load.sort_unstable();

@@ -3,7 +3,7 @@
 //! simulated time of a [`SimSsd`] (deterministic). Both run the same steps in the same
 //! order ([`measure`]).
 
-use super::{LATENCY_SIZES, PAGE, QD, SEQ_BYTES};
+use super::{LATENCY_SIZES, PAGE, QD, READ_QUEUE_DEPTHS, SEQ_BYTES};
 use flashix::io::{AlignedBuf, Device, IoReq};
 use flashix::sim::SimSsd;
 use rand::rngs::StdRng;
@@ -63,12 +63,12 @@ pub struct Plan {
     /// Random 4 KiB writes done, unmeasured, before the random-write measurements, to
     /// reach steady-state garbage collection or merging.
     pub warmup_writes: u64,
-    /// The random-read measurements (QD1, QD32, and the QD1 latency of each request size)
-    /// run interleaved in this many rounds, each a `1/read_rounds` share of the time and
-    /// request limits, and report each one's median round: a device whose latency drifts
-    /// over seconds (this VM's moved by 15-20%) then gives figures and size ratios of the
-    /// same moments, where one long test each gave each figure its own moment. 1 or 0:
-    /// one round.
+    /// The random-read measurements (QD1, QD32, the QD1 latency of each request size, and
+    /// the depths between QD1 and QD32) run interleaved in this many rounds, each a
+    /// `1/read_rounds` share of the time and request limits, and report each one's median
+    /// round: a device whose latency drifts over seconds (this VM's moved by 15-20%) then
+    /// gives figures and size ratios of the same moments, where one long test each gave
+    /// each figure its own moment. 1 or 0: one round.
     pub read_rounds: u32,
     pub seed: u64,
 }
@@ -78,6 +78,8 @@ pub struct Plan {
 pub struct Figures {
     pub rand_read_iops_qd1: f64,
     pub rand_read_iops_qd32: f64,
+    /// `(depth, IOPS)` for every depth of [`READ_QUEUE_DEPTHS`], QD1 and QD32 included.
+    pub rand_read_iops_by_qd: Vec<(u32, f64)>,
     pub rand_write_iops_qd1: f64,
     pub rand_write_iops_qd32: f64,
     pub seq_read_mb_s: f64,
@@ -90,8 +92,11 @@ pub struct Figures {
 /// Run every measurement on `dev` (pages `0..plan.pages`), timed by `clock`. The order:
 /// a sequential fill (512 KiB writes, synced, unmeasured) so reads hit written pages;
 /// in [`Plan::read_rounds`] rounds, random 4 KiB reads at QD1 and QD32 (a batch of 32
-/// through [`Device::submit`]) and the QD1 read latency by request size (the sizes
-/// interleaved request by request; each figure the median of its rounds); sequential 512 KiB and 4 KiB reads; sequential 4 KiB
+/// through [`Device::submit`]), the QD1 read latency by request size (the sizes
+/// interleaved request by request) and random 4 KiB reads at the depths between
+/// ([`READ_QUEUE_DEPTHS`], batches of that many; after the others, with pages of a draw
+/// of their own, so that the figures measured before them stay what they were); each
+/// figure the median of its rounds; sequential 512 KiB and 4 KiB reads; sequential 4 KiB
 /// and 512 KiB writes; the random-write warm-up; random 4 KiB writes at QD1 and QD32.
 /// Writes come last, random writes after sequential ones, so that the aftereffects of
 /// random writes (garbage collection, merges) do not reach the other figures. Each write
@@ -144,6 +149,13 @@ pub fn measure<D: Device, C: Clock<D>>(
     // The latency table draws its pages from a stream of its own, so that the pages the
     // later measurements write do not depend on how many reads it did.
     let mut sized_rng = StdRng::seed_from_u64(plan.seed ^ 0x05EE_D0F5_12E5);
+    // The same for the depths between QD1 and QD32.
+    let mut depth_rng = StdRng::seed_from_u64(plan.seed ^ 0x0DE9_7405_EED5);
+    let middle: Vec<u32> = READ_QUEUE_DEPTHS
+        .into_iter()
+        .filter(|&d| d != 1 && d as usize != QD)
+        .collect();
+    let mut by_depth: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds as usize); middle.len()];
     for round in 1..=rounds {
         let of = if rounds > 1 {
             format!(" (round {round} of {rounds})")
@@ -174,9 +186,20 @@ pub fn measure<D: Device, C: Clock<D>>(
         for (all, rate) in by_size.iter_mut().zip(rates) {
             all.push(rate);
         }
+
+        for (&depth, all) in middle.iter().zip(&mut by_depth) {
+            progress(&format!("random 4 KiB reads, QD{depth}{of}"));
+            let bufs = &mut small[..depth as usize];
+            all.push(part.rate(dev, false, |dev, n| {
+                read_random_batch(dev, pages, bufs, &mut depth_rng, n)
+            })?);
+        }
     }
     let rand_read_iops_qd1 = median(qd1);
     let rand_read_iops_qd32 = median(qd32);
+    let mut rand_read_iops_by_qd = vec![(1, rand_read_iops_qd1)];
+    rand_read_iops_by_qd.extend(middle.iter().zip(by_depth).map(|(&d, r)| (d, median(r))));
+    rand_read_iops_by_qd.push((QD as u32, rand_read_iops_qd32));
     let read_latency_us_by_size: Vec<(u64, f64)> = LATENCY_SIZES
         .iter()
         .zip(by_size)
@@ -257,6 +280,7 @@ pub fn measure<D: Device, C: Clock<D>>(
     Ok(Figures {
         rand_read_iops_qd1,
         rand_read_iops_qd32,
+        rand_read_iops_by_qd,
         rand_write_iops_qd1,
         rand_write_iops_qd32,
         seq_read_mb_s,
@@ -302,6 +326,27 @@ fn read_random_page<D: Device>(
 ) -> anyhow::Result<()> {
     dev.read(rng.gen_range(0..pages), buf)?;
     *n += 1;
+    Ok(())
+}
+
+/// One batch of random 4 KiB reads of pages `0..pages`, one into each of `bufs`, submitted
+/// at once (a queue depth of `bufs.len()`), counted in `n`.
+fn read_random_batch<D: Device>(
+    dev: &mut D,
+    pages: u64,
+    bufs: &mut [AlignedBuf],
+    rng: &mut StdRng,
+    n: &mut u64,
+) -> anyhow::Result<()> {
+    let mut batch: Vec<IoReq<'_>> = bufs
+        .iter_mut()
+        .map(|buf| IoReq::Read {
+            page: rng.gen_range(0..pages),
+            buf,
+        })
+        .collect();
+    dev.submit(&mut batch)?;
+    *n += batch.len() as u64;
     Ok(())
 }
 
@@ -476,6 +521,21 @@ mod tests {
             seed: 3,
         };
         measure(&mut dev, &Ticks, &plan, &mut |_| {}).unwrap()
+    }
+
+    /// The random reads are measured at every depth of the curve, QD1 and QD32 the same
+    /// figures as their own fields; on a device that serves one request at a time (10 us
+    /// each) every depth reads at its one rate.
+    #[test]
+    fn random_reads_are_measured_at_every_queue_depth() {
+        let f = run(1);
+        let depths: Vec<u32> = f.rand_read_iops_by_qd.iter().map(|p| p.0).collect();
+        assert_eq!(depths, READ_QUEUE_DEPTHS.to_vec());
+        assert_eq!(f.rand_read_iops_by_qd[0].1, f.rand_read_iops_qd1);
+        assert_eq!(f.rand_read_iops_by_qd[5].1, f.rand_read_iops_qd32);
+        for &(d, iops) in &f.rand_read_iops_by_qd[1..5] {
+            assert!((iops - 100_000.0).abs() < 1.0, "QD{d}: {iops}");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! `flashix probe`: measure a device (DESIGN.md, Benchmarks): 4 KiB random read and write
-//! IOPS at queue depth 1 and 32, sequential read and write bandwidth with 512 KiB requests,
+//! `flashix probe`: measure a device (DESIGN.md, Benchmarks): 4 KiB random read IOPS at
+//! queue depths 1, 2, 4, 8, 16 and 32 ([`READ_QUEUE_DEPTHS`]), 4 KiB random write IOPS at
+//! queue depth 1 and 32, sequential read and write bandwidth with 512 KiB requests,
 //! sequential 4 KiB read and write IOPS at QD1, and mean QD1 read latency by request size
 //! (the sizes interleaved request by request, so that drift does not bias their ratios);
 //! then the machine's CPU cost of FD-tree insertions and merges ([`cpu`]). The result, a
@@ -34,6 +35,10 @@ const PAGE: usize = 4096;
 const SEQ_BYTES: usize = 512 * 1024;
 /// Queue depth of the "QD32" tests.
 const QD: usize = 32;
+/// Queue depths of the random-read curve ([`DeviceProfile::rand_read_iops_by_qd`]): a
+/// bench cell's reads are charged at the rate of the mean queue depth it reached, and the
+/// rate of a real SSD does not grow along a straight line between QD1 and QD32.
+pub const READ_QUEUE_DEPTHS: [u32; 6] = [1, 2, 4, 8, 16, 32];
 /// Rounds of the random-read measurements of a real device ([`Plan::read_rounds`]).
 const PROBE_READ_ROUNDS: u32 = 5;
 /// Request sizes of the latency table.
@@ -59,6 +64,12 @@ pub struct DeviceProfile {
     pub file_bytes: u64,
     pub rand_read_iops_qd1: f64,
     pub rand_read_iops_qd32: f64,
+    /// Random 4 KiB read IOPS by queue depth, `(depth, IOPS)` for each of
+    /// [`READ_QUEUE_DEPTHS`] (depths 1 and 32 repeat the two fields above). Empty in
+    /// profiles measured before it was: [`DeviceProfile::read_iops_at`] then draws the
+    /// line between QD1 and QD32.
+    #[serde(default)]
+    pub rand_read_iops_by_qd: Vec<(u32, f64)>,
     pub rand_write_iops_qd1: f64,
     pub rand_write_iops_qd32: f64,
     /// Sequential reads, 512 KiB requests, MB/s (10^6 bytes).
@@ -92,6 +103,7 @@ pub(crate) fn example_profile() -> DeviceProfile {
         file_bytes: 1 << 30,
         rand_read_iops_qd1: 20_000.0,
         rand_read_iops_qd32: 100_000.0,
+        rand_read_iops_by_qd: Vec::new(),
         rand_write_iops_qd1: 10_000.0,
         rand_write_iops_qd32: 50_000.0,
         seq_read_mb_s: 2048.0,
@@ -113,6 +125,7 @@ impl DeviceProfile {
             file_bytes: 0,
             rand_read_iops_qd1: f.rand_read_iops_qd1,
             rand_read_iops_qd32: f.rand_read_iops_qd32,
+            rand_read_iops_by_qd: f.rand_read_iops_by_qd,
             rand_write_iops_qd1: f.rand_write_iops_qd1,
             rand_write_iops_qd32: f.rand_write_iops_qd32,
             seq_read_mb_s: f.seq_read_mb_s,
@@ -122,6 +135,67 @@ impl DeviceProfile {
             read_latency_us_by_size: f.read_latency_us_by_size,
             measured_at: String::new(),
             cpu: None,
+        }
+    }
+
+    /// The random-read curve: `(log2(depth), IOPS)` points in ascending depth, from
+    /// [`Self::rand_read_iops_by_qd`] where it was measured, else QD1 and QD32 alone. Only
+    /// depths of at least 1 with a positive rate count.
+    fn read_iops_curve(&self) -> Vec<(f64, f64)> {
+        let mut pts: Vec<(u32, f64)> = self
+            .rand_read_iops_by_qd
+            .iter()
+            .copied()
+            .filter(|&(d, iops)| d >= 1 && iops.is_finite() && iops > 0.0)
+            .collect();
+        for (d, iops) in [(1, self.rand_read_iops_qd1), (32, self.rand_read_iops_qd32)] {
+            if !pts.iter().any(|p| p.0 == d) {
+                pts.push((d, iops));
+            }
+        }
+        pts.sort_by_key(|p| p.0);
+        pts.dedup_by_key(|p| p.0);
+        pts.into_iter()
+            .map(|(d, iops)| (f64::from(d).log2(), iops))
+            .collect()
+    }
+
+    /// Random 4 KiB read IOPS at queue depth `qd` (a mean, so any real number): linear in
+    /// log2(qd) between the two measured depths around it, clamped to the lowest and the
+    /// highest measured depth (a depth below 1 is charged at QD1). A profile without the
+    /// curve gives the line between its QD1 and QD32 rates, as before the curve was
+    /// measured.
+    pub fn read_iops_at(&self, qd: f64) -> f64 {
+        let pts = self.read_iops_curve();
+        let x = if qd.is_finite() {
+            qd.max(1.0).log2()
+        } else {
+            f64::MAX
+        };
+        let (first, last) = (pts[0], pts[pts.len() - 1]);
+        if x <= first.0 {
+            return first.1;
+        }
+        if x >= last.0 {
+            return last.1;
+        }
+        let i = pts.iter().position(|p| p.0 >= x).unwrap_or(pts.len() - 1);
+        let ((x0, y0), (x1, y1)) = (pts[i - 1], pts[i]);
+        y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    }
+
+    /// The same profile with every random-read rate (QD1, QD32 and the curve) multiplied
+    /// by `factor`: the device as measured at another moment (`runner::CALIBRATION_RULE`).
+    pub fn with_read_rates_scaled(&self, factor: f64) -> DeviceProfile {
+        DeviceProfile {
+            rand_read_iops_qd1: self.rand_read_iops_qd1 * factor,
+            rand_read_iops_qd32: self.rand_read_iops_qd32 * factor,
+            rand_read_iops_by_qd: self
+                .rand_read_iops_by_qd
+                .iter()
+                .map(|&(d, iops)| (d, iops * factor))
+                .collect(),
+            ..self.clone()
         }
     }
 
@@ -288,9 +362,20 @@ pub fn print_table(p: &DeviceProfile) {
     println!();
     println!("  {:<30} {:>14}", "test", "result");
     println!("  {:-<30} {:->14}", "", "");
+    // Random reads by queue depth: QD1, the depths between where they were measured, QD32.
+    let between = p
+        .rand_read_iops_by_qd
+        .iter()
+        .copied()
+        .filter(|&(d, _)| d != 1 && d != 32);
+    let reads = std::iter::once((1, p.rand_read_iops_qd1))
+        .chain(between)
+        .chain(std::iter::once((32, p.rand_read_iops_qd32)));
+    for (d, iops) in reads {
+        let name = format!("random 4 KiB read, QD{d}");
+        println!("  {name:<30} {iops:>9.0} IOPS");
+    }
     let rows = [
-        ("random 4 KiB read, QD1", p.rand_read_iops_qd1, "IOPS"),
-        ("random 4 KiB read, QD32", p.rand_read_iops_qd32, "IOPS"),
         ("random 4 KiB write, QD1", p.rand_write_iops_qd1, "IOPS"),
         ("random 4 KiB write, QD32", p.rand_write_iops_qd32, "IOPS"),
         ("sequential 512 KiB read", p.seq_read_mb_s, "MB/s"),

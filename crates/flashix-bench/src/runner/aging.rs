@@ -183,7 +183,7 @@ pub fn prepare(
         .with_context(|| format!("creating a {engine} index in {}", aged_dir.display()))?
         .close()
         .context("closing the new index")?;
-    let mut db = Db::open_with_buffer_pool(&aged_dir, cfg.prep_buffer_pool_bytes)
+    let db = Db::open_with_buffer_pool(&aged_dir, cfg.prep_buffer_pool_bytes)
         .with_context(|| format!("opening {} with the preparation pool", aged_dir.display()))?;
     let gen = KeyGen::new(cfg.key_dist, cfg.seed);
 
@@ -340,7 +340,8 @@ pub fn prepare_peer(cfg: &BenchConfig, ui: &Ui, peer: PeerKind, aging: u64) -> R
     }
     let aged_dir = dir.join("aged");
     let t0 = Instant::now();
-    let mut db = peers::open(peer, &aged_dir, cfg.prep_buffer_pool_bytes, true)?;
+    let db = peers::open(peer, &aged_dir, cfg.prep_buffer_pool_bytes, true)?;
+    let mut session = db.session()?;
     let gen = KeyGen::new(cfg.key_dist, cfg.seed);
     let total = cfg.entries + aging;
     let pb = ui.bar(total, format!("{peer}: load and age"));
@@ -358,11 +359,12 @@ pub fn prepare_peer(cfg: &BenchConfig, ui: &Ui, peer: PeerKind, aging: u64) -> R
             (k, gen.value_of(k, u64::from(j >= cfg.entries)))
         }));
         chunk.sort_unstable();
-        db.bulk_insert(&chunk).context("loading the peer")?;
+        session.bulk_insert(&chunk).context("loading the peer")?;
         i += size as u64;
         pb.set_position(i);
     }
     pb.finish_and_clear();
+    session.finish().context("committing the load")?;
     db.flush().context("flush after loading")?;
     db.close().context("closing the aged store")?;
     let prepare_s = t0.elapsed().as_secs_f64();
@@ -414,7 +416,7 @@ mod tests {
                 device: Box::new(MemDevice::new(512)),
                 vfs: std::sync::Arc::new(MemVfs::new()),
             };
-            let mut db = Db::create_on(storage, opts).unwrap();
+            let db = Db::create_on(storage, opts).unwrap();
             for k in 0..3_000u64 {
                 db.insert(k.wrapping_mul(0x9E37_79B9_7F4A_7C15), k).unwrap();
             }

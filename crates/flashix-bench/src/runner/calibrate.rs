@@ -34,7 +34,7 @@ pub const CALIBRATION_RULE: &str = "beside the share of the profile's limit, eac
      engines' device code (FileDevice, O_DIRECT), for 0.2 s just before the phase (after \
      its copy of the aged image) and 0.2 s just after it (after its close); their combined \
      rate (2 over the sum of the two mean read times) divided by the profile's QD1 IOPS \
-     scales the profile's random-read rates (QD1 and QD32 alike), and the limit is then \
+     scales the profile's random-read rates (at every queue depth alike), and the limit is then \
      computed by the device-limit rule. Sequential rates are the profile's. On a simulated \
      device or without O_DIRECT there is no calibration.";
 
@@ -110,11 +110,7 @@ pub fn calibration(
     }
     let now = 2.0 / (1.0 / before + 1.0 / after);
     let factor = now / profile.rand_read_iops_qd1;
-    let scaled = DeviceProfile {
-        rand_read_iops_qd1: profile.rand_read_iops_qd1 * factor,
-        rand_read_iops_qd32: profile.rand_read_iops_qd32 * factor,
-        ..profile.clone()
-    };
+    let scaled = profile.with_read_rates_scaled(factor);
     Some(Calibration {
         qd1_iops_before: before,
         qd1_iops_after: after,

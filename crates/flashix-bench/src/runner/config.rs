@@ -93,8 +93,12 @@ pub struct BenchConfig {
     pub entries: u64,
     /// Measured operations per workload.
     pub ops: u64,
-    /// Runs of each (engine, workload) cell; the median run is reported with the spread.
+    /// Runs of each (engine, workload, threads) cell; the median run is reported with the
+    /// spread.
     pub repeat: u32,
+    /// Thread counts: every (engine, workload) cell runs its measured phase with each of
+    /// them in turn, that many threads on the one index (`--threads`, THREADS_RULE).
+    pub threads: Vec<u32>,
     pub buffer_pool_bytes: u64,
     /// Buffer pool while the aged index is built (not measured).
     pub prep_buffer_pool_bytes: u64,
@@ -130,6 +134,12 @@ pub struct BenchConfig {
 }
 
 impl BenchConfig {
+    /// True when the cells run with one thread only (no `--threads`, or `--threads 1`):
+    /// the output is then that of a bench without threads.
+    pub fn single_threaded(&self) -> bool {
+        self.threads == [1]
+    }
+
     /// The scale's name, or that it was overridden when `--entries`, `--ops` or
     /// `--buffer-pool` changed one of its sizes.
     pub fn scale_label(&self) -> String {
@@ -157,6 +167,7 @@ impl BenchConfig {
             entries,
             ops,
             repeat: 1,
+            threads: vec![1],
             buffer_pool_bytes: budget,
             prep_buffer_pool_bytes: 256 << 20,
             page_size: 4096,
@@ -189,6 +200,19 @@ impl BenchConfig {
         }
         if self.repeat == 0 {
             bail!("--repeat must be at least 1");
+        }
+        if self.threads.is_empty() {
+            bail!("--threads: no thread count given");
+        }
+        if let Some(&n) = self
+            .threads
+            .iter()
+            .find(|&&n| n == 0 || n > super::threads::MAX_THREADS)
+        {
+            bail!(
+                "--threads: {n} is not a thread count from 1 to {}",
+                super::threads::MAX_THREADS
+            );
         }
         for &e in &self.engines {
             if !e.is_built() {

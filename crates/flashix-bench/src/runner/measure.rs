@@ -1,25 +1,27 @@
-//! The measured phase of one workload: a fresh copy of the aged image, the warm-up, the
-//! timed operation stream with its final sync, and the [`Record`] of what it did (latency
-//! series, I/O per operation, write amplification, share of the device's limit).
+//! The measured phase of one cell (a subject, a workload, a thread count): how long it
+//! runs (BUFFER_RULE), a fresh copy of the aged image, the warm-ups, the timed operation
+//! streams of its threads with the final sync ([`super::threads`]), and the counters the
+//! [`Record`] of what it did is made of (module `record`: latency series, I/O per
+//! operation, write amplification, share of the device's limit).
 
 use super::aging::Prepared;
-use super::calibrate::{calibration, Calibrator};
+use super::calibrate::Calibrator;
 use super::config::{BenchConfig, Subject};
-use super::params::engine_params;
+use super::threads::{execute, merge, run_phase, Merged, Streams, ThreadRun};
 use super::ui::{say, Ui};
 use crate::cgroup::{
-    evict_from_page_cache, PageCacheBound, FOLLOW_HEADROOM, PEER_MEMORY_ALLOWANCE,
+    evict_from_page_cache, FollowReport, HeapFollower, PageCacheBound, FOLLOW_HEADROOM,
+    PEER_MEMORY_ALLOWANCE,
 };
 use crate::peers;
 use crate::probe::DeviceProfile;
-use crate::report::{self, Interval, Latency, MergeThreadUse, Record};
-use crate::target::{process_cpu_seconds, process_io, Target};
+use crate::report::{Interval, Latency, Record};
+use crate::target::{process_cpu_seconds, process_io, Session, Target, TargetInfo};
 use crate::units::format_size;
-use crate::workload::{rng_for, KeyGen, Op, OpStream, Workload};
-use anyhow::{bail, Context, Result};
+use crate::workload::{rng_for, KeyGen, Workload};
+use anyhow::{Context, Result};
 use flashix::Db;
 use std::path::Path;
-use std::time::Instant;
 
 /// Times a write workload's phase turns the engine's write buffer over (BUFFER_RULE).
 pub const BUFFER_TURNOVERS: f64 = 3.0;
@@ -72,14 +74,21 @@ pub const SERIES_POINTS: u64 = 100;
 
 /// How the share of the device's limit is computed, as printed and saved.
 pub const DEVICE_LIMIT_RULE: &str = "device time per operation = read time + write time, \
-with read time = max(read requests per op / random-read IOPS at the engine's mean read queue \
-depth in the phase (read requests / read batches, DeviceStats::read_batches; interpolated in \
-log2(QD) between the profile's QD1 and QD32, clamped), read bytes per op / sequential read bandwidth) and write time = bytes \
-written per op (device and WAL) / sequential write bandwidth. The limit is 1 / device time \
-(ops/s); the share is the measured ops/s divided by it. A pure search workload is thus \
-bounded by the random-read IOPS at its queue depth, a pure insert workload by the \
-sequential write bandwidth divided by the bytes it writes per insert. Peers' I/O is counted \
-from /proc/self/io (read and written bytes; requests taken as 4 KiB pages). Their queue depth cannot be observed (background threads, readahead), so their reads are charged at the profile's QD32 rate, the device's best case: a peer's share is a lower bound.";
+with read time = max(read requests per op / random-read IOPS at the device's mean queue depth \
+in the phase, read bytes per op / sequential read bandwidth) and write time = bytes written \
+per op (device and WAL) / sequential write bandwidth. The mean queue depth is the time the \
+device's requests spent in flight, summed (DeviceStats::inflight_ns), over the phase's wall \
+time (Little's law); where the device does not time its requests, the engine's mean read \
+queue depth stands in for it (read requests / read batches, DeviceStats::read_batches). The \
+IOPS at that depth are interpolated in log2(QD) between the depths the profile measured (1, \
+2, 4, 8, 16 and 32; QD1 and QD32 alone in older profiles), clamped to the lowest and the \
+highest. The limit is 1 / device time (ops/s); the share is the measured ops/s divided by it. \
+A pure search workload is thus bounded by the random-read IOPS at the queue depth it \
+reached (with several threads, the depth their requests reached together), a pure insert \
+workload by the sequential write bandwidth divided by the bytes it writes per insert. Peers' \
+I/O is counted from /proc/self/io (read and written bytes; requests taken as 4 KiB pages). \
+Their queue depth cannot be observed (background threads, readahead), so their reads are \
+charged at the profile's QD32 rate, the device's best case: a peer's share is a lower bound.";
 
 /// The queue depth a peer's reads are charged at (DEVICE_LIMIT_RULE): the profile's highest.
 pub const PEER_CHARGED_QUEUE_DEPTH: u32 = 32;
@@ -143,13 +152,16 @@ fn copy_sparse(from: &Path, to: &Path) -> std::io::Result<()> {
     w.set_len(len)
 }
 
-/// Run workload `w` on a fresh copy of the aged image and measure it.
+/// Run workload `w` with `threads` threads on a fresh copy of the aged image and measure
+/// it.
+#[allow(clippy::too_many_arguments)]
 pub fn run_workload(
     cfg: &BenchConfig,
     ui: &Ui,
     subject: Subject,
     prep: &Prepared,
     w: Workload,
+    threads: u32,
     profile: &DeviceProfile,
     calibrator: Option<&mut Calibrator>,
 ) -> Result<Record> {
@@ -157,61 +169,20 @@ pub fn run_workload(
     let pb = ui.spinner(format!("{subject}: copying the aged image"));
     copy_dir(&prep.aged_dir, &run_dir)?;
     pb.finish_and_clear();
-    let rec = measure(cfg, ui, subject, prep, w, &run_dir, profile, calibrator);
+    let cell = Cell {
+        cfg,
+        ui,
+        subject,
+        prep,
+        w,
+        threads,
+    };
+    let rec = cell.measure(&run_dir, profile, calibrator);
     let removed = std::fs::remove_dir_all(&run_dir)
         .with_context(|| format!("removing {}", run_dir.display()));
     let rec = rec?;
     removed?;
     Ok(rec)
-}
-
-/// Execute one operation; an error also when a result contradicts the stream (a live key
-/// not found while the index holds entries).
-fn execute(db: &mut dyn Target, op: &Op, live: bool) -> Result<()> {
-    match op {
-        Op::Get(k) => {
-            let v = db.get(*k).context("search")?;
-            if v.is_none() && live {
-                bail!("the engine lost key {k:#x}: get returned nothing for a live key");
-            }
-        }
-        Op::Insert(k, v) | Op::Update(k, v) => db.insert(*k, *v).context("insert")?,
-        Op::Delete(k) => db.delete(*k).context("delete")?,
-        Op::Range { start, len } => {
-            let (first, _) = db.scan(*start, *len).context("range")?;
-            if live && first != Some(*start) {
-                bail!("the engine lost key {start:#x}: a range from it began at {first:?}");
-            }
-        }
-        Op::GetMany(keys) => {
-            let vs = db.get_many(keys).context("get_many")?;
-            if live {
-                if let Some(i) = vs.iter().position(Option::is_none) {
-                    bail!(
-                        "the engine lost key {:#x}: get_many returned nothing for a live key",
-                        keys[i]
-                    );
-                }
-            }
-        }
-        Op::BulkInsert(pairs) => db.bulk_insert(pairs).context("bulk_insert")?,
-        Op::DeleteRange { lo, hi, keys } => {
-            if *keys > 0 {
-                db.delete_range(*lo, *hi).context("delete_range")?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Keys an operation writes (inserts, updates, deletes).
-fn written_keys(op: &Op) -> u64 {
-    match op {
-        Op::Insert(..) | Op::Update(..) | Op::Delete(_) => 1,
-        Op::BulkInsert(p) => p.len() as u64,
-        Op::DeleteRange { keys, .. } => *keys,
-        Op::Get(_) | Op::Range { .. } | Op::GetMany(_) => 0,
-    }
 }
 
 /// Bytes of an entry (8-byte key, 8-byte value), the unit of write amplification.
@@ -232,132 +203,249 @@ fn open_subject(
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn measure(
-    cfg: &BenchConfig,
-    ui: &Ui,
-    subject: Subject,
-    prep: &Prepared,
-    w: Workload,
-    run_dir: &Path,
-    profile: &DeviceProfile,
-    mut calibrator: Option<&mut Calibrator>,
-) -> Result<Record> {
-    // The device's QD1 reads just before the phase (CALIBRATION_RULE), before anything of
-    // the phase is in memory.
-    let calibrated_before = calibrator
-        .as_deref_mut()
-        .map(Calibrator::qd1_iops)
-        .transpose()?;
-    let gen = KeyGen::new(cfg.key_dist, cfg.seed);
-    let phase = phase_ops(cfg.ops, w, prep.write_buffer);
-    let warm_writes = write_warmup_ops(phase, w, prep.write_buffer);
-    let mut stream = OpStream::new(w, gen, prep.live, cfg.seed, warm_writes + phase)?;
-    let nops = stream.operations().saturating_sub(warm_writes);
-    let mut lat: Vec<u64> = Vec::with_capacity(nops as usize);
-    // Touch the latency buffer now, so that a memory cgroup entered below is not charged
-    // for it.
-    lat.resize(nops as usize, 1);
-    lat.clear();
-    let info = subject.info(cfg);
-    // A peer reading through the page cache runs its phase in a memory cgroup (module
-    // crate::cgroup), from a store none of which is cached.
-    let mut page_cache = match subject {
-        Subject::Peer(_) if !info.page_cache_bypassed => {
-            evict_from_page_cache(run_dir)?;
-            let bound = PageCacheBound::confine(
-                cfg.buffer_pool_bytes + PEER_MEMORY_ALLOWANCE,
-                subject.name(),
-            );
-            if let PageCacheBound::Unbounded(why) = &bound {
-                say(cfg, ui, &format!("{subject}: {why}"));
-            }
-            Some(bound)
-        }
-        _ => None,
-    };
-    let mut db = open_subject(cfg, subject, run_dir, profile)?;
+/// One cell of the suite: a subject, a workload and a thread count, with the suite's
+/// configuration and the subject's aged image.
+pub(super) struct Cell<'a> {
+    pub cfg: &'a BenchConfig,
+    pub ui: &'a Ui,
+    pub subject: Subject,
+    pub prep: &'a Prepared,
+    pub w: Workload,
+    pub threads: u32,
+}
 
-    // Warm the cache (not measured), with draws of its own so the measured stream does not
-    // depend on the warm-up (nor on how far BUFFER_RULE stretches it).
-    let warm = (cfg.ops / 10).min(10_000);
-    let mut wrng = rng_for(cfg.seed, 0x5741_524d ^ w.seed_index());
-    for _ in 0..warm {
-        if let Some(k) = stream.pick_existing(&mut wrng) {
-            db.get(k).context("warm-up search")?;
+/// The counters a phase is measured by, read at its start and at its end.
+pub(super) struct Snapshot {
+    /// A flashix engine's statistics (`None` for peers).
+    pub stats: Option<flashix::Stats>,
+    /// The process's storage I/O, bytes read and written (`/proc/self/io`).
+    pub io: (u64, u64),
+    /// The process's CPU time, seconds.
+    pub cpu_s: f64,
+}
+
+impl Snapshot {
+    fn take(db: &dyn Target) -> Snapshot {
+        Snapshot {
+            stats: db.flashix_stats(),
+            io: process_io(),
+            cpu_s: process_cpu_seconds(),
         }
     }
+}
 
-    // Equal memory from here on: the page cache gets the budget beside the peer's heap
-    // (crate::cgroup, "Equal memory").
-    let follower = match (&mut page_cache, subject) {
-        (Some(PageCacheBound::Cgroup(cg)), Subject::Peer(p)) => {
-            Some(cg.follow_heap(p.page_cache_share(cfg.buffer_pool_bytes))?)
+/// What a cell's measured phase did, for its record.
+pub(super) struct PhaseRun {
+    pub merged: Merged,
+    /// Wall time of the phase, the final sync included.
+    pub elapsed_s: f64,
+    pub start: Snapshot,
+    pub end: Snapshot,
+    /// How far the process's resident memory rose above its start (Linux).
+    pub rss_growth: Option<u64>,
+    /// Live entries after the phase, over all threads' streams.
+    pub live: u64,
+    /// Operations of the write warm-up before the phase (BUFFER_RULE).
+    pub warm_writes: u64,
+}
+
+impl Cell<'_> {
+    /// Measure the cell on its copy of the aged image in `run_dir`: the calibration reads
+    /// before, the subject opened (a peer reading through the page cache in a memory
+    /// cgroup), the warm-ups and the phase, the close, the calibration reads after.
+    fn measure(
+        &self,
+        run_dir: &Path,
+        profile: &DeviceProfile,
+        mut calibrator: Option<&mut Calibrator>,
+    ) -> Result<Record> {
+        let (cfg, subject, w) = (self.cfg, self.subject, self.w);
+        // The device's QD1 reads just before the phase (CALIBRATION_RULE), before anything
+        // of the phase is in memory.
+        let calibrated_before = calibrator
+            .as_deref_mut()
+            .map(Calibrator::qd1_iops)
+            .transpose()?;
+        let gen = KeyGen::new(cfg.key_dist, cfg.seed);
+        let phase = phase_ops(cfg.ops, w, self.prep.write_buffer);
+        let warm_writes = write_warmup_ops(phase, w, self.prep.write_buffer);
+        let streams = Streams::new(
+            w,
+            gen,
+            self.prep.live,
+            cfg.seed,
+            (warm_writes, phase),
+            self.threads,
+        )?;
+        // The latency buffers are touched now, so that a memory cgroup entered below is not
+        // charged for them.
+        let runs: Vec<ThreadRun> = streams
+            .streams
+            .iter()
+            .zip(&streams.warm)
+            .map(|(s, &warm)| ThreadRun::with_room(s.operations() - warm))
+            .collect();
+        let info = subject.info(cfg);
+        let mut page_cache = self.confine(&info, run_dir)?;
+        let db = open_subject(cfg, subject, run_dir, profile)?;
+        let (run, follower) = self.run(db.as_ref(), streams, runs, &mut page_cache)?;
+        let memory = db.memory_bytes().unwrap_or(cfg.buffer_pool_bytes);
+        db.close().context("closing the index")?;
+        let followed = follower.map(|f| f.stop()).transpose()?;
+        let (memory, memory_bound) = memory_bound(&page_cache, followed, memory, &info)?;
+        // Leave the cgroup.
+        drop(page_cache);
+        // ... and just after it, the index closed.
+        let calibrated_after = calibrator.map(Calibrator::qd1_iops).transpose()?;
+        let calibrated = calibrated_before.zip(calibrated_after);
+        let mut rec = self.record(run, profile, calibrated)?;
+        rec.memory_bytes = memory;
+        rec.memory_bound = memory_bound;
+        Ok(rec)
+    }
+
+    /// A peer reading through the page cache runs its phase in a memory cgroup (module
+    /// crate::cgroup), from a store none of which is cached; `None` for the others.
+    fn confine(&self, info: &TargetInfo, run_dir: &Path) -> Result<Option<PageCacheBound>> {
+        let (cfg, subject) = (self.cfg, self.subject);
+        Ok(match subject {
+            Subject::Peer(_) if !info.page_cache_bypassed => {
+                evict_from_page_cache(run_dir)?;
+                let bound = PageCacheBound::confine(
+                    cfg.buffer_pool_bytes + PEER_MEMORY_ALLOWANCE,
+                    subject.name(),
+                );
+                if let PageCacheBound::Unbounded(why) = &bound {
+                    say(cfg, self.ui, &format!("{subject}: {why}"));
+                }
+                Some(bound)
+            }
+            _ => None,
+        })
+    }
+
+    /// The cache warm-up, the write warm-up (both on this thread, unmeasured), then the
+    /// measured phase on every thread and the final sync. Returns what the phase did and
+    /// the peer's heap follower, to be stopped once the store is closed.
+    fn run(
+        &self,
+        db: &dyn Target,
+        mut streams: Streams,
+        runs: Vec<ThreadRun>,
+        page_cache: &mut Option<PageCacheBound>,
+    ) -> Result<(PhaseRun, Option<HeapFollower>)> {
+        let (cfg, subject, w) = (self.cfg, self.subject, self.w);
+        let mut session = db.session()?;
+        warm_cache(cfg, w, &streams, session.as_mut())?;
+        // Equal memory from here on: the page cache gets the budget beside the peer's heap
+        // (crate::cgroup, "Equal memory").
+        let follower = match (page_cache, subject) {
+            (Some(PageCacheBound::Cgroup(cg)), Subject::Peer(p)) => {
+                Some(cg.follow_heap(p.page_cache_share(cfg.buffer_pool_bytes))?)
+            }
+            _ => None,
+        };
+        let warm_writes = self.warm_writes(&mut streams, session.as_mut())?;
+        let pb = self.ui.bar(streams.ops, self.phase_label());
+        let start = Snapshot::take(db);
+        let rss0 = crate::target::reset_peak_rss()
+            .then(crate::target::process_rss)
+            .flatten();
+        let live_streams = std::mem::take(&mut streams.streams);
+        let (runs, t0) = run_phase(db, session, live_streams, runs, &pb)?;
+        db.flush()
+            .context("sync (flush) at the end of the measured phase")?;
+        let elapsed_s = t0.elapsed().as_secs_f64();
+        let cpu_s = process_cpu_seconds();
+        let rss_growth = rss0
+            .zip(crate::target::process_rss())
+            .map(|((start, _), (_, peak))| peak.saturating_sub(start));
+        pb.finish_and_clear();
+        let mut end = Snapshot::take(db);
+        end.cpu_s = cpu_s;
+        let live = runs.iter().map(|r| r.live).sum();
+        let merged = merge(runs, elapsed_s);
+        Ok((
+            PhaseRun {
+                merged,
+                elapsed_s,
+                start,
+                end,
+                rss_growth,
+                live,
+                warm_writes,
+            },
+            follower,
+        ))
+    }
+
+    /// Turn the write buffer over once, unmeasured (BUFFER_RULE): the phase starts with it
+    /// being emptied, as it goes on. Each stream's share of the warm-up runs in turn, on
+    /// this thread. (A peer's at the full scale takes a minute or more.)
+    fn warm_writes(&self, streams: &mut Streams, session: &mut dyn Session) -> Result<u64> {
+        let total: u64 = streams.warm.iter().sum();
+        if total == 0 {
+            return Ok(0);
         }
-        _ => None,
-    };
-
-    // Turn the write buffer over once, unmeasured (BUFFER_RULE): the phase starts with it
-    // being emptied, as it goes on. (A peer's at the full scale takes a minute or more.)
-    if warm_writes > 0 {
-        let pb = ui.bar(warm_writes, format!("{subject}: {w}, warm-up"));
-        for n in 1..=warm_writes {
-            let live = stream.live() > 0;
-            let Some(op) = stream.next_op() else { break };
-            execute(db.as_mut(), &op, live).context("write warm-up")?;
-            if n % 64 == 0 {
-                pb.set_position(n);
+        let pb = self
+            .ui
+            .bar(total, format!("{}: {}, warm-up", self.subject, self.w));
+        let mut n = 0u64;
+        for (stream, &warm) in streams.streams.iter_mut().zip(&streams.warm) {
+            for _ in 0..warm {
+                let live = stream.live() > 0;
+                let Some(op) = stream.next_op() else { break };
+                execute(session, &op, live).context("write warm-up")?;
+                n += 1;
+                if n % 64 == 0 {
+                    pb.set_position(n);
+                }
             }
         }
         pb.finish_and_clear();
+        Ok(total)
     }
 
-    let pb = ui.bar(nops, format!("{subject}: {w}"));
-    let interval = nops.div_ceil(SERIES_POINTS).max(1);
-    let mut interval_ends: Vec<f64> = Vec::with_capacity(SERIES_POINTS as usize + 1);
-    let mut write_keys = 0u64;
-    let s0 = db.flashix_stats();
-    let io0 = process_io();
-    let cpu0 = process_cpu_seconds();
-    let rss0 = crate::target::reset_peak_rss()
-        .then(crate::target::process_rss)
-        .flatten();
-    let t0 = Instant::now();
-    let mut n = 0u64;
-    while let Some(op) = stream.next_op() {
-        let live = stream.live() > 0;
-        write_keys += written_keys(&op);
-        let start = Instant::now();
-        execute(db.as_mut(), &op, live)?;
-        lat.push(start.elapsed().as_nanos() as u64);
-        n += 1;
-        if n % interval == 0 {
-            interval_ends.push(t0.elapsed().as_secs_f64());
-        }
-        if n % 64 == 0 {
-            pb.set_position(n);
+    /// The label of the phase's progress bar: the subject and workload, and the threads
+    /// when there are several.
+    fn phase_label(&self) -> String {
+        match self.threads {
+            1 => format!("{}: {}", self.subject, self.w),
+            t => format!("{}: {}, {t} threads", self.subject, self.w),
         }
     }
-    db.flush()
-        .context("sync (flush) at the end of the measured phase")?;
-    let elapsed = t0.elapsed().as_secs_f64();
-    if n % interval != 0 {
-        interval_ends.push(elapsed);
-    } else if let Some(last) = interval_ends.last_mut() {
-        // The last interval includes the final sync.
-        *last = elapsed;
+}
+
+/// Warm the cache (not measured) with point searches of live keys, with draws of its own
+/// so the measured streams do not depend on the warm-up (nor on how far BUFFER_RULE
+/// stretches them); the keys come from the threads' streams in turn.
+fn warm_cache(
+    cfg: &BenchConfig,
+    w: Workload,
+    streams: &Streams,
+    session: &mut dyn Session,
+) -> Result<()> {
+    let warm = (cfg.ops / 10).min(10_000);
+    let mut wrng = rng_for(cfg.seed, 0x5741_524d ^ w.seed_index());
+    let n = streams.streams.len().max(1) as u64;
+    for i in 0..warm {
+        let stream = &streams.streams[(i % n) as usize];
+        if let Some(k) = stream.pick_existing(&mut wrng) {
+            session.get(k).context("warm-up search")?;
+        }
     }
-    let cpu1 = process_cpu_seconds();
-    let rss_growth = rss0
-        .zip(crate::target::process_rss())
-        .map(|((start, _), (_, peak))| peak.saturating_sub(start));
-    pb.finish_and_clear();
-    let io1 = process_io();
-    let s1 = db.flashix_stats();
-    let memory = db.memory_bytes().unwrap_or(cfg.buffer_pool_bytes);
-    db.close().context("closing the index")?;
-    let followed = follower.map(|f| f.stop()).transpose()?;
-    let (memory, memory_bound) = match (&page_cache, followed) {
+    Ok(())
+}
+
+/// How memory was bounded in the phase, and the memory reported: a peer's cgroup peak and
+/// the heap follower's report, or the subject's own figure.
+fn memory_bound(
+    page_cache: &Option<PageCacheBound>,
+    followed: Option<FollowReport>,
+    memory: u64,
+    info: &TargetInfo,
+) -> Result<(u64, String)> {
+    Ok(match (page_cache, followed) {
         (Some(PageCacheBound::Cgroup(cg)), Some(f)) => {
             let peak = cg.peak_bytes()?;
             let bound = format!(
@@ -384,149 +472,6 @@ fn measure(
             (memory, format!("{why}; {}", info.memory_bound))
         }
         _ => (memory, info.memory_bound.clone()),
-    };
-    // Leave the cgroup.
-    drop(page_cache);
-    // ... and just after it, the index closed.
-    let calibrated_after = calibrator.map(Calibrator::qd1_iops).transpose()?;
-    let calibrated = calibrated_before.zip(calibrated_after);
-
-    let series = interval_series(&lat, interval, &interval_ends);
-    let ops = nops as f64;
-    let per_op = |a: u64, b: u64| b.saturating_sub(a) as f64 / ops;
-    let (engine_params, model) = match (subject, &s1) {
-        (Subject::Engine(e), Some(s)) => engine_params(cfg, e, s, stream.live(), profile)?,
-        _ => (String::new(), None),
-    };
-    let mut rec = Record {
-        engine: subject.name().to_string(),
-        workload: w.name(),
-        entries: prep.live,
-        ops: nops,
-        keys_per_op: w.keys_per_op(),
-        ops_per_sec: ops / elapsed.max(1e-9),
-        latency_us: Latency::from_nanos(&mut lat),
-        reads_per_op: 0.0,
-        writes_per_op: 0.0,
-        read_requests_per_op: 0.0,
-        write_requests_per_op: 0.0,
-        bytes_written_per_op: 0.0,
-        wal_bytes_per_op: 0.0,
-        memory_bytes: memory,
-        rss_growth_bytes: rss_growth,
-        buffer_hit_ratio: 0.0,
-        elapsed_s: elapsed,
-        prepare_s: prep.prepare_s,
-        aging_inserts: prep.aging_inserts,
-        key_dist: cfg.key_dist.to_string(),
-        engine_params,
-        model,
-        kind: match subject {
-            Subject::Engine(_) => "flashix".into(),
-            Subject::Peer(_) => "peer".into(),
-        },
-        memory_bound,
-        page_cache_bypassed: info.page_cache_bypassed,
-        commit_model: info.commit_model,
-        io_counted_by: String::new(),
-        queue_depth: 1,
-        write_keys_per_op: write_keys as f64 / ops,
-        buffer_turnovers: prep
-            .write_buffer
-            .filter(|_| w.writes())
-            .map(|b| write_keys as f64 / b as f64),
-        warm_up_write_ops: warm_writes,
-        write_amplification: None,
-        device_limit: None,
-        calibration: None,
-        series,
-        repeat: None,
-        sim_seconds: None,
-        cpu_us_per_op: Some((cpu1 - cpu0) * 1e6 / ops),
-        merge_thread: None,
-    };
-    let read_bytes_per_op;
-    let read_queue_depth;
-    match (s0, s1) {
-        (Some(s0), Some(s1)) => {
-            let (d0, d1) = (&s0.device, &s1.device);
-            rec.reads_per_op = per_op(d0.reads, d1.reads);
-            rec.writes_per_op = per_op(d0.writes, d1.writes);
-            rec.read_requests_per_op = per_op(d0.read_requests, d1.read_requests);
-            rec.write_requests_per_op = per_op(d0.write_requests, d1.write_requests);
-            rec.bytes_written_per_op = per_op(d0.write_bytes, d1.write_bytes);
-            rec.wal_bytes_per_op = per_op(s0.wal.bytes, s1.wal.bytes);
-            read_bytes_per_op = per_op(d0.read_bytes, d1.read_bytes);
-            let hits = s1.buffer.hits.saturating_sub(s0.buffer.hits);
-            let misses = s1.buffer.misses.saturating_sub(s0.buffer.misses);
-            rec.buffer_hit_ratio = if hits + misses == 0 {
-                0.0
-            } else {
-                hits as f64 / (hits + misses) as f64
-            };
-            rec.queue_depth = d1.max_queue_depth.max(1);
-            let read_batches = d1.read_batches.saturating_sub(d0.read_batches);
-            read_queue_depth = if read_batches == 0 {
-                1.0
-            } else {
-                d1.read_requests.saturating_sub(d0.read_requests) as f64 / read_batches as f64
-            };
-            rec.io_counted_by = "flashix device and WAL counters".into();
-            rec.merge_thread = merge_thread_use(&s0, &s1, ops);
-            let sim_us = |s: &flashix::Stats| s.device.flash.get("sim_time_us").copied();
-            if let (Some(a), Some(b)) = (sim_us(&s0), sim_us(&s1)) {
-                rec.sim_seconds = Some(b.saturating_sub(a) as f64 / 1e6);
-            }
-        }
-        _ => {
-            // Peers: the process's storage I/O, in 4 KiB pages.
-            read_bytes_per_op = per_op(io0.0, io1.0);
-            rec.bytes_written_per_op = per_op(io0.1, io1.1);
-            rec.reads_per_op = read_bytes_per_op / 4096.0;
-            rec.writes_per_op = rec.bytes_written_per_op / 4096.0;
-            rec.read_requests_per_op = rec.reads_per_op;
-            rec.write_requests_per_op = rec.writes_per_op;
-            read_queue_depth = PEER_CHARGED_QUEUE_DEPTH as f64;
-            rec.io_counted_by = "/proc/self/io (bytes; requests taken as 4 KiB pages, charged \
-                                 at QD32)"
-                .into();
-        }
-    }
-    let written = rec.bytes_written_per_op + rec.wal_bytes_per_op;
-    if rec.write_keys_per_op > 0.0 {
-        rec.write_amplification = Some(written / (rec.write_keys_per_op * ENTRY_BYTES));
-    }
-    let limit_of = |p: &DeviceProfile| {
-        report::device_limit(
-            p,
-            read_queue_depth,
-            rec.read_requests_per_op,
-            read_bytes_per_op,
-            written,
-            rec.ops_per_sec,
-        )
-    };
-    let device_limit = limit_of(profile);
-    let calibration =
-        calibrated.and_then(|(before, after)| calibration(profile, before, after, limit_of));
-    rec.device_limit = device_limit;
-    rec.calibration = calibration;
-    Ok(rec)
-}
-
-/// The merge thread's use between the engine's counters `s0` and `s1`, per operation of
-/// the `ops` between them; `None` when no merge completed on it.
-fn merge_thread_use(s0: &flashix::Stats, s1: &flashix::Stats, ops: f64) -> Option<MergeThreadUse> {
-    let delta = |n: &str| {
-        let c = |s: &flashix::Stats| s.engine_counters.get(n).copied().unwrap_or(0);
-        c(s1).saturating_sub(c(s0))
-    };
-    let merges = delta("thread_merges");
-    (merges > 0).then(|| MergeThreadUse {
-        merges,
-        wall_us_per_op: delta("merge_thread_us") as f64 / ops,
-        cpu_us_per_op: delta("merge_thread_cpu_us") as f64 / ops,
-        io_wait_us_per_op: delta("merge_thread_io_wait_us") as f64 / ops,
     })
 }
 

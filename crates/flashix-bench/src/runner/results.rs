@@ -5,6 +5,7 @@ use super::aging::AGING_RULE;
 use super::calibrate::CALIBRATION_RULE;
 use super::config::BenchConfig;
 use super::measure::{BUFFER_RULE, DEVICE_LIMIT_RULE};
+use super::threads::THREADS_RULE;
 use super::ROUND_RULE;
 use crate::probe::DeviceProfile;
 use crate::report::{self, Record, Repeat, Results, RunOptions, SubjectInfo};
@@ -44,12 +45,14 @@ pub(super) fn results_of(
             key_dist: cfg.key_dist.to_string(),
             seed: cfg.seed,
             repeat: cfg.repeat,
+            threads: cfg.threads.clone(),
         },
         aging_rule: AGING_RULE.to_string(),
         device_limit_rule: DEVICE_LIMIT_RULE.to_string(),
         buffer_rule: BUFFER_RULE.to_string(),
         round_rule: ROUND_RULE.to_string(),
         calibration_rule: CALIBRATION_RULE.to_string(),
+        threads_rule: THREADS_RULE.to_string(),
         subjects: infos.to_vec(),
         results: records.to_vec(),
     }

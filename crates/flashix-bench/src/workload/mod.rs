@@ -15,14 +15,18 @@
 //! - `mixes.rs`: the named workloads ([`Workload`]: names, parsing, operation mixes and
 //!   counts) and the kinds of operation they draw ([`OpKind`]);
 //! - `tpcc.rs`: the TPC-C-like index trace of the `tpcc` workload ([`Tpcc`]);
-//! - `stream.rs`: the operations of a measured phase ([`Op`], [`OpStream`]).
+//! - `stream.rs`: the operations of a measured phase ([`Op`], [`OpStream`]);
+//! - `part.rs`: one thread's share of a phase ([`Part`]: its entries, its operations, its
+//!   seed).
 
 mod keys;
 mod mixes;
+mod part;
 mod stream;
 mod tpcc;
 
 pub use keys::{mix, rng_for, unmix, zipf_rank, KeyDist, KeyGen, KeySpace, ZIPF_THETA};
 pub use mixes::{OpKind, Workload, RANGE_ENTRIES_PER_OP};
+pub use part::Part;
 pub use stream::{Op, OpStream};
 pub use tpcc::{Tpcc, TPCC_DISTRICTS, TPCC_RECENT, TPCC_SCAN, TPCC_WAREHOUSES};

@@ -4,6 +4,7 @@
 
 use super::keys::{rng_for, zipf_rank, KeyDist, KeyGen, KeySpace};
 use super::mixes::{OpKind, Workload};
+use super::part::Part;
 use super::tpcc::Tpcc;
 use anyhow::{bail, Result};
 use rand::rngs::StdRng;
@@ -56,8 +57,13 @@ struct SortedKeys {
 }
 
 impl SortedKeys {
-    fn new(mut keys: Vec<u64>) -> Self {
+    /// `part`'s contiguous slice of `keys` in key order ([`Part::slice`]): the range
+    /// deletes of one thread then cover its own keys only.
+    fn new(mut keys: Vec<u64>, part: Part) -> Self {
         keys.sort_unstable();
+        let own = part.slice(keys.len());
+        keys.truncate(own.end);
+        keys.drain(..own.start);
         let live = keys.len() as u64;
         let deleted = vec![false; keys.len()];
         SortedKeys {
@@ -107,9 +113,9 @@ enum StreamState {
     Sorted(SortedKeys),
 }
 
-/// The operation stream of one measured phase: a pure function of (workload, key
-/// generator, live entries, seed, OPS), so two runs with the same seed perform identical
-/// operations on every engine and peer.
+/// The operation stream of one measured phase, or of one thread's part of it: a pure
+/// function of (workload, key generator, live entries, seed, OPS, part), so two runs with
+/// the same seed perform identical operations on every engine and peer.
 pub struct OpStream {
     w: Workload,
     gen: KeyGen,
@@ -139,7 +145,23 @@ fn bulk_at_end(ks: &mut KeySpace, b: u32, n: u64) -> Vec<(u64, u64)> {
 impl OpStream {
     /// The stream of `w` on an index of the entries `0..live` of `gen`.
     pub fn new(w: Workload, gen: KeyGen, live: u64, seed: u64, ops: u64) -> Result<OpStream> {
-        let total = w.operations(ops, live);
+        Self::for_part(w, gen, live, seed, ops, Part::WHOLE)
+    }
+
+    /// The stream of thread `part` of a phase of `w` run by `part.of` threads on one index
+    /// of the entries `0..live` of `gen`: its share ([`Part::share`]) of the phase's
+    /// operations, drawn with its own seed ([`Part::seed`]) among the entries it owns
+    /// (module `part`), so the threads' streams never touch each other's keys. The whole
+    /// phase ([`Part::WHOLE`]) is [`OpStream::new`]'s stream.
+    pub fn for_part(
+        w: Workload,
+        gen: KeyGen,
+        live: u64,
+        seed: u64,
+        ops: u64,
+        part: Part,
+    ) -> Result<OpStream> {
+        let total = part.share(w.operations(ops, live));
         let state = match w {
             Workload::Tpcc => {
                 if gen.dist == KeyDist::Seq {
@@ -148,16 +170,18 @@ impl OpStream {
                          none: use --key-dist uniform or zipf"
                     );
                 }
-                StreamState::Tpcc(Tpcc::new(
+                StreamState::Tpcc(Tpcc::for_part(
                     (0..live).map(|i| gen.key_of(i)).collect(),
                     total,
+                    part,
                 )?)
             }
-            Workload::RangeDelete(_) => {
-                StreamState::Sorted(SortedKeys::new((0..live).map(|i| gen.key_of(i)).collect()))
-            }
+            Workload::RangeDelete(_) => StreamState::Sorted(SortedKeys::new(
+                (0..live).map(|i| gen.key_of(i)).collect(),
+                part,
+            )),
             // Room for every key the stream may insert (KeySpace::with_room).
-            _ => StreamState::Point(KeySpace::with_room(
+            _ => StreamState::Point(KeySpace::for_part(
                 gen,
                 live,
                 if w.writes() {
@@ -165,12 +189,13 @@ impl OpStream {
                 } else {
                     0
                 },
+                part,
             )),
         };
         Ok(OpStream {
             w,
             gen,
-            rng: rng_for(seed, 1 + w.seed_index()),
+            rng: rng_for(part.seed(seed), 1 + w.seed_index()),
             state,
             n: 0,
             total,
@@ -397,6 +422,111 @@ pub(super) mod tests {
                 assert!(!a.is_empty());
                 let c = stream_of(w, dist, 8, 5000, 3000);
                 assert_ne!(a, c, "{w} {dist}: another seed gives the same stream");
+            }
+        }
+    }
+
+    /// Every kind of workload, for the tests of many streams.
+    fn every_workload() -> Vec<Workload> {
+        let mut all = Workload::ALL.to_vec();
+        all.extend([
+            Workload::Range(100),
+            Workload::GetMany(8),
+            Workload::Mix(70),
+            Workload::Tpcc,
+            Workload::BulkInsert(10),
+            Workload::RangeDelete(10),
+        ]);
+        all
+    }
+
+    fn part_stream(w: Workload, dist: KeyDist, part: Part) -> (Vec<Op>, Vec<bool>) {
+        let mut s = OpStream::for_part(w, KeyGen::new(dist, 7), 5000, 7, 3000, part).unwrap();
+        let (mut ops, mut live) = (Vec::new(), Vec::new());
+        while let Some(op) = s.next_op() {
+            live.push(s.live() > 0);
+            ops.push(op);
+        }
+        (ops, live)
+    }
+
+    /// The streams of a phase's threads: the same in every run, each thread's its own,
+    /// their shares adding up to the phase's operations.
+    #[test]
+    fn thread_streams_are_distinct_and_reproducible() {
+        for w in every_workload() {
+            for dist in [KeyDist::Uniform, KeyDist::Zipf, KeyDist::Seq] {
+                if w == Workload::Tpcc && dist == KeyDist::Seq {
+                    continue;
+                }
+                let whole = stream_of(w, dist, 7, 5000, 3000);
+                assert_eq!(part_stream(w, dist, Part::WHOLE).0, whole, "{w} {dist}");
+                let parts: Vec<Vec<Op>> = Part::all(4).map(|p| part_stream(w, dist, p).0).collect();
+                let again: Vec<Vec<Op>> = Part::all(4).map(|p| part_stream(w, dist, p).0).collect();
+                assert_eq!(parts, again, "{w} {dist}: not reproducible");
+                let total: usize = parts.iter().map(Vec::len).sum();
+                assert_eq!(total, whole.len(), "{w} {dist}");
+                for i in 0..parts.len() {
+                    for j in 0..i {
+                        if !parts[i].is_empty() {
+                            assert_ne!(parts[i], parts[j], "{w} {dist}: threads {i} and {j}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The threads' streams never touch each other's keys: replayed in turns on one map
+    /// (any interleaving is alike, as no key is shared), every key a stream takes as live
+    /// is there, every key it inserts is new, and a range delete covers exactly the keys
+    /// it drew.
+    #[test]
+    fn thread_streams_keep_to_their_own_keys() {
+        for w in every_workload() {
+            for dist in [KeyDist::Uniform, KeyDist::Seq] {
+                if w == Workload::Tpcc && dist == KeyDist::Seq {
+                    continue;
+                }
+                let gen = KeyGen::new(dist, 7);
+                let mut map: std::collections::BTreeSet<u64> =
+                    (0..5000).map(|i| gen.key_of(i)).collect();
+                let streams: Vec<(Vec<Op>, Vec<bool>)> =
+                    Part::all(3).map(|p| part_stream(w, dist, p)).collect();
+                let longest = streams.iter().map(|s| s.0.len()).max().unwrap_or(0);
+                for n in 0..longest {
+                    for (ops, live) in &streams {
+                        if let Some(op) = ops.get(n) {
+                            replay(&mut map, op, live[n], w);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Apply `op` to `map`, checking what the stream assumed of it (`live`: it had live
+    /// entries after drawing the operation).
+    fn replay(map: &mut std::collections::BTreeSet<u64>, op: &Op, live: bool, w: Workload) {
+        match op {
+            Op::Get(k) | Op::Range { start: k, .. } => assert!(!live || map.contains(k), "{w}"),
+            Op::GetMany(keys) => assert!(!live || keys.iter().all(|k| map.contains(k)), "{w}"),
+            Op::Insert(k, _) => assert!(map.insert(*k), "{w}: {k} is not new"),
+            Op::Update(k, _) => assert!(!live || map.contains(k), "{w}"),
+            Op::Delete(k) => assert!(map.remove(k) || !live, "{w}: {k} was not live"),
+            Op::BulkInsert(pairs) => {
+                for (k, _) in pairs {
+                    assert!(map.insert(*k), "{w}: {k} is not new");
+                }
+            }
+            Op::DeleteRange { lo, hi, keys } => {
+                if *keys > 0 {
+                    let inside: Vec<u64> = map.range(lo..=hi).copied().collect();
+                    assert_eq!(inside.len() as u64, *keys, "{w}: another thread's keys");
+                    for k in inside {
+                        map.remove(&k);
+                    }
+                }
             }
         }
     }

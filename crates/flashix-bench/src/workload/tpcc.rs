@@ -4,6 +4,7 @@
 
 use super::keys::KeyGen;
 use super::mixes::OpKind;
+use super::part::Part;
 use super::stream::Op;
 use anyhow::{bail, Result};
 use rand::Rng;
@@ -87,6 +88,27 @@ impl Tpcc {
             });
         }
         Ok(Tpcc { districts })
+    }
+
+    /// The districts of `part` ([`Part`]: `index`, `index + of`, ...) of the trace
+    /// [`Tpcc::new`] makes of `keys`: one thread's share, whose keys no other thread's
+    /// share touches.
+    pub fn for_part(keys: Vec<u64>, ops: u64, part: Part) -> Result<Tpcc> {
+        let mut t = Tpcc::new(keys, ops)?;
+        let (of, index) = (part.of.max(1) as usize, part.index as usize);
+        if t.districts.len() < of {
+            bail!(
+                "tpcc: {of} threads need as many districts, and an index of {} entries has {}",
+                t.live(),
+                t.districts.len()
+            );
+        }
+        let mut i = 0;
+        t.districts.retain(|_| {
+            i += 1;
+            (i - 1) % of == index
+        });
+        Ok(t)
     }
 
     /// The kind of the next operation (the district is drawn separately).

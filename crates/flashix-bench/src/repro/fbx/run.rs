@@ -193,7 +193,7 @@ impl Ctx<'_> {
     /// B+-tree's dirty pages are written then). `db` is open on `dir`.
     fn insert_cell(
         &self,
-        mut db: Db,
+        db: Db,
         mut c: Cell,
         from: u64,
         to: u64,
