@@ -8,12 +8,20 @@
 //! threads that read at once, each request goes to the kernel from its own thread, and a
 //! batch the device's owner submits is in flight beside them. The counters stay exact:
 //! every handle records its requests and its in-flight time in the one shared `Counters`.
+//!
+//! Polling: a handle polls its completion queue (the device's hybrid polling) only while
+//! fewer readers are waiting than the machine has cores less one; beyond that every
+//! reader sleeps in the kernel. Polling spends the wait on a core, which pays when one
+//! thread waits (a sleep and wake-up cost about as much as the read) but not when more
+//! threads poll than there are cores: they then wait for a core instead of the device.
 
 use super::FileDevice;
 use crate::error::Result;
 use crate::io::{Counters, Device, PageId, SharedReader};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 /// Reader handles of one file ([`SharedReader`]).
 pub(crate) struct FileReaders {
@@ -24,6 +32,10 @@ pub(crate) struct FileReaders {
     counters: Arc<Mutex<Counters>>,
     /// Handles not in use.
     idle: Mutex<Vec<FileDevice>>,
+    /// Reads in flight now.
+    active: AtomicUsize,
+    /// Most readers that poll at once (module doc).
+    pollers: usize,
 }
 
 impl FileReaders {
@@ -36,6 +48,9 @@ impl FileReaders {
             io_uring: dev.ring.is_some(),
             counters: Arc::clone(&dev.counters),
             idle: Mutex::new(Vec::new()),
+            active: AtomicUsize::new(0),
+            pollers: std::thread::available_parallelism()
+                .map_or(1, |n| n.get().saturating_sub(1).max(1)),
         }
     }
 
@@ -60,7 +75,14 @@ impl SharedReader for FileReaders {
             Some(h) => h,
             None => self.open()?,
         };
+        let waiting = self.active.fetch_add(1, Ordering::Relaxed) + 1;
+        let spin = h.spin;
+        if waiting > self.pollers {
+            h.spin = Duration::ZERO;
+        }
         let r = h.read(page, buf);
+        h.spin = spin;
+        self.active.fetch_sub(1, Ordering::Relaxed);
         self.idle().push(h);
         r
     }
