@@ -108,7 +108,7 @@ pub fn grow_with_model_k(
     let path = dir.join("db");
     let mut db = Db::create(&path, o.device(DeviceSpec::File { direct_io: false }))?;
     let k0 = k_of(&db);
-    let (mut fixed, _, _) = super::mem_db(fix(k0))?;
+    let (fixed, _, _) = super::mem_db(fix(k0))?;
     let mut rng = Rng::new(k0 ^ load);
     let mut model: BTreeMap<u64, u64> = (0..load).map(|_| (rng.next_u64(), 1)).collect();
     let pairs: Vec<(u64, u64)> = model.iter().map(|(&k, &v)| (k, v)).collect();

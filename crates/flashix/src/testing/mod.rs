@@ -57,6 +57,7 @@
 
 pub use crate::util::Rng;
 
+pub mod concurrent;
 mod fault_step;
 mod grow;
 pub mod kill;
@@ -118,7 +119,7 @@ pub fn upserts_across_reopen(
     ops: u64,
     keys: u64,
 ) -> Result<crate::Stats, String> {
-    let (mut db, dev, vfs) = mem_db(o).map_err(|e| e.to_string())?;
+    let (db, dev, vfs) = mem_db(o).map_err(|e| e.to_string())?;
     let mut rng = Rng::new(seed);
     let mut model = BTreeMap::new();
     for i in 0..ops {
@@ -129,7 +130,7 @@ pub fn upserts_across_reopen(
     db.check_integrity().map_err(|e| e.to_string())?;
     let stats = db.stats();
     drop(db);
-    let mut db = reopen_mem(&dev, &vfs).map_err(|e| format!("reopen: {e}"))?;
+    let db = reopen_mem(&dev, &vfs).map_err(|e| format!("reopen: {e}"))?;
     db.check_integrity()
         .map_err(|e| format!("after reopen: {e}"))?;
     let got = db
@@ -1201,7 +1202,7 @@ pub fn flip_a_bit_in_every_page(
             device: Box::new(dev.reopen()),
             vfs: Arc::new(vfs.clone()),
         })
-        .and_then(|mut db| {
+        .and_then(|db| {
             db.check_integrity()?;
             db.range(..)?.collect::<crate::Result<BTreeMap<u64, u64>>>()
         });
