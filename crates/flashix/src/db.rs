@@ -220,7 +220,12 @@ impl Db {
     /// Refuse further work, with `e` as the reason (the first error wins when threads
     /// fail at once).
     fn poison(&self, e: &Error) {
-        let _ = self.poisoned.set(e.to_string());
+        let why = match e {
+            // The engine refused: another thread's failure, whose words are kept.
+            Error::Poisoned(why) => why.clone(),
+            e => e.to_string(),
+        };
+        let _ = self.poisoned.set(why);
     }
 
     /// Insert or overwrite `key` (blind upsert).
@@ -248,7 +253,7 @@ impl Db {
     }
 
     fn poison_if_io(&self, e: &Error) {
-        if matches!(e, Error::Io { .. }) {
+        if matches!(e, Error::Io { .. } | Error::Poisoned(_)) {
             self.poison(e);
         }
     }
@@ -457,7 +462,11 @@ impl Iterator for Range<'_> {
             self.buf.clear();
             self.pos = 0;
             while let (true, Some(start)) = (self.buf.is_empty(), self.cursor.next) {
-                let r = self.db.engine.scan(&mut self.cursor, &mut self.buf);
+                // Another thread's failure since the last batch poisons this scan too.
+                let r = self
+                    .db
+                    .usable()
+                    .and_then(|_| self.db.engine.scan(&mut self.cursor, &mut self.buf));
                 if let Err(e) = r.and_then(|_| self.check_order(start)) {
                     self.db.poison_if_io(&e);
                     self.cursor.next = None;

@@ -33,21 +33,31 @@
 //!   (`RangeCursor::resume`) is dropped when a write came in between, since that write may
 //!   have split, merged or freed the page it names.
 //!
+//! The first operation that fails with the engine's state unknown (a write's error, a
+//! read's I/O error) records it before it releases the lock, and every operation after it,
+//! in any thread, is refused with that error (`Error::Poisoned`): a read that was waiting
+//! for the lock never runs on the state a failed write left.
+//!
 //! An engine's background merge thread (FD-tree, LSM-tree) runs beside all of this, as it
 //! did beside one thread.
 
 use super::api::{Engine, RangeCursor, Shareable};
 use crate::durable::LogicalOp;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::stats::Stats;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
+use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 /// An engine behind a readers-writer lock, with a count of the writes made through it.
 pub struct Parallel<E> {
     inner: RwLock<E>,
     /// Writes so far: a scan's `resume` taken at another count is stale.
     writes: AtomicU64,
+    /// Why the engine's state is unknown, set under the exclusive lock by the first write
+    /// that failed (or read that met an I/O error) before the lock is released: no thread
+    /// then reads the state it left, even one that passed the `Db`'s poison check before
+    /// the failure.
+    failed: OnceLock<String>,
 }
 
 impl<E: Shareable> Parallel<E> {
@@ -56,7 +66,47 @@ impl<E: Shareable> Parallel<E> {
         Parallel {
             inner: RwLock::new(engine),
             writes: AtomicU64::new(0),
+            failed: OnceLock::new(),
         }
+    }
+
+    /// Refuse to run on a state a failed operation left (checked under the lock).
+    fn usable(&self) -> Result<()> {
+        match self.failed.get() {
+            Some(why) => Err(Error::Poisoned(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Note `r`'s failure, if it leaves the state unknown: any error of a write but a bad
+    /// argument, an I/O error of a read (which may have stopped half way through a
+    /// write-back), as `Db` poisons. Called with the lock still held.
+    fn note<T>(&self, r: Result<T>, write: bool) -> Result<T> {
+        if let Err(e) = &r {
+            let unknown = match e {
+                Error::InvalidArgument(_) | Error::Poisoned(_) => false,
+                Error::Io { .. } => true,
+                _ => write,
+            };
+            if unknown {
+                let _ = self.failed.set(e.to_string());
+            }
+        }
+        r
+    }
+
+    /// Run a read under the shared lock.
+    fn shared<T>(&self, f: impl FnOnce(&E) -> Result<T>) -> Result<T> {
+        let e = self.read();
+        self.usable()?;
+        self.note(f(&e), false)
+    }
+
+    /// Run a read that needs the engine to itself.
+    fn alone<T>(&self, f: impl FnOnce(&mut E) -> Result<T>) -> Result<T> {
+        let mut e = self.exclusive();
+        self.usable()?;
+        self.note(f(&mut e), false)
     }
 
     /// The engine, shared with other readers. A panic in another thread's operation (a
@@ -74,8 +124,9 @@ impl<E: Shareable> Parallel<E> {
     /// Run a write: the count moves first, under the exclusive lock.
     fn write<T>(&self, f: impl FnOnce(&mut E) -> Result<T>) -> Result<T> {
         let mut e = self.exclusive();
+        self.usable()?;
         self.writes.fetch_add(1, Ordering::Relaxed);
-        f(&mut e)
+        self.note(f(&mut e), true)
     }
 
     /// A point write of `key`. When the lock is free, at once; when readers hold it, its
@@ -90,8 +141,9 @@ impl<E: Shareable> Parallel<E> {
                 Err(TryLockError::WouldBlock) => None,
             };
             if let Some(mut e) = free {
+                self.usable()?;
                 self.writes.fetch_add(1, Ordering::Relaxed);
-                return f(&mut e);
+                return self.note(f(&mut e), true);
             }
             self.read().prepare_write(key);
         }
@@ -119,39 +171,41 @@ impl<E: Shareable> Engine for Parallel<E> {
 
     fn get(&self, key: u64) -> Result<Option<u64>> {
         match E::PARALLEL_GETS {
-            true => self.read().get_shared(key),
-            false => self.exclusive().get(key),
+            true => self.shared(|e| e.get_shared(key)),
+            false => self.alone(|e| e.get(key)),
         }
     }
 
     fn get_many(&self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
         match E::PARALLEL_GETS {
-            true => self.read().get_many_shared(keys),
-            false => self.exclusive().get_many(keys),
+            true => self.shared(|e| e.get_many_shared(keys)),
+            false => self.alone(|e| e.get_many(keys)),
         }
     }
 
     fn scan(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
-        if E::PARALLEL_SCANS {
-            let e = self.read();
-            fresh(cur, self.writes.load(Ordering::Relaxed));
-            e.scan_shared(cur, out)
-        } else {
-            let mut e = self.exclusive();
-            fresh(cur, self.writes.load(Ordering::Relaxed));
-            e.scan(cur, out)
+        // Under the engine's lock no write runs: the write count read there is its state.
+        match E::PARALLEL_SCANS {
+            true => self.shared(|e| {
+                fresh(cur, self.writes.load(Ordering::Relaxed));
+                e.scan_shared(cur, out)
+            }),
+            false => self.alone(|e| {
+                fresh(cur, self.writes.load(Ordering::Relaxed));
+                e.scan(cur, out)
+            }),
         }
     }
 
     fn scan_many(&self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
         match E::PARALLEL_SCANS {
-            true => self.read().scan_many_shared(ranges, out),
-            false => self.exclusive().scan_many(ranges, out),
+            true => self.shared(|e| e.scan_many_shared(ranges, out)),
+            false => self.alone(|e| e.scan_many(ranges, out)),
         }
     }
 
     fn estimate_count(&self, ranges: &[(u64, u64)]) -> Result<Option<u64>> {
-        self.exclusive().estimate_count(ranges)
+        self.alone(|e| e.estimate_count(ranges))
     }
 
     fn bulk_insert(&self, sorted: &[(u64, u64)]) -> Result<()> {
@@ -167,7 +221,7 @@ impl<E: Shareable> Engine for Parallel<E> {
     }
 
     fn flush(&self) -> Result<()> {
-        let ticket = self.exclusive().flush_ticket()?;
+        let ticket = self.write(|e| e.flush_ticket())?;
         match ticket {
             Some(t) => t.wait(),
             None => Ok(()),
@@ -183,6 +237,6 @@ impl<E: Shareable> Engine for Parallel<E> {
     }
 
     fn check_integrity(&self) -> Result<()> {
-        self.exclusive().check_integrity()
+        self.alone(|e| e.check_integrity())
     }
 }
