@@ -1,4 +1,4 @@
-//! Peer engines (issue 5, Peers), each behind a cargo feature of `flashix-bench` (`rocksdb`,
+//! Peer engines, each behind a cargo feature of `flashix-bench` (`rocksdb`,
 //! `fjall`, `redb`, `lmdb`; `peers` enables all four; the default and CI builds have none).
 //! They run through the same workload code as the flashix engines ([`Target`]), on the same
 //! 8-byte big-endian keys and values, with the same memory budget where they can be
