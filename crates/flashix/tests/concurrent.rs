@@ -7,9 +7,7 @@
 //! so that `cargo test --test concurrent lsm::` or `-- crash` picks some. Adding an engine is
 //! one line in `engines!`.
 //!
-//! The crash rounds on a file (`*::crash_file`) are ignored for now: they meet two library
-//! bugs now and then (the `regression_*` tests at the end reproduce them, ignored too until
-//! fixed); `-- --ignored crash_file` runs them. A failure names engine, device and seed:
+//! A failure names engine, device and seed:
 //! the `repro` test re-runs that one history (its doc says how).
 
 use flashix::testing::concurrent::{run, Concurrent, Summary};
@@ -38,8 +36,6 @@ macro_rules! engines {
                 }
 
                 #[test]
-                #[ignore = "fails now and then on a library bug: see \
-                    regression_crash_at_a_wal_append_after_an_unsynced_one"]
                 fn crash_file() {
                     super::crash_file(super::EngineKind::$engine);
                 }
@@ -285,7 +281,6 @@ fn repro() {
 /// wants `open` to succeed after a crash at any point. Reproduced single-threaded, where
 /// the WAL's 1 MiB write chunk makes the same two appends before one sync.
 #[test]
-#[ignore = "library bug: a crash image with an unsynced WAL append before a torn one does not open"]
 fn regression_crash_at_a_wal_append_after_an_unsynced_one() {
     use flashix::io::{Faults, MemDevice, MemVfs};
     use flashix::{Db, DeviceSpec, Options, Storage};

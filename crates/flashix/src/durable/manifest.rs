@@ -42,8 +42,11 @@
 //! their 24-byte entries. 8 (the manifest, WAL and pages of 7) adds the LSM-tree's
 //! `deamortize` option (rolling merges run a step per mutation) to the options record,
 //! which a build that reads 7 at most would refuse as an unknown field; records of 1 to 7
-//! read as `deamortize` on. This build reads 1 to 8 and
-//! writes 8; anything else is [`Error::UnsupportedVersion`]. From format 3 the checksum covers the
+//! read as `deamortize` on. 9 (the manifest, options record and pages of 8) begins every
+//! WAL append with an append-start record (kind 4, `super::wal`), by which recovery tells
+//! an unsynced append lost in a crash from damage to durable records; a build that reads 8
+//! at most would take it for corruption. WALs of 1 to 8 read as before. This build reads 1
+//! to 9 and writes 9; anything else is [`Error::UnsupportedVersion`]. From format 3 the checksum covers the
 //! version and the length too, so a flipped bit that turns a 3 into a readable 2 or 1 is
 //! caught (it fails the older formats' body-only checksum).
 
@@ -61,7 +64,7 @@ pub const MANIFEST: &str = "MANIFEST";
 const TMP: &str = "MANIFEST.tmp";
 const MAGIC: &[u8; 8] = b"FLASHIXM";
 /// On-disk format version this build writes.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 /// The oldest format version this build reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 

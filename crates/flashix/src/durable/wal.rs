@@ -9,7 +9,7 @@
 //! ```text
 //! 0  4  payload length n
 //! 4  4  crc32c of (generation u64 LE, kind, payload)
-//! 8  1  kind: 1 = logical operation, 2 = page image, 3 = out of space
+//! 8  1  kind: 1 = logical operation, 2 = page image, 3 = out of space, 4 = append start
 //! 9  n  payload
 //! ```
 //! Logical operation payloads: `1 key value` insert, `2 key` delete,
@@ -24,9 +24,22 @@
 //! ([`Replay::out_of_space`]): recovery then keeps the generation and takes no checkpoint,
 //! which would need space the device may not have (`super::Logged::recover`).
 //!
-//! Reading stops at the first record that is cut short or fails its checksum *if nothing
-//! valid follows it* (a torn tail from a crash); a bad record followed by a valid one is
-//! corruption, reported with the file name and offset.
+//! Append-start payload: `durable` u64, the length of the WAL's prefix known durable when
+//! the append it starts was handed to the file. Every hand-off of buffered records to the
+//! file (an *append*) begins with one.
+//!
+//! Reading stops at the first record that is cut short or fails its checksum when what
+//! follows it is what a crash leaves: nothing valid, or only appends whose append-start
+//! record says that, when they were written, the damaged record was not yet durable. A
+//! crash can leave those: appends handed to the file but not yet synced reach the device
+//! in any order, so an earlier one may be lost while a prefix of a later one survived
+//! (group commit makes this common: other threads append while a flush's leader syncs).
+//! None of their records were acknowledged durable, so replay stops at the damage. Any
+//! other valid record after the damage — one of the damaged append itself, or one of an
+//! append written after the damaged record was durable — means the damage is in durable
+//! data: corruption, reported with the file name and offset. (WALs of formats before the
+//! append-start record read as before: a bad record followed by a valid one is
+//! corruption.)
 
 use super::commit::{FlushTicket, GroupCommit};
 use crate::error::{Error, Result};
@@ -39,6 +52,9 @@ const REC_HEADER: usize = 9;
 const KIND_OP: u8 = 1;
 const KIND_IMAGE: u8 = 2;
 const KIND_NO_SPACE: u8 = 3;
+const KIND_APPEND: u8 = 4;
+/// An append-start record's length: header and its `durable` payload.
+const APPEND_RECORD: usize = REC_HEADER + 8;
 /// The out-of-space record's `lsn` when no logical operation failed.
 const NO_OP: u64 = u64::MAX;
 /// Buffered bytes after which the log is written (not synced) to its file.
@@ -219,20 +235,36 @@ impl Wal {
     }
 
     fn append(&mut self, kind: u8, payload_writer: impl FnOnce(&mut Vec<u8>)) -> Result<Lsn> {
+        if self.buf.is_empty() {
+            // The append's start record, its `durable` filled in when it is handed to the
+            // file (`write_out`).
+            self.push_record(KIND_APPEND, |b| b.extend_from_slice(&0u64.to_le_bytes()));
+        }
+        self.push_record(kind, payload_writer);
+        if self.buf.len() >= WRITE_CHUNK {
+            self.write_out()?;
+        }
+        Ok(self.end())
+    }
+
+    /// Add one record to the buffer.
+    fn push_record(&mut self, kind: u8, payload_writer: impl FnOnce(&mut Vec<u8>)) {
         let start = self.buf.len();
         self.buf.extend_from_slice(&[0u8; REC_HEADER]);
         self.buf[start + 8] = kind;
         payload_writer(&mut self.buf);
         let len = self.buf.len() - start - REC_HEADER;
-        let mut h = crc32c::crc32c(&self.generation.to_le_bytes());
-        h = crc32c::crc32c_append(h, &self.buf[start + 8..]);
         self.buf[start..start + 4].copy_from_slice(&(len as u32).to_le_bytes());
-        self.buf[start + 4..start + 8].copy_from_slice(&h.to_le_bytes());
+        self.seal(start);
         self.stats.bytes += (len + REC_HEADER) as u64;
-        if self.buf.len() >= WRITE_CHUNK {
-            self.write_out()?;
-        }
-        Ok(self.end())
+    }
+
+    /// Checksum the buffered record at `start` (its length already written).
+    fn seal(&mut self, start: usize) {
+        let len = read_u32(&self.buf, start) as usize;
+        let body = &self.buf[start + 8..start + REC_HEADER + len];
+        let h = crc32c::crc32c_append(crc32c::crc32c(&self.generation.to_le_bytes()), body);
+        self.buf[start + 4..start + 8].copy_from_slice(&h.to_le_bytes());
     }
 
     /// Append a logical operation.
@@ -262,6 +294,9 @@ impl Wal {
     /// Hand buffered records to the file (not durable yet).
     pub fn write_out(&mut self) -> Result<()> {
         if !self.buf.is_empty() {
+            let durable = self.commit.durable(self.generation).min(self.written);
+            self.buf[REC_HEADER..APPEND_RECORD].copy_from_slice(&durable.to_le_bytes());
+            self.seal(0);
             self.vfs.append(&self.name, &self.buf)?;
             self.written += self.buf.len() as u64;
             self.buf.clear();
@@ -322,6 +357,8 @@ pub struct Replay {
 enum Parsed {
     Rec(Record),
     NoSpace(u64),
+    /// An append-start record: the WAL's durable length when the append was written.
+    Append(u64),
 }
 
 /// Parse one record at `off`; `None` if cut short or failing its checksum.
@@ -341,6 +378,7 @@ fn parse_at(data: &[u8], off: usize, generation: u64) -> Option<(Parsed, usize)>
             Parsed::Rec(Record::Image(read_u64(payload, 0), payload[8..].to_vec()))
         }
         KIND_NO_SPACE if payload.len() == 8 => Parsed::NoSpace(read_u64(payload, 0)),
+        KIND_APPEND if payload.len() == 8 => Parsed::Append(read_u64(payload, 0)),
         _ => return None,
     };
     Some((rec, off + REC_HEADER + len))
@@ -402,10 +440,9 @@ pub fn read(vfs: &dyn Vfs, generation: u64) -> Result<Replay> {
                 }
                 off = next;
             }
+            Some((Parsed::Append(_), next)) => off = next,
             None => {
-                // A torn tail has nothing valid after it; anything valid later means the
-                // damage is in the middle of durable data.
-                if (off + 1..data.len()).any(|o| parse_at(&data, o, generation).is_some()) {
+                if !crash_left(&data, off, generation) {
                     return Err(Error::corruption(
                         name,
                         Some(off as u64),
@@ -421,6 +458,40 @@ pub fn read(vfs: &dyn Vfs, generation: u64) -> Result<Replay> {
         valid_len: off as u64,
         out_of_space,
     })
+}
+
+/// Whether what follows the damaged record at `damage` is what a crash leaves (module doc):
+/// nothing valid, or only appends written while the damaged record was not yet durable,
+/// each starting with its append-start record (an append reaches the device as a prefix:
+/// valid records of the damaged append after the damage mean the damage is not a crash's).
+fn crash_left(data: &[u8], damage: usize, generation: u64) -> bool {
+    let mut hole = damage;
+    loop {
+        let Some(mut at) =
+            (hole + 1..data.len()).find(|&o| parse_at(data, o, generation).is_some())
+        else {
+            return true;
+        };
+        let mut first = true;
+        loop {
+            match parse_at(data, at, generation) {
+                Some((Parsed::Append(durable), next)) => {
+                    if durable > damage as u64 {
+                        return false;
+                    }
+                    at = next;
+                }
+                Some((_, _)) if first => return false,
+                Some((_, next)) => at = next,
+                None => break,
+            }
+            first = false;
+        }
+        if at >= data.len() {
+            return true;
+        }
+        hole = at;
+    }
 }
 
 #[cfg(test)]
@@ -543,6 +614,48 @@ mod tests {
         assert!(matches!(read(&*vfs, 7), Err(Error::Corruption { .. })));
         // Another generation's file does not parse as this one.
         assert!(read(&*vfs, 8).is_err());
+    }
+
+    /// Appends handed to the file but not synced reach the device in any order: a crash
+    /// may lose one and keep a prefix of a later one. That reads as a torn tail (none of
+    /// them was durable); the same damage once a later append records the damaged one
+    /// durable is corruption.
+    #[test]
+    fn a_lost_unsynced_append_before_a_later_one_is_a_torn_tail() {
+        for synced_between in [false, true] {
+            let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+            let mut w = Wal::create(Arc::clone(&vfs), 7).unwrap();
+            w.log_op(&LogicalOp::Insert(1, 1)).unwrap();
+            w.sync().unwrap();
+            let durable = w.end() as usize;
+            w.log_op(&LogicalOp::Insert(2, 2)).unwrap();
+            w.write_out().unwrap();
+            let lost = w.end() as usize;
+            if synced_between {
+                w.sync().unwrap();
+            }
+            w.log_op(&LogicalOp::Insert(3, 3)).unwrap();
+            w.write_out().unwrap();
+            let mut bytes = vfs.read(w.name()).unwrap();
+            bytes[durable..lost].fill(0);
+            // The later append's prefix survived: its first record and part of the next.
+            bytes.truncate(lost + APPEND_RECORD + 5);
+            vfs.create(w.name()).unwrap();
+            vfs.append(w.name(), &bytes).unwrap();
+            match (read(&*vfs, 7), synced_between) {
+                (Ok(r), false) => {
+                    assert_eq!(r.records, vec![Record::Op(LogicalOp::Insert(1, 1))]);
+                    assert_eq!(r.valid_len, durable as u64);
+                }
+                (Err(Error::Corruption { page, .. }), true) => {
+                    assert_eq!(page, Some(durable as u64));
+                }
+                (r, _) => panic!(
+                    "synced between: {synced_between}: {:?}",
+                    r.map(|r| r.valid_len)
+                ),
+            }
+        }
     }
 
     /// Hostile bytes (crate::hostile): a damaged WAL reads as a valid prefix or is
