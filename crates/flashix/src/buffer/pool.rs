@@ -10,12 +10,15 @@
 //! pool calls [`WriteBarrier::before_write`] with it, so the caller can make its WAL durable
 //! up to that point (the before-images of [`crate::durable::Pager`]).
 
+use super::latch::{Bytes, HitIndex, Latch, Slot};
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Device, IoReq, PageId};
 use crate::page;
 use crate::stats::BufferStats;
+use crate::util::sync::Arc;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
 
 /// Called before dirty frames are written back.
 pub trait WriteBarrier {
@@ -59,7 +62,10 @@ struct Frame {
     /// A shared reader is reading the page into the frame outside the pool's lock
     /// ([`BufferPool::claim`]); it is pinned and mapped meanwhile.
     loading: bool,
+    /// Pins taken with `&mut` or under the shared pool's lock; hits through the
+    /// [`HitIndex`] pin the latch instead.
     pins: u32,
+    latch: Arc<Latch>,
     lsn: u64,
     prev: usize,
     next: usize,
@@ -96,7 +102,15 @@ pub struct BufferPool {
     head: usize,
     /// Least recently used.
     tail: usize,
+    /// The loaded pages shared readers hit without the shared pool's lock
+    /// (`super::latch`): a frame leaves it before it is reused, written back in shared mode
+    /// or discarded.
+    index: Arc<HitIndex>,
     stats: BufferStats,
+    /// A deliberately broken latch for the model tests: evictions ignore the pins of hits
+    /// through the index.
+    #[cfg(test)]
+    pub(super) broken_ignores_hit_pins: bool,
 }
 
 impl BufferPool {
@@ -126,6 +140,9 @@ impl BufferPool {
             released: Vec::new(),
             head: NIL,
             tail: NIL,
+            index: Arc::new(HitIndex::default()),
+            #[cfg(test)]
+            broken_ignores_hit_pins: false,
             stats: BufferStats {
                 capacity_bytes: (capacity * page_size) as u64,
                 frames: capacity as u64,
@@ -144,6 +161,7 @@ impl BufferPool {
     pub fn stats(&self) -> BufferStats {
         BufferStats {
             resident: self.map.len() as u64,
+            hits: self.stats.hits + self.index.hits.load(Ordering::Relaxed),
             ..self.stats.clone()
         }
     }
@@ -181,19 +199,13 @@ impl BufferPool {
             let f = match self.free.pop() {
                 Some(f) => f,
                 None => {
-                    let mut f = self.tail;
-                    while f != NIL && self.frames[f].pins > 0 {
-                        f = self.frames[f].prev;
-                    }
-                    if f == NIL {
+                    let Some(f) = self.lru_free() else {
                         break;
-                    }
+                    };
                     if self.frames[f].dirty {
                         self.write_back(dev, barrier, &[f])?;
                     }
-                    self.unlink(f);
-                    self.map.remove(&self.frames[f].page);
-                    self.stats.evictions += 1;
+                    self.evict(f);
                     f
                 }
             };
@@ -238,21 +250,76 @@ impl BufferPool {
         }
     }
 
+    /// Whether anyone pins frame `f` (through the pool or a hit through the index).
+    fn pinned(&self, f: FrameId) -> bool {
+        #[cfg(test)]
+        if self.broken_ignores_hit_pins {
+            return self.frames[f].pins > 0;
+        }
+        self.frames[f].pins > 0 || self.frames[f].latch.pins.load(Ordering::SeqCst) > 0
+    }
+
+    /// The least recently used frame nobody pins, taken out of the hit index (so that no
+    /// reader can pin it until it is entered again), or `None` when every frame is pinned.
+    /// A frame that readers hit since it last came here gets a second chance: it moves to
+    /// the most recent end with its reference bit cleared, as CLOCK gives one (hits through
+    /// the index set the bit instead of moving the frame, `super::latch`).
+    fn lru_free(&mut self) -> Option<FrameId> {
+        let mut f = self.tail;
+        let mut chances = self.map.len();
+        while f != NIL {
+            let prev = self.frames[f].prev;
+            if !self.pinned(f) {
+                let referenced = self.frames[f]
+                    .latch
+                    .referenced
+                    .swap(false, Ordering::Relaxed);
+                if referenced && chances > 0 {
+                    chances -= 1;
+                    self.touch(f);
+                } else if self.leave_index(f) {
+                    return Some(f);
+                }
+            }
+            f = prev;
+        }
+        None
+    }
+
+    /// Whether some resident frame is unpinned (a waiting reader's look before it sleeps).
+    pub(super) fn any_unpinned(&self) -> bool {
+        let mut f = self.tail;
+        while f != NIL {
+            if !self.pinned(f) {
+                return true;
+            }
+            f = self.frames[f].prev;
+        }
+        false
+    }
+
+    /// Take `f` out of the hit index unless a hit pins it (`HitIndex::remove_unpinned`).
+    fn leave_index(&self, f: FrameId) -> bool {
+        let page = self.frames[f].page;
+        #[cfg(test)]
+        if self.broken_ignores_hit_pins {
+            self.index.remove(page);
+            return true;
+        }
+        self.index.remove_unpinned(page)
+    }
+
     /// A frame to (re)use: a never-used one, a free one, or the LRU unpinned victim.
     fn victim(&mut self, dev: &mut dyn Device, barrier: &mut dyn WriteBarrier) -> Result<FrameId> {
         if let Some(f) = self.spare() {
             return Ok(f);
         }
-        let mut f = self.tail;
-        while f != NIL && self.frames[f].pins > 0 {
-            f = self.frames[f].prev;
-        }
-        if f == NIL {
+        let Some(f) = self.lru_free() else {
             return Err(Error::InvalidOptions(format!(
                 "buffer pool of {} pages is too small: every page is pinned",
                 self.capacity
             )));
-        }
+        };
         if self.frames[f].dirty {
             self.write_back(dev, barrier, &[f])?;
         }
@@ -260,7 +327,8 @@ impl BufferPool {
         Ok(f)
     }
 
-    /// Take frame `f` (resident, unpinned, clean) out of the pool's map and LRU list.
+    /// Take frame `f` (resident, unpinned, clean, out of the hit index) out of the pool's
+    /// map and LRU list.
     fn evict(&mut self, f: FrameId) {
         self.unlink(f);
         self.map.remove(&self.frames[f].page);
@@ -284,6 +352,7 @@ impl BufferPool {
                 dirty: false,
                 loading: false,
                 pins: 0,
+                latch: Arc::new(Latch::default()),
                 lsn: 0,
                 prev: NIL,
                 next: NIL,
@@ -425,6 +494,9 @@ impl BufferPool {
                 self.stats.hits += 1;
                 self.frames[f].pins += 1;
                 self.touch(f);
+                // Out of the index since a write-back in shared mode: its next hit needs no
+                // lock again.
+                self.enter(f);
                 Lookup::Hit(f)
             }
             None => Lookup::Miss,
@@ -441,11 +513,8 @@ impl BufferPool {
         let f = match self.spare() {
             Some(f) => f,
             None => {
-                let mut f = self.tail;
-                while f != NIL && self.frames[f].pins > 0 {
-                    f = self.frames[f].prev;
-                }
-                if f == NIL || self.frames[f].dirty {
+                let f = self.lru_free()?;
+                if self.frames[f].dirty {
                     return None;
                 }
                 self.evict(f);
@@ -453,7 +522,7 @@ impl BufferPool {
             }
         };
         self.stats.misses += 1;
-        self.install(f, pid, false);
+        self.install_unindexed(f, pid, false);
         self.frames[f].loading = true;
         Some(f)
     }
@@ -472,8 +541,9 @@ impl BufferPool {
     /// resident (and stays pinned for the reader); on failure the frame is free again.
     pub(super) fn loaded(&mut self, f: FrameId, ok: bool) {
         self.frames[f].loading = false;
-        if !ok {
-            self.discard(self.frames[f].page);
+        match ok {
+            true => self.enter(f),
+            false => self.discard(self.frames[f].page),
         }
     }
 
@@ -485,13 +555,10 @@ impl BufferPool {
         dev: &mut dyn Device,
         barrier: &mut dyn WriteBarrier,
     ) -> Result<bool> {
-        let mut f = self.tail;
-        while f != NIL && self.frames[f].pins > 0 {
-            f = self.frames[f].prev;
-        }
-        if f == NIL {
+        // Out of the hit index first: the write-back seals the page in place.
+        let Some(f) = self.lru_free() else {
             return Ok(false);
-        }
+        };
         if self.frames[f].dirty {
             self.write_back(dev, barrier, &[f])?;
         }
@@ -559,7 +626,29 @@ impl BufferPool {
         Ok(())
     }
 
+    /// Map `f` to `pid` (pinned once, most recently used) and enter it in the hit index.
     fn install(&mut self, f: FrameId, pid: PageId, dirty: bool) {
+        self.install_unindexed(f, pid, dirty);
+        self.enter(f);
+    }
+
+    /// Enter resident, loaded frame `f` in the hit index (no-op if it is there).
+    fn enter(&self, f: FrameId) {
+        let fr = &self.frames[f];
+        let (latch, bytes) = (&fr.latch, Bytes(fr.data.as_ptr().cast_mut(), fr.data.len()));
+        self.index.insert(fr.page, || Slot {
+            latch: Arc::clone(latch),
+            bytes,
+        });
+    }
+
+    /// The hit index, for the shared pool's readers.
+    pub(super) fn hit_index(&self) -> Arc<HitIndex> {
+        Arc::clone(&self.index)
+    }
+
+    /// [`BufferPool::install`] without entering the index (a frame a reader is loading).
+    fn install_unindexed(&mut self, f: FrameId, pid: PageId, dirty: bool) {
         let fr = &mut self.frames[f];
         fr.page = pid;
         fr.dirty = false;
@@ -617,7 +706,12 @@ impl BufferPool {
     /// a cost model expects the pool to hold. A dirty page stays dirty.
     pub fn demote(&mut self, pid: PageId) {
         if let Some(&f) = self.map.get(&pid) {
-            if self.frames[f].pins == 0 && self.tail != f {
+            // Its reference bit would give it a second chance at the LRU end.
+            self.frames[f]
+                .latch
+                .referenced
+                .store(false, Ordering::Relaxed);
+            if !self.pinned(f) && self.tail != f {
                 self.unlink(f);
                 self.frames[f].prev = self.tail;
                 self.frames[f].next = NIL;
@@ -634,6 +728,10 @@ impl BufferPool {
 
     /// Drop a page without writing it (it was freed).
     pub fn discard(&mut self, pid: PageId) {
+        // No hit pins it: discards come with `&mut` (no readers) or for a frame a reader
+        // failed to load (never entered in the index).
+        let gone = self.index.remove_unpinned(pid);
+        debug_assert!(gone, "page {pid} discarded while a reader pins it");
         if let Some(f) = self.map.remove(&pid) {
             self.unlink(f);
             self.dirty.remove(&pid);

@@ -7,11 +7,17 @@
 //!   uses the pool as before — fetch, change, evict, write back — with no lock taken;
 //! - **shared** (`&SharedPool`, [`SharedPool::read`]): any number of readers at once.
 //!
-//! In shared mode a mutex guards the page table, the LRU list, the pins and the counters,
-//! and is held only for those updates: never while a page is read from the device and
-//! never while a reader looks at a page's bytes. The protocol:
-//! 1. *Hit*: under the mutex, the page's frame is pinned and moved to the LRU head; the
-//!    reader then reads the bytes with the mutex released and unpins under it again.
+//! In shared mode a hit takes no lock common to all pages: it goes through the pool's
+//! sharded hit index (`super::latch`: a shard's lock taken shared, an atomic pin, a
+//! reference bit that stands for the move to the LRU head). Everything else — a miss, a
+//! page being loaded, a page out of the index — goes through a mutex over the page table,
+//! the LRU list, the pins and the counters, held only for those updates: never while a
+//! page is read from the device and never while a reader looks at a page's bytes. The
+//! protocol:
+//! 1. *Hit*: the page's frame is pinned through the hit index, or, for a resident page
+//!    not in it, under the mutex (which moves it to the LRU head and enters it in the
+//!    index); the reader then reads the bytes with no lock held and unpins (an atomic
+//!    subtract, or under the mutex).
 //! 2. *Miss*: under the mutex the reader claims a frame — a spare one or the least recently
 //!    used unpinned one, the victim the exclusive path would take — maps the page to it,
 //!    pins it and marks it *loading*; it
@@ -24,23 +30,31 @@
 //!    frame is pinned it waits for an unpin. Both are bounded: a wait gives up after [`PIN_WAIT`] with an error saying the
 //!    pool is too small for the readers.
 //!
-//! Why the bytes may be read without the mutex: a pinned frame is never evicted, released
+//! Why the bytes may be read without a lock: a pinned frame is never evicted, released
 //! ([`BufferPool::set_capacity`] drops only unpinned frames) or given another page, and its
-//! buffer never moves (frames own heap buffers); in shared mode nothing writes a frame but
-//! its loader, before other readers can pin it (they wait while it is loading), and the
-//! write-back of step 4 (which seals the page's checksum in place) takes only an unpinned
-//! frame, under the mutex, so no reader holds its bytes. Exclusive mode needs `&mut`, so it
-//! cannot overlap a reader. The mutex's release and acquire order the loader's writes
-//! before every other reader's reads.
+//! buffer never moves (frames own heap buffers); a frame leaves the hit index, under its
+//! shard's lock, before any of that, and only while no hit pins it (`super::latch`). In
+//! shared mode nothing writes a frame but its loader, before other readers can pin it
+//! (they wait while it is loading; it enters the index once loaded), and the write-back of
+//! step 4 (which seals the page's checksum in place) takes only an unpinned frame taken out
+//! of the index, under the mutex, so no reader holds its bytes. Exclusive mode needs
+//! `&mut`, so it cannot overlap a reader. The mutex's and the shards' release and acquire
+//! order the loader's writes before every other reader's reads.
+//!
+//! Replacement: exact LRU in exclusive mode and for hits under the mutex; a hit through
+//! the index sets its frame's reference bit, and the eviction that finds the frame at the
+//! LRU end moves it to the head instead (a second chance, as CLOCK gives).
 //!
 //! The memory budget is the pool's, exactly as in exclusive mode: shared readers take
 //! frames within its capacity and allocate nothing else but the waiters' bookkeeping.
 
+use super::latch::{Hit, HitIndex};
 use super::pool::{BufferPool, FrameId, Lookup};
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::page;
-use crate::util::sync::{Condvar, Mutex, MutexGuard};
+use crate::util::sync::{Arc, AtomicUsize, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// The longest a reader waits for a frame to be unpinned or a page to be loaded before it
@@ -53,13 +67,22 @@ const RECHECK: Duration = Duration::from_millis(20);
 
 struct State {
     pool: BufferPool,
-    /// Readers waiting on `changed` (unpins and loads notify only when there are some).
-    waiters: usize,
+}
+
+/// A reader's pin: through the hit index, or under the mutex.
+enum Pin {
+    Hit(Hit),
+    Locked(FrameId),
 }
 
 /// A [`BufferPool`] for one writer or many readers (module doc).
 pub struct SharedPool {
     state: Mutex<State>,
+    /// The pool's hit index (the pool keeps it in step with its frames).
+    index: Arc<HitIndex>,
+    /// Readers waiting on `changed` (unpins and loads notify only when there are some);
+    /// changed under the mutex, read without it by hits' unpins.
+    waiters: AtomicUsize,
     changed: Condvar,
     /// A deliberately broken latch for the model tests: readers do not wait for a page
     /// another reader is loading, and read its frame while it is being filled.
@@ -81,7 +104,9 @@ impl SharedPool {
     /// Share `pool`.
     pub fn new(pool: BufferPool) -> SharedPool {
         SharedPool {
-            state: Mutex::new(State { pool, waiters: 0 }),
+            index: pool.hit_index(),
+            state: Mutex::new(State { pool }),
+            waiters: AtomicUsize::new(0),
             changed: Condvar::new(),
             #[cfg(test)]
             broken_ignores_loading: false,
@@ -104,28 +129,37 @@ impl SharedPool {
 
     /// Run `f` on page `pid`'s bytes, loading it through `io` on a miss (module doc).
     pub fn read<T>(&self, io: &dyn SharedIo, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
-        let (fid, bytes) = self.pin(io, pid)?;
-        // SAFETY: `fid` is pinned until `unpin` below, so its buffer (`bytes`) stays
+        let (pin, bytes) = self.pin(io, pid)?;
+        // SAFETY: the frame is pinned until `unpin` below, so its buffer (`bytes`) stays
         // allocated and unchanged (module doc: nothing writes a pinned, loaded frame in
         // shared mode).
         let out = f(unsafe { std::slice::from_raw_parts(bytes.0, bytes.1) });
-        self.unpin(fid);
+        self.unpin(pin);
         Ok(out)
     }
 
-    fn unpin(&self, f: FrameId) {
-        let mut s = self.lock();
-        if s.pool.unpin_shared(f) && s.waiters > 0 {
+    fn unpin(&self, pin: Pin) {
+        let free = match pin {
+            Pin::Hit(h) => h.release(),
+            Pin::Locked(f) => self.lock().pool.unpin_shared(f),
+        };
+        if free && self.waiters.load(Ordering::SeqCst) > 0 {
+            // Under the mutex, so that a reader about to wait cannot miss it.
+            let _s = self.lock();
             self.changed.notify_all();
         }
     }
 
-    /// Wait for a change (an unpin, a finished load), at most until `deadline`.
+    /// Wait for a change (an unpin, a finished load), at most until `deadline`. A hit's
+    /// unpin takes no lock: it notifies only when it sees waiters, so a reader waiting for
+    /// an unpin (`for_unpin`) counts itself first and then looks once more, and one of the
+    /// two sees the other.
     fn wait<'a>(
         &'a self,
-        mut s: MutexGuard<'a, State>,
+        s: MutexGuard<'a, State>,
         deadline: Instant,
         what: &str,
+        for_unpin: bool,
     ) -> Result<MutexGuard<'a, State>> {
         let now = Instant::now();
         if now >= deadline {
@@ -135,36 +169,50 @@ impl SharedPool {
                 s.pool.frames()
             )));
         }
-        s.waiters += 1;
-        let mut s = self
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        if for_unpin && s.pool.any_unpinned() {
+            self.waiters.fetch_sub(1, Ordering::SeqCst);
+            return Ok(s);
+        }
+        let s = self
             .changed
             .wait_timeout(s, RECHECK.min(deadline - now))
             .unwrap_or_else(|e| e.into_inner())
             .0;
-        s.waiters -= 1;
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
         Ok(s)
     }
 
     /// Pin `pid`'s frame for a reader, loading the page on a miss.
     #[allow(clippy::type_complexity)]
-    fn pin(&self, io: &dyn SharedIo, pid: PageId) -> Result<(FrameId, (*const u8, usize))> {
+    fn pin(&self, io: &dyn SharedIo, pid: PageId) -> Result<(Pin, (*const u8, usize))> {
+        #[cfg(test)]
+        let fast = !self.broken_ignores_loading;
+        #[cfg(not(test))]
+        let fast = true;
+        if fast {
+            if let Some(h) = self.index.pin(pid) {
+                let (p, n) = (h.bytes.0.cast_const(), h.bytes.1);
+                return Ok((Pin::Hit(h), (p, n)));
+            }
+        }
         let deadline = Instant::now() + PIN_WAIT;
         let mut s = self.lock();
         loop {
             match s.pool.pin_resident(pid) {
                 Lookup::Hit(f) => {
                     let (p, n) = s.pool.frame_ptr(f);
-                    return Ok((f, (p.cast_const(), n)));
+                    return Ok((Pin::Locked(f), (p.cast_const(), n)));
                 }
                 Lookup::Loading => {
                     #[cfg(test)]
                     if self.broken_ignores_loading {
                         if let Some(f) = s.pool.pin_loading(pid) {
                             let (p, n) = s.pool.frame_ptr(f);
-                            return Ok((f, (p.cast_const(), n)));
+                            return Ok((Pin::Locked(f), (p.cast_const(), n)));
                         }
                     }
-                    s = self.wait(s, deadline, "a page another reader loads")?;
+                    s = self.wait(s, deadline, "a page another reader loads", false)?;
                     continue;
                 }
                 Lookup::Miss => {}
@@ -182,15 +230,15 @@ impl SharedPool {
                     .and_then(|_| check(pid, buf));
                 let mut s = self.lock();
                 s.pool.loaded(f, r.is_ok());
-                if s.waiters > 0 {
+                if self.waiters.load(Ordering::SeqCst) > 0 {
                     self.changed.notify_all();
                 }
                 drop(s);
                 r?;
-                return Ok((f, (p.cast_const(), n)));
+                return Ok((Pin::Locked(f), (p.cast_const(), n)));
             }
             if !io.clean_one(&mut s.pool)? {
-                s = self.wait(s, deadline, "a frame to be unpinned")?;
+                s = self.wait(s, deadline, "a frame to be unpinned", true)?;
             }
         }
     }
@@ -242,13 +290,24 @@ mod model {
         }
     }
 
-    fn scenario(broken: bool) {
+    /// Which latch the scenario breaks.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Broken {
+        Nothing,
+        /// Readers pin a page another reader is still loading.
+        Loading,
+        /// Evictions take frames that hits through the index pin.
+        HitPins,
+    }
+
+    fn scenario(broken: Broken) {
         let mut dev = MemDevice::new(PAGE);
         for pid in 0..4 {
             dev.write(pid, &sealed(pid)).unwrap();
         }
         let mut pool = SharedPool::new(BufferPool::new(PAGE, 2 * PAGE as u64, 1).unwrap());
-        pool.broken_ignores_loading = broken;
+        pool.broken_ignores_loading = broken == Broken::Loading;
+        pool.get_mut().broken_ignores_hit_pins = broken == Broken::HitPins;
         // Both frames dirty: the first misses must write one back.
         for pid in [0, 1] {
             let p = pool.get_mut();
@@ -260,7 +319,9 @@ mod model {
             dev: Mutex::new(dev),
         });
         let pool = Arc::new(pool);
-        let readers: Vec<_> = [[2u64, 3, 0], [3, 2, 1], [2, 0, 3]]
+        // Each reader reads a page twice in a row: the second read is a hit through the
+        // index while other readers' misses evict.
+        let readers: Vec<_> = [[2u64, 2, 3, 0], [3, 3, 2, 1], [2, 2, 0, 3]]
             .into_iter()
             .map(|order| {
                 let (pool, io) = (Arc::clone(&pool), Arc::clone(&io));
@@ -280,18 +341,24 @@ mod model {
             r.join().unwrap();
         }
         let s = pool.with(|p| p.stats());
-        assert_eq!(s.hits + s.misses, 9, "every read pinned its page once");
+        assert_eq!(s.hits + s.misses, 12, "every read pinned its page once");
     }
 
     #[test]
     fn readers_see_whole_pages_in_every_interleaving() {
-        shuttle::check_random(|| scenario(false), 2000);
-        shuttle::check_pct(|| scenario(false), 2000, 3);
+        shuttle::check_random(|| scenario(Broken::Nothing), 2000);
+        shuttle::check_pct(|| scenario(Broken::Nothing), 2000, 3);
     }
 
     #[test]
     #[should_panic(expected = "while it was being loaded")]
     fn a_reader_that_does_not_wait_for_a_load_is_caught() {
-        shuttle::check_random(|| scenario(true), 2000);
+        shuttle::check_random(|| scenario(Broken::Loading), 2000);
+    }
+
+    #[test]
+    #[should_panic(expected = "while it was being loaded")]
+    fn an_eviction_that_ignores_a_hits_pin_is_caught() {
+        shuttle::check_random(|| scenario(Broken::HitPins), 2000);
     }
 }

@@ -4,9 +4,15 @@
 //! Shuttle's timed waits never time out, so a lost wake-up shows as a deadlock there.
 
 #[cfg(all(test, flashix_shuttle))]
-pub use shuttle::sync::{Condvar, Mutex, MutexGuard};
+pub use shuttle::sync::{
+    atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize},
+    Arc, Condvar, Mutex, MutexGuard, RwLock,
+};
 #[cfg(not(all(test, flashix_shuttle)))]
-pub use std::sync::{Condvar, Mutex, MutexGuard};
+pub use std::sync::{
+    atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize},
+    Arc, Condvar, Mutex, MutexGuard, RwLock,
+};
 
 /// A value reachable only through `&mut` (or by value), so that it may be `Sync` whatever
 /// `T` is: a shared reference to an `Exclusive` gives no access to its value. For the parts
