@@ -52,6 +52,16 @@ pub(super) enum Lookup {
 
 const NIL: usize = usize::MAX;
 
+/// A dirty frame taken for a write-back with the shared pool's lock released
+/// ([`BufferPool::dirty_victims`]).
+pub(super) struct DirtyVictim {
+    pub frame: FrameId,
+    pub page: PageId,
+    pub lsn: u64,
+    /// The frame's bytes, valid while it is pinned.
+    pub bytes: (*const u8, usize),
+}
+
 /// Page-map entries allocated when the pool is made (more as it fills).
 const MAP_PREALLOC: usize = 1 << 16;
 
@@ -547,22 +557,45 @@ impl BufferPool {
         }
     }
 
-    /// Write back the least recently used unpinned frame if it is dirty (it stays resident
-    /// and becomes clean), so that a shared reader's [`BufferPool::claim`] can take it. False
-    /// when every frame is pinned.
-    pub fn clean_one(
-        &mut self,
-        dev: &mut dyn Device,
-        barrier: &mut dyn WriteBarrier,
-    ) -> Result<bool> {
-        // Out of the hit index first: the write-back seals the page in place.
-        let Some(f) = self.lru_free() else {
-            return Ok(false);
-        };
-        if self.frames[f].dirty {
-            self.write_back(dev, barrier, &[f])?;
+    /// Up to `n` dirty frames nearest the LRU end (among the `look` last) that nobody pins,
+    /// each taken out of the hit index and pinned, for a shared reader or writer to write
+    /// back with the shared pool's lock released ([`super::SharedPool::clean_ahead`]):
+    /// frame, page, LSN and bytes. [`BufferPool::cleaned`] ends it.
+    pub(super) fn dirty_victims(&mut self, n: usize, look: usize) -> Vec<DirtyVictim> {
+        let mut out = Vec::new();
+        let mut f = self.tail;
+        let mut looked = 0;
+        while f != NIL && out.len() < n && looked < look {
+            let prev = self.frames[f].prev;
+            if self.frames[f].dirty && !self.pinned(f) && self.leave_index(f) {
+                let fr = &mut self.frames[f];
+                fr.pins += 1;
+                out.push(DirtyVictim {
+                    frame: f,
+                    page: fr.page,
+                    lsn: fr.lsn,
+                    bytes: (fr.data.as_ptr(), fr.data.len()),
+                });
+            }
+            looked += 1;
+            f = prev;
         }
-        Ok(true)
+        out
+    }
+
+    /// The write-back of `victims` ([`BufferPool::dirty_victims`]) ended: on success they are
+    /// clean (nothing changes a frame in shared mode); they are unpinned either way.
+    pub(super) fn cleaned(&mut self, victims: &[DirtyVictim], ok: bool) {
+        for v in victims {
+            if ok {
+                let fr = &mut self.frames[v.frame];
+                fr.dirty = false;
+                fr.lsn = 0;
+                self.dirty.remove(&v.page);
+                self.stats.writebacks += 1;
+            }
+            self.unpin(v.frame);
+        }
     }
 
     /// The page check run on every page read from the device.

@@ -49,9 +49,9 @@
 //! frames within its capacity and allocate nothing else but the waiters' bookkeeping.
 
 use super::latch::{Hit, HitIndex};
-use super::pool::{BufferPool, FrameId, Lookup};
+use super::pool::{BufferPool, DirtyVictim, FrameId, Lookup};
 use crate::error::{Error, Result};
-use crate::io::PageId;
+use crate::io::{AlignedBuf, PageId};
 use crate::page;
 use crate::util::sync::{Arc, AtomicUsize, Condvar, Mutex, MutexGuard};
 use std::sync::atomic::Ordering;
@@ -91,13 +91,14 @@ pub struct SharedPool {
 }
 
 /// How a shared reader's miss reaches the device and the WAL: the device read, and the
-/// write-back of a dirty frame when no clean one is left (module doc, step 4).
+/// write-back of dirty frames (module doc, step 4).
 pub trait SharedIo {
     /// Read page `pid` into `buf` (one page).
     fn read_page(&self, pid: PageId, buf: &mut [u8]) -> Result<()>;
-    /// Write back one unpinned dirty frame of `pool` ([`BufferPool::clean_one`]); false
-    /// when every frame is pinned.
-    fn clean_one(&self, pool: &mut BufferPool) -> Result<bool>;
+    /// The WAL rule: make the log durable up to `lsn` before a page of that LSN is written.
+    fn before_write(&self, lsn: u64) -> Result<()>;
+    /// Write sealed pages (one batch).
+    fn write_pages(&self, pages: &[(PageId, AlignedBuf)]) -> Result<()>;
 }
 
 impl SharedPool {
@@ -183,6 +184,50 @@ impl SharedPool {
         Ok(s)
     }
 
+    /// Write back up to `n` dirty frames among the `2n` nearest the LRU end, with the mutex
+    /// released, so that the next evictions — a writer's under its exclusive lock, or
+    /// readers' misses — find clean victims and write nothing (a writer calls this beside
+    /// the readers before it takes its lock, `crate::kit::parallel`). Returns the pages
+    /// written.
+    pub fn clean_ahead(&self, io: &dyn SharedIo, n: usize) -> Result<usize> {
+        let victims = self.lock().pool.dirty_victims(n, 2 * n);
+        let written = victims.len();
+        if written > 0 {
+            self.write_back(io, victims)?;
+        }
+        Ok(written)
+    }
+
+    /// Write `victims` back with the mutex released: pinned, so that nothing evicts them
+    /// meanwhile, and sealed in copies, so that their frames are only read (readers may
+    /// hit them meanwhile: nothing writes a frame in shared mode).
+    fn write_back(&self, io: &dyn SharedIo, victims: Vec<DirtyVictim>) -> Result<()> {
+        let r = (|| {
+            if let Some(lsn) = victims.iter().map(|v| v.lsn).max() {
+                io.before_write(lsn)?;
+            }
+            let pages: Vec<(PageId, AlignedBuf)> = victims
+                .iter()
+                .map(|v| {
+                    // SAFETY: the frame is pinned until `cleaned` below and nothing writes
+                    // a frame in shared mode, so its buffer is allocated and unchanged.
+                    let bytes = unsafe { std::slice::from_raw_parts(v.bytes.0, v.bytes.1) };
+                    let mut copy = AlignedBuf::zeroed(bytes.len());
+                    copy.copy_from_slice(bytes);
+                    page::seal(v.page, &mut copy);
+                    (v.page, copy)
+                })
+                .collect();
+            io.write_pages(&pages)
+        })();
+        let mut s = self.lock();
+        s.pool.cleaned(&victims, r.is_ok());
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            self.changed.notify_all();
+        }
+        r
+    }
+
     /// Pin `pid`'s frame for a reader, loading the page on a miss.
     #[allow(clippy::type_complexity)]
     fn pin(&self, io: &dyn SharedIo, pid: PageId) -> Result<(Pin, (*const u8, usize))> {
@@ -237,9 +282,15 @@ impl SharedPool {
                 r?;
                 return Ok((Pin::Locked(f), (p.cast_const(), n)));
             }
-            if !io.clean_one(&mut s.pool)? {
+            // The victim is dirty: write it back with the mutex released, and claim again.
+            let victims = s.pool.dirty_victims(1, usize::MAX);
+            if victims.is_empty() {
                 s = self.wait(s, deadline, "a frame to be unpinned", true)?;
+                continue;
             }
+            drop(s);
+            self.write_back(io, victims)?;
+            s = self.lock();
         }
     }
 }
@@ -284,9 +335,16 @@ mod model {
             Ok(())
         }
 
-        fn clean_one(&self, pool: &mut BufferPool) -> Result<bool> {
+        fn before_write(&self, _lsn: u64) -> Result<()> {
+            Ok(())
+        }
+
+        fn write_pages(&self, pages: &[(PageId, AlignedBuf)]) -> Result<()> {
             let mut dev = self.dev.lock().unwrap();
-            pool.clean_one(&mut *dev, &mut NoBarrier)
+            for (pid, b) in pages {
+                dev.write(*pid, b)?;
+            }
+            Ok(())
         }
     }
 
@@ -360,5 +418,69 @@ mod model {
     #[should_panic(expected = "while it was being loaded")]
     fn an_eviction_that_ignores_a_hits_pin_is_caught() {
         shuttle::check_random(|| scenario(Broken::HitPins), 2000);
+    }
+}
+
+#[cfg(all(test, not(flashix_shuttle)))]
+mod tests {
+    use super::*;
+    use crate::buffer::pool::NoBarrier;
+    use crate::io::{Device, MemDevice};
+
+    const PAGE: usize = 512;
+
+    struct DevIo(std::sync::Mutex<MemDevice>);
+
+    impl SharedIo for DevIo {
+        fn read_page(&self, pid: PageId, buf: &mut [u8]) -> Result<()> {
+            self.0.lock().unwrap().read(pid, buf)
+        }
+
+        fn before_write(&self, _lsn: u64) -> Result<()> {
+            Ok(())
+        }
+
+        fn write_pages(&self, pages: &[(PageId, AlignedBuf)]) -> Result<()> {
+            let mut dev = self.0.lock().unwrap();
+            for (pid, b) in pages {
+                dev.write(*pid, b)?;
+            }
+            Ok(())
+        }
+    }
+
+    /// `clean_ahead` writes back the dirty pages at the LRU end, sealed, and leaves them
+    /// resident and clean, their bytes unchanged; the rest stay dirty.
+    #[test]
+    fn clean_ahead_writes_back_the_lru_end() {
+        let mut dev = MemDevice::new(PAGE);
+        let mut pool = SharedPool::new(BufferPool::new(PAGE, 4 * PAGE as u64, 1).unwrap());
+        for pid in 0..4u64 {
+            let p = pool.get_mut();
+            let f = p.create(&mut dev, &mut NoBarrier, pid).unwrap();
+            p.data_mut(f, 0)[page::HEADER..].fill(pid as u8 + 1);
+            p.unpin(f);
+        }
+        let io = DevIo(std::sync::Mutex::new(dev));
+        assert_eq!(pool.clean_ahead(&io, 2).unwrap(), 2);
+        let mut buf = vec![0u8; PAGE];
+        for pid in 0..2u64 {
+            io.0.lock().unwrap().read(pid, &mut buf).unwrap();
+            page::verify(pid, &buf).unwrap();
+            assert!(buf[page::HEADER..].iter().all(|&b| b == pid as u8 + 1));
+        }
+        let p = pool.get_mut();
+        assert!(!p.is_dirty(0) && !p.is_dirty(1));
+        assert!(p.is_dirty(2) && p.is_dirty(3));
+        for pid in 0..4u64 {
+            let same = pool
+                .read(&io, pid, |b| {
+                    b[page::HEADER..].iter().all(|&x| x == pid as u8 + 1)
+                })
+                .unwrap();
+            assert!(same, "page {pid}");
+        }
+        let s = pool.with(|p| p.stats());
+        assert_eq!((s.misses, s.writebacks), (0, 2));
     }
 }

@@ -91,10 +91,16 @@ impl SharedIo for SharedPagerIo<'_> {
         }
     }
 
-    fn clean_one(&self, pool: &mut BufferPool) -> Result<bool> {
-        let mut log = shared(&self.0.log);
-        let mut dev = shared(&self.0.dev);
-        pool.clean_one(&mut **dev, &mut WalBarrier(&mut log))
+    fn before_write(&self, lsn: u64) -> Result<()> {
+        shared(&self.0.log).ensure_durable(lsn)
+    }
+
+    fn write_pages(&self, pages: &[(PageId, crate::io::AlignedBuf)]) -> Result<()> {
+        let mut reqs: Vec<crate::io::IoReq<'_>> = pages
+            .iter()
+            .map(|(page, buf)| crate::io::IoReq::Write { page: *page, buf })
+            .collect();
+        shared(&self.0.dev).submit(&mut reqs)
     }
 }
 
@@ -517,6 +523,14 @@ impl Pager {
     /// shared mode, [`SharedPool`]; the type's thread-safety section).
     pub fn read_shared<T>(&self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
         self.pool.read(&SharedPagerIo(self), pid, f)
+    }
+
+    /// Write back up to `n` dirty pages near the buffer pool's LRU end from any thread
+    /// beside the readers ([`SharedPool::clean_ahead`]): a writer's evictions under its
+    /// exclusive lock then find clean victims, and readers do not wait for their writes.
+    /// Returns the pages written.
+    pub fn clean_ahead(&self, n: usize) -> Result<usize> {
+        self.pool.clean_ahead(&SharedPagerIo(self), n)
     }
 
     /// A pager of `frames` frames over a fresh memory device (unit tests of the layers

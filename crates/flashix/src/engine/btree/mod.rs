@@ -49,9 +49,11 @@
 //! device's reader handles), so eight readers keep eight reads in flight. They are safe
 //! because nothing a read does changes the tree: it only pins, loads and unpins frames.
 //! Writes hold the lock exclusive, one at a time, and see no reader: a split or merge is
-//! never seen half done. A point write walks to its leaf under the shared lock first, so
-//! its page loads run beside the readers; under the exclusive lock it waits only for its
-//! in-memory step, a dirty page's write-back an eviction needs, and, when one is due, a
+//! never seen half done. A point write that finds readers holding the lock walks to its
+//! leaf under the shared lock first and writes back a few dirty pages at the pool's LRU
+//! end (`Pager::clean_ahead`), so its page loads and the write-backs its evictions would
+//! need run beside the readers; under the exclusive lock it then waits for its in-memory
+//! step, the WAL's hand-off of a full buffer to the file, and, when one is due, a
 //! checkpoint. A scan resumes at its next leaf only if no write came in between; otherwise
 //! it descends again from the next key.
 
@@ -79,6 +81,9 @@ use serde::{Deserialize, Serialize};
 
 /// Frames the tree needs at least: one page is pinned at a time, splits touch a handful.
 const MIN_FRAMES: usize = 8;
+/// Dirty pages a point write that waits for readers writes back first (`prepare_write`):
+/// a write dirties one page and its evictions take about one, so two keep ahead.
+const PREPARE_CLEAN: usize = 2;
 
 /// Durable roots, saved in the manifest.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -367,9 +372,13 @@ impl Shareable for BTree {
     }
 
     /// An insert or delete changes the key's leaf (and, on a split or merge, its parents,
-    /// which the walk passes).
+    /// which the walk passes); bringing it in may evict a dirty page, and the write itself
+    /// dirties one, so a few dirty pages at the pool's LRU end are written back here,
+    /// beside the readers, for the write's evictions to find clean victims. (Errors are
+    /// the write's to meet: a page whose write-back failed stays dirty.)
     fn prepare_write(&self, key: u64) {
         let _ = self.get_shared(key);
+        let _ = self.pager.clean_ahead(PREPARE_CLEAN);
     }
 
     fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
