@@ -62,10 +62,25 @@
 //! (`reservation_units` units) and the page-id sets of pages allocated since the checkpoint.
 //!
 //! # Thread safety
-//! Served to many threads by `kit::parallel::Parallel`: one operation at a time, reads included,
-//! since a search rebuilds nodes from index units read through the buffer pool's exclusive path. A flush takes its WAL ticket under the lock and syncs outside it, so
-//! concurrent flushes share one sync (group commit); a range scan's batches interleave with
-//! other threads' operations (`crate::Db`'s guarantees).
+//! Served to many threads by `kit::parallel::Parallel`. Point searches (`get`, `get_many`)
+//! and range-scan batches hold the engine's lock shared and run beside each other: each
+//! rebuilds the nodes on its path from their units, reading the pages its NTT lists name
+//! through the Pager's shared path (`Pager::read_shared`: the buffer pool's latch
+//! protocol, the device's reader handles) and the reservation buffer's units from memory.
+//! They are safe because a read changes nothing of the tree: the NTT, the reservation
+//! buffer, the root and the page sets are only read, and the only state a read moves, the
+//! `node_reads` and `node_page_reads` counters, are relaxed atomics (exact: every read
+//! adds its own). Unit pages are written straight to the device and never dirty in the
+//! pool, so a shared miss never writes a page back. The serial `get`, `get_many` and
+//! `scan` are the same code on `&mut`, so one thread reads exactly the pages it read
+//! before. Writes (and the commits and compactions they trigger) hold the lock exclusive,
+//! one at a time, and see no reader: no read meets a node half split or an NTT list half
+//! replaced. A point write first descends to its leaf under the shared lock when readers
+//! hold it ([`Shareable::prepare_write`], not counted as node reads), so the unit pages of
+//! its path are in the pool when it runs. A scan batch descends again from the next key
+//! each time, so it never resumes from a node a write in between changed. A flush takes
+//! its WAL ticket under the lock and syncs outside it, so concurrent flushes share one
+//! sync (group commit).
 
 mod options;
 pub use options::BftlOptions;
@@ -87,6 +102,7 @@ use crate::settings::Settings;
 use crate::stats::{counters, Stats};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Frames the pool needs at least: a node read holds one page at a time.
 const MIN_FRAMES: usize = 4;
@@ -179,8 +195,6 @@ impl Reservation {
 
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Counters {
-    node_reads: u64,
-    node_page_reads: u64,
     commits: u64,
     commit_pages: u64,
     compactions: u64,
@@ -189,6 +203,28 @@ pub(crate) struct Counters {
     split_pages: u64,
     nodes_removed: u64,
     pages_released: u64,
+}
+
+/// The counters a node read moves: atomic, since reads on the shared path run beside each
+/// other (module doc, Thread safety).
+#[derive(Debug, Default)]
+pub(crate) struct ReadCounters {
+    node_reads: AtomicU64,
+    node_page_reads: AtomicU64,
+}
+
+impl ReadCounters {
+    fn get(&self) -> (u64, u64) {
+        (
+            self.node_reads.load(Ordering::Relaxed),
+            self.node_page_reads.load(Ordering::Relaxed),
+        )
+    }
+
+    fn set(&self, (nodes, pages): (u64, u64)) {
+        self.node_reads.store(nodes, Ordering::Relaxed);
+        self.node_page_reads.store(pages, Ordering::Relaxed);
+    }
 }
 
 /// The engine state saved in the manifest.
@@ -219,6 +255,7 @@ pub struct Bftl {
     /// Fresh pages released again, reused first (lowest first).
     recycled: BTreeSet<PageId>,
     counters: Counters,
+    reads: ReadCounters,
 }
 
 impl Bftl {
@@ -292,6 +329,7 @@ impl Bftl {
             fresh: HashSet::new(),
             recycled: BTreeSet::new(),
             counters: Counters::default(),
+            reads: ReadCounters::default(),
         }
     }
 
@@ -418,13 +456,19 @@ impl Bftl {
     }
 
     /// A node: its units from the pages of its NTT list, then from the buffer.
-    pub(crate) fn load(&mut self, id: u64) -> Result<Node> {
-        let list = self.ntt.list(id).to_vec();
+    pub(crate) fn load(&self, id: u64) -> Result<Node> {
+        self.load_as(id, true)
+    }
+
+    /// [`Bftl::load`], moving the read counters only if `count` (a write's warm-up,
+    /// [`Shareable::prepare_write`], is not a node read of any operation).
+    pub(crate) fn load_as(&self, id: u64, count: bool) -> Result<Node> {
+        let list = self.ntt.list(id);
         let mut units = Vec::new();
-        for &pid in &list {
+        for &pid in list {
             let n = self
                 .pager
-                .read(pid, |b| unit::collect(b, pid, id, &mut units))??;
+                .read_shared(pid, |b| unit::collect(b, pid, id, &mut units))??;
             if n == 0 {
                 return Err(Error::corruption(
                     crate::page::DATA_FILE,
@@ -434,8 +478,12 @@ impl Bftl {
             }
         }
         units.extend_from_slice(self.res.get(id));
-        self.counters.node_reads += 1;
-        self.counters.node_page_reads += list.len() as u64;
+        if count {
+            self.reads.node_reads.fetch_add(1, Ordering::Relaxed);
+            self.reads
+                .node_page_reads
+                .fetch_add(list.len() as u64, Ordering::Relaxed);
+        }
         match units.first() {
             Some(Unit::Reset { .. }) => {}
             _ => {
@@ -507,23 +555,37 @@ impl Logged for Bftl {
     }
 }
 
-/// Reads run one at a time (module doc, Thread safety).
+/// Searches and scans run beside each other (module doc, Thread safety).
 impl Shareable for Bftl {
-    const PARALLEL_GETS: bool = false;
-    const PARALLEL_SCANS: bool = false;
-}
+    const PARALLEL_GETS: bool = true;
+    const PARALLEL_SCANS: bool = true;
 
-impl SerialEngine for Bftl {
-    logged_engine_methods!();
-
-    fn get(&mut self, key: u64) -> Result<Option<u64>> {
+    fn get_shared(&self, key: u64) -> Result<Option<u64>> {
         let path = self.descend(key)?;
         Ok(path
             .last()
             .and_then(|s| s.node.search(key).ok().map(|i| s.node.entries[i].1)))
     }
 
-    fn get_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+    fn get_many_shared(&self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+        self.get_many_sorted(keys)
+    }
+
+    /// An insert or delete reads the nodes on the key's path (and changes its leaf, and on
+    /// a split or removal its parents): loading them brings their unit pages into the pool.
+    fn prepare_write(&self, key: u64) {
+        let _ = self.descend_as(key, false);
+    }
+
+    fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+        self.scan_leaves(cur, out)
+    }
+}
+
+impl Bftl {
+    /// `get_many`: the keys sorted, looked up in one pass ([`Bftl::get_sorted`]), the
+    /// answers put back in the callers' order.
+    fn get_many_sorted(&self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by_key(|&i| keys[i]);
         let sorted: Vec<u64> = order.iter().map(|&i| keys[i]).collect();
@@ -534,6 +596,18 @@ impl SerialEngine for Bftl {
         }
         Ok(out)
     }
+}
+
+impl SerialEngine for Bftl {
+    logged_engine_methods!();
+
+    fn get(&mut self, key: u64) -> Result<Option<u64>> {
+        self.get_shared(key)
+    }
+
+    fn get_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+        self.get_many_sorted(keys)
+    }
 
     fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
         self.scan_leaves(cur, out)
@@ -541,12 +615,13 @@ impl SerialEngine for Bftl {
 
     fn stats(&self) -> Stats {
         let c = &self.counters;
+        let (node_reads, node_page_reads) = self.reads.get();
         let engine_counters = counters(&[
             ("entries", self.entries),
             ("height", self.height as u64),
             ("nodes", self.ntt.nodes() as u64),
-            ("node_reads", c.node_reads),
-            ("node_page_reads", c.node_page_reads),
+            ("node_reads", node_reads),
+            ("node_page_reads", node_page_reads),
             ("units", self.res.pushed),
             ("reservation_units", self.res.len() as u64),
             ("commits", c.commits),
@@ -567,9 +642,13 @@ impl SerialEngine for Bftl {
     }
 
     fn check_integrity(&mut self) -> Result<()> {
-        let saved = self.counters.clone();
+        let saved = (self.counters.clone(), self.reads.get());
         let r = self.check();
-        self.counters = saved;
+        self.counters = saved.0;
+        self.reads.set(saved.1);
         r
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -21,12 +21,17 @@ pub(super) struct Step {
 
 impl Bftl {
     /// The nodes from the root to the leaf for `k`, each read (gathered from its pages).
-    pub(super) fn descend(&mut self, k: u64) -> Result<Vec<Step>> {
+    pub(super) fn descend(&self, k: u64) -> Result<Vec<Step>> {
+        self.descend_as(k, true)
+    }
+
+    /// [`Bftl::descend`], counting its node reads only if `count` ([`Bftl::load_as`]).
+    pub(super) fn descend_as(&self, k: u64, count: bool) -> Result<Vec<Step>> {
         let mut path = Vec::with_capacity(self.height as usize);
         let mut id = self.root;
         for depth in 0..self.height {
             let want = self.height - 1 - depth;
-            let node = self.load(id)?;
+            let node = self.load_as(id, count)?;
             if node.level != want {
                 return Err(Error::corruption(
                     crate::page::DATA_FILE,
@@ -45,7 +50,7 @@ impl Bftl {
     /// The values of ascending `keys`, reading each node at most once: the path of the
     /// previous key is kept with each node's upper fence, and the next key climbs only to
     /// the deepest node whose fences hold it (batched lookups, `get_many`).
-    pub(super) fn get_sorted(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+    pub(super) fn get_sorted(&self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
         let mut out = Vec::with_capacity(keys.len());
         let mut path: Vec<(u64, Node, Option<u64>)> = Vec::new();
         for &k in keys {
@@ -248,7 +253,7 @@ impl Bftl {
     /// the next leaves come from the nodes on the path (an in-order walk), so each node
     /// is read once per call.
     pub(super) fn scan_leaves(
-        &mut self,
+        &self,
         cur: &mut RangeCursor,
         out: &mut Vec<(u64, u64)>,
     ) -> Result<()> {

@@ -10,26 +10,70 @@
 //! `(n − i)·s > e ⇔ n − i ≥ ⌊e/s⌋ + 1`), so the registers need not be kept: the earliest of
 //! these firing points decides, and a buffer's ADAPT state is two numbers.
 
-/// A buffer's ADAPT state since it was last emptied.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// `fires_at` when no register fires (a firing point saturates to it only when it lies
+/// beyond any count of lookups).
+const NEVER: u64 = u64::MAX;
+
+/// A buffer's ADAPT state since it was last emptied. Atomic, so that lookups running beside
+/// each other (`super`'s module doc, Thread safety) record their registers through `&self`:
+/// each lookup takes its own number, and the earliest firing point only moves down, so
+/// every lookup's register is counted and a buffer, once due, stays due.
+#[derive(Debug)]
 pub struct Adapt {
     /// Lookups that scanned the buffer.
-    lookups: u64,
-    /// The earliest lookup at which some register fires.
-    fires_at: Option<u64>,
+    lookups: AtomicU64,
+    /// The earliest lookup at which some register fires ([`NEVER`]: none).
+    fires_at: AtomicU64,
+}
+
+impl Default for Adapt {
+    fn default() -> Self {
+        Adapt {
+            lookups: AtomicU64::new(0),
+            fires_at: AtomicU64::new(NEVER),
+        }
+    }
+}
+
+impl Clone for Adapt {
+    fn clone(&self) -> Self {
+        Adapt {
+            lookups: AtomicU64::new(self.lookups.load(Ordering::Relaxed)),
+            fires_at: AtomicU64::new(self.fires_at.load(Ordering::Relaxed)),
+        }
+    }
 }
 
 impl Adapt {
+    /// (lookups, earliest firing point).
+    fn state(&self) -> (u64, u64) {
+        (
+            self.lookups.load(Ordering::Relaxed),
+            self.fires_at.load(Ordering::Relaxed),
+        )
+    }
+
     /// Record the register of a lookup that scanned the buffer, and say whether the buffer
     /// is to be emptied now.
-    pub fn lookup(&mut self, scan_cost: u64, empty_cost: u64) -> bool {
-        self.lookups += 1;
-        let i = self.lookups;
-        if let Some(q) = empty_cost.checked_div(scan_cost) {
-            let at = i.saturating_add(q).saturating_add(1);
-            self.fires_at = Some(self.fires_at.map_or(at, |f| f.min(at)));
-        }
-        self.fires_at.is_some_and(|at| i >= at)
+    pub fn lookup(&self, scan_cost: u64, empty_cost: u64) -> bool {
+        let i = self.lookups.fetch_add(1, Ordering::Relaxed) + 1;
+        let at = match empty_cost.checked_div(scan_cost) {
+            Some(q) => {
+                let mine = i.saturating_add(q).saturating_add(1);
+                self.fires_at.fetch_min(mine, Ordering::Relaxed).min(mine)
+            }
+            None => self.fires_at.load(Ordering::Relaxed),
+        };
+        at != NEVER && i >= at
+    }
+
+    /// Some register has fired: the buffer is to be emptied (a decision a lookup on the
+    /// shared path leaves to the next write).
+    pub fn due(&self) -> bool {
+        let (i, at) = self.state();
+        at != NEVER && i >= at
     }
 }
 
@@ -53,7 +97,7 @@ mod tests {
     #[test]
     fn table_4_1_empties_at_lookup_4() {
         let regs = [(75, 215), (90, 230), (120, 260), (230, 370)];
-        let mut a = Adapt::default();
+        let a = Adapt::default();
         let decisions: Vec<bool> = regs.iter().map(|&(s, e)| a.lookup(s, e)).collect();
         assert_eq!(decisions, [false, false, false, true]);
         let by_rule: Vec<bool> = (1..=4).map(|n| hindsight(&regs, n)).collect();
@@ -68,7 +112,7 @@ mod tests {
         for _ in 0..2_000 {
             let n = 1 + rng.below(12) as usize;
             let regs: Vec<(u64, u64)> = (0..n).map(|_| (rng.below(50), rng.below(400))).collect();
-            let mut a = Adapt::default();
+            let a = Adapt::default();
             for j in 0..n {
                 let fired = a.lookup(regs[j].0, regs[j].1);
                 assert_eq!(fired, hindsight(&regs, j + 1), "{regs:?} at {}", j + 1);

@@ -110,8 +110,8 @@ fn decode_page(pid: PageId, b: &[u8]) -> Result<(Vec<Msg>, PageId)> {
 }
 
 /// The messages of buffer page `pid` in append order, and its `prev` link.
-pub fn read_page(pager: &mut Pager, pid: PageId) -> Result<(Vec<Msg>, PageId)> {
-    pager.read(pid, |b| decode_page(pid, b))?
+pub fn read_page(pager: &Pager, pid: PageId) -> Result<(Vec<Msg>, PageId)> {
+    pager.read_shared(pid, |b| decode_page(pid, b))?
 }
 
 /// Append `msgs` (in order) to `buf` (`None`: an empty buffer of a node at `level`).
@@ -181,7 +181,7 @@ pub fn append(
 }
 
 /// The pages of `buf`, oldest first, checking the chain against the table.
-pub fn pages_oldest_first(pager: &mut Pager, buf: &Buffer) -> Result<Vec<PageId>> {
+pub fn pages_oldest_first(pager: &Pager, buf: &Buffer) -> Result<Vec<PageId>> {
     let per = per_page(pager.page_size());
     let mut out = Vec::new();
     let mut pid = buf.tail;
@@ -193,7 +193,7 @@ pub fn pages_oldest_first(pager: &mut Pager, buf: &Buffer) -> Result<Vec<PageId>
             ));
         }
         out.push(pid);
-        pid = pager.read(pid, |b| check_kind(pid, b, per).map(|_| read_u64(b, PREV)))??;
+        pid = pager.read_shared(pid, |b| check_kind(pid, b, per).map(|_| read_u64(b, PREV)))??;
     }
     if out.len() as u64 != buf.pages || out.last() != Some(&buf.head) {
         return Err(bad(
@@ -212,7 +212,7 @@ pub fn pages_oldest_first(pager: &mut Pager, buf: &Buffer) -> Result<Vec<PageId>
 }
 
 /// The newest message for `key` in `buf`, scanning newest first, and the pages scanned.
-pub fn lookup(pager: &mut Pager, buf: &Buffer, key: u64) -> Result<(Option<Msg>, u64)> {
+pub fn lookup(pager: &Pager, buf: &Buffer, key: u64) -> Result<(Option<Msg>, u64)> {
     let per = per_page(pager.page_size());
     let mut pid = buf.tail;
     let mut scanned = 0;
@@ -224,7 +224,7 @@ pub fn lookup(pager: &mut Pager, buf: &Buffer, key: u64) -> Result<(Option<Msg>,
             ));
         }
         scanned += 1;
-        let (hit, prev) = pager.read(pid, |b| {
+        let (hit, prev) = pager.read_shared(pid, |b| {
             let n = check_kind(pid, b, per)?;
             let hit = (0..n).rev().map(|i| msg_at(b, i)).find(|m| m.key == key);
             Ok::<_, Error>((hit, read_u64(b, PREV)))

@@ -96,7 +96,7 @@ impl LaTree {
                     ),
                 ));
             }
-            let pages = buffer::pages_oldest_first(&mut self.pager, &b)?;
+            let pages = buffer::pages_oldest_first(&self.pager, &b)?;
             let mut entries = 0u64;
             let mut pos = 0u64;
             for p in pages {
@@ -107,7 +107,7 @@ impl LaTree {
                 if p >= alloc.high_water() || alloc.is_free(p) {
                     return Err(bad(p, "reachable buffer page is not allocated".into()));
                 }
-                let (msgs, _) = buffer::read_page(&mut self.pager, p)?;
+                let (msgs, _) = buffer::read_page(&self.pager, p)?;
                 if msgs.is_empty() || msgs.len() > per {
                     return Err(bad(p, format!("buffer page of {} messages", msgs.len())));
                 }

@@ -36,8 +36,11 @@ impl LaTree {
         level >= 1 && (level - 1) % self.k == 0
     }
 
-    /// Append an update to the root buffer; empty it when it outgrows the maximum.
+    /// Append an update to the root buffer; empty it when it outgrows the maximum. The
+    /// emptyings lookups decided on the shared path come first, as they would have come
+    /// before this write on the serial path.
     pub(super) fn put(&mut self, key: u64, val: u64, delete: bool) -> Result<()> {
+        self.empty_deferred()?;
         self.seq += 1;
         let m = Msg {
             key,
@@ -79,7 +82,7 @@ impl LaTree {
             Cause::Overflow => self.counters.emptyings_overflow += 1,
         }
         let target = self.target_level(buf.level);
-        let pages = buffer::pages_oldest_first(&mut self.pager, &buf)?;
+        let pages = buffer::pages_oldest_first(&self.pager, &buf)?;
         let mut next = 0;
         while next < pages.len() {
             let mut chunk = Vec::new();
@@ -87,7 +90,7 @@ impl LaTree {
                 if !chunk.is_empty() && chunk.len() + self.per_page > self.sort_entries {
                     break;
                 }
-                let (msgs, _) = buffer::read_page(&mut self.pager, p)?;
+                let (msgs, _) = buffer::read_page(&self.pager, p)?;
                 self.pager.free_page(p);
                 chunk.extend(msgs);
                 next += 1;

@@ -16,7 +16,8 @@
 //! - `get` scans the buffers on the root-to-leaf path newest first, then the leaf; every
 //!   buffer it scans records an ADAPT register `(scanCost, emptyCost)`, and a buffer is
 //!   emptied after a lookup when for some earlier register `i`,
-//!   `(lookups since i) × scanCost_i > emptyCost_i` ([`adapt`]).
+//!   `(lookups since i) × scanCost_i > emptyCost_i` ([`adapt`]). (A lookup served beside
+//!   others leaves that emptying to the next write: Thread safety.)
 //! - Range scans merge the messages of the buffers on the path to a level-1 node (the
 //!   buffers whose subtrees meet its span) with the entries of its leaves ([`read`]).
 //! - `bulk_insert` into an empty tree is the B+-tree's bulk load (leaves at 0.7); otherwise
@@ -73,7 +74,9 @@
 //!   LA-tree's RAM 3/4 : 1/4): an emptying reads and sorts its buffer a sort area at a time.
 //!   The smallest budget accepted is therefore `MIN_FRAMES + 1` pages (5 pages: 80 KiB with
 //!   16 KiB pages, so the bench's 128 KiB case runs with 6 frames and a 2-page sort area).
-//! - The buffer table and its ADAPT state: about [`TABLE_ROW_BYTES`] per non-empty buffer.
+//! - The buffer table and its ADAPT state: about [`TABLE_ROW_BYTES`] per non-empty buffer
+//!   (the set of buffers due for an emptying by the next write holds at most one id per
+//!   buffer that fired since the last write).
 //! - Transient: a range step holds the messages of one level-1 node's span (bounded by the
 //!   buffers on one path) and up to 8 leaves' entries; `delete_range` holds a
 //!   batch of keys (`kit::api::DELETE_RANGE_BATCH`).
@@ -108,10 +111,41 @@
 //!   the next checkpoint (no log-structured cleaning as on raw NAND).
 //!
 //! # Thread safety
-//! Served to many threads by `kit::parallel::Parallel`: one operation at a time, reads included,
-//! since its searches go through the buffer pool's exclusive path. A flush takes its WAL ticket under the lock and syncs outside it, so
-//! concurrent flushes share one sync (group commit); a range scan's batches interleave with
-//! other threads' operations (`crate::Db`'s guarantees).
+//! Served to many threads by `kit::parallel::Parallel`. Lookups (`get`, `get_many`) and
+//! range-scan steps hold the engine's lock shared and run beside each other: each reads
+//! the nodes, buffer pages and leaves of its path through the Pager's shared path
+//! (`Pager::read_shared`: the buffer pool's latch protocol, the device's reader handles;
+//! a miss whose victim frame is dirty writes it back under the pool's mutex, as the
+//! exclusive path would) and the buffer table from memory. What a read changes is made
+//! safe so:
+//! - the `buffer_pages_scanned` counter is a relaxed atomic (exact: every read adds its
+//!   own);
+//! - a lookup's ADAPT register is recorded in its buffer's atomic state ([`adapt`]): every
+//!   lookup gets its own number and the earliest firing point only moves down, so every
+//!   register counts as in some serial order of the lookups, and a buffer once due stays
+//!   due until it is emptied;
+//! - the emptying a fired register asks for is a write, which must not run beside readers:
+//!   a lookup on the shared path notes the buffer in a small mutex-guarded set (held only
+//!   to insert, never across I/O), and the next write (`insert`, `delete` and the writes
+//!   built of them), under the exclusive lock, first empties the noted buffers that are
+//!   still due, highest level first, then settles the cascade, before appending its own
+//!   message. This departs from the serial order only in time: the buffers are emptied
+//!   before the next write instead of right after the lookup, so lookups in between still
+//!   scan them, and a phase without writes leaves them unemptied. It keeps ADAPT's policy:
+//!   the same registers decide which buffers go, and since an emptying by ADAPT changes
+//!   no contents (Durability) every answer is the serial path's. A noted buffer that was
+//!   emptied, split or merged meanwhile has fresh registers and is left alone; one that
+//!   moved to a new root is no longer found under the noted node, and is noted again by
+//!   its next lookup, since its registers still fire.
+//!
+//! The serial `get` and `scan` (on `&mut`) are the same searches and empty the fired
+//! buffers at once, as the paper does. Writes hold the lock exclusive, one at a time, and
+//! see no reader: no read meets a buffer half emptied or a node half split. A point write
+//! first reads the root buffer's newest page under the shared lock when readers hold it,
+//! so its append finds that page in the pool. A scan step descends again from its next key
+//! every time, so it never resumes from a node a write in between changed. A flush takes
+//! its WAL ticket under the lock and syncs outside it, so concurrent flushes share one
+//! sync (group commit).
 
 mod adapt;
 mod buffer;
@@ -134,9 +168,11 @@ use crate::kit::bnode::node;
 use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::Stats;
+use crate::util::sync::Mutex;
 use buffer::Buffer;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Frames the buffer pool needs at least: one page is pinned at a time; splits and merges
 /// touch a handful in turn.
@@ -168,7 +204,6 @@ struct Counters {
     redistributions: u64,
     emptyings_adapt: u64,
     emptyings_overflow: u64,
-    buffer_pages_scanned: u64,
 }
 
 /// The LA-tree engine.
@@ -196,6 +231,13 @@ pub struct LaTree {
     /// Some buffer may be over `max_buffer_pages`.
     maybe_overfull: bool,
     counters: Counters,
+    /// Buffer pages scanned by lookups and range scans (atomic: they run beside each
+    /// other).
+    scanned: AtomicU64,
+    /// Buffers whose ADAPT registers fired in lookups on the shared path, emptied by the
+    /// next write (module doc, Thread safety); a set, so that lookups of a read-only phase,
+    /// which find a due buffer due again, note it once.
+    deferred: Mutex<BTreeSet<PageId>>,
 }
 
 /// Check LA-tree options against the page size (dispatched by `engine::validate`).
@@ -264,6 +306,8 @@ impl LaTree {
             maybe_overfull: st.buffers.iter().any(|(_, b)| b.pages > o.max_buffer_pages),
             buffers: st.buffers.into_iter().collect(),
             counters: Counters::default(),
+            scanned: AtomicU64::new(0),
+            deferred: Mutex::new(BTreeSet::new()),
         }
     }
 
@@ -397,10 +441,27 @@ impl Logged for LaTree {
     }
 }
 
-/// Reads run one at a time (module doc, Thread safety).
+/// Lookups and range scans run beside each other (module doc, Thread safety).
 impl Shareable for LaTree {
-    const PARALLEL_GETS: bool = false;
-    const PARALLEL_SCANS: bool = false;
+    const PARALLEL_GETS: bool = true;
+    const PARALLEL_SCANS: bool = true;
+
+    fn get_shared(&self, key: u64) -> Result<Option<u64>> {
+        self.lookup_shared(key)
+    }
+
+    /// A point write appends its message to the root's buffer, reading its newest page
+    /// first.
+    fn prepare_write(&self, key: u64) {
+        let _ = key;
+        if let Some(b) = self.buffers.get(&self.root) {
+            let _ = self.pager.read_shared(b.tail, |_| ());
+        }
+    }
+
+    fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+        self.scan_step(cur, out)
+    }
 }
 
 impl SerialEngine for LaTree {
@@ -432,7 +493,7 @@ impl SerialEngine for LaTree {
             ("buffer_pages", buffer_pages),
             ("emptyings_adapt", c.emptyings_adapt),
             ("emptyings_overflow", c.emptyings_overflow),
-            ("buffer_pages_scanned", c.buffer_pages_scanned),
+            ("buffer_pages_scanned", self.scanned.load(Ordering::Relaxed)),
         ]);
         let mut s = self
             .pager
@@ -446,3 +507,6 @@ impl SerialEngine for LaTree {
         self.check()
     }
 }
+
+#[cfg(test)]
+mod tests;

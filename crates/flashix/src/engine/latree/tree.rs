@@ -31,13 +31,13 @@ pub(super) fn level_error(pid: PageId, found: u32, want: u32) -> Error {
 
 impl LaTree {
     /// Descend toward `k` from the root to the node at level `stop`.
-    pub(super) fn descend(&mut self, k: u64, stop: u32) -> Result<Descent> {
+    pub(super) fn descend(&self, k: u64, stop: u32) -> Result<Descent> {
         let mut path = Vec::with_capacity(self.height as usize);
         let mut pid = self.root;
         let mut hi = None;
         let mut lvl = self.height - 1;
         while lvl > stop {
-            let (kind, found, slot, child, right) = self.pager.read(pid, |b| {
+            let (kind, found, slot, child, right) = self.pager.read_shared(pid, |b| {
                 let s = node::child_slot(b, k);
                 let right = (s < node::count(b)).then(|| node::key(b, s));
                 (

@@ -1,0 +1,157 @@
+//! The shared read path beside a writer: readers on several threads (`get`, `get_many`,
+//! range scans) while one thread inserts, overwrites and deletes through the `Db`, checked
+//! against a `BTreeMap` model; and the ADAPT emptyings that lookups on the shared path
+//! decide, done by the next write.
+
+use crate::io::{MemDevice, MemVfs};
+use crate::{Db, EngineKind, LaTreeOptions, Options, Storage};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+const KEYS: u64 = 1500;
+
+/// Key `k`'s value at `version`: a read proves it saw a value written for `k`.
+fn value(k: u64, version: u64) -> u64 {
+    k * 1000 + version
+}
+
+/// Small pages and buffers, buffers at every level, ADAPT on: the writer's messages
+/// cascade and split nodes, and lookups fire registers.
+fn db() -> Db {
+    let storage = Storage {
+        device: Box::new(MemDevice::new(512)),
+        vfs: std::sync::Arc::new(MemVfs::new()),
+    };
+    let opts = Options::new(EngineKind::LaTree)
+        .page_size(512)
+        .buffer_pool_bytes(24 * 512)
+        .latree(LaTreeOptions {
+            node_bytes: 0,
+            k: 1,
+            max_buffer_pages: 4,
+            adapt: true,
+        });
+    Db::create_on(storage, opts).unwrap()
+}
+
+fn counter(db: &Db, name: &str) -> u64 {
+    db.stats().engine_counters[name]
+}
+
+fn check(fixed: &BTreeMap<u64, u64>, k: u64, got: Option<u64>) {
+    if k % 2 == 0 {
+        assert_eq!(got, fixed.get(&k).copied(), "get {k}");
+    } else if let Some(v) = got {
+        assert_eq!(v / 1000, k, "get {k}: {v}");
+    }
+}
+
+/// Even keys are written once before the readers start and never again: every read must
+/// find them exactly as the model holds them. Odd keys are the writer's: a read finds a
+/// value written for the key, or nothing. Every thread runs a bounded number of
+/// operations, so none waits for another beyond the engine's lock.
+#[test]
+fn shared_reads_beside_a_writer_answer_as_the_model() {
+    let db = db();
+    let fixed: BTreeMap<u64, u64> = (0..KEYS).map(|k| (k * 2, value(k * 2, 0))).collect();
+    // Inserted, not bulk loaded: the even keys start in the buffers as well as the leaves.
+    for (&k, &v) in &fixed {
+        db.insert(k, v).unwrap();
+    }
+    let done = AtomicBool::new(false);
+    let model = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let mut model = fixed.clone();
+            for round in 1..=3u64 {
+                for k in (1..KEYS * 2).step_by(2) {
+                    if (k / 2 + round) % 5 == 0 {
+                        db.delete(k).unwrap();
+                        model.remove(&k);
+                    } else {
+                        db.insert(k, value(k, round)).unwrap();
+                        model.insert(k, value(k, round));
+                    }
+                }
+                db.flush().unwrap();
+            }
+            done.store(true, Ordering::Release);
+            model
+        });
+        for t in 0..4u64 {
+            let (db, fixed, done) = (&db, &fixed, &done);
+            s.spawn(move || {
+                let mut rng = crate::util::Rng::new(t + 1);
+                for i in 0..3000u64 {
+                    let k = rng.below(KEYS * 2 + 10);
+                    match i % 10 {
+                        0 => {
+                            let hi = k + 60;
+                            let got: Vec<(u64, u64)> =
+                                db.range(k..hi).unwrap().map(|kv| kv.unwrap()).collect();
+                            assert!(got.windows(2).all(|w| w[0].0 < w[1].0), "{got:?}");
+                            assert!(got.iter().all(|&(k, v)| v / 1000 == k), "{got:?}");
+                            let evens: Vec<(u64, u64)> =
+                                got.iter().copied().filter(|e| e.0 % 2 == 0).collect();
+                            let want: Vec<(u64, u64)> =
+                                fixed.range(k..hi).map(|(&k, &v)| (k, v)).collect();
+                            assert_eq!(evens, want, "scan of {k}..{hi}");
+                        }
+                        1 => {
+                            let keys: Vec<u64> =
+                                (0..16).map(|j| (k + j * 37) % (KEYS * 2)).collect();
+                            let got = db.get_many(&keys).unwrap();
+                            for (&k, v) in keys.iter().zip(got) {
+                                check(fixed, k, v);
+                            }
+                        }
+                        _ => check(fixed, k, db.get(k).unwrap()),
+                    }
+                    if done.load(Ordering::Acquire) && i >= 1000 {
+                        break;
+                    }
+                }
+            });
+        }
+        writer.join().unwrap()
+    });
+    db.check_integrity().unwrap();
+    let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
+    assert_eq!(got, model);
+    for (&k, &v) in model.iter().step_by(13) {
+        assert_eq!(db.get(k).unwrap(), Some(v));
+    }
+    assert!(counter(&db, "buffer_pages_scanned") > 0);
+}
+
+/// Lookups through the `Db` run on the shared path: the buffers their registers fire for
+/// are not emptied by the lookups (which change nothing) but by the next write, and the
+/// answers stay the model's throughout.
+#[test]
+fn adapt_emptyings_decided_by_shared_lookups_wait_for_the_next_write() {
+    let db = db();
+    let mut model = BTreeMap::new();
+    for k in 0..400u64 {
+        let k = k.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 10_000;
+        db.insert(k, k + 1).unwrap();
+        model.insert(k, k + 1);
+    }
+    assert!(counter(&db, "buffer_entries") > 0);
+    let before = counter(&db, "emptyings_adapt");
+    let buffered = counter(&db, "buffer_entries");
+    // Misses scan whole buffers: enough of them fire some register.
+    for k in 0..2_000u64 {
+        let k = 10_000 + k;
+        assert_eq!(db.get(k).unwrap(), None);
+    }
+    assert_eq!(counter(&db, "emptyings_adapt"), before, "a lookup wrote");
+    assert_eq!(counter(&db, "buffer_entries"), buffered, "a lookup wrote");
+    db.insert(5, 6).unwrap();
+    model.insert(5, 6);
+    assert!(counter(&db, "emptyings_adapt") > before);
+    db.check_integrity().unwrap();
+    for (&k, &v) in &model {
+        assert_eq!(db.get(k).unwrap(), Some(v));
+    }
+    let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
+    assert_eq!(got, model);
+}
