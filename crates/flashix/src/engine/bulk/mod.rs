@@ -68,10 +68,28 @@
 //! `allocated_pages`, `free_pages`, `garbage_pages` (append-only space no longer live).
 //!
 //! # Thread safety
-//! Served to many threads by `kit::parallel::Parallel`: one operation at a time, reads included,
-//! since its searches go through the buffer pool's exclusive path. A flush takes its WAL ticket under the lock and syncs outside it, so
-//! concurrent flushes share one sync (group commit); a range scan's batches interleave with
-//! other threads' operations (`crate::Db`'s guarantees).
+//! Served to many threads by `kit::parallel::Parallel`. Reads (`get`, `get_many`, range
+//! scans) hold the engine's lock shared and run beside each other; everything else (the
+//! writes, `check_integrity`) holds it exclusive, one at a time. A read changes nothing but
+//! its counters (`point_reads`, `scan_ranges_read`: relaxed atomics, so `stats` stays
+//! exact) and the buffer pool: it reads the differential layer and the range index in
+//! memory, a search's range pages through the Pager's shared path (`Pager::read_shared`:
+//! the pool's latch protocol, the device's reader handles), and the ranges of a batched
+//! lookup or a scan past the pool (`Pager::read_run_shared`). That is safe because range
+//! pages are never changed in place nor dirty in the pool: new ranges go into fresh
+//! extents written by the writer alone, and a freed extent is reused (and its pages
+//! dropped from the pool) only after a checkpoint, under the exclusive lock; a read under
+//! the shared lock sees the range index and the differential layer of one moment between
+//! two writes.
+//!
+//! The shared reads have no psync batch: a search's binary search over a range loads the
+//! pages it visits one at a time (the serial `SerialEngine::get` through `&mut` loads the
+//! whole range in one request first), and the runs of contiguous ranges that a batched
+//! lookup or a scan batch reads, which the serial path submits as one psync batch, are read
+//! one after the other. The pages read are the same, or fewer. A flush takes its WAL ticket
+//! under the lock and syncs outside it, so concurrent flushes share one sync (group
+//! commit); a range scan's batches interleave with other threads' operations
+//! (`crate::Db`'s guarantees).
 
 mod check;
 mod index;
@@ -79,6 +97,8 @@ mod options;
 mod range;
 mod search;
 mod sweep;
+#[cfg(test)]
+mod tests;
 
 pub use options::BulkOptions;
 
@@ -93,6 +113,7 @@ use index::RangeIndex;
 use range::RangeEntry;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use sweep::{Op, SweepReport};
 
 /// Frames the engine needs at least (point searches read one range through the pool; a
@@ -128,6 +149,26 @@ struct Params {
     delta_cap: usize,
 }
 
+/// A counter that shared reads bump (relaxed: only its total is read, by `stats`).
+#[derive(Debug, Default)]
+struct Count(AtomicU64);
+
+impl Count {
+    fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl Clone for Count {
+    fn clone(&self) -> Count {
+        Count(AtomicU64::new(self.get()))
+    }
+}
+
 #[derive(Debug, Default, Clone)]
 struct Counters {
     delta_merges: u64,
@@ -141,8 +182,8 @@ struct Counters {
     range_pages_written: u64,
     neighbour_merges: u64,
     ranges_dropped: u64,
-    point_reads: u64,
-    scan_ranges_read: u64,
+    point_reads: Count,
+    scan_ranges_read: Count,
 }
 
 impl Counters {
@@ -565,10 +606,22 @@ impl Logged for BulkIndex {
     }
 }
 
-/// Reads run one at a time (module doc, Thread safety).
+/// Searches and scans run beside each other (module doc, Thread safety).
 impl Shareable for BulkIndex {
-    const PARALLEL_GETS: bool = false;
-    const PARALLEL_SCANS: bool = false;
+    const PARALLEL_GETS: bool = true;
+    const PARALLEL_SCANS: bool = true;
+
+    fn get_shared(&self, key: u64) -> Result<Option<u64>> {
+        self.lookup_shared(key)
+    }
+
+    fn get_many_shared(&self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+        self.lookup_many_shared(keys)
+    }
+
+    fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+        self.scan_batch_shared(cur, out)
+    }
 }
 
 impl SerialEngine for BulkIndex {
@@ -615,8 +668,8 @@ impl SerialEngine for BulkIndex {
             ("range_pages_written", c.range_pages_written),
             ("neighbour_merges", c.neighbour_merges),
             ("ranges_dropped", c.ranges_dropped),
-            ("point_reads", c.point_reads),
-            ("scan_ranges_read", c.scan_ranges_read),
+            ("point_reads", c.point_reads.get()),
+            ("scan_ranges_read", c.scan_ranges_read.get()),
             ("live_pages", self.live_pages()),
             ("allocated_pages", alloc.high_water()),
             ("free_pages", alloc.free_pages()),

@@ -179,8 +179,45 @@ pub fn read_ranges(
     batch: bool,
     io_unit: u64,
 ) -> Result<(Vec<Tuples>, u64)> {
+    let runs = runs_of(ranges, batch, io_unit);
+    let plain: Vec<crate::io::psync::Run> = runs.iter().map(|r| (r.0, r.1)).collect();
+    let bufs: Vec<AlignedBuf> = if batch {
+        crate::io::psync::read_runs(pager.device(), &plain, usize::MAX)?
+    } else {
+        let mut v = Vec::with_capacity(plain.len());
+        for run in &plain {
+            v.extend(crate::io::psync::read_runs(pager.device(), &[*run], 1)?);
+        }
+        v
+    };
+    let out = decode_runs(ranges, &runs, &bufs, pager.page_size())?;
+    Ok((out, runs.len() as u64))
+}
+
+/// [`read_ranges`] with `batch` from any of many reading threads at once
+/// ([`Pager::read_run_shared`]): ranges that follow each other on the device in one request
+/// as there, but the requests one after the other (the shared path has no psync batch).
+/// Range pages are never dirty in the pool and are written only by writes, which hold the
+/// engine to themselves, so reading them past the pool is safe.
+pub fn read_ranges_shared(
+    pager: &Pager,
+    ranges: &[(u64, RangeEntry)],
+    io_unit: u64,
+) -> Result<Vec<Tuples>> {
     let ps = pager.page_size();
-    // Runs of ranges: (first page, pages, ranges in it).
+    let runs = runs_of(ranges, true, io_unit);
+    let mut bufs = Vec::with_capacity(runs.len());
+    for &(start, pages, _) in &runs {
+        let mut buf = AlignedBuf::zeroed(pages as usize * ps);
+        pager.read_run_shared(start, &mut buf)?;
+        bufs.push(buf);
+    }
+    decode_runs(ranges, &runs, &bufs, ps)
+}
+
+/// Runs of `ranges` to read: (first page, pages, ranges in it); with `batch`, ranges that
+/// follow each other on the device share a run of at most `io_unit` pages.
+fn runs_of(ranges: &[(u64, RangeEntry)], batch: bool, io_unit: u64) -> Vec<(PageId, u64, usize)> {
     let mut runs: Vec<(PageId, u64, usize)> = Vec::new();
     for (_, e) in ranges {
         let pages = u64::from(e.pages);
@@ -192,19 +229,19 @@ pub fn read_ranges(
             _ => runs.push((e.start, pages, 1)),
         }
     }
-    let plain: Vec<crate::io::psync::Run> = runs.iter().map(|r| (r.0, r.1)).collect();
-    let bufs: Vec<AlignedBuf> = if batch {
-        crate::io::psync::read_runs(pager.device(), &plain, usize::MAX)?
-    } else {
-        let mut v = Vec::with_capacity(plain.len());
-        for run in &plain {
-            v.extend(crate::io::psync::read_runs(pager.device(), &[*run], 1)?);
-        }
-        v
-    };
+    runs
+}
+
+/// The tuples of each of `ranges`, decoded from the buffers of their `runs`.
+fn decode_runs(
+    ranges: &[(u64, RangeEntry)],
+    runs: &[(PageId, u64, usize)],
+    bufs: &[AlignedBuf],
+    ps: usize,
+) -> Result<Vec<Tuples>> {
     let mut out = Vec::with_capacity(ranges.len());
     let mut it = ranges.iter();
-    for (run, buf) in runs.iter().zip(&bufs) {
+    for (run, buf) in runs.iter().zip(bufs) {
         let mut off = 0usize;
         for _ in 0..run.2 {
             let Some((k1, e)) = it.next() else { break };
@@ -215,7 +252,7 @@ pub fn read_ranges(
             out.push(tuples);
         }
     }
-    Ok((out, runs.len() as u64))
+    Ok(out)
 }
 
 /// Packs new ranges into writes of at most `io_unit` pages (one range alone when it is

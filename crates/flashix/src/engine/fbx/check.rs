@@ -108,7 +108,7 @@ impl Fbx {
             }
         }
         for span in &leaves {
-            let meta = self.leaves[&span.id];
+            let meta = self.leaves[&span.id].clone();
             let list = self.ntt.list(span.id).to_vec();
             if meta.compact {
                 let mut units = Vec::new();

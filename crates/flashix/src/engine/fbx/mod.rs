@@ -21,7 +21,8 @@
 //!   ([`crate::cost::logclean`],
 //!   §4.4: naive threshold, Longer-Than-Next, Accumulate-and-Clean) may decide to **clean**
 //!   the leaf: it is written as one compact page (a `Reset` unit then its entries), which
-//!   replaces its list (length 1) and goes to the buffer pool;
+//!   replaces its list (length 1) and goes to the buffer pool (after a search that ran
+//!   beside other readers, by the next write: Thread safety);
 //! - **range queries** are Algorithm 1 (§4.3): the leaves of every requested key range are
 //!   collected from the inner nodes, the union of their log lists is read, each page once,
 //!   and the entries are handed to their leaves (`Engine::scan_many`, which
@@ -97,7 +98,8 @@
 //! # Memory
 //! The buffer pool gets the budget less the log buffer (`log_buffer_pages` pages, reserved).
 //! Besides them: the NTT (the log lists and per-leaf metadata: exact, pending, clean state;
-//! an address per inner node) and the segment table. The paper
+//! an address per inner node), the segment table and the set of deferred cleans (a leaf
+//! id each, at most `DEFERRED_CLEANS`). The paper
 //! counts 14 bytes per node (§5, without the lists); `Stats` reports both figures
 //! (`ntt_bytes`, `ntt_paper_bytes`). These tables are charged to the budget: after every
 //! update the pool gets the budget less the log buffer (with its map of homes) less the tables
@@ -106,10 +108,44 @@
 //! 4 frames).
 //!
 //! # Thread safety
-//! Served to many threads by `kit::parallel::Parallel`: one operation at a time, reads included,
-//! since a query may clean log lists (writes) and loads pages through the buffer pool's exclusive path. A flush takes its WAL ticket under the lock and syncs outside it, so
-//! concurrent flushes share one sync (group commit); a range scan's batches interleave with
-//! other threads' operations (`crate::Db`'s guarantees).
+//! Served to many threads by `kit::parallel::Parallel`. **Point searches** (`get`,
+//! `get_many`) hold the engine's lock shared and run beside each other: the descent reads
+//! inner nodes and the rebuild reads the leaf's log pages through the Pager's shared path
+//! (`Pager::read_shared`: the buffer pool's latch protocol, the device's reader handles),
+//! and the leaf's buffered entries are read from the log buffer in memory. Nothing they
+//! read changes under the shared lock: every write (which is what appends to the log
+//! buffer, the NTT and the file) holds the lock exclusive. The counters a read bumps are
+//! relaxed atomics, so `stats` stays exact. An insert or delete descends under the shared
+//! lock first (`prepare_write`), so that its inner nodes are in the pool when it runs.
+//!
+//! A search's **clean** (§4.4) is a write, so a shared search does not make it: it applies
+//! the policy to the leaf's state in place (a compare-and-swap on the per-leaf state, so
+//! concurrent reads of one leaf each count, in some order), and when the policy asks for a
+//! clean it flags the leaf and notes it in a small mutex-guarded set (at most
+//! `DEFERRED_CLEANS` leaves, each once; the lock is held only to note it). The next
+//! operation under the exclusive lock that changes the index or makes it durable (an
+//! update, a bulk load, a flush, a checkpoint, a serial read) first writes every noted
+//! clean: it rebuilds the leaf (its pages were just read, so usually from the pool) and
+//! writes it as one compact page with the state the policy left. How this departs from the
+//! serial order: a clean is made when the next write comes instead of right after the read
+//! that decided it, and reads of the leaf in between read its list as it was, not the one
+//! compact page. Why it keeps §4.4's policy: the decisions are the same (each read feeds
+//! `CleanPolicy::after_read` with the list length the serial order would have shown it:
+//! one page once a clean is decided), and so are the lists every write, range query or
+//! checkpoint sees, since no list changes between two writes but by a clean. One
+//! exception, bounded: while `DEFERRED_CLEANS` leaves wait (reads of that many distinct
+//! leaves deciding a clean with no write in between), a read that would decide another is
+//! not counted at all, and a later read of that leaf decides again. The counter `cleans`
+//! counts decisions that write a page (as serially); `clean_pages` the pages written.
+//!
+//! **Range queries** (`scan`, `range_many`) hold the lock exclusive and run one at a time,
+//! with the clean policy applied at once: Algorithm 1 reads the union of a query's log
+//! pages in batches of the device, which the pool's shared path (one page per request) has
+//! no form of. The serial `SerialEngine::get` (through `&mut`) makes the noted cleans
+//! first, then cleans at once as the paper does. `estimate_count` (exclusive) reads the
+//! leaves' metadata as it is: a clean still waiting would only tighten its bound. A flush takes its WAL ticket under the
+//! lock and syncs outside it, so concurrent flushes share one sync (group commit); a range
+//! scan's batches interleave with other threads' operations (`crate::Db`'s guarantees).
 
 mod check;
 mod logbuf;
@@ -117,6 +153,8 @@ mod options;
 mod read;
 mod snapshot;
 mod space;
+#[cfg(test)]
+mod tests;
 mod tree;
 
 pub use crate::cost::logclean::CleanPolicy;
@@ -126,7 +164,7 @@ use self::logbuf::LogBuffer;
 use self::space::Space;
 use crate::cost::logclean::CleanState;
 use crate::durable::Manifest;
-use crate::durable::{logged_engine_methods, Logged};
+use crate::durable::{FlushTicket, Logged, LogicalOp};
 use crate::durable::{Pager, Store};
 use crate::error::{Error, Result};
 use crate::io::{IoReq, PageId, Storage};
@@ -135,8 +173,10 @@ use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
 use crate::kit::ntt::{unit, Node, Ntt};
 use crate::settings::Settings;
 use crate::stats::{counters, Stats};
+use crate::util::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Frames the pool needs at least: a descent holds one page at a time.
 const MIN_FRAMES: usize = 4;
@@ -250,34 +290,115 @@ pub fn validate(s: &Settings, o: &FbxOptions) -> Result<()> {
 }
 
 /// What the NTT keeps per leaf besides its log list.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct LeafMeta {
     /// Entries at the last rebuild.
     pub exact: u32,
     /// Log entries appended since (inserts and tombstones).
     pub pending: u32,
     /// The clean policy's state (§4.4's `acc`; §5's "read count").
-    pub clean: CleanState,
+    pub clean: LeafClean,
     /// The list is one compact page (nothing to clean).
     pub compact: bool,
 }
+
+/// The flag of [`LeafClean`]: a clean waits in [`Fbx::deferred`].
+const CLEAN_DUE: u64 = 1 << 63;
+
+/// A leaf's clean-policy state ([`CleanState::acc`]) in a form that shared reads update
+/// (compare-and-swap: each read applies the policy to the state the previous one left),
+/// and one flag, set when a shared read's policy decision asked for a clean that waits for
+/// the next write in [`Fbx::deferred`] (module doc, Thread safety). The accumulator of
+/// every policy stays far below the flag (a saved one that does not is cut to fit).
+#[derive(Debug, Default)]
+pub(crate) struct LeafClean(AtomicU64);
+
+impl LeafClean {
+    pub fn new(st: CleanState) -> LeafClean {
+        LeafClean(AtomicU64::new(st.acc.min(CLEAN_DUE - 1)))
+    }
+
+    /// The policy's state (a deferred clean's post-clean state when one waits).
+    pub fn state(&self) -> CleanState {
+        CleanState {
+            acc: self.0.load(Ordering::Relaxed) & !CLEAN_DUE,
+        }
+    }
+
+    /// True when a clean of the leaf waits in [`Fbx::deferred`].
+    pub fn due(&self) -> bool {
+        self.0.load(Ordering::Relaxed) & CLEAN_DUE != 0
+    }
+
+    /// Set the state, with no clean waiting (a write's, under `&mut`).
+    pub fn set(&mut self, st: CleanState) {
+        *self.0.get_mut() = st.acc.min(CLEAN_DUE - 1);
+    }
+
+    /// A new node's state ([`CleanPolicy::reset`]), with no clean waiting.
+    pub fn reset(&mut self) {
+        let mut st = self.state();
+        CleanPolicy::reset(&mut st);
+        self.set(st);
+    }
+}
+
+impl Clone for LeafClean {
+    fn clone(&self) -> LeafClean {
+        LeafClean(AtomicU64::new(self.0.load(Ordering::Relaxed)))
+    }
+}
+
+impl PartialEq for LeafClean {
+    fn eq(&self, other: &LeafClean) -> bool {
+        self.0.load(Ordering::Relaxed) == other.0.load(Ordering::Relaxed)
+    }
+}
+
+impl Eq for LeafClean {}
+
+/// A counter that shared reads bump (relaxed: only its total is read, by `stats`).
+#[derive(Debug, Default)]
+pub(crate) struct Count(AtomicU64);
+
+impl Count {
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl Clone for Count {
+    fn clone(&self) -> Count {
+        Count(AtomicU64::new(self.get()))
+    }
+}
+
+/// Leaves whose cleans wait for the next write at most ([`Fbx::deferred`]).
+pub(crate) const DEFERRED_CLEANS: usize = 64;
 
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Counters {
     log_entries: u64,
     log_pages_flushed: u64,
-    leaf_rebuilds: u64,
-    leaf_rebuild_pages: u64,
-    query_rebuilds: u64,
+    leaf_rebuilds: Count,
+    leaf_rebuild_pages: Count,
+    query_rebuilds: Count,
     reorganizations: u64,
-    cleans: u64,
+    /// Cleans the policy decided that write a page (a shared read's is written by the
+    /// next write, [`Fbx::deferred`]).
+    cleans: Count,
+    /// Compact pages those cleans wrote.
     clean_pages: u64,
     inner_appends: u64,
     leaf_splits: u64,
     inner_splits: u64,
-    range_leaves: u64,
-    range_list_pages: u64,
-    range_pages_read: u64,
+    range_leaves: Count,
+    range_list_pages: Count,
+    range_pages_read: Count,
     segments_cleaned: u64,
     segment_pages_moved: u64,
     snapshot_pages: u64,
@@ -324,6 +445,11 @@ pub struct Fbx {
     snapshot_bytes: u64,
     /// Snapshot pages the checkpoint being taken replaces: dead once it is durable.
     retired: Vec<PageId>,
+    /// Leaves whose clean a shared read's policy decision asked for (their
+    /// [`LeafClean::due`] is set), at most [`DEFERRED_CLEANS`], each once: the next write
+    /// (or flush, or checkpoint) writes them ([`Fbx::run_deferred_cleans`]). Locked by
+    /// readers only for the in-memory step of noting one.
+    deferred: Mutex<Vec<u64>>,
     counters: Counters,
 }
 
@@ -373,7 +499,7 @@ impl Fbx {
             // the last clean for the naive method, accumulated pages for AC and LTN): an
             // index reopened with another policy starts every leaf afresh.
             for m in t.leaves.values_mut() {
-                CleanPolicy::reset(&mut m.clean);
+                m.clean.reset();
             }
         }
         t.charge_tables()?;
@@ -406,6 +532,7 @@ impl Fbx {
             snapshot: Vec::new(),
             snapshot_bytes: 0,
             retired: Vec::new(),
+            deferred: Mutex::new(Vec::with_capacity(DEFERRED_CLEANS)),
             counters: Counters::default(),
         }
     }
@@ -499,7 +626,7 @@ impl Fbx {
         let mut leaves: Vec<(u64, LeafMeta, Vec<PageId>)> = self
             .leaves
             .iter()
-            .map(|(&id, &m)| (id, m, self.ntt.list(id).to_vec()))
+            .map(|(&id, m)| (id, m.clone(), self.ntt.list(id).to_vec()))
             .collect();
         leaves.sort_unstable_by_key(|x| x.0);
         let mut inner: Vec<(u64, PageId)> = self.inner.iter().map(|(&i, &p)| (i, p)).collect();
@@ -545,7 +672,7 @@ impl Fbx {
         self.logbuf.memory_bytes()
             + self.ntt_bytes()
             + self.space.memory_bytes()
-            + 8 * (self.snapshot.capacity() + self.retired.capacity()) as u64
+            + 8 * (self.snapshot.capacity() + self.retired.capacity() + DEFERRED_CLEANS) as u64
     }
 
     /// Give the pool what the log buffer and the tables leave of the budget (Memory).
@@ -581,8 +708,9 @@ impl Logged for Fbx {
         freed >= 4 * self.space.seg_pages() && 2 * freed >= self.space.live_pages()
     }
 
-    /// Append the log buffer's pages, then the NTT snapshot.
+    /// Write the deferred cleans, append the log buffer's pages, then the NTT snapshot.
     fn before_checkpoint(&mut self) -> Result<()> {
+        self.run_deferred_cleans()?;
         self.flush_log_buffer()?;
         self.write_snapshot()
     }
@@ -621,18 +749,65 @@ impl Logged for Fbx {
     }
 
     fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        self.run_deferred_cleans()?;
         self.bulk_load(sorted)
     }
 }
 
-/// Reads run one at a time (module doc, Thread safety).
+/// Point searches run beside each other; range queries one at a time (module doc, Thread
+/// safety).
 impl Shareable for Fbx {
-    const PARALLEL_GETS: bool = false;
+    const PARALLEL_GETS: bool = true;
+    /// Algorithm 1 reads the union of a query's log pages in one batch of the device, which
+    /// the pool's shared path has no form of: shared, a query of many leaves would read
+    /// them one request at a time.
     const PARALLEL_SCANS: bool = false;
+
+    fn get_shared(&self, key: u64) -> Result<Option<u64>> {
+        self.search_shared(key)
+    }
+
+    /// An insert or delete descends to the leaf's parent and reads no leaf (§4.1).
+    fn prepare_write(&self, key: u64) {
+        let _ = self.descend(key);
+    }
 }
 
 impl SerialEngine for Fbx {
-    logged_engine_methods!();
+    // `logged_engine_methods!`, with a flush that first writes the deferred cleans.
+    fn insert(&mut self, key: u64, value: u64) -> Result<()> {
+        self.logged(LogicalOp::Insert(key, value))
+    }
+
+    fn delete(&mut self, key: u64) -> Result<()> {
+        if !self.delete_needed(key)? {
+            return Ok(());
+        }
+        self.logged(LogicalOp::Delete(key))
+    }
+
+    fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        self.bulk_logged(sorted)
+    }
+
+    fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
+        self.logged(LogicalOp::DeleteRange(lo, hi))
+    }
+
+    fn apply_batch(&mut self, ops: &[LogicalOp]) -> Result<()> {
+        self.logged(LogicalOp::Batch(ops.to_vec()))
+    }
+
+    /// The deferred cleans are written here too, so that a run of reads and flushes with
+    /// no other write still gets them (they need no WAL record: a clean changes no entry).
+    fn flush_ticket(&mut self) -> Result<Option<FlushTicket>> {
+        self.run_deferred_cleans()?;
+        self.log().prepare_flush()
+    }
+
+    fn close(&mut self) -> Result<()> {
+        self.checkpoint()
+    }
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {
         self.search(key)
@@ -664,23 +839,25 @@ impl SerialEngine for Fbx {
             ("log_entries", c.log_entries),
             ("buffered_entries", self.logbuf.len() as u64),
             ("log_pages_flushed", c.log_pages_flushed),
-            ("leaf_rebuilds", c.leaf_rebuilds),
-            ("leaf_rebuild_pages", c.leaf_rebuild_pages),
-            ("query_rebuilds", c.query_rebuilds),
+            ("leaf_rebuilds", c.leaf_rebuilds.get()),
+            ("leaf_rebuild_pages", c.leaf_rebuild_pages.get()),
+            ("query_rebuilds", c.query_rebuilds.get()),
             ("reorganizations", c.reorganizations),
-            ("cleans", c.cleans),
+            ("cleans", c.cleans.get()),
             ("clean_pages", c.clean_pages),
             ("inner_appends", c.inner_appends),
             ("leaf_splits", c.leaf_splits),
             ("inner_splits", c.inner_splits),
             ("log_list_len_sum", sum),
             ("log_list_len_max", max),
-            ("range_leaves", c.range_leaves),
-            ("range_list_pages", c.range_list_pages),
-            ("range_pages_read", c.range_pages_read),
+            ("range_leaves", c.range_leaves.get()),
+            ("range_list_pages", c.range_list_pages.get()),
+            ("range_pages_read", c.range_pages_read.get()),
             (
                 "range_pages_saved",
-                c.range_list_pages.saturating_sub(c.range_pages_read),
+                c.range_list_pages
+                    .get()
+                    .saturating_sub(c.range_pages_read.get()),
             ),
             ("live_pages", self.space.live_pages()),
             ("freed_pages_pending", self.space.freed_pages()),

@@ -12,7 +12,7 @@
 //! count against the bytes left, so a damaged header cannot make it allocate more than the
 //! stream justifies.
 
-use super::LeafMeta;
+use super::{LeafClean, LeafMeta};
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::page::{self, DATA_FILE};
@@ -41,7 +41,7 @@ pub(crate) fn encode(s: &Snapshot) -> Vec<u8> {
         out.extend_from_slice(&id.to_le_bytes());
         out.extend_from_slice(&m.exact.to_le_bytes());
         out.extend_from_slice(&m.pending.to_le_bytes());
-        out.extend_from_slice(&m.clean.acc.to_le_bytes());
+        out.extend_from_slice(&m.clean.state().acc.to_le_bytes());
         out.push(u8::from(m.compact));
         out.extend_from_slice(&(pages.len() as u32).to_le_bytes());
         for p in pages {
@@ -168,7 +168,7 @@ pub(crate) fn decode(b: &[u8]) -> Result<Snapshot> {
         let meta = LeafMeta {
             exact,
             pending,
-            clean: crate::cost::logclean::CleanState { acc },
+            clean: LeafClean::new(crate::cost::logclean::CleanState { acc }),
             compact,
         };
         s.leaves.push((id, meta, pages));
@@ -198,7 +198,7 @@ mod tests {
                     LeafMeta {
                         exact: 3,
                         pending: 2,
-                        clean: crate::cost::logclean::CleanState { acc: 9 },
+                        clean: LeafClean::new(crate::cost::logclean::CleanState { acc: 9 }),
                         compact: false,
                     },
                     vec![10, 12],

@@ -25,15 +25,16 @@ pub(crate) struct Path {
 const BULK_FILL: f64 = 0.7;
 
 impl Fbx {
-    /// Inner node `id`, read through the buffer pool (state BLOCK or IN_MEM).
-    pub(crate) fn inner_node(&mut self, id: u64) -> Result<Node> {
+    /// Inner node `id`, read through the buffer pool (state BLOCK or IN_MEM), from any of
+    /// many reading threads (the pool's shared path).
+    pub(crate) fn inner_node(&self, id: u64) -> Result<Node> {
         let pid = *self.inner.get(&id).ok_or_else(|| {
             Error::corruption(DATA_FILE, None, format!("inner node {id} has no address"))
         })?;
         let mut units = Vec::new();
         let n = self
             .pager
-            .read(pid, |b| unit::collect(b, pid, id, &mut units))??;
+            .read_shared(pid, |b| unit::collect(b, pid, id, &mut units))??;
         if n == 0 || !matches!(units.first(), Some(Unit::Reset { .. })) {
             return Err(Error::corruption(
                 DATA_FILE,
@@ -57,7 +58,7 @@ impl Fbx {
 
     /// Descend from the root to the parent of `key`'s leaf (§4.1: "searches the tree from
     /// the root to the parent of the leaf").
-    pub(crate) fn descend(&mut self, key: u64) -> Result<Path> {
+    pub(crate) fn descend(&self, key: u64) -> Result<Path> {
         let mut path = Path {
             inner: Vec::with_capacity(self.height as usize),
             leaf: self.root,
@@ -95,6 +96,8 @@ impl Fbx {
     /// An insert or delete: a log entry for `key`'s leaf, which is not read (§4.1); or, in
     /// the Sequential B-Tree mode (§3.1), the leaf rewritten whole.
     pub(crate) fn update(&mut self, key: u64, u: Unit) -> Result<()> {
+        // The cleans shared reads asked for come first, as they would have serially.
+        self.run_deferred_cleans()?;
         let path = self.descend(key)?;
         let leaf = path.leaf;
         self.counters.log_entries += 1;
@@ -164,13 +167,22 @@ impl Fbx {
     /// Leaf `leaf` rebuilt (§4.3): its log list's pages (one batched read of those not in
     /// the pool), then its buffered entries, applied in order.
     pub(crate) fn rebuild(&mut self, leaf: u64) -> Result<Node> {
-        let list = self.ntt.list(leaf).to_vec();
-        self.prefetch(&list)?;
+        if self.ntt.list(leaf).len() >= 2 {
+            let list = self.ntt.list(leaf).to_vec();
+            self.prefetch(&list)?;
+        }
+        self.rebuild_shared(leaf)
+    }
+
+    /// [`Fbx::rebuild`] from any of many reading threads: the pages of the list one after
+    /// the other through the pool's shared path (which has no batched read).
+    pub(crate) fn rebuild_shared(&self, leaf: u64) -> Result<Node> {
+        let list = self.ntt.list(leaf);
         let mut units = Vec::new();
-        for &pid in &list {
+        for &pid in list {
             let n = self
                 .pager
-                .read(pid, |b| unit::collect(b, pid, leaf, &mut units))??;
+                .read_shared(pid, |b| unit::collect(b, pid, leaf, &mut units))??;
             if n == 0 {
                 return Err(Error::corruption(
                     DATA_FILE,
@@ -180,8 +192,8 @@ impl Fbx {
             }
         }
         units.extend_from_slice(self.logbuf.units(leaf));
-        self.counters.leaf_rebuilds += 1;
-        self.counters.leaf_rebuild_pages += list.len() as u64;
+        self.counters.leaf_rebuilds.add(1);
+        self.counters.leaf_rebuild_pages.add(list.len() as u64);
         leaf_of(leaf, units, list.first().copied())
     }
 
@@ -246,7 +258,7 @@ impl Fbx {
         m.exact = entries as u32;
         m.pending = 0;
         m.compact = true;
-        crate::cost::logclean::CleanPolicy::reset(&mut m.clean);
+        m.clean.reset();
     }
 
     /// Write inner node `id` whole at the head and repoint the NTT; its old page dies.

@@ -1,0 +1,198 @@
+//! The shared path (module doc, Thread safety): searches beside each other and beside a
+//! writer answer as the model does, and the cleans they decide wait for the next write.
+
+use super::{CleanPolicy, FbxOptions, DEFERRED_CLEANS};
+use crate::{Db, DeviceSpec, EngineKind, Options};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+fn counter(db: &Db, name: &str) -> u64 {
+    db.stats().engine_counters[name]
+}
+
+/// Short log lists on many log pages, cleaned often: one log-buffer page, no clustering.
+fn options(clean: CleanPolicy, device: DeviceSpec) -> Options {
+    Options::new(EngineKind::Fbx)
+        .page_size(512)
+        .buffer_pool_bytes(24 * 512)
+        .device(device)
+        .fbx(FbxOptions {
+            log_buffer_pages: Some(1),
+            cluster_bits: 0,
+            clean,
+            ..FbxOptions::default()
+        })
+}
+
+/// A value written to `k` (its key part proves a read saw a value of `k`).
+fn value(k: u64, version: u64) -> u64 {
+    k * 1000 + version
+}
+
+/// Six readers (gets, get_many, a scan now and then) beside a writer that overwrites and
+/// deletes the odd keys between the even ones, which a bulk load wrote and nothing
+/// changes: every even key reads as the model says, every odd one as a value of its own
+/// or nothing. The readers' cleans are all written by the end, and the index checks.
+fn readers_beside_a_writer(device: DeviceSpec) {
+    const KEYS: u64 = 1500;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::create(
+        dir.path().join("ix"),
+        options(CleanPolicy::Naive { k: 1 }, device),
+    )
+    .unwrap();
+    let mut model: BTreeMap<u64, u64> = (0..KEYS).map(|k| (k * 2, value(k * 2, 0))).collect();
+    let pairs: Vec<(u64, u64)> = model.iter().map(|(&k, &v)| (k, v)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    let stable = model.clone();
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let mut model = BTreeMap::new();
+            for round in 1..=3u64 {
+                for k in (1..KEYS * 2).step_by(6) {
+                    db.insert(k, value(k, round)).unwrap();
+                    model.insert(k, value(k, round));
+                }
+                for k in (1..KEYS * 2).step_by(14) {
+                    db.delete(k).unwrap();
+                    model.remove(&k);
+                }
+                db.flush().unwrap();
+            }
+            done.store(true, Ordering::Release);
+            model
+        });
+        for t in 0..6u64 {
+            let (db, done, stable) = (&db, &done, &stable);
+            s.spawn(move || {
+                let mut i = t + 1;
+                let mut reads = 0u64;
+                // Bounded: the writer's work is finite; at least a few hundred reads each.
+                while !done.load(Ordering::Acquire) || reads < 300 {
+                    reads += 1;
+                    i = i
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let k = (i >> 33) % (KEYS * 2);
+                    let got = db.get(k).unwrap();
+                    if k % 2 == 0 {
+                        assert_eq!(got, stable.get(&k).copied(), "get({k})");
+                    } else if let Some(v) = got {
+                        assert_eq!(v / 1000, k, "get({k}) = {v}: not a value of {k}");
+                    }
+                    let keys = [k, k + 1, k / 2 * 2];
+                    for (&k, v) in keys.iter().zip(db.get_many(&keys).unwrap()) {
+                        if k % 2 == 0 {
+                            assert_eq!(v, stable.get(&k).copied(), "get_many({k})");
+                        } else {
+                            assert!(v.map_or(true, |v| v / 1000 == k), "get_many({k}) = {v:?}");
+                        }
+                    }
+                    if reads % 50 == 0 {
+                        let evens = db
+                            .range(k..k + 40)
+                            .unwrap()
+                            .map(|kv| kv.unwrap())
+                            .filter(|kv| kv.0 % 2 == 0)
+                            .collect::<Vec<_>>();
+                        let want: Vec<(u64, u64)> =
+                            stable.range(k..k + 40).map(|(&k, &v)| (k, v)).collect();
+                        assert_eq!(evens, want, "scan from {k}");
+                    }
+                }
+            });
+        }
+        model.extend(writer.join().unwrap());
+    });
+    for k in 0..KEYS * 2 {
+        assert_eq!(db.get(k).unwrap(), model.get(&k).copied(), "key {k}");
+    }
+    let all: Vec<(u64, u64)> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
+    assert_eq!(all, model.into_iter().collect::<Vec<_>>());
+    // Every clean decided has been written once the flush ran the waiting ones.
+    db.flush().unwrap();
+    let (cleans, pages) = (counter(&db, "cleans"), counter(&db, "clean_pages"));
+    assert!(cleans > 0, "no clean: the test proves nothing");
+    assert_eq!(cleans, pages, "cleans decided vs compact pages written");
+    db.check_integrity().unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+fn shared_searches_beside_a_writer_in_memory() {
+    readers_beside_a_writer(DeviceSpec::Memory);
+}
+
+#[test]
+fn shared_searches_beside_a_writer_on_a_file() {
+    readers_beside_a_writer(DeviceSpec::File { direct_io: false });
+}
+
+/// An index whose `leaves` leaves each have a log list of its own pages (a key inserted
+/// into each, one log-buffer page flushed in between), on memory.
+fn leaves_with_logs(clean: CleanPolicy, leaves: u64) -> (Db, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::create(
+        dir.path().join("ix"),
+        options(clean, DeviceSpec::Memory).buffer_pool_bytes(256 * 512),
+    )
+    .unwrap();
+    // Bulk-loaded leaves of 18 keys (70% of the order 27 of 512-byte pages).
+    let pairs: Vec<(u64, u64)> = (0..leaves * 18).map(|k| (k * 10, k)).collect();
+    db.bulk_insert(&pairs).unwrap();
+    for round in 0..2 {
+        for l in 0..leaves {
+            db.insert(l * 180 + 1 + round, round).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    (db, dir)
+}
+
+/// A search beside other readers does not write: the clean its policy decides waits, is
+/// decided once however often the leaf is read meanwhile, and is written by the next
+/// write, after which the leaf is one compact page.
+#[test]
+fn a_shared_search_leaves_its_clean_to_the_next_write() {
+    let (db, _dir) = leaves_with_logs(CleanPolicy::Naive { k: 1 }, 40);
+    let (c0, p0) = (counter(&db, "cleans"), counter(&db, "clean_pages"));
+    let writes0 = db.stats().device.writes;
+    for _ in 0..6 {
+        assert_eq!(db.get(1800 + 1).unwrap(), Some(0));
+    }
+    assert_eq!(counter(&db, "cleans"), c0 + 1);
+    assert_eq!(counter(&db, "clean_pages"), p0);
+    assert_eq!(db.stats().device.writes, writes0, "a read wrote");
+    db.insert(5, 5).unwrap();
+    assert_eq!(counter(&db, "clean_pages"), p0 + 1);
+    assert_eq!(counter(&db, "cleans"), c0 + 1);
+    assert_eq!(db.get(1800 + 2).unwrap(), Some(1));
+    db.check_integrity().unwrap();
+}
+
+/// At most `DEFERRED_CLEANS` cleans wait: reads of more leaves deciding one are not
+/// counted until a write has made room, and a later read decides again.
+#[test]
+fn at_most_a_bounded_set_of_cleans_waits() {
+    let leaves = DEFERRED_CLEANS as u64 + 20;
+    let (db, _dir) = leaves_with_logs(CleanPolicy::Naive { k: 1 }, leaves);
+    let (c0, p0) = (counter(&db, "cleans"), counter(&db, "clean_pages"));
+    let read_all = |db: &Db| {
+        for l in 0..leaves {
+            for _ in 0..2 {
+                assert_eq!(db.get(l * 180 + 1).unwrap(), Some(0));
+            }
+        }
+    };
+    read_all(&db);
+    assert_eq!(counter(&db, "cleans"), c0 + DEFERRED_CLEANS as u64);
+    db.flush().unwrap();
+    assert_eq!(counter(&db, "clean_pages"), p0 + DEFERRED_CLEANS as u64);
+    // The leaves left out decide now; the cleaned ones are compact and write nothing.
+    read_all(&db);
+    db.flush().unwrap();
+    assert_eq!(counter(&db, "cleans"), c0 + leaves);
+    assert_eq!(counter(&db, "clean_pages"), p0 + leaves);
+    db.check_integrity().unwrap();
+}
