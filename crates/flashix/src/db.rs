@@ -397,6 +397,30 @@ impl Db {
         self.usable()?;
         self.engine.check_integrity()
     }
+
+    /// Run `f` beside another thread that holds the engine's lock shared for the whole of
+    /// it, as a reader does: what `f`'s reads defer for lack of a free lock stays deferred.
+    #[cfg(test)]
+    pub(crate) fn beside_a_reader<T>(&self, f: impl FnOnce() -> T) -> T {
+        use std::sync::mpsc::channel;
+        use std::time::Duration;
+        let (held_tx, held_rx) = channel();
+        let (done_tx, done_rx) = channel::<()>();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                self.engine.with_shared_lock(&mut || {
+                    let _ = held_tx.send(());
+                    let _ = done_rx.recv_timeout(Duration::from_secs(60));
+                })
+            });
+            held_rx
+                .recv_timeout(Duration::from_secs(60))
+                .expect("the reader took the lock");
+            let out = f();
+            let _ = done_tx.send(());
+            out
+        })
+    }
 }
 
 impl Drop for Db {

@@ -153,6 +153,12 @@ pub trait Engine: Send + Sync {
     fn stats(&self) -> Stats;
     /// Check the engine's documented invariants.
     fn check_integrity(&self) -> Result<()>;
+    /// Run `f` while this thread holds the engine's lock shared, as a reader does (tests of
+    /// what an engine defers while other threads read). By default just `f`.
+    #[cfg(test)]
+    fn with_shared_lock(&self, f: &mut dyn FnMut()) {
+        f()
+    }
 }
 
 /// An engine one thread at a time drives (`&mut self`). Engines log their operations in
@@ -247,6 +253,18 @@ pub trait Shareable: SerialEngine + Sync {
     /// default nothing.
     fn prepare_write(&self, key: u64) {
         let _ = key;
+    }
+    /// A shared read decided on work it could not do on `&self` — a step of the paper's
+    /// algorithm that writes, such as an LA-tree buffer emptying or an FBX-tree clean after
+    /// a read — and noted it for [`Shareable::run_deferred`]. By default never.
+    fn has_deferred(&self) -> bool {
+        false
+    }
+    /// Do the work shared reads deferred, under the exclusive lock, as a write: right after
+    /// the read when the lock is free (so that one thread sees the paper's order), else
+    /// by the engine's next write. By default nothing.
+    fn run_deferred(&mut self) -> Result<()> {
+        Ok(())
     }
     /// [`SerialEngine::scan`] on `&self` (called only when [`Shareable::PARALLEL_SCANS`]).
     fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {

@@ -22,6 +22,11 @@
 //! hand-off of a full buffer to the file, and a checkpoint (write-back of the dirty pages,
 //! a device sync, the manifest switch).
 //!
+//! A read that decides on work it cannot do on `&self` (an engine whose paper writes on a
+//! read: the LA-tree's buffer emptyings, the FBX-tree's cleans) notes it
+//! ([`Shareable::has_deferred`]); the read then runs it as a write right after, if the lock
+//! is free, else the engine's next write does.
+//!
 //! Two things run outside the lock:
 //! - the WAL sync of a flush: a flush takes its ticket under the exclusive lock and waits
 //!   on it after releasing it, so writers go on while it syncs and concurrent flushes share
@@ -95,11 +100,34 @@ impl<E: Shareable> Parallel<E> {
         r
     }
 
-    /// Run a read under the shared lock.
+    /// Run a read under the shared lock, then the work it deferred, if any
+    /// ([`Shareable::run_deferred`]).
     fn shared<T>(&self, f: impl FnOnce(&E) -> Result<T>) -> Result<T> {
-        let e = self.read();
-        self.usable()?;
-        self.note(f(&e), false)
+        let (r, deferred) = {
+            let e = self.read();
+            self.usable()?;
+            let r = self.note(f(&e), false);
+            (r, e.has_deferred())
+        };
+        if deferred {
+            self.settle_deferred();
+        }
+        r
+    }
+
+    /// Run the work shared reads deferred, as a write, if the lock is free now; otherwise
+    /// the engine's next write does it (readers and writers never wait for it here). Its
+    /// error poisons the engine; the read that deferred it has its answer already.
+    fn settle_deferred(&self) {
+        let mut e = match self.inner.try_write() {
+            Ok(e) => e,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return,
+        };
+        if self.usable().is_ok() && e.has_deferred() {
+            self.writes.fetch_add(1, Ordering::Relaxed);
+            let _ = self.note(e.run_deferred(), true);
+        }
     }
 
     /// Run a read that needs the engine to itself.
@@ -238,5 +266,11 @@ impl<E: Shareable> Engine for Parallel<E> {
 
     fn check_integrity(&self) -> Result<()> {
         self.alone(|e| e.check_integrity())
+    }
+
+    #[cfg(test)]
+    fn with_shared_lock(&self, f: &mut dyn FnMut()) {
+        let _reading = self.read();
+        f()
     }
 }

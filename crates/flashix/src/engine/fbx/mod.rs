@@ -122,13 +122,15 @@
 //! the policy to the leaf's state in place (a compare-and-swap on the per-leaf state, so
 //! concurrent reads of one leaf each count, in some order), and when the policy asks for a
 //! clean it flags the leaf and notes it in a small mutex-guarded set (at most
-//! `DEFERRED_CLEANS` leaves, each once; the lock is held only to note it). The next
-//! operation under the exclusive lock that changes the index or makes it durable (an
-//! update, a bulk load, a flush, a checkpoint, a serial read) first writes every noted
-//! clean: it rebuilds the leaf (its pages were just read, so usually from the pool) and
+//! `DEFERRED_CLEANS` leaves, each once; the lock is held only to note it). Right after the
+//! read, if the engine's lock is free (always, at one thread), the read writes the noted
+//! cleans as a write under the exclusive lock (`Shareable::run_deferred`); otherwise the
+//! next operation under the exclusive lock that changes the index or makes it durable (an
+//! update, a bulk load, a flush, a checkpoint, a serial read) first writes them. A clean
+//! rebuilds the leaf (its pages were just read, so usually from the pool) and
 //! writes it as one compact page with the state the policy left. How this departs from the
-//! serial order: a clean is made when the next write comes instead of right after the read
-//! that decided it, and reads of the leaf in between read its list as it was, not the one
+//! serial order, only when threads meet: a clean is made when the next write comes instead
+//! of right after the read that decided it, and reads of the leaf in between read its list as it was, not the one
 //! compact page. Why it keeps §4.4's policy: the decisions are the same (each read feeds
 //! `CleanPolicy::after_read` with the list length the serial order would have shown it:
 //! one page once a clean is decided), and so are the lists every write, range query or
@@ -770,6 +772,18 @@ impl Shareable for Fbx {
     /// An insert or delete descends to the leaf's parent and reads no leaf (§4.1).
     fn prepare_write(&self, key: u64) {
         let _ = self.descend(key);
+    }
+
+    fn has_deferred(&self) -> bool {
+        !self
+            .deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
+    fn run_deferred(&mut self) -> Result<()> {
+        self.run_deferred_cleans()
     }
 }
 

@@ -17,7 +17,7 @@
 //!   buffer it scans records an ADAPT register `(scanCost, emptyCost)`, and a buffer is
 //!   emptied after a lookup when for some earlier register `i`,
 //!   `(lookups since i) × scanCost_i > emptyCost_i` ([`adapt`]). (A lookup served beside
-//!   others leaves that emptying to the next write: Thread safety.)
+//!   others may do that emptying a little later: Thread safety.)
 //! - Range scans merge the messages of the buffers on the path to a level-1 node (the
 //!   buffers whose subtrees meet its span) with the entries of its leaves ([`read`]).
 //! - `bulk_insert` into an empty tree is the B+-tree's bulk load (leaves at 0.7); otherwise
@@ -115,8 +115,7 @@
 //! range-scan steps hold the engine's lock shared and run beside each other: each reads
 //! the nodes, buffer pages and leaves of its path through the Pager's shared path
 //! (`Pager::read_shared`: the buffer pool's latch protocol, the device's reader handles;
-//! a miss whose victim frame is dirty writes it back under the pool's mutex, as the
-//! exclusive path would) and the buffer table from memory. What a read changes is made
+//! a miss whose victim frame is dirty writes it back with the pool's mutex released) and the buffer table from memory. What a read changes is made
 //! safe so:
 //! - the `buffer_pages_scanned` counter is a relaxed atomic (exact: every read adds its
 //!   own);
@@ -126,12 +125,14 @@
 //!   due until it is emptied;
 //! - the emptying a fired register asks for is a write, which must not run beside readers:
 //!   a lookup on the shared path notes the buffer in a small mutex-guarded set (held only
-//!   to insert, never across I/O), and the next write (`insert`, `delete` and the writes
-//!   built of them), under the exclusive lock, first empties the noted buffers that are
-//!   still due, highest level first, then settles the cascade, before appending its own
-//!   message. This departs from the serial order only in time: the buffers are emptied
-//!   before the next write instead of right after the lookup, so lookups in between still
-//!   scan them, and a phase without writes leaves them unemptied. It keeps ADAPT's policy:
+//!   to insert, never across I/O). Right after the lookup, if the engine's lock is free
+//!   (always, at one thread), the lookup empties the noted buffers that are still due as a
+//!   write under the exclusive lock (`Shareable::run_deferred`), highest level first, then
+//!   settles the cascade; when other threads hold the lock, the next write (`insert`,
+//!   `delete` and the writes built of them) does so before appending its own message.
+//!   This departs from the serial order only in time, and only when threads meet: the
+//!   buffers are emptied a little later than right after the lookup, so lookups in
+//!   between still scan them. It keeps ADAPT's policy:
 //!   the same registers decide which buffers go, and since an emptying by ADAPT changes
 //!   no contents (Durability) every answer is the serial path's. A noted buffer that was
 //!   emptied, split or merged meanwhile has fresh registers and is left alone; one that
@@ -461,6 +462,18 @@ impl Shareable for LaTree {
 
     fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
         self.scan_step(cur, out)
+    }
+
+    fn has_deferred(&self) -> bool {
+        !self
+            .deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
+    fn run_deferred(&mut self) -> Result<()> {
+        self.empty_deferred()
     }
 }
 
