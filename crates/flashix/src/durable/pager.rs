@@ -555,6 +555,204 @@ impl Pager {
         )
         .unwrap_or_else(|e| panic!("a memory pager: {e}"))
     }
+
+    /// The pool's write-backs so far: a shared reader that read pages ahead of the pool
+    /// uses those bytes only while no write-back has happened since (see
+    /// [`Pager::read_run_pooled_shared`]).
+    fn shared_writebacks(&self) -> u64 {
+        self.pool.with(|p| p.stats().writebacks)
+    }
+
+    /// Run `f` on page `pid`'s bytes if the buffer pool holds it (a hit, as in
+    /// [`Pager::read_shared`]); else return `None` having read nothing from the device,
+    /// from any of many reading threads at once. A miss still claims a frame, the victim
+    /// a load would take (written back first if dirty), and leaves it free, so that the
+    /// load that follows evicts nothing more; the pool counts it as a miss. This is how a
+    /// shared reader learns which pages of a psync group it must read, which
+    /// [`Pager::prefetch`] looks up in the pool's map.
+    pub fn read_if_resident_shared<T>(
+        &self,
+        pid: PageId,
+        f: impl FnOnce(&[u8]) -> T,
+    ) -> Result<Option<T>> {
+        use std::cell::Cell;
+        /// A miss reads nothing: it fails the load, which frees the frame it claimed.
+        struct Probe<'a> {
+            pager: &'a Pager,
+            missed: Cell<bool>,
+        }
+        impl SharedIo for Probe<'_> {
+            fn read_page(&self, pid: PageId, _buf: &mut [u8]) -> Result<()> {
+                self.missed.set(true);
+                Err(Error::InvalidArgument(format!(
+                    "page {pid} is not in the buffer pool"
+                )))
+            }
+
+            fn clean_one(&self, pool: &mut BufferPool) -> Result<bool> {
+                SharedPagerIo(self.pager).clean_one(pool)
+            }
+        }
+        let probe = Probe {
+            pager: self,
+            missed: Cell::new(false),
+        };
+        match self.pool.read(&probe, pid, f) {
+            Ok(v) => Ok(Some(v)),
+            Err(_) if probe.missed.get() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Run `body` with a reader of pages, from any of many reading threads at once, for a
+    /// walk in page order over the run `first..first + len` (a node of several pages: the
+    /// PIO B-tree's leaf segments). `read(pid, f)` runs `f` on page `pid`'s bytes through
+    /// the pool's shared mode, as [`Pager::read_shared`] does; the first page of the run
+    /// the pool misses is read together with the rest of the run after it in one request
+    /// (as [`Pager::prefetch`] reads a run), and a later page of the run the pool misses
+    /// too is loaded from those bytes, unless the pool wrote a page back since they were
+    /// read (that page may have been dirty, its bytes on the device older, when they
+    /// were read): then it is read again. A page outside the run, or a run of one page,
+    /// is read into its frame as [`Pager::read_shared`] reads it. Returns `body`'s result
+    /// and the device requests made.
+    #[allow(clippy::type_complexity)]
+    pub fn read_run_pooled_shared<T>(
+        &self,
+        first: PageId,
+        len: u64,
+        body: impl FnOnce(&mut dyn FnMut(PageId, &mut dyn FnMut(&[u8])) -> Result<()>) -> Result<T>,
+    ) -> Result<(T, u64)> {
+        use std::cell::{Cell, RefCell};
+        /// A miss of the run reads the rest of it ahead.
+        struct RunIo<'a> {
+            pager: &'a Pager,
+            first: PageId,
+            end: PageId,
+            /// The first page read ahead, the pages from it to the run's end, and the
+            /// pool's write-backs before they were read.
+            ahead: RefCell<Option<(PageId, crate::io::AlignedBuf, u64)>>,
+            requests: Cell<u64>,
+        }
+        impl SharedIo for RunIo<'_> {
+            fn read_page(&self, pid: PageId, buf: &mut [u8]) -> Result<()> {
+                let ps = buf.len();
+                let mut ahead = self.ahead.borrow_mut();
+                if let Some((from, bytes, writebacks)) = ahead.as_ref() {
+                    if (*from..self.end).contains(&pid)
+                        && self.pager.shared_writebacks() == *writebacks
+                    {
+                        let at = (pid - from) as usize * ps;
+                        buf.copy_from_slice(&bytes[at..at + ps]);
+                        return Ok(());
+                    }
+                }
+                self.requests.set(self.requests.get() + 1);
+                let io = SharedPagerIo(self.pager);
+                if ahead.is_none() && (self.first..self.end).contains(&pid) && self.end - pid > 1 {
+                    // Taken before the read: a write-back after it may have changed a page
+                    // of the run on the device.
+                    let writebacks = self.pager.shared_writebacks();
+                    let mut run = crate::io::AlignedBuf::zeroed((self.end - pid) as usize * ps);
+                    io.read_page(pid, &mut run)?;
+                    buf.copy_from_slice(&run[..ps]);
+                    *ahead = Some((pid, run, writebacks));
+                    return Ok(());
+                }
+                io.read_page(pid, buf)
+            }
+
+            fn clean_one(&self, pool: &mut BufferPool) -> Result<bool> {
+                SharedPagerIo(self.pager).clean_one(pool)
+            }
+        }
+        let io = RunIo {
+            pager: self,
+            first,
+            end: first.saturating_add(len),
+            ahead: RefCell::new(None),
+            requests: Cell::new(0),
+        };
+        let out = body(&mut |pid, f| self.pool.read(&io, pid, |b| f(b)))?;
+        Ok((out, io.requests.get()))
+    }
+
+    /// Read `runs` (each one request) past the buffer pool in psync groups of at most
+    /// `pio_max` requests ([`crate::io::psync::read_runs`], through the device's handle),
+    /// then run `f` on each of their pages in order through the pool's shared mode,
+    /// loading from those bytes every page the pool misses (unless the pool wrote a page
+    /// back since they were read: that page is read again, as in
+    /// [`Pager::read_run_pooled_shared`]). From any of many reading threads at once: the
+    /// shared counterpart of [`Pager::prefetch`] for pages a reader found absent
+    /// ([`Pager::read_if_resident_shared`]). Stops at `f`'s first error. Returns the
+    /// pages read from the device.
+    pub fn read_runs_pooled_shared(
+        &self,
+        runs: &[crate::io::psync::Run],
+        pio_max: usize,
+        mut f: impl FnMut(PageId, &[u8]) -> Result<()>,
+    ) -> Result<u64> {
+        use std::cell::Cell;
+        /// A miss of the page being installed takes its bytes from the batch.
+        struct Stash<'a, 'b> {
+            pager: &'a Pager,
+            page: Cell<(PageId, &'b [u8])>,
+            writebacks: u64,
+            again: Cell<u64>,
+        }
+        impl SharedIo for Stash<'_, '_> {
+            fn read_page(&self, pid: PageId, buf: &mut [u8]) -> Result<()> {
+                let (at, bytes) = self.page.get();
+                if at == pid
+                    && bytes.len() == buf.len()
+                    && self.pager.shared_writebacks() == self.writebacks
+                {
+                    buf.copy_from_slice(bytes);
+                    return Ok(());
+                }
+                self.again.set(self.again.get() + 1);
+                SharedPagerIo(self.pager).read_page(pid, buf)
+            }
+
+            fn clean_one(&self, pool: &mut BufferPool) -> Result<bool> {
+                SharedPagerIo(self.pager).clean_one(pool)
+            }
+        }
+        let writebacks = self.shared_writebacks();
+        let bufs = {
+            let mut dev = shared(&self.dev);
+            crate::io::psync::read_runs(&mut **dev, runs, pio_max)?
+        };
+        let ps = self.page_size();
+        let io = Stash {
+            pager: self,
+            page: Cell::new((0, &[])),
+            writebacks,
+            again: Cell::new(0),
+        };
+        let mut pages = 0;
+        for (&(start, len), buf) in runs.iter().zip(&bufs) {
+            pages += len;
+            for (i, pid) in (start..start + len).enumerate() {
+                io.page.set((pid, &buf[i * ps..(i + 1) * ps]));
+                self.pool.read(&io, pid, |b| f(pid, b))??;
+            }
+        }
+        Ok(pages + io.again.get())
+    }
+
+    /// Read `runs` (each one request) past the buffer pool in psync groups of at most
+    /// `pio_max` requests, through the device's handle, from any of many reading threads
+    /// at once: one buffer per run, in the order given, its pages neither verified nor
+    /// put in the pool. Only for pages not dirty in the pool (as
+    /// [`Pager::read_run_shared`]); the caller verifies them as the pool would.
+    pub fn read_runs_past_shared(
+        &self,
+        runs: &[crate::io::psync::Run],
+        pio_max: usize,
+    ) -> Result<Vec<crate::io::AlignedBuf>> {
+        let mut dev = shared(&self.dev);
+        crate::io::psync::read_runs(&mut **dev, runs, pio_max)
+    }
 }
 
 #[cfg(test)]

@@ -75,6 +75,12 @@ impl PioBTree {
                 Some(_) => {}
             }
         }
+        if let Some(&pid) = w.lasts.keys().find(|&&p| !self.lsmap.covers(p)) {
+            return Err(bad(
+                pid,
+                "a reachable leaf has no LSMap slot (shared searches could not learn it)".into(),
+            ));
+        }
         let sorted = self.opq.sorted_region();
         if sorted.windows(2).any(|p| p[0].key >= p[1].key) {
             return Err(Error::corruption(

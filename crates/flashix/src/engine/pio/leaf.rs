@@ -257,13 +257,33 @@ pub struct LeafImage {
     pub last: u16,
 }
 
+/// Where a walk over a leaf's segments ([`load`], [`find`]) gets their bytes: the buffer
+/// pool through `&mut Pager` (one thread), or a shared reader's source (the pool's shared
+/// mode, or the bytes of a psync group read past it).
+pub trait Pages {
+    /// Page size in bytes.
+    fn page_size(&self) -> usize;
+    /// Run `f` on page `pid`'s bytes.
+    fn page<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T>;
+}
+
+impl Pages for Pager {
+    fn page_size(&self) -> usize {
+        Pager::page_size(self)
+    }
+
+    fn page<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+        self.read(pid, f)
+    }
+}
+
 /// Visit the segments of the leaf at `start` (`total` segments, prefetched by a psync read
 /// before) in order with their checked headers: up to `known_last` if the LSMap knows it,
 /// otherwise until the first segment that is not full. Returns the leaf's `base` and its
 /// last segment (the last one holding a record; 0 for an empty leaf).
-fn walk(
+fn walk<P: Pages + ?Sized>(
     slots: Slots,
-    pager: &mut Pager,
+    pager: &mut P,
     start: PageId,
     total: u16,
     known_last: Option<u16>,
@@ -273,7 +293,7 @@ fn walk(
     let (mut base, mut last) = (0, 0u16);
     for i in 0..total {
         let pid = start + u64::from(i);
-        let h = pager.read(pid, |b| {
+        let h = pager.page(pid, |b| {
             let h = segment_header(layout, pid, b, i, total, cap)?;
             visit(pid, b, &h)?;
             Ok::<_, Error>(h)
@@ -298,9 +318,9 @@ fn walk(
 /// Read a leaf starting at `start` of `total` segments through the pool (prefetched by a
 /// psync read before): segments up to `last` if the LSMap knows it, otherwise until the
 /// first segment that is not full.
-pub fn load(
+pub fn load<P: Pages + ?Sized>(
     layout: Layout,
-    pager: &mut Pager,
+    pager: &mut P,
     start: PageId,
     total: u16,
     known_last: Option<u16>,
@@ -337,9 +357,9 @@ pub fn load(
 /// only the records appended after them are scanned, newest first, and the sorted prefix
 /// is binary-searched if none of them is the key's: a search of a freshly rewritten leaf
 /// costs `log2(records)` comparisons, not one per record.
-pub fn find(
+pub fn find<P: Pages + ?Sized>(
     layout: Layout,
-    pager: &mut Pager,
+    pager: &mut P,
     start: PageId,
     total: u16,
     known_last: Option<u16>,

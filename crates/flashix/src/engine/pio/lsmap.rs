@@ -12,15 +12,27 @@
 //!
 //! The map is a cache of what the leaves' headers say: losing it (a crash, a reopen)
 //! loses no data, only the first reads of each leaf get longer.
+//!
+//! # Thread safety
+//! The words are atomics, so that searches running beside each other on `&self` can
+//! record what they learn ([`LsMap::learn`]: a relaxed compare-and-swap of one word,
+//! which leaves the other slots of the word as other threads set them); the one thread
+//! with `&mut` (a write) changes them with plain stores through `get_mut`, as before.
+//! `learn` never grows the map, so the engine keeps a slot for every reachable leaf
+//! ([`LsMap::cover`] at open; every leaf made since was inserted with `&mut`, and the map
+//! never shrinks). A value learnt is the leaf's true last segment: readers learn only
+//! while no write runs (the engine's shared lock), so every thread that learns a leaf
+//! learns the same value, and the lock's release orders it before the next write.
 
 use crate::io::PageId;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Packed last-segment ids by leaf first page.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct LsMap {
     bits: u32,
-    words: Vec<u64>,
-    entries: u64,
+    words: Vec<AtomicU64>,
+    entries: AtomicU64,
 }
 
 impl LsMap {
@@ -29,7 +41,7 @@ impl LsMap {
         LsMap {
             bits: LsMap::bits_for(segs),
             words: Vec::new(),
-            entries: 0,
+            entries: AtomicU64::new(0),
         }
     }
 
@@ -57,7 +69,7 @@ impl LsMap {
     fn raw(&self, pid: PageId) -> u64 {
         let (w, shift) = self.slot(pid);
         match self.words.get(w) {
-            Some(&word) => (word >> shift) & ((1u64 << self.bits) - 1),
+            Some(word) => (word.load(Ordering::Relaxed) >> shift) & ((1u64 << self.bits) - 1),
             None => 0,
         }
     }
@@ -70,14 +82,16 @@ impl LsMap {
             }
             // Grow by at least an eighth, so that appends at the end stay amortised.
             let want = (w + 1).max(self.words.len() + self.words.len() / 8);
-            self.words.resize(want, 0);
+            self.words.resize_with(want, || AtomicU64::new(0));
         }
         let mask = ((1u64 << self.bits) - 1) << shift;
-        let old = (self.words[w] & mask) >> shift;
-        self.words[w] = (self.words[w] & !mask) | (v << shift);
+        let word = self.words[w].get_mut();
+        let old = (*word & mask) >> shift;
+        *word = (*word & !mask) | (v << shift);
+        let entries = self.entries.get_mut();
         match (old, v) {
-            (0, v) if v != 0 => self.entries += 1,
-            (o, 0) if o != 0 => self.entries -= 1,
+            (0, v) if v != 0 => *entries += 1,
+            (o, 0) if o != 0 => *entries -= 1,
             _ => {}
         }
     }
@@ -95,6 +109,42 @@ impl LsMap {
         self.set_raw(pid, u64::from(last) + 1);
     }
 
+    /// [`LsMap::insert`] from one of many reading threads at once (module doc, Thread
+    /// safety): record that the leaf at `pid` ends at segment `last`, which a reader just
+    /// read. A leaf without a slot (none is reachable: [`LsMap::cover`]) stays unknown.
+    pub fn learn(&self, pid: PageId, last: u16) {
+        let (w, shift) = self.slot(pid);
+        let Some(word) = self.words.get(w) else {
+            return;
+        };
+        let v = u64::from(last) + 1;
+        let mask = ((1u64 << self.bits) - 1) << shift;
+        let set = word.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| {
+            ((x & mask) >> shift != v).then_some((x & !mask) | (v << shift))
+        });
+        if let Ok(old) = set {
+            if old & mask == 0 {
+                self.entries.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Give every page below `pages` a slot now (unknown), so that [`LsMap::learn`] can
+    /// record any leaf there: at open, for the pages the index had.
+    pub fn cover(&mut self, pages: u64) {
+        let per = u64::from(64 / self.bits);
+        let words = usize::try_from(pages.div_ceil(per)).unwrap_or(usize::MAX);
+        if words > self.words.len() {
+            self.words.reserve_exact(words - self.words.len());
+            self.words.resize_with(words, || AtomicU64::new(0));
+        }
+    }
+
+    /// Whether the leaf at `pid` has a slot ([`LsMap::cover`]).
+    pub fn covers(&self, pid: PageId) -> bool {
+        self.slot(pid).0 < self.words.len()
+    }
+
     /// Forget the leaf at `pid`.
     pub fn remove(&mut self, pid: PageId) {
         self.set_raw(pid, 0);
@@ -102,7 +152,7 @@ impl LsMap {
 
     /// Leaves known.
     pub fn len(&self) -> u64 {
-        self.entries
+        self.entries.load(Ordering::Relaxed)
     }
 
     /// Bytes of memory the map holds.
@@ -125,9 +175,10 @@ impl LsMap {
         let mask = (1u64 << self.bits) - 1;
         self.words
             .iter()
+            .map(|w| w.load(Ordering::Relaxed))
             .enumerate()
-            .filter(|(_, &w)| w != 0)
-            .flat_map(move |(i, &w)| {
+            .filter(|&(_, w)| w != 0)
+            .flat_map(move |(i, w)| {
                 (0..per).filter_map(move |j| {
                     let v = (w >> (j * self.bits)) & mask;
                     (v != 0).then(|| (i as u64 * u64::from(per) + u64::from(j), v as u16 - 1))
@@ -185,6 +236,41 @@ mod tests {
             let listed: Vec<(u64, u16)> = m.iter().collect();
             let want: Vec<(u64, u16)> = model.into_iter().collect();
             assert_eq!(listed, want, "segs {segs}");
+        }
+    }
+
+    /// Threads learning leaves beside each other (each slot of a word by another thread)
+    /// leave the map the one thread's inserts would, with an exact entry count; a page
+    /// without a slot stays unknown.
+    #[test]
+    fn learning_from_many_threads_matches_inserts() {
+        for segs in [1u16, 3, 16] {
+            let mut m = LsMap::new(segs);
+            m.cover(4000);
+            let last = |pid: u64| (pid * 7 % u64::from(segs)) as u16;
+            std::thread::scope(|s| {
+                for t in 0..4u64 {
+                    let m = &m;
+                    s.spawn(move || {
+                        // Every thread learns every third page, overlapping the others.
+                        for pid in (t..4000).step_by(3) {
+                            m.learn(pid, last(pid));
+                        }
+                    });
+                }
+            });
+            m.learn(1 << 40, 0);
+            assert!(!m.covers(1 << 40));
+            assert_eq!(m.len(), 4000, "segs {segs}");
+            for pid in 0..4000 {
+                assert_eq!(m.get(pid), Some(last(pid)), "segs {segs} pid {pid}");
+            }
+            assert_eq!(m.get(1 << 40), None);
+            let mut want = LsMap::new(segs);
+            for pid in 0..4000 {
+                want.insert(pid, last(pid));
+            }
+            assert!(m.iter().eq(want.iter()));
         }
     }
 }

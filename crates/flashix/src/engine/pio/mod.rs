@@ -45,7 +45,8 @@
 //!    sorted puts; every record's key lies in the leaf's fence range; a non-root leaf's
 //!    `base` is at least `C/4` (C = `L` × records per segment), since every rewrite of a
 //!    non-root leaf leaves at least that many live entries.
-//! 3. The LSMap names only reachable leaves, each with its true last segment.
+//! 3. The LSMap names only reachable leaves, each with its true last segment, and has a
+//!    slot for every reachable leaf ([`lsmap`], Thread safety).
 //! 4. The OPQ's sorted region is strictly increasing; its range tombstones are sorted,
 //!    disjoint and coalesced; point entries and tombstones together stay below its
 //!    capacity (a full OPQ is flushed at once). (That every point entry a tombstone
@@ -93,13 +94,67 @@
 //! budget but the LSMap and the index, and a full OPQ leaves the pool the paper's share.
 //! During MPSearch and `bupdate` the engine also holds the page ids of at most
 //! `pio_max` × fan-out child nodes per level (the pages themselves are in the pool: psync
-//! groups are bounded by half the pool and by `pio_max`).
+//! groups are bounded by half the pool and by `pio_max`). A shared search holds one psync
+//! group's pages besides (Thread safety): in the buffers of the psync read, while it
+//! loads them into the pool or, for the leaves it reads past a full pool, while it reads
+//! them; a point search, the segments of its leaf it reads ahead of the pool.
 //!
 //! # Thread safety
-//! Served to many threads by `kit::parallel::Parallel`: one operation at a time, reads included,
-//! since its searches prefetch leaf segments into the buffer pool and its OPQ is changed in place. A flush takes its WAL ticket under the lock and syncs outside it, so
-//! concurrent flushes share one sync (group commit); a range scan's batches interleave with
-//! other threads' operations (`crate::Db`'s guarantees).
+//! Served to many threads by `kit::parallel::Parallel`. Point searches (`get`), MPSearch
+//! (`get_many`) and range searches (scan batches) run beside each other on `&self`
+//! under its shared lock ([`shared`]); every update, range delete, batch update, flush
+//! of the OPQ and checkpoint runs alone under its exclusive lock, as do the checks. A
+//! flush takes its WAL ticket under the lock and syncs outside it, so concurrent flushes
+//! share one sync (group commit); a range scan's batches interleave with other threads'
+//! operations (`crate::Db`'s guarantees). Why the shared searches are safe:
+//! - Under the shared lock nothing changes the tree, the OPQ or the manifest state: the
+//!   searches only read them. The OPQ is read with `&self` lookups ([`Opq::lookup`],
+//!   `range`, `tombs`) that change nothing.
+//! - Pages are read through the Pager's shared path: the buffer pool's shared mode (pins,
+//!   one device read per page however many readers want it) and the device's reader
+//!   handles, plus a psync read of a group of runs through the device's own handle (one
+//!   such group at a time). Each thread has at most one request in flight, or one psync
+//!   group (at most `pio_max` requests) for a level of MPSearch or a range search.
+//! - The LSMap, the one cache a search fills, is a packed array of atomic words: a
+//!   search records a leaf's last segment with a compare-and-swap of its word, and only
+//!   the true value (the leaf does not change while it is read). The map has a slot for
+//!   every reachable leaf (invariant 3), so that shared searches never need to grow it.
+//! - The counters searches bump (`mpsearches`, `psync_reads`, `opq_hits`,
+//!   `leaves_skipped_by_tombstones`) are relaxed atomics: exact.
+//! - Between operations the pool holds no dirty page: every operation that changes pages
+//!   ends with a write-through (batch updates, range deletes) or a checkpoint (a bulk
+//!   load), and `charge_memory`, run after every operation, writes back any page left
+//!   dirty. So under the shared lock a page's bytes on the device are its current ones,
+//!   and a search may read leaves past the pool.
+//!
+//! How the shared searches depart from the serial path. Their answers are the serial
+//! path's; at one thread they read no more pages from the device, in no more requests
+//! (exactly as many while the pool has free frames for what they read), and count the
+//! same MPSearches and OPQ hits (`shared` tests this against the serial path):
+//! - The serial path learns which pages of a psync group are missing from the pool's
+//!   map; a shared search asks the pool for each page and, on a miss, reads nothing and
+//!   leaves the frame the miss claimed free for the load that follows
+//!   ([`Pager::read_if_resident_shared`]). The pages missing are then read in one psync
+//!   read, as in the serial path. The pool counts a miss for that lookup and another for
+//!   the page's load when the page is then loaded into it.
+//! - The serial MPSearch and range search load the leaves a group lacks into the pool
+//!   and then move them to its LRU end ([`PioBTree::demote_leaves`]), so that they do not
+//!   push out the internal levels. Moving a page in the LRU order needs the pool to
+//!   itself, so the shared ones instead load those leaves while the pool has free frames
+//!   for them (where the serial path's would stay too) and read them past the pool when
+//!   it is full (where the serial path's would be the next pages evicted): either way
+//!   the pool keeps its other pages. A leaf the pool already holds is read there and
+//!   becomes its most recent page, as for a point search.
+//! - A point search keeps its leaf in the pool, as in the serial path, and reads its
+//!   segments from the first one the pool misses to the end of the run the search needs
+//!   in one request ([`Pager::read_run_pooled_shared`]), where the serial path reads the
+//!   whole run when a page of it is missing.
+//! - `psync_reads` counts, as in the serial path, each group (a level, a group of
+//!   leaves, a point search's node or leaf) for which a search read pages.
+//!
+//! An insert or delete reads nothing (it appends to the OPQ), so the writer has no page
+//! to warm beside the readers (`Shareable::prepare_write` does nothing); the batch update
+//! that one insert in a full OPQ starts runs under the exclusive lock.
 
 mod options;
 pub use options::{PioOptions, PIO_OPQ_ENTRY_BYTES};
@@ -111,6 +166,7 @@ mod lsmap;
 mod mpsearch;
 pub mod opq;
 mod rdelete;
+mod shared;
 
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
@@ -127,6 +183,7 @@ use crate::stats::Stats;
 use lsmap::LsMap;
 use opq::{Op, Opq, OpqEntry};
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Fill of bulk-loaded leaves and internal nodes: the B+-tree's (FD-tree paper, App. D).
 const BULK_FILL: f64 = 0.7;
@@ -148,7 +205,9 @@ struct State {
     packed: bool,
 }
 
-#[derive(Debug, Default, Clone)]
+/// The engine's counters. Those that reads bump are atomics, so that searches on `&self`
+/// keep them exact (relaxed adds); writes bump them through `get_mut`.
+#[derive(Debug, Default)]
 struct Counters {
     bupdates: u64,
     bupdate_entries: u64,
@@ -159,13 +218,13 @@ struct Counters {
     root_splits: u64,
     merges: u64,
     redistributions: u64,
-    mpsearches: u64,
-    psync_reads: u64,
-    opq_hits: u64,
+    mpsearches: AtomicU64,
+    psync_reads: AtomicU64,
+    opq_hits: AtomicU64,
     range_deletes: u64,
     range_tombstones_applied: u64,
     leaves_freed_unread: u64,
-    leaves_skipped_by_tombstones: u64,
+    leaves_skipped_by_tombstones: AtomicU64,
 }
 
 impl PioOptions {
@@ -458,6 +517,11 @@ impl PioBTree {
         if LsMap::bytes_for(segs, pages) <= reserve {
             t.lsmap.reserve_pages(pages);
         }
+        // A slot for every page the index has, so that shared searches can learn any
+        // leaf (lsmap's Thread safety): the bytes the serial path's map reaches once it
+        // knows the leaf of the highest page (within the reservation when it was made).
+        let high_water = t.pager.allocator().high_water();
+        t.lsmap.cover(high_water);
         t.recover(&ops)?;
         // The pool takes the budget the OPQ does not hold (an empty OPQ after a clean
         // close holds nothing).
@@ -502,7 +566,7 @@ impl PioBTree {
     /// One psync read of whole nodes or leaf runs into the pool.
     fn psync_read(&mut self, runs: &[(PageId, u64)]) -> Result<()> {
         if self.pager.prefetch(runs, self.pio_max)? > 0 {
-            self.counters.psync_reads += 1;
+            *self.counters.psync_reads.get_mut() += 1;
         }
         Ok(())
     }
@@ -660,7 +724,11 @@ impl Logged for PioBTree {
         &mut self.pager
     }
 
+    /// Also writes back any page still dirty (none: every operation that changes pages
+    /// ends with a write-through or a checkpoint), so that between operations the pool
+    /// holds no dirty page, which the shared reads rely on (module doc, Thread safety).
     fn charge_memory(&mut self) -> Result<()> {
+        self.pager.write_through(self.pio_max)?;
         let bytes = self.structure_bytes();
         self.pager.charge(bytes)
     }
@@ -704,10 +772,23 @@ impl Logged for PioBTree {
     }
 }
 
-/// Reads run one at a time (module doc, Thread safety).
+/// Searches, MPSearch and range searches run beside each other (module doc, Thread
+/// safety; [`shared`]).
 impl Shareable for PioBTree {
-    const PARALLEL_GETS: bool = false;
-    const PARALLEL_SCANS: bool = false;
+    const PARALLEL_GETS: bool = true;
+    const PARALLEL_SCANS: bool = true;
+
+    fn get_shared(&self, key: u64) -> Result<Option<u64>> {
+        self.search_one_shared(key)
+    }
+
+    fn get_many_shared(&self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
+        self.search_many_shared(keys)
+    }
+
+    fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+        self.prange_shared(cur, out)
+    }
 }
 
 impl SerialEngine for PioBTree {
@@ -739,12 +820,12 @@ impl SerialEngine for PioBTree {
             ("leaves_freed_unread", c.leaves_freed_unread),
             (
                 "leaves_skipped_by_tombstones",
-                c.leaves_skipped_by_tombstones,
+                c.leaves_skipped_by_tombstones.load(Ordering::Relaxed),
             ),
             ("leaf_records_bound", u64::from(self.leaf_records_bound)),
             ("opq_capacity", self.opq.capacity() as u64),
             ("opq_sorts", self.opq.sorts),
-            ("opq_hits", c.opq_hits),
+            ("opq_hits", c.opq_hits.load(Ordering::Relaxed)),
             ("lsmap_entries", self.lsmap.len()),
             ("bupdates", c.bupdates),
             ("bupdate_entries", c.bupdate_entries),
@@ -755,8 +836,8 @@ impl SerialEngine for PioBTree {
             ("root_splits", c.root_splits),
             ("merges", c.merges),
             ("redistributions", c.redistributions),
-            ("mpsearches", c.mpsearches),
-            ("psync_reads", c.psync_reads),
+            ("mpsearches", c.mpsearches.load(Ordering::Relaxed)),
+            ("psync_reads", c.psync_reads.load(Ordering::Relaxed)),
         ]);
         let mut s = self.pager.stats(
             EngineKind::PioBTree,

@@ -16,6 +16,7 @@ use super::{Fenced, PioBTree};
 use crate::error::Result;
 use crate::io::PageId;
 use crate::kit::api::RangeCursor;
+use std::sync::atomic::Ordering;
 
 /// A node MPSearch reached and the search keys it serves, `keys[from..to]`.
 #[derive(Debug, Clone, Copy)]
@@ -73,7 +74,7 @@ impl PioBTree {
         if keys.is_empty() {
             return Ok(());
         }
-        self.counters.mpsearches += 1;
+        *self.counters.mpsearches.get_mut() += 1;
         let root = Target {
             at: Fenced {
                 pid: self.root,
@@ -104,21 +105,7 @@ impl PioBTree {
         let mut children: Vec<Target> = Vec::new();
         for t in nodes {
             let n = self.internal(t.at.pid, level)?;
-            // CheckSearchNeeded (Eq. 1): consecutive keys of the same child form one target.
-            let mut i = t.from;
-            while i < t.to {
-                let s = match n.entries.binary_search_by_key(&keys[i], |e| e.0) {
-                    Ok(j) => j + 1,
-                    Err(j) => j,
-                };
-                let at = n.child(t.at, s);
-                let mut j = i + 1;
-                while j < t.to && at.hi.map_or(true, |h| keys[j] < h) {
-                    j += 1;
-                }
-                children.push(Target { at, from: i, to: j });
-                i = j;
-            }
+            targets(&n, t, keys, &mut children);
         }
         if level == 1 {
             let g = self.group(u64::from(self.segs));
@@ -142,10 +129,10 @@ impl PioBTree {
     /// (issue 17: the decoded descent cost ~6 µs of CPU a search at 4M entries).
     pub(super) fn search_one(&mut self, key: u64) -> Result<Option<u64>> {
         if let Some(e) = self.opq.lookup(key) {
-            self.counters.opq_hits += 1;
+            *self.counters.opq_hits.get_mut() += 1;
             return Ok((e.op == Op::Put).then_some(e.value));
         }
-        self.counters.mpsearches += 1;
+        *self.counters.mpsearches.get_mut() += 1;
         let mut pid = self.root;
         for level in (1..self.height).rev() {
             self.psync_read(&[(pid, 1)])?;
@@ -175,7 +162,7 @@ impl PioBTree {
         for (i, &k) in keys.iter().enumerate() {
             match self.opq.lookup(k) {
                 Some(e) => {
-                    self.counters.opq_hits += 1;
+                    *self.counters.opq_hits.get_mut() += 1;
                     out[i] = (e.op == Op::Put).then_some(e.value);
                 }
                 None => pending.push((k, i)),
@@ -191,13 +178,7 @@ impl PioBTree {
             t.psync_read(&runs)?;
             for l in leaves {
                 let img = t.load_leaf(l.at.pid)?;
-                let mine = &wanted[l.from..l.to];
-                // Replay the records in append order: the newest of a key decides.
-                for r in &img.records {
-                    if let Ok(j) = mine.binary_search(&r.key) {
-                        found[l.from + j] = (r.op == Op::Put).then_some(r.value);
-                    }
-                }
+                match_leaf(&img, l, wanted, &mut found);
             }
             Ok(())
         })?;
@@ -220,13 +201,7 @@ impl PioBTree {
         let Some((next, hi)) = cur.remaining() else {
             return Ok(());
         };
-        let meets = |f: &Fenced| f.lo <= hi && f.hi.map_or(true, |h| h > next);
-        // An open-ended range (`lo..`, its end decided by the caller, who may stop after a
-        // few entries) reads the leaves the entries still wanted span when the caller gave
-        // a limit hint (counting full leaves), else one leaf first and twice as many per
-        // call, up to a psync group; a bounded one reads whole groups (RangeCursor::ramp).
-        let per_leaf = (self.seg_cap * usize::from(self.segs)) as u64;
-        let ramp = usize::try_from(cur.ramp(1, u64::MAX, per_leaf)).unwrap_or(usize::MAX);
+        let ramp = self.scan_ramp(cur);
         let mut nodes = vec![Fenced {
             pid: self.root,
             lo: 0,
@@ -235,30 +210,65 @@ impl PioBTree {
         for level in (1..self.height).rev() {
             let runs: Vec<(PageId, u64)> = nodes.iter().map(|n| (n.pid, 1)).collect();
             self.psync_read(&runs)?;
-            let g = self.group(if level == 1 { u64::from(self.segs) } else { 1 });
-            let g = if level == 1 { g.min(ramp) } else { g };
+            let g = self.scan_group(level, ramp);
             let mut children = Vec::new();
-            'nodes: for at in &nodes {
+            for at in &nodes {
                 let n = self.internal(at.pid, level)?;
-                for s in 0..n.slots() {
-                    let c = n.child(*at, s);
-                    if meets(&c) {
-                        children.push(c);
-                        if children.len() >= g {
-                            break 'nodes;
-                        }
-                    }
+                if scan_children(&n, *at, next, hi, g, &mut children) {
+                    break;
                 }
             }
             nodes = children;
         }
+        let (covered, end) = self.scan_leaves(&mut nodes, next, hi);
+        let runs: Vec<(PageId, u64)> = nodes.iter().map(|n| self.search_run(n.pid)).collect();
+        self.psync_read(&runs)?;
+        let mut imgs = Vec::with_capacity(nodes.len());
+        for n in &nodes {
+            imgs.push(self.load_leaf(n.pid)?);
+        }
+        self.demote_leaves(nodes.iter().map(|n| n.pid));
+        self.scan_merge(imgs, next, end, out);
+        cur.next = scan_next(covered, next, hi);
+        Ok(())
+    }
+
+    /// Leaves a range search reads per call: for an open-ended range (`lo..`, its end
+    /// decided by the caller, who may stop after a few entries), the leaves the entries
+    /// still wanted span when the caller gave a limit hint (counting full leaves), else
+    /// one leaf first and twice as many per call, up to a psync group; a bounded one reads
+    /// whole groups (RangeCursor::ramp).
+    pub(super) fn scan_ramp(&self, cur: &mut RangeCursor) -> usize {
+        let per_leaf = (self.seg_cap * usize::from(self.segs)) as u64;
+        usize::try_from(cur.ramp(1, u64::MAX, per_leaf)).unwrap_or(usize::MAX)
+    }
+
+    /// Children of `level`'s nodes a range search keeps: a psync group of nodes, of
+    /// leaves (at most `ramp`) below level 1.
+    pub(super) fn scan_group(&self, level: u32, ramp: usize) -> usize {
+        if level == 1 {
+            self.group(u64::from(self.segs)).min(ramp)
+        } else {
+            self.group(1)
+        }
+    }
+
+    /// The key range the leaves `nodes` of a range search from `next` to `hi` cover:
+    /// the first key past them if below `hi` (`covered`), and the last key the call
+    /// returns (`end`). Drops the leaves whose part of the range one OPQ range tombstone
+    /// spans: they hold nothing the scan returns (the tombstone is newer than every
+    /// record in the tree), so they are not read.
+    pub(super) fn scan_leaves(
+        &self,
+        nodes: &mut Vec<Fenced>,
+        next: u64,
+        hi: u64,
+    ) -> (Option<u64>, u64) {
         let covered = nodes.last().and_then(|n| n.hi);
         let end = match covered {
             Some(h) if h <= hi => h.saturating_sub(1),
             _ => hi,
         };
-        // A leaf whose part of the range one OPQ range tombstone spans holds nothing the
-        // scan returns (the tombstone is newer than every record in the tree): not read.
         let tombs = self.opq.tombs();
         let before = nodes.len();
         nodes.retain(|n| {
@@ -266,16 +276,30 @@ impl PioBTree {
             let top = n.hi.map_or(u64::MAX, |h| h.saturating_sub(1)).min(end);
             tombs.is_empty() || lo > top || !tombs.spans(lo, top)
         });
-        self.counters.leaves_skipped_by_tombstones += (before - nodes.len()) as u64;
-        let runs: Vec<(PageId, u64)> = nodes.iter().map(|n| self.search_run(n.pid)).collect();
-        self.psync_read(&runs)?;
+        let skipped = (before - nodes.len()) as u64;
+        if skipped > 0 {
+            self.counters
+                .leaves_skipped_by_tombstones
+                .fetch_add(skipped, Ordering::Relaxed);
+        }
+        (covered, end)
+    }
+
+    /// Append to `out` the live entries in `[next, end]` of the leaves `imgs` (in key
+    /// order) merged with the OPQ's, which are newer.
+    pub(super) fn scan_merge(
+        &self,
+        imgs: Vec<leaf::LeafImage>,
+        next: u64,
+        end: u64,
+        out: &mut Vec<(u64, u64)>,
+    ) {
         // The leaves are in key order with disjoint fence ranges, so their live entries
         // concatenated are sorted; the OPQ's entries of the range (newer) are merged in
         // with one pass. (A map of every entry cost about 100 ns per entry, which made a
         // scan of 65,536 entries CPU-bound.)
         let mut tree: Vec<(u64, u64)> = Vec::new();
-        for n in &nodes {
-            let img = self.load_leaf(n.pid)?;
+        for img in imgs {
             let live = leaf::live(img.records);
             tree.extend(live.into_iter().filter(|(k, _)| (next..=end).contains(k)));
         }
@@ -284,7 +308,6 @@ impl PioBTree {
             let mut hidden = self.opq.tombs().cursor();
             tree.retain(|(k, _)| !hidden.covers(*k));
         }
-        self.demote_leaves(nodes.iter().map(|n| n.pid));
         let queued = self.opq.range(next, end);
         let mut q = queued.into_iter().peekable();
         out.reserve(tree.len());
@@ -309,10 +332,72 @@ impl PioBTree {
                 out.push((qk, e.value));
             }
         }
-        cur.next = match covered {
-            Some(h) if h <= hi && h > next => Some(h),
-            _ => None,
+    }
+}
+
+/// CheckSearchNeeded (Eq. 1) for node `n` reached by `t`: the children that hold its
+/// keys, consecutive keys of the same child forming one target, appended in key order.
+pub(super) fn targets(n: &Internal, t: &Target, keys: &[u64], children: &mut Vec<Target>) {
+    let mut i = t.from;
+    while i < t.to {
+        let s = match n.entries.binary_search_by_key(&keys[i], |e| e.0) {
+            Ok(j) => j + 1,
+            Err(j) => j,
         };
-        Ok(())
+        let at = n.child(t.at, s);
+        let mut j = i + 1;
+        while j < t.to && at.hi.map_or(true, |h| keys[j] < h) {
+            j += 1;
+        }
+        children.push(Target { at, from: i, to: j });
+        i = j;
+    }
+}
+
+/// Record in `found` the newest record in leaf `img` of each search key `l` serves
+/// (`wanted[l.from..l.to]`).
+pub(super) fn match_leaf(
+    img: &leaf::LeafImage,
+    l: &Target,
+    wanted: &[u64],
+    found: &mut [Option<u64>],
+) {
+    let mine = &wanted[l.from..l.to];
+    // Replay the records in append order: the newest of a key decides.
+    for r in &img.records {
+        if let Ok(j) = mine.binary_search(&r.key) {
+            found[l.from + j] = (r.op == Op::Put).then_some(r.value);
+        }
+    }
+}
+
+/// The children of node `n` (at `at`) whose ranges meet `[next, hi]`, appended to
+/// `children` until it holds `g`; true when it does.
+pub(super) fn scan_children(
+    n: &Internal,
+    at: Fenced,
+    next: u64,
+    hi: u64,
+    g: usize,
+    children: &mut Vec<Fenced>,
+) -> bool {
+    for s in 0..n.slots() {
+        let c = n.child(at, s);
+        if c.lo <= hi && c.hi.map_or(true, |h| h > next) {
+            children.push(c);
+            if children.len() >= g {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Where a range search from `next` to `hi` resumes after leaves covering keys below
+/// `covered`: there, if that is inside the range; else it is done.
+pub(super) fn scan_next(covered: Option<u64>, next: u64, hi: u64) -> Option<u64> {
+    match covered {
+        Some(h) if h <= hi && h > next => Some(h),
+        _ => None,
     }
 }

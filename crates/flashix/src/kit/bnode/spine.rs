@@ -62,14 +62,13 @@ pub(crate) struct Internal {
 /// Read internal node `pid`, which must be an internal node at `level` (≥ 1): anything
 /// else is corruption naming the page.
 pub(crate) fn read_internal(pager: &mut Pager, pid: PageId, level: u32) -> Result<Internal> {
-    let (kind, lvl, link, entries) = pager.read(pid, |b| {
-        (
-            page::kind(b),
-            node::level(b),
-            node::link(b),
-            node::entries(b),
-        )
-    })?;
+    pager.read(pid, |b| internal_in(b, pid, level))?
+}
+
+/// [`read_internal`] on the bytes `b` of page `pid`, read by the caller (a shared reader's
+/// page, through `Pager::read_shared` or a batch of its own).
+pub(crate) fn internal_in(b: &[u8], pid: PageId, level: u32) -> Result<Internal> {
+    let (kind, lvl) = (page::kind(b), node::level(b));
     if kind != node::KIND_INTERNAL || lvl != level || lvl == 0 {
         return Err(Error::corruption(
             DATA_FILE,
@@ -79,28 +78,34 @@ pub(crate) fn read_internal(pager: &mut Pager, pid: PageId, level: u32) -> Resul
             ),
         ));
     }
-    Ok(Internal { link, entries })
+    Ok(Internal {
+        link: node::link(b),
+        entries: node::entries(b),
+    })
 }
 
 /// The child of internal node `pid` (at `level` ≥ 1) whose range holds `key`, found by a
 /// binary search inside the page bytes (a point descent decodes no node). The node is
 /// checked as [`read_internal`] checks it, and its entry count against the page's capacity.
 pub(crate) fn child_for(pager: &mut Pager, pid: PageId, level: u32, key: u64) -> Result<PageId> {
-    let cap = node::capacity(pager.page_size());
-    let found = pager.read(pid, |b| {
-        let (kind, lvl, n) = (page::kind(b), node::level(b), node::count(b));
-        if kind != node::KIND_INTERNAL || lvl != level || lvl == 0 || n > cap {
-            return Err(Error::corruption(
-                DATA_FILE,
-                Some(pid),
-                format!(
-                    "node of kind {kind} at level {lvl} with {n} entries, expected an internal node at level {level} (at most {cap})"
-                ),
-            ));
-        }
-        Ok(node::child_at(b, node::child_slot(b, key)))
-    })?;
-    found
+    pager.read(pid, |b| child_in(b, pid, level, key))?
+}
+
+/// [`child_for`] on the bytes `b` of page `pid`, read by the caller (a shared reader's
+/// page).
+pub(crate) fn child_in(b: &[u8], pid: PageId, level: u32, key: u64) -> Result<PageId> {
+    let cap = node::capacity(b.len());
+    let (kind, lvl, n) = (page::kind(b), node::level(b), node::count(b));
+    if kind != node::KIND_INTERNAL || lvl != level || lvl == 0 || n > cap {
+        return Err(Error::corruption(
+            DATA_FILE,
+            Some(pid),
+            format!(
+                "node of kind {kind} at level {lvl} with {n} entries, expected an internal node at level {level} (at most {cap})"
+            ),
+        ));
+    }
+    Ok(node::child_at(b, node::child_slot(b, key)))
 }
 
 impl Spine<'_> {
