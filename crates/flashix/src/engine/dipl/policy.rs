@@ -105,7 +105,7 @@ impl LogPolicy for Dipl {
 
     /// §5.1: the node's last sector (its LLSD entry) is read with the rest of its page, and
     /// its LSLM names the earlier ones, so only the node's own sectors are fetched.
-    fn node_log(core: &mut Core<Dipl>, b: u32, id: u64, known: &[u16]) -> Result<Vec<LogSector>> {
+    fn node_log(core: &Core<Dipl>, b: u32, id: u64, known: &[u16]) -> Result<Vec<LogSector>> {
         let Some(&last) = known.last() else {
             return Ok(Vec::new());
         };

@@ -35,21 +35,38 @@
 //! then WAL replay.
 //!
 //! # Thread safety
-//! Served to many threads by `kit::parallel::Parallel`: one operation at a time, reads included,
-//! since its reads go through the in-page logging core's node buffer on raw NAND. A flush takes its WAL ticket under the lock and syncs outside it, so
-//! concurrent flushes share one sync (group commit); a range scan's batches interleave with
-//! other threads' operations (`crate::Db`'s guarantees).
+//! Served to many threads by `kit::parallel::Parallel`. Point searches (`get`, `get_many`)
+//! and range-scan batches hold the engine's lock shared and run beside each other on
+//! `&self`, through the in-page logging kit's shared read path (`crate::kit::inpage`,
+//! Thread safety): a resident node is read from its frame (a dirty one with its in-memory
+//! log applied) under the frame table's short mutex; a node that is not resident is read
+//! from flash, base and log sectors, with that mutex released, into a frame reserved by
+//! evicting a clean frame, and other readers wanting it wait for that one read. This is
+//! safe because nothing a read does changes the tree, the block table or flash: under the
+//! shared lock no write runs, and a reader never writes a log sector (a dirty frame is
+//! not evicted by a reader, which takes the least recently used clean one instead; the
+//! next write that needs room evicts the dirty ones in LRU order). The simulated NAND's
+//! reads need `&mut`, so readers take its mutex for each NAND operation: their flash reads
+//! run one at a time, their decoding and log replay beside each other. Writes, checks and
+//! checkpoints hold the lock exclusive, one at a time, and see no reader: a split or a
+//! block's rebuild is never seen half done. A point write that finds readers first descends to
+//! its leaf on the shared path, so that its node reads run beside them. A flush takes its
+//! WAL ticket under the lock and syncs outside it, so concurrent flushes share one sync
+//! (group commit); a range scan's batches interleave with other threads' operations and
+//! each batch descends again from the scan's next key (`crate::Db`'s guarantees).
 
 mod options;
 pub use options::IplOptions;
 mod policy;
+#[cfg(test)]
+mod tests;
 use policy::Ipl;
 
 use crate::durable::Logged;
 use crate::durable::Manifest;
 use crate::error::Result;
 use crate::io::Storage;
-use crate::kit::api::{SerialEngine, Shareable};
+use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
 use crate::kit::inpage::{self, core_engine_methods, Config, Core};
 use crate::settings::Settings;
 
@@ -110,10 +127,24 @@ impl IplBTree {
     }
 }
 
-/// Reads run one at a time (module doc, Thread safety).
+/// Point searches and range scans run beside each other (module doc, Thread safety).
 impl Shareable for IplBTree {
-    const PARALLEL_GETS: bool = false;
-    const PARALLEL_SCANS: bool = false;
+    const PARALLEL_GETS: bool = true;
+    const PARALLEL_SCANS: bool = true;
+
+    fn get_shared(&self, key: u64) -> Result<Option<u64>> {
+        self.core.get_shared(key)
+    }
+
+    /// An insert or delete changes the key's leaf (and, on a split, the nodes above it,
+    /// which the descent passes): their frames are loaded beside the readers.
+    fn prepare_write(&self, key: u64) {
+        let _ = self.core.get_shared(key);
+    }
+
+    fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+        self.core.scan_shared(cur, out)
+    }
 }
 
 impl SerialEngine for IplBTree {

@@ -49,7 +49,8 @@ impl LogPolicy for Ipl {
         // Room for the new node's frame now: an eviction later could merge the block
         // chosen for it.
         core.make_room()?;
-        core.log_record(id, Rec::SplitRemove(median_key(core, id)?))?;
+        let median = median_key(core, id)?;
+        core.log_record(id, Rec::SplitRemove(median))?;
         let (s, upper) = core.take_upper_half(id)?;
         let level = core.frame(id)?.img.level;
         let home = core.block_of(id)?;
@@ -112,7 +113,7 @@ impl LogPolicy for Ipl {
 
     /// The whole written log area is read and the node's sectors picked out (§6.2.3:
     /// "reading log data as much as 4 KB on average").
-    fn node_log(core: &mut Core<Ipl>, b: u32, id: u64, known: &[u16]) -> Result<Vec<LogSector>> {
+    fn node_log(core: &Core<Ipl>, b: u32, id: u64, known: &[u16]) -> Result<Vec<LogSector>> {
         let (log_start, next) = (core.blocks[&b].log_start, core.blocks[&b].next_sector);
         let start = log_start as u16 * core.geo.spp as u16;
         let all: Vec<u16> = (start..next).collect();
@@ -184,7 +185,7 @@ impl LogPolicy for Ipl {
 }
 
 /// The key at the middle of node `id`'s entries.
-fn median_key(core: &Core<Ipl>, id: u64) -> Result<u64> {
+fn median_key(core: &mut Core<Ipl>, id: u64) -> Result<u64> {
     let e = &core.frame(id)?.img.entries;
     Ok(e[e.len() / 2].0)
 }

@@ -14,16 +14,16 @@ fn broken(d: String) -> Error {
 impl<P: LogPolicy> Core<P> {
     /// The node's current version: its frame if resident, else read from flash.
     fn current(&mut self, id: u64) -> Result<NodeImage> {
-        match self.frames.get(&id) {
-            Some(f) => Ok(f.img.clone()),
+        match self.cache().frames.get(&id).map(|f| f.img.clone()) {
+            Some(img) => Ok(img),
             None => self.materialize(id, None),
         }
     }
 
     pub fn check(&mut self) -> Result<()> {
-        self.nand.check()?;
+        self.nand_mut().check()?;
         // Blocks: free, pending and used partition the NAND; members are unique and located.
-        let total = self.nand.config().blocks as usize;
+        let total = self.nand_mut().config().blocks as usize;
         let mut seen = HashSet::new();
         for &b in self
             .free
@@ -115,7 +115,7 @@ impl<P: LogPolicy> Core<P> {
                 return Err(broken(format!("node {id} is reachable twice")));
             }
             let img = self.current(id)?;
-            if let Some(log) = self.frames.get(&id).map(|f| f.log.clone()) {
+            if let Some(log) = self.cache().frames.get(&id).map(|f| f.log.clone()) {
                 let mut flash = self.materialize(id, None)?;
                 let recs = format::decode_records(&log)
                     .ok_or_else(|| broken(format!("node {id}: bad in-memory log")))?;

@@ -9,9 +9,19 @@ use crate::durable::Log;
 use crate::error::{Error, Result};
 use crate::settings::Settings;
 use crate::sim::{Nand, NandConfig};
+use crate::util::sync::{Condvar, Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::marker::PhantomData;
+use std::time::{Duration, Instant};
+
+/// The longest a shared reader waits for a node another reader is loading; past it, it
+/// reads the node from flash itself (a load is a node read: this never passes unless a
+/// loader is stalled).
+const LOAD_WAIT: Duration = Duration::from_secs(30);
+
+/// How often a waiting reader looks again even without a wake-up.
+const RECHECK: Duration = Duration::from_millis(20);
 
 /// The numbers the kit needs from an engine's own options.
 #[derive(Debug, Clone)]
@@ -215,7 +225,6 @@ pub struct Counters {
     pub block_cleansings: u64,
     pub ghost_nodes_created: u64,
     pub ghosts_split_again: u64,
-    pub node_reads: u64,
     /// Node writes requested by the buffer (dirty frames evicted or flushed): C_n of Eq. (1).
     pub node_writes: u64,
     pub log_sector_writes: u64,
@@ -223,18 +232,96 @@ pub struct Counters {
     pub released_blocks: u64,
     pub checkpoints: u64,
     pub recovery_rebuilds: u64,
-    pub hits: u64,
     /// IPL: nodes born from a split written as physical log records (§2.3.1), and those
     /// records.
     pub physical_nodes: u64,
     pub physical_records: u64,
 }
 
+/// The buffer's frame table: the frames, their LRU order, the loads shared readers have
+/// in progress, and the buffer's counters. Behind [`Core::cache`]'s mutex (module doc of
+/// [`super`], Thread safety).
+#[derive(Debug, Default)]
+pub struct Cache {
+    pub frames: HashMap<u64, Frame>,
+    /// tick -> node, oldest first.
+    pub lru: BTreeMap<u64, u64>,
+    pub tick: u64,
+    /// Nodes shared readers are reading from flash into a frame each reserved: they count
+    /// against the buffer's frames like resident ones.
+    pub loading: Vec<u64>,
+    /// Shared readers waiting on [`Core::loaded`].
+    pub waiters: usize,
+    /// Lookups that found their node resident.
+    pub hits: u64,
+    /// Nodes read from flash.
+    pub node_reads: u64,
+}
+
+impl Cache {
+    pub fn frame(&self, id: u64) -> Result<&Frame> {
+        self.frames
+            .get(&id)
+            .ok_or_else(|| Error::InvalidArgument(format!("node {id} is not in the buffer")))
+    }
+
+    pub fn frame_mut(&mut self, id: u64) -> Result<&mut Frame> {
+        self.frames
+            .get_mut(&id)
+            .ok_or_else(|| Error::InvalidArgument(format!("node {id} is not in the buffer")))
+    }
+
+    /// Make `id` the most recently used frame.
+    pub fn touch(&mut self, id: u64) {
+        self.tick += 1;
+        let t = self.tick;
+        if let Some(f) = self.frames.get_mut(&id) {
+            self.lru.remove(&f.tick);
+            f.tick = t;
+            self.lru.insert(t, id);
+        }
+    }
+
+    /// Put a frame in, as the most recently used (the caller made room).
+    pub fn insert(&mut self, id: u64, img: NodeImage, log: Vec<u8>) {
+        self.tick += 1;
+        self.lru.insert(self.tick, id);
+        self.frames.insert(
+            id,
+            Frame {
+                img,
+                log,
+                tick: self.tick,
+            },
+        );
+    }
+
+    pub fn remove(&mut self, id: u64) {
+        if let Some(f) = self.frames.remove(&id) {
+            self.lru.remove(&f.tick);
+        }
+    }
+}
+
+/// A mutex's contents through `&mut`: no lock is taken. A panic that poisoned it left the
+/// table whole (every update is a few map operations); `Db` poisons on errors.
+pub fn exclusive<T>(m: &mut Mutex<T>) -> &mut T {
+    m.get_mut().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A mutex's contents from one of many threads.
+pub fn shared<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The shared engine state.
 pub struct Core<P: LogPolicy> {
     pub policy: PhantomData<P>,
     pub geo: Geometry,
-    pub nand: Nand,
+    /// The raw NAND. Its reads need `&mut` (they count and advance the timing model), so
+    /// shared readers take this mutex for each NAND operation; the writer reaches it with
+    /// `get_mut` ([`Core::nand_mut`]).
+    pub nand: Mutex<Nand>,
     /// The WAL generations and the checkpoint switch ([`crate::durable::Log`]).
     pub log: Log,
     pub options: Settings,
@@ -250,9 +337,11 @@ pub struct Core<P: LogPolicy> {
     pub height: u32,
     pub next_id: u64,
     pub entries: u64,
-    pub frames: HashMap<u64, Frame>,
-    pub lru: BTreeMap<u64, u64>,
-    pub tick: u64,
+    /// The buffer's frame table (module doc of [`super`], Thread safety).
+    pub cache: Mutex<Cache>,
+    /// Signalled when a shared reader's load ends (with waiters only).
+    pub loaded: Condvar,
+    /// Nodes the writer's operation in progress pinned (never evicted until it ends).
     pub pinned: Vec<u64>,
     /// The block new nodes go to ([`LogPolicy::ALLOC_BLOCK`]) when their origin's block is full.
     pub alloc_block: Option<u32>,
@@ -268,48 +357,52 @@ pub type Path = Vec<(u64, Option<u64>)>;
 impl<P: LogPolicy> Core<P> {
     // ---- buffer -------------------------------------------------------------------
 
-    pub fn touch(&mut self, id: u64) {
-        self.tick += 1;
-        let t = self.tick;
-        if let Some(f) = self.frames.get_mut(&id) {
-            self.lru.remove(&f.tick);
-            f.tick = t;
-            self.lru.insert(t, id);
-        }
+    /// The frame table, for the writer (no lock taken).
+    pub fn cache(&mut self) -> &mut Cache {
+        exclusive(&mut self.cache)
     }
 
-    pub fn frame(&self, id: u64) -> Result<&Frame> {
-        self.frames
-            .get(&id)
-            .ok_or_else(|| Error::InvalidArgument(format!("node {id} is not in the buffer")))
+    /// The NAND, for the writer (no lock taken).
+    pub fn nand_mut(&mut self) -> &mut Nand {
+        exclusive(&mut self.nand)
+    }
+
+    /// The NAND, for one operation from `&self`.
+    pub fn nand(&self) -> MutexGuard<'_, Nand> {
+        shared(&self.nand)
+    }
+
+    pub fn frame(&mut self, id: u64) -> Result<&Frame> {
+        exclusive(&mut self.cache).frame(id)
     }
 
     pub fn frame_mut(&mut self, id: u64) -> Result<&mut Frame> {
-        self.frames
-            .get_mut(&id)
-            .ok_or_else(|| Error::InvalidArgument(format!("node {id} is not in the buffer")))
+        exclusive(&mut self.cache).frame_mut(id)
+    }
+
+    /// True if `id` is resident with records not yet on flash.
+    pub fn is_dirty(&mut self, id: u64) -> bool {
+        self.cache()
+            .frames
+            .get(&id)
+            .is_some_and(|f| !f.log.is_empty())
     }
 
     /// Put a node's current version in a frame, evicting the least recently used unpinned
     /// frame first if the buffer is full (Rule 1: a dirty victim's log sector is written).
     pub fn install(&mut self, id: u64, img: NodeImage, log: Vec<u8>) -> Result<()> {
         self.make_room()?;
-        self.tick += 1;
-        self.lru.insert(self.tick, id);
-        self.frames.insert(
-            id,
-            Frame {
-                img,
-                log,
-                tick: self.tick,
-            },
-        );
+        self.cache().insert(id, img, log);
         Ok(())
     }
 
     pub fn make_room(&mut self) -> Result<()> {
-        while self.frames.len() >= self.geo.frames {
-            let victim = self
+        loop {
+            let c = exclusive(&mut self.cache);
+            if c.frames.len() + c.loading.len() < self.geo.frames {
+                return Ok(());
+            }
+            let victim = c
                 .lru
                 .values()
                 .copied()
@@ -317,13 +410,12 @@ impl<P: LogPolicy> Core<P> {
                 .ok_or_else(|| {
                     Error::InvalidArgument("every buffer frame is pinned".to_string())
                 })?;
-            if !self.frame(victim)?.log.is_empty() {
+            if !c.frame(victim)?.log.is_empty() {
                 self.counters.node_writes += 1;
                 self.flush_log(victim)?;
             }
             self.drop_frame(victim);
         }
-        Ok(())
     }
 
     /// With frames taken from the budget: give the buffer what the block table and the
@@ -344,9 +436,7 @@ impl<P: LogPolicy> Core<P> {
     }
 
     pub fn drop_frame(&mut self, id: u64) {
-        if let Some(f) = self.frames.remove(&id) {
-            self.lru.remove(&f.tick);
-        }
+        self.cache().remove(id);
     }
 
     /// Bring a node into the buffer (a miss reads it from flash) and pin it.
@@ -354,15 +444,94 @@ impl<P: LogPolicy> Core<P> {
         // Pinned first: the eviction that makes room may rebuild the node's block, which
         // must not release it.
         self.pinned.push(id);
-        if self.frames.contains_key(&id) {
-            self.counters.hits += 1;
-            self.touch(id);
+        let c = self.cache();
+        if c.frames.contains_key(&id) {
+            c.hits += 1;
+            c.touch(id);
         } else {
             let img = self.materialize(id, None)?;
-            self.counters.node_reads += 1;
+            self.cache().node_reads += 1;
             self.install(id, img, Vec::new())?;
         }
         Ok(())
+    }
+
+    /// Run `f` on node `id`'s current version from `&self`, beside other readers (module
+    /// doc of [`super`], Thread safety): a resident frame under the table's mutex; a miss
+    /// reads the node from flash with the mutex released, into a frame it reserved, made
+    /// by evicting the least recently used *clean* frame (a dirty one's eviction writes a
+    /// log sector, which a reader does not do), or past the buffer when every other frame
+    /// is dirty or pinned. A node another reader is loading is waited for.
+    pub fn with_node<T>(&self, id: u64, f: impl FnOnce(&NodeImage) -> T) -> Result<T> {
+        let mut c = shared(&self.cache);
+        let mut deadline = None;
+        loop {
+            if c.frames.contains_key(&id) {
+                c.hits += 1;
+                c.touch(id);
+                return Ok(f(&c.frame(id)?.img));
+            }
+            if !c.loading.contains(&id) {
+                break;
+            }
+            let until = *deadline.get_or_insert_with(|| Instant::now() + LOAD_WAIT);
+            let now = Instant::now();
+            if now >= until {
+                // Never under a working loader: read it past the buffer.
+                drop(c);
+                let img = self.materialize(id, None)?;
+                shared(&self.cache).node_reads += 1;
+                return Ok(f(&img));
+            }
+            c.waiters += 1;
+            c = self
+                .loaded
+                .wait_timeout(c, RECHECK.min(until - now))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+            c.waiters -= 1;
+        }
+        let reserved = self.claim(&mut c);
+        if reserved {
+            c.loading.push(id);
+        }
+        drop(c);
+        // Nothing writes flash under the shared lock, and a node that is not resident has
+        // its current version on flash (a dirty frame is written when it is evicted).
+        let r = self.materialize(id, None).map(|img| {
+            let out = f(&img);
+            (img, out)
+        });
+        let mut c = shared(&self.cache);
+        if reserved {
+            c.loading.retain(|&x| x != id);
+            if c.waiters > 0 {
+                self.loaded.notify_all();
+            }
+        }
+        let (img, out) = r?;
+        c.node_reads += 1;
+        if reserved {
+            c.insert(id, img, Vec::new());
+        }
+        Ok(out)
+    }
+
+    /// Room for one more frame for a shared reader: evict least recently used clean
+    /// unpinned frames until the resident and loading frames leave one; false if only
+    /// dirty or pinned frames are left to evict.
+    fn claim(&self, c: &mut Cache) -> bool {
+        while c.frames.len() + c.loading.len() >= self.geo.frames {
+            let frames = &c.frames;
+            let victim = c.lru.values().copied().find(|id| {
+                !self.pinned.contains(id) && frames.get(id).is_some_and(|f| f.log.is_empty())
+            });
+            match victim {
+                Some(v) => c.remove(v),
+                None => return false,
+            }
+        }
+        true
     }
 
     /// Append a record to a node's in-memory log sector; a full sector is written first
@@ -387,38 +556,45 @@ impl<P: LogPolicy> Core<P> {
         loop {
             self.load(id)?;
             path.push((id, hi));
-            let f = self.frame(id)?;
             let want = self.height as usize - path.len();
-            if f.img.level as usize != want {
-                return Err(self.level_error(id, f.img.level, want));
-            }
-            if f.img.level == 0 {
+            let Some((child, fence)) = step(id, &self.frame(id)?.img, want, k)? else {
                 return Ok(path);
-            }
-            let e = &f.img.entries;
-            if e.is_empty() {
-                return Err(Error::corruption(
-                    format::NAND_FILE,
-                    None,
-                    format!("internal node {id} has no children"),
-                ));
-            }
-            let i = child_index(e, k);
-            if let Some(next) = e.get(i + 1) {
-                hi = Some(next.0);
-            }
-            let child = e[i].1;
+            };
+            hi = fence.or(hi);
             self.parent.insert(child, id);
             id = child;
         }
     }
 
-    fn level_error(&self, id: u64, found: u8, want: usize) -> Error {
-        Error::corruption(
-            format::NAND_FILE,
-            None,
-            format!("node {id} is at level {found}, expected level {want}"),
-        )
+    /// [`Core::descend`] from `&self`, beside other readers ([`Core::with_node`]): `leaf`
+    /// is given the leaf for `k` and its upper fence. It pins nothing (a reader holds no
+    /// frame between two steps) and does not learn parents (module doc of [`super`],
+    /// Thread safety).
+    pub fn descend_shared<T>(
+        &self,
+        k: u64,
+        leaf: impl Fn(&NodeImage, Option<u64>) -> T,
+    ) -> Result<T> {
+        let mut id = self.root;
+        let mut hi = None;
+        let mut depth = 0;
+        loop {
+            depth += 1;
+            let want = self.height as usize - depth;
+            let next = self.with_node(id, |img| {
+                Ok::<_, Error>(match step(id, img, want, k)? {
+                    None => Err(leaf(img, hi)),
+                    Some(next) => Ok(next),
+                })
+            })??;
+            match next {
+                Err(out) => return Ok(out),
+                Ok((child, fence)) => {
+                    hi = fence.or(hi);
+                    id = child;
+                }
+            }
+        }
     }
 
     pub fn unpin(&mut self) {
@@ -558,8 +734,12 @@ impl<P: LogPolicy> Core<P> {
         self.unpin();
         let path = path?;
         let leaf = path[path.len() - 1].0;
-        let e = &self.frame(leaf)?.img.entries;
-        Ok(e.binary_search_by_key(&k, |e| e.0).ok().map(|i| e[i].1))
+        Ok(search(&self.frame(leaf)?.img, k))
+    }
+
+    /// [`Core::get`] from `&self`, beside other readers ([`Core::descend_shared`]).
+    pub fn get_shared(&self, k: u64) -> Result<Option<u64>> {
+        self.descend_shared(k, |img, _| search(img, k))
     }
 
     /// Entries of the leaf holding `from` that are `>= from`, and the leaf's upper fence.
@@ -568,9 +748,12 @@ impl<P: LogPolicy> Core<P> {
         self.unpin();
         let path = path?;
         let (leaf, hi) = path[path.len() - 1];
-        let e = &self.frame(leaf)?.img.entries;
-        let i = e.partition_point(|x| x.0 < from);
-        Ok((e[i..].to_vec(), hi))
+        Ok(rest(&self.frame(leaf)?.img, from, hi))
+    }
+
+    /// [`Core::leaf_from`] from `&self`, beside other readers ([`Core::descend_shared`]).
+    pub fn leaf_from_shared(&self, from: u64) -> Result<LeafRest> {
+        self.descend_shared(from, |img, hi| rest(img, from, hi))
     }
 
     pub fn block_of(&self, id: u64) -> Result<u32> {
@@ -590,6 +773,45 @@ impl<P: LogPolicy> Core<P> {
             .get(&b)
             .map_or(0, |x| self.geo.sectors().saturating_sub(x.next_sector))
     }
+}
+
+/// One step of a descent for `k` at node `id`, expected at level `want`: `None` at a leaf,
+/// else the child for `k` and its upper fence if the node gives one.
+#[allow(clippy::type_complexity)]
+fn step(id: u64, img: &NodeImage, want: usize, k: u64) -> Result<Option<(u64, Option<u64>)>> {
+    if img.level as usize != want {
+        return Err(Error::corruption(
+            format::NAND_FILE,
+            None,
+            format!("node {id} is at level {}, expected level {want}", img.level),
+        ));
+    }
+    if img.level == 0 {
+        return Ok(None);
+    }
+    let e = &img.entries;
+    if e.is_empty() {
+        return Err(Error::corruption(
+            format::NAND_FILE,
+            None,
+            format!("internal node {id} has no children"),
+        ));
+    }
+    let i = child_index(e, k);
+    Ok(Some((e[i].1, e.get(i + 1).map(|n| n.0))))
+}
+
+/// The value of `k` in a leaf.
+fn search(img: &NodeImage, k: u64) -> Option<u64> {
+    let e = &img.entries;
+    e.binary_search_by_key(&k, |e| e.0).ok().map(|i| e[i].1)
+}
+
+/// A leaf's entries from `from` on, with its upper fence `hi`.
+fn rest(img: &NodeImage, from: u64, hi: Option<u64>) -> LeafRest {
+    let e = &img.entries;
+    let i = e.partition_point(|x| x.0 < from);
+    (e[i..].to_vec(), hi)
 }
 
 /// The child slot for `k` in an internal node: the last entry with key `<= k`, or the first.

@@ -20,7 +20,7 @@
 //!   checkpoint's contents. Blocks not listed are free; one left programmed is erased when
 //!   it is allocated. The WAL is then replayed and a checkpoint taken.
 
-use super::core::{Block, Config, Core, Counters, Geometry, Member, Place};
+use super::core::{Block, Cache, Config, Core, Counters, Geometry, Member, Place};
 use super::flash::Rebuild;
 use super::format::{self, NodeImage, NAND_FILE};
 use super::policy::LogPolicy;
@@ -31,6 +31,7 @@ use crate::io::alloc::AllocState;
 use crate::io::Storage;
 use crate::settings::{DeviceSpec, Settings};
 use crate::sim::{Nand, NandConfig, PageAddr};
+use crate::util::sync::{Condvar, Mutex};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -105,7 +106,7 @@ impl<P: LogPolicy> Core<P> {
         Ok(Core {
             policy: std::marker::PhantomData,
             geo,
-            nand,
+            nand: Mutex::new(nand),
             log,
             options: opts,
             blocks: BTreeMap::new(),
@@ -117,9 +118,8 @@ impl<P: LogPolicy> Core<P> {
             height: 1,
             next_id: 1,
             entries: 0,
-            frames: HashMap::new(),
-            lru: BTreeMap::new(),
-            tick: 0,
+            cache: Mutex::new(Cache::default()),
+            loaded: Condvar::new(),
             pinned: Vec::new(),
             alloc_block: None,
             counters: Counters::default(),
@@ -207,7 +207,7 @@ impl<P: LogPolicy> Core<P> {
     pub fn publish(&mut self, state: serde_json::Value) -> Result<()> {
         self.log.switch(AllocState::default(), state)?;
         for b in std::mem::take(&mut self.pending) {
-            self.nand.erase(b)?;
+            self.nand_mut().erase(b)?;
             self.free.insert(b);
         }
         for blk in self.blocks.values_mut() {
@@ -264,7 +264,7 @@ impl<P: LogPolicy> Core<P> {
         c.next_id = state.next_id;
         c.entries = state.entries;
         c.alloc_block = state.alloc_block;
-        let nblocks = c.nand.config().blocks;
+        let nblocks = c.nand().config().blocks;
         for bs in &state.blocks {
             if bs.block >= nblocks || !c.free.remove(&bs.block) {
                 return Err(bad(format!(
@@ -325,10 +325,10 @@ impl<P: LogPolicy> Core<P> {
     }
 
     /// Read log sector `s` of block `b` (one sector read).
-    pub fn read_sector(&mut self, b: u32, s: u16) -> Result<format::LogSector> {
+    pub fn read_sector(&self, b: u32, s: u16) -> Result<format::LogSector> {
         let spp = self.geo.spp as u16;
         let mut buf = vec![0u8; format::SECTOR];
-        self.nand.read_sectors(
+        self.nand().read_sectors(
             PageAddr {
                 block: b,
                 page: (s / spp) as u32,
@@ -360,8 +360,9 @@ impl<P: LogPolicy> Core<P> {
                 }
             }
         }
+        let nand = self.nand();
         (0..self.geo.ppb).any(|p| {
-            self.nand.programmed_sectors(PageAddr { block: b, page: p }) & !expect[p as usize] != 0
+            nand.programmed_sectors(PageAddr { block: b, page: p }) & !expect[p as usize] != 0
         })
     }
 }

@@ -2,7 +2,7 @@
 //! ghost reconstruction), writing log sectors, node images, and rebuilding a block (IPL
 //! merge, d-IPL block cleansing and block split), block allocation and release.
 
-use super::core::{lost, Block, Core, Member, Place};
+use super::core::{exclusive, lost, Block, Core, Member, Place};
 use super::format::{self, LogSector, NodeImage, Rec, NAND_FILE, NO_SECTOR, SECTOR};
 use super::policy::LogPolicy;
 use crate::error::{Error, Result};
@@ -28,7 +28,7 @@ impl<P: LogPolicy> Core<P> {
     }
 
     /// Read sectors of block `b`, one read operation per page touched.
-    pub fn read_sectors(&mut self, b: u32, idx: &[u16]) -> Result<BTreeMap<u16, LogSector>> {
+    pub fn read_sectors(&self, b: u32, idx: &[u16]) -> Result<BTreeMap<u16, LogSector>> {
         let spp = self.geo.spp as u16;
         let mut by_page: BTreeMap<u16, (u16, u16)> = BTreeMap::new();
         for &i in idx {
@@ -36,19 +36,27 @@ impl<P: LogPolicy> Core<P> {
             e.0 = e.0.min(i % spp);
             e.1 = e.1.max(i % spp);
         }
+        // The pages under the NAND's mutex (one read operation each), decoded after it.
+        let mut pages = Vec::with_capacity(by_page.len());
+        {
+            let mut nand = self.nand();
+            for (page, (lo, hi)) in by_page {
+                let n = (hi - lo + 1) as usize;
+                let mut buf = vec![0u8; n * SECTOR];
+                nand.read_sectors(
+                    PageAddr {
+                        block: b,
+                        page: page as u32,
+                    },
+                    lo as u32,
+                    &mut buf,
+                    &mut [],
+                )?;
+                pages.push((page, lo, buf));
+            }
+        }
         let mut out = BTreeMap::new();
-        for (page, (lo, hi)) in by_page {
-            let n = (hi - lo + 1) as usize;
-            let mut buf = vec![0u8; n * SECTOR];
-            self.nand.read_sectors(
-                PageAddr {
-                    block: b,
-                    page: page as u32,
-                },
-                lo as u32,
-                &mut buf,
-                &mut [],
-            )?;
+        for (page, lo, buf) in pages {
             let lp = self.linear(b, page as u32);
             for &i in idx.iter().filter(|&&i| i / spp == page) {
                 let off = (i % spp - lo) as usize * SECTOR;
@@ -59,10 +67,11 @@ impl<P: LogPolicy> Core<P> {
     }
 
     /// Read and verify a node image at `first` page of block `b`.
-    pub fn read_node(&mut self, b: u32, first: u32, id: u64) -> Result<NodeImage> {
+    pub fn read_node(&self, b: u32, first: u32, id: u64) -> Result<NodeImage> {
         let mut buf = vec![0u8; self.geo.node_bytes];
+        let mut nand = self.nand();
         for (i, chunk) in buf.chunks_mut(self.geo.page_bytes).enumerate() {
-            self.nand.read(
+            nand.read(
                 PageAddr {
                     block: b,
                     page: first + i as u32,
@@ -71,13 +80,14 @@ impl<P: LogPolicy> Core<P> {
                 &mut [],
             )?;
         }
+        drop(nand);
         format::decode_node(id, &buf, self.linear(b, first))
     }
 
     /// The log sectors of node `id` in block `b`, oldest first, up to and including
     /// sector `upto` when given: how they are found is the policy's
     /// ([`LogPolicy::node_log`]).
-    fn node_log(&mut self, b: u32, id: u64, upto: Option<u16>) -> Result<Vec<LogSector>> {
+    fn node_log(&self, b: u32, id: u64, upto: Option<u16>) -> Result<Vec<LogSector>> {
         let blk = &self.blocks[&b];
         let pos = blk.pos(id).ok_or_else(|| lost(id, b))?;
         let known: Vec<u16> = blk.members[pos]
@@ -92,7 +102,7 @@ impl<P: LogPolicy> Core<P> {
     /// The current version of node `id` as stored on flash (base + its log records).
     /// With `upto = Some(x)`: the version just before the `SplitRemove` that ends its log
     /// sector `x` (the version a ghost node was split from, §5.2).
-    pub fn materialize(&mut self, id: u64, upto: Option<u16>) -> Result<NodeImage> {
+    pub fn materialize(&self, id: u64, upto: Option<u16>) -> Result<NodeImage> {
         let b = self.block_of(id)?;
         let blk = &self.blocks[&b];
         let pos = blk.pos(id).ok_or_else(|| lost(id, b))?;
@@ -182,7 +192,7 @@ impl<P: LogPolicy> Core<P> {
                 data.extend_from_slice(&encoded[j].1);
                 j += 1;
             }
-            self.nand.program_sectors(
+            self.nand_mut().program_sectors(
                 PageAddr {
                     block: b,
                     page: page as u32,
@@ -206,7 +216,7 @@ impl<P: LogPolicy> Core<P> {
     pub fn write_node(&mut self, b: u32, first: u32, id: u64, img: &NodeImage) -> Result<()> {
         let buf = format::encode_node(id, img, self.geo.node_bytes);
         for (i, chunk) in buf.chunks(self.geo.page_bytes).enumerate() {
-            self.nand.program(
+            self.nand_mut().program(
                 PageAddr {
                     block: b,
                     page: first + i as u32,
@@ -228,7 +238,7 @@ impl<P: LogPolicy> Core<P> {
         let mut b = self.block_of(id)?;
         if self.free_sectors(b) == 0 {
             self.rebuild(b, Rebuild::Cleanse)?;
-            if !self.frames.get(&id).is_some_and(|f| !f.log.is_empty()) {
+            if !self.is_dirty(id) {
                 return Ok(());
             }
             b = self.block_of(id)?;
@@ -247,8 +257,9 @@ impl<P: LogPolicy> Core<P> {
             )));
         };
         // A block left programmed by an interrupted run is erased before reuse.
-        if (0..self.geo.ppb).any(|p| !self.nand.is_page_erased(PageAddr { block: b, page: p })) {
-            self.nand.erase(b)?;
+        let nand = exclusive(&mut self.nand);
+        if (0..self.geo.ppb).any(|p| !nand.is_page_erased(PageAddr { block: b, page: p })) {
+            nand.erase(b)?;
         }
         self.blocks.insert(
             b,
@@ -270,7 +281,7 @@ impl<P: LogPolicy> Core<P> {
             if blk.checkpointed {
                 self.pending.push(b);
             } else {
-                self.nand.erase(b)?;
+                self.nand_mut().erase(b)?;
                 self.free.insert(b);
             }
         }
@@ -313,7 +324,7 @@ impl<P: LogPolicy> Core<P> {
         // version; its pending records go with it).
         let mut keep = Vec::with_capacity(ids.len());
         for (i, &id) in ids.iter().enumerate() {
-            let empty = match self.frames.get(&id) {
+            let empty = match self.cache().frames.get(&id) {
                 Some(f) => f.img.entries.is_empty(),
                 None => imgs[i].entries.is_empty(),
             };
@@ -371,7 +382,7 @@ impl<P: LogPolicy> Core<P> {
             return Ok(false);
         };
         let cap = self.geo.rec_cap;
-        let Some(f) = self.frames.get_mut(&p) else {
+        let Some(f) = self.cache().frames.get_mut(&p) else {
             return Ok(false);
         };
         let Some(i) = f.img.entries.iter().position(|e| e.1 == id) else {
@@ -428,6 +439,7 @@ impl<P: LogPolicy> Core<P> {
     pub fn write_dirty_frames(&mut self) -> Result<()> {
         loop {
             let mut dirty: Vec<u64> = self
+                .cache()
                 .frames
                 .iter()
                 .filter(|(_, f)| !f.log.is_empty())
@@ -438,7 +450,7 @@ impl<P: LogPolicy> Core<P> {
             }
             dirty.sort_unstable();
             for id in dirty {
-                if self.frames.get(&id).is_some_and(|f| !f.log.is_empty()) {
+                if self.is_dirty(id) {
                     self.counters.node_writes += 1;
                     self.flush_log(id)?;
                 }

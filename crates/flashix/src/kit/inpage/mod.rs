@@ -44,7 +44,52 @@
 //!
 //! # Memory
 //! `buffer_frames` frames of one node plus one log sector each, the block table, and the
-//! node -> block and node -> parent maps (a few dozen bytes per node).
+//! node -> block and node -> parent maps (a few dozen bytes per node). Shared readers hold
+//! at most one node image each outside the frames while it is read from flash (the frame
+//! they reserved for it, or a node read past the buffer) and the log sectors read for it.
+//!
+//! # Thread safety
+//! An engine on the kit is served by `kit::parallel::Parallel`: writes, checks and
+//! checkpoints run on `&mut Core`, alone; point searches and range-scan batches run on
+//! `&Core` ([`Core::get_shared`], [`Core::scan_shared`]), any number at once, while no
+//! write runs. Under the shared lock nothing changes the tree, the block table or flash:
+//! a read's only changes are to the buffer's frame table ([`core::Cache`]: the frames,
+//! their LRU order, the loads in progress, the hit and read counters), which is behind a
+//! mutex, and to the NAND's counters and timing model, behind the NAND's mutex (the
+//! simulated NAND's reads need `&mut`, so shared readers' NAND operations run one at a
+//! time; decoding a node and applying its log records run beside each other). `&mut`
+//! reaches both with `get_mut`, taking no lock. A shared read of a node
+//! ([`Core::with_node`]):
+//! 1. *Hit*: under the table's mutex the frame becomes the most recently used, and the
+//!    read's in-memory step (the child slot, the key's value, a leaf's rest) runs on it
+//!    there. A dirty frame is read as it is: the node's current version, its in-memory
+//!    log applied; its stale flash version is never read while it is resident.
+//! 2. *Miss*: under the mutex the reader reserves a frame: while the resident and loading
+//!    frames fill the buffer it evicts the least recently used frame that is clean and
+//!    not pinned, then marks the node loading; it reads the node from flash (base plus
+//!    log records, as [`Core::materialize`]) with the mutex released, and installs it
+//!    under the mutex. Reading with the mutex released is safe because a node that is not
+//!    resident has its current version on flash (Rule 1 writes a dirty frame's log sector
+//!    when it is evicted) and nothing writes flash or the block table under the shared
+//!    lock. A failed read frees the reservation.
+//! 3. A reader that finds the node loading waits for the load and looks again (one flash
+//!    read of a node however many readers want it); the wait is bounded (`LOAD_WAIT`),
+//!    past which it reads the node itself, past the buffer.
+//! 4. When every evictable frame is dirty or pinned, the reader reads the node past the
+//!    buffer and installs nothing.
+//!
+//! How this departs from the serial read and why it keeps the scheme: a serial read that
+//! evicts a dirty frame writes its log sector (Rule 1), a write the shared path does not
+//! make; it evicts the least recently used *clean* frame instead, and the dirty frames it
+//! passed over are evicted, in LRU order, by the next write that needs room (or written at
+//! the next checkpoint). With every frame clean (a read-only load) the shared read evicts
+//! the frame the serial one would and reads the same flash pages. A shared read does not
+//! pin its path (it holds no frame between two steps of its descent) and does not learn
+//! parents: the node -> parent map serves the release of an empty node at its block's
+//! rebuild (§4.4), and a node becomes empty only by deletes, whose descents learn its
+//! parent. The serial [`Core::get`] and [`Core::scan`] on `&mut` are kept as they were.
+//! The memory budget is the serial path's: a reserved frame counts as resident, so the
+//! table never holds more than the buffer's frames.
 
 mod check;
 pub(crate) mod core;
@@ -53,6 +98,8 @@ pub(crate) mod flash;
 pub(crate) mod format;
 mod ops;
 pub(crate) mod policy;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub(crate) use self::core::{Config, Core};
 pub(crate) use durable::validate;

@@ -1,7 +1,7 @@
 //! The `Engine` operations of the core: logged mutations (WAL first, then the tree), range
 //! scans, checkpoints when due, and statistics.
 
-use super::core::Core;
+use super::core::{shared, Core, LeafRest};
 use super::policy::LogPolicy;
 use crate::durable::{Log, Logged, Store};
 use crate::error::Result;
@@ -97,32 +97,29 @@ impl<P: LogPolicy> Core<P> {
     /// At least one entry of the range from `cur.next`, or the cursor marked done: the rest
     /// of a leaf, then the next leaf from its lower fence.
     pub fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
-        let before = out.len();
-        while let Some(from) = cur.next {
-            let (entries, fence) = self.leaf_from(from)?;
-            for (k, v) in entries {
-                if !cur.below_hi(k) {
-                    cur.next = None;
-                    return Ok(());
-                }
-                out.push((k, v));
-            }
-            cur.next = fence.filter(|&f| cur.below_hi(f));
-            if out.len() > before {
-                return Ok(());
-            }
-        }
-        Ok(())
+        scan_leaves(cur, out, |from| self.leaf_from(from))
+    }
+
+    /// [`Core::scan`] from `&self`, beside other readers ([`Core::leaf_from_shared`]).
+    pub fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+        scan_leaves(cur, out, |from| self.leaf_from_shared(from))
     }
 
     /// Zero the NAND and engine counters.
     pub fn reset_counters(&mut self) {
-        self.nand.reset_stats();
+        self.nand_mut().reset_stats();
         self.counters = super::core::Counters::default();
+        let c = self.cache();
+        c.hits = 0;
+        c.node_reads = 0;
     }
 
     pub fn stats(&self) -> Stats {
-        let n = self.nand.stats();
+        let n = self.nand().stats();
+        let (resident, hits, node_reads) = {
+            let t = shared(&self.cache);
+            (t.frames.len() as u64, t.hits, t.node_reads)
+        };
         let c = &self.counters;
         let node_bytes = self.geo.node_bytes as f64;
         let wa_milli = if c.node_writes == 0 {
@@ -164,7 +161,7 @@ impl<P: LogPolicy> Core<P> {
             ("max_ghosts_per_block", max_ghosts),
             ("ghost_nodes_created", c.ghost_nodes_created),
             ("ghosts_split_again", c.ghosts_split_again),
-            ("node_reads", c.node_reads),
+            ("node_reads", node_reads),
             ("node_writes", c.node_writes),
             ("log_sector_writes", c.log_sector_writes),
             ("released_nodes", c.released_nodes),
@@ -202,9 +199,9 @@ impl<P: LogPolicy> Core<P> {
             buffer: BufferStats {
                 capacity_bytes: (self.geo.frames * self.geo.node_bytes) as u64,
                 frames: self.geo.frames as u64,
-                resident: self.frames.len() as u64,
-                hits: c.hits,
-                misses: c.node_reads,
+                resident,
+                hits,
+                misses: node_reads,
                 evictions: c.node_writes,
                 writebacks: c.log_sector_writes,
             },
@@ -236,4 +233,29 @@ impl<P: LogPolicy> Core<P> {
             .sum();
         blocks as u64 + 48 * (self.location.len() + self.parent.len()) as u64
     }
+}
+
+/// At least one entry of the range from `cur.next`, or the cursor marked done, reading
+/// leaves with `leaf_from`: the rest of a leaf, then the next leaf from its lower fence.
+fn scan_leaves(
+    cur: &mut RangeCursor,
+    out: &mut Vec<(u64, u64)>,
+    mut leaf_from: impl FnMut(u64) -> Result<LeafRest>,
+) -> Result<()> {
+    let before = out.len();
+    while let Some(from) = cur.next {
+        let (entries, fence) = leaf_from(from)?;
+        for (k, v) in entries {
+            if !cur.below_hi(k) {
+                cur.next = None;
+                return Ok(());
+            }
+            out.push((k, v));
+        }
+        cur.next = fence.filter(|&f| cur.below_hi(f));
+        if out.len() > before {
+            return Ok(());
+        }
+    }
+    Ok(())
 }

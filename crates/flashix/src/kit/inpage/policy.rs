@@ -44,7 +44,7 @@ pub trait LogPolicy: Sized + Send + 'static {
 
     /// The log sectors of node `id` in block `b`, oldest first; `known` are the node's
     /// sectors (from the block table) the read must return and verify.
-    fn node_log(core: &mut Core<Self>, b: u32, id: u64, known: &[u16]) -> Result<Vec<LogSector>>;
+    fn node_log(core: &Core<Self>, b: u32, id: u64, known: &[u16]) -> Result<Vec<LogSector>>;
 
     /// Recovery: rebuild the members' sector lists of block `b`, whose last written log
     /// sector is `last`, from flash.

@@ -1,0 +1,42 @@
+//! The shared read path on this engine (`crate::kit::inpage::testing`): one-page nodes,
+//! 16-page blocks, 8 buffer frames for a tree of a few dozen nodes.
+
+use super::IplBTree;
+use crate::io::{MemDevice, MemVfs, Storage};
+use crate::kit::inpage::testing;
+use crate::sim::NandConfig;
+use crate::{DeviceSpec, EngineKind, Options};
+use std::sync::Arc;
+
+fn engine() -> IplBTree {
+    let opts = Options::new(EngineKind::IplBTree)
+        .page_size(2048)
+        .device(DeviceSpec::RawNand(NandConfig {
+            page_bytes: 2048,
+            pages_per_block: 16,
+            blocks: 128,
+            ..NandConfig::default()
+        }))
+        .ipl(crate::IplOptions {
+            node_bytes: 2048,
+            buffer_frames: Some(8),
+            log_area_bytes: 4096,
+            nand_blocks: 128,
+            pages_per_block: 16,
+        });
+    let storage = Storage {
+        device: Box::new(MemDevice::new(2048)),
+        vfs: Arc::new(MemVfs::new()),
+    };
+    crate::engine::create_ipl(storage, opts).unwrap()
+}
+
+#[test]
+fn shared_reads_match_serial() {
+    testing::shared_reads_match_serial(engine(), engine());
+}
+
+#[test]
+fn readers_beside_a_writer() {
+    testing::readers_beside_a_writer(engine());
+}
