@@ -121,8 +121,19 @@ fn readers_beside_a_writer(engine: EngineKind, device: DeviceSpec) {
     db.close().unwrap();
 }
 
-/// The engines whose reads run in parallel (`kit::parallel`).
-const PARALLEL: [EngineKind; 3] = [EngineKind::BTree, EngineKind::Lsm, EngineKind::FdTree];
+/// The engines on a page device whose reads run in parallel (`kit::parallel`): all but the
+/// IPL and d-IPL B+-trees, which run on raw NAND (their kit's own tests,
+/// `kit::inpage::testing`, run readers beside a writer, and so does `tests/concurrent.rs`).
+const PARALLEL: [EngineKind; 8] = [
+    EngineKind::BTree,
+    EngineKind::Lsm,
+    EngineKind::FdTree,
+    EngineKind::PioBTree,
+    EngineKind::BulkIndex,
+    EngineKind::Bftl,
+    EngineKind::LaTree,
+    EngineKind::Fbx,
+];
 
 #[test]
 fn readers_beside_a_writer_in_memory() {

@@ -589,8 +589,12 @@ impl Pager {
                 )))
             }
 
-            fn clean_one(&self, pool: &mut BufferPool) -> Result<bool> {
-                SharedPagerIo(self.pager).clean_one(pool)
+            fn before_write(&self, lsn: u64) -> Result<()> {
+                SharedPagerIo(self.pager).before_write(lsn)
+            }
+
+            fn write_pages(&self, pages: &[(PageId, crate::io::AlignedBuf)]) -> Result<()> {
+                SharedPagerIo(self.pager).write_pages(pages)
             }
         }
         let probe = Probe {
@@ -661,8 +665,12 @@ impl Pager {
                 io.read_page(pid, buf)
             }
 
-            fn clean_one(&self, pool: &mut BufferPool) -> Result<bool> {
-                SharedPagerIo(self.pager).clean_one(pool)
+            fn before_write(&self, lsn: u64) -> Result<()> {
+                SharedPagerIo(self.pager).before_write(lsn)
+            }
+
+            fn write_pages(&self, pages: &[(PageId, crate::io::AlignedBuf)]) -> Result<()> {
+                SharedPagerIo(self.pager).write_pages(pages)
             }
         }
         let io = RunIo {
@@ -713,8 +721,12 @@ impl Pager {
                 SharedPagerIo(self.pager).read_page(pid, buf)
             }
 
-            fn clean_one(&self, pool: &mut BufferPool) -> Result<bool> {
-                SharedPagerIo(self.pager).clean_one(pool)
+            fn before_write(&self, lsn: u64) -> Result<()> {
+                SharedPagerIo(self.pager).before_write(lsn)
+            }
+
+            fn write_pages(&self, pages: &[(PageId, crate::io::AlignedBuf)]) -> Result<()> {
+                SharedPagerIo(self.pager).write_pages(pages)
             }
         }
         let writebacks = self.shared_writebacks();
