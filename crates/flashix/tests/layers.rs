@@ -2,7 +2,7 @@
 //! the engines imports the engines, the options they own, `db` or `testing`.
 //!
 //! The graph: one node per source file; an edge for every absolute path `crate::a::b::X`
-//! (in `use` lines, inline, and `$crate::` in macros; comments skipped), resolved to the file
+//! (in `use` lines, inline, and `$crate::` in macros; comments and unit tests skipped), resolved to the file
 //! that *defines* `X` by following `pub use` re-exports. Paths relative to a folder
 //! (`super::`, `self::`, a child module's name) stay inside one folder, the unit that owns a
 //! concern, and are not edges. `cargo test -p flashix --test layers -- --nocapture` prints
@@ -51,6 +51,21 @@ fn strip_comments(text: &str) -> String {
         .join("\n")
 }
 
+/// A file's library code, comments removed: without its unit tests (a `tests.rs` file, or
+/// the `#[cfg(test)] mod tests` block that ends a file), which may drive an engine through
+/// the `Db` above it: they are not part of the library whose layers this checks.
+fn library_code(p: &Path) -> String {
+    if p.file_name().is_some_and(|n| n == "tests.rs") {
+        return String::new();
+    }
+    let text = std::fs::read_to_string(p).unwrap();
+    let live = text
+        .split("#[cfg(test)]\nmod tests")
+        .next()
+        .unwrap_or(&text);
+    strip_comments(live)
+}
+
 fn load() -> Crate {
     let mut files = BTreeMap::new();
     let mut code = BTreeMap::new();
@@ -63,10 +78,7 @@ fn load() -> Crate {
             } else if p.extension().is_some_and(|x| x == "rs") {
                 let rel = p.strip_prefix(src()).unwrap().to_path_buf();
                 files.insert(module_path(&rel), p.clone());
-                code.insert(
-                    p.clone(),
-                    strip_comments(&std::fs::read_to_string(&p).unwrap()),
-                );
+                code.insert(p.clone(), library_code(&p));
             }
         }
     }

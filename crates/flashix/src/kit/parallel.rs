@@ -110,24 +110,25 @@ impl<E: Shareable> Parallel<E> {
             (r, e.has_deferred())
         };
         if deferred {
-            self.settle_deferred();
+            self.settle_deferred()?;
         }
         r
     }
 
     /// Run the work shared reads deferred, as a write, if the lock is free now; otherwise
     /// the engine's next write does it (readers and writers never wait for it here). Its
-    /// error poisons the engine; the read that deferred it has its answer already.
-    fn settle_deferred(&self) {
+    /// error poisons the engine and is the read's, as when the serial read wrote.
+    fn settle_deferred(&self) -> Result<()> {
         let mut e = match self.inner.try_write() {
             Ok(e) => e,
             Err(TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(TryLockError::WouldBlock) => return,
+            Err(TryLockError::WouldBlock) => return Ok(()),
         };
         if self.usable().is_ok() && e.has_deferred() {
             self.writes.fetch_add(1, Ordering::Relaxed);
-            let _ = self.note(e.run_deferred(), true);
+            self.note(e.run_deferred(), true)?;
         }
+        Ok(())
     }
 
     /// Run a read that needs the engine to itself.

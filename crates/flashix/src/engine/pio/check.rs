@@ -75,7 +75,8 @@ impl PioBTree {
                 Some(_) => {}
             }
         }
-        if let Some(&pid) = w.lasts.keys().find(|&&p| !self.lsmap.covers(p)) {
+        let uncovered = w.lasts.keys().find(|&&p| !self.lsmap.covers(p));
+        if let (Some(&pid), true) = (uncovered, self.lsmap_covers_all) {
             return Err(bad(
                 pid,
                 "a reachable leaf has no LSMap slot (shared searches could not learn it)".into(),

@@ -418,6 +418,9 @@ pub struct PioBTree {
     opq: Opq,
     /// LSMap (§3.2.2): last segment id of leaves, by first page.
     lsmap: LsMap,
+    /// The LSMap had a slot for every page of the index at open (it has unless slots for
+    /// all of them would not fit in the budget's spare bytes: `open`).
+    lsmap_covers_all: bool,
     counters: Counters,
 }
 
@@ -454,6 +457,7 @@ impl PioBTree {
                 Opq::new(opq_cap, o.speriod as usize).without_index()
             },
             lsmap: LsMap::new(segs),
+            lsmap_covers_all: true,
             counters: Counters::default(),
         })
     }
@@ -520,8 +524,13 @@ impl PioBTree {
         // A slot for every page the index has, so that shared searches can learn any
         // leaf (lsmap's Thread safety): the bytes the serial path's map reaches once it
         // knows the leaf of the highest page (within the reservation when it was made).
+        // The page count comes from the manifest: slots for at most the pages whose slots
+        // fit in the budget's spare bytes (leaves past them stay unknown to shared
+        // searches, which then read them from their first segment).
         let high_water = t.pager.allocator().high_water();
-        t.lsmap.cover(high_water);
+        let fit = spare.saturating_mul(8) / u64::from(LsMap::bits_for(segs)).max(1);
+        t.lsmap.cover(high_water.min(fit));
+        t.lsmap_covers_all = high_water <= fit;
         t.recover(&ops)?;
         // The pool takes the budget the OPQ does not hold (an empty OPQ after a clean
         // close holds nothing).
