@@ -149,7 +149,7 @@ impl FdTree {
             let mut at = run.start;
             while at < run.start + run.pages {
                 let n = self.p.io_unit.min(run.start + run.pages - at);
-                pages.extend(read_pages(&mut self.pager, self.p.lay, at, n)?);
+                pages.extend(read_pages(&self.pager, self.p.lay, at, n)?);
                 at += n;
             }
             views.push(LevelView { run, pages });

@@ -637,8 +637,7 @@ mod tests {
             .levels
             .iter()
             .map(|r| {
-                let pages =
-                    super::super::run::read_pages(&mut pager, p.lay, r.start, r.pages).unwrap();
+                let pages = super::super::run::read_pages(&pager, p.lay, r.start, r.pages).unwrap();
                 (Run { start: 0, ..*r }, pages)
             })
             .collect();

@@ -45,15 +45,11 @@ pub type Written = (Option<Run>, Fences);
 
 /// Read `n` pages of a run from `first` in ONE request, past the buffer pool (merges and
 /// range scans, App. D: "the merge operation ... can skip the buffer layer"), and decode them.
-pub fn read_pages(
-    pager: &mut Pager,
-    lay: Layout,
-    first: PageId,
-    n: u64,
-) -> Result<Vec<Vec<Entry>>> {
+/// From any of many reading threads at once.
+pub fn read_pages(pager: &Pager, lay: Layout, first: PageId, n: u64) -> Result<Vec<Vec<Entry>>> {
     let ps = pager.page_size();
     let mut buf = AlignedBuf::zeroed(ps * n as usize);
-    pager.device().read(first, &mut buf)?;
+    pager.read_run_shared(first, &mut buf)?;
     buf.chunks(ps)
         .enumerate()
         .map(|(i, b)| decode_page(first + i as u64, b, lay))
@@ -76,8 +72,8 @@ pub fn decode_page_into(lay: Layout, pid: PageId, b: &[u8], out: &mut Vec<Entry>
 /// levels stay cached, as the paper's cost model assumes, §4 Eq. 10). Run pages are never
 /// dirty in the pool and a freed run's pages are discarded from it
 /// ([`Pager::free_extent`]), so the pool and the past-the-pool reads agree.
-pub fn read_page_cached(pager: &mut Pager, lay: Layout, pid: PageId) -> Result<Vec<Entry>> {
-    pager.read(pid, |b| decode_page(pid, b, lay))?
+pub fn read_page_cached(pager: &Pager, lay: Layout, pid: PageId) -> Result<Vec<Entry>> {
+    pager.read_shared(pid, |b| decode_page(pid, b, lay))?
 }
 
 /// A point search's step in run page `pid` (see [`Layout::probe`]): through the buffer pool
@@ -403,7 +399,7 @@ mod writer_tests {
 
             let want = Packer::pack(lay.cap(), true, &es);
             prop_assert_eq!(run.pages, want.len() as u64);
-            let got = read_pages(&mut pager, lay, run.start, run.pages).unwrap();
+            let got = read_pages(&pager, lay, run.start, run.pages).unwrap();
             prop_assert_eq!(&got, &want);
             let firsts: Vec<(u64, PageId)> = want
                 .iter()

@@ -128,7 +128,7 @@ impl FdTree {
     /// batch then ends where the walk stopped, `HeadRange::cut`). With a memo (`slot` its
     /// slot there), a range inside the head leaf read last needs no descent.
     fn head_range(
-        &mut self,
+        &self,
         head: &Head,
         lo: u64,
         hi: u64,
@@ -154,7 +154,7 @@ impl FdTree {
         }
         let mut first = true;
         let mut start_found = false;
-        let cut = head.walk_range(&mut self.pager, lay, lo, max_leaves, |pid, es| {
+        let cut = head.walk_range(&self.pager, lay, lo, max_leaves, |pid, es| {
             if let Some((m, slot)) = memo.as_mut() {
                 m.keep(*slot, pid, &es);
             }
@@ -183,7 +183,7 @@ impl FdTree {
     /// and 1 keep the active and the frozen head's last leaf, slot 2 + i level i's last
     /// page.
     pub(super) fn scan_batch(
-        &mut self,
+        &self,
         cur: &mut RangeCursor,
         out: &mut Vec<(u64, u64)>,
         mut memo: Option<&mut PageMemo>,
@@ -298,7 +298,7 @@ impl FdTree {
                 Some(es) => {
                     let mut v = vec![es];
                     v.extend(read_pages(
-                        &mut self.pager,
+                        &self.pager,
                         self.p.lay,
                         first + 1,
                         last - first,
@@ -306,9 +306,9 @@ impl FdTree {
                     v
                 }
                 None if first == last && above < frames => {
-                    vec![read_page_cached(&mut self.pager, self.p.lay, first)?]
+                    vec![read_page_cached(&self.pager, self.p.lay, first)?]
                 }
-                None => read_pages(&mut self.pager, self.p.lay, first, last - first + 1)?,
+                None => read_pages(&self.pager, self.p.lay, first, last - first + 1)?,
             };
             if let (Some(m), Some(es)) = (memo.as_deref_mut(), pages.last()) {
                 m.keep(2 + lvl, last, es);

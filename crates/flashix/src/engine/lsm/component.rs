@@ -108,7 +108,7 @@ pub fn read_node_cached(pager: &Pager, lay: Layout, pid: PageId) -> Result<Node>
 
 /// Read `n` leaves of `c` from `first` in one request, checked to be non-empty leaves.
 pub fn read_leaves(
-    pager: &mut Pager,
+    pager: &Pager,
     lay: Layout,
     c: &Component,
     first: PageId,
@@ -155,7 +155,7 @@ pub fn decode_leaf_into(
 
 /// Read leaf `pid` of `c` through the buffer pool, checked to be a non-empty leaf.
 pub fn read_leaf_cached(
-    pager: &mut Pager,
+    pager: &Pager,
     lay: Layout,
     c: &Component,
     pid: PageId,
@@ -237,7 +237,7 @@ pub fn leaf_for(pager: &Pager, lay: Layout, c: &Component, key: u64) -> Result<P
 /// descent, one single-page read per internal level, through the pool; a second descent
 /// for `hi` when it lies beyond the lowest internal node of `lo`).
 pub fn leaf_span(
-    pager: &mut Pager,
+    pager: &Pager,
     lay: Layout,
     c: &Component,
     lo: u64,

@@ -166,12 +166,11 @@
 //!
 //! # Thread safety
 //! Served to many threads by `kit::parallel::Parallel`. Point searches (`get`, `get_many`)
-//! hold the engine's lock shared and run in parallel: C0 and its components are read through
-//! the Pager's shared path (the buffer pool's latch protocol for pages read through the
-//! pool, the device's reader handles for pages read past it), and nothing a search does
-//! changes the structure. Everything else holds the lock exclusive, one at a time: writes,
-//! and range scans, whose read-ahead goes through the device's started requests
-//! (`kit::sorted::seq`). An insert first walks C0 under the shared lock, so that under
+//! and range-scan batches (`scan`, `range_many`) hold the engine's lock shared and run in
+//! parallel: C0 and its components are read through the Pager's shared path (the buffer
+//! pool's latch protocol for pages read through the pool, the device's reader handles for
+//! pages read past it, a scan's run of leaves in one request), and nothing a read does
+//! changes the structure. Writes hold the lock exclusive, one at a time. An insert first walks C0 under the shared lock, so that under
 //! the exclusive lock it finds its pages in the pool. The pages a search reads past the pool
 //! belong to published structures only: a merge writes new extents, which no search reads
 //! until the merge is complete and taken in under the exclusive lock, and the extents it
@@ -812,10 +811,20 @@ impl Logged for Lsm {
 }
 
 impl Shareable for Lsm {
-    /// Scans read ahead through the device's started requests (`kit::sorted::seq`), which
-    /// need the engine to themselves.
-    const PARALLEL_SCANS: bool = false;
+    const PARALLEL_SCANS: bool = true;
     const PARALLEL_GETS: bool = true;
+
+    /// A batch reads its pages through the pool's shared mode or past it, each run in one
+    /// request (`run.rs`, `component.rs`), and changes nothing.
+    fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
+        self.scan_batch(cur, out, None)
+    }
+
+    fn scan_many_shared(&self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
+        scan_many_with_memo(self, ranges, out, |e, cur, out, memo| {
+            e.scan_batch(cur, out, Some(memo))
+        })
+    }
 
     fn get_shared(&self, key: u64) -> Result<Option<u64>> {
         self.lookup(key)

@@ -59,7 +59,7 @@ impl Lsm {
     /// C0's index entries with key in [lo, hi] (at most |C0|). With a memo (slot 0), a
     /// range inside the C0 leaf read last needs no descent.
     fn c0_range(
-        &mut self,
+        &self,
         lo: u64,
         hi: u64,
         max_leaves: u64,
@@ -77,7 +77,7 @@ impl Lsm {
         let mut out = Vec::new();
         // At most `max_leaves` leaves per batch (`Head::walk_range`): an open-ended range
         // must not decode all of C0 for every batch.
-        let cut = head.walk_range(&mut self.pager, lay, lo, max_leaves, |pid, es| {
+        let cut = head.walk_range(&self.pager, lay, lo, max_leaves, |pid, es| {
             if let Some(m) = memo.as_deref_mut() {
                 m.keep(0, pid, &es);
             }
@@ -108,7 +108,7 @@ impl Lsm {
     /// are numbered as [`Lsm::all_tombs`]: 0 C0, 1 the frozen C0, 2 + i component i; memo
     /// slots likewise (the frozen C0, in memory, needs none).
     pub(super) fn scan_batch(
-        &mut self,
+        &self,
         cur: &mut RangeCursor,
         out: &mut Vec<(u64, u64)>,
         mut memo: Option<&mut PageMemo>,
@@ -186,7 +186,7 @@ impl Lsm {
                 });
                 continue;
             }
-            let (mut first, last) = component::leaf_span(&mut self.pager, lay, c, lo, batch_hi)?;
+            let (mut first, last) = component::leaf_span(&self.pager, lay, c, lo, batch_hi)?;
             loop {
                 let n = unit.min(last - first + 1);
                 // Within one `scan_many`, a leaf the previous range ended in is not read again.
@@ -196,7 +196,7 @@ impl Lsm {
                     Some(es) => {
                         let mut v = vec![es];
                         v.extend(component::read_leaves(
-                            &mut self.pager,
+                            &self.pager,
                             lay,
                             c,
                             first + 1,
@@ -205,9 +205,9 @@ impl Lsm {
                         v
                     }
                     None if n == 1 && cached => {
-                        vec![component::read_leaf_cached(&mut self.pager, lay, c, first)?]
+                        vec![component::read_leaf_cached(&self.pager, lay, c, first)?]
                     }
-                    None => component::read_leaves(&mut self.pager, lay, c, first, n)?,
+                    None => component::read_leaves(&self.pager, lay, c, first, n)?,
                 };
                 if let (Some(m), Some(es)) = (memo.as_deref_mut(), pages.last()) {
                     m.keep(slot, first + n - 1, es);

@@ -444,7 +444,7 @@ impl Head {
     /// caller drop what it took above it.
     pub fn walk_range(
         &self,
-        pager: &mut Pager,
+        pager: &Pager,
         lay: Layout,
         lo: u64,
         max_leaves: u64,

@@ -17,10 +17,10 @@ pub(crate) struct PageMemo {
 /// `Engine::scan_many` for an engine whose range batch takes a memo: the ranges in order,
 /// each scanned to its end by `batch`, one memo for the whole call.
 pub(crate) fn scan_many_with_memo<E: ?Sized>(
-    engine: &mut E,
+    engine: &E,
     ranges: &[(u64, u64)],
     out: &mut Vec<(u64, u64)>,
-    mut batch: impl FnMut(&mut E, &mut RangeCursor, &mut Vec<(u64, u64)>, &mut PageMemo) -> Result<()>,
+    mut batch: impl FnMut(&E, &mut RangeCursor, &mut Vec<(u64, u64)>, &mut PageMemo) -> Result<()>,
 ) -> Result<()> {
     let mut memo = PageMemo::default();
     for &(lo, hi) in ranges {
