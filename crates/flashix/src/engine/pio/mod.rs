@@ -419,7 +419,7 @@ pub struct PioBTree {
     /// LSMap (§3.2.2): last segment id of leaves, by first page.
     lsmap: LsMap,
     /// The LSMap had a slot for every page of the index at open (it has unless slots for
-    /// all of them would not fit in the budget's spare bytes: `open`).
+    /// all of them would not fit in the memory budget: `open`).
     lsmap_covers_all: bool,
     counters: Counters,
 }
@@ -525,10 +525,11 @@ impl PioBTree {
         // leaf (lsmap's Thread safety): the bytes the serial path's map reaches once it
         // knows the leaf of the highest page (within the reservation when it was made).
         // The page count comes from the manifest: slots for at most the pages whose slots
-        // fit in the budget's spare bytes (leaves past them stay unknown to shared
-        // searches, which then read them from their first segment).
+        // fit in the memory budget (a damaged manifest must not size the allocation;
+        // leaves past them stay unknown to shared searches, which then read them from
+        // their first segment).
         let high_water = t.pager.allocator().high_water();
-        let fit = spare.saturating_mul(8) / u64::from(LsMap::bits_for(segs)).max(1);
+        let fit = s.buffer_pool_bytes.saturating_mul(8) / u64::from(LsMap::bits_for(segs)).max(1);
         t.lsmap.cover(high_water.min(fit));
         t.lsmap_covers_all = high_water <= fit;
         t.recover(&ops)?;
