@@ -165,6 +165,10 @@ pub struct Record {
     /// `None` for the others and in older results).
     #[serde(default)]
     pub merge_thread: Option<MergeThreadUse>,
+    /// Where one index's threads serialized in the phase (engines served through the
+    /// library's readers-writer lock); `None` for peers and runs of one thread.
+    #[serde(default)]
+    pub writer_lock: Option<WriterLockUse>,
 }
 
 /// Where the merge thread's time went over the merges it completed during a measured
@@ -181,6 +185,19 @@ pub struct MergeThreadUse {
     pub cpu_us_per_op: f64,
     /// Their waits for their requests.
     pub io_wait_us_per_op: f64,
+}
+
+/// How long writers held an index's exclusive lock in a phase (engine counters
+/// `writer_lock_held_ns`, `writer_lock_held_max_ns`), and how many reads left their
+/// device read outside it (`reads_outside_the_lock`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WriterLockUse {
+    /// Share of the phase's wall time the exclusive lock was held.
+    pub held_share: f64,
+    /// The longest hold, in microseconds.
+    pub held_max_us: f64,
+    /// Reads that stopped at a miss and read the page outside the lock, per operation.
+    pub outside_reads_per_op: f64,
 }
 
 /// The share of the device's limit a result reached (see `runner::DEVICE_LIMIT_RULE`).
@@ -590,6 +607,7 @@ pub(crate) mod tests_support {
             sim_seconds: None,
             cpu_us_per_op: None,
             merge_thread: None,
+            writer_lock: None,
         }
     }
 }

@@ -61,6 +61,12 @@ pub enum Error {
     /// A bad argument to an operation.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// Never returned to a caller: a shared read stopped at a page missing from the buffer
+    /// pool, so that the page is read with the engine's lock released and the read run
+    /// again (`crate::durable::outside`, `crate::kit::parallel`).
+    #[doc(hidden)]
+    #[error("internal: a shared read stopped at a page missing from the buffer pool")]
+    PageMiss,
 }
 
 impl Error {

@@ -8,7 +8,7 @@ use super::config::Subject;
 use super::measure::{Cell, PhaseRun, ENTRY_BYTES, PEER_CHARGED_QUEUE_DEPTH};
 use super::params::engine_params;
 use crate::probe::DeviceProfile;
-use crate::report::{self, MergeThreadUse, Record};
+use crate::report::{self, MergeThreadUse, Record, WriterLockUse};
 use anyhow::Result;
 use flashix::io::DeviceStats;
 use flashix::Stats;
@@ -86,6 +86,7 @@ impl Cell<'_> {
             sim_seconds: None,
             cpu_us_per_op: Some((run.end.cpu_s - run.start.cpu_s) * 1e6 / ops),
             merge_thread: None,
+            writer_lock: None,
         };
         let io = match (&run.start.stats, &run.end.stats) {
             (Some(s0), Some(s1)) => engine_io(&mut rec, s0, s1, run.elapsed_s),
@@ -151,6 +152,9 @@ fn engine_io(rec: &mut Record, s0: &Stats, s1: &Stats, elapsed_s: f64) -> Io {
     };
     rec.io_counted_by = "flashix device and WAL counters".into();
     rec.merge_thread = merge_thread_use(s0, s1, ops);
+    if rec.threads > 1 {
+        rec.writer_lock = writer_lock_use(s0, s1, ops, elapsed_s);
+    }
     let sim_us = |s: &Stats| s.device.flash.get("sim_time_us").copied();
     if let (Some(a), Some(b)) = (sim_us(s0), sim_us(s1)) {
         rec.sim_seconds = Some(b.saturating_sub(a) as f64 / 1e6);
@@ -193,6 +197,21 @@ fn merge_thread_use(s0: &Stats, s1: &Stats, ops: f64) -> Option<MergeThreadUse> 
         wall_us_per_op: delta("merge_thread_us") as f64 / ops,
         cpu_us_per_op: delta("merge_thread_cpu_us") as f64 / ops,
         io_wait_us_per_op: delta("merge_thread_io_wait_us") as f64 / ops,
+    })
+}
+
+/// The writer lock's use between `s0` and `s1` over a phase of `elapsed_s` seconds and
+/// `ops` operations; `None` for an index served without it.
+fn writer_lock_use(s0: &Stats, s1: &Stats, ops: f64, elapsed_s: f64) -> Option<WriterLockUse> {
+    let get = |s: &Stats, n: &str| s.engine_counters.get(n).copied();
+    let held = get(s1, "writer_lock_held_ns")?.saturating_sub(get(s0, "writer_lock_held_ns")?);
+    let outside = get(s1, "reads_outside_the_lock")
+        .unwrap_or(0)
+        .saturating_sub(get(s0, "reads_outside_the_lock").unwrap_or(0));
+    Some(WriterLockUse {
+        held_share: held as f64 / 1e9 / elapsed_s.max(1e-9),
+        held_max_us: get(s1, "writer_lock_held_max_ns").unwrap_or(0) as f64 / 1e3,
+        outside_reads_per_op: outside as f64 / ops.max(1.0),
     })
 }
 

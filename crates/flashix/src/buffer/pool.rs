@@ -275,11 +275,17 @@ impl BufferPool {
     /// the most recent end with its reference bit cleared, as CLOCK gives one (hits through
     /// the index set the bit instead of moving the frame, `super::latch`).
     fn lru_free(&mut self) -> Option<FrameId> {
+        self.lru_free_of(false)
+    }
+
+    /// [`BufferPool::lru_free`], passing over dirty frames when `clean` is set.
+    fn lru_free_of(&mut self, clean: bool) -> Option<FrameId> {
         let mut f = self.tail;
         let mut chances = self.map.len();
         while f != NIL {
             let prev = self.frames[f].prev;
-            if !self.pinned(f) {
+            let passed_over = clean && self.frames[f].dirty;
+            if !self.pinned(f) && !passed_over {
                 let referenced = self.frames[f]
                     .latch
                     .referenced
@@ -516,17 +522,17 @@ impl BufferPool {
     /// A frame for a shared reader to read `pid` into with the pool's lock released: a
     /// spare one or the least recently used unpinned one, the victim `fetch` would take,
     /// pinned, mapped to `pid` and marked loading, so that other readers of `pid` wait for
-    /// it and nothing evicts it. `None` when that victim is dirty (the caller writes it back
-    /// first, [`BufferPool::clean_one`], and claims again: the order of evictions is the
-    /// LRU order, as in `fetch`) or every frame is pinned. Counted as a miss.
+    /// it and nothing evicts it. A reader passes over dirty frames: it takes the least
+    /// recently used *clean* unpinned frame, leaving the write-back of dirty ones to the
+    /// writer (which cleans ahead of its own evictions, `super::SharedPool::clean_ahead`),
+    /// so that a reader never holds the engine's lock across a page write. `None` when
+    /// every unpinned frame is dirty (the caller then writes the LRU one back first and
+    /// claims again) or every frame is pinned. Counted as a miss.
     pub(super) fn claim(&mut self, pid: PageId) -> Option<FrameId> {
         let f = match self.spare() {
             Some(f) => f,
             None => {
-                let f = self.lru_free()?;
-                if self.frames[f].dirty {
-                    return None;
-                }
+                let f = self.lru_free_of(true)?;
                 self.evict(f);
                 f
             }

@@ -19,15 +19,17 @@
 //!    index); the reader then reads the bytes with no lock held and unpins (an atomic
 //!    subtract, or under the mutex).
 //! 2. *Miss*: under the mutex the reader claims a frame — a spare one or the least recently
-//!    used unpinned one, the victim the exclusive path would take — maps the page to it,
-//!    pins it and marks it *loading*; it
+//!    used unpinned *clean* one (dirty frames are left for the writer to write back, so
+//!    that a reader does not write a page while it holds its engine's lock) — maps the
+//!    page to it, pins it and marks it *loading*; it
 //!    reads the page into the frame with the mutex released, verifies it, then clears
 //!    *loading* (or frees the frame if the read failed) and wakes the waiters.
 //! 3. A reader that finds the page *loading* waits on the condition variable and looks
 //!    again: one device read per page however many readers want it at once.
-//! 4. When that victim is dirty, the reader writes it back under the mutex (the WAL rule's
-//!    barrier first) and claims again, so that evictions keep the LRU order; when every
-//!    frame is pinned it waits for an unpin. Both are bounded: a wait gives up after [`PIN_WAIT`] with an error saying the
+//! 4. When every unpinned frame is dirty, the reader writes the least recently used one
+//!    back with the mutex released (pinned, out of the index, sealed in a copy; the WAL
+//!    rule's barrier first) and claims again; when every frame is pinned it waits for an
+//!    unpin. Both are bounded: a wait gives up after [`PIN_WAIT`] with an error saying the
 //!    pool is too small for the readers.
 //!
 //! Why the bytes may be read without a lock: a pinned frame is never evicted, released
@@ -130,13 +132,29 @@ impl SharedPool {
 
     /// Run `f` on page `pid`'s bytes, loading it through `io` on a miss (module doc).
     pub fn read<T>(&self, io: &dyn SharedIo, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
-        let (pin, bytes) = self.pin(io, pid)?;
+        let found = self.read_or_miss(io, pid, false, f)?;
+        found.ok_or(Error::PageMiss)
+    }
+
+    /// [`SharedPool::read`], or, when `stop` is set and the page is not in the pool,
+    /// `None` having claimed, read and counted nothing (a page another reader is loading
+    /// is waited for, as in `read`).
+    pub fn read_or_miss<T>(
+        &self,
+        io: &dyn SharedIo,
+        pid: PageId,
+        stop: bool,
+        f: impl FnOnce(&[u8]) -> T,
+    ) -> Result<Option<T>> {
+        let Some((pin, bytes)) = self.pin(io, pid, stop)? else {
+            return Ok(None);
+        };
         // SAFETY: the frame is pinned until `unpin` below, so its buffer (`bytes`) stays
         // allocated and unchanged (module doc: nothing writes a pinned, loaded frame in
         // shared mode).
         let out = f(unsafe { std::slice::from_raw_parts(bytes.0, bytes.1) });
         self.unpin(pin);
-        Ok(out)
+        Ok(Some(out))
     }
 
     fn unpin(&self, pin: Pin) {
@@ -228,9 +246,15 @@ impl SharedPool {
         r
     }
 
-    /// Pin `pid`'s frame for a reader, loading the page on a miss.
+    /// Pin `pid`'s frame for a reader, loading the page on a miss (or, with `stop`,
+    /// returning `None` on a miss).
     #[allow(clippy::type_complexity)]
-    fn pin(&self, io: &dyn SharedIo, pid: PageId) -> Result<(Pin, (*const u8, usize))> {
+    fn pin(
+        &self,
+        io: &dyn SharedIo,
+        pid: PageId,
+        stop: bool,
+    ) -> Result<Option<(Pin, (*const u8, usize))>> {
         #[cfg(test)]
         let fast = !self.broken_ignores_loading;
         #[cfg(not(test))]
@@ -238,7 +262,7 @@ impl SharedPool {
         if fast {
             if let Some(h) = self.index.pin(pid) {
                 let (p, n) = (h.bytes.0.cast_const(), h.bytes.1);
-                return Ok((Pin::Hit(h), (p, n)));
+                return Ok(Some((Pin::Hit(h), (p, n))));
             }
         }
         let deadline = Instant::now() + PIN_WAIT;
@@ -247,19 +271,20 @@ impl SharedPool {
             match s.pool.pin_resident(pid) {
                 Lookup::Hit(f) => {
                     let (p, n) = s.pool.frame_ptr(f);
-                    return Ok((Pin::Locked(f), (p.cast_const(), n)));
+                    return Ok(Some((Pin::Locked(f), (p.cast_const(), n))));
                 }
                 Lookup::Loading => {
                     #[cfg(test)]
                     if self.broken_ignores_loading {
                         if let Some(f) = s.pool.pin_loading(pid) {
                             let (p, n) = s.pool.frame_ptr(f);
-                            return Ok((Pin::Locked(f), (p.cast_const(), n)));
+                            return Ok(Some((Pin::Locked(f), (p.cast_const(), n))));
                         }
                     }
                     s = self.wait(s, deadline, "a page another reader loads", false)?;
                     continue;
                 }
+                Lookup::Miss if stop => return Ok(None),
                 Lookup::Miss => {}
             }
             if let Some(f) = s.pool.claim(pid) {
@@ -280,9 +305,10 @@ impl SharedPool {
                 }
                 drop(s);
                 r?;
-                return Ok((Pin::Locked(f), (p.cast_const(), n)));
+                return Ok(Some((Pin::Locked(f), (p.cast_const(), n))));
             }
-            // The victim is dirty: write it back with the mutex released, and claim again.
+            // Every unpinned frame is dirty: write the LRU one back with the mutex
+            // released, and claim again.
             let victims = s.pool.dirty_victims(1, usize::MAX);
             if victims.is_empty() {
                 s = self.wait(s, deadline, "a frame to be unpinned", true)?;

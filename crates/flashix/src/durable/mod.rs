@@ -12,6 +12,7 @@ pub mod commit;
 mod log;
 mod logged;
 pub mod manifest;
+pub mod outside;
 mod pager;
 pub mod wal;
 

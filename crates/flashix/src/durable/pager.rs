@@ -40,9 +40,11 @@
 use super::log::Log;
 use super::logged::Store;
 use super::manifest::{wal_name, Manifest, OptionsRecord};
+use super::outside::{self, Plan};
 use super::wal::{LogicalOp, Record};
 use crate::buffer::{BufferPool, SharedIo, SharedPool, WriteBarrier};
 use crate::error::{Error, Result};
+use crate::io::watch::{Watched, WriteWatch};
 use crate::io::{Device, DeviceStats, Extent, ExtentAllocator, PageId, SharedReader, Vfs};
 use crate::kind::EngineKind;
 use crate::page;
@@ -104,6 +106,28 @@ impl SharedIo for SharedPagerIo<'_> {
     }
 }
 
+/// A shared reader's miss loaded from the bytes it read outside the engine's lock
+/// ([`outside`]).
+struct StashIo<'a>(&'a Pager, crate::io::AlignedBuf);
+
+impl SharedIo for StashIo<'_> {
+    fn read_page(&self, pid: PageId, buf: &mut [u8]) -> Result<()> {
+        if self.1.len() == buf.len() {
+            buf.copy_from_slice(&self.1);
+            return Ok(());
+        }
+        SharedPagerIo(self.0).read_page(pid, buf)
+    }
+
+    fn before_write(&self, lsn: u64) -> Result<()> {
+        SharedPagerIo(self.0).before_write(lsn)
+    }
+
+    fn write_pages(&self, pages: &[(PageId, crate::io::AlignedBuf)]) -> Result<()> {
+        SharedPagerIo(self.0).write_pages(pages)
+    }
+}
+
 impl WriteBarrier for WalBarrier<'_> {
     fn before_write(&mut self, lsn: u64) -> Result<()> {
         self.0.ensure_durable(lsn)
@@ -147,6 +171,9 @@ pub struct Pager {
     dev: Mutex<Box<dyn Device>>,
     /// Reads from many threads at once beside `dev` (a file device's reader handles).
     reader: Option<Arc<dyn SharedReader>>,
+    /// Every write asked of `dev` (and its job handles), for reads made outside the
+    /// engine's lock ([`outside`]).
+    watch: Arc<WriteWatch>,
     pool: SharedPool,
     log: Mutex<Log>,
     alloc: ExtentAllocator,
@@ -170,9 +197,11 @@ impl Pager {
         let mut alloc = ExtentAllocator::new(0);
         alloc.set_limit(device.capacity_pages());
         let stamp = page::stamp_of(log.generation());
+        let watch = WriteWatch::new();
         Ok(Pager {
             reader: device.shared_reader()?,
-            dev: Mutex::new(device),
+            dev: Mutex::new(Box::new(Watched::new(device, Arc::clone(&watch)))),
+            watch,
             pool: SharedPool::new(pool),
             log: Mutex::new(log),
             alloc,
@@ -224,9 +253,11 @@ impl Pager {
         if !imaged.is_empty() {
             device.sync()?;
         }
+        let watch = WriteWatch::new();
         let pager = Pager {
             reader: device.shared_reader()?,
-            dev: Mutex::new(device),
+            dev: Mutex::new(Box::new(Watched::new(device, Arc::clone(&watch)))),
+            watch,
             pool: SharedPool::new(pool),
             log: Mutex::new(log),
             alloc,
@@ -521,8 +552,33 @@ impl Pager {
 
     /// Run `f` on page `pid`'s bytes from any of many reading threads at once (the pool's
     /// shared mode, [`SharedPool`]; the type's thread-safety section).
+    ///
+    /// When this thread's read is armed to stop at a miss ([`outside`]), a page the pool
+    /// does not hold is neither claimed nor read: the read fails with
+    /// [`Error::PageMiss`], the miss noted for the caller to read the page outside its
+    /// lock; armed with that page's bytes, the pool loads it from them.
     pub fn read_shared<T>(&self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
-        self.pool.read(&SharedPagerIo(self), pid, f)
+        match outside::plan(pid, &self.watch) {
+            Plan::Load => self.pool.read(&SharedPagerIo(self), pid, f),
+            Plan::StopAtMiss => {
+                let Some(reader) = &self.reader else {
+                    return self.pool.read(&SharedPagerIo(self), pid, f);
+                };
+                // Taken before the lookup: a write noted after it may have changed the page.
+                let mark = self.watch.now();
+                match self.pool.read_or_miss(&SharedPagerIo(self), pid, true, f)? {
+                    Some(out) => Ok(out),
+                    None => Err(outside::stopped(
+                        pid,
+                        self.page_size(),
+                        Arc::clone(reader),
+                        Arc::clone(&self.watch),
+                        mark,
+                    )),
+                }
+            }
+            Plan::FromStash(bytes) => self.pool.read(&StashIo(self, bytes), pid, f),
+        }
     }
 
     /// Write back up to `n` dirty pages near the buffer pool's LRU end from any thread
@@ -796,6 +852,65 @@ mod tests {
 
     fn images(pager: &Pager) -> u64 {
         pager.wal_stats().page_images
+    }
+
+    /// Reads outside the engine's lock (`super::outside`): a read armed to stop stops at a
+    /// miss having read nothing; armed with the page read meanwhile, the pool loads it
+    /// from those bytes when nothing wrote the page since the miss (no device read), and
+    /// from the device when a write of it came in between (never the stale bytes).
+    #[test]
+    fn a_page_read_outside_the_lock_is_used_only_if_nothing_wrote_it_since() {
+        let dir = tempfile::tempdir().unwrap();
+        let dev = crate::io::FileDevice::open(&dir.path().join("data"), PAGE, false).unwrap();
+        let mut pager = Pager::create(
+            Box::new(dev),
+            Arc::new(MemVfs::new()),
+            config(),
+            serde_json::json!({}),
+        )
+        .unwrap();
+        let pids: Vec<PageId> = (0..3).map(|_| pager.alloc_page().unwrap()).collect();
+        for &p in &pids {
+            fill(&mut pager, p, p as u8 + 1);
+        }
+        Store::checkpoint(&mut pager, serde_json::json!({})).unwrap();
+        // The two-frame pool holds pids 1 and 2: pid 0 is a miss.
+        let body = |b: &[u8]| b[page::HEADER];
+        let reads = |p: &Pager| p.device_stats().read_requests;
+
+        let armed = outside::arm(true, None);
+        let r = pager.read_shared(pids[0], body);
+        let miss = armed.disarm().expect("the read stopped at its miss");
+        assert!(matches!(r, Err(Error::PageMiss)), "{r:?}");
+        let before = reads(&pager);
+        let stash = miss.read().unwrap();
+        assert_eq!(reads(&pager), before + 1, "the miss is read once, outside");
+        let armed = outside::arm(true, Some(stash));
+        assert_eq!(pager.read_shared(pids[0], body).unwrap(), 1);
+        assert!(armed.disarm().is_none());
+        assert_eq!(
+            reads(&pager),
+            before + 1,
+            "loaded from the stash, not the device"
+        );
+
+        // Again for pid 1 (evicted by pid 0's load), but a write of it reaches the device
+        // between the miss and the run that would use the stash.
+        let armed = outside::arm(true, None);
+        assert!(pager.read_shared(pids[1], body).is_err());
+        let stash = armed.disarm().unwrap().read().unwrap();
+        fill(&mut pager, pids[1], 7);
+        fill(&mut pager, pids[2], 8);
+        fill(&mut pager, pids[0], 9); // evicts pid 1: its new bytes are written back
+        let before = reads(&pager);
+        let armed = outside::arm(true, Some(stash));
+        assert_eq!(
+            pager.read_shared(pids[1], body).unwrap(),
+            7,
+            "the page as written"
+        );
+        drop(armed);
+        assert_eq!(reads(&pager), before + 1, "read again from the device");
     }
 
     /// The before-image rule read from the pages' generation stamps (format 4): a page of

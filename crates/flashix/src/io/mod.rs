@@ -20,6 +20,7 @@ mod mem;
 mod overlay;
 pub mod psync;
 mod vfs;
+pub(crate) mod watch;
 
 pub use aligned::AlignedBuf;
 pub use alloc::{Extent, ExtentAllocator};

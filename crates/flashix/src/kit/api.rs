@@ -238,6 +238,13 @@ pub trait Shareable: SerialEngine + Sync {
     /// engine whose scans need `&mut self` (read-ahead through the device's started
     /// requests).
     const PARALLEL_SCANS: bool;
+    /// A shared read (`get_shared`, `get_many_shared`, `scan_shared`) may be stopped at a
+    /// page the buffer pool misses and run again from the start, with that page read
+    /// outside the lock meanwhile (`crate::durable::outside`): before its last page read
+    /// it changes nothing, not even a counter, and no background thread of the engine
+    /// writes a page a reader can reach in place. False by default: the read then loads
+    /// its pages under the shared lock.
+    const RESTARTS: bool = false;
     /// [`SerialEngine::get`] on `&self` (called only when [`Shareable::PARALLEL_GETS`]).
     fn get_shared(&self, key: u64) -> Result<Option<u64>> {
         let _ = key;

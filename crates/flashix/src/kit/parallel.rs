@@ -13,14 +13,27 @@
 //! operation is linearizable at the instant its lock is held, and a batch is applied whole
 //! before any read sees it.
 //!
-//! A point write (`insert`, `delete`) that finds readers holding the lock first brings the
-//! pages it will change into the buffer pool under the shared lock, beside them
-//! ([`Shareable::prepare_write`]), so that it finds them there under the exclusive lock:
-//! readers then wait for its in-memory step, not its page reads. (A write that finds the
-//! lock free takes it at once; a reader arriving during its page reads waits for them.) What still runs under the exclusive lock, and so
-//! makes readers wait: a write-back of a dirty page its split or eviction needs, the WAL's
-//! hand-off of a full buffer to the file, and a checkpoint (write-back of the dirty pages,
-//! a device sync, the manifest switch).
+//! Reads whose engine allows it ([`Shareable::RESTARTS`]) do not hold the lock across
+//! their device reads when other operations are in progress: a run of the read that
+//! misses a page stops, the page is read with the lock released, and the read runs again
+//! under the lock with those bytes at hand (`crate::durable::outside`, which says why the
+//! bytes are then current). A reader that held the lock for its read would keep writers
+//! out for that long, and a writer waiting for the lock keeps out every reader that comes
+//! after it, so each write would drain the device's queue. For the same reason a writer
+//! that finds readers first looks for a moment with none, for a little while
+//! ([`POLITE`]), before it waits in line. At one thread nothing of this happens: a read
+//! loads its misses under the lock and runs once.
+//!
+//! A point write (`insert`, `delete`) made while other operations are in progress first
+//! brings the pages it will change into the buffer pool beside the readers (its search's
+//! misses read outside the lock as a reader's, then [`Shareable::prepare_write`] under the
+//! shared lock), so that it finds them there under the exclusive lock: readers then wait
+//! for its in-memory step, not its page reads. What still runs under the exclusive lock,
+//! and so makes readers wait: a write-back of a dirty page its split or eviction needs
+//! when cleaning ahead did not reach it, the WAL's hand-off of a full buffer to the file,
+//! and a checkpoint (write-back of the dirty pages, a device sync, the manifest switch).
+//! The time the lock is held is counted (`writer_lock_held_ns`, `_max_ns` in the engine
+//! counters), and so are the reads made outside it (`reads_outside_the_lock`).
 //!
 //! A read that decides on work it cannot do on `&self` (an engine whose paper writes on a
 //! read: the LA-tree's buffer emptyings, the FBX-tree's cleans) notes it
@@ -47,11 +60,12 @@
 //! did beside one thread.
 
 use super::api::{Engine, RangeCursor, Shareable};
-use crate::durable::LogicalOp;
+use crate::durable::{outside, LogicalOp};
 use crate::error::{Error, Result};
 use crate::stats::Stats;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
+use std::time::Instant;
 
 /// An engine behind a readers-writer lock, with a count of the writes made through it.
 pub struct Parallel<E> {
@@ -63,6 +77,34 @@ pub struct Parallel<E> {
     /// then reads the state it left, even one that passed the `Db`'s poison check before
     /// the failure.
     failed: OnceLock<String>,
+    /// Operations in progress, in every thread: a read reads its missed pages outside the
+    /// lock only when another operation could wait for it (at one thread it loads them
+    /// under the lock, as a serial engine does, and runs once).
+    active: AtomicUsize,
+    /// Where the lock serializes: time the exclusive lock was held, in all and at most
+    /// once, and reads stopped at a miss to read it outside the lock.
+    held_ns: AtomicU64,
+    held_max_ns: AtomicU64,
+    outside_reads: AtomicU64,
+}
+
+/// Runs of a read that stops at its misses ([`Shareable::RESTARTS`]), at most: each run
+/// but the last may stop at one page and read it outside the lock; the last loads what it
+/// misses under the lock.
+const RUNS: usize = 4;
+
+/// How long a writer looks for a moment with no reader before it waits in line
+/// ([`Parallel`]'s `exclusive`): about a reader's in-memory step, a few times over, and
+/// far below a device read.
+const POLITE: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// One operation in progress ([`Parallel`]'s `active`).
+struct Busy<'a>(&'a AtomicUsize);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl<E: Shareable> Parallel<E> {
@@ -72,6 +114,10 @@ impl<E: Shareable> Parallel<E> {
             inner: RwLock::new(engine),
             writes: AtomicU64::new(0),
             failed: OnceLock::new(),
+            active: AtomicUsize::new(0),
+            held_ns: AtomicU64::new(0),
+            held_max_ns: AtomicU64::new(0),
+            outside_reads: AtomicU64::new(0),
         }
     }
 
@@ -100,14 +146,41 @@ impl<E: Shareable> Parallel<E> {
         r
     }
 
+    /// Count an operation in progress until the guard drops; whether another one is.
+    fn busy(&self) -> (Busy<'_>, bool) {
+        let before = self.active.fetch_add(1, Ordering::Relaxed);
+        (Busy(&self.active), before > 0)
+    }
+
     /// Run a read under the shared lock, then the work it deferred, if any
-    /// ([`Shareable::run_deferred`]).
-    fn shared<T>(&self, f: impl FnOnce(&E) -> Result<T>) -> Result<T> {
-        let (r, deferred) = {
+    /// ([`Shareable::run_deferred`]). When the engine's reads restart
+    /// ([`Shareable::RESTARTS`]) and other operations are in progress, a run that misses
+    /// a page stops, the page is read with the lock released, and `f` runs again
+    /// (`crate::durable::outside`); `undo` puts back what a stopped run of `f` changed
+    /// outside the engine (a scan's cursor and output).
+    fn shared<T>(&self, mut f: impl FnMut(&E) -> Result<T>, mut undo: impl FnMut()) -> Result<T> {
+        let (_busy, others) = self.busy();
+        let restarts = E::RESTARTS && others;
+        let mut stash = None;
+        let mut run = 1;
+        let (r, deferred) = loop {
             let e = self.read();
             self.usable()?;
-            let r = self.note(f(&e), false);
-            (r, e.has_deferred())
+            if !restarts {
+                break (self.note(f(&e), false), e.has_deferred());
+            }
+            let armed = outside::arm(run < RUNS, stash.take());
+            let r = f(&e);
+            match (r, armed.disarm()) {
+                (Err(Error::PageMiss), Some(miss)) => {
+                    drop(e);
+                    undo();
+                    self.outside_reads.fetch_add(1, Ordering::Relaxed);
+                    stash = Some(self.note(miss.read(), false)?);
+                    run += 1;
+                }
+                (r, _) => break (self.note(r, false), e.has_deferred()),
+            }
         };
         if deferred {
             self.settle_deferred()?;
@@ -126,13 +199,17 @@ impl<E: Shareable> Parallel<E> {
         };
         if self.usable().is_ok() && e.has_deferred() {
             self.writes.fetch_add(1, Ordering::Relaxed);
-            self.note(e.run_deferred(), true)?;
+            let start = Instant::now();
+            let r = self.note(e.run_deferred(), true);
+            self.held(start);
+            r?;
         }
         Ok(())
     }
 
     /// Run a read that needs the engine to itself.
     fn alone<T>(&self, f: impl FnOnce(&mut E) -> Result<T>) -> Result<T> {
+        let _busy = self.busy();
         let mut e = self.exclusive();
         self.usable()?;
         self.note(f(&mut e), false)
@@ -145,34 +222,63 @@ impl<E: Shareable> Parallel<E> {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The engine, to this thread alone.
+    /// The engine, to this thread alone. A thread that waits for the lock keeps out every
+    /// reader that comes after it (the lock's guard against writer starvation); where
+    /// readers hold the lock only for in-memory steps (their device reads outside it,
+    /// [`Shareable::RESTARTS`]), a writer that finds readers first looks, for at most
+    /// [`POLITE`], for a moment with none, so that readers do not queue behind it.
     fn exclusive(&self) -> RwLockWriteGuard<'_, E> {
+        if E::RESTARTS {
+            let deadline = Instant::now() + POLITE;
+            loop {
+                match self.inner.try_write() {
+                    Ok(e) => return e,
+                    Err(TryLockError::Poisoned(e)) => return e.into_inner(),
+                    Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                        std::hint::spin_loop();
+                        std::thread::yield_now();
+                    }
+                    Err(TryLockError::WouldBlock) => break,
+                }
+            }
+        }
         self.inner.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Run a write: the count moves first, under the exclusive lock.
     fn write<T>(&self, f: impl FnOnce(&mut E) -> Result<T>) -> Result<T> {
+        let _busy = self.busy();
         let mut e = self.exclusive();
         self.usable()?;
         self.writes.fetch_add(1, Ordering::Relaxed);
-        self.note(f(&mut e), true)
+        let start = Instant::now();
+        let r = self.note(f(&mut e), true);
+        self.held(start);
+        r
     }
 
-    /// A point write of `key`. When the lock is free, at once; when readers hold it, its
-    /// pages are brought into the pool beside them first (module doc), where the engine
-    /// shares reads at all. (Warming up when nothing waits would only walk the structure
+    /// Count the time since `start` that the exclusive lock was held.
+    fn held(&self, start: Instant) {
+        let ns = start.elapsed().as_nanos() as u64;
+        self.held_ns.fetch_add(ns, Ordering::Relaxed);
+        self.held_max_ns.fetch_max(ns, Ordering::Relaxed);
+    }
+
+    /// A point write of `key`. Alone, at once; beside other operations, its pages are
+    /// brought into the pool beside them first (module doc), where the engine shares
+    /// reads at all. (Warming up when nothing else runs would only walk the structure
     /// twice.)
     fn point_write(&self, key: u64, f: impl FnOnce(&mut E) -> Result<()>) -> Result<()> {
-        if E::PARALLEL_GETS {
-            let free = match self.inner.try_write() {
-                Ok(e) => Some(e),
-                Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
-                Err(TryLockError::WouldBlock) => None,
-            };
-            if let Some(mut e) = free {
-                self.usable()?;
-                self.writes.fetch_add(1, Ordering::Relaxed);
-                return self.note(f(&mut e), true);
+        let (_busy, others) = self.busy();
+        if E::PARALLEL_GETS && others {
+            if E::RESTARTS {
+                // The key's path read outside the lock first (the pages a write changes
+                // are those its search reads); its errors are the write's to meet.
+                let search = |e: &E| match e.get_shared(key) {
+                    Err(Error::PageMiss) => Err(Error::PageMiss),
+                    _ => Ok(()),
+                };
+                self.shared(search, || {})?;
             }
             self.read().prepare_write(key);
         }
@@ -200,14 +306,14 @@ impl<E: Shareable> Engine for Parallel<E> {
 
     fn get(&self, key: u64) -> Result<Option<u64>> {
         match E::PARALLEL_GETS {
-            true => self.shared(|e| e.get_shared(key)),
+            true => self.shared(|e| e.get_shared(key), || {}),
             false => self.alone(|e| e.get(key)),
         }
     }
 
     fn get_many(&self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
         match E::PARALLEL_GETS {
-            true => self.shared(|e| e.get_many_shared(keys)),
+            true => self.shared(|e| e.get_many_shared(keys), || {}),
             false => self.alone(|e| e.get_many(keys)),
         }
     }
@@ -215,10 +321,22 @@ impl<E: Shareable> Engine for Parallel<E> {
     fn scan(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
         // Under the engine's lock no write runs: the write count read there is its state.
         match E::PARALLEL_SCANS {
-            true => self.shared(|e| {
-                fresh(cur, self.writes.load(Ordering::Relaxed));
-                e.scan_shared(cur, out)
-            }),
+            true => {
+                let (was, had) = (cur.clone(), out.len());
+                let cur = std::cell::RefCell::new(cur);
+                let out = std::cell::RefCell::new(out);
+                self.shared(
+                    |e| {
+                        let (mut cur, mut out) = (cur.borrow_mut(), out.borrow_mut());
+                        fresh(&mut cur, self.writes.load(Ordering::Relaxed));
+                        e.scan_shared(&mut cur, &mut out)
+                    },
+                    || {
+                        **cur.borrow_mut() = was.clone();
+                        out.borrow_mut().truncate(had);
+                    },
+                )
+            }
             false => self.alone(|e| {
                 fresh(cur, self.writes.load(Ordering::Relaxed));
                 e.scan(cur, out)
@@ -228,7 +346,14 @@ impl<E: Shareable> Engine for Parallel<E> {
 
     fn scan_many(&self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
         match E::PARALLEL_SCANS {
-            true => self.shared(|e| e.scan_many_shared(ranges, out)),
+            true => {
+                let had = out.len();
+                let out = std::cell::RefCell::new(out);
+                self.shared(
+                    |e| e.scan_many_shared(ranges, &mut out.borrow_mut()),
+                    || out.borrow_mut().truncate(had),
+                )
+            }
             false => self.alone(|e| e.scan_many(ranges, out)),
         }
     }
@@ -262,7 +387,16 @@ impl<E: Shareable> Engine for Parallel<E> {
     }
 
     fn stats(&self) -> Stats {
-        self.read().stats()
+        let mut s = self.read().stats();
+        for (name, n) in [
+            ("writer_lock_held_ns", &self.held_ns),
+            ("writer_lock_held_max_ns", &self.held_max_ns),
+            ("reads_outside_the_lock", &self.outside_reads),
+        ] {
+            s.engine_counters
+                .insert(name.into(), n.load(Ordering::Relaxed));
+        }
+        s
     }
 
     fn check_integrity(&self) -> Result<()> {

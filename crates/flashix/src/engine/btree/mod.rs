@@ -48,14 +48,18 @@
 //! the Pager's shared path (`Pager::read_shared`: the buffer pool's latch protocol, the
 //! device's reader handles), so eight readers keep eight reads in flight. They are safe
 //! because nothing a read does changes the tree: it only pins, loads and unpins frames.
+//! A read that misses a page, with other operations in progress, reads it with the lock
+//! released and descends again (`Shareable::RESTARTS`, `crate::durable::outside`): a
+//! descent changes nothing, so running it twice answers as running it once, and the
+//! second finds the page in hand unless a write of it came in between.
 //! Writes hold the lock exclusive, one at a time, and see no reader: a split or merge is
-//! never seen half done. A point write that finds readers holding the lock walks to its
-//! leaf under the shared lock first and writes back a few dirty pages at the pool's LRU
-//! end (`Pager::clean_ahead`), so its page loads and the write-backs its evictions would
-//! need run beside the readers; under the exclusive lock it then waits for its in-memory
-//! step, the WAL's hand-off of a full buffer to the file, and, when one is due, a
-//! checkpoint. A scan resumes at its next leaf only if no write came in between; otherwise
-//! it descends again from the next key.
+//! never seen half done. A point write beside other operations walks to its leaf first
+//! (its misses read outside the lock) and writes back a few dirty pages at the pool's LRU
+//! end under the shared lock (`Pager::clean_ahead`), so its page loads and the write-backs
+//! its evictions would need run beside the readers; under the exclusive lock it then waits
+//! for its in-memory step, the WAL's hand-off of a full buffer to the file, and, when one
+//! is due, a checkpoint. A scan resumes at its next leaf only if no write came in between;
+//! otherwise it descends again from the next key.
 
 mod options;
 pub use options::BTreeOptions;
@@ -364,6 +368,7 @@ impl Logged for BTree {
 impl Shareable for BTree {
     const PARALLEL_GETS: bool = true;
     const PARALLEL_SCANS: bool = true;
+    const RESTARTS: bool = true;
 
     fn get_shared(&self, key: u64) -> Result<Option<u64>> {
         let leaf = self.walk_down(key, None)?;
