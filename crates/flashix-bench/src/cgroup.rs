@@ -23,7 +23,7 @@
 //! charged to the parent, do not serve the phase for free. The child's
 //! `memory.max_usage_in_bytes` is reported as the peer's memory.
 //!
-//! Equal memory (issue 17 item 5): once the peer is open and warm, just before the
+//! Equal memory: once the peer is open and warm, just before the
 //! measured operations, [`MemoryCgroup::follow_heap`] sets the limit to the budget plus the
 //! anonymous memory charged to the child (the peer's heap: its own cache, memtables,
 //! indexes), so that its page cache is the budget, and a watcher thread keeps it there as

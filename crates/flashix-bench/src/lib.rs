@@ -1,5 +1,5 @@
 //! flashix-bench: device probe, workloads, runner and report behind the `flashix` binary
-//! (DESIGN.md, Benchmarks).
+//! (docs/benchmarking.md).
 //!
 //! - [`probe`]: measures the device (`flashix probe`);
 //! - [`workload`]: keys, key distributions and operation mixes;

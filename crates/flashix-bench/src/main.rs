@@ -1,5 +1,5 @@
 //! The `flashix` command: `flashix probe` measures the device, `flashix bench` runs
-//! workloads against engines (DESIGN.md, Benchmarks), `flashix compare` sets two runs side
+//! workloads against engines (docs/benchmarking.md), `flashix compare` sets two runs side
 //! by side, and `flashix check / stats / dump / load` operate an index.
 
 use anyhow::{Context, Result};
@@ -50,7 +50,8 @@ enum Cmd {
     MoBench(flashix_bench::mobench::MoBenchArgs),
     /// Random page writes on a simulated SSD with each FTL: write amplification, erases, copies.
     Sim(flashix_bench::sim_cmd::SimArgs),
-    /// Reproduce a paper's experiments: `flashix repro dipl|bulk --out DIR`.
+    /// Reproduce a paper's experiments: `flashix repro <paper> --out DIR`, where <paper> is
+    /// dipl, bulk, fbx, fdtree, pio or all.
     #[command(subcommand)]
     Repro(flashix_bench::repro::Repro),
     /// Render report.html again from a results.json (e.g. one written by an older build);
@@ -219,7 +220,7 @@ SCALES (--scale; --entries, --ops and --buffer-pool override it)
            and ~25 GB of RAM
 
 ENGINES AND PEERS (--engines)
-  flashix engines: btree, fdtree, lsm, pio, bftl, ipl, dipl (bulk and latree once built).
+  flashix engines: btree, fdtree, lsm, pio, bulk, latree, fbx, bftl, ipl, dipl.
   All run on the same file (O_DIRECT unless --no-direct-io); ipl and dipl lay a NAND of
   128 KiB erase blocks over it, sized for the entries, and keep their own node frames
   (8 KiB nodes) within the budget.

@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use flashix::{Db, Stats};
 
 /// How a target bounds its memory, whether its I/O bypasses the page cache, and when its
-/// writes become durable: stated in every result (issue 5, Fairness).
+/// writes become durable: stated in every result (docs/benchmarking.md, Peers at equal memory).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TargetInfo {
     pub memory_bound: String,
@@ -82,7 +82,7 @@ impl Target for Db {
     }
 }
 
-/// A flashix index serves any number of threads through `&Db` (DESIGN.md, Concurrency).
+/// A flashix index serves any number of threads through `&Db` (docs/design.md, Concurrency).
 impl Session for &Db {
     fn get(&mut self, key: u64) -> Result<Option<u64>> {
         Ok(Db::get(self, key)?)

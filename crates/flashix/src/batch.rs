@@ -1,12 +1,12 @@
-//! [`Batch`]: an atomic group of inserts, deletes and range deletes (DESIGN.md, Public API;
+//! [`Batch`]: an atomic group of inserts, deletes and range deletes (docs/design.md, Public API;
 //! what RocksDB users know as a WriteBatch).
 //!
 //! `Db::apply` logs a batch as **one** WAL record (logical operation kind 5, `durable/wal.rs`)
 //! and then applies its operations in order, through the same log cycle as every other
 //! operation: no checkpoint is taken between two operations of a batch, so the checkpoint
 //! image holds either none of a batch or all of it, and the WAL record is replayed whole or,
-//! torn, not at all. After a crash, a batch is all there or not there (Contract 3's prefix
-//! rule, a batch counting as one operation).
+//! torn, not at all. After a crash, a batch is all there or not there (the prefix
+//! rule of docs/design.md's contract point 3, a batch counting as one operation).
 
 use crate::durable::LogicalOp;
 use std::ops::{Bound, RangeBounds};

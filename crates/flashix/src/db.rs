@@ -1,4 +1,4 @@
-//! [`Db`]: the one API every engine is used through (DESIGN.md, Public API).
+//! [`Db`]: the one API every engine is used through (docs/design.md, Public API).
 
 use crate::batch::Batch;
 use crate::durable::{Manifest, MANIFEST};
@@ -348,7 +348,7 @@ impl Db {
     }
 
     /// Apply an atomic batch: its operations in order, logged as one WAL record, so that
-    /// after a crash either all of it is there or none of it (Contract 3).
+    /// after a crash either all of it is there or none of it (contract point 3 of docs/design.md).
     pub fn apply(&self, batch: &Batch) -> Result<()> {
         let ops = batch.ops();
         if ops.is_empty() {

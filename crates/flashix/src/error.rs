@@ -1,4 +1,4 @@
-//! The crate's one error type (DESIGN.md, Contract 6: every failure is an `Error` that
+//! The crate's one error type (docs/design.md, contract point 6: every failure is an `Error` that
 //! says what and where; nothing panics on bad input or I/O errors).
 
 use std::path::PathBuf;
@@ -70,6 +70,35 @@ pub enum Error {
 }
 
 impl Error {
+    /// The same error once more, for a second party that must report it too (the merge
+    /// thread whose request the engine thread served and saw fail): an I/O error keeps its
+    /// context, kind and message; every other kind is copied.
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::Io { context, source } => Error::Io {
+                context: context.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::Corruption { file, page, detail } => Error::Corruption {
+                file: file.clone(),
+                page: *page,
+                detail: detail.clone(),
+            },
+            Error::InvalidOptions(m) => Error::InvalidOptions(m.clone()),
+            Error::NotFound(p) => Error::NotFound(p.clone()),
+            Error::AlreadyExists(p) => Error::AlreadyExists(p.clone()),
+            Error::NotAnIndex(p) => Error::NotAnIndex(p.clone()),
+            Error::UnsupportedVersion { found, supported } => Error::UnsupportedVersion {
+                found: *found,
+                supported: *supported,
+            },
+            Error::Unsupported(m) => Error::Unsupported(m.clone()),
+            Error::Poisoned(m) => Error::Poisoned(m.clone()),
+            Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+            Error::PageMiss => Error::PageMiss,
+        }
+    }
+
     /// An I/O error with context.
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io {

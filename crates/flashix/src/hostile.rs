@@ -1,5 +1,5 @@
-//! Hostile and damaged bytes for the decoders of on-disk bytes (issue 18, item 4;
-//! DESIGN.md, Contracts 4 and 6): the strategies every decoder's property test draws from.
+//! Hostile and damaged bytes for the decoders of on-disk bytes (docs/design.md,
+//! contract points 4 and 6): the strategies every decoder's property test draws from.
 //!
 //! Each decoder of on-disk bytes has a property test next to it (in its module's `tests`)
 //! that feeds it (a) random bytes and (b) a valid encoding with [`Damage`] applied, and

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// The index structures flashix provides (DESIGN.md, Public API).
+/// The index structures flashix provides (docs/design.md, Public API).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum EngineKind {
     /// Classic B+-tree updated in place through an LRU buffer pool (Comer 1979).
@@ -32,7 +32,7 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
-    /// Every kind, in DESIGN.md's order.
+    /// Every kind, in the order of docs/design.md's Public API.
     pub const ALL: [EngineKind; 10] = [
         EngineKind::BTree,
         EngineKind::Lsm,

@@ -22,26 +22,22 @@
 //! # Which index for which workload
 //!
 //! Every engine implements the same [`Db`] API and contract; they differ in what an
-//! operation costs. Figures below are the medians of three runs of the default quick suite
-//! (`--repeat 3`, this machine, see README: 400,000-entry aged indexes, a 2 MiB memory
-//! budget, 4 KiB pages, O_DIRECT), as operations per second and device pages read /
-//! written per operation. The
-//! page counts do not depend on the machine's load; ops/s do. Measure on your own device
-//! with `flashix bench` (`cargo run --release -p flashix-bench -- bench`, about 2-4
-//! minutes; `--engines` and `--workload` choose the cells, `flashix bench --help` lists
-//! them).
+//! operation costs in device pages and CPU. Measure them on your own device with
+//! `flashix bench` (`cargo run --release -p flashix-bench -- bench`; `--engines` and
+//! `--workload` choose the cells, `flashix bench --help` lists them); the method is in
+//! `docs/benchmarking.md`.
 //!
-//! | engine ([`EngineKind`]) | use it when | trade-off measured (quick suite) |
+//! | engine ([`EngineKind`]) | use it when | trade-off |
 //! |---|---|---|
-//! | [`BTree`](EngineKind::BTree) (`btree`) | range scans of a few pages, reads and in-place writes in balance | O-Search 29,700/s at 0.81 pages read; 1,000-key scans in 5.0 pages read one at a time (4,700/s); but every insert, delete or update writes in place: 0.8 pages per write, O-Insert 14,500/s |
-//! | [`FdTree`](EngineKind::FdTree) (`fdtree`) | searches, scans and inserts together | fastest TPC-C trace (65,000/s) and 1,000-key scans (14,800/s, 5 pages in one multi-page read); O-Search 30,100/s at 0.77 pages (with `k` re-chosen for its size the aged tree keeps two levels; packed pages of 250 entries); O-Insert 809,000/s at 0.12 pages written; a delete searches first (O-Delete 23,800/s); a bulk of 100 keys costs 12 reads and 12 writes in merges |
-//! | [`Lsm`](EngineKind::Lsm) (`lsm`) | writes of every kind dominate (inserts, deletes, updates, range deletes), and mixes | fastest O-Search (32,400/s at 0.70 pages), O-Insert, O-Delete, O-Update (1,011,700 / 945,100 / 1,076,900 per s at 0.07-0.11 pages written), W-Search, W-Insert, W-Delete (41,400 / 136,300 / 134,200 per s); 1,000-key scans 13,700/s (5 pages in one read); a range delete reads and writes nothing |
-//! | [`PioBTree`](EngineKind::PioBTree) (`pio`) | mixed searches and writes, batched lookups ([`Db::get_many`]), TPC-C-like traces | fastest bulks of 100 keys (20,300/s) and range deletes (652,800/s); O-Insert and O-Delete 647,500 / 584,100 per s (writes batched by the OPQ, 0.07 pages written); TPC-C trace 50,200/s; W-Insert 108,800/s; leaves of 2 pages for this device (O-Search 27,300/s at 0.81 requests of 8 KiB, the B+-tree's count of 4 KiB ones); 1,000-key scans 8,040/s (5.9 pages in 3.0 requests) |
-//! | [`BulkIndex`](EngineKind::BulkIndex) (`bulk`) | ingest in bulks of consecutive keys with range-delete retention (time series, logs) | not in the default suite; an inner range is dropped by a range delete with no I/O, a search reads one range. `flashix bench --engines bulk,latree,btree,fdtree --workload bulk-insert-100,range-delete-100,...` and `flashix repro bulk` measure it |
-//! | [`LaTree`](EngineKind::LaTree) (`latree`) | write-heavy with lookups that can wait for buffered messages | not in the default suite; writes are messages in cascaded buffers (no read), lookups search the buffers; measured beside the bulk index (`flashix repro bulk`) |
-//! | [`Fbx`](EngineKind::Fbx) (`fbx`) | frequent updates of small records, moving objects ([`mobject`] over it is the FBX-tree) | not in the default suite; every write an append, leaves rebuilt from their logs on read; `flashix repro fbx` and `flashix mo-bench` measure it |
-//! | [`Bftl`](EngineKind::Bftl) (`bftl`) | a baseline: B+-tree node changes packed into pages over an FTL | not in the default suite; `flashix repro dipl` compares it over FTLs (d-IPL paper Table 6) |
-//! | [`IplBTree`](EngineKind::IplBTree), [`DiplBTree`](EngineKind::DiplBTree) (`ipl`, `dipl`) | raw NAND flash without an FTL ([`DeviceSpec::RawNand`]) | not in the default suite; node changes logged inside the node's erase block; `flashix repro dipl` measures them on the NAND simulator |
+//! | [`BTree`](EngineKind::BTree) (`btree`) | range scans of a few pages, reads and in-place writes in balance | a search reads about one page past the cached inner nodes; every insert, delete or update changes its leaf in place, written back when the pool evicts it |
+//! | [`FdTree`](EngineKind::FdTree) (`fdtree`) | searches, scans and inserts together | inserts go to a head tree and reach the device in sequential merges; a search reads one page per level below the head; a delete searches first; scans read runs in multi-page requests |
+//! | [`Lsm`](EngineKind::Lsm) (`lsm`) | writes of every kind dominate (inserts, deletes, updates, range deletes), and mixes | writes are blind (no read), merged in the background; a search reads the components newest first; a range delete reads and writes nothing |
+//! | [`PioBTree`](EngineKind::PioBTree) (`pio`) | mixed searches and writes, batched lookups ([`Db::get_many`]), TPC-C-like traces | writes batched in the operation queue and flushed with parallel I/O; batched searches read a level's pages in one psync batch; leaves of several pages where the device rewards larger requests |
+//! | [`BulkIndex`](EngineKind::BulkIndex) (`bulk`) | ingest in bulks of consecutive keys with range-delete retention (time series, logs) | an inner range is dropped by a range delete with no I/O, a search reads one range; `flashix repro bulk` measures it |
+//! | [`LaTree`](EngineKind::LaTree) (`latree`) | write-heavy with lookups that can wait for buffered messages | writes are messages in cascaded buffers (no read), lookups search the buffers |
+//! | [`Fbx`](EngineKind::Fbx) (`fbx`) | frequent updates of small records, moving objects ([`mobject`] over it is the FBX-tree) | every write an append, leaves rebuilt from their logs on read; `flashix repro fbx` and `flashix mo-bench` measure it |
+//! | [`Bftl`](EngineKind::Bftl) (`bftl`) | a baseline: B+-tree node changes packed into pages over an FTL | `flashix repro dipl` compares it over FTLs (the d-IPL paper's Table 6) |
+//! | [`IplBTree`](EngineKind::IplBTree), [`DiplBTree`](EngineKind::DiplBTree) (`ipl`, `dipl`) | raw NAND flash without an FTL ([`DeviceSpec::RawNand`]) | node changes logged inside the node's erase block; `flashix repro dipl` measures them on the NAND simulator |
 //!
 //! Examples (`crates/flashix/examples/`, `cargo run -p flashix --example NAME`): `basic`,
 //! `bulk_retention` (the bulk index's workload), `moving_objects` ([`mobject`] range and
@@ -50,11 +46,11 @@
 //!
 //! # Layers
 //!
-//! Layers (DESIGN.md), bottom up: [`io`] (devices, small files, fault injection, extent
+//! Layers (docs/design.md), bottom up: [`io`] (devices, small files, fault injection, extent
 //! allocator) and [`sim`] (NAND and FTL simulator); `buffer` (LRU pool); `durable` (WAL,
 //! manifest, the checkpoint switch, the Pager, the log cycle); `engine` (one folder per
 //! index, each owning its options and format, and the kits they share); [`Db`] on top.
-//! [`cost`] is a leaf of models over numbers. Only what DESIGN.md's Public API lists is
+//! [`cost`] is a leaf of models over numbers. Only what the Public API of docs/design.md lists is
 //! public; the conformance harness (`testing`) is behind the `testing` cargo feature.
 
 #![deny(missing_docs)]

@@ -1,5 +1,5 @@
 //! The page envelope every page of a [`crate::io::Device`] carries, so that a torn or
-//! flipped page is detected (Contract 4) and a misdirected write is caught.
+//! flipped page is detected (contract point 4 of docs/design.md) and a misdirected write is caught.
 //!
 //! ```text
 //! offset  size  field
@@ -14,7 +14,7 @@
 //! The **generation stamp** ([`stamp`], [`set_stamp`]) is the durability layer's, not the
 //! engine's: the [`crate::durable::Pager`] writes the WAL generation ([`stamp_of`]) in which
 //! it took a page's before-image (or allocated the page) into the page, so that it needs
-//! no in-memory set of imaged pages (Contract 3; format version 4). 0 means "never
+//! no in-memory set of imaged pages (contract point 3 of docs/design.md; format version 4). 0 means "never
 //! stamped"; pages written past the pool (runs, components, range pages) keep 0. Format
 //! version 3 had the page id in all 8 bytes 4..12 and 14..16 reserved as 0: its pages read
 //! as page ids below 2^48 with stamp 0.

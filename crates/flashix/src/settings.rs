@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 #[non_exhaustive]
 pub enum DeviceSpec {
     /// One file `data` in the index directory; `direct_io` asks for `O_DIRECT` (the
-    /// default, so the page cache does not help; Contract 5).
+    /// default, so the page cache does not help; contract point 5 of docs/design.md).
     File {
         /// Open the file with `O_DIRECT` (falls back to buffered I/O where the file
         /// system refuses it).

@@ -1,4 +1,5 @@
-//! Bad input and injected faults (issue 2, item 8; DESIGN.md Contracts 2, 4 and 6): each
+//! Bad input and injected faults (docs/design.md, contract points
+//! 2, 4 and 6): each
 //! case returns the `Error` that says what and where, and none panics.
 
 use flashix::io::fault::OpKind;

@@ -92,7 +92,7 @@ fn inserts_into_one_node_commit_packed_pages_and_compact_past_c() {
     assert_eq!(all, (1..=31).map(|k| (k, k * 10)).collect::<Vec<_>>());
 }
 
-/// Contract 4: a flipped bit in any page is `Corruption` naming `data` and the page, or
+/// contract point 4 of docs/design.md: a flipped bit in any page is `Corruption` naming `data` and the page, or
 /// harmless (a released page).
 #[test]
 fn a_flipped_bit_in_any_page_is_detected_or_harmless() {

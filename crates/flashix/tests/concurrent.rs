@@ -1,5 +1,5 @@
-//! The concurrent mode of the conformance harness (`flashix::testing::concurrent`, DESIGN.md,
-//! Concurrency) against every engine: threads sharing one `Db` on a memory device and on a
+//! The concurrent mode of the conformance harness (`flashix::testing::concurrent`; docs/design.md,
+//! Testing) against every engine: threads sharing one `Db` on a memory device and on a
 //! file, and crash rounds that cut power while the threads write. `FLASHIX_CONFORMANCE_LONG=1`
 //! runs more threads, calls, rounds and seeds; `FLASHIX_CONFORMANCE_ENGINES` picks engines.
 //!
@@ -277,7 +277,7 @@ fn repro() {
 /// its records to the file and waits for the leader's sync with the writer lock released,
 /// and other threads' flushes append meanwhile. The crash image then holds the synced
 /// prefix, the unsynced earlier append as zeros, and a prefix of the later append, and
-/// `Db::open` refuses it ("damaged WAL record followed by valid records"), where Contract 3
+/// `Db::open` refuses it ("damaged WAL record followed by valid records"), where contract point 3 of docs/design.md
 /// wants `open` to succeed after a crash at any point. Reproduced single-threaded, where
 /// the WAL's 1 MiB write chunk makes the same two appends before one sync.
 #[test]
@@ -336,7 +336,7 @@ fn regression_crash_at_a_wal_append_after_an_unsynced_one() {
 /// poisoning between its batches, and a BFTL write that fails (here at a power cut, while
 /// committing its reservation buffer) leaves the engine without the deletes the buffer
 /// held, so the live scan goes on and returns keys deleted (with `Ok`) before it began.
-/// DESIGN.md, Concurrency: an I/O error in any thread poisons the `Db` for every thread;
+/// docs/design.md, Concurrency: an I/O error in any thread poisons the `Db` for every thread;
 /// and no read may return a wrong answer. Single-threaded here: the scan is open while
 /// the failing insert runs, as it is beside another thread's.
 #[test]
@@ -403,11 +403,10 @@ fn regression_a_live_range_after_a_failed_write_returns_deleted_keys() {
 /// another thread's call), a thread waiting on that merge gets `Error::InvalidArgument`
 /// ("the request failed; the engine's operation returned the error"), which does not
 /// poison the `Db`, or a `Corruption` ("LSM component: merge output out of order"),
-/// instead of the I/O error. DESIGN.md, Contract 6 and Concurrency: an I/O error in any
+/// instead of the I/O error. docs/design.md, contract point 6 and Concurrency: an I/O error in any
 /// thread poisons the `Db` for every thread with that error. Runs crash rounds with
 /// [`Concurrent::strict_errors`]; other failures (the WAL bug above) are skipped here.
 #[test]
-#[ignore = "library bug: a merge's failed I/O reaches other threads as InvalidArgument or Corruption"]
 fn regression_a_failed_merge_io_reaches_other_threads_as_an_io_error() {
     let mut wrong = Vec::new();
     for e in [EngineKind::Lsm, EngineKind::FdTree] {

@@ -1,4 +1,4 @@
-//! The conformance harness run against every engine on every device (DESIGN.md, Testing).
+//! The conformance harness run against every engine on every device (docs/design.md, Testing).
 //! `FLASHIX_CONFORMANCE_LONG=1` runs the long mode (many more and longer histories).
 //! Adding an engine: one line in `engines!`.
 //!

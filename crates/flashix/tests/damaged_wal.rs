@@ -1,5 +1,5 @@
-//! Damage in the WAL of an index that was not closed cleanly, for every engine (issue 18,
-//! item 4; DESIGN.md, Contract 4). The WAL's rule (`durable::wal`, module doc): reading
+//! Damage in the WAL of an index that was not closed cleanly, for every engine (docs/design.md,
+//! contract point 4). The WAL's rule (`durable::wal`, module doc): reading
 //! stops at the first record that is cut short or fails its checksum *if nothing valid
 //! follows it* (a torn tail, as a crash leaves it); a bad record followed by a valid one is
 //! corruption naming the WAL file. So with a flipped bit anywhere in the WAL, `open` must

@@ -379,7 +379,7 @@ fn space_stays_bounded_under_ten_times_the_index_in_updates() {
     assert_eq!(got, model);
 }
 
-/// Regression (issue 18 item 6, found by the soak: FBX on the simulated SSD ran out of
+/// Regression (found by the soak: FBX on the simulated SSD ran out of
 /// space). A checkpoint's manifest lists the segment of the snapshot it replaces, whose
 /// pages die right after it; reopened, that segment held no live page, was never freed,
 /// and the cleaner picked it for ever while the file grew by a segment per close or crash.
@@ -415,7 +415,7 @@ fn closing_and_reopening_does_not_leak_segments() {
     assert_eq!(got, model);
 }
 
-/// Contract 4: a flipped bit in any page is `Corruption` naming `data` and the page, or
+/// contract point 4 of docs/design.md: a flipped bit in any page is `Corruption` naming `data` and the page, or
 /// harmless (a dead page).
 #[test]
 fn a_flipped_bit_in_any_page_is_detected_or_harmless() {
@@ -447,7 +447,7 @@ fn a_flipped_bit_in_any_page_is_detected_or_harmless() {
     assert!(detected > 20, "only {detected} pages detected");
 }
 
-/// Contract 2: close and open give the same contents, on a file and on a simulated SSD;
+/// contract point 2 of docs/design.md: close and open give the same contents, on a file and on a simulated SSD;
 /// the options come from the manifest.
 #[test]
 fn persists_on_a_file_and_on_a_simulated_ssd() {

@@ -1,4 +1,4 @@
-//! A full device is an error that says so (issue 18, item 2): an index on a small simulated
+//! A full device is an error that says so: an index on a small simulated
 //! SSD (or raw NAND) takes inserts until the device refuses a write. The call that meets it
 //! returns the error a full disk gives (`Error::Io` with ENOSPC, [`Error::is_no_space`]),
 //! never a panic and never `InvalidArgument`; the `Db` is poisoned, so later calls fail

@@ -1,4 +1,4 @@
-//! Hostile manifests (issue 18, item 4): for every engine, every number of a valid
+//! Hostile manifests: for every engine, every number of a valid
 //! manifest (options record, allocator state, engine state) in turn set to 0, `u32::MAX`,
 //! 2^60 and `u64::MAX` under a valid checksum. `open` and the first reads return a value or
 //! an error, never panic, and never allocate by such a claim: a counting global allocator

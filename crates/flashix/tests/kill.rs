@@ -1,4 +1,4 @@
-//! Process kills for every engine (issue 18, item 3; `flashix::testing::kill`): each
+//! Process kills for every engine (`flashix::testing::kill`): each
 //! engine runs in a child process (this test binary, re-executed to run only `kill_child`)
 //! on an index directory, is killed with SIGKILL at a random moment, and the reopened
 //! index must hold every operation acknowledged by a flush plus a prefix of the rest.

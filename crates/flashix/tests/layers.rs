@@ -1,4 +1,4 @@
-//! The import structure of `src/` (DESIGN.md, Layers): no import circle, and no module below
+//! The import structure of `src/` (docs/design.md, Layers): no import circle, and no module below
 //! the engines imports the engines, the options they own, `db` or `testing`.
 //!
 //! The graph: one node per source file; an edge for every absolute path `crate::a::b::X`

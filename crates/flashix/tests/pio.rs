@@ -461,7 +461,7 @@ fn bad_options_are_refused_with_the_option_named() {
     assert!(db.stats().memory_bytes >= 64 * PIO_OPQ_ENTRY_BYTES);
 }
 
-/// DESIGN.md, Contract 4: a flipped bit in any page (internal nodes, leaf segments) is
+/// docs/design.md, contract point 4: a flipped bit in any page (internal nodes, leaf segments) is
 /// corruption naming that page, or harmless on a free page.
 #[test]
 fn a_flipped_bit_in_any_page_is_corruption_naming_the_page() {

@@ -137,7 +137,7 @@ fn restore(dir: &Path, files: &[(String, Vec<u8>)]) {
     }
 }
 
-/// Contract 4 on raw NAND: flip a bit in a programmed sector of every written NAND page
+/// contract point 4 of docs/design.md on raw NAND: flip a bit in a programmed sector of every written NAND page
 /// (node images and log sectors) of a closed d-IPL index in turn; opening, checking and
 /// reading everything must give `Corruption` naming `nand` and that page (nodes of one
 /// page, so a node image is one page), or the right contents.

@@ -1,4 +1,4 @@
-//! Regression (issue 18 item 1, found by the conformance harness's fault steps): a read
+//! Regression (found by the conformance harness's fault steps): a read
 //! (`get`, `get_many`, a range) that met an I/O error other than ENOSPC left the `Db`
 //! usable, although the error may have stopped a buffer-pool eviction half way (the B+-tree
 //! evicts a dirty page on a read) or a page load. The fault step's "the `Db` is poisoned"

@@ -1,4 +1,4 @@
-//! Histories the soak (`tests/soak.rs`, issue 18 item 6) failed on, replayed up to just past
+//! Histories the soak (`tests/soak.rs`) failed on, replayed up to just past
 //! the step that failed. Each names the bug and the fix; the engine's own test file has the
 //! focused test.
 

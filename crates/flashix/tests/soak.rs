@@ -1,4 +1,4 @@
-//! The soak (issue 18, item 6): conformance histories with crash *and* fault steps for
+//! The soak: conformance histories with crash *and* fault steps for
 //! every engine on every device, round robin, for a wall-clock budget. Not part of CI
 //! (ignored); run it in a release build:
 //!

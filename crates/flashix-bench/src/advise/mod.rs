@@ -1,5 +1,5 @@
 //! `flashix advise`: every engine's predicted cost per operation for a device profile, an
-//! index size, a memory budget and a workload mix, ranked (issue 19, item 2).
+//! index size, a memory budget and a workload mix, ranked.
 //!
 //! # What is predicted
 //! For each engine, a model gives each kind of operation of the [`Mix`] an [`OpCost`]: the

@@ -1,4 +1,4 @@
-//! `flashix probe`: measure a device (DESIGN.md, Benchmarks): 4 KiB random read IOPS at
+//! `flashix probe`: measure a device (docs/benchmarking.md): 4 KiB random read IOPS at
 //! queue depths 1, 2, 4, 8, 16 and 32 ([`READ_QUEUE_DEPTHS`]), 4 KiB random write IOPS at
 //! queue depth 1 and 32, sequential read and write bandwidth with 512 KiB requests,
 //! sequential 4 KiB read and write IOPS at QD1, and mean QD1 read latency by request size

@@ -214,11 +214,6 @@ impl BenchConfig {
                 super::threads::MAX_THREADS
             );
         }
-        for &e in &self.engines {
-            if !e.is_built() {
-                bail!("engine {e} is not built yet: choose among the engines `--help` lists");
-            }
-        }
         for p in &self.peers {
             if !p.built() {
                 bail!(

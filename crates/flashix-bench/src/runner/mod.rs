@@ -1,7 +1,7 @@
 //! The benchmark runner: device profile, preparation of the aged index (once per engine or
 //! peer), and the measured phase of each workload on a fresh copy of that image.
 //!
-//! Fairness (issue 5): every engine and peer gets the same memory budget, the same data
+//! Fairness: every engine and peer gets the same memory budget, the same data
 //! (the same keys bulk-loaded and the same aging inserts), the same operation stream
 //! ([`OpStream`], a function of the seed), a fresh directory per engine and a fresh copy of
 //! its aged image per workload, and a `sync` ([`Target::flush`]) at the end of the measured

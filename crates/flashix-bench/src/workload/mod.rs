@@ -1,4 +1,4 @@
-//! Workloads (FD-tree paper App. D; DESIGN.md, Benchmarks): key generation, operation
+//! Workloads (FD-tree paper App. D; docs/benchmarking.md): key generation, operation
 //! mixes, and the bookkeeping of which entries are live.
 //!
 //! Keys are 8-byte `u64`s. The key of the i-th entry ever inserted is a function of `i`

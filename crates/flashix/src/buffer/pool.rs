@@ -522,17 +522,22 @@ impl BufferPool {
     /// A frame for a shared reader to read `pid` into with the pool's lock released: a
     /// spare one or the least recently used unpinned one, the victim `fetch` would take,
     /// pinned, mapped to `pid` and marked loading, so that other readers of `pid` wait for
-    /// it and nothing evicts it. A reader passes over dirty frames: it takes the least
-    /// recently used *clean* unpinned frame, leaving the write-back of dirty ones to the
-    /// writer (which cleans ahead of its own evictions, `super::SharedPool::clean_ahead`),
-    /// so that a reader never holds the engine's lock across a page write. `None` when
-    /// every unpinned frame is dirty (the caller then writes the LRU one back first and
-    /// claims again) or every frame is pinned. Counted as a miss.
-    pub(super) fn claim(&mut self, pid: PageId) -> Option<FrameId> {
+    /// it and nothing evicts it. `None` when that victim is dirty (the caller writes it back
+    /// first and claims again: the order of evictions is the LRU order, as in `fetch`) or
+    /// every frame is pinned. With `clean`, a reader beside other threads passes over
+    /// dirty frames: it takes the least recently used *clean* unpinned frame, leaving the
+    /// write-back of dirty ones to the writer (which cleans ahead of its own evictions,
+    /// `super::SharedPool::clean_ahead`), so that it does not hold its engine's lock
+    /// across a page write; `None` then only when every unpinned frame is dirty. Counted
+    /// as a miss.
+    pub(super) fn claim(&mut self, pid: PageId, clean: bool) -> Option<FrameId> {
         let f = match self.spare() {
             Some(f) => f,
             None => {
-                let f = self.lru_free_of(true)?;
+                let f = self.lru_free_of(clean)?;
+                if self.frames[f].dirty {
+                    return None;
+                }
                 self.evict(f);
                 f
             }

@@ -19,16 +19,19 @@
 //!    index); the reader then reads the bytes with no lock held and unpins (an atomic
 //!    subtract, or under the mutex).
 //! 2. *Miss*: under the mutex the reader claims a frame — a spare one or the least recently
-//!    used unpinned *clean* one (dirty frames are left for the writer to write back, so
-//!    that a reader does not write a page while it holds its engine's lock) — maps the
-//!    page to it, pins it and marks it *loading*; it
+//!    used unpinned one, the victim the exclusive path would take (or, for a reader beside
+//!    other threads, [`Miss::LoadClean`], the least recently used unpinned *clean* one:
+//!    dirty frames are left for the writer to write back, so that the reader does not
+//!    write a page while it holds its engine's lock) — maps the page to it, pins it and
+//!    marks it *loading*; it
 //!    reads the page into the frame with the mutex released, verifies it, then clears
 //!    *loading* (or frees the frame if the read failed) and wakes the waiters.
 //! 3. A reader that finds the page *loading* waits on the condition variable and looks
 //!    again: one device read per page however many readers want it at once.
-//! 4. When every unpinned frame is dirty, the reader writes the least recently used one
-//!    back with the mutex released (pinned, out of the index, sealed in a copy; the WAL
-//!    rule's barrier first) and claims again; when every frame is pinned it waits for an
+//! 4. When that victim is dirty (for [`Miss::LoadClean`]: when every unpinned frame is),
+//!    the reader writes the least recently used one back with the mutex released (pinned,
+//!    out of the index, sealed in a copy; the WAL rule's barrier first) and claims again,
+//!    so that evictions keep the LRU order; when every frame is pinned it waits for an
 //!    unpin. Both are bounded: a wait gives up after [`PIN_WAIT`] with an error saying the
 //!    pool is too small for the readers.
 //!
@@ -75,6 +78,19 @@ struct State {
 enum Pin {
     Hit(Hit),
     Locked(FrameId),
+}
+
+/// What a shared reader's miss does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Miss {
+    /// Load the page into the victim the exclusive path would take (module doc, step 2).
+    Load,
+    /// Load it into the least recently used clean frame: a reader beside other threads,
+    /// which leaves dirty frames to the writer (module doc, step 2).
+    LoadClean,
+    /// Claim, read and count nothing: return `None` (a page another reader is loading is
+    /// waited for, as for a load).
+    Stop,
 }
 
 /// A [`BufferPool`] for one writer or many readers (module doc).
@@ -132,21 +148,20 @@ impl SharedPool {
 
     /// Run `f` on page `pid`'s bytes, loading it through `io` on a miss (module doc).
     pub fn read<T>(&self, io: &dyn SharedIo, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
-        let found = self.read_or_miss(io, pid, false, f)?;
+        let found = self.read_or_miss(io, pid, Miss::Load, f)?;
         found.ok_or(Error::PageMiss)
     }
 
-    /// [`SharedPool::read`], or, when `stop` is set and the page is not in the pool,
-    /// `None` having claimed, read and counted nothing (a page another reader is loading
-    /// is waited for, as in `read`).
+    /// [`SharedPool::read`] with a choice of what a miss does ([`Miss`]); `None` when it
+    /// stops.
     pub fn read_or_miss<T>(
         &self,
         io: &dyn SharedIo,
         pid: PageId,
-        stop: bool,
+        miss: Miss,
         f: impl FnOnce(&[u8]) -> T,
     ) -> Result<Option<T>> {
-        let Some((pin, bytes)) = self.pin(io, pid, stop)? else {
+        let Some((pin, bytes)) = self.pin(io, pid, miss)? else {
             return Ok(None);
         };
         // SAFETY: the frame is pinned until `unpin` below, so its buffer (`bytes`) stays
@@ -246,14 +261,13 @@ impl SharedPool {
         r
     }
 
-    /// Pin `pid`'s frame for a reader, loading the page on a miss (or, with `stop`,
-    /// returning `None` on a miss).
+    /// Pin `pid`'s frame for a reader, doing what `miss` says on a miss.
     #[allow(clippy::type_complexity)]
     fn pin(
         &self,
         io: &dyn SharedIo,
         pid: PageId,
-        stop: bool,
+        miss: Miss,
     ) -> Result<Option<(Pin, (*const u8, usize))>> {
         #[cfg(test)]
         let fast = !self.broken_ignores_loading;
@@ -284,10 +298,10 @@ impl SharedPool {
                     s = self.wait(s, deadline, "a page another reader loads", false)?;
                     continue;
                 }
-                Lookup::Miss if stop => return Ok(None),
+                Lookup::Miss if miss == Miss::Stop => return Ok(None),
                 Lookup::Miss => {}
             }
-            if let Some(f) = s.pool.claim(pid) {
+            if let Some(f) = s.pool.claim(pid, miss == Miss::LoadClean) {
                 let check = s.pool.page_check();
                 let (p, n) = s.pool.frame_ptr(f);
                 drop(s);
@@ -307,8 +321,8 @@ impl SharedPool {
                 r?;
                 return Ok(Some((Pin::Locked(f), (p.cast_const(), n))));
             }
-            // Every unpinned frame is dirty: write the LRU one back with the mutex
-            // released, and claim again.
+            // The victim is dirty (with `LoadClean`: every unpinned frame is): write the
+            // LRU one back with the mutex released, and claim again.
             let victims = s.pool.dirty_victims(1, usize::MAX);
             if victims.is_empty() {
                 s = self.wait(s, deadline, "a frame to be unpinned", true)?;

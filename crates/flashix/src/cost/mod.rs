@@ -1,4 +1,4 @@
-//! Cost models that pick engine parameters for a device and a workload (DESIGN.md, Layers:
+//! Cost models that pick engine parameters for a device and a workload (docs/design.md, Layers:
 //! "cost (FD-tree k, PIO node size and OPQ size, bulk M), fed by a device profile").
 //!
 //! This module is a leaf: it takes numbers and a device profile, and imports neither the
@@ -219,7 +219,7 @@ impl DeviceCosts {
 }
 
 /// What the cost models tune an index for when its sub-options leave a parameter to them
-/// (DESIGN.md: sub-options default "to the cost model's answer for the device profile").
+/// (docs/design.md: sub-options default "to the cost model's answer for the device profile").
 /// `flashix bench` fills it from the `flashix probe` profile and the benchmark's size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

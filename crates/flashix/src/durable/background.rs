@@ -1,6 +1,7 @@
 //! Work on a second thread beside the engine's: a merge that runs on the other core while
-//! the engine thread goes on taking operations (issue 17: the FD-tree's and the LSM-tree's
-//! insertions were CPU-bound on one core, merges 55% of it, with the device half idle).
+//! the engine thread goes on taking operations (the FD-tree's and the LSM-tree's
+//! insertions on one core are CPU-bound, merges a large share of it, with the device
+//! half idle).
 //!
 //! The work sees its storage through [`JobIo`]: page size, started reads and writes
 //! ([`crate::io::Device::start_read`], `start_write`, `finish`) and extents allocated and
@@ -28,7 +29,7 @@
 //!   the engine thread never waits for the work's I/O unless told to wait;
 //! - an allocation waits for its extent; a free is sent without waiting;
 //! - an error the device or the allocator returns for the work's request is returned by
-//!   the engine operation that served it (which poisons the `Db`, Contract 6), and the
+//!   the engine operation that served it (which poisons the `Db`, contract point 6 of docs/design.md), and the
 //!   work, told of it, fails.
 //!
 //! Durability is the work's own rule, unchanged: everything it writes goes to extents it
@@ -49,7 +50,7 @@ use std::collections::HashMap;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
 
 /// Where a work's time on its thread went, in microseconds: on the CPU, or waiting for
-/// its started requests (issue 17: whether a merge is bound by its CPU or by its I/O).
+/// its started requests (whether a merge is bound by its CPU or by its I/O).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WorkTimes {
     /// From the work's start to its end on its thread (its device handle's last requests
@@ -180,9 +181,11 @@ struct Remote<T> {
     io_wait: std::time::Duration,
 }
 
-/// What the work sees of an error its engine's operation met and returned.
-fn failed_here() -> Error {
-    Error::InvalidArgument("the request failed; the engine's operation returned the error".into())
+/// What the work sees of an error its engine's operation met and returned: the same
+/// error, so that the engine operation that receives the work's result (in any thread)
+/// reports it as it is, an I/O error poisoning the `Db` with that error.
+fn failed_here(e: &Error) -> Error {
+    e.duplicate()
 }
 
 fn abandoned() -> Error {
@@ -493,7 +496,7 @@ impl<T: Send + 'static> Background<T> {
                     Err(e) => {
                         // The operation serving the request meets the error (the work
                         // fails at its finish).
-                        self.started.insert(id, Err(failed_here()));
+                        self.started.insert(id, Err(failed_here(&e)));
                         return Err(e);
                     }
                 }
@@ -510,7 +513,7 @@ impl<T: Send + 'static> Background<T> {
                     self.reply(Reply::Extent(Ok(e)))?;
                 }
                 Err(e) => {
-                    self.reply(Reply::Extent(Err(failed_here())))?;
+                    self.reply(Reply::Extent(Err(failed_here(&e))))?;
                     return Err(e);
                 }
             },
@@ -554,7 +557,7 @@ impl<T: Send + 'static> Background<T> {
             Ok(buf) => self.reply(Reply::Finished(Ok(buf)))?,
             Err(e) => {
                 // The operation serving the finish meets the error; the work fails too.
-                self.reply(Reply::Finished(Err(failed_here())))?;
+                self.reply(Reply::Finished(Err(failed_here(&e))))?;
                 return Err(e);
             }
         }

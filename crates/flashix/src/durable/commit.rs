@@ -1,4 +1,4 @@
-//! Group commit: concurrent `Db::flush` calls share one WAL sync (DESIGN.md, Concurrency).
+//! Group commit: concurrent `Db::flush` calls share one WAL sync (docs/design.md, Concurrency).
 //!
 //! A flush has two steps. Under the engine's writer lock it hands the WAL's buffered
 //! records to the file and takes a [`FlushTicket`] naming the generation and the LSN its

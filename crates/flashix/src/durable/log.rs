@@ -1,5 +1,5 @@
 //! [`Log`]: an index's chain of WAL generations and the one **checkpoint switch** that
-//! moves it from one generation to the next (DESIGN.md, Contract 3).
+//! moves it from one generation to the next (docs/design.md, contract point 3).
 //!
 //! Every engine's durable state is *the state a manifest describes + the logical redo
 //! records of the WAL that manifest names*. A checkpoint makes the engine's structure

@@ -1,4 +1,4 @@
-//! The operation cycle every engine follows (DESIGN.md, Contract 3): log the logical
+//! The operation cycle every engine follows (docs/design.md, contract point 3): log the logical
 //! operation, apply it, take a checkpoint when one is due; and on open, replay the logged
 //! operations without logging them again, then checkpoint.
 //!

@@ -1,4 +1,4 @@
-//! The durable layer under every engine (DESIGN.md, Layers and Contract 3): the logical
+//! The durable layer under every engine (docs/design.md, Layers and contract point 3): the logical
 //! redo [`wal`], the atomic [`manifest`], the [`Log`] of WAL generations with the one
 //! checkpoint switch, the [`Pager`] (buffer pool + before-images) of the engines that keep
 //! pages on a `Device`, and the [`Logged`] operation cycle (log → apply → checkpoint;

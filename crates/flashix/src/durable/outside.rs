@@ -104,8 +104,9 @@ impl Drop for Armed {
 
 /// What the Pager's shared read of `pid`, a page the pool may not hold, does now.
 pub(super) enum Plan {
-    /// Load it from the device as usual (not armed, or armed without stop or stash).
-    Load,
+    /// Load it from the device as usual (`armed`: into a clean frame, the read running
+    /// beside other threads).
+    Load { armed: bool },
     /// Stop at a miss: look it up without loading.
     StopAtMiss,
     /// Load it from these bytes on a miss.
@@ -124,16 +125,16 @@ pub(super) fn plan(pid: PageId, watch: &Arc<WriteWatch>) -> Plan {
                     .map(|st| (st.watch.unwritten_since(pid, st.mark), st));
                 return match st {
                     Some((true, st)) => Plan::FromStash(st.bytes),
-                    _ => Plan::Load,
+                    _ => Plan::Load { armed: true },
                 };
             }
             if *stop {
                 Plan::StopAtMiss
             } else {
-                Plan::Load
+                Plan::Load { armed: true }
             }
         }
-        _ => Plan::Load,
+        _ => Plan::Load { armed: false },
     })
 }
 

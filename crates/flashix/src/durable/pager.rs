@@ -1,6 +1,6 @@
 //! [`Pager`]: crash-safe in-place page updates for engines that keep their nodes in place.
 //!
-//! # Durability mechanism (DESIGN.md, Contract 3)
+//! # Durability mechanism (docs/design.md, contract point 3)
 //!
 //! The state of an index is *checkpoint + logical redo*:
 //! - A **checkpoint** writes every dirty page, syncs the device, starts a new WAL
@@ -42,7 +42,7 @@ use super::logged::Store;
 use super::manifest::{wal_name, Manifest, OptionsRecord};
 use super::outside::{self, Plan};
 use super::wal::{LogicalOp, Record};
-use crate::buffer::{BufferPool, SharedIo, SharedPool, WriteBarrier};
+use crate::buffer::{BufferPool, Miss, SharedIo, SharedPool, WriteBarrier};
 use crate::error::{Error, Result};
 use crate::io::watch::{Watched, WriteWatch};
 use crate::io::{Device, DeviceStats, Extent, ExtentAllocator, PageId, SharedReader, Vfs};
@@ -297,7 +297,26 @@ impl Pager {
     /// levels of an FD-tree or LSM point search). Only for pages never dirty in the pool.
     /// From any of many reading threads at once (through the device's [`SharedReader`]
     /// when it has one).
+    ///
+    /// Armed to stop at a miss ([`outside`]), it reads nothing and fails with
+    /// [`Error::PageMiss`]; armed with the page's bytes, it uses them (they are checked as
+    /// the caller checks what it reads).
     pub fn read_past<T>(&self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+        match (outside::plan(pid, &self.watch), &self.reader) {
+            (Plan::FromStash(bytes), _) if bytes.len() == self.page_size() => {
+                return Ok(f(&bytes));
+            }
+            (Plan::StopAtMiss, Some(reader)) => {
+                return Err(outside::stopped(
+                    pid,
+                    self.page_size(),
+                    Arc::clone(reader),
+                    Arc::clone(&self.watch),
+                    self.watch.now(),
+                ));
+            }
+            _ => {}
+        }
         let mut buf = crate::io::AlignedBuf::zeroed(self.page_size());
         self.read_run_shared(pid, &mut buf)?;
         Ok(f(&buf))
@@ -559,14 +578,20 @@ impl Pager {
     /// lock; armed with that page's bytes, the pool loads it from them.
     pub fn read_shared<T>(&self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
         match outside::plan(pid, &self.watch) {
-            Plan::Load => self.pool.read(&SharedPagerIo(self), pid, f),
+            Plan::Load { armed } => {
+                let miss = if armed { Miss::LoadClean } else { Miss::Load };
+                self.read_through(&SharedPagerIo(self), pid, miss, f)
+            }
             Plan::StopAtMiss => {
                 let Some(reader) = &self.reader else {
-                    return self.pool.read(&SharedPagerIo(self), pid, f);
+                    return self.read_through(&SharedPagerIo(self), pid, Miss::LoadClean, f);
                 };
                 // Taken before the lookup: a write noted after it may have changed the page.
                 let mark = self.watch.now();
-                match self.pool.read_or_miss(&SharedPagerIo(self), pid, true, f)? {
+                match self
+                    .pool
+                    .read_or_miss(&SharedPagerIo(self), pid, Miss::Stop, f)?
+                {
                     Some(out) => Ok(out),
                     None => Err(outside::stopped(
                         pid,
@@ -577,8 +602,23 @@ impl Pager {
                     )),
                 }
             }
-            Plan::FromStash(bytes) => self.pool.read(&StashIo(self, bytes), pid, f),
+            Plan::FromStash(bytes) => {
+                self.read_through(&StashIo(self, bytes), pid, Miss::LoadClean, f)
+            }
         }
+    }
+
+    /// Run `f` on `pid`'s bytes through the pool's shared mode, loading a miss as `miss` says.
+    fn read_through<T>(
+        &self,
+        io: &dyn SharedIo,
+        pid: PageId,
+        miss: Miss,
+        f: impl FnOnce(&[u8]) -> T,
+    ) -> Result<T> {
+        self.pool
+            .read_or_miss(io, pid, miss, f)?
+            .ok_or(Error::PageMiss)
     }
 
     /// Write back up to `n` dirty pages near the buffer pool's LRU end from any thread
@@ -786,10 +826,7 @@ impl Pager {
             }
         }
         let writebacks = self.shared_writebacks();
-        let bufs = {
-            let mut dev = shared(&self.dev);
-            crate::io::psync::read_runs(&mut **dev, runs, pio_max)?
-        };
+        let bufs = self.read_runs_past_shared(runs, pio_max)?;
         let ps = self.page_size();
         let io = Stash {
             pager: self,
@@ -809,8 +846,10 @@ impl Pager {
     }
 
     /// Read `runs` (each one request) past the buffer pool in psync groups of at most
-    /// `pio_max` requests, through the device's handle, from any of many reading threads
-    /// at once: one buffer per run, in the order given, its pages neither verified nor
+    /// `pio_max` requests, from any of many reading threads at once — through the device's
+    /// reader handles when it has them (each thread's groups in flight beside the
+    /// others'), else through the device's mutex, one group at a time: one buffer per
+    /// run, in the order given, its pages neither verified nor
     /// put in the pool. Only for pages not dirty in the pool (as
     /// [`Pager::read_run_shared`]); the caller verifies them as the pool would.
     pub fn read_runs_past_shared(
@@ -818,8 +857,13 @@ impl Pager {
         runs: &[crate::io::psync::Run],
         pio_max: usize,
     ) -> Result<Vec<crate::io::AlignedBuf>> {
-        let mut dev = shared(&self.dev);
-        crate::io::psync::read_runs(&mut **dev, runs, pio_max)
+        match &self.reader {
+            Some(r) => crate::io::psync::read_runs_shared(&**r, self.page_size(), runs, pio_max),
+            None => {
+                let mut dev = shared(&self.dev);
+                crate::io::psync::read_runs(&mut **dev, runs, pio_max)
+            }
+        }
     }
 }
 

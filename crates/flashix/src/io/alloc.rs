@@ -1,4 +1,4 @@
-//! The extent allocator (DESIGN.md, Layers): contiguous page runs (sorted runs, components,
+//! The extent allocator (docs/design.md, Layers): contiguous page runs (sorted runs, components,
 //! ranges) and single pages (tree nodes) on one [`super::Device`].
 //!
 //! Shadow-paging rule: an extent freed now goes to a *pending* list and is handed out again

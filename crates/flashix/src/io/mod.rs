@@ -1,4 +1,4 @@
-//! The I/O seam (DESIGN.md, Layers): [`Device`] for page I/O and [`Vfs`] for the small
+//! The I/O seam (docs/design.md, Layers): [`Device`] for page I/O and [`Vfs`] for the small
 //! named files of an index directory.
 //!
 //! A `Device` is a linear array of pages, as the FD-tree paper's storage manager treats a
@@ -214,6 +214,23 @@ pub trait Device: Send + Sync {
 pub trait SharedReader: Send + Sync {
     /// Read `buf.len()` bytes (whole pages) from `page`, as [`Device::read`].
     fn read(&self, page: PageId, buf: &mut [u8]) -> Result<()>;
+
+    /// Read every request of `batch` (reads only) at once, as [`Device::submit`]: one
+    /// psync group of this thread's, in flight beside other threads' reads. By default
+    /// one [`SharedReader::read`] after another.
+    fn read_batch(&self, batch: &mut [IoReq<'_>]) -> Result<()> {
+        for r in batch.iter_mut() {
+            match r {
+                IoReq::Read { page, buf } => self.read(*page, buf)?,
+                IoReq::Write { page, .. } => {
+                    return Err(Error::InvalidArgument(format!(
+                        "a shared reader cannot write page {page}"
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A request started by [`Device::start_read`] or [`Device::start_write`], to give to

@@ -11,7 +11,7 @@
 //! A request may span several contiguous pages (a PIO B-tree leaf of `L` segments is one
 //! request of `L` pages, §3.2.2: package-level parallelism); it stays one request.
 
-use super::{AlignedBuf, Device, IoReq, PageId};
+use super::{AlignedBuf, Device, IoReq, PageId, SharedReader};
 use crate::error::{Error, Result};
 
 /// One contiguous run of pages: first page and number of pages (at least one).
@@ -21,6 +21,27 @@ pub type Run = (PageId, u64);
 /// one buffer per run, in the order given.
 pub fn read_runs(dev: &mut dyn Device, runs: &[Run], pio_max: usize) -> Result<Vec<AlignedBuf>> {
     let ps = dev.page_size();
+    read_runs_by(ps, runs, pio_max, |reqs| dev.submit(reqs))
+}
+
+/// [`read_runs`] through a device's [`SharedReader`], from any of many threads at once:
+/// each group one [`SharedReader::read_batch`].
+pub fn read_runs_shared(
+    reader: &dyn SharedReader,
+    page_size: usize,
+    runs: &[Run],
+    pio_max: usize,
+) -> Result<Vec<AlignedBuf>> {
+    read_runs_by(page_size, runs, pio_max, |reqs| reader.read_batch(reqs))
+}
+
+/// [`read_runs`] with each group given to `submit`.
+fn read_runs_by(
+    ps: usize,
+    runs: &[Run],
+    pio_max: usize,
+    mut submit: impl FnMut(&mut [IoReq<'_>]) -> Result<()>,
+) -> Result<Vec<AlignedBuf>> {
     let mut out: Vec<AlignedBuf> = Vec::with_capacity(runs.len());
     for &(page, pages) in runs {
         if pages == 0 {
@@ -46,7 +67,7 @@ pub fn read_runs(dev: &mut dyn Device, runs: &[Run], pio_max: usize) -> Result<V
             })
             .collect();
         start += reqs.len();
-        dev.submit(&mut reqs)?;
+        submit(&mut reqs)?;
     }
     Ok(out)
 }

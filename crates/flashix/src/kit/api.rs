@@ -119,7 +119,7 @@ impl RangeCursor {
     }
 }
 
-/// What `Db` calls, from any number of threads at once (DESIGN.md, Concurrency): every
+/// What `Db` calls, from any number of threads at once (docs/design.md, Concurrency): every
 /// method takes `&self`, and the engine's module doc says what runs in parallel with what.
 /// `Db` validates arguments and handles poisoning.
 pub trait Engine: Send + Sync {

@@ -1,4 +1,4 @@
-//! The flash simulator (DESIGN.md, Layers; issue 6): raw NAND flash ([`Nand`]) with the
+//! The flash simulator (docs/design.md, Layers): raw NAND flash ([`Nand`]) with the
 //! papers' rules and a timing model, the flash translation layers that turn it into a
 //! logical block device (`ftl`), and `SimSsd`, an FTL over `Nand` that is an
 //! [`crate::io::Device`] so every engine runs on a simulated SSD, and named profiles of

@@ -1,5 +1,5 @@
 //! [`SimSsd`]: a simulated SSD, an FTL over [`Nand`], as an [`io::Device`](crate::io::Device)
-//! so every engine and the conformance harness run on it (DESIGN.md, Layers).
+//! so every engine and the conformance harness run on it (docs/design.md, Layers).
 //!
 //! A device page (the engine's page, `page_size`) is `page_size / page_bytes` consecutive
 //! logical NAND pages of the FTL: device page `p` is logical pages `p * n .. (p + 1) * n`.

@@ -1,6 +1,6 @@
-//! Process kills (issue 18, item 3): an engine runs in a child process on a real index
+//! Process kills: an engine runs in a child process on a real index
 //! directory and is killed with `SIGKILL` at a random moment; the parent reopens the index
-//! and checks the prefix rule of Contract 3 against the operations the child had
+//! and checks the prefix rule of docs/design.md's contract point 3 against the operations the child had
 //! acknowledged with `flush`.
 //!
 //! # Mechanism

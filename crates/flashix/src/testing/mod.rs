@@ -1,15 +1,15 @@
-//! The conformance harness (DESIGN.md, Testing): seeded random histories of every `Db`
+//! The conformance harness (docs/design.md, Testing): seeded random histories of every `Db`
 //! operation, checked against a `BTreeMap<u64, u64>` model, for any engine on any device,
 //! with `Reopen` and `Crash` steps. A crash step arms the fault injector so that a power cut
 //! happens a few writes or syncs later, rebuilds the storage as the cut left it, reopens,
-//! and checks the prefix rule of Contract 3: the contents equal the model after some prefix
+//! and checks the prefix rule of docs/design.md's contract point 3: the contents equal the model after some prefix
 //! of the operations that contains every operation before the last successful `flush`.
 //! `check_integrity` runs after every reopen and at the end of each history.
 //!
 //! # Fault steps
 //!
-//! A history with [`History::faults`] also has fault steps (DESIGN.md, Contract 6; issue 18
-//! item 1). A fault step arms one injected I/O error on the history's fault injector
+//! A history with [`History::faults`] also has fault steps (docs/design.md, contract
+//! point 6). A fault step arms one injected I/O error on the history's fault injector
 //! ([`crate::io::Faults::fail_nth`], drawn by the seed): a kind of operation among
 //! [`FAULT_KINDS`] (device read, write or sync; vfs read, write or sync — the WAL and the
 //! manifest), `EIO` or `ENOSPC`, once or sticky, at the `n`-th next operation of that kind
@@ -1185,7 +1185,7 @@ fn describe_diff(got: &BTreeMap<u64, u64>, want: &BTreeMap<u64, u64>) -> String 
 /// `page_size` bytes), reopen, check integrity and read everything back: each damage must
 /// be `Error::Corruption` naming the data file and that page, or — on a free page —
 /// harmless, the contents still equal to `model`. Returns how many pages were detected.
-/// DESIGN.md, Contract 4.
+/// docs/design.md, contract point 4.
 pub fn flip_a_bit_in_every_page(
     dev: &MemDevice,
     vfs: &MemVfs,

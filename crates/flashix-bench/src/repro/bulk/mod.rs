@@ -1,7 +1,7 @@
 //! `flashix repro bulk --out DIR`: the bulk index thesis's Chapter 6 (Lehtonen 2014) on this
 //! machine's disk (O_DIRECT) and on the simulated SSD, printed beside the thesis's claims and
 //! saved to `DIR/repro-bulk.json`. Its figures are plots: only the numbers its text gives can
-//! be compared (`../shared/papers/notes/bulk-index-notes.md` §3.2), and each is checked
+//! be compared (docs/papers.md, Bulk index), and each is checked
 //! against the cells that measure it ([`ClaimCheck`]).
 //!
 //! Setup (§6.1): 450,000 initial keys (uniform over u64) put into the bulk index in ONE bulk
@@ -198,7 +198,6 @@ impl Cell {
 pub struct BulkRepro {
     pub initial_keys: u64,
     pub budget_bytes: u64,
-    pub latree_built: bool,
     pub ms: Vec<u32>,
     pub searches: u64,
     pub deletes: u64,

@@ -111,7 +111,7 @@ pub fn check(r: &BulkRepro) -> Vec<ClaimCheck> {
     k.rows
 }
 
-/// What the runs measured where a claim does not hold (issue 16's default run), by a fragment
+/// What the runs measured where a claim does not hold (a default run), by a fragment
 /// of the claim; kept on a row only when its verdict is not `holds`. The causes of the first
 /// four were measured with `examples/bulk_cell.rs`; their "§2.3 model" is the thesis's SSD
 /// model (81 us a request, 4 ns a byte) of a cell's device requests and bytes, which is what

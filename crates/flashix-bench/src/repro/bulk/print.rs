@@ -112,17 +112,13 @@ pub fn print(r: &BulkRepro) {
         "flashix repro bulk: {} initial keys in one bulk insertion, budget {} KiB, M in {:?}; \
          this disk with O_DIRECT (wall time, CPU included; the thesis replayed I/O traces); \
          faithful bulk index (no differential layer, append-only), 16-byte tuples (thesis: 8, \
-         so M = 1024 here has the thesis's M = 2048 range bytes); LA-tree {}; {} searches \
-         (E4) and {} deletes (E5) averaged per size (thesis: 2000); {:.0} s in all",
+         so M = 1024 here has the thesis's M = 2048 range bytes); LA-tree 16 KiB nodes, keys \
+         one by one in ascending order, one buffer pool (thesis: 3/4 LRU cache, 1/4 node \
+         cache); {} searches (E4) and {} deletes (E5) averaged per size (thesis: 2000); {:.0} \
+         s in all",
         r.initial_keys,
         r.budget_bytes >> 10,
         r.ms,
-        if r.latree_built {
-            "16 KiB nodes, keys one by one in ascending order, one buffer pool (thesis: 3/4 LRU \
-             cache, 1/4 node cache)"
-        } else {
-            "not built: bulk index only"
-        },
         r.searches,
         r.deletes,
         r.wall_seconds

@@ -450,11 +450,7 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
         started: Instant::now(),
     };
     let z = &ctx.z;
-    let latree = EngineKind::LaTree.is_built();
-    let mut engines = vec![EngineKind::BulkIndex];
-    if latree {
-        engines.push(EngineKind::LaTree);
-    }
+    let engines = [EngineKind::BulkIndex, EngineKind::LaTree];
     let mut cells = Vec::new();
     for &m in &z.ms {
         for &engine in &engines {
@@ -515,7 +511,6 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
     let mut r = BulkRepro {
         initial_keys: ctx.init.len() as u64,
         budget_bytes: BUDGET,
-        latree_built: latree,
         ms: z.ms.clone(),
         searches: z.searches,
         deletes: z.deletes,

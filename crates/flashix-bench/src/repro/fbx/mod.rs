@@ -1,8 +1,8 @@
 //! `flashix repro fbx --out DIR`: the FBX-tree paper's §3.1 and §5 (Luo, "FBX-tree") on this
 //! machine's disk (O_DIRECT) and on the simulated SSD, each result beside the paper's words,
 //! saved to `DIR/repro-fbx.json`. The paper's figures are plots with no values in the text:
-//! only its phrases and ratios can be compared (`../shared/papers/notes/fbx-tree-notes.md`
-//! §3), and each is checked against the cells that measure it ([`ClaimCheck`]).
+//! only its phrases and ratios can be compared (docs/papers.md,
+//! FBX-tree), and each is checked against the cells that measure it ([`ClaimCheck`]).
 //!
 //! Setup (§5): 4 KiB pages, leaf order 100 for both trees; the inner order is the paper's 500
 //! capped by what a 4 KiB page holds (FBX: 238 units of 17 bytes), and the B+-tree baseline

@@ -71,9 +71,9 @@ pub struct FdtreeReproArgs {
     /// Larger sizes: 2,000,000 entries, 50,000 operations a workload, 16 MiB budget,
     /// 200,000 operations for deamortization (not timed here; the B+-tree on the simulated
     /// Mtron alone costs about 3 ms of wall time an update, so expect an hour or more). The
-    /// default (200,000 entries, 10,000 operations, 1 MiB, 100,000 for deamortization)
-    /// ran in 9 min 58 s here (the runner's BUFFER_RULE stretches the buffered engines'
-    /// write phases).
+    /// default is 200,000 entries, 10,000 operations, 1 MiB and 100,000 for
+    /// deamortization (the runner's BUFFER_RULE stretches the buffered engines' write
+    /// phases).
     #[arg(long)]
     pub paper: bool,
     /// Entries of the largest index (Fig. 10 also runs a quarter of it).

@@ -96,7 +96,7 @@ impl<'a> View<'a> {
     }
 }
 
-/// Why the overall and mixed-workload claims differ, as measured (issue 16's default run:
+/// Why the overall and mixed-workload claims differ, as measured (a default run:
 /// the lenses' random write / random read cost and the engines' pages per operation).
 const FIG10_WHY: &str = "the FD-tree wins by turning random writes into sequential ones: \
     a random write costs 66x a random read on the simulated Mtron (where the speedups over \
@@ -118,8 +118,8 @@ const DEAMORT_MEAN_WHY: &str = "while a merge runs the index holds two head tree
 
 /// Why the cost model's times differ from the measured ones.
 const MODEL_WHY: &str = "the model prices I/Os only; the FD-tree spends CPU beyond its reads \
-    (about 20 us a search at the quick scale, issue 17's profile) and its merges are \
-    CPU-bound (issue 17: 20% of the device limit)";
+    (about 20 us a search at the quick scale, in a profile) and its merges are \
+    CPU-bound (20% of the device limit in that profile)";
 
 /// Paper figures: Mtron and Intel targets of a speedup.
 struct Target {

@@ -99,8 +99,7 @@ pub struct PioReproArgs {
     pub quick: bool,
     /// Larger sizes: 2,000,000 entries, 50,000 operations a workload, 16 MiB budget
     /// (the paper's), ranges up to 512K keys (not timed here; expect an hour or more). The
-    /// default (150,000 entries, 10,000 operations, 512 KiB) ran in 10 min 26 s here, on a
-    /// 2-core machine shared with other jobs (load 5-8).
+    /// default is 150,000 entries, 10,000 operations a workload and 512 KiB.
     #[arg(long)]
     pub paper: bool,
     /// Entries of the index.

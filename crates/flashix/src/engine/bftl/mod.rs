@@ -43,7 +43,7 @@
 //!    that name it; a node's units begin with a `Reset`. Every reachable node has a list or
 //!    units in the reservation buffer, and the buffer holds units of reachable nodes only.
 //!
-//! # Durability (DESIGN.md, Contract 3)
+//! # Durability (docs/design.md, contract point 3)
 //! Logical redo WAL with group commit on `flush` through the shared
 //! [`crate::durable::Pager`]; the reservation buffer is not durable, the WAL is. A
 //! checkpoint commits the reservation buffer, syncs the device and saves the NTT in the

@@ -1,5 +1,5 @@
 //! The FBX-tree (`EngineKind::Fbx`): Luo, "FBX-Tree: A Write Intensive Structure for Flash
-//! Disk" (`shared/papers/fbx-tree.md`), as a key-value engine. `crate::mobject` over it is
+//! Disk" (docs/papers.md, FBX-tree), as a key-value engine. `crate::mobject` over it is
 //! the paper's FBX-tree; over `EngineKind::BTree` it is the B^x-tree it is compared with.
 //!
 //! # Scheme (§4.1)
@@ -71,7 +71,7 @@
 //!    and the last snapshot name; the head is a segment; every other segment holds a live
 //!    page (one with none is freed).
 //!
-//! # Durability (DESIGN.md, Contract 3)
+//! # Durability (docs/design.md, contract point 3)
 //! Logical redo WAL with group commit on `flush` through the shared [`Pager`]; the log
 //! buffer is not durable, the WAL is. A checkpoint appends every non-empty log-buffer page,
 //! then the NTT snapshot, syncs the device and switches the manifest, which names the

@@ -89,8 +89,8 @@
 //! through io_uring: [`crate::io::Device::overlaps`]) the same merge job runs to its end
 //! on a second thread instead of a bounded number of entries per operation
 //! ([`crate::durable::background`]): the insertions into the new head tree and the merge
-//! use the two cores, where one core did both (issue 17: the merge was 55% of an
-//! insertion's CPU, and insertions were CPU-bound with the device half idle). The merge
+//! use the two cores, where one core did both (the merge is a large share of an
+//! insertion's CPU, and insertions on one core were CPU-bound with the device half idle). The merge
 //! starts and finishes its reads and writes on a device handle of its own where the device
 //! gives one (a file does: [`crate::io::Device::job_device`]); the engine thread alone
 //! touches the pager: once per mutation it serves the merge's other requests (extents, and
@@ -129,9 +129,8 @@
 //! allocated after that checkpoint, change with no before-images (a checkpoint at the
 //! merge's completion had the rebuilt head tree's pages logged again as they next
 //! changed). (Taken right after the freeze instead, with the next merge already running
-//! on its thread, the checkpoint's syncs waited for the merge's writes in flight: at the
-//! quick bench scale the stall at the freeze grew from 1.8 to 4.8 ms and inserts/s fell by
-//! a tenth, issue 17.)
+//! on its thread, the checkpoint's syncs waited for the merge's writes in flight, which
+//! lengthened the stall at the freeze and slowed inserts.)
 //! Recovery = `Pager::open` + replay.
 //! A merge in progress at a checkpoint is restarted on open (its partial extents freed).
 //!
@@ -173,6 +172,13 @@
 //! frees are reused only after the next checkpoint. A flush syncs the WAL outside the lock
 //! (group commit). The merge thread runs beside every operation, as with one thread: its
 //! own device handle and its own buffers; its results are taken in by the next write.
+//! With other operations in progress, a search that misses a page (through the pool or
+//! past it) reads it with the lock released and searches again
+//! (`Shareable::RESTARTS`, `crate::durable::outside`): a search changes nothing, and no
+//! request started before the miss still writes a page it can reach (in-memory-level
+//! pages reach the device as write-backs from the pool; a merge writes only extents no
+//! search reaches yet), so the page read outside is used only if the device's write watch
+//! saw no write of it meanwhile. Range scans' runs of pages are read under the lock.
 
 mod options;
 pub use options::FdTreeOptions;
@@ -834,6 +840,7 @@ impl Logged for FdTree {
 
 impl Shareable for FdTree {
     const PARALLEL_SCANS: bool = true;
+    const RESTARTS: bool = true;
     const PARALLEL_GETS: bool = true;
 
     /// A batch reads its pages through the pool's shared mode or past it, each run in one

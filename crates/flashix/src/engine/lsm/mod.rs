@@ -177,6 +177,13 @@
 //! frees are reused only after the next checkpoint. A flush syncs the WAL outside the lock
 //! (group commit). The merge thread runs beside every operation, as with one thread: its
 //! own device handle and its own buffers; its results are taken in by the next write.
+//! With other operations in progress, a search that misses a page (through the pool or
+//! past it) reads it with the lock released and searches again
+//! (`Shareable::RESTARTS`, `crate::durable::outside`): a search changes nothing, and no
+//! request started before the miss still writes a page it can reach (in-memory-level
+//! pages reach the device as write-backs from the pool; a merge writes only extents no
+//! search reaches yet), so the page read outside is used only if the device's write watch
+//! saw no write of it meanwhile. Range scans' runs of pages are read under the lock.
 
 mod options;
 pub use options::LsmOptions;
@@ -812,6 +819,7 @@ impl Logged for Lsm {
 
 impl Shareable for Lsm {
     const PARALLEL_SCANS: bool = true;
+    const RESTARTS: bool = true;
     const PARALLEL_GETS: bool = true;
 
     /// A batch reads its pages through the pool's shared mode or past it, each run in one

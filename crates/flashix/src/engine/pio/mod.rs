@@ -112,9 +112,11 @@
 //!   `range`, `tombs`) that change nothing.
 //! - Pages are read through the Pager's shared path: the buffer pool's shared mode (pins,
 //!   one device read per page however many readers want it) and the device's reader
-//!   handles, plus a psync read of a group of runs through the device's own handle (one
-//!   such group at a time). Each thread has at most one request in flight, or one psync
-//!   group (at most `pio_max` requests) for a level of MPSearch or a range search.
+//!   handles, plus a psync read of a group of runs through one of those handles (its
+//!   ring takes the whole group at once: several threads' groups are in flight beside
+//!   each other; a device without reader handles takes one group at a time). Each
+//!   thread has at most one request in flight, or one psync group (at most `pio_max`
+//!   requests) for a level of MPSearch or a range search.
 //! - The LSMap, the one cache a search fills, is a packed array of atomic words: a
 //!   search records a leaf's last segment with a compare-and-swap of its word, and only
 //!   the true value (the leaf does not change while it is read). The map has a slot for

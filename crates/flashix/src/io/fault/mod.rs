@@ -1,4 +1,4 @@
-//! Fault injection over a [`Device`] and a [`Vfs`] with **one clock** (DESIGN.md, Testing):
+//! Fault injection over a [`Device`] and a [`Vfs`] with **one clock** (docs/design.md, Testing):
 //! simulated power cuts that leave the crash image a real machine could leave, and injected
 //! I/O errors (`EIO`, `ENOSPC`, any errno).
 //!

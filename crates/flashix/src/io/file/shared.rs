@@ -1,5 +1,5 @@
 //! [`FileReaders`]: the [`SharedReader`] of a [`FileDevice`], so that the single reads of
-//! many threads are all in flight at once (DESIGN.md, Concurrency).
+//! many threads are all in flight at once (docs/design.md, Concurrency).
 //!
 //! A read takes an idle *reader handle* — a [`FileDevice`] on the same file with its own
 //! `io_uring` ring (or `pread` where the device has none), counting its requests in the
@@ -17,7 +17,7 @@
 
 use super::FileDevice;
 use crate::error::Result;
-use crate::io::{Counters, Device, PageId, SharedReader};
+use crate::io::{Counters, Device, IoReq, PageId, SharedReader};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -68,8 +68,9 @@ impl FileReaders {
     }
 }
 
-impl SharedReader for FileReaders {
-    fn read(&self, page: PageId, buf: &mut [u8]) -> Result<()> {
+impl FileReaders {
+    /// Run `f` on an idle handle (module doc: polling only while few readers wait).
+    fn with_handle<T>(&self, f: impl FnOnce(&mut FileDevice) -> Result<T>) -> Result<T> {
         let taken = self.idle().pop();
         let mut h = match taken {
             Some(h) => h,
@@ -80,10 +81,28 @@ impl SharedReader for FileReaders {
         if waiting > self.pollers {
             h.spin = Duration::ZERO;
         }
-        let r = h.read(page, buf);
+        let r = f(&mut h);
         h.spin = spin;
         self.active.fetch_sub(1, Ordering::Relaxed);
         self.idle().push(h);
         r
+    }
+}
+
+impl SharedReader for FileReaders {
+    fn read(&self, page: PageId, buf: &mut [u8]) -> Result<()> {
+        self.with_handle(|h| h.read(page, buf))
+    }
+
+    /// The whole batch through one handle's ring: one submission, every request in
+    /// flight at once, as the device's own `submit`.
+    fn read_batch(&self, batch: &mut [IoReq<'_>]) -> Result<()> {
+        if let Some(r) = batch.iter().find(|r| r.is_write()) {
+            return Err(crate::error::Error::InvalidArgument(format!(
+                "a shared reader cannot write page {}",
+                r.page()
+            )));
+        }
+        self.with_handle(|h| h.submit(batch))
     }
 }

@@ -1,5 +1,5 @@
 //! Requests started without waiting ([`crate::io::Device::start_read`], `start_write`):
-//! the overlap of a merge's I/O with its CPU (issue 17: a merge reads the next 512 KiB of
+//! the overlap of a merge's I/O with its CPU (a merge reads the next 512 KiB of
 //! its inputs and writes the previous 512 KiB of its output while it merges the current).
 //!
 //! Through the ring, a started request is one SQE tagged [`STARTED_TAG`] | its id, handed to

@@ -1,4 +1,4 @@
-//! Creation, checkpoints and recovery of the in-page logging core (DESIGN.md, Contract 3).
+//! Creation, checkpoints and recovery of the in-page logging core (docs/design.md, contract point 3).
 //!
 //! The durable state is *checkpoint + logical redo WAL*:
 //! - A checkpoint writes the log sector of every dirty frame, so that flash holds the

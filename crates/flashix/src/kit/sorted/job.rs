@@ -1,4 +1,4 @@
-//! A merge in progress, run either of two ways (issue 17): stepped by the engine's own
+//! A merge in progress, run either of two ways: stepped by the engine's own
 //! operations, a bounded number of entries each (the FD-tree paper's deamortized merge,
 //! §3.4, and the LSM-tree's rolling merge), or to its end on the merge thread
 //! ([`crate::durable::background`]), its I/O on a device handle of its own where the

@@ -11,9 +11,8 @@
 //!   over nearly the whole fill, at the lowest rate that completes it in time. At the
 //!   bench's quick scale the front-loaded rule below had the merge's reads and writes come
 //!   at twice the average rate early in the fill, and the device, one request in flight
-//!   per stream, fell behind: inserts waited for reads and writes (with the even spread,
-//!   O-Insert 1.06M -> 1.17M inserts/s and W-Insert 118k -> 135k, medians of 5
-//!   interleaved runs; issue 17).
+//!   per stream, fell behind: inserts waited for reads and writes, which the even spread
+//!   avoids.
 //! - [`front_loaded`] (the FD-tree): the work left over half the room left, twice the
 //!   average rate at first, decaying. The FD-tree's frozen head tree stays in the buffer
 //!   pool until its merge completes (the LSM-tree's frozen C0 is entries in memory), so

@@ -1,6 +1,6 @@
 //! Sequential reading and writing of contiguous page ranges, `io_unit` pages per request
 //! (the multi-page I/O of merges, FD-tree paper App. D), with the I/O overlapped with the
-//! merge's CPU (issue 17): a [`SeqReader`] starts reading its next request before it decodes
+//! merge's CPU: a [`SeqReader`] starts reading its next request before it decodes
 //! the current one, and a [`ChunkWriter`] starts writing a full request and fills the next
 //! one while the device writes ([`crate::io::Device::start_read`], `start_write`). On a
 //! device that serves requests at once (memory, simulated SSDs, fault injection) both

@@ -1,4 +1,4 @@
-//! Flash translation layers over [`Nand`] (issue 6; the d-IPL paper's §2.1 and §6.3 run
+//! Flash translation layers over [`Nand`] (the d-IPL paper's §2.1 and §6.3 run
 //! BFTL over FMAX, FAST and a page-level FTL with 30% over-provisioning).
 //!
 //! An FTL turns the NAND into `logical_pages` logical pages of one NAND page each, read and
@@ -55,7 +55,7 @@
 //! erase, and after it, so a program never lands on a block whose erase a crash could
 //! undo). A torn program leaves an erased spare or a whole record whose data sectors are
 //! each either their programmed bytes (sector checksum) or erased: it is ignored and the
-//! logical page keeps its previous version. Anything else is damage (Contract 4): a spare
+//! logical page keeps its previous version. Anything else is damage (contract point 4 of docs/design.md): a spare
 //! record neither erased nor whole (when a page's spare lies in one 512-byte sector of the
 //! medium, which tears atomically), or a data sector that is neither, on a page newer than
 //! every whole version of its logical page, makes `open` fail with `Error::Corruption`

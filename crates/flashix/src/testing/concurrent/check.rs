@@ -1,4 +1,4 @@
-//! The checker of a recorded concurrent history (DESIGN.md, Concurrency, "Semantics").
+//! The checker of a recorded concurrent history (docs/design.md, Concurrency, Semantics).
 //!
 //! # Versions
 //!
@@ -578,7 +578,7 @@ impl Checker<'_> {
                 });
                 if written {
                     // The key may have changed during the scan: the scan need not return
-                    // it (DESIGN.md: only keys unchanged for the whole scan must be).
+                    // it (docs/design.md: only keys unchanged for the whole scan must be).
                     continue;
                 }
                 self.key_read(r, k, None).map_err(|_| {

@@ -1,4 +1,4 @@
-//! The checker of the state a crash left while threads were writing (DESIGN.md, Contract 3
+//! The checker of the state a crash left while threads were writing (docs/design.md, contract point 3
 //! and Concurrency: "every operation that returned before a completed `flush` is there,
 //! and each thread's operations form a prefix").
 //!

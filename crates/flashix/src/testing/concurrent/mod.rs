@@ -1,4 +1,4 @@
-//! The concurrent mode of the conformance harness (DESIGN.md, Concurrency, "Testing"):
+//! The concurrent mode of the conformance harness (docs/design.md, Testing):
 //! several threads run seeded random histories on one shared [`Db`], every call timed
 //! against a global clock, and a checker verifies the Concurrency semantics from the
 //! recorded history; crash rounds cut the device and the WAL while the threads write.
