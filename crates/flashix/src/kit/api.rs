@@ -245,6 +245,12 @@ pub trait Shareable: SerialEngine + Sync {
     /// writes a page a reader can reach in place. False by default: the read then loads
     /// its pages under the shared lock.
     const RESTARTS: bool = false;
+    /// The serial reads (`SerialEngine::get`, `get_many`, `scan`, `scan_many`) change
+    /// nothing a scan's position names, so a read made while no other operation is in
+    /// progress may take them under the exclusive lock (`super::parallel`). False by
+    /// default, and for engines whose serial reads restructure (the LA-tree's emptyings,
+    /// the FBX-tree's cleans): their reads always take the shared path.
+    const SERIAL_READS_ALONE: bool = false;
     /// [`SerialEngine::get`] on `&self` (called only when [`Shareable::PARALLEL_GETS`]).
     fn get_shared(&self, key: u64) -> Result<Option<u64>> {
         let _ = key;

@@ -36,6 +36,14 @@
 //! (`writer_lock_held_ns`, `_max_ns` in the engine counters), and so are the reads made
 //! outside it (`reads_outside_the_lock`).
 //!
+//! Where the engine's serial reads change nothing a scan's position names
+//! ([`Shareable::SERIAL_READS_ALONE`]), a read made while no other operation is in
+//! progress takes the serial path under the exclusive lock instead (`SerialEngine::get`,
+//! `scan`, ...): one thread alone runs the engine's own algorithm, exactly as before it
+//! was shared (the PIO B-tree's MPSearch and range search, which move the leaves they read
+//! to the LRU end), through the pool's exclusive mode, and takes no lock but an
+//! uncontended one.
+//!
 //! A read that decides on work it cannot do on `&self` (an engine whose paper writes on a
 //! read: the LA-tree's buffer emptyings, the FBX-tree's cleans) notes it
 //! ([`Shareable::has_deferred`]); the read then runs it as a write right after, if the lock
@@ -145,6 +153,14 @@ impl<E: Shareable> Parallel<E> {
             }
         }
         r
+    }
+
+    /// Whether a read the engine shares takes its shared path now: always, unless its
+    /// serial reads may run alone ([`Shareable::SERIAL_READS_ALONE`]) and no other
+    /// operation is in progress (module doc): then nothing can wait for it but an
+    /// operation that arrives meanwhile.
+    fn shares_now(&self) -> bool {
+        !E::SERIAL_READS_ALONE || self.active.load(Ordering::Relaxed) > 0
     }
 
     /// Count an operation in progress until the guard drops; whether another one is.
@@ -315,14 +331,14 @@ impl<E: Shareable> Engine for Parallel<E> {
     }
 
     fn get(&self, key: u64) -> Result<Option<u64>> {
-        match E::PARALLEL_GETS {
+        match E::PARALLEL_GETS && self.shares_now() {
             true => self.shared(|e| e.get_shared(key), || {}),
             false => self.alone(|e| e.get(key)),
         }
     }
 
     fn get_many(&self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
-        match E::PARALLEL_GETS {
+        match E::PARALLEL_GETS && self.shares_now() {
             true => self.shared(|e| e.get_many_shared(keys), || {}),
             false => self.alone(|e| e.get_many(keys)),
         }
@@ -330,7 +346,7 @@ impl<E: Shareable> Engine for Parallel<E> {
 
     fn scan(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
         // Under the engine's lock no write runs: the write count read there is its state.
-        match E::PARALLEL_SCANS {
+        match E::PARALLEL_SCANS && self.shares_now() {
             true => {
                 let (was, had) = (cur.clone(), out.len());
                 let cur = std::cell::RefCell::new(cur);
@@ -355,7 +371,7 @@ impl<E: Shareable> Engine for Parallel<E> {
     }
 
     fn scan_many(&self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
-        match E::PARALLEL_SCANS {
+        match E::PARALLEL_SCANS && self.shares_now() {
             true => {
                 let had = out.len();
                 let out = std::cell::RefCell::new(out);

@@ -40,7 +40,7 @@
 //! A bulk insert too large for the log is applied unlogged and followed by a checkpoint.
 //!
 //! # Memory
-//! The buffer pool (`buffer_pool_bytes`) plus the pager's page-id sets; nothing per entry.
+//! The buffer pool (`buffer_pool_bytes`); nothing per entry or per page beside its frames.
 //!
 //! # Thread safety
 //! Served to many threads by `kit::parallel::Parallel`. Reads (`get`, `get_many`, range
@@ -369,6 +369,7 @@ impl Shareable for BTree {
     const PARALLEL_GETS: bool = true;
     const PARALLEL_SCANS: bool = true;
     const RESTARTS: bool = true;
+    const SERIAL_READS_ALONE: bool = true;
 
     fn get_shared(&self, key: u64) -> Result<Option<u64>> {
         let leaf = self.walk_down(key, None)?;

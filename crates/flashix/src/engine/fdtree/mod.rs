@@ -841,6 +841,7 @@ impl Logged for FdTree {
 impl Shareable for FdTree {
     const PARALLEL_SCANS: bool = true;
     const RESTARTS: bool = true;
+    const SERIAL_READS_ALONE: bool = true;
     const PARALLEL_GETS: bool = true;
 
     /// A batch reads its pages through the pool's shared mode or past it, each run in one

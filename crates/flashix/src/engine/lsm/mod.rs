@@ -820,6 +820,7 @@ impl Logged for Lsm {
 impl Shareable for Lsm {
     const PARALLEL_SCANS: bool = true;
     const RESTARTS: bool = true;
+    const SERIAL_READS_ALONE: bool = true;
     const PARALLEL_GETS: bool = true;
 
     /// A batch reads its pages through the pool's shared mode or past it, each run in one

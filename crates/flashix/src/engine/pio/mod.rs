@@ -789,6 +789,7 @@ impl Logged for PioBTree {
 impl Shareable for PioBTree {
     const PARALLEL_GETS: bool = true;
     const PARALLEL_SCANS: bool = true;
+    const SERIAL_READS_ALONE: bool = true;
 
     fn get_shared(&self, key: u64) -> Result<Option<u64>> {
         self.search_one_shared(key)
