@@ -1,7 +1,7 @@
 //! The experiments of `flashix repro bulk` (module doc of [`super`]).
 
 use super::{paper, BulkRepro, BulkReproArgs, Cell, Sizes, BUDGET, LATREE_NODE, PAGE};
-use crate::repro::common::{copy_dir, counter, flash, mix};
+use crate::repro::common::{copy_dir, counter, flash, mix, Frame};
 use anyhow::{Context, Result};
 use flashix::internals::SerialEngine;
 use flashix::io::{Device, DirVfs, FileDevice};
@@ -206,19 +206,11 @@ struct Ctx<'a> {
     a: &'a BulkReproArgs,
     z: Sizes,
     init: Vec<(u64, u64)>,
-    data: PathBuf,
     work: PathBuf,
-    started: Instant,
+    f: Frame,
 }
 
 impl Ctx<'_> {
-    fn say(&self, what: String) {
-        eprintln!(
-            "repro bulk [{:>5.1} s]: {what}",
-            self.started.elapsed().as_secs_f64()
-        );
-    }
-
     /// Insert `pairs` into a copy of `base` (one bulk insert, or one by one), flush, close,
     /// and measure.
     fn insert_cell(
@@ -308,7 +300,7 @@ impl Ctx<'_> {
     /// E5: range deletes of N keys, each from the same initial state (§6.3), on the bulk
     /// index driven below `Db` so that it can be rewound between deletes.
     fn deletes(&self, m: u32) -> Result<Vec<Cell>> {
-        let dir = self.data.join(format!("bulk-{m}-e5"));
+        let dir = self.f.data.join(format!("bulk-{m}-e5"));
         std::fs::create_dir_all(&dir)?;
         let storage = Storage {
             device: Box::new(FileDevice::open(&dir.join(flashix::DATA_FILE), PAGE, true)?),
@@ -352,7 +344,7 @@ impl Ctx<'_> {
     fn ablations(&self, m: u32) -> Result<Vec<Cell>> {
         let mut cells = Vec::new();
         for &(variant, f, one_by_one) in ABLATIONS {
-            let base = self.data.join(format!("bulk-{m}-ablation"));
+            let base = self.f.data.join(format!("bulk-{m}-ablation"));
             build(&base, options(EngineKind::BulkIndex, m, f), &self.init)?;
             for b in [100u64, 1000] {
                 let pairs = bulk_keys(&self.init, self.z.e1_total, b, self.a.seed ^ b);
@@ -376,7 +368,7 @@ impl Ctx<'_> {
         f: Switch,
         ssd: Option<SimSsdConfig>,
     ) -> Result<Cell> {
-        let dir = self.data.join("r2");
+        let dir = self.f.data.join("r2");
         if dir.exists() {
             std::fs::remove_dir_all(&dir)?;
         }
@@ -440,14 +432,13 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
     if data.exists() {
         std::fs::remove_dir_all(&data)?;
     }
-    std::fs::create_dir_all(&data)?;
+    let f = Frame::open("bulk", &a.out, Some(&data), a.quick, a.seed)?.width(5);
     let ctx = Ctx {
         a,
         init: initial_keys(z.initial, a.seed),
         work: data.join("work"),
-        data,
         z,
-        started: Instant::now(),
+        f,
     };
     let z = &ctx.z;
     let engines = [EngineKind::BulkIndex, EngineKind::LaTree];
@@ -459,30 +450,30 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
                 continue;
             }
             if a.runs("insert") || a.runs("E4") {
-                let base = ctx.data.join(format!("{}-{m}-base", engine.name()));
+                let base = ctx.f.data.join(format!("{}-{m}-base", engine.name()));
                 build(&base, options(engine, m, all_on), &ctx.init)?;
                 if a.runs("insert") {
-                    ctx.say(format!("{engine} M {m}: E1-E3"));
+                    ctx.f.say(format!("{engine} M {m}: E1-E3"));
                     cells.extend(ctx.inserts(&base, engine, m, "")?);
                 }
                 if a.runs("E4") {
-                    ctx.say(format!("{engine} M {m}: E4"));
+                    ctx.f.say(format!("{engine} M {m}: E4"));
                     cells.extend(ctx.searches(&base, engine, m)?);
                 }
                 std::fs::remove_dir_all(&base).ok();
             }
             if engine == EngineKind::BulkIndex && a.runs("E5") {
-                ctx.say(format!("{engine} M {m}: E5"));
+                ctx.f.say(format!("{engine} M {m}: E5"));
                 cells.extend(ctx.deletes(m)?);
             }
             if engine == EngineKind::BulkIndex && a.runs("ablation") {
-                ctx.say(format!("{engine} M {m}: ablations"));
+                ctx.f.say(format!("{engine} M {m}: ablations"));
                 cells.extend(ctx.ablations(m)?);
             }
         }
     }
     if a.runs("R2") {
-        ctx.say(format!("bulk M {}: R2 on this disk", z.m_ssd));
+        ctx.f.say(format!("bulk M {}: R2 on this disk", z.m_ssd));
         for &(variant, f) in R2_DISK {
             cells.push(ctx.repeated(z.m_ssd, variant, f, None)?);
         }
@@ -491,8 +482,9 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
     for (name, cfg) in e1_ssds().into_iter().filter(|_| a.runs("ssd")) {
         ssds.push(describe_ssd(name, &cfg));
         for &engine in &engines {
-            ctx.say(format!("{engine} on the simulated SSD ({name}): E1"));
-            let base = ctx.data.join(format!("{}-{name}", engine.name()));
+            ctx.f
+                .say(format!("{engine} on the simulated SSD ({name}): E1"));
+            let base = ctx.f.data.join(format!("{}-{name}", engine.name()));
             let opts =
                 options(engine, z.m_ssd, all_on).device(DeviceSpec::SimulatedSsd(cfg.clone()));
             build(&base, opts, &ctx.init)?;
@@ -502,12 +494,13 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
     }
     if a.runs("ssd") {
         ssds.push(describe_ssd("ssd-small", &small_ssd()));
-        ctx.say(format!("bulk M {}: R2 on the small simulated SSD", z.m_ssd));
+        ctx.f
+            .say(format!("bulk M {}: R2 on the small simulated SSD", z.m_ssd));
         for &(variant, f) in R2_SSD {
             cells.push(ctx.repeated(z.m_ssd, variant, f, Some(small_ssd()))?);
         }
     }
-    std::fs::remove_dir_all(&ctx.data).ok();
+    std::fs::remove_dir_all(&ctx.f.data).ok();
     let mut r = BulkRepro {
         initial_keys: ctx.init.len() as u64,
         budget_bytes: BUDGET,
@@ -516,7 +509,7 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
         deletes: z.deletes,
         ssds,
         reps: z.reps,
-        wall_seconds: ctx.started.elapsed().as_secs_f64(),
+        wall_seconds: ctx.f.seconds(),
         cells,
         claims: Vec::new(),
     };

@@ -4,7 +4,7 @@ use super::{
     paper, Cell, FbxRepro, FbxReproArgs, RatioRow, Sizes, INNER_ORDER, LEAF_ORDER, OCZ, PAGE, SSD,
 };
 use crate::mobench::{self, MoBenchArgs, MoWorkload};
-use crate::repro::common::{copy_dir, counter, flash, mix};
+use crate::repro::common::{copy_dir, counter, flash, mix, Frame};
 use anyhow::{Context, Result};
 use flashix::cost::logclean::{competitive_ratio, CleanPolicy, Op};
 use flashix::sim::{SimSsdConfig, SsdProfile};
@@ -173,20 +173,12 @@ impl Cell {
 struct Ctx<'a> {
     a: &'a FbxReproArgs,
     z: Sizes,
-    data: PathBuf,
-    started: Instant,
+    f: Frame,
 }
 
 impl Ctx<'_> {
-    fn say(&self, what: String) {
-        eprintln!(
-            "repro fbx [{:>6.1} s]: {what}",
-            self.started.elapsed().as_secs_f64()
-        );
-    }
-
     fn path(&self, name: &str) -> PathBuf {
-        self.data.join(name)
+        self.f.data.join(name)
     }
 
     /// Insert keys `from..to` one by one, flush and close (timed and counted: the
@@ -309,11 +301,12 @@ impl Ctx<'_> {
             if dir.exists() {
                 std::fs::remove_dir_all(&dir)?;
             }
-            self.say(format!("R1: {n} inserts into the {}", tree.name()));
+            self.f
+                .say(format!("R1: {n} inserts into the {}", tree.name()));
             let db = Db::create(&dir, tree.options(self.z.budget, disk()))?;
             let c = Cell::new("R1", tree.name(), "", "insert");
             cells.push(self.insert_cell(db, c, 0, n, Some(&dir))?);
-            self.say(format!(
+            self.f.say(format!(
                 "R2: {} searches on the {}",
                 self.z.searches,
                 tree.name()
@@ -337,13 +330,15 @@ impl Ctx<'_> {
             let base = self.path(&format!("base-{}", tree.name()));
             let big = self.path(&format!("base2-{}", tree.name()));
             copy_dir(&base, &big)?;
-            self.say(format!("R3: {n} more inserts into the {}", tree.name()));
+            self.f
+                .say(format!("R3: {n} more inserts into the {}", tree.name()));
             let db = Db::open(&big)?;
             let c = Cell::new("R3", tree.name(), "growing", "insert");
             cells.push(self.insert_cell(db, c, n, 2 * n, None)?);
             for (records, dir) in [(n, &base), (2 * n, &big)] {
                 for pct in [50, 60, 70, 80, 90] {
-                    self.say(format!("R3: {} at {records}, {pct}% inserts", tree.name()));
+                    self.f
+                        .say(format!("R3: {} at {records}, {pct}% inserts", tree.name()));
                     let c = Cell::new("R3", tree.name(), "", "mix");
                     cells.push(self.mix_on_copy(dir, c, records, pct, |d| Db::open(d))?);
                     if tree == Subject::BTree && pct >= 70 {
@@ -381,7 +376,7 @@ impl Ctx<'_> {
         for pct in [50, 70, 90] {
             for &(e, policy) in &runs {
                 let name = policy.name();
-                self.say(format!("{e}: {name} at {pct}% inserts"));
+                self.f.say(format!("{e}: {name} at {pct}% inserts"));
                 let c = Cell::new(e, "fbx", &name, "mix");
                 let open = |d: &Path| {
                     flashix::internals::open_adjusted(d, |o| {
@@ -412,7 +407,7 @@ impl Ctx<'_> {
             ahead: 60,
             seed: self.a.seed,
             dir: self.path("mo"),
-            out: self.data.clone(),
+            out: self.f.data.clone(),
         }
     }
 
@@ -433,7 +428,8 @@ impl Ctx<'_> {
             .split(',')
             .map(MoWorkload::parse)
             .collect::<Result<_>>()?;
-        self.say(format!("{e}: {subject} {variant} on {workloads}"));
+        self.f
+            .say(format!("{e}: {subject} {variant} on {workloads}"));
         let name = format!("{subject}{}", if variant.is_empty() { "" } else { "-v" });
         let rows = mobench::run_subject(&a, &name, index, &ws, Some(budget))?;
         Ok(rows
@@ -538,7 +534,7 @@ impl Ctx<'_> {
             if dir.exists() {
                 std::fs::remove_dir_all(&dir)?;
             }
-            self.say(format!(
+            self.f.say(format!(
                 "ssd: {n} inserts, {searches} searches, {}",
                 tree.name()
             ));
@@ -630,18 +626,8 @@ pub(super) fn ratios(seed: u64, sequences: usize) -> Vec<RatioRow> {
 /// `repro-fbx.json`.
 pub fn run(a: &FbxReproArgs) -> Result<FbxRepro> {
     let z = Sizes::new(a)?;
-    std::fs::create_dir_all(&a.out)?;
-    let data = a
-        .dir
-        .clone()
-        .unwrap_or_else(|| a.out.join("repro-fbx-data"));
-    std::fs::create_dir_all(&data)?;
-    let cx = Ctx {
-        a,
-        z,
-        data,
-        started: Instant::now(),
-    };
+    let f = Frame::open("fbx", &a.out, a.dir.as_ref(), a.quick, a.seed)?;
+    let cx = Ctx { a, z, f };
     let mut cells = Vec::new();
     let base_needed = ["R1", "R2", "R3", "R4", "R6", "R7", "R9"]
         .iter()
@@ -665,7 +651,7 @@ pub fn run(a: &FbxReproArgs) -> Result<FbxRepro> {
         cx.ssd(&mut cells)?;
     }
     let ratios = if a.runs("R8") {
-        cx.say("R8: competitive ratios in the abstract model".into());
+        cx.f.say("R8: competitive ratios in the abstract model".into());
         ratios(a.seed, if a.quick { 20 } else { 200 })
     } else {
         Vec::new()
@@ -683,7 +669,7 @@ pub fn run(a: &FbxReproArgs) -> Result<FbxRepro> {
         leaf_order: LEAF_ORDER,
         inner_order: INNER_ORDER,
         ssd: describe_ssd(&ssd_config()),
-        wall_seconds: cx.started.elapsed().as_secs_f64(),
+        wall_seconds: cx.f.seconds(),
         cells,
         ratios,
         claims: Vec::new(),

@@ -47,12 +47,12 @@ mod paper;
 mod print;
 mod run;
 
+pub use super::common::Lens;
 pub use super::ClaimCheck;
 pub use print::print;
 pub use run::run;
 
 use crate::report::ModelPrediction;
-use flashix::sim::SsdProfile;
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -104,33 +104,6 @@ impl FdtreeReproArgs {
     /// Whether part `p` runs (`--only`).
     fn runs(&self, p: &str) -> bool {
         super::common::runs_part(&self.only, p)
-    }
-}
-
-/// Where a cell ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lens {
-    /// This machine's disk, O_DIRECT, wall time.
-    Disk,
-    /// A simulated SSD of a profile, the simulator's time.
-    Sim(SsdProfile),
-}
-
-impl Lens {
-    /// Short key of the cells (`disk`, `mtron`, `intel-x25m`).
-    pub fn key(self) -> &'static str {
-        match self {
-            Lens::Disk => "disk",
-            Lens::Sim(p) => p.name(),
-        }
-    }
-
-    /// The name a verdict gives (`this disk`, `simulated mtron`).
-    pub fn label(self) -> String {
-        match self {
-            Lens::Disk => "this disk".into(),
-            Lens::Sim(p) => format!("simulated {}", p.name()),
-        }
     }
 }
 

@@ -2,16 +2,14 @@
 //! bench runner per lens and index size, and the deamortization pair.
 
 use super::{nand_bytes, paper, Cell, FdtreeRepro, FdtreeReproArgs, Lens, LensInfo, Sizes};
-use crate::probe::sim::{run_sim_probe, Metric, SimProbeConfig};
-use crate::probe::{self, DeviceProfile, ProbeConfig};
+use crate::probe::sim::Metric;
 use crate::report::Record;
+use crate::repro::common::Frame;
 use crate::runner::{run_bench, BenchConfig};
 use crate::workload::Workload;
 use anyhow::{Context, Result};
 use flashix::sim::SsdProfile;
 use flashix::{DeviceSpec, EngineKind};
-use std::path::PathBuf;
-use std::time::Instant;
 
 /// The engines of §5 (App. D), the FD-tree first.
 const ENGINES: [EngineKind; 4] = [
@@ -28,59 +26,10 @@ const FIG12: [Workload; 7] = Workload::ALL;
 struct Ctx<'a> {
     a: &'a FdtreeReproArgs,
     z: Sizes,
-    data: PathBuf,
-    started: Instant,
+    f: Frame,
 }
 
 impl Ctx<'_> {
-    fn say(&self, what: String) {
-        eprintln!(
-            "repro fdtree [{:>6.1} s]: {what}",
-            self.started.elapsed().as_secs_f64()
-        );
-    }
-
-    /// The device profile of a lens, measured once and kept in OUT: the disk's by the
-    /// probe (short with --quick), a simulated SSD's by `probe --sim` on a small device.
-    fn profile(&self, lens: Lens) -> Result<(PathBuf, DeviceProfile)> {
-        let path = match lens {
-            Lens::Disk => self.a.out.join("device-profile.json"),
-            Lens::Sim(p) => self.a.out.join(format!("sim-profile-{}.json", p.name())),
-        };
-        if path.exists() {
-            let p = probe::load_profile(&path)
-                .with_context(|| format!("loading {}", path.display()))?;
-            return Ok((path, p));
-        }
-        self.say(format!("{}: measuring the device profile", lens.label()));
-        let quick = self.a.quick;
-        let p = match lens {
-            Lens::Disk => {
-                let pcfg = ProbeConfig {
-                    dir: self.data.join("probe"),
-                    file_bytes: if quick { 16 << 20 } else { 256 << 20 },
-                    seconds_per_test: if quick { 0.05 } else { 0.5 },
-                    seed: self.a.seed,
-                };
-                let p = probe::run_probe(&pcfg, &mut |_| {})?;
-                std::fs::remove_dir_all(&pcfg.dir).ok();
-                p
-            }
-            Lens::Sim(profile) => {
-                let cfg = SimProbeConfig {
-                    nand_bytes: if quick { 64 << 20 } else { 128 << 20 },
-                    max_ops: if quick { 500 } else { 5_000 },
-                    warmup_factor: if quick { 0.1 } else { 1.0 },
-                    seed: self.a.seed,
-                    ..SimProbeConfig::new(profile)
-                };
-                run_sim_probe(&cfg, &mut |_| {})?
-            }
-        };
-        probe::save_profile(&p, &path)?;
-        Ok((path, p))
-    }
-
     /// The suite of one lens: `engines` on `workloads` at `entries`.
     #[allow(clippy::too_many_arguments)]
     fn suite(
@@ -94,7 +43,7 @@ impl Ctx<'_> {
         ops: u64,
         deamortize: bool,
     ) -> Result<Vec<Record>> {
-        let dir = self.data.join(lens.key()).join(name);
+        let dir = self.f.data.join(lens.key()).join(name);
         let cfg = BenchConfig {
             engines: engines.to_vec(),
             workloads,
@@ -153,48 +102,23 @@ fn cell(experiment: &str, lens: Lens, variant: &str, size: u64, r: &Record) -> C
 /// The lenses of `--lenses` (default: this disk, the Mtron, the Intel X25-M; with
 /// `--quick`, a smoke test, this disk and the Mtron).
 fn lenses(a: &FdtreeReproArgs) -> Result<Vec<Lens>> {
-    if a.lenses.is_empty() {
-        let mut all = vec![Lens::Disk, Lens::Sim(SsdProfile::Mtron)];
-        if !a.quick {
-            all.push(Lens::Sim(SsdProfile::IntelX25m));
-        }
-        return Ok(all);
+    let mut all = vec![Lens::Disk, Lens::Sim(SsdProfile::Mtron)];
+    if !a.quick {
+        all.push(Lens::Sim(SsdProfile::IntelX25m));
     }
-    a.lenses
-        .iter()
-        .map(|l| {
-            if l.eq_ignore_ascii_case("disk") {
-                return Ok(Lens::Disk);
-            }
-            SsdProfile::ALL
-                .into_iter()
-                .find(|p| p.name().eq_ignore_ascii_case(l))
-                .map(Lens::Sim)
-                .with_context(|| format!("--lenses: unknown lens {l:?} (disk or a profile name)"))
-        })
-        .collect()
+    Lens::parse_all(&a.lenses, all)
 }
 
 /// Run the reproduction.
 pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
     let z = Sizes::new(a)?;
-    std::fs::create_dir_all(&a.out)?;
-    let data = a
-        .dir
-        .clone()
-        .unwrap_or_else(|| a.out.join("repro-fdtree-data"));
-    std::fs::create_dir_all(&data)?;
-    let cx = Ctx {
-        a,
-        z,
-        data,
-        started: Instant::now(),
-    };
+    let f = Frame::open("fdtree", &a.out, a.dir.as_ref(), a.quick, a.seed)?;
+    let cx = Ctx { a, z, f };
     let mut cells = Vec::new();
     let mut infos = Vec::new();
     let n = cx.z.entries;
     for lens in lenses(a)? {
-        let (path, profile) = cx.profile(lens)?;
+        let (path, profile) = cx.f.profile(lens)?;
         infos.push(LensInfo {
             lens: lens.key().into(),
             device: match lens {
@@ -218,7 +142,7 @@ pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
             main.extend([Workload::OSearch, Workload::OInsert]);
         }
         if !main.is_empty() {
-            cx.say(format!(
+            cx.f.say(format!(
                 "{}: {} workloads on {} engines at {n} entries",
                 lens.label(),
                 main.len(),
@@ -235,7 +159,7 @@ pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
         }
         if a.runs("fig10") {
             let small = n / 4;
-            cx.say(format!("{}: Fig. 10 at {small} entries", lens.label()));
+            cx.f.say(format!("{}: Fig. 10 at {small} entries", lens.label()));
             let w = vec![Workload::Mix(50)];
             for r in cx.suite(
                 lens,
@@ -257,7 +181,7 @@ pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
                 } else {
                     "deamortize off"
                 };
-                cx.say(format!(
+                cx.f.say(format!(
                     "{}: {} mix-50 operations on the FD-tree, {variant}",
                     lens.label(),
                     cx.z.deamort_ops
@@ -271,7 +195,7 @@ pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
             }
         }
     }
-    std::fs::remove_dir_all(&cx.data).ok();
+    std::fs::remove_dir_all(&cx.f.data).ok();
     let mut r = FdtreeRepro {
         entries: n,
         ops: cx.z.ops,
@@ -279,7 +203,7 @@ pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
         budget_bytes: cx.z.budget,
         page_size: BenchConfig::new().page_size,
         lenses: infos,
-        wall_seconds: cx.started.elapsed().as_secs_f64(),
+        wall_seconds: cx.f.seconds(),
         cells,
         claims: Vec::new(),
     };
@@ -287,6 +211,6 @@ pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
     let path = a.out.join("repro-fdtree.json");
     std::fs::write(&path, serde_json::to_string_pretty(&r)?)
         .with_context(|| format!("writing {}", path.display()))?;
-    cx.say(format!("wrote {}", path.display()));
+    cx.f.say(format!("wrote {}", path.display()));
     Ok(r)
 }

@@ -77,11 +77,11 @@ mod paper;
 mod print;
 mod run;
 
+pub use super::common::Lens;
 pub use super::ClaimCheck;
 pub use print::print;
 pub use run::run;
 
-use flashix::sim::SsdProfile;
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -127,33 +127,6 @@ impl PioReproArgs {
     /// Whether part `p` runs (`--only`).
     fn runs(&self, p: &str) -> bool {
         super::common::runs_part(&self.only, p)
-    }
-}
-
-/// Where a cell ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lens {
-    /// This machine's disk, O_DIRECT, wall time.
-    Disk,
-    /// A simulated SSD of a profile, the simulator's time.
-    Sim(SsdProfile),
-}
-
-impl Lens {
-    /// Short key of the cells (`disk`, `iodrive`, `p300`).
-    pub fn key(self) -> &'static str {
-        match self {
-            Lens::Disk => "disk",
-            Lens::Sim(p) => p.name(),
-        }
-    }
-
-    /// The name a verdict gives (`this disk`, `simulated iodrive`).
-    pub fn label(self) -> String {
-        match self {
-            Lens::Disk => super::common::DISK.into(),
-            Lens::Sim(p) => format!("simulated {}", p.name()),
-        }
     }
 }
 

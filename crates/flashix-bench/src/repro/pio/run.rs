@@ -2,17 +2,16 @@
 //! runner per lens, one per memory setting the paper varies.
 
 use super::{nand_bytes, paper, Cell, Lens, LensInfo, PioRepro, PioReproArgs, Sizes, MIXES};
-use crate::probe::sim::{run_sim_probe, Metric, SimProbeConfig};
-use crate::probe::{self, DeviceProfile, ProbeConfig};
+use crate::probe::sim::Metric;
 use crate::report::Record;
+use crate::repro::common::Frame;
 use crate::runner::{run_bench, BenchConfig};
 use crate::units::format_size;
 use crate::workload::{Workload, TPCC_SCAN};
 use anyhow::{Context, Result};
 use flashix::sim::SsdProfile;
 use flashix::{DeviceSpec, EngineKind};
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::path::Path;
 
 const PIO: EngineKind = EngineKind::PioBTree;
 const BTREE: EngineKind = EngineKind::BTree;
@@ -21,8 +20,7 @@ const BTREE: EngineKind = EngineKind::BTree;
 struct Ctx<'a> {
     a: &'a PioReproArgs,
     z: Sizes,
-    data: PathBuf,
-    started: Instant,
+    f: Frame,
 }
 
 /// One suite: engines and workloads under one memory setting.
@@ -41,57 +39,9 @@ struct Suite<'s> {
 }
 
 impl Ctx<'_> {
-    fn say(&self, what: String) {
-        eprintln!(
-            "repro pio [{:>6.1} s]: {what}",
-            self.started.elapsed().as_secs_f64()
-        );
-    }
-
-    /// The device profile of a lens, measured once and kept in OUT: the disk's by the
-    /// probe (short with --quick), a simulated SSD's by `probe --sim` on a small device.
-    fn profile(&self, lens: Lens) -> Result<(PathBuf, DeviceProfile)> {
-        let path = match lens {
-            Lens::Disk => self.a.out.join("device-profile.json"),
-            Lens::Sim(p) => self.a.out.join(format!("sim-profile-{}.json", p.name())),
-        };
-        if path.exists() {
-            let p = probe::load_profile(&path)
-                .with_context(|| format!("loading {}", path.display()))?;
-            return Ok((path, p));
-        }
-        self.say(format!("{}: measuring the device profile", lens.label()));
-        let quick = self.a.quick;
-        let p = match lens {
-            Lens::Disk => {
-                let pcfg = ProbeConfig {
-                    dir: self.data.join("probe"),
-                    file_bytes: if quick { 16 << 20 } else { 256 << 20 },
-                    seconds_per_test: if quick { 0.05 } else { 0.5 },
-                    seed: self.a.seed,
-                };
-                let p = probe::run_probe(&pcfg, &mut |_| {})?;
-                std::fs::remove_dir_all(&pcfg.dir).ok();
-                p
-            }
-            Lens::Sim(profile) => {
-                let cfg = SimProbeConfig {
-                    nand_bytes: if quick { 64 << 20 } else { 128 << 20 },
-                    max_ops: if quick { 500 } else { 5_000 },
-                    warmup_factor: if quick { 0.1 } else { 1.0 },
-                    seed: self.a.seed,
-                    ..SimProbeConfig::new(profile)
-                };
-                run_sim_probe(&cfg, &mut |_| {})?
-            }
-        };
-        probe::save_profile(&p, &path)?;
-        Ok((path, p))
-    }
-
     /// Run suite `s` on `lens`.
     fn suite(&self, lens: Lens, profile: &Path, s: &Suite) -> Result<Vec<Record>> {
-        let dir = self.data.join(lens.key()).join(&s.name);
+        let dir = self.f.data.join(lens.key()).join(&s.name);
         let entries = self.z.entries;
         let cfg = BenchConfig {
             engines: s.engines.to_vec(),
@@ -114,7 +64,7 @@ impl Ctx<'_> {
             verbose: false,
             ..BenchConfig::new()
         };
-        self.say(format!(
+        self.f.say(format!(
             "{}: {} ({} on {}, budget {}{})",
             lens.label(),
             s.name,
@@ -195,27 +145,12 @@ fn cell(experiment: &str, lens: Lens, variant: &str, s: &Suite, r: &Record) -> C
 
 /// The lenses of `--lenses` (default: this disk, the ioDrive, the P300).
 fn lenses(a: &PioReproArgs) -> Result<Vec<Lens>> {
-    if a.lenses.is_empty() {
-        // --quick, a smoke test: one simulated SSD (the ioDrive's lens is the same code).
-        let mut all = vec![Lens::Disk, Lens::Sim(SsdProfile::P300)];
-        if !a.quick {
-            all.insert(1, Lens::Sim(SsdProfile::Iodrive));
-        }
-        return Ok(all);
+    // --quick, a smoke test: one simulated SSD (the ioDrive's lens is the same code).
+    let mut all = vec![Lens::Disk, Lens::Sim(SsdProfile::P300)];
+    if !a.quick {
+        all.insert(1, Lens::Sim(SsdProfile::Iodrive));
     }
-    a.lenses
-        .iter()
-        .map(|l| {
-            if l.eq_ignore_ascii_case("disk") {
-                return Ok(Lens::Disk);
-            }
-            SsdProfile::ALL
-                .into_iter()
-                .find(|p| p.name().eq_ignore_ascii_case(l))
-                .map(Lens::Sim)
-                .with_context(|| format!("--lenses: unknown lens {l:?} (disk or a profile name)"))
-        })
-        .collect()
+    Lens::parse_all(&a.lenses, all)
 }
 
 /// Fig. 11's OPQs for budget `b`: one page, `b`/4 (the paper's 1024 of 4096 pages) and the paper's largest share (4041 of 4096), leaving the engine its 8 frames
@@ -241,26 +176,16 @@ fn fig13_setting(b: u64, page: u64) -> (u64, u64) {
 /// Run the reproduction.
 pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
     let z = Sizes::new(a)?;
-    std::fs::create_dir_all(&a.out)?;
-    let data = a
-        .dir
-        .clone()
-        .unwrap_or_else(|| a.out.join("repro-pio-data"));
-    std::fs::create_dir_all(&data)?;
+    let f = Frame::open("pio", &a.out, a.dir.as_ref(), a.quick, a.seed)?;
     let page = BenchConfig::new().page_size as u64;
-    let cx = Ctx {
-        a,
-        z,
-        data,
-        started: Instant::now(),
-    };
+    let cx = Ctx { a, z, f };
     let b = cx.z.budget;
     let pools = cx.z.pools();
     let opq_sizes = opqs(b, page);
     let mut cells = Vec::new();
     let mut infos = Vec::new();
     for lens in lenses(a)? {
-        let (path, profile) = cx.profile(lens)?;
+        let (path, profile) = cx.f.profile(lens)?;
         infos.push(LensInfo {
             lens: lens.key().into(),
             device: match lens {
@@ -390,7 +315,7 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
             }
         }
     }
-    std::fs::remove_dir_all(&cx.data).ok();
+    std::fs::remove_dir_all(&cx.f.data).ok();
     let mut r = PioRepro {
         entries: cx.z.entries,
         ops: cx.z.ops,
@@ -401,7 +326,7 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
         opqs: opq_sizes,
         mixes: MIXES.to_vec(),
         lenses: infos,
-        wall_seconds: cx.started.elapsed().as_secs_f64(),
+        wall_seconds: cx.f.seconds(),
         cells,
         claims: Vec::new(),
     };
@@ -409,7 +334,7 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
     let path = a.out.join("repro-pio.json");
     std::fs::write(&path, serde_json::to_string_pretty(&r)?)
         .with_context(|| format!("writing {}", path.display()))?;
-    cx.say(format!("wrote {}", path.display()));
+    cx.f.say(format!("wrote {}", path.display()));
     Ok(r)
 }
 

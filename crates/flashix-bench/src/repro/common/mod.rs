@@ -1,5 +1,15 @@
-//! What every `flashix repro` module shares: the record of a paper's claim and the list
-//! that collects them, the key mixer, copying an index, and reading counters from `Stats`.
+//! What every `flashix repro` module shares, the frame a paper's module fills with its
+//! experiments and claims. This file holds the record of a paper's claim and the list that
+//! collects them, the verdicts and the claims' printer, the key mixer, copying an index,
+//! and reading counters from `Stats`; `lens.rs` the lenses ([`Lens`]: this disk or a
+//! simulated SSD); `frame.rs` what a run shares ([`Frame`]: OUT, the index directory,
+//! progress lines, device profiles).
+
+mod frame;
+mod lens;
+
+pub(crate) use frame::Frame;
+pub use lens::Lens;
 
 use flashix::Stats;
 use serde::{Deserialize, Serialize};
