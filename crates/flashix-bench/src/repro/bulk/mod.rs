@@ -50,12 +50,12 @@ mod paper;
 mod print;
 mod run;
 
+use super::common::{PaperHelp, ReproArgs};
 pub use super::ClaimCheck;
 pub use print::print;
 pub use run::{bulk_keys, initial_keys, run};
 
 use serde::Serialize;
-use std::path::PathBuf;
 
 /// The bulk index's page size (the LA-tree's is its 16 KiB node).
 const PAGE: usize = 4096;
@@ -64,21 +64,31 @@ const LATREE_NODE: usize = 16 << 10;
 /// The memory budget of both indexes (thesis §6.1: 128 kB).
 const BUDGET: u64 = 128 << 10;
 
+/// The help texts of `flashix repro bulk`'s shared arguments.
+#[derive(Debug, Clone)]
+pub struct Help;
+
+impl PaperHelp for Help {
+    const OUT: &'static str = "Where `repro-bulk.json` goes";
+    const DIR: &'static str = "Where the indexes are built (default: OUT/repro-bulk-data)";
+    const QUICK: &'static str =
+        "Small sizes (a test): 45,000 initial keys, fewer cells, searches and \
+        deletes";
+    const PAPER: &'static str =
+        "The thesis's sizes (the default; accepted so that every `repro` takes \
+        `--paper`)";
+    const ONLY: &'static str =
+        "Run only these parts: insert (E1-E3), E4, E5, ablation, R2, ssd (E1 \
+        and R2 on the simulated SSDs); default all";
+    const SEED: &'static str = "Seed of keys and positions";
+}
+
 /// Arguments of `flashix repro bulk`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct BulkReproArgs {
-    /// Where `repro-bulk.json` goes.
-    #[arg(long, default_value = "./bench-out")]
-    pub out: PathBuf,
-    /// Where the indexes are built (default: OUT/repro-bulk-data).
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-    /// Small sizes (a test): 45,000 initial keys, fewer cells, searches and deletes.
-    #[arg(long, conflicts_with = "paper")]
-    pub quick: bool,
-    /// The thesis's sizes (the default; accepted so that every `repro` takes `--paper`).
-    #[arg(long)]
-    pub paper: bool,
+    // --out, --dir, --quick, --paper, --only, --seed.
+    #[command(flatten)]
+    pub base: ReproArgs<Help>,
     /// Range searches averaged per size in E4 (default: the thesis's 2000; 50 with --quick).
     #[arg(long)]
     pub searches: Option<u64>,
@@ -89,20 +99,6 @@ pub struct BulkReproArgs {
     /// --quick); a simulated SSD's time is deterministic: one run.
     #[arg(long)]
     pub reps: Option<u32>,
-    /// Run only these parts: insert (E1-E3), E4, E5, ablation, R2, ssd (E1 and R2 on the
-    /// simulated SSDs); default all.
-    #[arg(long, value_delimiter = ',')]
-    pub only: Vec<String>,
-    /// Seed of keys and positions.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-}
-
-impl BulkReproArgs {
-    /// Whether part `p` of the reproduction runs (`--only`).
-    fn runs(&self, p: &str) -> bool {
-        super::common::runs_part(&self.only, p)
-    }
 }
 
 /// One measured cell.
@@ -233,7 +229,7 @@ struct Sizes {
 
 impl Sizes {
     fn new(a: &BulkReproArgs) -> Sizes {
-        let mut z = if a.quick {
+        let mut z = if a.base.quick {
             Sizes {
                 initial: 45_000,
                 ms: vec![1024, 2048],

@@ -252,7 +252,7 @@ impl Ctx<'_> {
         let one_by_one = engine != EngineKind::BulkIndex;
         let mut cells = Vec::new();
         for &b in &self.z.e1_b {
-            let pairs = bulk_keys(&self.init, self.z.e1_total, b, self.a.seed ^ b);
+            let pairs = bulk_keys(&self.init, self.z.e1_total, b, self.a.base.seed ^ b);
             let c = Cell::new("E1", engine, m, variant, b);
             cells.push(self.insert_cell(base, c, &pairs, one_by_one)?);
         }
@@ -261,7 +261,7 @@ impl Ctx<'_> {
         }
         for b in [100u64, 1000] {
             for &t in &self.z.e23_totals {
-                let pairs = bulk_keys(&self.init, t, b, self.a.seed ^ b ^ t.rotate_left(20));
+                let pairs = bulk_keys(&self.init, t, b, self.a.base.seed ^ b ^ t.rotate_left(20));
                 let e = if b == 100 { "E2" } else { "E3" };
                 let c = Cell::new(e, engine, m, variant, b);
                 cells.push(self.insert_cell(base, c, &pairs, one_by_one)?);
@@ -282,7 +282,8 @@ impl Ctx<'_> {
             let t0 = Instant::now();
             for i in 0..self.z.searches {
                 // [L, H] holding exactly n initial keys (Alg. 4's bounds).
-                let lo = (mix(self.a.seed ^ i ^ n << 32) % (init.len() as u64 - n + 1)) as usize;
+                let lo =
+                    (mix(self.a.base.seed ^ i ^ n << 32) % (init.len() as u64 - n + 1)) as usize;
                 let (l, h) = (init[lo].0, init[lo + n as usize - 1].0);
                 let got = db.range(l..=h)?.count();
                 anyhow::ensure!(got as u64 == n, "range search returned {got} of {n}");
@@ -321,7 +322,7 @@ impl Ctx<'_> {
         for n in sizes {
             let mut c = Cell::new("E5", EngineKind::BulkIndex, m, "", n);
             for i in 0..self.z.deletes {
-                let lo_i = (mix(self.a.seed ^ i ^ n << 40) % (init.len() as u64 - n)) as usize;
+                let lo_i = (mix(self.a.base.seed ^ i ^ n << 40) % (init.len() as u64 - n)) as usize;
                 let (lo, hi) = (init[lo_i].0, init[lo_i + n as usize - 1].0);
                 let s0 = t.stats();
                 let t0 = Instant::now();
@@ -347,7 +348,7 @@ impl Ctx<'_> {
             let base = self.f.data.join(format!("bulk-{m}-ablation"));
             build(&base, options(EngineKind::BulkIndex, m, f), &self.init)?;
             for b in [100u64, 1000] {
-                let pairs = bulk_keys(&self.init, self.z.e1_total, b, self.a.seed ^ b);
+                let pairs = bulk_keys(&self.init, self.z.e1_total, b, self.a.base.seed ^ b);
                 let c = Cell::new("ablation", EngineKind::BulkIndex, m, variant, b);
                 cells.push(self.insert_cell(&base, c, &pairs, one_by_one)?);
             }
@@ -391,7 +392,7 @@ impl Ctx<'_> {
         t.bulk_insert(&self.init)?;
         t.close()?;
         let (bulks, keys) = (self.z.r2_bulks, self.z.r2_keys);
-        let all = elementary_bulks(&self.init, bulks * keys, 100, self.a.seed ^ 0x52);
+        let all = elementary_bulks(&self.init, bulks * keys, 100, self.a.base.seed ^ 0x52);
         let mut c = Cell::new("R2", EngineKind::BulkIndex, m, variant, 100);
         c.bulks = 0;
         for (k, part) in all.chunks(keys as usize).enumerate() {
@@ -426,16 +427,17 @@ impl Ctx<'_> {
 pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
     let z = Sizes::new(a);
     let data = a
+        .base
         .dir
         .clone()
-        .unwrap_or_else(|| a.out.join("repro-bulk-data"));
+        .unwrap_or_else(|| a.base.out.join("repro-bulk-data"));
     if data.exists() {
         std::fs::remove_dir_all(&data)?;
     }
-    let f = Frame::open("bulk", &a.out, Some(&data), a.quick, a.seed)?.width(5);
+    let f = Frame::open("bulk", &a.base.out, Some(&data), a.base.quick, a.base.seed)?.width(5);
     let ctx = Ctx {
         a,
-        init: initial_keys(z.initial, a.seed),
+        init: initial_keys(z.initial, a.base.seed),
         work: data.join("work"),
         z,
         f,
@@ -449,37 +451,37 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
             if engine != EngineKind::BulkIndex && m != z.ms[0] {
                 continue;
             }
-            if a.runs("insert") || a.runs("E4") {
+            if a.base.runs("insert") || a.base.runs("E4") {
                 let base = ctx.f.data.join(format!("{}-{m}-base", engine.name()));
                 build(&base, options(engine, m, all_on), &ctx.init)?;
-                if a.runs("insert") {
+                if a.base.runs("insert") {
                     ctx.f.say(format!("{engine} M {m}: E1-E3"));
                     cells.extend(ctx.inserts(&base, engine, m, "")?);
                 }
-                if a.runs("E4") {
+                if a.base.runs("E4") {
                     ctx.f.say(format!("{engine} M {m}: E4"));
                     cells.extend(ctx.searches(&base, engine, m)?);
                 }
                 std::fs::remove_dir_all(&base).ok();
             }
-            if engine == EngineKind::BulkIndex && a.runs("E5") {
+            if engine == EngineKind::BulkIndex && a.base.runs("E5") {
                 ctx.f.say(format!("{engine} M {m}: E5"));
                 cells.extend(ctx.deletes(m)?);
             }
-            if engine == EngineKind::BulkIndex && a.runs("ablation") {
+            if engine == EngineKind::BulkIndex && a.base.runs("ablation") {
                 ctx.f.say(format!("{engine} M {m}: ablations"));
                 cells.extend(ctx.ablations(m)?);
             }
         }
     }
-    if a.runs("R2") {
+    if a.base.runs("R2") {
         ctx.f.say(format!("bulk M {}: R2 on this disk", z.m_ssd));
         for &(variant, f) in R2_DISK {
             cells.push(ctx.repeated(z.m_ssd, variant, f, None)?);
         }
     }
     let mut ssds = Vec::new();
-    for (name, cfg) in e1_ssds().into_iter().filter(|_| a.runs("ssd")) {
+    for (name, cfg) in e1_ssds().into_iter().filter(|_| a.base.runs("ssd")) {
         ssds.push(describe_ssd(name, &cfg));
         for &engine in &engines {
             ctx.f
@@ -492,7 +494,7 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
             std::fs::remove_dir_all(&base).ok();
         }
     }
-    if a.runs("ssd") {
+    if a.base.runs("ssd") {
         ssds.push(describe_ssd("ssd-small", &small_ssd()));
         ctx.f
             .say(format!("bulk M {}: R2 on the small simulated SSD", z.m_ssd));
@@ -514,8 +516,8 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
         claims: Vec::new(),
     };
     r.claims = paper::check(&r);
-    std::fs::create_dir_all(&a.out)?;
-    let p = a.out.join("repro-bulk.json");
+    std::fs::create_dir_all(&a.base.out)?;
+    let p = a.base.out.join("repro-bulk.json");
     std::fs::write(&p, serde_json::to_string_pretty(&r)?)
         .with_context(|| format!("writing {}", p.display()))?;
     Ok(r)

@@ -1,6 +1,6 @@
 //! What a paper's run shares whatever the paper ([`Frame`]): where its outputs and indexes
 //! go, its clock and progress lines ([`Frame::say`]), and the device profile of a lens
-//! ([`Frame::profile`]).
+//! ([`Frame::profile`]), and the saving of its JSON ([`Frame::save`]).
 
 use super::lens::Lens;
 use crate::probe::sim::{run_sim_probe, SimProbeConfig};
@@ -67,6 +67,14 @@ impl Frame {
             self.seconds(),
             w = self.width
         );
+    }
+
+    /// Write `r` as OUT/`repro-PAPER.json`; the path.
+    pub fn save<T: serde::Serialize>(&self, r: &T) -> Result<PathBuf> {
+        let path = self.out.join(format!("repro-{}.json", self.paper));
+        std::fs::write(&path, serde_json::to_string_pretty(r)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(path)
     }
 
     /// The device profile of a lens, measured once and kept in OUT: the disk's by the

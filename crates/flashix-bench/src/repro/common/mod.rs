@@ -1,12 +1,15 @@
 //! What every `flashix repro` module shares, the frame a paper's module fills with its
 //! experiments and claims. This file holds the record of a paper's claim and the list that
-//! collects them, the verdicts and the claims' printer, the key mixer, copying an index,
-//! and reading counters from `Stats`; `lens.rs` the lenses ([`Lens`]: this disk or a
+//! collects them, the verdicts, the claims' and the cells' printers, the key mixer, copying an index,
+//! and reading counters from `Stats`; `args.rs` the arguments every paper takes ([`ReproArgs`]); `lens.rs` the lenses ([`Lens`]: this disk or a
 //! simulated SSD); `frame.rs` what a run shares ([`Frame`]: OUT, the index directory,
 //! progress lines, device profiles).
 
+mod args;
 mod frame;
 mod lens;
+
+pub(crate) use args::{PaperHelp, ReproArgs, SEED_ORDER};
 
 pub(crate) use frame::Frame;
 pub use lens::Lens;
@@ -217,6 +220,29 @@ pub fn print_claims(claims: &[ClaimCheck]) {
         );
         if !c.reason.is_empty() {
             println!("      why: {}", c.reason);
+        }
+    }
+}
+
+/// Print each experiment's cells (`experiment` names a cell's) as a table under the
+/// experiment's name and description: `header`, then a `row` a cell; an experiment without
+/// cells is left out.
+pub(crate) fn print_tables<C>(
+    experiments: &[(&str, &str)],
+    cells: &[C],
+    experiment: impl Fn(&C) -> &str,
+    header: impl Fn(),
+    row: impl Fn(&C),
+) {
+    for (e, what) in experiments {
+        let mine: Vec<&C> = cells.iter().filter(|c| experiment(c) == *e).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        println!("\n{e}: {what}");
+        header();
+        for c in mine {
+            row(c);
         }
     }
 }

@@ -65,12 +65,12 @@ mod paper;
 mod print;
 mod run;
 
+use super::common::{PaperHelp, ReproArgs};
 pub use super::ClaimCheck;
 pub use print::print;
 pub use run::run;
 
 use serde::Serialize;
-use std::path::PathBuf;
 
 /// The device name of the cells on the simulated OCZ (`SsdProfile::Ocz`).
 pub const SSD: &str = "ssd-ocz";
@@ -111,24 +111,33 @@ impl OczCosts {
     }
 }
 
+/// The help texts of `flashix repro fbx`'s shared arguments.
+#[derive(Debug, Clone)]
+pub struct Help;
+
+impl PaperHelp for Help {
+    const OUT: &'static str = "Where `repro-fbx.json` goes";
+    const DIR: &'static str = "Where the indexes are built (default: OUT/repro-fbx-data)";
+    const QUICK: &'static str =
+        "Small sizes (a test): 20,000 records, few operations, 2,000 moving \
+        objects";
+    const PAPER: &'static str =
+        "The paper's sizes: 10^6 records (R3 also at 2·10^6), 100,000 searches, \
+        20,000 operations a mix, every AC threshold from 10 to 150, 100,000 \
+        moving objects (about 25 minutes here). The default halves the records \
+        and trims the rest to run in under 10 minutes";
+    const ONLY: &'static str =
+        "Run only these parts (R1..R10, ssd; R1 and R2 run together and R3, R4, \
+        R6 and R7 start from their indexes); default all";
+    const SEED: &'static str = "Seed of keys and workloads";
+}
+
 /// Arguments of `flashix repro fbx`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct FbxReproArgs {
-    /// Where `repro-fbx.json` goes.
-    #[arg(long, default_value = "./bench-out")]
-    pub out: PathBuf,
-    /// Where the indexes are built (default: OUT/repro-fbx-data).
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-    /// Small sizes (a test): 20,000 records, few operations, 2,000 moving objects.
-    #[arg(long, conflicts_with = "paper")]
-    pub quick: bool,
-    /// The paper's sizes: 10^6 records (R3 also at 2·10^6), 100,000 searches, 20,000
-    /// operations a mix, every AC threshold from 10 to 150, 100,000 moving objects
-    /// (about 25 minutes here). The default halves the records and trims the rest to run
-    /// in under 10 minutes.
-    #[arg(long)]
-    pub paper: bool,
+    // --out, --dir, --quick, --paper, --only, --seed.
+    #[command(flatten)]
+    pub base: ReproArgs<Help>,
     /// Records inserted in R1/R2 (default 500,000; the paper's 10^6 with --paper; R3 also
     /// runs at twice this).
     #[arg(long)]
@@ -152,20 +161,6 @@ pub struct FbxReproArgs {
     /// The memory budget of every index (default 4 MiB; quick: 256 KiB).
     #[arg(long)]
     pub budget: Option<String>,
-    /// Run only these parts (R1..R10, ssd; R1 and R2 run together and R3, R4, R6 and R7
-    /// start from their indexes); default all.
-    #[arg(long, value_delimiter = ',')]
-    pub only: Vec<String>,
-    /// Seed of keys and workloads.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-}
-
-impl FbxReproArgs {
-    /// Whether part `p` of the reproduction runs (`--only`).
-    fn runs(&self, p: &str) -> bool {
-        super::common::runs_part(&self.only, p)
-    }
 }
 
 /// One measured cell.
@@ -309,7 +304,7 @@ struct Sizes {
 
 impl Sizes {
     fn new(a: &FbxReproArgs) -> anyhow::Result<Sizes> {
-        let mut z = if a.quick {
+        let mut z = if a.base.quick {
             Sizes {
                 records: 20_000,
                 searches: 2_000,
@@ -320,7 +315,7 @@ impl Sizes {
                 budget: 256 << 10,
                 thresholds: vec![10, 60, 150],
             }
-        } else if a.paper {
+        } else if a.base.paper {
             Sizes {
                 records: 1_000_000,
                 searches: 100_000,

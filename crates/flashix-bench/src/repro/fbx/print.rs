@@ -98,17 +98,7 @@ pub fn print(r: &FbxRepro) {
          I/O counts at the paper's Table 1 costs; L read: log pages a leaf rebuild read; L mean: \
          over all leaves after the cell"
     );
-    for (e, what) in EXPERIMENTS {
-        let cells: Vec<&Cell> = r.cells.iter().filter(|c| c.experiment == *e).collect();
-        if cells.is_empty() {
-            continue;
-        }
-        println!("\n{e}: {what}");
-        header();
-        for c in cells {
-            row(c);
-        }
-    }
+    crate::repro::common::print_tables(EXPERIMENTS, &r.cells, |c| &c.experiment, header, row);
     if !r.ratios.is_empty() {
         println!("\nR8: §4.4 competitive ratios in the abstract model (policy cost / offline optimum with as many cleans)");
         println!(

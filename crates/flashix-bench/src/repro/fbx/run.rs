@@ -198,7 +198,7 @@ impl Ctx<'_> {
         let s0 = db.stats();
         let t0 = Instant::now();
         for i in from..to {
-            db.insert(key(i, self.a.seed), i)?;
+            db.insert(key(i, self.a.base.seed), i)?;
             if i % 4096 == 0 {
                 pb.set_position(i - from);
             }
@@ -225,13 +225,13 @@ impl Ctx<'_> {
 
     /// `ops` searches of keys drawn from the first `records` inserted.
     fn search_cell(&self, db: &mut Db, mut c: Cell, records: u64, ops: u64) -> Result<Cell> {
-        let mut rng = StdRng::seed_from_u64(self.a.seed ^ 0x5ea7c4);
+        let mut rng = StdRng::seed_from_u64(self.a.base.seed ^ 0x5ea7c4);
         let pb = bar(ops, format!("{} {}: searching", c.experiment, c.subject));
         let s0 = db.stats();
         let t0 = Instant::now();
         for j in 0..ops {
             let i = rng.gen_range(0..records);
-            let got = db.get(key(i, self.a.seed))?;
+            let got = db.get(key(i, self.a.base.seed))?;
             anyhow::ensure!(got == Some(i), "{}: key {i} gave {got:?}", c.subject);
             if j % 1024 == 0 {
                 pb.set_position(j);
@@ -250,18 +250,18 @@ impl Ctx<'_> {
     /// A mix of `pct`% inserts of new keys (from `records` on) and searches of inserted
     /// keys on `db`, which holds keys `0..records`; ends with a flush.
     fn mix_cell(&self, db: &mut Db, mut c: Cell, records: u64, pct: u32) -> Result<Cell> {
-        let mut rng = StdRng::seed_from_u64(self.a.seed ^ u64::from(pct) << 8);
+        let mut rng = StdRng::seed_from_u64(self.a.base.seed ^ u64::from(pct) << 8);
         let ops = self.z.mix_ops;
         let s0 = db.stats();
         let t0 = Instant::now();
         let mut next = records;
         for _ in 0..ops {
             if rng.gen_range(0..100) < pct {
-                db.insert(key(next, self.a.seed), next)?;
+                db.insert(key(next, self.a.base.seed), next)?;
                 next += 1;
             } else {
                 let i = rng.gen_range(0..next);
-                let got = db.get(key(i, self.a.seed))?;
+                let got = db.get(key(i, self.a.base.seed))?;
                 anyhow::ensure!(got == Some(i), "{}: key {i} gave {got:?}", c.subject);
             }
         }
@@ -405,7 +405,7 @@ impl Ctx<'_> {
             max_update_interval: 120,
             max_speed: 3.0,
             ahead: 60,
-            seed: self.a.seed,
+            seed: self.a.base.seed,
             dir: self.path("mo"),
             out: self.f.data.clone(),
         }
@@ -626,33 +626,39 @@ pub(super) fn ratios(seed: u64, sequences: usize) -> Vec<RatioRow> {
 /// `repro-fbx.json`.
 pub fn run(a: &FbxReproArgs) -> Result<FbxRepro> {
     let z = Sizes::new(a)?;
-    let f = Frame::open("fbx", &a.out, a.dir.as_ref(), a.quick, a.seed)?;
+    let f = Frame::open(
+        "fbx",
+        &a.base.out,
+        a.base.dir.as_ref(),
+        a.base.quick,
+        a.base.seed,
+    )?;
     let cx = Ctx { a, z, f };
     let mut cells = Vec::new();
     let base_needed = ["R1", "R2", "R3", "R4", "R6", "R7", "R9"]
         .iter()
-        .any(|p| a.runs(p));
+        .any(|p| a.base.runs(p));
     if base_needed {
         cx.r1_r2(&mut cells)?;
     }
-    if a.runs("R3") || a.runs("R4") {
+    if a.base.runs("R3") || a.base.runs("R4") {
         cx.r3_r4(&mut cells)?;
     }
-    if a.runs("R6") || a.runs("R7") {
+    if a.base.runs("R6") || a.base.runs("R7") {
         cx.r6_r7(&mut cells)?;
     }
-    if a.runs("R5") {
+    if a.base.runs("R5") {
         cx.r5(&mut cells)?;
     }
-    if a.runs("R10") {
+    if a.base.runs("R10") {
         cx.r10(&mut cells)?;
     }
-    if a.runs("ssd") {
+    if a.base.runs("ssd") {
         cx.ssd(&mut cells)?;
     }
-    let ratios = if a.runs("R8") {
+    let ratios = if a.base.runs("R8") {
         cx.f.say("R8: competitive ratios in the abstract model".into());
-        ratios(a.seed, if a.quick { 20 } else { 200 })
+        ratios(a.base.seed, if a.base.quick { 20 } else { 200 })
     } else {
         Vec::new()
     };
@@ -675,9 +681,7 @@ pub fn run(a: &FbxReproArgs) -> Result<FbxRepro> {
         claims: Vec::new(),
     };
     r.claims = paper::check(&r);
-    let path = a.out.join("repro-fbx.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&r)?)
-        .with_context(|| format!("writing {}", path.display()))?;
+    let path = cx.f.save(&r)?;
     eprintln!("repro fbx: wrote {}", path.display());
     Ok(r)
 }

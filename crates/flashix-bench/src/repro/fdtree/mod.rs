@@ -48,34 +48,41 @@ mod print;
 mod run;
 
 pub use super::common::Lens;
+use super::common::{PaperHelp, ReproArgs, SEED_ORDER};
 pub use super::ClaimCheck;
 pub use print::print;
 pub use run::run;
 
 use crate::report::ModelPrediction;
 use serde::Serialize;
-use std::path::PathBuf;
+
+/// The help texts of `flashix repro fdtree`'s shared arguments.
+#[derive(Debug, Clone)]
+pub struct Help;
+
+impl PaperHelp for Help {
+    const OUT: &'static str = "Where `repro-fdtree.json` (and the device profiles) go";
+    const DIR: &'static str = "Where the indexes are built (default: OUT/repro-fdtree-data)";
+    const QUICK: &'static str = "Small sizes (a test): 8,000 entries, 200 operations a workload";
+    const PAPER: &'static str =
+        "Larger sizes: 2,000,000 entries, 50,000 operations a workload, 16 MiB \
+        budget, 200,000 operations for deamortization (not timed here; the \
+        B+-tree on the simulated Mtron alone costs about 3 ms of wall time an \
+        update, so expect an hour or more). The default is 200,000 entries, \
+        10,000 operations, 1 MiB and 100,000 for deamortization (the runner's \
+        BUFFER_RULE stretches the buffered engines' write phases)";
+    const ONLY: &'static str =
+        "Run only these parts (fig10, fig11, fig12, deamort, model); default \
+        all";
+    const SEED: &'static str = "Seed of keys and workloads";
+}
 
 /// Arguments of `flashix repro fdtree`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct FdtreeReproArgs {
-    /// Where `repro-fdtree.json` (and the device profiles) go.
-    #[arg(long, default_value = "./bench-out")]
-    pub out: PathBuf,
-    /// Where the indexes are built (default: OUT/repro-fdtree-data).
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-    /// Small sizes (a test): 8,000 entries, 200 operations a workload.
-    #[arg(long, conflicts_with = "paper")]
-    pub quick: bool,
-    /// Larger sizes: 2,000,000 entries, 50,000 operations a workload, 16 MiB budget,
-    /// 200,000 operations for deamortization (not timed here; the B+-tree on the simulated
-    /// Mtron alone costs about 3 ms of wall time an update, so expect an hour or more). The
-    /// default is 200,000 entries, 10,000 operations, 1 MiB and 100,000 for
-    /// deamortization (the runner's BUFFER_RULE stretches the buffered engines' write
-    /// phases).
-    #[arg(long)]
-    pub paper: bool,
+    // --out, --dir, --quick, --paper, --only, --seed.
+    #[command(flatten)]
+    pub base: ReproArgs<Help>,
     /// Entries of the largest index (Fig. 10 also runs a quarter of it).
     #[arg(long)]
     pub entries: Option<u64>,
@@ -89,22 +96,9 @@ pub struct FdtreeReproArgs {
     /// The memory budget of every index (default 1 MiB; quick: 128 KiB).
     #[arg(long)]
     pub budget: Option<String>,
-    /// Run only these parts (fig10, fig11, fig12, deamort, model); default all.
-    #[arg(long, value_delimiter = ',')]
-    pub only: Vec<String>,
     /// Lenses (disk, mtron, intel-x25m); default all three (with --quick: disk, mtron).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', display_order = SEED_ORDER)]
     pub lenses: Vec<String>,
-    /// Seed of keys and workloads.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-}
-
-impl FdtreeReproArgs {
-    /// Whether part `p` runs (`--only`).
-    fn runs(&self, p: &str) -> bool {
-        super::common::runs_part(&self.only, p)
-    }
 }
 
 /// NAND bytes of a simulated SSD for an index of `entries`: 16-byte entries, half again
@@ -198,7 +192,7 @@ struct Sizes {
 
 impl Sizes {
     fn new(a: &FdtreeReproArgs) -> anyhow::Result<Sizes> {
-        let mut z = if a.quick {
+        let mut z = if a.base.quick {
             Sizes {
                 entries: 8_000,
                 ops: 200,
@@ -206,7 +200,7 @@ impl Sizes {
                 budget: 128 << 10,
                 ranges: vec![10, 300],
             }
-        } else if a.paper {
+        } else if a.base.paper {
             Sizes {
                 entries: 2_000_000,
                 ops: 50_000,

@@ -79,16 +79,6 @@ pub fn print(r: &FdtreeRepro) {
         "  us/op: wall on this disk, the simulator's device time on a simulated SSD; latencies \
          are wall; model us: the cost model's FD-tree search (o-search) or insertion time"
     );
-    for (e, what) in EXPERIMENTS {
-        let cells: Vec<&Cell> = r.cells.iter().filter(|c| c.experiment == *e).collect();
-        if cells.is_empty() {
-            continue;
-        }
-        println!("\n{e}: {what}");
-        header();
-        for c in cells {
-            row(c);
-        }
-    }
+    crate::repro::common::print_tables(EXPERIMENTS, &r.cells, |c| &c.experiment, header, row);
     crate::repro::common::print_claims(&r.claims);
 }

@@ -54,7 +54,7 @@ impl Ctx<'_> {
             deamortize,
             // The FD-tree paper's LSM baseline searches before a delete (App. D).
             lsm_search_before_delete: true,
-            seed: self.a.seed,
+            seed: self.a.base.seed,
             dir: dir.join("data"),
             out: dir.clone(),
             profile: Some(profile.to_path_buf()),
@@ -103,7 +103,7 @@ fn cell(experiment: &str, lens: Lens, variant: &str, size: u64, r: &Record) -> C
 /// `--quick`, a smoke test, this disk and the Mtron).
 fn lenses(a: &FdtreeReproArgs) -> Result<Vec<Lens>> {
     let mut all = vec![Lens::Disk, Lens::Sim(SsdProfile::Mtron)];
-    if !a.quick {
+    if !a.base.quick {
         all.push(Lens::Sim(SsdProfile::IntelX25m));
     }
     Lens::parse_all(&a.lenses, all)
@@ -112,7 +112,13 @@ fn lenses(a: &FdtreeReproArgs) -> Result<Vec<Lens>> {
 /// Run the reproduction.
 pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
     let z = Sizes::new(a)?;
-    let f = Frame::open("fdtree", &a.out, a.dir.as_ref(), a.quick, a.seed)?;
+    let f = Frame::open(
+        "fdtree",
+        &a.base.out,
+        a.base.dir.as_ref(),
+        a.base.quick,
+        a.base.seed,
+    )?;
     let cx = Ctx { a, z, f };
     let mut cells = Vec::new();
     let mut infos = Vec::new();
@@ -130,15 +136,15 @@ pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
         });
         // The largest index: Fig. 10's last size, Fig. 11, Fig. 12 and the model's cells.
         let mut main: Vec<Workload> = Vec::new();
-        if a.runs("fig10") {
+        if a.base.runs("fig10") {
             main.push(Workload::Mix(50));
         }
-        if a.runs("fig11") {
+        if a.base.runs("fig11") {
             main.extend(cx.z.ranges.iter().map(|&r| Workload::Range(r)));
         }
-        if a.runs("fig12") {
+        if a.base.runs("fig12") {
             main.extend(FIG12);
-        } else if a.runs("model") {
+        } else if a.base.runs("model") {
             main.extend([Workload::OSearch, Workload::OInsert]);
         }
         if !main.is_empty() {
@@ -157,7 +163,7 @@ pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
                 cells.push(cell(e, lens, "", n, &r));
             }
         }
-        if a.runs("fig10") {
+        if a.base.runs("fig10") {
             let small = n / 4;
             cx.f.say(format!("{}: Fig. 10 at {small} entries", lens.label()));
             let w = vec![Workload::Mix(50)];
@@ -174,7 +180,7 @@ pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
                 cells.push(cell("fig10", lens, "", small, &r));
             }
         }
-        if a.runs("deamort") {
+        if a.base.runs("deamort") {
             for on in [true, false] {
                 let variant = if on {
                     "deamortize on"
@@ -208,9 +214,7 @@ pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
         claims: Vec::new(),
     };
     r.claims = paper::check(&r);
-    let path = a.out.join("repro-fdtree.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&r)?)
-        .with_context(|| format!("writing {}", path.display()))?;
+    let path = cx.f.save(&r)?;
     cx.f.say(format!("wrote {}", path.display()));
     Ok(r)
 }

@@ -78,30 +78,39 @@ mod print;
 mod run;
 
 pub use super::common::Lens;
+use super::common::{PaperHelp, ReproArgs, SEED_ORDER};
 pub use super::ClaimCheck;
 pub use print::print;
 pub use run::run;
 
 use serde::Serialize;
-use std::path::PathBuf;
+
+/// The help texts of `flashix repro pio`'s shared arguments.
+#[derive(Debug, Clone)]
+pub struct Help;
+
+impl PaperHelp for Help {
+    const OUT: &'static str = "Where `repro-pio.json` (and the device profiles) go";
+    const DIR: &'static str = "Where the indexes are built (default: OUT/repro-pio-data)";
+    const QUICK: &'static str =
+        "Small sizes (a test): 8,000 entries, 200 operations a workload, 256 \
+        KiB budget";
+    const PAPER: &'static str =
+        "Larger sizes: 2,000,000 entries, 50,000 operations a workload, 16 MiB \
+        budget (the paper's), ranges up to 512K keys (not timed here; expect \
+        an hour or more). The default is 150,000 entries, 10,000 operations a \
+        workload and 512 KiB";
+    const ONLY: &'static str =
+        "Run only these parts (fig9, fig10, fig11, fig12, fig13); default all";
+    const SEED: &'static str = "Seed of keys and workloads";
+}
 
 /// Arguments of `flashix repro pio`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PioReproArgs {
-    /// Where `repro-pio.json` (and the device profiles) go.
-    #[arg(long, default_value = "./bench-out")]
-    pub out: PathBuf,
-    /// Where the indexes are built (default: OUT/repro-pio-data).
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-    /// Small sizes (a test): 8,000 entries, 200 operations a workload, 256 KiB budget.
-    #[arg(long, conflicts_with = "paper")]
-    pub quick: bool,
-    /// Larger sizes: 2,000,000 entries, 50,000 operations a workload, 16 MiB budget
-    /// (the paper's), ranges up to 512K keys (not timed here; expect an hour or more). The
-    /// default is 150,000 entries, 10,000 operations a workload and 512 KiB.
-    #[arg(long)]
-    pub paper: bool,
+    // --out, --dir, --quick, --paper, --only, --seed.
+    #[command(flatten)]
+    pub base: ReproArgs<Help>,
     /// Entries of the index.
     #[arg(long)]
     pub entries: Option<u64>,
@@ -112,22 +121,9 @@ pub struct PioReproArgs {
     /// KiB).
     #[arg(long)]
     pub budget: Option<String>,
-    /// Run only these parts (fig9, fig10, fig11, fig12, fig13); default all.
-    #[arg(long, value_delimiter = ',')]
-    pub only: Vec<String>,
     /// Lenses (disk, iodrive, p300); default all three (with --quick: disk, p300).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', display_order = SEED_ORDER)]
     pub lenses: Vec<String>,
-    /// Seed of keys and workloads.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-}
-
-impl PioReproArgs {
-    /// Whether part `p` runs (`--only`).
-    fn runs(&self, p: &str) -> bool {
-        super::common::runs_part(&self.only, p)
-    }
 }
 
 /// NAND bytes of a simulated SSD for an index of `entries`: 16-byte entries in leaves
@@ -240,9 +236,9 @@ struct Sizes {
 
 impl Sizes {
     fn new(a: &PioReproArgs) -> anyhow::Result<Sizes> {
-        let (entries, ops, budget, first, last) = if a.quick {
+        let (entries, ops, budget, first, last) = if a.base.quick {
             (8_000, 200, 256 << 10, 64, 512)
-        } else if a.paper {
+        } else if a.base.paper {
             (2_000_000, 50_000, 16 << 20, 1024, 512 << 10)
         } else {
             (150_000, 10_000, 512 << 10, 1024, 64 << 10)

@@ -93,17 +93,7 @@ pub fn print(r: &PioRepro) {
          are wall; rreq/wreq: requests an op (a psync group is several); qd: deepest queue; \
          * a write phase the buffer absorbed"
     );
-    for (e, what) in EXPERIMENTS {
-        let cells: Vec<&Cell> = r.cells.iter().filter(|c| c.experiment == *e).collect();
-        if cells.is_empty() {
-            continue;
-        }
-        println!("\n{e}: {what}");
-        header();
-        for c in cells {
-            row(c);
-        }
-    }
+    crate::repro::common::print_tables(EXPERIMENTS, &r.cells, |c| &c.experiment, header, row);
     println!("\nThe paper's claims (the paper's number, then ours per lens):");
     for c in &r.claims {
         println!("  [{}] {} — {}", c.verdict, c.experiment, c.claim);

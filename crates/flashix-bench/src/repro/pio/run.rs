@@ -53,7 +53,7 @@ impl Ctx<'_> {
             search_fraction: s.search_fraction,
             pio_opq_bytes: s.opq_bytes,
             pio_leaf_segments: s.leaf_segments,
-            seed: self.a.seed,
+            seed: self.a.base.seed,
             dir: dir.join("data"),
             out: dir.clone(),
             profile: Some(profile.to_path_buf()),
@@ -147,7 +147,7 @@ fn cell(experiment: &str, lens: Lens, variant: &str, s: &Suite, r: &Record) -> C
 fn lenses(a: &PioReproArgs) -> Result<Vec<Lens>> {
     // --quick, a smoke test: one simulated SSD (the ioDrive's lens is the same code).
     let mut all = vec![Lens::Disk, Lens::Sim(SsdProfile::P300)];
-    if !a.quick {
+    if !a.base.quick {
         all.insert(1, Lens::Sim(SsdProfile::Iodrive));
     }
     Lens::parse_all(&a.lenses, all)
@@ -176,7 +176,13 @@ fn fig13_setting(b: u64, page: u64) -> (u64, u64) {
 /// Run the reproduction.
 pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
     let z = Sizes::new(a)?;
-    let f = Frame::open("pio", &a.out, a.dir.as_ref(), a.quick, a.seed)?;
+    let f = Frame::open(
+        "pio",
+        &a.base.out,
+        a.base.dir.as_ref(),
+        a.base.quick,
+        a.base.seed,
+    )?;
     let page = BenchConfig::new().page_size as u64;
     let cx = Ctx { a, z, f };
     let b = cx.z.budget;
@@ -199,13 +205,13 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
         // The whole budget, PIO and B+-tree tuned for searches (§4.1.1): Fig. 9's largest
         // pool, Fig. 10's ranges and Fig. 11's B+-tree.
         let mut w = Vec::new();
-        if a.runs("fig9") || a.runs("fig11") {
+        if a.base.runs("fig9") || a.base.runs("fig11") {
             w.push(Workload::OSearch);
         }
-        if a.runs("fig10") {
+        if a.base.runs("fig10") {
             w.extend(cx.z.ranges.iter().map(|&r| Workload::Range(r)));
         }
-        if a.runs("fig11") {
+        if a.base.runs("fig11") {
             w.push(Workload::OInsert);
         }
         if !w.is_empty() {
@@ -223,10 +229,10 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
                 let pool = format!("pool {}", format_size(b));
                 match r.workload.as_str() {
                     "o-search" => {
-                        if a.runs("fig9") {
+                        if a.base.runs("fig9") {
                             cells.push(cell("fig9", lens, &pool, &s, &r));
                         }
-                        if a.runs("fig11") && r.engine == BTREE.name() {
+                        if a.base.runs("fig11") && r.engine == BTREE.name() {
                             cells.push(cell("fig11", lens, "", &s, &r));
                         }
                     }
@@ -239,7 +245,7 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
                 }
             }
         }
-        if a.runs("fig9") {
+        if a.base.runs("fig9") {
             for &pool in pools.iter().filter(|&&p| p != b) {
                 let s = Suite {
                     name: format!("fig9-pool-{}", pool >> 10),
@@ -257,7 +263,7 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
                 }
             }
         }
-        if a.runs("fig11") {
+        if a.base.runs("fig11") {
             for &q in &opq_sizes {
                 let s = Suite {
                     name: format!("fig11-opq-{}", q / page),
@@ -275,7 +281,7 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
                 }
             }
         }
-        if a.runs("fig12") {
+        if a.base.runs("fig12") {
             // One suite of the four indexes, each tuned by its cost model (if any) for a
             // 50% mix (the middle of the five). A quarter of OPS: BUFFER_RULE stretches
             // the buffered engines' phases of the search-heavy mixes to 20 x OPS, mostly
@@ -294,7 +300,7 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
                 cells.push(cell("fig12", lens, "", &s, &r));
             }
         }
-        if a.runs("fig13") {
+        if a.base.runs("fig13") {
             let (budget, opq) = fig13_setting(b, page);
             let s = Suite {
                 name: "fig13".into(),
@@ -331,9 +337,7 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
         claims: Vec::new(),
     };
     r.claims = paper::check(&r);
-    let path = a.out.join("repro-pio.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&r)?)
-        .with_context(|| format!("writing {}", path.display()))?;
+    let path = cx.f.save(&r)?;
     cx.f.say(format!("wrote {}", path.display()));
     Ok(r)
 }
