@@ -1,6 +1,7 @@
 //! Where a paper's cell runs ([`Lens`]: this machine's disk or a simulated SSD) and the
 //! parsing of `--lenses`.
 
+use crate::probe::DeviceProfile;
 use anyhow::{Context, Result};
 use flashix::sim::SsdProfile;
 
@@ -27,6 +28,15 @@ impl Lens {
         match self {
             Lens::Disk => super::DISK.into(),
             Lens::Sim(p) => format!("simulated {}", p.name()),
+        }
+    }
+
+    /// The device of the lens for a run's record: the disk's profile path (O_DIRECT), or
+    /// the simulated SSD's profile and its description.
+    pub fn device(self, profile: &DeviceProfile) -> String {
+        match self {
+            Lens::Disk => format!("{} (O_DIRECT)", profile.path),
+            Lens::Sim(p) => format!("{} ({})", p.name(), p.description()),
         }
     }
 

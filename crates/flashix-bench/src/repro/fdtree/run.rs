@@ -127,10 +127,7 @@ pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
         let (path, profile) = cx.f.profile(lens)?;
         infos.push(LensInfo {
             lens: lens.key().into(),
-            device: match lens {
-                Lens::Disk => format!("{} (O_DIRECT)", profile.path),
-                Lens::Sim(p) => format!("{} ({})", p.name(), p.description()),
-            },
+            device: lens.device(&profile),
             profile: path.display().to_string(),
             read_over_write: Metric::RandReadOverRandWrite.of(&profile).unwrap_or(0.0),
         });

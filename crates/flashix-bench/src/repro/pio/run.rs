@@ -194,10 +194,7 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
         let (path, profile) = cx.f.profile(lens)?;
         infos.push(LensInfo {
             lens: lens.key().into(),
-            device: match lens {
-                Lens::Disk => format!("{} (O_DIRECT)", profile.path),
-                Lens::Sim(p) => format!("{} ({})", p.name(), p.description()),
-            },
+            device: lens.device(&profile),
             profile: path.display().to_string(),
             read_over_write: Metric::RandReadOverRandWrite.of(&profile).unwrap_or(0.0),
             read_qd32_over_qd1: profile.rand_read_iops_qd32 / profile.rand_read_iops_qd1.max(1e-9),
