@@ -1,9 +1,10 @@
 //! What every `flashix repro` module shares, the frame a paper's module fills with its
 //! experiments and claims. This file holds the record of a paper's claim and the list that
-//! collects them, the verdicts, the claims' and the cells' printers, the key mixer, copying an index,
-//! and reading counters from `Stats`; `args.rs` the arguments every paper takes ([`ReproArgs`]); `lens.rs` the lenses ([`Lens`]: this disk or a
-//! simulated SSD); `frame.rs` what a run shares ([`Frame`]: OUT, the index directory,
-//! progress lines, device profiles).
+//! collects them, the verdicts, the claims' and the cells' printers, the key mixer, copying
+//! an index, and reading counters from `Stats`; `args.rs` the arguments every paper takes
+//! ([`ReproArgs`]); `lens.rs` the lenses ([`Lens`]: this disk or a simulated SSD);
+//! `frame.rs` what a run shares ([`Frame`]: OUT, the index directory, progress lines,
+//! device profiles, the saved JSON).
 
 mod args;
 mod frame;
