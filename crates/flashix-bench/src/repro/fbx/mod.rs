@@ -124,8 +124,8 @@ impl PaperHelp for Help {
     const PAPER: &'static str =
         "The paper's sizes: 10^6 records (R3 also at 2·10^6), 100,000 searches, \
         20,000 operations a mix, every AC threshold from 10 to 150, 100,000 \
-        moving objects (about 25 minutes here). The default halves the records \
-        and trims the rest to run in under 10 minutes";
+        moving objects (several times the default's run time). The default halves \
+        the records and trims the rest";
     const ONLY: &'static str =
         "Run only these parts (R1..R10, ssd; R1 and R2 run together and R3, R4, \
         R6 and R7 start from their indexes); default all";

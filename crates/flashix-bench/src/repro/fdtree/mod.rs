@@ -66,9 +66,8 @@ impl PaperHelp for Help {
     const QUICK: &'static str = "Small sizes (a test): 8,000 entries, 200 operations a workload";
     const PAPER: &'static str =
         "Larger sizes: 2,000,000 entries, 50,000 operations a workload, 16 MiB \
-        budget, 200,000 operations for deamortization (not timed here; the \
-        B+-tree on the simulated Mtron alone costs about 3 ms of wall time an \
-        update, so expect an hour or more). The default is 200,000 entries, \
+        budget, 200,000 operations for deamortization (the B+-tree's updates on \
+        the simulated Mtron are slow in wall time: expect an hour or more). The default is 200,000 entries, \
         10,000 operations, 1 MiB and 100,000 for deamortization (the runner's \
         BUFFER_RULE stretches the buffered engines' write phases)";
     const ONLY: &'static str =
