@@ -50,7 +50,7 @@ enum Cmd {
     MoBench(flashix_bench::mobench::MoBenchArgs),
     /// Random page writes on a simulated SSD with each FTL: write amplification, erases, copies.
     Sim(flashix_bench::sim_cmd::SimArgs),
-    /// Reproduce a paper's experiments: `flashix repro <paper> --out DIR`, where <paper> is
+    /// Reproduce a paper's experiments: `flashix repro PAPER --out DIR`, where PAPER is
     /// dipl, bulk, fbx, fdtree, pio or all.
     #[command(subcommand)]
     Repro(flashix_bench::repro::Repro),
