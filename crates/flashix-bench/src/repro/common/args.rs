@@ -48,6 +48,12 @@ pub struct ReproArgs<H: PaperHelp> {
 }
 
 impl<H: PaperHelp> ReproArgs<H> {
+    /// The paper's [`super::frame::Frame`] over these arguments' OUT, index directory,
+    /// scale and seed.
+    pub(crate) fn frame(&self, paper: &'static str) -> anyhow::Result<super::frame::Frame> {
+        super::frame::Frame::open(paper, &self.out, self.dir.as_ref(), self.quick, self.seed)
+    }
+
     /// Whether part `p` runs: `--only` is empty or names it.
     pub fn runs(&self, p: &str) -> bool {
         super::runs_part(&self.only, p)

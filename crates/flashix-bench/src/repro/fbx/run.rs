@@ -626,13 +626,7 @@ pub(super) fn ratios(seed: u64, sequences: usize) -> Vec<RatioRow> {
 /// `repro-fbx.json`.
 pub fn run(a: &FbxReproArgs) -> Result<FbxRepro> {
     let z = Sizes::new(a)?;
-    let f = Frame::open(
-        "fbx",
-        &a.base.out,
-        a.base.dir.as_ref(),
-        a.base.quick,
-        a.base.seed,
-    )?;
+    let f = a.base.frame("fbx")?;
     let cx = Ctx { a, z, f };
     let mut cells = Vec::new();
     let base_needed = ["R1", "R2", "R3", "R4", "R6", "R7", "R9"]

@@ -112,13 +112,7 @@ fn lenses(a: &FdtreeReproArgs) -> Result<Vec<Lens>> {
 /// Run the reproduction.
 pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
     let z = Sizes::new(a)?;
-    let f = Frame::open(
-        "fdtree",
-        &a.base.out,
-        a.base.dir.as_ref(),
-        a.base.quick,
-        a.base.seed,
-    )?;
+    let f = a.base.frame("fdtree")?;
     let cx = Ctx { a, z, f };
     let mut cells = Vec::new();
     let mut infos = Vec::new();

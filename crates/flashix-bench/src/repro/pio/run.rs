@@ -176,13 +176,7 @@ fn fig13_setting(b: u64, page: u64) -> (u64, u64) {
 /// Run the reproduction.
 pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
     let z = Sizes::new(a)?;
-    let f = Frame::open(
-        "pio",
-        &a.base.out,
-        a.base.dir.as_ref(),
-        a.base.quick,
-        a.base.seed,
-    )?;
+    let f = a.base.frame("pio")?;
     let page = BenchConfig::new().page_size as u64;
     let cx = Ctx { a, z, f };
     let b = cx.z.budget;
