@@ -1,6 +1,8 @@
 //! The arguments every paper with parts takes ([`ReproArgs`]: `--out`, `--dir`, `--quick`,
 //! `--paper`, `--only`, `--seed`), flattened into its own (`#[command(flatten)]`), with the
-//! `--only` logic ([`ReproArgs::runs`]). A paper gives the help texts ([`PaperHelp`]).
+//! `--only` logic ([`ReproArgs::runs`]). A paper gives the help texts ([`PaperHelp`]). The
+//! papers measured by the bench runner also take its sizes and lenses ([`SizeArgs`]:
+//! `--entries`, `--ops`, `--budget`, `--lenses`; help texts from [`SizeHelp`]).
 
 use std::marker::PhantomData;
 use std::path::PathBuf;
@@ -57,5 +59,53 @@ impl<H: PaperHelp> ReproArgs<H> {
     /// Whether part `p` runs: `--only` is empty or names it.
     pub fn runs(&self, p: &str) -> bool {
         super::runs_part(&self.only, p)
+    }
+}
+
+/// The help texts of a runner-based paper's sizes and lenses.
+pub trait SizeHelp: Clone + std::fmt::Debug + Send + Sync + 'static {
+    /// `--entries`: which index it sizes.
+    const ENTRIES: &'static str;
+    /// `--budget`: its defaults.
+    const BUDGET: &'static str;
+    /// `--lenses`: the lenses and their defaults.
+    const LENSES: &'static str;
+}
+
+/// The sizes and lenses of a paper measured by the bench runner; the help texts are `H`'s.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SizeArgs<H: SizeHelp> {
+    #[arg(long, help = H::ENTRIES)]
+    pub entries: Option<u64>,
+    /// Measured operations a workload.
+    #[arg(long)]
+    pub ops: Option<u64>,
+    #[arg(long, help = H::BUDGET)]
+    pub budget: Option<String>,
+    #[arg(long, value_delimiter = ',', display_order = SEED_ORDER, help = H::LENSES)]
+    pub lenses: Vec<String>,
+    #[arg(skip)]
+    help: PhantomData<H>,
+}
+
+impl<H: SizeHelp> SizeArgs<H> {
+    /// The run's entries, operations and budget: the scale's defaults where not given, and
+    /// at least 4,000 entries, 10 operations and `min_budget` bytes where given.
+    pub fn sizes(
+        &self,
+        entries: u64,
+        ops: u64,
+        budget: u64,
+        min_budget: u64,
+    ) -> anyhow::Result<(u64, u64, u64)> {
+        let budget = match &self.budget {
+            Some(b) => crate::units::parse_size(b)?.max(min_budget),
+            None => budget,
+        };
+        Ok((
+            self.entries.map_or(entries, |n| n.max(4000)),
+            self.ops.map_or(ops, |n| n.max(10)),
+            budget,
+        ))
     }
 }

@@ -7,11 +7,13 @@
 //! device profiles, the saved JSON).
 
 mod args;
+mod cell;
 mod frame;
 mod lens;
 
-pub(crate) use args::{PaperHelp, ReproArgs, SEED_ORDER};
+pub(crate) use args::{PaperHelp, ReproArgs, SizeArgs, SizeHelp};
 
+pub use cell::{lens_label, CellId, LensInfo, Measured};
 pub(crate) use frame::Frame;
 pub use lens::Lens;
 

@@ -47,8 +47,8 @@ mod paper;
 mod print;
 mod run;
 
-pub use super::common::Lens;
-use super::common::{PaperHelp, ReproArgs, SEED_ORDER};
+pub use super::common::{CellId, Lens, LensInfo, Measured};
+use super::common::{PaperHelp, ReproArgs, SizeArgs, SizeHelp};
 pub use super::ClaimCheck;
 pub use print::print;
 pub use run::run;
@@ -76,28 +76,27 @@ impl PaperHelp for Help {
     const SEED: &'static str = "Seed of keys and workloads";
 }
 
+impl SizeHelp for Help {
+    const ENTRIES: &'static str =
+        "Entries of the largest index (Fig. 10 also runs a quarter of it)";
+    const BUDGET: &'static str = "The memory budget of every index (default 1 MiB; quick: 128 KiB)";
+    const LENSES: &'static str =
+        "Lenses (disk, mtron, intel-x25m); default all three (with --quick: disk, mtron)";
+}
+
 /// Arguments of `flashix repro fdtree`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct FdtreeReproArgs {
     // --out, --dir, --quick, --paper, --only, --seed.
     #[command(flatten)]
     pub base: ReproArgs<Help>,
-    /// Entries of the largest index (Fig. 10 also runs a quarter of it).
-    #[arg(long)]
-    pub entries: Option<u64>,
-    /// Measured operations a workload.
-    #[arg(long)]
-    pub ops: Option<u64>,
+    // --entries, --ops, --budget, --lenses.
+    #[command(flatten)]
+    pub sizes: SizeArgs<Help>,
     /// Operations of the deamortization runs (enough inserts for a merge of the lower
     /// levels).
     #[arg(long)]
     pub deamort_ops: Option<u64>,
-    /// The memory budget of every index (default 1 MiB; quick: 128 KiB).
-    #[arg(long)]
-    pub budget: Option<String>,
-    /// Lenses (disk, mtron, intel-x25m); default all three (with --quick: disk, mtron).
-    #[arg(long, value_delimiter = ',', display_order = SEED_ORDER)]
-    pub lenses: Vec<String>,
 }
 
 /// NAND bytes of a simulated SSD for an index of `entries`: 16-byte entries, half again
@@ -110,57 +109,19 @@ pub fn nand_bytes(entries: u64) -> u64 {
 /// One measured cell: an engine, a workload, a lens.
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Cell {
-    /// `fig10`, `fig11`, `fig12`, `deamort`.
-    pub experiment: String,
-    /// `disk` or a simulated profile's name.
-    pub lens: String,
-    pub engine: String,
-    /// `deamortize on` / `deamortize off` (deamort cells), empty otherwise.
-    pub variant: String,
-    pub workload: String,
+    /// Experiment, lens, engine, variant, workload.
+    #[serde(flatten)]
+    pub id: CellId,
     /// The index size the suite asked for (`BenchConfig::entries`: the bulk load); the
     /// same for every engine of a size.
     pub size: u64,
-    /// Live entries when the measured phase started (after the engine's aging).
-    pub entries: u64,
-    pub ops: u64,
-    /// Keys a range scan covers (1 for point operations).
-    pub keys_per_op: u64,
-    /// The lens's seconds: wall on this disk, simulated on a simulated SSD.
-    pub seconds: f64,
-    /// Wall seconds of the measured phase (on a simulated SSD: the simulator's run time).
-    pub wall_seconds: f64,
-    /// Wall latency per operation, microseconds.
-    pub mean_us: f64,
-    pub p999_us: f64,
-    pub max_us: f64,
-    pub reads_per_op: f64,
-    pub writes_per_op: f64,
-    pub read_requests_per_op: f64,
-    pub write_requests_per_op: f64,
+    /// The measured phase: sizes, time, latencies, I/O per operation.
+    #[serde(flatten)]
+    pub m: Measured,
     /// The engine's parameters (`k=.. levels=..`).
     pub engine_params: String,
     /// The FD-tree cost model's prediction for this index (FD-tree cells).
     pub model: Option<ModelPrediction>,
-}
-
-impl Cell {
-    /// The lens's microseconds per operation.
-    pub fn us_per_op(&self) -> f64 {
-        self.seconds * 1e6 / self.ops.max(1) as f64
-    }
-}
-
-/// A lens of the run and its device profile.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct LensInfo {
-    pub lens: String,
-    /// The device: the disk's profile path, or the simulated SSD's geometry and FTL.
-    pub device: String,
-    /// Where the cost models' profile came from.
-    pub profile: String,
-    /// Random 4 KiB read IOPS over random 4 KiB write IOPS (QD1) of that profile.
-    pub read_over_write: f64,
 }
 
 /// The whole reproduction.
@@ -216,13 +177,8 @@ impl Sizes {
                 ranges: vec![10, 1000, 10_000],
             }
         };
-        let at_least = |v: Option<u64>, d: u64, min: u64| v.map_or(d, |v| v.max(min));
-        z.entries = at_least(a.entries, z.entries, 4000);
-        z.ops = at_least(a.ops, z.ops, 10);
-        z.deamort_ops = at_least(a.deamort_ops, z.deamort_ops, 10);
-        if let Some(b) = &a.budget {
-            z.budget = crate::units::parse_size(b)?.max(64 << 10);
-        }
+        (z.entries, z.ops, z.budget) = a.sizes.sizes(z.entries, z.ops, z.budget, 64 << 10)?;
+        z.deamort_ops = a.deamort_ops.map_or(z.deamort_ops, |n| n.max(10));
         Ok(z)
     }
 }

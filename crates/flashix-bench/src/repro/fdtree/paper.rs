@@ -2,11 +2,11 @@
 //! of a run say of each, one verdict per lens (`this disk`, `simulated mtron`,
 //! `simulated intel-x25m`), never the best of them.
 
-use super::{Cell, FdtreeRepro, LensInfo};
-use crate::repro::common::{verdict, Checks, LensFigure};
+use super::{Cell, FdtreeRepro, LensInfo, Measured};
+use crate::repro::common::{lens_label, verdict, Checks, LensFigure};
 use crate::repro::ClaimCheck;
 
-/// The cells of a run and the queries the checks make.
+/// The cells of a run and the queries the checks make (a cell of one size, or of any).
 struct View<'a> {
     cells: &'a [Cell],
     lenses: &'a [LensInfo],
@@ -21,18 +21,13 @@ impl<'a> View<'a> {
         workload: &str,
         entries: Option<u64>,
     ) -> Option<&'a Cell> {
-        self.cells.iter().find(|c| {
-            c.experiment == e
-                && c.lens == lens
-                && c.engine == engine
-                && c.workload == workload
-                && entries.map_or(true, |n| c.size == n)
-        })
+        self.cells
+            .iter()
+            .find(|c| c.id.is(e, lens, engine, workload) && entries.map_or(true, |n| c.size == n))
     }
 
     /// Time per operation of `other` over the FD-tree's on `workload` (the FD-tree's
-    /// speedup). Per operation: the bench runner stretches the write phases of engines
-    /// with write buffers (`runner::BUFFER_RULE`), so the engines' phases differ in length.
+    /// speedup, [`Measured::speedup`]).
     fn speedup(
         &self,
         e: &str,
@@ -43,25 +38,11 @@ impl<'a> View<'a> {
     ) -> Option<f64> {
         let fd = self.find(e, lens, "fdtree", workload, entries)?;
         let o = self.find(e, lens, other, workload, entries)?;
-        // No device time (a simulated SSD: every write stayed in memory or the WAL): no
-        // ratio.
-        if fd.seconds <= 0.0 || o.seconds <= 0.0 {
-            return None;
-        }
-        Some(o.us_per_op() / fd.us_per_op())
-    }
-
-    /// The label of a lens key (`this disk`, `simulated mtron`).
-    fn label(lens: &str) -> String {
-        if lens == "disk" {
-            "this disk".into()
-        } else {
-            format!("simulated {lens}")
-        }
+        Measured::speedup(&fd.m, &o.m)
     }
 
     /// The measured reason a write-heavy speedup differs: the device's random read /
-    /// random write ratio, and pages and write requests per operation of the two.
+    /// random write ratio, and pages and requests per operation of the two.
     fn why(
         &self,
         e: &str,
@@ -76,22 +57,11 @@ impl<'a> View<'a> {
         ) else {
             return String::new();
         };
-        let rw = self
-            .lenses
-            .iter()
-            .find(|l| l.lens == lens)
-            .map_or(0.0, |l| l.read_over_write);
+        let rw = LensInfo::find(self.lenses, lens).map_or(0.0, |l| l.read_over_write);
         format!(
-            " [device random read/write {rw:.1}; an op reads {:.2} pages in {:.2} requests and \
-             writes {:.2} in {:.2} ({other}), {:.2} in {:.2} and {:.2} in {:.3} (fdtree)]",
-            o.reads_per_op,
-            o.read_requests_per_op,
-            o.writes_per_op,
-            o.write_requests_per_op,
-            fd.reads_per_op,
-            fd.read_requests_per_op,
-            fd.writes_per_op,
-            fd.write_requests_per_op
+            " [device random read/write {rw:.1}; an op {} ({other}), {} (fdtree)]",
+            o.m.io(),
+            fd.m.io()
         )
     }
 }
@@ -188,11 +158,11 @@ fn speedup_claim(
         let Some(min) = xs.iter().map(|x| x.1).reduce(f64::min) else {
             if v.cells
                 .iter()
-                .any(|c| c.experiment == key && &c.lens == lens)
+                .any(|c| c.id.experiment == key && &c.id.lens == lens)
             {
                 no_ratio.push(format!(
                     "{}: no ratio (a phase without device time)",
-                    View::label(lens)
+                    lens_label(lens)
                 ));
             }
             continue;
@@ -205,11 +175,11 @@ fn speedup_claim(
                 .map(|w| v.why(key, lens, other, w, entries))
                 .unwrap_or_default();
             if !why.is_empty() {
-                why = format!("{}:{why}", View::label(lens));
+                why = format!("{}:{why}", lens_label(lens));
             }
         }
         figs.push(LensFigure::new(
-            View::label(lens),
+            lens_label(lens),
             xs.iter()
                 .map(|(w, x)| format!("{w} {x:.2}x"))
                 .collect::<Vec<_>>()
@@ -232,7 +202,7 @@ fn fig10(v: &View, lenses: &[String], n: u64, k: &mut Checks) {
         let mut sizes: Vec<u64> = v
             .cells
             .iter()
-            .filter(|c| c.experiment == "fig10" && &c.lens == lens)
+            .filter(|c| c.id.experiment == "fig10" && &c.id.lens == lens)
             .map(|c| c.size)
             .collect();
         sizes.sort_unstable();
@@ -251,7 +221,7 @@ fn fig10(v: &View, lenses: &[String], n: u64, k: &mut Checks) {
             continue;
         }
         figs.push(LensFigure::new(
-            View::label(lens),
+            lens_label(lens),
             parts.join(", "),
             if best { "holds" } else { "does not hold" },
         ));
@@ -266,7 +236,7 @@ fn fig10(v: &View, lenses: &[String], n: u64, k: &mut Checks) {
     let largest = v
         .cells
         .iter()
-        .filter(|c| c.experiment == "fig10")
+        .filter(|c| c.id.experiment == "fig10")
         .map(|c| c.size)
         .max()
         .unwrap_or(n);
@@ -319,9 +289,9 @@ fn fig10(v: &View, lenses: &[String], n: u64, k: &mut Checks) {
 fn largest_range(v: &View) -> Option<String> {
     v.cells
         .iter()
-        .filter(|c| c.experiment == "fig11")
-        .max_by_key(|c| c.keys_per_op)
-        .map(|c| c.workload.clone())
+        .filter(|c| c.id.experiment == "fig11")
+        .max_by_key(|c| c.m.keys_per_op)
+        .map(|c| c.id.workload.clone())
 }
 
 fn fig11(v: &View, lenses: &[String], k: &mut Checks) {
@@ -466,7 +436,7 @@ fn fig12(v: &View, lenses: &[String], k: &mut Checks) {
             continue;
         }
         figs.push(LensFigure::new(
-            View::label(lens),
+            lens_label(lens),
             parts.join(", "),
             if best { "holds" } else { "does not hold" },
         ));
@@ -482,9 +452,9 @@ fn deamort(v: &View, lenses: &[String], k: &mut Checks) {
     let e = "§5.4 Fig. 7 (deamort)";
     let pair = |lens: &str| {
         let f = |variant: &str| {
-            v.cells
-                .iter()
-                .find(|c| c.experiment == "deamort" && c.lens == lens && c.variant == variant)
+            v.cells.iter().find(|c| {
+                c.id.experiment == "deamort" && c.id.lens == lens && c.id.variant == variant
+            })
         };
         Some((f("deamortize on")?, f("deamortize off")?))
     };
@@ -497,19 +467,19 @@ fn deamort(v: &View, lenses: &[String], k: &mut Checks) {
         let Some((on, off)) = pair(lens) else {
             continue;
         };
-        let x = off.max_us / on.max_us.max(1e-9);
+        let x = off.m.max_us / on.m.max_us.max(1e-9);
         let fig = format!(
             "worst {:.0} us off, {:.0} us on ({x:.1}x); p99.9 {:.0} / {:.0} us (wall)",
-            off.max_us, on.max_us, off.p999_us, on.p999_us
+            off.m.max_us, on.m.max_us, off.m.p999_us, on.m.p999_us
         );
         if lens == "disk" {
             figs.push(LensFigure::new(
-                View::label(lens),
+                lens_label(lens),
                 fig,
                 verdict(x, 80.0, 2500.0),
             ));
         } else {
-            other.push(format!("[{}: {fig}]", View::label(lens)));
+            other.push(format!("[{}: {fig}]", lens_label(lens)));
         }
     }
     if figs.is_empty() && other.is_empty() {
@@ -523,14 +493,14 @@ fn deamort(v: &View, lenses: &[String], k: &mut Checks) {
         let Some((on, off)) = pair(lens) else {
             continue;
         };
-        let x = on.us_per_op() / off.us_per_op().max(1e-12) - 1.0;
+        let x = on.m.us_per_op() / off.m.us_per_op().max(1e-12) - 1.0;
         figs.push(LensFigure::new(
-            View::label(lens),
+            lens_label(lens),
             format!(
                 "{:+.1}% ({:.1} vs {:.1} us an op)",
                 x * 100.0,
-                on.us_per_op(),
-                off.us_per_op()
+                on.m.us_per_op(),
+                off.m.us_per_op()
             ),
             if x < 0.05 {
                 "holds"
@@ -574,14 +544,14 @@ fn model(v: &View, lenses: &[String], k: &mut Checks) {
             } else {
                 m.insert_us
             };
-            let x = c.us_per_op() / predicted.max(1e-9);
+            let x = c.m.us_per_op() / predicted.max(1e-9);
             // The insertion cost is amortized over merges: a phase shorter than the head
             // tree writes (almost) nothing (the runner's BUFFER_RULE stretches it past).
             let merges = if w == "o-insert" {
                 format!(
                     "; {:.3} pages written an insert{}",
-                    c.writes_per_op,
-                    if c.writes_per_op == 0.0 {
+                    c.m.writes_per_op,
+                    if c.m.writes_per_op == 0.0 {
                         " (no merge: the head tree absorbed the phase)"
                     } else {
                         ""
@@ -592,11 +562,11 @@ fn model(v: &View, lenses: &[String], k: &mut Checks) {
             };
             let d = (x - 1.0).abs();
             figs.push(LensFigure::new(
-                View::label(lens),
+                lens_label(lens),
                 format!(
                     "measured {:.1} us, predicted {predicted:.1} us (k={}, {} levels), ratio \
                      {x:.2}{merges}",
-                    c.us_per_op(),
+                    c.m.us_per_op(),
                     m.k,
                     m.levels
                 ),

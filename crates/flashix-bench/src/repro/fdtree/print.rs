@@ -1,6 +1,6 @@
 //! The tables of `flashix repro fdtree`, then the paper's claims and their checks.
 
-use super::{Cell, FdtreeRepro};
+use super::{Cell, FdtreeRepro, Measured};
 
 /// The experiments in print order, with what each is.
 const EXPERIMENTS: &[(&str, &str)] = &[
@@ -21,15 +21,19 @@ const EXPERIMENTS: &[(&str, &str)] = &[
 
 fn header() {
     println!(
-        "  {:<11} {:<7} {:<14} {:<11} {:>8} {:>7} {:>10} {:>10} {:>9} {:>9} {:>10} {:>7} {:>7} {:>8}  params",
-        "lens", "engine", "variant", "workload", "entries", "ops", "us/op", "wall us/op",
-        "p99.9 us", "max us", "model us", "rd/op", "wr/op", "wreq/op"
+        "  {:<11} {:<7} {:<14} {:<11} {} {:>8}  params",
+        "lens",
+        "engine",
+        "variant",
+        "workload",
+        Measured::headings(),
+        "model us"
     );
 }
 
 fn row(c: &Cell) {
     let model = c.model.as_ref().map_or(String::new(), |m| {
-        let p = if c.workload == "o-search" {
+        let p = if c.id.workload == "o-search" {
             m.search_us
         } else {
             m.insert_us
@@ -37,21 +41,13 @@ fn row(c: &Cell) {
         format!("{p:.1}")
     });
     println!(
-        "  {:<11} {:<7} {:<14} {:<11} {:>8} {:>7} {:>10.1} {:>10.1} {:>9.0} {:>9.0} {:>10} {:>7.2} {:>7.2} {:>8.3}  {}",
-        c.lens,
-        c.engine,
-        c.variant,
-        c.workload,
-        c.entries,
-        c.ops,
-        c.us_per_op(),
-        c.wall_seconds * 1e6 / c.ops.max(1) as f64,
-        c.p999_us,
-        c.max_us,
+        "  {:<11} {:<7} {:<14} {:<11} {} {:>8}  {}",
+        c.id.lens,
+        c.id.engine,
+        c.id.variant,
+        c.id.workload,
+        c.m.columns(),
         model,
-        c.reads_per_op,
-        c.writes_per_op,
-        c.write_requests_per_op,
         c.engine_params
     );
 }
@@ -79,6 +75,6 @@ pub fn print(r: &FdtreeRepro) {
         "  us/op: wall on this disk, the simulator's device time on a simulated SSD; latencies \
          are wall; model us: the cost model's FD-tree search (o-search) or insertion time"
     );
-    crate::repro::common::print_tables(EXPERIMENTS, &r.cells, |c| &c.experiment, header, row);
+    crate::repro::common::print_tables(EXPERIMENTS, &r.cells, |c| &c.id.experiment, header, row);
     crate::repro::common::print_claims(&r.claims);
 }

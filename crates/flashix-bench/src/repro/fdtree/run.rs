@@ -1,8 +1,9 @@
 //! The experiments of `flashix repro fdtree` (module doc of [`super`]): one suite of the
 //! bench runner per lens and index size, and the deamortization pair.
 
-use super::{nand_bytes, paper, Cell, FdtreeRepro, FdtreeReproArgs, Lens, LensInfo, Sizes};
-use crate::probe::sim::Metric;
+use super::{
+    nand_bytes, paper, Cell, CellId, FdtreeRepro, FdtreeReproArgs, Lens, LensInfo, Measured, Sizes,
+};
 use crate::report::Record;
 use crate::repro::common::Frame;
 use crate::runner::{run_bench, BenchConfig};
@@ -77,23 +78,8 @@ impl Ctx<'_> {
 fn cell(experiment: &str, lens: Lens, variant: &str, size: u64, r: &Record) -> Cell {
     Cell {
         size,
-        experiment: experiment.into(),
-        lens: lens.key().into(),
-        engine: r.engine.clone(),
-        variant: variant.into(),
-        workload: r.workload.clone(),
-        entries: r.entries,
-        ops: r.ops,
-        keys_per_op: r.keys_per_op,
-        seconds: r.sim_seconds.unwrap_or(r.elapsed_s),
-        wall_seconds: r.elapsed_s,
-        mean_us: r.latency_us.mean,
-        p999_us: r.latency_us.p999,
-        max_us: r.latency_us.max,
-        reads_per_op: r.reads_per_op,
-        writes_per_op: r.writes_per_op,
-        read_requests_per_op: r.read_requests_per_op,
-        write_requests_per_op: r.write_requests_per_op,
+        id: CellId::new(experiment, lens, &r.engine, variant, &r.workload),
+        m: Measured::of(r),
         engine_params: r.engine_params.clone(),
         model: r.model.clone(),
     }
@@ -106,7 +92,7 @@ fn lenses(a: &FdtreeReproArgs) -> Result<Vec<Lens>> {
     if !a.base.quick {
         all.push(Lens::Sim(SsdProfile::IntelX25m));
     }
-    Lens::parse_all(&a.lenses, all)
+    Lens::parse_all(&a.sizes.lenses, all)
 }
 
 /// Run the reproduction.
@@ -119,12 +105,7 @@ pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
     let n = cx.z.entries;
     for lens in lenses(a)? {
         let (path, profile) = cx.f.profile(lens)?;
-        infos.push(LensInfo {
-            lens: lens.key().into(),
-            device: lens.device(&profile),
-            profile: path.display().to_string(),
-            read_over_write: Metric::RandReadOverRandWrite.of(&profile).unwrap_or(0.0),
-        });
+        infos.push(LensInfo::of(lens, &path, &profile));
         // The largest index: Fig. 10's last size, Fig. 11, Fig. 12 and the model's cells.
         let mut main: Vec<Workload> = Vec::new();
         if a.base.runs("fig10") {

@@ -77,8 +77,8 @@ mod paper;
 mod print;
 mod run;
 
-pub use super::common::Lens;
-use super::common::{PaperHelp, ReproArgs, SEED_ORDER};
+pub use super::common::{CellId, Lens, LensInfo, Measured};
+use super::common::{PaperHelp, ReproArgs, SizeArgs, SizeHelp};
 pub use super::ClaimCheck;
 pub use print::print;
 pub use run::run;
@@ -105,25 +105,23 @@ impl PaperHelp for Help {
     const SEED: &'static str = "Seed of keys and workloads";
 }
 
+impl SizeHelp for Help {
+    const ENTRIES: &'static str = "Entries of the index";
+    const BUDGET: &'static str =
+        "The memory budget of every index, the paper's 16 MB (default 512 KiB; quick: 256 KiB)";
+    const LENSES: &'static str =
+        "Lenses (disk, iodrive, p300); default all three (with --quick: disk, p300)";
+}
+
 /// Arguments of `flashix repro pio`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PioReproArgs {
     // --out, --dir, --quick, --paper, --only, --seed.
     #[command(flatten)]
     pub base: ReproArgs<Help>,
-    /// Entries of the index.
-    #[arg(long)]
-    pub entries: Option<u64>,
-    /// Measured operations a workload.
-    #[arg(long)]
-    pub ops: Option<u64>,
-    /// The memory budget of every index, the paper's 16 MB (default 512 KiB; quick: 256
-    /// KiB).
-    #[arg(long)]
-    pub budget: Option<String>,
-    /// Lenses (disk, iodrive, p300); default all three (with --quick: disk, p300).
-    #[arg(long, value_delimiter = ',', display_order = SEED_ORDER)]
-    pub lenses: Vec<String>,
+    // --entries, --ops, --budget, --lenses.
+    #[command(flatten)]
+    pub sizes: SizeArgs<Help>,
 }
 
 /// NAND bytes of a simulated SSD for an index of `entries`: 16-byte entries in leaves
@@ -137,64 +135,22 @@ pub fn nand_bytes(entries: u64) -> u64 {
 /// One measured cell: an engine, a workload, a setting, a lens.
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Cell {
-    /// `fig9` .. `fig13`.
-    pub experiment: String,
-    /// `disk` or a simulated profile's name.
-    pub lens: String,
-    pub engine: String,
-    /// The setting the experiment varies: `pool 64 KiB` (Fig. 9), `opq 4 KiB` (Fig. 11),
-    /// empty otherwise.
-    pub variant: String,
+    /// Experiment, lens, engine, variant, workload.
+    #[serde(flatten)]
+    pub id: CellId,
     /// The memory budget of the cell (bytes).
     pub budget: u64,
     /// The PIO B-tree's OPQ share of it (bytes; 0 for other engines or the model's choice
     /// when `variant` does not set it).
     pub opq_bytes: u64,
-    pub workload: String,
-    /// Live entries when the measured phase started (after the engine's aging).
-    pub entries: u64,
-    pub ops: u64,
-    /// Keys a range scan covers (1 for point operations).
-    pub keys_per_op: u64,
-    /// The lens's seconds: wall on this disk, simulated on a simulated SSD.
-    pub seconds: f64,
-    /// Wall seconds of the measured phase (on a simulated SSD: the simulator's run time).
-    pub wall_seconds: f64,
-    /// Wall latency per operation, microseconds.
-    pub mean_us: f64,
-    pub p999_us: f64,
-    pub reads_per_op: f64,
-    pub writes_per_op: f64,
-    pub read_requests_per_op: f64,
-    pub write_requests_per_op: f64,
-    /// Deepest queue of the phase (psync groups).
-    pub queue_depth: u64,
+    /// The measured phase: sizes, time, latencies, I/O per operation, queue depth.
+    #[serde(flatten)]
+    pub m: Measured,
     /// Keys written / the write buffer's entries (`runner::BUFFER_RULE`); below 1 the
     /// buffer absorbed the phase.
     pub buffer_turnovers: Option<f64>,
     /// The engine's parameters (`leaf_segments=.. opq_capacity=.. height=..`, `k=..`).
     pub engine_params: String,
-}
-
-impl Cell {
-    /// The lens's microseconds per operation.
-    pub fn us_per_op(&self) -> f64 {
-        self.seconds * 1e6 / self.ops.max(1) as f64
-    }
-}
-
-/// A lens of the run and its device profile.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct LensInfo {
-    pub lens: String,
-    /// The device: the disk's profile path, or the simulated SSD's geometry and FTL.
-    pub device: String,
-    /// Where the cost models' profile came from.
-    pub profile: String,
-    /// Random 4 KiB read IOPS over random 4 KiB write IOPS (QD1) of that profile.
-    pub read_over_write: f64,
-    /// Random 4 KiB read IOPS at QD32 over QD1: what psync groups can gain.
-    pub read_qd32_over_qd1: f64,
 }
 
 /// The whole reproduction.
@@ -243,13 +199,7 @@ impl Sizes {
         } else {
             (150_000, 10_000, 512 << 10, 1024, 64 << 10)
         };
-        let at_least = |v: Option<u64>, d: u64, min: u64| v.map_or(d, |v| v.max(min));
-        let entries = at_least(a.entries, entries, 4000);
-        let ops = at_least(a.ops, ops, 10);
-        let budget = match &a.budget {
-            Some(b) => crate::units::parse_size(b)?.max(128 << 10),
-            None => budget,
-        };
+        let (entries, ops, budget) = a.sizes.sizes(entries, ops, budget, 128 << 10)?;
         let mut ranges = Vec::new();
         let mut r = first;
         while r <= last && r <= entries / 2 {

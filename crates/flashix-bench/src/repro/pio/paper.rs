@@ -5,11 +5,11 @@
 //! of the paper's three SSDs (ioDrive, P300, F120) where the paper gives one per device,
 //! else to the paper's single number.
 
-use super::{Cell, LensInfo, PioRepro};
-use crate::repro::common::{verdict, Checks, LensFigure};
+use super::{Cell, LensInfo, Measured, PioRepro};
+use crate::repro::common::{lens_label, verdict, Checks, LensFigure};
 use crate::repro::ClaimCheck;
 
-/// The cells of a run and the queries the checks make.
+/// The cells of a run and the queries the checks make (a cell of one setting).
 struct View<'a> {
     cells: &'a [Cell],
     lenses: &'a [LensInfo],
@@ -24,68 +24,39 @@ impl<'a> View<'a> {
         workload: &str,
         variant: &str,
     ) -> Option<&'a Cell> {
-        self.cells.iter().find(|c| {
-            c.experiment == e
-                && c.lens == lens
-                && c.engine == engine
-                && c.workload == workload
-                && c.variant == variant
-        })
+        self.cells
+            .iter()
+            .find(|c| c.id.is(e, lens, engine, workload) && c.id.variant == variant)
     }
 
-    /// Time per operation of `other` over the PIO B-tree's (the PIO B-tree's speedup),
-    /// per operation: the runner stretches the write phases of engines with write buffers
-    /// (`runner::BUFFER_RULE`). `None` when either phase has no device time (on a
-    /// simulated SSD every write stayed in memory or the WAL).
+    /// Time per operation of `o` over the PIO B-tree's (its speedup, [`Measured::speedup`]).
     fn speedup(&self, pio: &Cell, o: &Cell) -> Option<f64> {
-        if pio.seconds <= 0.0 || o.seconds <= 0.0 {
-            return None;
-        }
-        Some(o.us_per_op() / pio.us_per_op())
+        Measured::speedup(&pio.m, &o.m)
     }
 
     /// Whether the run has cells of experiment `e` on `lens`.
     fn ran(&self, e: &str, lens: &str) -> bool {
         self.cells
             .iter()
-            .any(|c| c.experiment == e && c.lens == lens)
+            .any(|c| c.id.experiment == e && c.id.lens == lens)
     }
 
     /// The measured reason a speedup differs: the device's random read / random write
     /// ratio and QD32 / QD1 read gain, then pages and requests per operation of the two.
     fn why(&self, lens: &str, pio: &Cell, o: &Cell) -> String {
-        let (rw, qd) = self
-            .lenses
-            .iter()
-            .find(|l| l.lens == lens)
+        let (rw, qd) = LensInfo::find(self.lenses, lens)
             .map_or((0.0, 0.0), |l| (l.read_over_write, l.read_qd32_over_qd1));
         format!(
-            "{} {}: device random read/write {rw:.1}, QD32/QD1 reads {qd:.1}; an op reads \
-             {:.2} pages in {:.2} requests, writes {:.2} in {:.3} (pio, QD up to {}; {}) \
-             vs {:.2} in {:.2}, {:.2} in {:.3} ({})",
-            label(lens),
-            pio.workload,
-            pio.reads_per_op,
-            pio.read_requests_per_op,
-            pio.writes_per_op,
-            pio.write_requests_per_op,
-            pio.queue_depth,
+            "{} {}: device random read/write {rw:.1}, QD32/QD1 reads {qd:.1}; an op {} (pio, \
+             QD up to {}; {}) vs {} ({})",
+            lens_label(lens),
+            pio.id.workload,
+            pio.m.io(),
+            pio.m.queue_depth,
             pio.engine_params,
-            o.reads_per_op,
-            o.read_requests_per_op,
-            o.writes_per_op,
-            o.write_requests_per_op,
-            o.engine
+            o.m.io(),
+            o.id.engine
         )
-    }
-}
-
-/// The label of a lens key (`this disk`, `simulated iodrive`).
-fn label(lens: &str) -> String {
-    if lens == "disk" {
-        crate::repro::common::DISK.into()
-    } else {
-        format!("simulated {lens}")
     }
 }
 
@@ -148,11 +119,11 @@ fn claim(
                 if !holds && !f.why.is_empty() {
                     whys.push(f.why);
                 }
-                figs.push(LensFigure::new(label(lens), f.value, f.verdict));
+                figs.push(LensFigure::new(lens_label(lens), f.value, f.verdict));
             }
             None if v.ran(key, lens) => detail.push(format!(
                 "{}: no ratio (a phase without device time: the OPQ or the pool absorbed it)",
-                label(lens)
+                lens_label(lens)
             )),
             None => {}
         }
@@ -225,10 +196,10 @@ fn by_variant<'a>(
 ) -> Vec<(f64, &'a Cell, &'a Cell)> {
     v.cells
         .iter()
-        .filter(|c| c.experiment == e && c.lens == lens && c.engine == "pio")
-        .filter(|c| c.workload == workload)
+        .filter(|c| c.id.experiment == e && c.id.lens == lens && c.id.engine == "pio")
+        .filter(|c| c.id.workload == workload)
         .filter_map(|p| {
-            let o = v.find(e, lens, other, workload, &p.variant)?;
+            let o = v.find(e, lens, other, workload, &p.id.variant)?;
             Some((v.speedup(p, o)?, p, o))
         })
         .collect()
@@ -250,7 +221,7 @@ fn fig9(v: &View, r: &PioRepro, k: &mut Checks) {
             let (x, p, o) = xs.iter().copied().max_by(|a, b| a.0.total_cmp(&b.0))?;
             let (lo, hi) = t.of(lens);
             Some(Figure {
-                value: format!("up to {x:.2}x ({})", p.variant),
+                value: format!("up to {x:.2}x ({})", p.id.variant),
                 verdict: verdict(x, lo, hi),
                 why: v.why(lens, p, o),
             })
@@ -268,7 +239,7 @@ fn fig9(v: &View, r: &PioRepro, k: &mut Checks) {
             let xs = by_variant(v, "fig9", lens, "btree", "o-search");
             let (x, p, o) = xs.iter().copied().min_by(|a, b| a.0.total_cmp(&b.0))?;
             Some(Figure {
-                value: format!("at least {x:.2}x ({}; {} pools)", p.variant, xs.len()),
+                value: format!("at least {x:.2}x ({}; {} pools)", p.id.variant, xs.len()),
                 verdict: if x > 1.0 { "holds" } else { "does not hold" },
                 why: v.why(lens, p, o),
             })
@@ -282,10 +253,10 @@ fn fig10(v: &View, r: &PioRepro, k: &mut Checks) {
         let mut xs: Vec<(u64, f64, &Cell, &Cell)> = v
             .cells
             .iter()
-            .filter(|c| c.experiment == "fig10" && c.lens == lens && c.engine == "pio")
+            .filter(|c| c.id.experiment == "fig10" && c.id.lens == lens && c.id.engine == "pio")
             .filter_map(|p| {
-                let o = v.find("fig10", lens, "btree", &p.workload, "")?;
-                Some((p.keys_per_op, v.speedup(p, o)?, p, o))
+                let o = v.find("fig10", lens, "btree", &p.id.workload, "")?;
+                Some((p.m.keys_per_op, v.speedup(p, o)?, p, o))
             })
             .collect();
         xs.sort_by_key(|x| x.0);
@@ -424,7 +395,7 @@ fn fig11(v: &View, r: &PioRepro, k: &mut Checks) {
                 .collect();
             let (x, p, o) = xs.iter().copied().max_by(|a, b| a.0.total_cmp(&b.0))?;
             Some(Figure {
-                value: format!("up to {x:.2}x ({})", p.variant),
+                value: format!("up to {x:.2}x ({})", p.id.variant),
                 verdict: verdict(x, 25.2, 30.8),
                 why: v.why(lens, p, o),
             })
@@ -503,7 +474,7 @@ fn fig12(v: &View, r: &PioRepro, k: &mut Checks) {
             Some(Figure {
                 value: format!(
                     "{:.2}x ({}) to {:.2}x ({})",
-                    lo.0, lo.1.workload, hi.0, hi.1.workload
+                    lo.0, lo.1.id.workload, hi.0, hi.1.id.workload
                 ),
                 verdict: vd,
                 why: v.why(lens, p, o),

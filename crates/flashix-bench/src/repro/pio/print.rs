@@ -1,6 +1,6 @@
 //! The tables of `flashix repro pio`, then the paper's claims and their checks.
 
-use super::{Cell, PioRepro};
+use super::{Cell, Measured, PioRepro};
 use crate::units::format_size;
 
 /// The experiments in print order, with what each is.
@@ -26,9 +26,12 @@ const EXPERIMENTS: &[(&str, &str)] = &[
 
 fn header() {
     println!(
-        "  {:<8} {:<7} {:<17} {:<10} {:>8} {:>7} {:>10} {:>10} {:>9} {:>7} {:>8} {:>7} {:>8} {:>4}  params",
-        "lens", "engine", "variant", "workload", "entries", "ops", "us/op", "wall us/op",
-        "p99.9 us", "rd/op", "rreq/op", "wr/op", "wreq/op", "qd"
+        "  {:<8} {:<7} {:<17} {:<10} {}  params",
+        "lens",
+        "engine",
+        "variant",
+        "workload",
+        Measured::headings()
     );
 }
 
@@ -40,21 +43,12 @@ fn row(c: &Cell) {
         ""
     };
     println!(
-        "  {:<8} {:<7} {:<17} {:<10} {:>8} {:>7} {:>10.1} {:>10.1} {:>9.0} {:>7.2} {:>8.2} {:>7.2} {:>8.3} {:>4}  {}",
-        c.lens,
-        c.engine,
-        c.variant,
-        format!("{}{absorbed}", c.workload),
-        c.entries,
-        c.ops,
-        c.us_per_op(),
-        c.wall_seconds * 1e6 / c.ops.max(1) as f64,
-        c.p999_us,
-        c.reads_per_op,
-        c.read_requests_per_op,
-        c.writes_per_op,
-        c.write_requests_per_op,
-        c.queue_depth,
+        "  {:<8} {:<7} {:<17} {:<10} {}  {}",
+        c.id.lens,
+        c.id.engine,
+        c.id.variant,
+        format!("{}{absorbed}", c.id.workload),
+        c.m.columns(),
         c.engine_params
     );
 }
@@ -93,7 +87,7 @@ pub fn print(r: &PioRepro) {
          are wall; rreq/wreq: requests an op (a psync group is several); qd: deepest queue; \
          * a write phase the buffer absorbed"
     );
-    crate::repro::common::print_tables(EXPERIMENTS, &r.cells, |c| &c.experiment, header, row);
+    crate::repro::common::print_tables(EXPERIMENTS, &r.cells, |c| &c.id.experiment, header, row);
     println!("\nThe paper's claims (the paper's number, then ours per lens):");
     for c in &r.claims {
         println!("  [{}] {} — {}", c.verdict, c.experiment, c.claim);

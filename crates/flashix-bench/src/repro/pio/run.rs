@@ -1,8 +1,9 @@
 //! The experiments of `flashix repro pio` (module doc of [`super`]): suites of the bench
 //! runner per lens, one per memory setting the paper varies.
 
-use super::{nand_bytes, paper, Cell, Lens, LensInfo, PioRepro, PioReproArgs, Sizes, MIXES};
-use crate::probe::sim::Metric;
+use super::{
+    nand_bytes, paper, Cell, CellId, Lens, LensInfo, Measured, PioRepro, PioReproArgs, Sizes, MIXES,
+};
 use crate::report::Record;
 use crate::repro::common::Frame;
 use crate::runner::{run_bench, BenchConfig};
@@ -115,29 +116,14 @@ fn sim_config(p: SsdProfile, entries: u64) -> flashix::sim::SimSsdConfig {
 /// A cell of `experiment` from a runner record on `lens` under suite `s`.
 fn cell(experiment: &str, lens: Lens, variant: &str, s: &Suite, r: &Record) -> Cell {
     Cell {
-        experiment: experiment.into(),
-        lens: lens.key().into(),
-        engine: r.engine.clone(),
-        variant: variant.into(),
+        id: CellId::new(experiment, lens, &r.engine, variant, &r.workload),
         budget: s.budget,
         opq_bytes: if r.engine == PIO.name() {
             s.opq_bytes.unwrap_or(0)
         } else {
             0
         },
-        workload: r.workload.clone(),
-        entries: r.entries,
-        ops: r.ops,
-        keys_per_op: r.keys_per_op,
-        seconds: r.sim_seconds.unwrap_or(r.elapsed_s),
-        wall_seconds: r.elapsed_s,
-        mean_us: r.latency_us.mean,
-        p999_us: r.latency_us.p999,
-        reads_per_op: r.reads_per_op,
-        writes_per_op: r.writes_per_op,
-        read_requests_per_op: r.read_requests_per_op,
-        write_requests_per_op: r.write_requests_per_op,
-        queue_depth: r.queue_depth,
+        m: Measured::of(r),
         buffer_turnovers: r.buffer_turnovers,
         engine_params: r.engine_params.clone(),
     }
@@ -150,7 +136,7 @@ fn lenses(a: &PioReproArgs) -> Result<Vec<Lens>> {
     if !a.base.quick {
         all.insert(1, Lens::Sim(SsdProfile::Iodrive));
     }
-    Lens::parse_all(&a.lenses, all)
+    Lens::parse_all(&a.sizes.lenses, all)
 }
 
 /// Fig. 11's OPQs for budget `b`: one page, `b`/4 (the paper's 1024 of 4096 pages) and the paper's largest share (4041 of 4096), leaving the engine its 8 frames
@@ -186,13 +172,7 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
     let mut infos = Vec::new();
     for lens in lenses(a)? {
         let (path, profile) = cx.f.profile(lens)?;
-        infos.push(LensInfo {
-            lens: lens.key().into(),
-            device: lens.device(&profile),
-            profile: path.display().to_string(),
-            read_over_write: Metric::RandReadOverRandWrite.of(&profile).unwrap_or(0.0),
-            read_qd32_over_qd1: profile.rand_read_iops_qd32 / profile.rand_read_iops_qd1.max(1e-9),
-        });
+        infos.push(LensInfo::of(lens, &path, &profile));
         // The whole budget, PIO and B+-tree tuned for searches (§4.1.1): Fig. 9's largest
         // pool, Fig. 10's ranges and Fig. 11's B+-tree.
         let mut w = Vec::new();
