@@ -72,96 +72,21 @@
 
 mod options;
 pub use options::DiplOptions;
-
 mod policy;
 #[cfg(test)]
 mod tests;
 use policy::Dipl;
 
-use crate::durable::Logged;
-use crate::durable::Manifest;
 use crate::error::Result;
-use crate::io::Storage;
-use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
-use crate::kit::inpage::{self, core_engine_methods, Config, Core};
+use crate::kit::inpage::{self, InPageBTree, LogPolicy};
 use crate::settings::Settings;
-
-/// The d-IPL B+-tree engine.
-pub struct DiplBTree {
-    core: Core<Dipl>,
-}
-
-impl DiplBTree {
-    /// A new index (formats the NAND over `storage.device`).
-    pub fn create(storage: Storage, s: Settings, o: DiplOptions) -> Result<DiplBTree> {
-        let cfg = config(&o);
-        Ok(DiplBTree {
-            core: Core::create(storage, s, &cfg)?,
-        })
-    }
-
-    /// Reopen: the last checkpoint, then the WAL replayed.
-    pub fn open(
-        storage: Storage,
-        manifest: Manifest,
-        s: Settings,
-        o: DiplOptions,
-    ) -> Result<DiplBTree> {
-        let cfg = config(&o);
-        let (core, ops) = Core::open(storage, manifest, s, &cfg)?;
-        let mut t = DiplBTree { core };
-        Logged::recover(&mut t.core, &ops)?;
-        Ok(t)
-    }
-
-    /// Global cleansing (§5.3): every block with log sectors is cleansed.
-    pub fn global_cleansing(&mut self) -> Result<()> {
-        self.core.global_cleansing()
-    }
-
-    /// Reset the NAND and engine counters (the paper's measurements start from an index
-    /// as built).
-    pub fn reset_counters(&mut self) {
-        self.core.reset_counters();
-    }
-}
 
 /// Check the d-IPL B+-tree's options (the NAND geometry they imply).
 pub fn validate(s: &Settings, o: &DiplOptions) -> Result<()> {
-    inpage::validate::<Dipl>(s, &config(o))
+    inpage::validate::<Dipl>(s, &Dipl::config(o))
 }
 
-/// The kit's numbers from the d-IPL options (no fixed log area).
-fn config(o: &DiplOptions) -> Config {
-    Config {
-        node_bytes: o.node_bytes,
-        buffer_frames: o.buffer_frames,
-        log_area_bytes: 0,
-        nand_blocks: o.nand_blocks,
-        pages_per_block: o.pages_per_block,
-    }
-}
-
-/// Point searches and range scans run beside each other (module doc, Thread safety).
-impl Shareable for DiplBTree {
-    const PARALLEL_GETS: bool = true;
-    const PARALLEL_SCANS: bool = true;
-
-    fn get_shared(&self, key: u64) -> Result<Option<u64>> {
-        self.core.get_shared(key)
-    }
-
-    /// An insert or delete changes the key's leaf (and, on a split, the nodes above it,
-    /// which the descent passes): their frames are loaded beside the readers.
-    fn prepare_write(&self, key: u64) {
-        let _ = self.core.get_shared(key);
-    }
-
-    fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
-        self.core.scan_shared(cur, out)
-    }
-}
-
-impl SerialEngine for DiplBTree {
-    core_engine_methods!();
-}
+/// The d-IPL B+-tree engine: the in-page logging kit's engine with the d-IPL policy.
+/// `DiplBTree::global_cleansing` is the global cleansing of §5.3: every block with log
+/// sectors is cleansed.
+pub type DiplBTree = InPageBTree<Dipl>;

@@ -1,11 +1,12 @@
 //! [`Dipl`]: the d-IPL B+-tree's [`LogPolicy`] for the in-page logging kit.
 
+use super::DiplOptions;
 use crate::error::{Error, Result};
 use crate::kind::EngineKind;
-use crate::kit::inpage::core::{lost, Block, Core, Geometry, Layout, Member, Place};
+use crate::kit::inpage::core::{lost, Block, Geometry, Layout, Member, Place};
 use crate::kit::inpage::flash::Rebuild;
 use crate::kit::inpage::format::{self, LogSector, NodeImage, Rec, NAND_FILE};
-use crate::kit::inpage::LogPolicy;
+use crate::kit::inpage::{Config, Core, LogPolicy};
 use std::collections::HashMap;
 
 /// d-IPL (§3-§5): dynamic log area, ghost nodes, block split, cleansing, LLSD and LSLM.
@@ -17,6 +18,19 @@ impl LogPolicy for Dipl {
     const LLSD: bool = true;
     const ALLOC_BLOCK: bool = false;
     const CLEANSE_COUNTER: &'static str = "block_cleansings";
+
+    type Options = DiplOptions;
+
+    /// The d-IPL options' numbers (no fixed log area).
+    fn config(o: &DiplOptions) -> Config {
+        Config {
+            node_bytes: o.node_bytes,
+            buffer_frames: o.buffer_frames,
+            log_area_bytes: 0,
+            nand_blocks: o.nand_blocks,
+            pages_per_block: o.pages_per_block,
+        }
+    }
 
     /// At most `ppb/np - 1` nodes: the log area never shrinks below one node (§3.2).
     fn layout(

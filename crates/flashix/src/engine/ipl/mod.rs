@@ -62,91 +62,17 @@ mod policy;
 mod tests;
 use policy::Ipl;
 
-use crate::durable::Logged;
-use crate::durable::Manifest;
 use crate::error::Result;
-use crate::io::Storage;
-use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
-use crate::kit::inpage::{self, core_engine_methods, Config, Core};
+use crate::kit::inpage::{self, InPageBTree, LogPolicy};
 use crate::settings::Settings;
-
-/// The kit's numbers from the IPL options.
-fn config(o: &IplOptions) -> Config {
-    Config {
-        node_bytes: o.node_bytes,
-        buffer_frames: o.buffer_frames,
-        log_area_bytes: o.log_area_bytes,
-        nand_blocks: o.nand_blocks,
-        pages_per_block: o.pages_per_block,
-    }
-}
 
 /// Check the IPL B+-tree's options (the NAND geometry they imply).
 pub fn validate(s: &Settings, o: &IplOptions) -> Result<()> {
-    inpage::validate::<Ipl>(s, &config(o))
+    inpage::validate::<Ipl>(s, &Ipl::config(o))
 }
 
-/// The IPL B+-tree engine.
-pub struct IplBTree {
-    core: Core<Ipl>,
-}
-
-impl IplBTree {
-    /// A new index (formats the NAND over `storage.device`).
-    pub fn create(storage: Storage, s: Settings, o: IplOptions) -> Result<IplBTree> {
-        let cfg = config(&o);
-        Ok(IplBTree {
-            core: Core::create(storage, s, &cfg)?,
-        })
-    }
-
-    /// Reopen: the last checkpoint, then the WAL replayed.
-    pub fn open(
-        storage: Storage,
-        manifest: Manifest,
-        s: Settings,
-        o: IplOptions,
-    ) -> Result<IplBTree> {
-        let cfg = config(&o);
-        let (core, ops) = Core::open(storage, manifest, s, &cfg)?;
-        let mut t = IplBTree { core };
-        Logged::recover(&mut t.core, &ops)?;
-        Ok(t)
-    }
-
-    /// Merge every block that holds log sectors (the read optimisation of §5.3 applied
-    /// to the IPL B+-tree, as the paper's Fig. 13 does for both indexes).
-    pub fn global_cleansing(&mut self) -> Result<()> {
-        self.core.global_cleansing()
-    }
-
-    /// Reset the NAND and engine counters (the paper's measurements start from an index
-    /// as built).
-    pub fn reset_counters(&mut self) {
-        self.core.reset_counters();
-    }
-}
-
-/// Point searches and range scans run beside each other (module doc, Thread safety).
-impl Shareable for IplBTree {
-    const PARALLEL_GETS: bool = true;
-    const PARALLEL_SCANS: bool = true;
-
-    fn get_shared(&self, key: u64) -> Result<Option<u64>> {
-        self.core.get_shared(key)
-    }
-
-    /// An insert or delete changes the key's leaf (and, on a split, the nodes above it,
-    /// which the descent passes): their frames are loaded beside the readers.
-    fn prepare_write(&self, key: u64) {
-        let _ = self.core.get_shared(key);
-    }
-
-    fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
-        self.core.scan_shared(cur, out)
-    }
-}
-
-impl SerialEngine for IplBTree {
-    core_engine_methods!();
-}
+/// The IPL B+-tree engine: the in-page logging kit's engine with the IPL policy.
+/// `IplBTree::global_cleansing` merges every block that holds log sectors: the read
+/// optimisation of d-IPL §5.3 applied to the IPL B+-tree, as the paper's Fig. 13 does for
+/// both indexes.
+pub type IplBTree = InPageBTree<Ipl>;

@@ -1,10 +1,11 @@
 //! [`Ipl`]: the IPL B+-tree's [`LogPolicy`] for the in-page logging kit.
 
+use super::IplOptions;
 use crate::error::{Error, Result};
 use crate::kind::EngineKind;
-use crate::kit::inpage::core::{Block, Core, Geometry, Layout, Member, Place};
+use crate::kit::inpage::core::{Block, Geometry, Layout, Member, Place};
 use crate::kit::inpage::format::{LogSector, NodeImage, Rec, NAND_FILE};
-use crate::kit::inpage::LogPolicy;
+use crate::kit::inpage::{Config, Core, LogPolicy};
 
 /// IPL (§2.2): a fixed log area at the end of every block, whole-log-area reads, merges,
 /// new nodes in free slots (or as physical log records once the slot has evaporated).
@@ -16,6 +17,19 @@ impl LogPolicy for Ipl {
     const LLSD: bool = false;
     const ALLOC_BLOCK: bool = true;
     const CLEANSE_COUNTER: &'static str = "block_merges";
+
+    type Options = IplOptions;
+
+    /// The IPL options' numbers, the fixed log area among them.
+    fn config(o: &IplOptions) -> Config {
+        Config {
+            node_bytes: o.node_bytes,
+            buffer_frames: o.buffer_frames,
+            log_area_bytes: o.log_area_bytes,
+            nand_blocks: o.nand_blocks,
+            pages_per_block: o.pages_per_block,
+        }
+    }
 
     /// The slots before the fixed log area of `log_pages` pages.
     fn layout(

@@ -1,7 +1,8 @@
 //! The in-page logging kit: the core the IPL B+-tree (`engine::ipl`) and the d-IPL
 //! B+-tree (`engine::dipl`) share on raw NAND flash ([`crate::sim::Nand`]).
-//! The kit imports no engine: an engine gives it a [`Config`] (the numbers of its own
-//! options) and a [`LogPolicy`] (what the scheme decides), and wraps a [`Core`].
+//! The kit imports no engine: an engine gives it a [`LogPolicy`] (what the scheme decides,
+//! and how the engine's own options give the kit's [`Config`]), and is the kit's
+//! [`InPageBTree`] of that policy, a [`Core`] with the `Engine` methods.
 //!
 //! # Scheme
 //! Every erase block holds nodes (data pages, `node_bytes` each) followed by a log area of
@@ -94,6 +95,7 @@
 mod check;
 pub(crate) mod core;
 pub(crate) mod durable;
+mod engine;
 pub(crate) mod flash;
 pub(crate) mod format;
 mod ops;
@@ -103,57 +105,5 @@ pub(crate) mod testing;
 
 pub(crate) use self::core::{Config, Core};
 pub(crate) use durable::validate;
+pub(crate) use engine::InPageBTree;
 pub(crate) use policy::LogPolicy;
-
-/// The `Engine` methods of an engine that wraps a [`Core`] in a field `core`.
-macro_rules! core_engine_methods {
-    () => {
-        fn insert(&mut self, key: u64, value: u64) -> $crate::error::Result<()> {
-            $crate::durable::Logged::logged(
-                &mut self.core,
-                $crate::durable::LogicalOp::Insert(key, value),
-            )
-        }
-        fn delete(&mut self, key: u64) -> $crate::error::Result<()> {
-            $crate::durable::Logged::logged(&mut self.core, $crate::durable::LogicalOp::Delete(key))
-        }
-        fn get(&mut self, key: u64) -> $crate::error::Result<Option<u64>> {
-            self.core.get(key)
-        }
-        fn scan(
-            &mut self,
-            cur: &mut $crate::kit::api::RangeCursor,
-            out: &mut Vec<(u64, u64)>,
-        ) -> $crate::error::Result<()> {
-            self.core.scan(cur, out)
-        }
-        fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> $crate::error::Result<()> {
-            $crate::durable::Logged::bulk_logged(&mut self.core, sorted)
-        }
-        fn delete_range(&mut self, lo: u64, hi: u64) -> $crate::error::Result<()> {
-            $crate::durable::Logged::logged(
-                &mut self.core,
-                $crate::durable::LogicalOp::DeleteRange(lo, hi),
-            )
-        }
-        fn apply_batch(&mut self, ops: &[$crate::durable::LogicalOp]) -> $crate::error::Result<()> {
-            $crate::durable::Logged::logged(
-                &mut self.core,
-                $crate::durable::LogicalOp::Batch(ops.to_vec()),
-            )
-        }
-        fn flush_ticket(&mut self) -> $crate::error::Result<Option<$crate::durable::FlushTicket>> {
-            self.core.log.prepare_flush()
-        }
-        fn close(&mut self) -> $crate::error::Result<()> {
-            self.core.checkpoint()
-        }
-        fn stats(&self) -> $crate::stats::Stats {
-            self.core.stats()
-        }
-        fn check_integrity(&mut self) -> $crate::error::Result<()> {
-            self.core.check()
-        }
-    };
-}
-pub(crate) use core_engine_methods;

@@ -2,13 +2,13 @@
 //! [`Core`] runs the buffer, the tree, the log sectors, rebuilds and durability, and asks
 //! its policy at every point where the IPL and d-IPL B+-trees differ.
 
-use super::core::{Block, Core, Geometry, Layout};
+use super::core::{Block, Config, Core, Geometry, Layout};
 use super::format::LogSector;
 use crate::error::Result;
 use crate::kind::EngineKind;
 
 /// The scheme-specific decisions of an in-page logging engine.
-pub trait LogPolicy: Sized + Send + 'static {
+pub trait LogPolicy: Sized + Send + Sync + 'static {
     /// The engine (names in messages, `Stats::engine`).
     const KIND: EngineKind;
     /// The manifest state's `flavor` tag. Part of the on-disk format: written and expected
@@ -23,6 +23,13 @@ pub trait LogPolicy: Sized + Send + 'static {
     /// The stats counter name of a rebuild of a block whose log area is full
     /// (`block_merges` for IPL, `block_cleansings` for d-IPL).
     const CLEANSE_COUNTER: &'static str;
+
+    /// The engine's own options (`IplOptions`, `DiplOptions`), which it is created and
+    /// opened with ([`super::InPageBTree`]).
+    type Options;
+
+    /// The kit's numbers from the engine's options.
+    fn config(o: &Self::Options) -> Config;
 
     /// Block layout for nodes of `np` pages in blocks of `ppb` pages with a log area option
     /// of `log_pages` pages (`log_bytes` bytes); `Err` names what does not fit.
