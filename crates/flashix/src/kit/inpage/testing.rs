@@ -1,12 +1,61 @@
 //! Tests of the kit's shared read path, run by each engine built on it (`engine::ipl`,
 //! `engine::dipl`) on its own engine: the shared reads answer as the serial ones with the
-//! same flash reads, and readers beside a writer see only written values.
+//! same flash reads, and readers beside a writer see only written values. An engine's
+//! `tests.rs` builds its engine on the medium [`nand`] gives and calls
+//! [`shared_read_tests!`], so the tests are written once for both.
 
+use crate::io::{MemDevice, MemVfs, Storage};
 use crate::kit::api::{Engine, RangeCursor, Shareable};
 use crate::kit::parallel::Parallel;
+use crate::settings::DeviceSpec;
+use crate::sim::NandConfig;
 use crate::stats::Stats;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The NAND page of the engines' tests, which is also their node size: one-page nodes.
+pub const PAGE: usize = 2048;
+/// Pages per erase block of the engines' tests.
+pub const PAGES_PER_BLOCK: u32 = 16;
+/// Erase blocks of the engines' tests.
+pub const BLOCKS: u32 = 128;
+/// Buffer frames of the engines' tests: few for a tree of a few dozen nodes, so that the
+/// reads load and evict.
+pub const FRAMES: u32 = 8;
+
+/// The medium of the engines' tests: storage in memory, and the raw NAND device of
+/// [`PAGE`], [`PAGES_PER_BLOCK`] and [`BLOCKS`] for their options.
+pub fn nand() -> (Storage, DeviceSpec) {
+    let storage = Storage {
+        device: Box::new(MemDevice::new(PAGE)),
+        vfs: Arc::new(MemVfs::new()),
+    };
+    let device = DeviceSpec::RawNand(NandConfig {
+        page_bytes: PAGE,
+        pages_per_block: PAGES_PER_BLOCK,
+        blocks: BLOCKS,
+        ..NandConfig::default()
+    });
+    (storage, device)
+}
+
+/// The kit's tests on an engine: `$engine` is a function returning a new, empty engine
+/// (each call its own NAND).
+macro_rules! shared_read_tests {
+    ($engine:path) => {
+        #[test]
+        fn shared_reads_match_serial() {
+            $crate::kit::inpage::testing::shared_reads_match_serial($engine(), $engine());
+        }
+
+        #[test]
+        fn readers_beside_a_writer() {
+            $crate::kit::inpage::testing::readers_beside_a_writer($engine());
+        }
+    };
+}
+pub(crate) use shared_read_tests;
 
 /// A value of key `k` at `version`: a read proves it saw a value written to `k`.
 fn value(k: u64, version: u64) -> u64 {
