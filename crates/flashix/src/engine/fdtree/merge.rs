@@ -565,13 +565,8 @@ mod tests {
     use crate::kit::sorted::job::Resumable;
     use proptest::prelude::*;
 
-    const PAGE: usize = 512;
-
     use crate::durable::Pager;
-
-    fn pager() -> Pager {
-        Pager::in_memory(PAGE, 8)
-    }
+    use crate::kit::sorted::testing::{pager, PAGE};
 
     /// Sorted, deduplicated entries: `kinds` 0 normal, 1 filter, 2 external fence.
     fn entries(items: &[(u64, u8, u64)]) -> Vec<Entry> {

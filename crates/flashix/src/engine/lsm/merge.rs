@@ -598,13 +598,8 @@ mod tests {
     use crate::kit::sorted::entry::Kind;
     use proptest::prelude::*;
 
-    const PAGE: usize = 512;
-
     use crate::durable::Pager;
-
-    fn pager() -> Pager {
-        Pager::in_memory(PAGE, 8)
-    }
+    use crate::kit::sorted::testing::{pager, PAGE};
 
     /// Sorted entries of distinct keys; `true` marks a tombstone.
     fn entries(items: &std::collections::BTreeMap<u64, (bool, u64)>) -> Vec<Entry> {

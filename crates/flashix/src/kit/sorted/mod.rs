@@ -12,5 +12,7 @@ pub(crate) mod memo;
 pub mod newest;
 pub(crate) mod pace;
 pub(crate) mod seq;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod tombs;
 pub(crate) mod tune;
