@@ -179,6 +179,10 @@
 //! pages reach the device as write-backs from the pool; a merge writes only extents no
 //! search reaches yet), so the page read outside is used only if the device's write watch
 //! saw no write of it meanwhile. Range scans' runs of pages are read under the lock.
+//! This read protocol and its constants are the sorted kit's, shared with the LSM-tree
+//! ([`crate::kit::sorted::reads`]: `Shareable` for every `SortedReads` engine, and the
+//! serial reads through `sorted_serial_reads!`); this engine gives it its point search, its
+//! range batch and the pages of the head tree a write will change ([`search`]).
 
 mod options;
 pub use options::FdTreeOptions;
@@ -194,12 +198,12 @@ use crate::error::{Error, Result};
 use crate::io::Extent;
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
+use crate::kit::api::SerialEngine;
 use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::job::{MergeThread, Running};
-use crate::kit::sorted::memo::scan_many_with_memo;
 use crate::kit::sorted::pace;
+use crate::kit::sorted::reads::sorted_serial_reads;
 use crate::kit::sorted::tombs::Tombs;
 use crate::kit::sorted::tune::Retune;
 use crate::settings::Settings;
@@ -461,81 +465,6 @@ impl FdTree {
         Ok(t)
     }
 
-    fn state(&self) -> serde_json::Value {
-        serde_json::json!(State {
-            head: self.head.clone(),
-            frozen: self.frozen.clone(),
-            merge_extents: self.job.as_ref().map(Running::owned).unwrap_or_default(),
-            levels: self.levels.clone(),
-            head_tombs: self.head_tombs.clone(),
-            frozen_tombs: self.frozen_tombs.clone(),
-            level_tombs: self.level_tombs.clone(),
-            k: Some(self.p.k),
-            retune_pool_bytes: self.retune.as_ref().map(Retune::pool_bytes),
-            packed: self.p.lay.is_packed(),
-        })
-    }
-
-    /// Algorithm 2: insert into L0, then merge when it reaches its capacity.
-    fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
-        self.head.upsert(
-            &mut self.pager,
-            self.p.lay,
-            Entry::new(key, value, Kind::Normal),
-        )?;
-        self.after_mutation()
-    }
-
-    /// Algorithm 4 (see the module doc).
-    fn delete_unlogged(&mut self, key: u64) -> Result<()> {
-        let head = self.head.clone();
-        let f = head.find(&self.pager, self.p.lay, key)?;
-        // A range tombstone of the head tree deletes the key in every older level.
-        let below = if self.head_tombs.covers(key) {
-            None
-        } else {
-            self.find_below_head(key, f.fence)?
-        };
-        let present = match f.entry {
-            Some(e) => e.kind == Kind::Normal,
-            None => below.is_some_and(|e| e.kind == Kind::Normal),
-        };
-        if !present {
-            return Ok(());
-        }
-        match below {
-            Some(b) if b.kind == Kind::Normal => {
-                self.head.upsert(
-                    &mut self.pager,
-                    self.p.lay,
-                    Entry::new(key, b.val, Kind::Filter),
-                )?;
-                self.counters.filters_inserted += 1;
-            }
-            _ => {
-                self.head.remove(&mut self.pager, self.p.lay, key)?;
-            }
-        }
-        self.after_mutation()
-    }
-
-    /// A range tombstone ([`crate::kit::sorted::tombs`]; the filter entries of §3.3
-    /// generalised to a key range): the head tree's own entries in the range are removed
-    /// (a level's tombstones hide only older levels), and `[lo, hi]` joins the head tree's
-    /// tombstones unless nothing older than the head tree exists. It counts as one entry of
-    /// the head tree towards |L0|; the merges carry it down and retire it at the last level.
-    /// Its cost does not depend on the range's size: the head tree's pages in the range
-    /// (at most the head tree), no read of any level.
-    fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
-        self.counters.range_deletes += 1;
-        self.head
-            .remove_range(&mut self.pager, self.p.lay, lo, hi)?;
-        if !self.levels.is_empty() || self.frozen.is_some() {
-            self.head_tombs.add(lo, hi);
-        }
-        self.after_mutation()
-    }
-
     /// The active head tree's fill towards |L0|: its entries and its range tombstones.
     fn head_fill(&self) -> u64 {
         self.head.entries + self.head_tombs.len() as u64
@@ -714,9 +643,130 @@ impl FdTree {
         Ok(())
     }
 
+    fn memory_bytes(&self) -> u64 {
+        self.pager.memory_bytes() + self.structure_bytes()
+    }
+
+    /// Memory besides the pool, charged to the budget (`Logged::charge_memory`): the
+    /// running merge's entries, fences and merged batch (`Resumable::memory_bytes`; not
+    /// its I/O buffers) and every range-tombstone set.
+    fn structure_bytes(&self) -> u64 {
+        self.job.as_ref().map_or(0, Running::memory_bytes)
+            + self.tombs().map(Tombs::memory_bytes).sum::<u64>()
+    }
+
+    /// Every range-tombstone set: the head tree's, the frozen one's, each level's.
+    fn tombs(&self) -> impl Iterator<Item = &Tombs> {
+        [&self.head_tombs, &self.frozen_tombs]
+            .into_iter()
+            .chain(&self.level_tombs)
+    }
+}
+
+impl Logged for FdTree {
+    fn store(&mut self) -> &mut dyn Store {
+        &mut self.pager
+    }
+
+    fn charge_memory(&mut self) -> Result<()> {
+        let bytes = self.structure_bytes();
+        self.pager.charge(bytes)
+    }
+
+    fn engine_state(&self) -> serde_json::Value {
+        serde_json::json!(State {
+            head: self.head.clone(),
+            frozen: self.frozen.clone(),
+            merge_extents: self.job.as_ref().map(Running::owned).unwrap_or_default(),
+            levels: self.levels.clone(),
+            head_tombs: self.head_tombs.clone(),
+            frozen_tombs: self.frozen_tombs.clone(),
+            level_tombs: self.level_tombs.clone(),
+            k: Some(self.p.k),
+            retune_pool_bytes: self.retune.as_ref().map(Retune::pool_bytes),
+            packed: self.p.lay.is_packed(),
+        })
+    }
+
+    /// The checkpoint published every completed merge; a full head tree (waiting for it,
+    /// or filled by the merge completed first) is frozen now.
+    fn after_checkpoint(&mut self) -> Result<()> {
+        self.checkpoint_due = false;
+        self.publish_due = false;
+        self.restarted_merge = false;
+        if self.job.is_none() && self.head_full() && !self.pager.replaying() {
+            self.freeze_and_merge()?;
+        }
+        Ok(())
+    }
+
+    /// Algorithm 2: insert into L0, then merge when it reaches its capacity.
+    fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
+        self.head.upsert(
+            &mut self.pager,
+            self.p.lay,
+            Entry::new(key, value, Kind::Normal),
+        )?;
+        self.after_mutation()
+    }
+
+    /// Algorithm 4 (see the module doc).
+    fn delete_unlogged(&mut self, key: u64) -> Result<()> {
+        let head = self.head.clone();
+        let f = head.find(&self.pager, self.p.lay, key)?;
+        // A range tombstone of the head tree deletes the key in every older level.
+        let below = if self.head_tombs.covers(key) {
+            None
+        } else {
+            self.find_below_head(key, f.fence)?
+        };
+        let present = match f.entry {
+            Some(e) => e.kind == Kind::Normal,
+            None => below.is_some_and(|e| e.kind == Kind::Normal),
+        };
+        if !present {
+            return Ok(());
+        }
+        match below {
+            Some(b) if b.kind == Kind::Normal => {
+                self.head.upsert(
+                    &mut self.pager,
+                    self.p.lay,
+                    Entry::new(key, b.val, Kind::Filter),
+                )?;
+                self.counters.filters_inserted += 1;
+            }
+            _ => {
+                self.head.remove(&mut self.pager, self.p.lay, key)?;
+            }
+        }
+        self.after_mutation()
+    }
+
+    /// A range tombstone ([`crate::kit::sorted::tombs`]; the filter entries of §3.3
+    /// generalised to a key range): the head tree's own entries in the range are removed
+    /// (a level's tombstones hide only older levels), and `[lo, hi]` joins the head tree's
+    /// tombstones unless nothing older than the head tree exists. It counts as one entry of
+    /// the head tree towards |L0|; the merges carry it down and retire it at the last level.
+    /// Its cost does not depend on the range's size: the head tree's pages in the range
+    /// (at most the head tree), no read of any level.
+    fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
+        self.counters.range_deletes += 1;
+        self.head
+            .remove_range(&mut self.pager, self.p.lay, lo, hi)?;
+        if !self.levels.is_empty() || self.frozen.is_some() {
+            self.head_tombs.add(lo, hi);
+        }
+        self.after_mutation()
+    }
+
+    fn holds_nothing(&self) -> bool {
+        self.levels.is_empty() && self.head.entries == 0 && self.job.is_none()
+    }
+
     /// Build the levels of an empty tree directly from sorted input: the bottom level from
     /// the entries, the levels above from its fences, then the head tree.
-    fn bulk_load(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+    fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
         let n = sorted.len() as u64;
         // The bottom level holds the entries plus one internal fence per page.
         let stored = n + n.div_ceil(self.p.lay.cap() as u64 - 1) + 1;
@@ -756,76 +806,6 @@ impl FdTree {
         Ok(())
     }
 
-    fn is_empty(&self) -> bool {
-        self.levels.is_empty() && self.head.entries == 0 && self.job.is_none()
-    }
-
-    fn memory_bytes(&self) -> u64 {
-        self.pager.memory_bytes() + self.structure_bytes()
-    }
-
-    /// Memory besides the pool, charged to the budget (`Logged::charge_memory`): the
-    /// running merge's entries, fences and merged batch (`Resumable::memory_bytes`; not
-    /// its I/O buffers) and every range-tombstone set.
-    fn structure_bytes(&self) -> u64 {
-        self.job.as_ref().map_or(0, Running::memory_bytes)
-            + self.tombs().map(Tombs::memory_bytes).sum::<u64>()
-    }
-
-    /// Every range-tombstone set: the head tree's, the frozen one's, each level's.
-    fn tombs(&self) -> impl Iterator<Item = &Tombs> {
-        [&self.head_tombs, &self.frozen_tombs]
-            .into_iter()
-            .chain(&self.level_tombs)
-    }
-}
-
-impl Logged for FdTree {
-    fn store(&mut self) -> &mut dyn Store {
-        &mut self.pager
-    }
-
-    fn charge_memory(&mut self) -> Result<()> {
-        let bytes = self.structure_bytes();
-        self.pager.charge(bytes)
-    }
-
-    fn engine_state(&self) -> serde_json::Value {
-        self.state()
-    }
-
-    /// The checkpoint published every completed merge; a full head tree (waiting for it,
-    /// or filled by the merge completed first) is frozen now.
-    fn after_checkpoint(&mut self) -> Result<()> {
-        self.checkpoint_due = false;
-        self.publish_due = false;
-        self.restarted_merge = false;
-        if self.job.is_none() && self.head_full() && !self.pager.replaying() {
-            self.freeze_and_merge()?;
-        }
-        Ok(())
-    }
-
-    fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
-        FdTree::insert_unlogged(self, key, value)
-    }
-
-    fn delete_unlogged(&mut self, key: u64) -> Result<()> {
-        FdTree::delete_unlogged(self, key)
-    }
-
-    fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
-        FdTree::delete_range_unlogged(self, lo, hi)
-    }
-
-    fn holds_nothing(&self) -> bool {
-        self.is_empty()
-    }
-
-    fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
-        self.bulk_load(sorted)
-    }
-
     /// Completed merges publish their new runs (and free the old) with a checkpoint once
     /// the pages they freed reach the levels' (module doc, Durability).
     fn checkpoint_due(&self) -> bool {
@@ -838,51 +818,9 @@ impl Logged for FdTree {
     }
 }
 
-impl Shareable for FdTree {
-    const PARALLEL_SCANS: bool = true;
-    const RESTARTS: bool = true;
-    const SERIAL_READS_ALONE: bool = true;
-    const PARALLEL_GETS: bool = true;
-
-    /// A batch reads its pages through the pool's shared mode or past it, each run in one
-    /// request (`run.rs`, `component.rs`), and changes nothing.
-    fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
-        self.scan_batch(cur, out, None)
-    }
-
-    fn scan_many_shared(&self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
-        scan_many_with_memo(self, ranges, out, |e, cur, out, memo| {
-            e.scan_batch(cur, out, Some(memo))
-        })
-    }
-
-    fn get_shared(&self, key: u64) -> Result<Option<u64>> {
-        self.lookup(key)
-    }
-
-    /// An insert changes the head tree only: its path and leaf. (A delete searches the
-    /// levels first, under the writer lock: the paper's baseline behaviour.)
-    fn prepare_write(&self, key: u64) {
-        let _ = self.head.find(&self.pager, self.p.lay, key);
-    }
-}
-
 impl SerialEngine for FdTree {
     logged_engine_methods!();
-
-    fn get(&mut self, key: u64) -> Result<Option<u64>> {
-        self.lookup(key)
-    }
-
-    fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
-        self.scan_batch(cur, out, None)
-    }
-
-    fn scan_many(&mut self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
-        scan_many_with_memo(self, ranges, out, |e, cur, out, memo| {
-            e.scan_batch(cur, out, Some(memo))
-        })
-    }
+    sorted_serial_reads!();
 
     fn stats(&self) -> Stats {
         let c = &self.counters;

@@ -19,7 +19,7 @@
 //! covers at most `io_unit` pages of the lowest level (for an open-ended range, the pages
 //! the entries still wanted span when the caller gave a limit hint, else
 //! `RANGE_RAMP_PAGES` = 8 in the first batch and twice as many in each next one, so a scan
-//! stopped early reads little: [`RangeCursor::ramp`]) and the pages of each level above
+//! stopped early reads little: [`crate::kit::api::RangeCursor::ramp`]) and the pages of each level above
 //! that span them (the batch's pages times the level's share of the lowest level's pages,
 //! at least one; bounded memory; the head trees' leaves likewise, plus two for the range's
 //! ends); when a level's pages exceed that, the batch ends just below the first key of the
@@ -34,11 +34,11 @@
 use super::run::{probe_page, read_page_cached, read_pages};
 use super::FdTree;
 use crate::error::{Error, Result};
-use crate::kit::api::{RangeCursor, RANGE_RAMP_PAGES};
-use crate::kit::sorted::entry::{index_pos, Entry, Kind, Probe, NONE};
+use crate::kit::sorted::entry::{index_pos, Entry, Probe, NONE};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
 use crate::kit::sorted::newest::{merge_newest_first, Source};
+use crate::kit::sorted::reads::SortedReads;
 use crate::kit::sorted::tombs::Tombs;
 use crate::page::DATA_FILE;
 
@@ -112,17 +112,6 @@ impl FdTree {
         self.search_levels(key, fence)
     }
 
-    /// Point search: the value of `key`.
-    pub(super) fn lookup(&self, key: u64) -> Result<Option<u64>> {
-        let f = self.head.find(&self.pager, self.p.lay, key)?;
-        let e = match f.entry {
-            Some(e) => Some(e),
-            None if self.head_tombs.covers(key) => None,
-            None => self.find_below_head(key, f.fence)?,
-        };
-        Ok(e.filter(|e| e.kind == Kind::Normal).map(|e| e.val))
-    }
-
     /// The head tree's part of a range batch: at most `max_leaves` leaves once past `lo`
     /// (an open-ended range must not decode the whole head tree for every batch; the
     /// batch then ends where the walk stopped, `HeadRange::cut`). With a memo (`slot` its
@@ -178,26 +167,29 @@ impl FdTree {
         }
         Ok(out)
     }
+}
 
+/// The shared read protocol ([`crate::kit::sorted::reads`]); the searches are this
+/// module's.
+impl SortedReads for FdTree {
     /// One batch of a range scan (see the module doc). With a memo (`scan_many`): slots 0
     /// and 1 keep the active and the frozen head's last leaf, slot 2 + i level i's last
     /// page.
-    pub(super) fn scan_batch(
+    fn range_batch(
         &self,
-        cur: &mut RangeCursor,
+        lo: u64,
+        hi: u64,
+        unit: u64,
         out: &mut Vec<(u64, u64)>,
         mut memo: Option<&mut PageMemo>,
-    ) -> Result<()> {
-        let Some((lo, hi)) = cur.remaining() else {
-            return Ok(());
-        };
+    ) -> Result<u64> {
         let mut batch_hi = hi;
         let lowest = self.levels.last().map_or(1, |r| r.pages);
         // A bounded range reads what the fences say, up to `io_unit` pages of the lowest
-        // level per batch. An open-ended one (`lo..`, its end decided by the caller) grows
-        // from RANGE_RAMP_PAGES by 2x per batch up to `io_unit`, so a scan stopped early does not
-        // read a whole `io_unit` (the cursor's hint holds the next batch's size).
-        let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit, self.p.lay.cap() as u64);
+        // level per batch (`unit`). An open-ended one (`lo..`, its end decided by the
+        // caller) grows from RANGE_RAMP_PAGES by 2x per batch up to `io_unit`, so a scan
+        // stopped early does not read a whole `io_unit` (the cursor's hint holds the next
+        // batch's size; `SortedReads::scan_batch` asks it).
         // A head tree's leaves span the levels' pages as a level's pages do (see `budget`
         // below); with no level, the head tree is all there is.
         let no_levels = self.levels.is_empty();
@@ -348,12 +340,27 @@ impl FdTree {
             .map(|(level, entries)| Source { level, entries })
             .collect();
         merge_newest_first(&sources, &tombs, lo, batch_hi, out);
-        cur.next = if batch_hi >= hi {
-            None
-        } else {
-            Some(batch_hi + 1)
-        };
-        Ok(())
+        Ok(batch_hi)
+    }
+
+    /// Point search: the newest index entry of `key` (a filter cancels older ones).
+    fn newest(&self, key: u64) -> Result<Option<Entry>> {
+        let f = self.head.find(&self.pager, self.p.lay, key)?;
+        match f.entry {
+            Some(e) => Ok(Some(e)),
+            None if self.head_tombs.covers(key) => Ok(None),
+            None => self.find_below_head(key, f.fence),
+        }
+    }
+
+    fn batch_limits(&self) -> (u64, u64) {
+        (self.p.io_unit, self.p.lay.cap() as u64)
+    }
+
+    /// An insert changes the head tree only: its path and leaf. (A delete searches the
+    /// levels first, under the writer lock: the paper's baseline behaviour.)
+    fn warm_write(&self, key: u64) {
+        let _ = self.head.find(&self.pager, self.p.lay, key);
     }
 }
 

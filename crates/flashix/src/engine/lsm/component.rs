@@ -10,7 +10,7 @@
 //!
 //! A point search's descent reads its internal nodes through the buffer pool, so they stay
 //! cached, and the leaf through the pool only for the components that the pool can hold
-//! after C0 and the newer components (see `Lsm::lookup`); merges and scans read past the
+//! after C0 and the newer components (see `lookup` in `search.rs`); merges and scans read past the
 //! pool in `io_unit`-page requests. Components are written only through the device as new extents, and a freed
 //! extent's pages are discarded from the pool, so the pool never holds a stale page.
 

@@ -184,6 +184,10 @@
 //! pages reach the device as write-backs from the pool; a merge writes only extents no
 //! search reaches yet), so the page read outside is used only if the device's write watch
 //! saw no write of it meanwhile. Range scans' runs of pages are read under the lock.
+//! This read protocol and its constants are the sorted kit's, shared with the FD-tree
+//! ([`crate::kit::sorted::reads`]: `Shareable` for every `SortedReads` engine, and the
+//! serial reads through `sorted_serial_reads!`); this engine gives it its point search, its
+//! range batch and the pages of C0 a write will change ([`search`]).
 
 mod options;
 pub use options::LsmOptions;
@@ -198,12 +202,12 @@ use crate::durable::{Pager, Store};
 use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
+use crate::kit::api::SerialEngine;
 use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::job::{MergeThread, Running};
-use crate::kit::sorted::memo::scan_many_with_memo;
 use crate::kit::sorted::pace;
+use crate::kit::sorted::reads::{sorted_serial_reads, SortedReads};
 use crate::kit::sorted::tombs::Tombs;
 use crate::kit::sorted::tune::Retune;
 use crate::settings::Settings;
@@ -469,53 +473,6 @@ impl Lsm {
         Ok(t)
     }
 
-    fn state(&self) -> serde_json::Value {
-        serde_json::json!(State {
-            c0: self.c0.clone(),
-            components: self.components.clone(),
-            c0_tombs: self.c0_tombs.clone(),
-            tombs: self.tombs.clone(),
-            k: Some(self.p.k),
-            retune_pool_bytes: self.retune.as_ref().map(Retune::pool_bytes),
-            packed: self.p.lay.is_packed(),
-        })
-    }
-
-    fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
-        self.c0.upsert(
-            &mut self.pager,
-            self.p.lay,
-            Entry::new(key, value, Kind::Normal),
-        )?;
-        self.after_mutation()
-    }
-
-    /// A blind tombstone; with no component and no frozen C0, nothing older can hold the
-    /// key.
-    fn delete_unlogged(&mut self, key: u64) -> Result<()> {
-        if !self.holds_older() {
-            self.c0.remove(&mut self.pager, self.p.lay, key)?;
-            return Ok(());
-        }
-        self.c0
-            .upsert(&mut self.pager, self.p.lay, Entry::new(key, 0, TOMBSTONE))?;
-        self.after_mutation()
-    }
-
-    /// A range tombstone in C0 (tombs.rs): C0's own entries in the range go, and
-    /// `[lo, hi]` joins C0's range tombstones to hide the keys of the components, a few
-    /// C0 pages whatever the range's size. With no component, nothing older can hold a
-    /// key of the range (and no level holds range tombstones, Invariant 3): the removal
-    /// suffices, as for a point delete.
-    fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
-        self.counters.range_deletes += 1;
-        self.c0.remove_range(&mut self.pager, self.p.lay, lo, hi)?;
-        if self.holds_older() {
-            self.c0_tombs.add(lo, hi);
-        }
-        self.after_mutation()
-    }
-
     /// Something older than C0 may hold keys: a component, or a frozen C0.
     fn holds_older(&self) -> bool {
         self.frozen.is_some() || self.components.iter().any(Option::is_some)
@@ -715,39 +672,12 @@ impl Lsm {
         self.components[to] = c;
     }
 
-    /// Build one component of an empty index directly from sorted input.
-    fn bulk_load(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
-        let n = sorted.len() as u64;
-        self.retune_for(n);
-        let level = self.level_for(n);
-        let mut w = ComponentWriter::new(&mut self.pager, self.p.lay, self.p.io_unit, n)?;
-        for &(k, v) in sorted {
-            w.push(&mut self.pager, Entry::new(k, v, Kind::Normal))?;
-        }
-        let c = w.finish(&mut self.pager)?;
-        let mut components = vec![None; level];
-        components[level - 1] = c;
-        self.components = components;
-        // Nothing older than the loaded data is left to hide: range tombstones would only
-        // hide it.
-        self.c0_tombs = Tombs::new();
-        self.tombs = vec![Tombs::new(); level];
-        Ok(())
-    }
-
     /// Every level's range tombstones, newest first: C0's, the frozen C0's (empty without
     /// a merge in progress), then each component level's; a range scan's level numbers.
     fn all_tombs(&self) -> impl Iterator<Item = &Tombs> {
         [&self.c0_tombs, &self.frozen_tombs]
             .into_iter()
             .chain(&self.tombs)
-    }
-
-    /// No entry in C0, no merge in progress and no component. Range tombstones then hide
-    /// nothing (none exist without a component, Invariant 3; `bulk_load` clears them all
-    /// the same).
-    fn is_empty(&self) -> bool {
-        self.c0.entries == 0 && self.job.is_none() && self.components.iter().all(Option::is_none)
     }
 }
 
@@ -762,7 +692,15 @@ impl Logged for Lsm {
     }
 
     fn engine_state(&self) -> serde_json::Value {
-        self.state()
+        serde_json::json!(State {
+            c0: self.c0.clone(),
+            components: self.components.clone(),
+            c0_tombs: self.c0_tombs.clone(),
+            tombs: self.tombs.clone(),
+            k: Some(self.p.k),
+            retune_pool_bytes: self.retune.as_ref().map(Retune::pool_bytes),
+            packed: self.p.lay.is_packed(),
+        })
     }
 
     /// A merge in progress is completed: a checkpoint publishes whole merges only, and the
@@ -786,23 +724,65 @@ impl Logged for Lsm {
     }
 
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
-        Lsm::insert_unlogged(self, key, value)
+        self.c0.upsert(
+            &mut self.pager,
+            self.p.lay,
+            Entry::new(key, value, Kind::Normal),
+        )?;
+        self.after_mutation()
     }
 
+    /// A blind tombstone; with no component and no frozen C0, nothing older can hold the
+    /// key.
     fn delete_unlogged(&mut self, key: u64) -> Result<()> {
-        Lsm::delete_unlogged(self, key)
+        if !self.holds_older() {
+            self.c0.remove(&mut self.pager, self.p.lay, key)?;
+            return Ok(());
+        }
+        self.c0
+            .upsert(&mut self.pager, self.p.lay, Entry::new(key, 0, TOMBSTONE))?;
+        self.after_mutation()
     }
 
+    /// A range tombstone in C0 (tombs.rs): C0's own entries in the range go, and
+    /// `[lo, hi]` joins C0's range tombstones to hide the keys of the components, a few
+    /// C0 pages whatever the range's size. With no component, nothing older can hold a
+    /// key of the range (and no level holds range tombstones, Invariant 3): the removal
+    /// suffices, as for a point delete.
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
-        Lsm::delete_range_unlogged(self, lo, hi)
+        self.counters.range_deletes += 1;
+        self.c0.remove_range(&mut self.pager, self.p.lay, lo, hi)?;
+        if self.holds_older() {
+            self.c0_tombs.add(lo, hi);
+        }
+        self.after_mutation()
     }
 
+    /// No entry in C0, no merge in progress and no component. Range tombstones then hide
+    /// nothing (none exist without a component, Invariant 3; `load_empty` clears them all
+    /// the same).
     fn holds_nothing(&self) -> bool {
-        self.is_empty()
+        self.c0.entries == 0 && self.job.is_none() && self.components.iter().all(Option::is_none)
     }
 
+    /// Build one component of an empty index directly from sorted input.
     fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
-        self.bulk_load(sorted)
+        let n = sorted.len() as u64;
+        self.retune_for(n);
+        let level = self.level_for(n);
+        let mut w = ComponentWriter::new(&mut self.pager, self.p.lay, self.p.io_unit, n)?;
+        for &(k, v) in sorted {
+            w.push(&mut self.pager, Entry::new(k, v, Kind::Normal))?;
+        }
+        let c = w.finish(&mut self.pager)?;
+        let mut components = vec![None; level];
+        components[level - 1] = c;
+        self.components = components;
+        // Nothing older than the loaded data is left to hide: range tombstones would only
+        // hide it.
+        self.c0_tombs = Tombs::new();
+        self.tombs = vec![Tombs::new(); level];
+        Ok(())
     }
 
     /// With `search_before_delete`, only a present key is deleted (FD-tree paper §4: "a
@@ -817,50 +797,9 @@ impl Logged for Lsm {
     }
 }
 
-impl Shareable for Lsm {
-    const PARALLEL_SCANS: bool = true;
-    const RESTARTS: bool = true;
-    const SERIAL_READS_ALONE: bool = true;
-    const PARALLEL_GETS: bool = true;
-
-    /// A batch reads its pages through the pool's shared mode or past it, each run in one
-    /// request (`run.rs`, `component.rs`), and changes nothing.
-    fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
-        self.scan_batch(cur, out, None)
-    }
-
-    fn scan_many_shared(&self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
-        scan_many_with_memo(self, ranges, out, |e, cur, out, memo| {
-            e.scan_batch(cur, out, Some(memo))
-        })
-    }
-
-    fn get_shared(&self, key: u64) -> Result<Option<u64>> {
-        self.lookup(key)
-    }
-
-    /// A write changes C0 only (blind: no component is read): its path and leaf.
-    fn prepare_write(&self, key: u64) {
-        let _ = self.c0.find(&self.pager, self.p.lay, key);
-    }
-}
-
 impl SerialEngine for Lsm {
     logged_engine_methods!();
-
-    fn get(&mut self, key: u64) -> Result<Option<u64>> {
-        self.lookup(key)
-    }
-
-    fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
-        self.scan_batch(cur, out, None)
-    }
-
-    fn scan_many(&mut self, ranges: &[(u64, u64)], out: &mut Vec<(u64, u64)>) -> Result<()> {
-        scan_many_with_memo(self, ranges, out, |e, cur, out, memo| {
-            e.scan_batch(cur, out, Some(memo))
-        })
-    }
+    sorted_serial_reads!();
 
     fn stats(&self) -> Stats {
         let c = &self.counters;

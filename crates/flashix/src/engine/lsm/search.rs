@@ -7,48 +7,13 @@
 use super::component;
 use super::Lsm;
 use crate::error::Result;
-use crate::kit::api::{RangeCursor, RANGE_RAMP_PAGES};
-use crate::kit::sorted::entry::{Entry, Kind};
+use crate::kit::sorted::entry::Entry;
 use crate::kit::sorted::memo::PageMemo;
 use crate::kit::sorted::newest::{merge_newest_first, Source};
+use crate::kit::sorted::reads::SortedReads;
 use crate::kit::sorted::tombs::Tombs;
 
 impl Lsm {
-    /// The newest entry of `key`: C0 through the pool, the frozen C0's entries in memory,
-    /// then one descent per component, stopping at the first level whose entry or range
-    /// tombstones decide.
-    pub(super) fn lookup(&self, key: u64) -> Result<Option<u64>> {
-        let f = self.c0.find(&self.pager, self.p.lay, key)?;
-        let mut found = f.entry;
-        let mut decided = found.is_some() || self.c0_tombs.covers(key);
-        if let (false, Some(fr)) = (decided, self.frozen.as_ref()) {
-            found = fr
-                .binary_search_by_key(&key, |e| e.key)
-                .ok()
-                .and_then(|i| fr.get(i).copied());
-            decided = found.is_some() || self.frozen_tombs.covers(key);
-        }
-        if !decided {
-            // As the FD-tree's levels (§4 Eq. 10): a component's leaves are read through
-            // the pool while C0 and the newer components leave room there, past it below.
-            let frames = self.pager.pool_frames();
-            let mut above = self.c0.pages;
-            for (i, c) in self.components.iter().enumerate() {
-                if let Some(c) = c {
-                    found = component::find(&self.pager, self.p.lay, c, key, above < frames)?;
-                    if found.is_some() {
-                        break;
-                    }
-                    above += c.pages;
-                }
-                if self.tombs[i].covers(key) {
-                    break;
-                }
-            }
-        }
-        Ok(found.filter(|e| e.kind == Kind::Normal).map(|e| e.val))
-    }
-
     /// Whether one range tombstone of a level newer than `level` spans all of `[lo, hi]`:
     /// no key of `level` can show there, so a range batch need not read its leaves (a scan
     /// over a deleted range costs what a range delete saved).
@@ -96,29 +61,31 @@ impl Lsm {
         }
         Ok((out, cut))
     }
+}
 
+/// The shared read protocol ([`crate::kit::sorted::reads`]); the searches are this
+/// module's.
+impl SortedReads for Lsm {
     /// One batch of a range scan: C0's entries of the range and at most `io_unit` leaves
     /// of each component (from a descent to `lo`; only the leaves that may hold keys up to
     /// `hi`; past the pool, except one leaf of a component the pool holds; an open-ended
     /// range `lo..` reads the leaves the entries still wanted span when the caller gave a
     /// limit hint, else RANGE_RAMP_PAGES first, then twice as many per batch, as the
-    /// caller may stop early: [`RangeCursor::ramp`]; C0's leaves and the frozen C0's
+    /// caller may stop early: [`crate::kit::api::RangeCursor::ramp`]; C0's leaves and the frozen C0's
     /// entries likewise), cut at the smallest last key read of a source that was not read
     /// to the end of the range, so that every source is complete up to the cut. Sources
     /// are numbered as [`Lsm::all_tombs`]: 0 C0, 1 the frozen C0, 2 + i component i; memo
     /// slots likewise (the frozen C0, in memory, needs none).
-    pub(super) fn scan_batch(
+    fn range_batch(
         &self,
-        cur: &mut RangeCursor,
+        lo: u64,
+        hi: u64,
+        unit: u64,
         out: &mut Vec<(u64, u64)>,
         mut memo: Option<&mut PageMemo>,
-    ) -> Result<()> {
-        let Some((lo, hi)) = cur.remaining() else {
-            return Ok(());
-        };
+    ) -> Result<u64> {
         let lay = self.p.lay;
         let mut batch_hi = hi;
-        let unit = cur.ramp(RANGE_RAMP_PAGES, self.p.io_unit, self.p.lay.cap() as u64);
         // C0's leaves span the components' leaves as a component's leaves do: a batch
         // walks C0's share of the largest component's `unit` leaves, plus two for the ends.
         let largest = self.components.iter().flatten().map(|c| c.leaves).max();
@@ -237,11 +204,50 @@ impl Lsm {
         sources.sort_by_key(|s| s.level);
         let tombs: Vec<&Tombs> = self.all_tombs().collect();
         merge_newest_first(&sources, &tombs, lo, batch_hi, out);
-        cur.next = if batch_hi >= hi {
-            None
-        } else {
-            Some(batch_hi + 1)
-        };
-        Ok(())
+        Ok(batch_hi)
+    }
+
+    /// The newest entry of `key`: C0 through the pool, the frozen C0's entries in memory,
+    /// then one descent per component, stopping at the first level whose entry or range
+    /// tombstones decide.
+    fn newest(&self, key: u64) -> Result<Option<Entry>> {
+        let f = self.c0.find(&self.pager, self.p.lay, key)?;
+        let mut found = f.entry;
+        let mut decided = found.is_some() || self.c0_tombs.covers(key);
+        if let (false, Some(fr)) = (decided, self.frozen.as_ref()) {
+            found = fr
+                .binary_search_by_key(&key, |e| e.key)
+                .ok()
+                .and_then(|i| fr.get(i).copied());
+            decided = found.is_some() || self.frozen_tombs.covers(key);
+        }
+        if !decided {
+            // As the FD-tree's levels (§4 Eq. 10): a component's leaves are read through
+            // the pool while C0 and the newer components leave room there, past it below.
+            let frames = self.pager.pool_frames();
+            let mut above = self.c0.pages;
+            for (i, c) in self.components.iter().enumerate() {
+                if let Some(c) = c {
+                    found = component::find(&self.pager, self.p.lay, c, key, above < frames)?;
+                    if found.is_some() {
+                        break;
+                    }
+                    above += c.pages;
+                }
+                if self.tombs[i].covers(key) {
+                    break;
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    fn batch_limits(&self) -> (u64, u64) {
+        (self.p.io_unit, self.p.lay.cap() as u64)
+    }
+
+    /// A write changes C0 only (blind: no component is read): its path and leaf.
+    fn warm_write(&self, key: u64) {
+        let _ = self.c0.find(&self.pager, self.p.lay, key);
     }
 }

@@ -2,8 +2,9 @@
 //! §3.2), the head tree kept through the buffer pool ([`head`]) and the sequential reader
 //! of a contiguous range of sorted pages ([`seq`], App. D), range tombstones ([`tombs`])
 //! and the pace of a deamortized merge ([`pace`], §3.4) or its run on the merge thread
-//! ([`job`]). Shared by the FD-tree (its runs
-//! and head tree) and the LSM-tree (its components and C0).
+//! ([`job`]), and the read protocol of both engines with the thread-safety constants it
+//! allows ([`reads`]). Shared by the FD-tree (its runs and head tree) and the LSM-tree (its
+//! components and C0).
 
 pub mod entry;
 pub(crate) mod head;
@@ -11,6 +12,7 @@ pub(crate) mod job;
 pub(crate) mod memo;
 pub mod newest;
 pub(crate) mod pace;
+pub(crate) mod reads;
 pub(crate) mod seq;
 #[cfg(test)]
 pub(crate) mod testing;
