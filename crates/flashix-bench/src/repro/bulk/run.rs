@@ -1,7 +1,7 @@
 //! The experiments of `flashix repro bulk` (module doc of [`super`]).
 
 use super::{paper, BulkRepro, BulkReproArgs, Cell, Sizes, BUDGET, LATREE_NODE, PAGE};
-use crate::repro::common::{copy_dir, counter, flash, mix, Frame};
+use crate::repro::common::{copy_dir, counter, flash, mix, Frame, Lens};
 use anyhow::{Context, Result};
 use flashix::internals::SerialEngine;
 use flashix::io::{Device, DirVfs, FileDevice};
@@ -125,26 +125,6 @@ fn small_ssd() -> SimSsdConfig {
         },
         ..SimSsdConfig::with_ftl(FtlKind::Page)
     }
-}
-
-fn describe_ssd(name: &str, c: &SimSsdConfig) -> String {
-    let n = &c.nand;
-    format!(
-        "{name}: {} MiB of NAND ({} blocks of {} pages of {} B, {} channel(s) x {} way(s)), \
-         {} FTL, {:.0}% over-provisioning, read {} us, program {} us, erase {} us, bus {} ns/B",
-        (n.blocks as u64 * u64::from(n.pages_per_block) * n.page_bytes as u64) >> 20,
-        n.blocks,
-        n.pages_per_block,
-        n.page_bytes,
-        n.channels,
-        n.ways,
-        c.ftl,
-        c.over_provisioning * 100.0,
-        n.read_us,
-        n.program_us,
-        n.erase_us,
-        n.bus_ns_per_byte
-    )
 }
 
 /// Create an index at `dir` holding the initial keys (one bulk insertion) and close it.
@@ -482,7 +462,7 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
     }
     let mut ssds = Vec::new();
     for (name, cfg) in e1_ssds().into_iter().filter(|_| a.base.runs("ssd")) {
-        ssds.push(describe_ssd(name, &cfg));
+        ssds.push(Lens::describe_ssd(name, &cfg));
         for &engine in &engines {
             ctx.f
                 .say(format!("{engine} on the simulated SSD ({name}): E1"));
@@ -495,7 +475,7 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
         }
     }
     if a.base.runs("ssd") {
-        ssds.push(describe_ssd("ssd-small", &small_ssd()));
+        ssds.push(Lens::describe_ssd("ssd-small", &small_ssd()));
         ctx.f
             .say(format!("bulk M {}: R2 on the small simulated SSD", z.m_ssd));
         for &(variant, f) in R2_SSD {

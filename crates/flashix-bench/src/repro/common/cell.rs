@@ -9,6 +9,13 @@ use crate::report::Record;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+/// The cells of a run and its lenses, for a paper's checks: each paper adds the queries
+/// its claims make (`impl View<'_, Cell>` in its `paper.rs`).
+pub(crate) struct View<'a, C> {
+    pub cells: &'a [C],
+    pub lenses: &'a [LensInfo],
+}
+
 /// What names a cell: its experiment, lens, engine, variant and workload. Flattened into
 /// each paper's `Cell`, so its JSON keeps these as the cell's own fields.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

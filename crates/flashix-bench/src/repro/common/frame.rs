@@ -69,12 +69,13 @@ impl Frame {
         );
     }
 
-    /// Write `r` as OUT/`repro-PAPER.json`; the path.
-    pub fn save<T: serde::Serialize>(&self, r: &T) -> Result<PathBuf> {
+    /// Write `r` as OUT/`repro-PAPER.json`, and say so.
+    pub fn save<T: serde::Serialize>(&self, r: &T) -> Result<()> {
         let path = self.out.join(format!("repro-{}.json", self.paper));
         std::fs::write(&path, serde_json::to_string_pretty(r)?)
             .with_context(|| format!("writing {}", path.display()))?;
-        Ok(path)
+        self.say(format!("wrote {}", path.display()));
+        Ok(())
     }
 
     /// The device profile of a lens, measured once and kept in OUT: the disk's by the

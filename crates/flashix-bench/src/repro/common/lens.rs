@@ -3,7 +3,7 @@
 
 use crate::probe::DeviceProfile;
 use anyhow::{Context, Result};
-use flashix::sim::SsdProfile;
+use flashix::sim::{SimSsdConfig, SsdProfile};
 
 /// Where a cell ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +38,28 @@ impl Lens {
             Lens::Disk => format!("{} (O_DIRECT)", profile.path),
             Lens::Sim(p) => format!("{} ({})", p.name(), p.description()),
         }
+    }
+
+    /// A simulated SSD as a run's record names it: `name`, then its NAND's size and
+    /// geometry, its FTL, over-provisioning and timings.
+    pub fn describe_ssd(name: &str, c: &SimSsdConfig) -> String {
+        let n = &c.nand;
+        format!(
+            "{name}: {} MiB of NAND ({} blocks of {} pages of {} B, {} channel(s) x {} way(s)), \
+             {} FTL, {:.0}% over-provisioning, read {} us, program {} us, erase {} us, bus {} ns/B",
+            (n.blocks as u64 * u64::from(n.pages_per_block) * n.page_bytes as u64) >> 20,
+            n.blocks,
+            n.pages_per_block,
+            n.page_bytes,
+            n.channels,
+            n.ways,
+            c.ftl,
+            c.over_provisioning * 100.0,
+            n.read_us,
+            n.program_us,
+            n.erase_us,
+            n.bus_ns_per_byte
+        )
     }
 
     /// The lenses `--lenses` names (`disk` or a profile's name), or `default` when it

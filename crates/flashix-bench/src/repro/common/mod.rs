@@ -13,6 +13,7 @@ mod lens;
 
 pub(crate) use args::{PaperHelp, ReproArgs, SizeArgs, SizeHelp};
 
+pub(crate) use cell::View;
 pub use cell::{lens_label, CellId, LensInfo, Measured};
 pub(crate) use frame::Frame;
 pub use lens::Lens;

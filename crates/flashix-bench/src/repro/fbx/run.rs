@@ -4,7 +4,7 @@ use super::{
     paper, Cell, FbxRepro, FbxReproArgs, RatioRow, Sizes, INNER_ORDER, LEAF_ORDER, OCZ, PAGE, SSD,
 };
 use crate::mobench::{self, MoBenchArgs, MoWorkload};
-use crate::repro::common::{copy_dir, counter, flash, mix, Frame};
+use crate::repro::common::{copy_dir, counter, flash, mix, Frame, Lens};
 use anyhow::{Context, Result};
 use flashix::cost::logclean::{competitive_ratio, CleanPolicy, Op};
 use flashix::sim::{SimSsdConfig, SsdProfile};
@@ -73,26 +73,6 @@ fn disk() -> DeviceSpec {
 /// calibrated to its IO/s) with 512 MiB of NAND.
 pub(super) fn ssd_config() -> SimSsdConfig {
     SsdProfile::Ocz.config_sized(512 << 20)
-}
-
-pub(super) fn describe_ssd(c: &SimSsdConfig) -> String {
-    let n = &c.nand;
-    format!(
-        "{}: {} MiB of NAND ({} blocks of {} pages of {} B, {} x {} chips), {} FTL, {:.0}% \
-         over-provisioning, read {} us, program {} us, erase {} us",
-        SsdProfile::Ocz.description(),
-        (n.blocks as u64 * u64::from(n.pages_per_block) * n.page_bytes as u64) >> 20,
-        n.blocks,
-        n.pages_per_block,
-        n.page_bytes,
-        n.channels,
-        n.ways,
-        c.ftl,
-        c.over_provisioning * 100.0,
-        n.read_us,
-        n.program_us,
-        n.erase_us,
-    )
 }
 
 /// The `i`-th key inserted (uniform over u64; distinct for distinct `i`: `mix` is a
@@ -668,14 +648,13 @@ pub fn run(a: &FbxReproArgs) -> Result<FbxRepro> {
         budget_bytes: cx.z.budget,
         leaf_order: LEAF_ORDER,
         inner_order: INNER_ORDER,
-        ssd: describe_ssd(&ssd_config()),
+        ssd: Lens::describe_ssd(SsdProfile::Ocz.description(), &ssd_config()),
         wall_seconds: cx.f.seconds(),
         cells,
         ratios,
         claims: Vec::new(),
     };
     r.claims = paper::check(&r);
-    let path = cx.f.save(&r)?;
-    eprintln!("repro fbx: wrote {}", path.display());
+    cx.f.save(&r)?;
     Ok(r)
 }

@@ -3,16 +3,11 @@
 //! `simulated intel-x25m`), never the best of them.
 
 use super::{Cell, FdtreeRepro, LensInfo, Measured};
-use crate::repro::common::{lens_label, verdict, Checks, LensFigure};
+use crate::repro::common::{lens_label, verdict, Checks, LensFigure, View};
 use crate::repro::ClaimCheck;
 
-/// The cells of a run and the queries the checks make (a cell of one size, or of any).
-struct View<'a> {
-    cells: &'a [Cell],
-    lenses: &'a [LensInfo],
-}
-
-impl<'a> View<'a> {
+/// The queries the checks make (a cell of one size, or of any).
+impl<'a> View<'a, Cell> {
     fn find(
         &self,
         e: &str,
@@ -135,7 +130,7 @@ fn key_of(label: &str) -> &str {
 /// A speedup claim of `workloads` (the smallest speedup over them is judged) on each lens.
 #[allow(clippy::too_many_arguments)]
 fn speedup_claim(
-    v: &View,
+    v: &View<Cell>,
     lenses: &[String],
     k: &mut Checks,
     e: &str,
@@ -194,7 +189,7 @@ fn speedup_claim(
         .because(why.trim_start_matches(' '));
 }
 
-fn fig10(v: &View, lenses: &[String], n: u64, k: &mut Checks) {
+fn fig10(v: &View<Cell>, lenses: &[String], n: u64, k: &mut Checks) {
     let e = "Fig. 10 (fig10)";
     // "FD-tree outperforms all other three indexes for all index sizes."
     let mut figs = Vec::new();
@@ -240,53 +235,27 @@ fn fig10(v: &View, lenses: &[String], n: u64, k: &mut Checks) {
         .map(|c| c.size)
         .max()
         .unwrap_or(n);
-    for (o, claim, paper, t) in [
-        (
-            "btree",
-            "Fig. 10 at 8 GB: FD-tree 24.2x B+-tree on the Mtron, 3.3x on the Intel (this disk \
-             held to the Intel's)",
-            "24.2x Mtron, 3.3x Intel",
-            Target {
-                mtron: (21.8, 26.6),
-                intel: (3.0, 3.6),
-            },
-        ),
-        (
-            "bftl",
-            "Fig. 10 at 8 GB: FD-tree 5.8x BFTL on the Mtron, 3.3x on the Intel",
-            "5.8x Mtron, 3.3x Intel",
-            Target {
-                mtron: (5.2, 6.4),
-                intel: (3.0, 3.6),
-            },
-        ),
-        (
-            "lsm",
-            "Fig. 10 at 8 GB: FD-tree 1.8x LSM-tree on the Mtron, 1.6x on the Intel",
-            "1.8x Mtron, 1.6x Intel",
-            Target {
-                mtron: (1.6, 2.0),
-                intel: (1.45, 1.75),
-            },
-        ),
-    ] {
-        speedup_claim(
-            v,
-            lenses,
-            k,
-            e,
-            claim,
-            paper,
-            o,
-            &["mix-50"],
-            Some(largest),
-            &t,
+    // The other index, its name, the paper's Mtron and Intel speedups, and the span each
+    // lens is held to (this disk to the Intel's).
+    const FIG10: [(&str, &str, f64, f64, (f64, f64), (f64, f64)); 3] = [
+        ("btree", "B+-tree", 24.2, 3.3, (21.8, 26.6), (3.0, 3.6)),
+        ("bftl", "BFTL", 5.8, 3.3, (5.2, 6.4), (3.0, 3.6)),
+        ("lsm", "LSM-tree", 1.8, 1.6, (1.6, 2.0), (1.45, 1.75)),
+    ];
+    for (o, name, m, i, mtron, intel) in FIG10 {
+        let claim = format!(
+            "Fig. 10 at 8 GB: FD-tree {m}x {name} on the Mtron, {i}x on the Intel (this disk \
+             held to the Intel's)"
         );
+        let paper = format!("{m}x Mtron, {i}x Intel");
+        let t = Target { mtron, intel };
+        let w = &["mix-50"];
+        speedup_claim(v, lenses, k, e, &claim, &paper, o, w, Some(largest), &t);
     }
 }
 
 /// The largest range of the run.
-fn largest_range(v: &View) -> Option<String> {
+fn largest_range(v: &View<Cell>) -> Option<String> {
     v.cells
         .iter()
         .filter(|c| c.id.experiment == "fig11")
@@ -294,7 +263,7 @@ fn largest_range(v: &View) -> Option<String> {
         .map(|c| c.id.workload.clone())
 }
 
-fn fig11(v: &View, lenses: &[String], k: &mut Checks) {
+fn fig11(v: &View<Cell>, lenses: &[String], k: &mut Checks) {
     let e = "Fig. 11 (fig11)";
     let Some(w) = largest_range(v) else {
         return k.missing(
@@ -341,7 +310,7 @@ type Row = (
     (f64, f64),
 );
 
-fn fig12(v: &View, lenses: &[String], k: &mut Checks) {
+fn fig12(v: &View<Cell>, lenses: &[String], k: &mut Checks) {
     let e = "Fig. 12 (fig12)";
     // The Mtron's figures (Fig. 12(a)); every lens is held to them, the reason it differs
     // in `here`.
@@ -448,7 +417,7 @@ fn fig12(v: &View, lenses: &[String], k: &mut Checks) {
         .because(FIG10_WHY);
 }
 
-fn deamort(v: &View, lenses: &[String], k: &mut Checks) {
+fn deamort(v: &View<Cell>, lenses: &[String], k: &mut Checks) {
     let e = "§5.4 Fig. 7 (deamort)";
     let pair = |lens: &str| {
         let f = |variant: &str| {
@@ -518,7 +487,7 @@ fn deamort(v: &View, lenses: &[String], k: &mut Checks) {
         .because(DEAMORT_MEAN_WHY);
 }
 
-fn model(v: &View, lenses: &[String], k: &mut Checks) {
+fn model(v: &View<Cell>, lenses: &[String], k: &mut Checks) {
     let e = "§5.2 Fig. 5 / App. C (model)";
     for (w, what) in [("o-search", "search"), ("o-insert", "insertion")] {
         let claim = format!(

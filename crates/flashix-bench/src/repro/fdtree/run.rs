@@ -186,7 +186,6 @@ pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
         claims: Vec::new(),
     };
     r.claims = paper::check(&r);
-    let path = cx.f.save(&r)?;
-    cx.f.say(format!("wrote {}", path.display()));
+    cx.f.save(&r)?;
     Ok(r)
 }

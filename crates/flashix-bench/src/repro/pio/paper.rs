@@ -6,16 +6,11 @@
 //! else to the paper's single number.
 
 use super::{Cell, LensInfo, Measured, PioRepro};
-use crate::repro::common::{lens_label, verdict, Checks, LensFigure};
+use crate::repro::common::{lens_label, verdict, Checks, LensFigure, View};
 use crate::repro::ClaimCheck;
 
-/// The cells of a run and the queries the checks make (a cell of one setting).
-struct View<'a> {
-    cells: &'a [Cell],
-    lenses: &'a [LensInfo],
-}
-
-impl<'a> View<'a> {
+/// The queries the checks make (a cell of one setting).
+impl<'a> View<'a, Cell> {
     fn find(
         &self,
         e: &str,
@@ -99,7 +94,7 @@ struct Figure {
 /// Add a claim judged on every lens of the run by `judge` (`None`: the lens has no
 /// figure for it); a lens that ran the experiment without a figure says so.
 fn claim(
-    v: &View,
+    v: &View<Cell>,
     r: &PioRepro,
     k: &mut Checks,
     e: &str,
@@ -188,7 +183,7 @@ pub fn check(r: &PioRepro) -> Vec<ClaimCheck> {
 /// Speedups of the PIO B-tree over `other` on `workload` per variant of experiment `e`
 /// on `lens`, with the two cells.
 fn by_variant<'a>(
-    v: &View<'a>,
+    v: &View<'a, Cell>,
     e: &str,
     lens: &str,
     other: &str,
@@ -205,7 +200,7 @@ fn by_variant<'a>(
         .collect()
 }
 
-fn fig9(v: &View, r: &PioRepro, k: &mut Checks) {
+fn fig9(v: &View<Cell>, r: &PioRepro, k: &mut Checks) {
     let e = "Fig. 9 (fig9)";
     let t = Target::each(1.5, 1.36, (1.36, 1.5));
     claim(
@@ -247,7 +242,7 @@ fn fig9(v: &View, r: &PioRepro, k: &mut Checks) {
     );
 }
 
-fn fig10(v: &View, r: &PioRepro, k: &mut Checks) {
+fn fig10(v: &View<Cell>, r: &PioRepro, k: &mut Checks) {
     let e = "Fig. 10 (fig10)";
     let ranges = |lens: &str| {
         let mut xs: Vec<(u64, f64, &Cell, &Cell)> = v
@@ -318,7 +313,7 @@ fn fig10(v: &View, r: &PioRepro, k: &mut Checks) {
 /// The PIO B-tree's speedup over the B+-tree on `workload` at an OPQ of `variant` in
 /// Fig. 11.
 fn fig11_at<'a>(
-    v: &View<'a>,
+    v: &View<'a, Cell>,
     lens: &str,
     workload: &str,
     variant: &str,
@@ -328,7 +323,7 @@ fn fig11_at<'a>(
     Some((v.speedup(p, o)?, p, o))
 }
 
-fn fig11(v: &View, r: &PioRepro, k: &mut Checks) {
+fn fig11(v: &View<Cell>, r: &PioRepro, k: &mut Checks) {
     let e = "Fig. 11 (fig11)";
     let page = r.page_size as u64;
     let variant = |q: u64| format!("opq {} pages", q / page);
@@ -403,7 +398,7 @@ fn fig11(v: &View, r: &PioRepro, k: &mut Checks) {
     );
 }
 
-fn fig12(v: &View, r: &PioRepro, k: &mut Checks) {
+fn fig12(v: &View<Cell>, r: &PioRepro, k: &mut Checks) {
     let e = "Fig. 12 (fig12)";
     // (competitor, words, paper's number, ioDrive, P300, this disk: the three devices' span)
     type Row = (
@@ -483,7 +478,7 @@ fn fig12(v: &View, r: &PioRepro, k: &mut Checks) {
     }
 }
 
-fn fig13(v: &View, r: &PioRepro, k: &mut Checks) {
+fn fig13(v: &View<Cell>, r: &PioRepro, k: &mut Checks) {
     let e = "Fig. 13 (fig13)";
     for (w, words, paper, lo, hi) in [
         (

@@ -308,8 +308,7 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
         claims: Vec::new(),
     };
     r.claims = paper::check(&r);
-    let path = cx.f.save(&r)?;
-    cx.f.say(format!("wrote {}", path.display()));
+    cx.f.save(&r)?;
     Ok(r)
 }
 
