@@ -246,9 +246,9 @@ are printed at the start and saved in results.json.";
 
 #[derive(clap::Args)]
 struct BenchArgs {
-    /// Comma-separated engines (btree, fdtree, lsm, pio, bulk, bftl, latree, ipl, dipl) and
-    /// peers (rocksdb, fjall, redb, redb-batched, lmdb, lmdb-batched; each needs its cargo
-    /// feature).
+    /// Comma-separated engines (btree, fdtree, lsm, pio, bulk, bftl, latree, fbx, ipl,
+    /// dipl) and peers (rocksdb, fjall, redb, redb-batched, lmdb, lmdb-batched; each needs
+    /// its cargo feature).
     #[arg(long, default_value = "btree,fdtree,lsm,pio")]
     engines: String,
     /// Comma-separated workloads (see below): o-search, o-insert, o-delete, o-update,

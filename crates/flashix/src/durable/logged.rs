@@ -264,3 +264,20 @@ macro_rules! logged_engine_methods {
     };
 }
 pub(crate) use logged_engine_methods;
+
+/// [`Logged::store`] and [`Logged::charge_memory`] of an engine whose store is its `pager`
+/// field and whose memory besides the pool is what its `structure_bytes()` counts: the
+/// store is the pager, and the charge is those bytes. Used inside `impl Logged for ...`.
+macro_rules! pager_store_methods {
+    () => {
+        fn store(&mut self) -> &mut dyn $crate::durable::Store {
+            &mut self.pager
+        }
+
+        fn charge_memory(&mut self) -> $crate::error::Result<()> {
+            let bytes = self.structure_bytes();
+            self.pager.charge(bytes)
+        }
+    };
+}
+pub(crate) use pager_store_methods;

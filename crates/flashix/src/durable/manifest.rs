@@ -103,6 +103,13 @@ fn checksum(version: u32, fields: &[u8], body: &[u8]) -> u32 {
 }
 
 impl Manifest {
+    /// The engine's state (`engine`) as its type; a state that does not decode is
+    /// corruption of the manifest (`bad <what> state: ...`).
+    pub fn engine_state<T: serde::de::DeserializeOwned>(&self, what: &str) -> Result<T> {
+        serde_json::from_value(self.engine.clone())
+            .map_err(|e| Error::corruption("MANIFEST", None, format!("bad {what} state: {e}")))
+    }
+
     /// Encode with header and checksum, as [`FORMAT_VERSION`] (the options record must be
     /// of the current shape).
     pub fn encode(&self) -> Result<Vec<u8>> {

@@ -18,7 +18,7 @@ pub mod wal;
 
 pub use commit::FlushTicket;
 pub use log::Log;
-pub(crate) use logged::{logged_engine_methods, Logged, Store};
+pub(crate) use logged::{logged_engine_methods, pager_store_methods, Logged, Store};
 pub use manifest::{Manifest, OptionsRecord, MANIFEST};
 pub use pager::{Pager, PagerConfig};
 pub use wal::LogicalOp;

@@ -62,6 +62,8 @@ mod fault_step;
 mod grow;
 pub mod kill;
 pub mod mobject;
+#[cfg(test)]
+pub(crate) mod readers;
 
 use fault_step::FaultRun;
 pub use fault_step::{FaultCount, FAULT_KINDS};

@@ -237,7 +237,8 @@ fn fig10(v: &View<Cell>, lenses: &[String], n: u64, k: &mut Checks) {
         .unwrap_or(n);
     // The other index, its name, the paper's Mtron and Intel speedups, and the span each
     // lens is held to (this disk to the Intel's).
-    const FIG10: [(&str, &str, f64, f64, (f64, f64), (f64, f64)); 3] = [
+    type Span = (f64, f64);
+    const FIG10: [(&str, &str, f64, f64, Span, Span); 3] = [
         ("btree", "B+-tree", 24.2, 3.3, (21.8, 26.6), (3.0, 3.6)),
         ("bftl", "BFTL", 5.8, 3.3, (5.2, 6.4), (3.0, 3.6)),
         ("lsm", "LSM-tree", 1.8, 1.6, (1.6, 2.0), (1.45, 1.75)),

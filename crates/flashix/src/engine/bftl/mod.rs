@@ -88,8 +88,8 @@ mod check;
 mod tree;
 
 use crate::durable::Manifest;
-use crate::durable::{logged_engine_methods, Logged};
-use crate::durable::{Pager, Store};
+use crate::durable::Pager;
+use crate::durable::{logged_engine_methods, pager_store_methods, Logged};
 use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::io::{Extent, IoReq, PageId};
@@ -290,8 +290,7 @@ impl Bftl {
 
     /// Reopen: the checkpoint's NTT, then the WAL replayed and a checkpoint taken.
     pub fn open(storage: Storage, manifest: Manifest, s: Settings, o: BftlOptions) -> Result<Bftl> {
-        let state: State = serde_json::from_value(manifest.engine.clone())
-            .map_err(|e| Error::corruption("MANIFEST", None, format!("bad BFTL state: {e}")))?;
+        let state: State = manifest.engine_state("BFTL")?;
         if !crate::kit::api::plausible_height(state.height) || state.next_id <= state.root {
             return Err(Error::corruption(
                 "MANIFEST",
@@ -507,14 +506,7 @@ impl Bftl {
 }
 
 impl Logged for Bftl {
-    fn store(&mut self) -> &mut dyn Store {
-        &mut self.pager
-    }
-
-    fn charge_memory(&mut self) -> Result<()> {
-        let bytes = self.structure_bytes();
-        self.pager.charge(bytes)
-    }
+    pager_store_methods!();
 
     fn engine_state(&self) -> serde_json::Value {
         self.state()

@@ -3,7 +3,7 @@
 use super::BTree;
 use crate::error::{Error, Result};
 use crate::io::PageId;
-use crate::kit::bnode::node;
+use crate::kit::bnode::{check, node};
 use crate::page::DATA_FILE;
 use std::collections::HashSet;
 
@@ -78,24 +78,8 @@ impl BTree {
         if !w.seen.insert(pid) {
             return Err(bad(pid, "page reachable twice".into()));
         }
-        let alloc = self.pager.allocator();
-        if pid >= alloc.high_water() || alloc.is_free(pid) {
-            return Err(bad(pid, "reachable page is not allocated".into()));
-        }
-        let (leaf, lvl, link, es) = self.pager.read(pid, |b| {
-            (
-                node::is_leaf(b),
-                node::level(b),
-                node::link(b),
-                node::entries(b),
-            )
-        })?;
-        if lvl != level || leaf != (level == 0) {
-            return Err(bad(
-                pid,
-                format!("node level {lvl} (leaf: {leaf}), expected {level}"),
-            ));
-        }
+        let n = check::read_node(&mut self.pager, pid, level, (lo, hi), bad)?;
+        let (leaf, es) = (level == 0, &n.entries);
         // Invariant 2 and the node orders: each kind has its own cap and minimum.
         let (kind, cap, min) = if leaf {
             ("leaf", self.leaf_cap, self.leaf_min())
@@ -117,36 +101,15 @@ impl BTree {
                 format!("{kind} of {} entries, above its order {cap}", es.len()),
             ));
         }
-        for pair in es.windows(2) {
-            if pair[0].0 >= pair[1].0 {
-                return Err(bad(
-                    pid,
-                    format!("keys out of order: {} then {}", pair[0].0, pair[1].0),
-                ));
-            }
-        }
-        for &(k, _) in &es {
-            if lo.is_some_and(|l| k < l) || hi.is_some_and(|h| k >= h) {
-                return Err(bad(
-                    pid,
-                    format!("key {k} outside the parent's range {lo:?}..{hi:?}"),
-                ));
-            }
-        }
         if level == 0 {
             w.entries += es.len() as u64;
-            w.leaves.push((pid, link));
+            w.leaves.push((pid, n.link));
             return Ok(());
         }
-        // Child slot 0 covers [lo, key0); slot j covers [key(j-1), key(j)).
-        let mut child_lo = lo;
-        let mut child = link;
-        for &(sep, next_child) in &es {
-            self.check_node(child, level - 1, child_lo, Some(sep), false, w)?;
-            child_lo = Some(sep);
-            child = next_child;
+        for (child, lo, hi) in check::child_ranges(&n, lo, hi) {
+            self.check_node(child, level - 1, lo, hi, false, w)?;
         }
-        self.check_node(child, level - 1, child_lo, hi, false, w)
+        Ok(())
     }
 }
 

@@ -10,6 +10,7 @@
 use super::BTree;
 use crate::error::Result;
 use crate::io::PageId;
+use crate::kit::bnode::leaves::{self, Repair};
 use crate::kit::bnode::{node, spine};
 
 impl BTree {
@@ -43,33 +44,33 @@ impl BTree {
         let (left, right, sep_idx) = spine::sibling_pair(link, &entries, leaf, slot);
         let sibling = if left == leaf { right } else { left };
         let sib_count = self.pager.read(sibling, node::count)?;
-        let (l_link, mut all) = self
-            .pager
-            .read(left, |b| (node::link(b), node::entries(b)))?;
+        let mut all = self.pager.read(left, node::entries)?;
         let (r_link, r_es) = self
             .pager
             .read(right, |b| (node::link(b), node::entries(b)))?;
         all.extend(r_es);
-        if sib_count > self.leaf_min() {
-            // Even the two out and update the separator.
-            let m = all.len() / 2;
-            let new_sep = all[m].0;
-            self.pager
-                .write(left, |b| node::init(b, 0, l_link, &all[..m]))?;
-            self.pager
-                .write(right, |b| node::init(b, 0, r_link, &all[m..]))?;
-            self.pager
-                .write(parent, |b| node::set_key(b, sep_idx, new_sep))?;
-            self.counters.redistributions += 1;
-            return Ok(());
+        // Even the two out and move the separator, or merge right into left (which takes
+        // over right's place in the leaf chain) and drop the separator between them.
+        let pair = (left, right);
+        let redistribute = sib_count > self.leaf_min();
+        match leaves::repair(
+            &mut self.pager,
+            parent,
+            sep_idx,
+            pair,
+            &all,
+            r_link,
+            redistribute,
+        )? {
+            Repair::Redistributed => {
+                self.counters.redistributions += 1;
+                return Ok(());
+            }
+            Repair::Merged => {
+                self.leaves -= 1;
+                self.counters.merges += 1;
+            }
         }
-        // Merge right into left; the merged leaf takes over right's place in the leaf
-        // chain, and the parent loses the separator between them.
-        self.pager.write(left, |b| node::init(b, 0, r_link, &all))?;
-        self.leaves -= 1;
-        self.pager.free_page(right);
-        self.pager.write(parent, |b| node::remove_at(b, sep_idx))?;
-        self.counters.merges += 1;
         path.push((parent, slot));
         let ev = self.spine().repair_underflow(path, 1)?;
         self.count(ev);

@@ -6,7 +6,7 @@
 use super::BTree;
 use crate::error::Result;
 use crate::io::PageId;
-use crate::kit::bnode::node;
+use crate::kit::bnode::{leaves, node};
 
 impl BTree {
     pub(super) fn insert_unlogged(&mut self, k: u64, v: u64) -> Result<()> {
@@ -34,16 +34,11 @@ impl BTree {
             .read(leaf, |b| (node::entries(b), node::link(b)))?;
         let pos = es.partition_point(|e| e.0 < k);
         es.insert(pos, (k, v));
-        let mid = es.len() / 2;
-        let right = self.pager.alloc_page()?;
-        self.pager
-            .write(right, |b| node::init(b, 0, link, &es[mid..]))?;
-        self.pager
-            .write(leaf, |b| node::init(b, 0, right, &es[..mid]))?;
+        let (sep, right) = leaves::split(&mut self.pager, leaf, link, &es)?;
         self.entries += 1;
         self.leaves += 1;
         self.counters.leaf_splits += 1;
-        self.insert_into_parent(path, es[mid].0, right, 1)
+        self.insert_into_parent(path, sep, right, 1)
     }
 
     /// Insert separator `sep` with right child `right` into the parents on `path`,

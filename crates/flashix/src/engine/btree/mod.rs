@@ -200,8 +200,7 @@ impl BTree {
         s: Settings,
         o: BTreeOptions,
     ) -> Result<BTree> {
-        let state: State = serde_json::from_value(manifest.engine.clone())
-            .map_err(|e| Error::corruption("MANIFEST", None, format!("bad B+-tree state: {e}")))?;
+        let state: State = manifest.engine_state("B+-tree")?;
         let (leaf_cap, inner_cap) = caps(s.page_size, &o);
         let config = s.pager_config(MIN_FRAMES, 0);
         let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;

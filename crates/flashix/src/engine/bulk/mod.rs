@@ -102,7 +102,7 @@ mod tests;
 
 pub use options::BulkOptions;
 
-use crate::durable::{logged_engine_methods, Logged, Manifest, Pager, Store};
+use crate::durable::{logged_engine_methods, pager_store_methods, Logged, Manifest, Pager};
 use crate::error::{Error, Result};
 use crate::io::{Extent, Storage};
 use crate::kind::EngineKind;
@@ -345,8 +345,7 @@ impl BulkIndex {
         s: Settings,
         o: BulkOptions,
     ) -> Result<BulkIndex> {
-        let state: State = serde_json::from_value(manifest.engine.clone())
-            .map_err(|e| Error::corruption("MANIFEST", None, format!("bad bulk state: {e}")))?;
+        let state: State = manifest.engine_state("bulk")?;
         let p = params(&s, &o)?;
         let config = s.pager_config(MIN_FRAMES, reserved(&s, &o, &p));
         let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
@@ -535,14 +534,7 @@ impl BulkIndex {
 }
 
 impl Logged for BulkIndex {
-    fn store(&mut self) -> &mut dyn Store {
-        &mut self.pager
-    }
-
-    fn charge_memory(&mut self) -> Result<()> {
-        let bytes = self.structure_bytes();
-        self.pager.charge(bytes)
-    }
+    pager_store_methods!();
 
     fn engine_state(&self) -> serde_json::Value {
         serde_json::json!(self.state())

@@ -472,8 +472,7 @@ impl Fbx {
 
     /// Reopen: the checkpoint's NTT snapshot, then the WAL replayed and a checkpoint taken.
     pub fn open(storage: Storage, manifest: Manifest, s: Settings, o: FbxOptions) -> Result<Fbx> {
-        let state: State = serde_json::from_value(manifest.engine.clone())
-            .map_err(|e| Error::corruption("MANIFEST", None, format!("bad FBX state: {e}")))?;
+        let state: State = manifest.engine_state("FBX")?;
         if !crate::kit::api::plausible_height(state.height)
             || state.next_id <= state.root
             || state.segment_pages < 2

@@ -2,9 +2,8 @@
 //! writer answer as the model does, and the cleans they decide wait for the next write.
 
 use super::{CleanPolicy, FbxOptions, DEFERRED_CLEANS};
+use crate::testing::readers::{assert_holds, beside_a_writer, load_evens, value};
 use crate::{Db, DeviceSpec, EngineKind, Options};
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 fn counter(db: &Db, name: &str) -> u64 {
     db.stats().engine_counters[name]
@@ -24,11 +23,6 @@ fn options(clean: CleanPolicy, device: DeviceSpec) -> Options {
         })
 }
 
-/// A value written to `k` (its key part proves a read saw a value of `k`).
-fn value(k: u64, version: u64) -> u64 {
-    k * 1000 + version
-}
-
 /// Six readers (gets, get_many, a scan now and then) beside a writer that overwrites and
 /// deletes the odd keys between the even ones, which a bulk load wrote and nothing
 /// changes: every even key reads as the model says, every odd one as a value of its own
@@ -41,81 +35,29 @@ fn readers_beside_a_writer(device: DeviceSpec) {
         options(CleanPolicy::Naive { k: 1 }, device),
     )
     .unwrap();
-    let mut model: BTreeMap<u64, u64> = (0..KEYS).map(|k| (k * 2, value(k * 2, 0))).collect();
-    let pairs: Vec<(u64, u64)> = model.iter().map(|(&k, &v)| (k, v)).collect();
-    db.bulk_insert(&pairs).unwrap();
-    let stable = model.clone();
-    let done = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let writer = s.spawn(|| {
-            let mut model = BTreeMap::new();
-            for round in 1..=3u64 {
-                for k in (1..KEYS * 2).step_by(6) {
-                    db.insert(k, value(k, round)).unwrap();
-                    model.insert(k, value(k, round));
-                }
-                for k in (1..KEYS * 2).step_by(14) {
-                    db.delete(k).unwrap();
-                    model.remove(&k);
-                }
-                db.flush().unwrap();
+    let stable = load_evens(&db, KEYS);
+    let writer = || {
+        let mut model = stable.clone();
+        for round in 1..=3u64 {
+            for k in (1..KEYS * 2).step_by(6) {
+                db.insert(k, value(k, round)).unwrap();
+                model.insert(k, value(k, round));
             }
-            done.store(true, Ordering::Release);
-            model
-        });
-        for t in 0..6u64 {
-            let (db, done, stable) = (&db, &done, &stable);
-            s.spawn(move || {
-                let mut i = t + 1;
-                let mut reads = 0u64;
-                // Bounded: the writer's work is finite; at least a few hundred reads each.
-                while !done.load(Ordering::Acquire) || reads < 300 {
-                    reads += 1;
-                    i = i
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
-                    let k = (i >> 33) % (KEYS * 2);
-                    let got = db.get(k).unwrap();
-                    if k % 2 == 0 {
-                        assert_eq!(got, stable.get(&k).copied(), "get({k})");
-                    } else if let Some(v) = got {
-                        assert_eq!(v / 1000, k, "get({k}) = {v}: not a value of {k}");
-                    }
-                    let keys = [k, k + 1, k / 2 * 2];
-                    for (&k, v) in keys.iter().zip(db.get_many(&keys).unwrap()) {
-                        if k % 2 == 0 {
-                            assert_eq!(v, stable.get(&k).copied(), "get_many({k})");
-                        } else {
-                            assert!(v.map_or(true, |v| v / 1000 == k), "get_many({k}) = {v:?}");
-                        }
-                    }
-                    if reads % 50 == 0 {
-                        let evens = db
-                            .range(k..k + 40)
-                            .unwrap()
-                            .map(|kv| kv.unwrap())
-                            .filter(|kv| kv.0 % 2 == 0)
-                            .collect::<Vec<_>>();
-                        let want: Vec<(u64, u64)> =
-                            stable.range(k..k + 40).map(|(&k, &v)| (k, v)).collect();
-                        assert_eq!(evens, want, "scan from {k}");
-                    }
-                }
-            });
+            for k in (1..KEYS * 2).step_by(14) {
+                db.delete(k).unwrap();
+                model.remove(&k);
+            }
+            db.flush().unwrap();
         }
-        model.extend(writer.join().unwrap());
-    });
-    for k in 0..KEYS * 2 {
-        assert_eq!(db.get(k).unwrap(), model.get(&k).copied(), "key {k}");
-    }
-    let all: Vec<(u64, u64)> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
-    assert_eq!(all, model.into_iter().collect::<Vec<_>>());
+        model
+    };
+    let model = beside_a_writer(&db, &stable, (6, 300), (50, 40), writer);
     // Every clean decided has been written once the flush ran the waiting ones.
     db.flush().unwrap();
     let (cleans, pages) = (counter(&db, "cleans"), counter(&db, "clean_pages"));
     assert!(cleans > 0, "no clean: the test proves nothing");
     assert_eq!(cleans, pages, "cleans decided vs compact pages written");
-    db.check_integrity().unwrap();
+    assert_holds(&db, &model);
     db.close().unwrap();
 }
 

@@ -192,8 +192,8 @@ pub(crate) mod run;
 mod search;
 
 use crate::durable::Manifest;
-use crate::durable::{logged_engine_methods, Logged};
-use crate::durable::{Pager, Store};
+use crate::durable::Pager;
+use crate::durable::{logged_engine_methods, pager_store_methods, Logged};
 use crate::error::{Error, Result};
 use crate::io::Extent;
 use crate::io::Storage;
@@ -407,8 +407,7 @@ impl FdTree {
         s: Settings,
         o: FdTreeOptions,
     ) -> Result<FdTree> {
-        let state: State = serde_json::from_value(manifest.engine.clone())
-            .map_err(|e| Error::corruption("MANIFEST", None, format!("bad FD-tree state: {e}")))?;
+        let state: State = manifest.engine_state("FD-tree")?;
         let mut p = params(&s, &o, state.packed)?;
         if let Some(k) = state.k {
             // §3.2: 2 <= k < f - 1 (a k below 2 would give levels that never grow).
@@ -664,14 +663,7 @@ impl FdTree {
 }
 
 impl Logged for FdTree {
-    fn store(&mut self) -> &mut dyn Store {
-        &mut self.pager
-    }
-
-    fn charge_memory(&mut self) -> Result<()> {
-        let bytes = self.structure_bytes();
-        self.pager.charge(bytes)
-    }
+    pager_store_methods!();
 
     fn engine_state(&self) -> serde_json::Value {
         serde_json::json!(State {

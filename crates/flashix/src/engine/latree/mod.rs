@@ -158,8 +158,8 @@ mod tree;
 pub use options::LaTreeOptions;
 
 use crate::durable::Manifest;
-use crate::durable::{logged_engine_methods, Logged};
-use crate::durable::{Pager, Store};
+use crate::durable::Pager;
+use crate::durable::{logged_engine_methods, pager_store_methods, Logged};
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::io::Storage;
@@ -349,8 +349,7 @@ impl LaTree {
         s: Settings,
         o: LaTreeOptions,
     ) -> Result<LaTree> {
-        let st: State = serde_json::from_value(manifest.engine.clone())
-            .map_err(|e| Error::corruption("MANIFEST", None, format!("bad LA-tree state: {e}")))?;
+        let st: State = manifest.engine_state("LA-tree")?;
         if !crate::kit::api::plausible_height(st.height) {
             return Err(Error::corruption(
                 "MANIFEST",
@@ -408,14 +407,7 @@ impl LaTree {
 }
 
 impl Logged for LaTree {
-    fn store(&mut self) -> &mut dyn Store {
-        &mut self.pager
-    }
-
-    fn charge_memory(&mut self) -> Result<()> {
-        let bytes = self.structure_bytes();
-        self.pager.charge(bytes)
-    }
+    pager_store_methods!();
 
     fn engine_state(&self) -> serde_json::Value {
         self.state()

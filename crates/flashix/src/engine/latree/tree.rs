@@ -9,8 +9,10 @@ use super::buffer;
 use super::LaTree;
 use crate::error::{Error, Result};
 use crate::io::PageId;
+use crate::kit::bnode::bulk::{self, Fill};
+use crate::kit::bnode::leaves::{self, Repair};
+use crate::kit::bnode::node;
 use crate::kit::bnode::spine::{read_internal, sibling_pair, Join, Path, Spine, SpineEvents};
-use crate::kit::bnode::{group_sizes, node};
 use crate::page::{self, DATA_FILE};
 
 /// Where a descent ended: the internal nodes passed (root first) with the child slot
@@ -91,16 +93,11 @@ impl LaTree {
             Err(i) => es.insert(i, (k, v)),
         }
         // Split: the upper half moves to a new right sibling, whose first key goes up.
-        let mid = es.len() / 2;
-        let right = self.pager.alloc_page()?;
-        self.pager
-            .write(right, |b| node::init(b, 0, link, &es[mid..]))?;
-        self.pager
-            .write(leaf, |b| node::init(b, 0, right, &es[..mid]))?;
+        let (sep, right) = leaves::split(&mut self.pager, leaf, link, &es)?;
         self.entries += 1;
         self.leaves += 1;
         self.counters.leaf_splits += 1;
-        self.insert_separator(d.path, es[mid].0, right, 1, leaf)
+        self.insert_separator(d.path, sep, right, 1, leaf)
     }
 
     /// Apply a delete to the leaves, repairing an underfull leaf by redistribution or merge.
@@ -130,23 +127,26 @@ impl LaTree {
         let (_, mut all) = self.read_leaf(left)?;
         let (r_link, r_es) = self.read_leaf(right)?;
         all.extend(r_es);
-        if sib.len() > self.cap / 2 {
-            let m = all.len() / 2;
-            let new_sep = all[m].0;
-            self.pager
-                .write(left, |b| node::init(b, 0, right, &all[..m]))?;
-            self.pager
-                .write(right, |b| node::init(b, 0, r_link, &all[m..]))?;
-            self.pager
-                .write(parent, |b| node::set_key(b, sep_idx, new_sep))?;
-            self.counters.redistributions += 1;
-            return Ok(());
+        let pair = (left, right);
+        let redistribute = sib.len() > self.cap / 2;
+        match leaves::repair(
+            &mut self.pager,
+            parent,
+            sep_idx,
+            pair,
+            &all,
+            r_link,
+            redistribute,
+        )? {
+            Repair::Redistributed => {
+                self.counters.redistributions += 1;
+                return Ok(());
+            }
+            Repair::Merged => {
+                self.leaves -= 1;
+                self.counters.merges += 1;
+            }
         }
-        self.pager.write(left, |b| node::init(b, 0, r_link, &all))?;
-        self.leaves -= 1;
-        self.pager.free_page(right);
-        self.pager.write(parent, |b| node::remove_at(b, sep_idx))?;
-        self.counters.merges += 1;
         path.push((parent, slot));
         self.repair_underflow(path, 1)
     }
@@ -309,39 +309,13 @@ impl LaTree {
         let per = ((self.cap as f64 * 0.7) as usize).clamp(min.max(1), self.cap);
         let old_root = self.root;
         self.pager.free_page(old_root);
-        let sizes = group_sizes(sorted.len(), per, min, self.cap);
-        let pages: Vec<PageId> = (0..sizes.len())
-            .map(|_| self.pager.alloc_page())
-            .collect::<Result<_>>()?;
-        let mut level_nodes: Vec<(u64, PageId)> = Vec::with_capacity(pages.len());
-        let mut off = 0;
-        for (i, (&size, &pid)) in sizes.iter().zip(&pages).enumerate() {
-            let chunk = &sorted[off..off + size];
-            let link = pages.get(i + 1).copied().unwrap_or(node::NONE);
-            self.pager.write(pid, |b| node::init(b, 0, link, chunk))?;
-            level_nodes.push((chunk[0].0, pid));
-            off += size;
-        }
-        self.leaves = pages.len() as u64;
-        let mut level = 0;
-        while level_nodes.len() > 1 {
-            level += 1;
-            let sizes = group_sizes(level_nodes.len(), per + 1, min + 1, self.cap + 1);
-            let mut upper = Vec::with_capacity(sizes.len());
-            let mut off = 0;
-            for size in sizes {
-                let group = &level_nodes[off..off + size];
-                let pid = self.pager.alloc_page()?;
-                let seps: Vec<(u64, u64)> = group[1..].to_vec();
-                self.pager
-                    .write(pid, |b| node::init(b, level, group[0].1, &seps))?;
-                upper.push((group[0].0, pid));
-                off += size;
-            }
-            level_nodes = upper;
-        }
-        self.root = level_nodes[0].1;
-        self.height = level + 1;
+        let fill = Fill {
+            per,
+            min,
+            cap: self.cap,
+        };
+        let built = bulk::build(&mut self.pager, sorted, fill, fill)?;
+        (self.root, self.height, self.leaves) = (built.root, built.height, built.leaves);
         self.entries = sorted.len() as u64;
         Ok(())
     }

@@ -197,8 +197,8 @@ mod merge;
 mod search;
 
 use crate::durable::Manifest;
-use crate::durable::{logged_engine_methods, Logged};
-use crate::durable::{Pager, Store};
+use crate::durable::Pager;
+use crate::durable::{logged_engine_methods, pager_store_methods, Logged};
 use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::kind::EngineKind;
@@ -412,8 +412,7 @@ impl Lsm {
     /// Reopen: restore the checkpoint image and replay the WAL (a checkpoint holds no merge
     /// in progress: [`Logged::before_checkpoint`] completes it).
     pub fn open(storage: Storage, manifest: Manifest, s: Settings, o: LsmOptions) -> Result<Lsm> {
-        let state: State = serde_json::from_value(manifest.engine.clone())
-            .map_err(|e| Error::corruption("MANIFEST", None, format!("bad LSM state: {e}")))?;
+        let state: State = manifest.engine_state("LSM")?;
         let mut tombs = state.tombs;
         if tombs.is_empty() {
             tombs.resize(state.components.len(), Tombs::new());
@@ -682,14 +681,7 @@ impl Lsm {
 }
 
 impl Logged for Lsm {
-    fn store(&mut self) -> &mut dyn Store {
-        &mut self.pager
-    }
-
-    fn charge_memory(&mut self) -> Result<()> {
-        let bytes = self.structure_bytes();
-        self.pager.charge(bytes)
-    }
+    pager_store_methods!();
 
     fn engine_state(&self) -> serde_json::Value {
         serde_json::json!(State {

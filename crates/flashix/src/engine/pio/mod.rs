@@ -497,9 +497,7 @@ impl PioBTree {
         s: Settings,
         o: PioOptions,
     ) -> Result<PioBTree> {
-        let state: State = serde_json::from_value(manifest.engine.clone()).map_err(|e| {
-            Error::corruption("MANIFEST", None, format!("bad PIO B-tree state: {e}"))
-        })?;
+        let state: State = manifest.engine_state("PIO B-tree")?;
         if !crate::kit::api::plausible_height(state.height) {
             return Err(Error::corruption(
                 "MANIFEST",

@@ -1,4 +1,10 @@
-//! The grouping of a bottom-up bulk load: how many items go into each node of a level.
+//! The bottom-up bulk load of a B+-tree of [`node`] pages ([`build`]) and its grouping
+//! ([`group_sizes`]: how many items go into each node of a level).
+
+use super::node;
+use crate::durable::Pager;
+use crate::error::Result;
+use crate::io::PageId;
 
 /// Cut `n` items into groups of `per` (at least `min` each, at most `cap`), as a bulk load
 /// does: full groups, with a short last group merged into or balanced with the one before.
@@ -35,4 +41,72 @@ mod tests {
             }
         }
     }
+}
+
+/// How full a bulk load makes the nodes of a level: `per` items a node, at least `min` and
+/// at most `cap` (for internal nodes: separators; a node has one child more).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fill {
+    pub per: usize,
+    pub min: usize,
+    pub cap: usize,
+}
+
+/// What [`build`] made: the root, the height (1: the root is a leaf), the leaves.
+pub(crate) struct Built {
+    pub root: PageId,
+    pub height: u32,
+    pub leaves: u64,
+}
+
+/// Build a tree bottom-up from sorted, distinct, non-empty `sorted` into fresh pages of
+/// `pager`: leaves allocated in key order, each linked to the next, filled as `leaf` says;
+/// then internal levels of `inner.per + 1` children (`inner.per` separators) until one
+/// node is left, the root. The caller frees the empty tree's root first.
+pub(crate) fn build(
+    pager: &mut Pager,
+    sorted: &[(u64, u64)],
+    leaf: Fill,
+    inner: Fill,
+) -> Result<Built> {
+    let sizes = group_sizes(sorted.len(), leaf.per, leaf.min, leaf.cap);
+    let pages: Vec<PageId> = (0..sizes.len())
+        .map(|_| pager.alloc_page())
+        .collect::<Result<_>>()?;
+    let mut level_nodes: Vec<(u64, PageId)> = Vec::with_capacity(pages.len());
+    let mut off = 0;
+    for (i, (&size, &pid)) in sizes.iter().zip(&pages).enumerate() {
+        let chunk = &sorted[off..off + size];
+        let link = pages.get(i + 1).copied().unwrap_or(node::NONE);
+        pager.write(pid, |b| node::init(b, 0, link, chunk))?;
+        level_nodes.push((chunk[0].0, pid));
+        off += size;
+    }
+    let leaves = pages.len() as u64;
+    let mut level = 0;
+    while level_nodes.len() > 1 {
+        level += 1;
+        let sizes = group_sizes(
+            level_nodes.len(),
+            inner.per + 1,
+            inner.min + 1,
+            inner.cap + 1,
+        );
+        let mut upper = Vec::with_capacity(sizes.len());
+        let mut off = 0;
+        for size in sizes {
+            let group = &level_nodes[off..off + size];
+            let pid = pager.alloc_page()?;
+            let seps: Vec<(u64, u64)> = group[1..].to_vec();
+            pager.write(pid, |b| node::init(b, level, group[0].1, &seps))?;
+            upper.push((group[0].0, pid));
+            off += size;
+        }
+        level_nodes = upper;
+    }
+    Ok(Built {
+        root: level_nodes[0].1,
+        height: level + 1,
+        leaves,
+    })
 }

@@ -3,7 +3,9 @@
 //! the B+-tree, the PIO B-tree (whose internal nodes are this format) and BFTL (bulk
 //! loading).
 
-mod bulk;
+pub(crate) mod bulk;
+pub(crate) mod check;
+pub(crate) mod leaves;
 pub(crate) use bulk::group_sizes;
 pub mod node;
 pub(crate) mod spine;
