@@ -19,9 +19,9 @@
 //!   ahead and write behind, `kit::sorted::seq`), so `t_insert = max(t_headtree + t_merge,
 //!   t_cpu)`. When the merges run on a second core beside the insertions
 //!   ([`DeviceCosts::with_merge_thread`]), the two CPU times overlap too: `t_cpu` is the
-//!   larger of the insertion's and its share of the merges', not their sum (at the quick
-//!   bench scale the sum predicted 0.77 us an insertion, the larger 0.68 us, where 1 /
-//!   inserts per second measured 0.61-0.77 us in six runs).
+//!   larger of the insertion's and its share of the merges', not their sum (the sum
+//!   over-predicts an insertion's time with a merge thread; the larger is the closer to
+//!   the bench's measured insertion rate).
 //!   Without CPU costs `t_cpu = 0` and the model is the paper's.
 //! - Workload: Eq. (11) folds deletions and updates into searches and inserts
 //!   ([`normalized_search_fraction`]); `T_tot = p_s t_search + p_i t_insert` is minimised over
@@ -736,7 +736,7 @@ mod tests {
         assert_eq!(old, dev);
     }
 
-    /// A device like the one in /work/bench-10m (4 KiB pages): 66.8 us random read,
+    /// A device with a virtio SSD's rates (4 KiB pages): 66.8 us random read,
     /// 1813 MB/s sequential read, 2679 MB/s sequential write.
     fn ssd() -> DeviceCosts {
         DeviceCosts::from_rates(4096, 1e6 / 66.8, 14_859.0, 1813.0, 2679.0).unwrap()

@@ -162,11 +162,11 @@ impl DeviceCosts {
         )
     }
 
-    /// A reference SSD for pages of `page_size` bytes (at least 1): the `flashix probe`
-    /// figures of the project's benchmark machine, a virtio SSD — 66.8 us per 4 KiB random
-    /// read and 67.3 us per random write at queue depth 1, growing by 0.5 us per KiB above
-    /// 4 KiB; 1,813 MB/s sequential reads and 2,679 MB/s writes in 512 KiB requests. Used
-    /// when an index is created without a [`crate::Tuning`].
+    /// A reference SSD for pages of `page_size` bytes (at least 1): `flashix probe`
+    /// figures of a virtio SSD — 66.8 us per 4 KiB random read and 67.3 us per random
+    /// write at queue depth 1, growing by 0.5 us per KiB above 4 KiB; 1,813 MB/s
+    /// sequential reads and 2,679 MB/s writes in 512 KiB requests. Used when an index is
+    /// created without a [`crate::Tuning`].
     pub fn reference(page_size: usize) -> Self {
         let b = page_size.max(1);
         let extra_us = b.saturating_sub(4096) as f64 / 1024.0 * 0.5;

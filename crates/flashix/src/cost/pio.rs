@@ -28,10 +28,10 @@
 //!   counts the distinct nodes a batch meets when updates land on nodes at random:
 //!   `x = Q / n(ℓ)` updates per node on average, so a share `1 − e^(−x)` of the nodes in
 //!   the batch's range is met, and the reads per update are `r(ℓ) = (1 − e^(−x)) / x`
-//!   (→ `1/u(ℓ)` for large `x`, → 1 for small `x`; at least `1/b`). Measured on this
-//!   machine, the clamp misses what decides the OPQ size: at 4M entries, a 170-entry OPQ
-//!   and 94 level-1 nodes (`x` = 1.8), the engine read 0.47 level-1 pages per insert, and
-//!   `r` = 0.46 where the clamp says 1. Node reads go through psync I/O at the amortised
+//!   (→ `1/u(ℓ)` for large `x`, → 1 for small `x`; at least `1/b`). The clamp misses what
+//!   decides the OPQ size: with an OPQ of about twice as many entries as a level has
+//!   nodes (`x` ≈ 2), the clamp says one read per update where `r` says about half, and
+//!   the engine's read counters follow `r`. Node reads go through psync I/O at the amortised
 //!   per-page time at the batch's psync group size `g(ℓ)` — the nodes of the level a batch
 //!   meets, at most `PioMax` and at most half the pool's pages (a group's pages stay in the
 //!   pool until used): `Pr'(g) = max(Pr / g, Pr')`, the queue-depth-1 latency shared by
@@ -54,7 +54,7 @@ use super::DeviceCosts;
 use serde::{Deserialize, Serialize};
 
 /// Random 4 KiB reads per second at queue depth 32 of the reference SSD (the `flashix
-/// probe` figure of the project's benchmark machine, beside [`DeviceCosts::reference`]).
+/// probe` figure of the virtio SSD of [`DeviceCosts::reference`]).
 pub const REFERENCE_PSYNC_READ_IOPS: f64 = 79_130.0;
 /// Random 4 KiB writes per second at queue depth 32 of the reference SSD.
 pub const REFERENCE_PSYNC_WRITE_IOPS: f64 = 83_673.0;

@@ -14,7 +14,7 @@
 //! thread reserves every extent the work may write before the work gets it
 //! ([`crate::io::Device::reserve_writes`]: the file device then never grows the file with
 //! zeros over it). This takes the merge's requests off the engine thread (it submitted
-//! each one, about 20 us of kernel time for 512 KiB), and the merge no longer waits for an
+//! each one, and paid the kernel time of its submission), and the merge no longer waits for an
 //! engine operation to start or finish its I/O. An error of such a request fails the
 //! work, and the engine operation that receives its result returns the error. Without a
 //! handle (memory and simulated devices, fault injection, which thus keeps seeing every
@@ -285,9 +285,8 @@ impl<T> JobIo for Remote<T> {
 }
 
 /// How long a thread polls for the other's next message before it sleeps: a reply comes
-/// within one operation of the engine's (about a microsecond), while a sleeping thread
-/// takes tens of microseconds to wake on this project's VM, several times per 512 KiB of
-/// a merge.
+/// within one operation of the engine's, while waking a sleeping thread can take many
+/// times as long (on a virtual machine especially), several times per 512 KiB of a merge.
 const POLL: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// How often an engine thread waiting for the work to get far enough
@@ -317,8 +316,8 @@ pub fn merge_thread_allowed() -> bool {
 }
 
 /// A thread an engine keeps for its background work, one work at a time (starting a
-/// thread per merge cost about a millisecond on this project's VM, a merge's worth of
-/// insertions at the quick scale). It ends when the `Worker` is dropped and its work done.
+/// thread per merge costs as much time as a small merge's worth of insertions). It ends
+/// when the `Worker` is dropped and its work done.
 pub struct Worker {
     tx: Sender<Box<dyn FnOnce() + Send>>,
 }

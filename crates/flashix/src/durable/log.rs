@@ -19,9 +19,8 @@
 //! a crash before then recovers the old manifest through the old WAL's durable prefix,
 //! which the prefix rule allows (only `flush` promises durability). What the caller wrote
 //! in place before the switch needs its before-images durable first, and the buffer pool's
-//! write barrier syncs the log up to them (`super::Pager`). Not syncing it took about half a
-//! millisecond off each checkpoint on this project's test machine, and so did the
-//! directory sync that step 1 no longer needs.
+//! write barrier syncs the log up to them (`super::Pager`). Not syncing it takes a sync
+//! off each checkpoint, and so does the directory sync that step 1 no longer needs.
 //!
 //! Outside tests, a WAL file is created only here and by [`Log::create`] (generation 1 of
 //! a new index). [`Log::recover`] is the first step of every engine's recovery; it removes

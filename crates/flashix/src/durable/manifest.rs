@@ -15,8 +15,8 @@
 //! `wal-<generation>.log` that holds everything since), the extent allocator's state and
 //! the engine's own durable roots.
 //!
-//! Versions: 1 (flashix up to 997fefa) stored the `Options` struct as serde wrote it;
-//! 2 stores the versioned options record of `crate::options::record`; 3 (the options
+//! Versions: 1 (the builds before the options record) stored the `Options` struct as
+//! serde wrote it; 2 stores the versioned options record of `crate::options::record`; 3 (the options
 //! record of 2) adds the range tombstones of the FD-tree's and the LSM-tree's levels to
 //! their engine state (`crate::kit::sorted::tombs`): a build that reads 2 at most must
 //! refuse such an index rather than ignore them and show deleted keys again. 4 (the

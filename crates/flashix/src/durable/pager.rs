@@ -136,7 +136,7 @@ impl WriteBarrier for WalBarrier<'_> {
 
 /// Pages freed since the last checkpoint below which [`Pager::extents_publish_due`] makes
 /// no checkpoint due, however small the structure (a checkpoint per small merge cost the
-/// FD-tree's insert workloads a tenth of their CPU at the bench's quick scale).
+/// FD-tree's insert workloads a noticeable share of their CPU).
 pub const MIN_PENDING_FREE_PAGES: u64 = 256;
 
 /// What the [`Pager`] needs of an index's options, as numbers.

@@ -15,7 +15,7 @@
 //! ```
 //! Unknown fields are refused (a record of a newer build is not half-read).
 //!
-//! Manifest format 1 (flashix up to 997fefa) stored the old `Options` struct: `engine` (the
+//! Manifest format 1 (the builds before this record) stored the old `Options` struct: `engine` (the
 //! kind), the common fields above, and one object per engine (`btree`, `fdtree`, `lsm`,
 //! `pio`, `ipl`, `dipl`, `bftl`, most optional). [`decode`] reads it and keeps the chosen
 //! engine's object; the next checkpoint rewrites the manifest as format 2.
@@ -42,7 +42,7 @@ struct RecordV2 {
     engine: EngineOptions,
 }
 
-/// Format 1: the `Options` struct of flashix up to 997fefa, as serde wrote it.
+/// Format 1: the `Options` struct of the builds before this record, as serde wrote it.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RecordV1 {

@@ -58,7 +58,7 @@ impl ModelKGrowth {
     }
 }
 
-/// The tuning of the growth tests: a device like this project's (48.6 µs per random page
+/// The tuning of the growth tests: a device like a virtio SSD (48.6 µs per random page
 /// read, 3.2 and 1.23 µs per page read and written sequentially, 4 KiB pages), 2,000
 /// expected entries, half searches.
 pub fn growth_tuning() -> Result<Tuning, Error> {

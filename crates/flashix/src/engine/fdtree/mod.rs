@@ -119,8 +119,8 @@
 //! (a simulated SSD, raw NAND), after every merge, so that the space a merge frees is
 //! reusable at once and a nearly full device still has room to replay; and, as for every
 //! engine, when the log reaches its checkpoint size. (A checkpoint after every merge cost the
-//! insert workloads a tenth of their CPU at the quick bench scale: a pool flush of the head
-//! tree, a log switch and two syncs per merge, where merges come every |L0| inserts.)
+//! insert workloads a noticeable share of their CPU: a pool flush of the head tree, a log
+//! switch and two syncs per merge, where merges come every |L0| inserts.)
 //! Deamortized, that checkpoint waits for the next freeze of the head tree and is taken
 //! just before it, the freeze right after it (`after_checkpoint`; a batch that fills the
 //! head tree to twice its capacity meanwhile, or replay, has it frozen at once; on a device of fixed

@@ -126,9 +126,9 @@
 //! (`after_checkpoint`; a batch that fills C0 to twice its capacity meanwhile, or replay,
 //! has it frozen at once; on a device of fixed size the checkpoint still follows the merge at once):
 //! C0's pages are flushed just before they are freed, and the new C0's pages,
-//! all allocated after that checkpoint, change with no before-images (at the bench's quick
-//! scale a checkpoint at the merge's completion had C0's pages logged again, 25 bytes of
-//! log an insert). A checkpoint completes a rolling merge in progress
+//! all allocated after that checkpoint, change with no before-images (a checkpoint at the
+//! merge's completion had C0's pages logged again, which added markedly to the log an
+//! insert writes). A checkpoint completes a rolling merge in progress
 //! first ([`Logged::before_checkpoint`]), so no manifest names a frozen C0, whose entries
 //! live in memory and in the log alone: replay rebuilds them, and the merge, from the
 //! operations since the last checkpoint. The

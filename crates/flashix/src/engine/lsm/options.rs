@@ -31,14 +31,12 @@ pub struct LsmOptions {
     /// C0 is frozen and merged while a new C0 takes the mutations, each advancing the merge
     /// by its work left over the room left in the new C0. Off: the merge runs to
     /// completion inside the insert that filled C0. On by default; absent in records
-    /// written before it existed (on). The trade-off, measured by the bench at 10M
-    /// entries and 16 MiB in phases of 100,000 operations (shorter than one turnover of
-    /// C0): inserts no longer wait for a merge's I/O (the longest insert 2.2 ms where it
-    /// was 8.9 ms; O-Insert 36-39% -> 46-52% of the device limit), but in a mix of
-    /// searches and writes a point read may wait behind a merge request in flight
-    /// (W-Insert p99 71 -> 108 us, 82% -> 64% of the limit). At the bench's full scale
-    /// (1M operations), with the merge spread evenly over C0's fill and published at the
-    /// next freeze: O-Insert 63-70% and W-Insert 69-77% of the limit.
+    /// written before it existed (on). The trade-off: inserts no longer wait for a
+    /// merge's I/O (the longest insert is several times shorter, and insert-only phases
+    /// come closer to the device limit), but in a mix of searches and writes a point read
+    /// may wait behind a merge request in flight, which shows in the mix's tail latency
+    /// most in phases shorter than one turnover of C0. The merge is spread evenly over
+    /// C0's fill and published at the next freeze; the bench measures both sides.
     #[serde(default = "deamortize_default")]
     pub deamortize: bool,
 }

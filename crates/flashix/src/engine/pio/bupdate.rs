@@ -140,8 +140,8 @@ impl PioBTree {
         // or into the fewest of at most `leaf_max` entries when a batch brought more. A
         // split of a leaf whose records all live (inserts of new keys) makes two halves, as
         // in a B+-tree. (Pieces of at most half the capacity split such a leaf in three
-        // thirds; at the quick scale the PIO B-tree then aged to ~1.3x the B+-tree's leaves
-        // and read more pages per search.)
+        // thirds; the PIO B-tree then aged to markedly more leaves than the B+-tree and
+        // read more pages per search.)
         let pieces = live.len().div_ceil(self.leaf_max().max(1)).max(2);
         let mut start = 0;
         for i in 0..pieces {

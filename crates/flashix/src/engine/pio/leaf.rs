@@ -24,7 +24,7 @@
 //!
 //! A 4 KiB segment holds 239 wide records or 252 packed ones; the B+-tree's leaf holds 254
 //! entries, so a packed PIO leaf indexes as many keys per page as a B+-tree leaf (wide, it
-//! took 6% more leaves and pages for the same keys). An index keeps the layout it was
+//! takes more leaves and pages for the same keys). An index keeps the layout it was
 //! created with ([`Layout`], in the engine state); every segment's kind must be its
 //! index's.
 //!

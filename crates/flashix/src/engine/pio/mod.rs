@@ -653,8 +653,8 @@ impl PioBTree {
     /// Bottom-up bulk load of the empty tree (the paper's bulk loader, §4.1, whose fill it
     /// does not give): leaves and internal nodes at 0.7 of their capacity, the B+-tree's
     /// fill (FD-tree paper App. D), so that both index the same keys in about as many
-    /// pages (leaves were loaded half full: at the quick scale the PIO B-tree then had
-    /// 3,361 leaves to the B+-tree's 2,260, and aging made it 37% larger).
+    /// pages (leaves loaded half full gave the PIO B-tree many more leaves than the
+    /// B+-tree, and aging made it larger still).
     fn bulk_load(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
         let c = self.leaf_capacity();
         let old = self.root;

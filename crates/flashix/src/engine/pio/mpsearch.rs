@@ -59,9 +59,8 @@ impl PioBTree {
     /// the LRU end of the pool (not the leaf of a point search: [`PioBTree::search_one`]):
     /// the pool then keeps the internal levels from the root down, the buffering that the
     /// cost model assumes (Appendix Eq. 12–14). Without this, every group of leaves a
-    /// batch update passed through the pool pushed level-1 nodes out (measured: 1.83 page
-    /// reads per insert at 10M entries with a 170-entry OPQ, where the model counts about
-    /// one).
+    /// batch update passed through the pool pushed level-1 nodes out (the engine then
+    /// read well above the one page per insert the model counts).
     pub(super) fn demote_leaves(&mut self, leaves: impl IntoIterator<Item = PageId>) {
         let segs = u64::from(self.segs);
         let runs: Vec<(PageId, u64)> = leaves.into_iter().map(|p| (p, segs)).collect();
@@ -146,9 +145,8 @@ impl PioBTree {
         // The leaf stays where the pool's LRU put it, unlike the leaves of a batch: one
         // leaf entering at the recent end evicts the least recent page, a leaf too while
         // every search touches the internal levels. Demoted, the leaves of point searches
-        // left the pool no better than a set frozen at its first fill: 0.825 page reads a
-        // search to the B+-tree's 0.806 at the bench's quick scale (one-page leaves, 2,749
-        // leaves to its 2,701), 0.812 kept.
+        // left the pool no better than a set frozen at its first fill: more page reads a
+        // search than the B+-tree's with about as many one-page leaves, and fewer kept.
         Ok(found.and_then(|r| (r.op == Op::Put).then_some(r.value)))
     }
 

@@ -167,7 +167,8 @@ impl<J: Resumable> Running<J> {
     /// work done), or for its completion when `units` is `u64::MAX`. This keeps §3.4's
     /// bound on an operation's share of a merge when the merge runs beside the
     /// operations: without it a cascade into a large level made the operation that
-    /// filled the buffer wait for the whole rest of it (190-300 ms at the full scale).
+    /// filled the buffer wait for the whole rest of it, far longer than any operation's
+    /// own I/O.
     /// `Some` once the job has completed.
     pub fn advance(
         &mut self,

@@ -8,16 +8,15 @@
 //! - [`spread`] (the LSM-tree): each mutation advances the merge by the work left over the
 //!   room left, less a reserve ([`margin`]: a sixteenth of the capacity, for mutations
 //!   that take more than one entry of room, a range tombstone): the work is spread evenly
-//!   over nearly the whole fill, at the lowest rate that completes it in time. At the
-//!   bench's quick scale the front-loaded rule below had the merge's reads and writes come
-//!   at twice the average rate early in the fill, and the device, one request in flight
-//!   per stream, fell behind: inserts waited for reads and writes, which the even spread
-//!   avoids.
+//!   over nearly the whole fill, at the lowest rate that completes it in time. Under the
+//!   front-loaded rule below the merge's reads and writes come at twice the average rate
+//!   early in the fill, and a device serving one request in flight per stream falls
+//!   behind: inserts wait for reads and writes, which the even spread avoids.
 //! - [`front_loaded`] (the FD-tree): the work left over half the room left, twice the
 //!   average rate at first, decaying. The FD-tree's frozen head tree stays in the buffer
 //!   pool until its merge completes (the LSM-tree's frozen C0 is entries in memory), so
 //!   an early completion returns its frames to the levels' pages: spread evenly, the
-//!   FD-tree's W-Insert read 10% more pages per operation and ran 16% slower.
+//!   FD-tree's mixed workloads read more pages per operation and run slower.
 
 /// The share of a head tree's capacity [`spread`] keeps free when a merge completes: a
 /// sixteenth.

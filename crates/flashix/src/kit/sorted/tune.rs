@@ -4,10 +4,9 @@
 //! The model chooses `k` for the `n` entries the index is expected to hold. An index that
 //! outgrows that `n` would otherwise keep the `k` of a smaller index and add a level when
 //! its lowest level overflows (§3.3). The new level is then far from the shape the model
-//! would give an index of that size: at the quick benchmark scale the model chose k = 37
-//! (two levels) for 400,000 entries, the FD-tree grew to a million entries and three
-//! levels, and its L1 of some 1,200 pages no longer fit the buffer pool, so that point
-//! searches read 1.48 pages where the B+-tree read 0.81.
+//! would give an index of that size: a tree tuned for two levels that grows to a few times
+//! its expected entries gets a third level, its L1 no longer fits the buffer pool, and
+//! point searches read far more pages than a B+-tree of the same entries.
 //!
 //! So when `k` was left to the model, the engine asks the model again whenever all of its
 //! entries are in one run (component) that has reached its level's capacity: at a bulk
