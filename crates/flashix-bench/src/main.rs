@@ -213,7 +213,7 @@ KEY DISTRIBUTIONS (--key-dist)
 
 SCALES (--scale; --entries, --ops and --buffer-pool override it)
   quick    400,000 entries, 10,000 ops per workload, 2 MiB budget: the default suite
-           (4 engines x 11 workloads) in about 2 minutes on a 2-core machine
+           (4 engines x 11 workloads) in minutes
   full     10,000,000-entry aged indexes, 1,000,000 ops per workload, 16 MiB budget
   paper    the FD-tree paper's sizes: 1,000,000,000 entries (8 GB of entries), 16 MB
            pool, 10,000,000 ops per workload: hours to days, ~50 GB of disk per engine

@@ -14,7 +14,7 @@ use std::str::FromStr;
 /// How big a suite is: `--scale`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scale {
-    /// The default: the whole default suite in about 2 minutes on a 2-core machine.
+    /// The default: small enough for the whole default suite to run in minutes.
     Quick,
     /// 10M-entry aged indexes.
     Full,

@@ -39,8 +39,8 @@ turns over about 3 times inside the measured phase and the cell measures the eng
 state rather than its buffer; the same operation stream, longer. Before the phase, unmeasured, \
 the stream's first min(buffer entries / write share, phase / 3) operations turn the buffer \
 over once, so that the phase starts as it goes on, with the buffer being emptied (a merge in \
-progress) rather than just after the index was opened (the FD-tree's quick O-Insert phase \
-otherwise spent its first 6 of 30-40 ms filling its head tree with no merge running). \
+progress) rather than just after the index was opened (a short phase would otherwise \
+spend a good share of its time filling an empty buffer with no merge running). \
 buffer_turnovers in results.json is keys written in the phase / buffer entries; a cell \
 below 1 is marked (the buffer absorbed the phase).";
 
@@ -381,7 +381,7 @@ impl Cell<'_> {
 
     /// Turn the write buffer over once, unmeasured (BUFFER_RULE): the phase starts with it
     /// being emptied, as it goes on. Each stream's share of the warm-up runs in turn, on
-    /// this thread. (A peer's at the full scale takes a minute or more.)
+    /// this thread. (A peer's at the full scale is long.)
     fn warm_writes(&self, streams: &mut Streams, session: &mut dyn Session) -> Result<u64> {
         let total: u64 = streams.warm.iter().sum();
         if total == 0 {

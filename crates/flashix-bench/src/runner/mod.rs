@@ -67,8 +67,8 @@ use ui::{say, say_plain};
 /// How repeated runs are ordered (`--repeat`), printed with the other rules.
 pub const ROUND_RULE: &str = "every engine and peer is prepared first; then the runs go in \
      rounds, each round running every (subject, workload) cell once, so that the R runs of a \
-     cell are spread over the whole suite and a drift of the device (this VM's QD1 read \
-     latency was seen to move by 15-20% within minutes) falls on every subject alike; a \
+     cell are spread over the whole suite and a drift of the device (a virtual machine's \
+     QD1 read latency can move by a good share within minutes) falls on every subject alike; a \
      cell reports its median run";
 
 /// Run every (engine or peer, workload, threads) cell of `cfg` `cfg.repeat` times in

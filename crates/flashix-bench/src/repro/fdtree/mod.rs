@@ -67,9 +67,10 @@ impl PaperHelp for Help {
     const PAPER: &'static str =
         "Larger sizes: 2,000,000 entries, 50,000 operations a workload, 16 MiB \
         budget, 200,000 operations for deamortization (the B+-tree's updates on \
-        the simulated Mtron are slow in wall time: expect an hour or more). The default is 200,000 entries, \
-        10,000 operations, 1 MiB and 100,000 for deamortization (the runner's \
-        BUFFER_RULE stretches the buffered engines' write phases)";
+        the simulated Mtron are slow in wall time: expect a long run). The \
+        default is 200,000 entries, 10,000 operations, 1 MiB and 100,000 for \
+        deamortization (the runner's BUFFER_RULE stretches the buffered engines' \
+        write phases)";
     const ONLY: &'static str =
         "Run only these parts (fig10, fig11, fig12, deamort, model); default \
         all";

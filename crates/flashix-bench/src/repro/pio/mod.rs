@@ -33,7 +33,8 @@
 //! the paper's sweeps (three pools, three OPQs): each point is a suite of its own, and
 //! the runner prepares (bulk loads and ages) its indexes afresh; the PIO B-tree's aging
 //! (the B+-tree's count of inserts, `runner::AGING_RULE`: the point's own B+-tree's, or
-//! one aged aside first when the point has none) takes 15-30 s on a simulated SSD. The
+//! one aged aside first when the point has none) takes much of a point's time on a
+//! simulated SSD. The
 //! simulated SSDs have [`nand_bytes`] of NAND, at least 16 erase blocks a chip (the
 //! profiles' own floor, 64 a chip, is 768 MiB for the ioDrive's 48 chips, and every
 //! measured phase copies the NAND file).
@@ -98,7 +99,7 @@ impl PaperHelp for Help {
     const PAPER: &'static str =
         "Larger sizes: 2,000,000 entries, 50,000 operations a workload, 16 MiB \
         budget (the paper's), ranges up to 512K keys (not timed here; expect \
-        an hour or more). The default is 150,000 entries, 10,000 operations a \
+        a long run). The default is 150,000 entries, 10,000 operations a \
         workload and 512 KiB";
     const ONLY: &'static str =
         "Run only these parts (fig9, fig10, fig11, fig12, fig13); default all";
