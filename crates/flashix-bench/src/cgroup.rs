@@ -3,8 +3,8 @@
 //! The flashix engines and RocksDB bypass the page cache (O_DIRECT), so their memory is
 //! their buffer pool or block cache. A peer that reads through the page cache would, on a
 //! machine with far more memory than the budget, serve its whole store from RAM after a
-//! while, and its results would say nothing about an index larger than memory. Issue 5 asks
-//! to run such peers under a memory cgroup where the machine allows.
+//! while, and its results would say nothing about an index larger than memory. So such
+//! peers run under a memory cgroup where the machine allows.
 //!
 //! How: for the measured phase (open, warm-up, operations, sync, close) the bench process
 //! moves itself into a child of its own cgroup-v1 memory cgroup whose
@@ -63,7 +63,7 @@ pub const PEER_MEMORY_ALLOWANCE: u64 = 64 << 20;
 /// Room the followed limit leaves above the heap, the dirty page cache and the share, for
 /// what the heap grows by between two looks of the watcher. A page fault that meets the
 /// limit waits for the watcher, but a system call's charge fails at once (cgroup v1):
-/// without this room, fjall's 1.5M-operation W-Insert at 10M entries failed to spawn a
+/// without this room, fjall's long write phases at the full scale failed to spawn a
 /// flush thread (EAGAIN). Clean page cache may fill it while the heap does not, so a
 /// peer's page cache is bounded by its share plus this.
 pub const FOLLOW_HEADROOM: u64 = 8 << 20;

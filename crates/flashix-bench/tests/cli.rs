@@ -891,7 +891,7 @@ fn repro_all_quick_runs_every_paper() {
 
 /// The PIO B-tree's cost model is told the entries the index holds when measured (the bulk
 /// load and the B+-tree's aging inserts), not the bulk load alone: its leaf and OPQ sizes
-/// are fixed at creation. With this profile (this machine's, 2026-11-26) and a 1 MiB
+/// are fixed at creation. With this profile (a real probe's figures, fixed here) and a 1 MiB
 /// budget the model chooses differently for the two counts, so the engine's parameters
 /// tell which it was told.
 #[test]

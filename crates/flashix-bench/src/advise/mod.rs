@@ -18,11 +18,11 @@
 //! requests; psync batches (PIO B-tree, FBX leaf lists) cost the per-page QD1 latency shared
 //! by the batch until the device saturates at its QD32 rate.
 //!
-//! The CPU constants ([`CPU_US_PER_OP`], [`CPU_US_PER_KEY`]) are fitted on this project's
-//! quick suite on its benchmark machine (`flashix bench`, 400,000 entries, 2 MiB): the
-//! B+-tree's `o-search` took 35.4 us per operation for 0.807 page reads of 40.3 us, which
-//! leaves 3 us per operation; its `range-1000` took 299 us for 5.03 reads, which leaves
-//! about 0.09 us per entry scanned. Both are rough and machine-dependent.
+//! The CPU constants ([`CPU_US_PER_OP`], [`CPU_US_PER_KEY`]) are fitted on the quick
+//! suite (`flashix bench`, 400,000 entries, 2 MiB): the B+-tree's `o-search` time per
+//! operation less the time of its page reads gives the CPU time per operation, and its
+//! `range-1000` time less its reads, over the entries scanned, the CPU time per entry.
+//! Both are rough and machine-dependent.
 //!
 //! # The models ([`models`])
 //! - **FD-tree** and **LSM-tree**: the FD-tree paper's cost model ([`flashix::cost::fdtree`],

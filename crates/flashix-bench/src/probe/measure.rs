@@ -66,7 +66,7 @@ pub struct Plan {
     /// The random-read measurements (QD1, QD32, the QD1 latency of each request size, and
     /// the depths between QD1 and QD32) run interleaved in this many rounds, each a
     /// `1/read_rounds` share of the time and request limits, and report each one's median
-    /// round: a device whose latency drifts over seconds (this VM's moved by 15-20%) then
+    /// round: a device whose latency drifts over seconds (a virtual machine's can) then
     /// gives figures and size ratios of the same moments, where one long test each gave
     /// each figure its own moment. 1 or 0: one round.
     pub read_rounds: u32,
@@ -383,12 +383,12 @@ impl<C> Meter<'_, C> {
     /// each pass, and times each request alone. So a device that speeds up or slows down
     /// while the sizes are measured shifts all of them alike, and the differences between
     /// sizes, which a cost model chooses node sizes by, stay its own (measured one size
-    /// after another, on this project's test VM, 8 KiB reads came out from 1% to 13%
-    /// slower than 4 KiB ones). The shuffle gives every size the same mix of predecessors:
-    /// in a fixed rotation the 4 KiB read followed the 512 KiB one in most passes, and came
-    /// out 3-6% slower than the 8 KiB read. Runs as long as the plan gives one test per
-    /// size, or until every size did the plan's request limit. Requests per second of the
-    /// clock, by size.
+    /// after another on a drifting device, 8 KiB reads came out anywhere from barely to
+    /// markedly slower than 4 KiB ones from one probe to the next). The shuffle gives every
+    /// size the same mix of predecessors: in a fixed rotation the 4 KiB read followed the
+    /// 512 KiB one in most passes, and came out slower than the 8 KiB read. Runs as long
+    /// as the plan gives one test per size, or until every size did the plan's request
+    /// limit. Requests per second of the clock, by size.
     fn latency_by_size<D: Device>(
         &self,
         dev: &mut D,

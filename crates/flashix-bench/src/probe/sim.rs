@@ -47,8 +47,8 @@ impl SimProbeConfig {
 
 /// Random 4 KiB writes that bring a device of `pages` 4 KiB pages (fully written once) to
 /// steady state: with page-level mapping, twice the capacity (the greedy collector's
-/// victims then hold the steady share of valid pages; more warm-up changes the random-write
-/// figures by under 2%); with block-level mapping, eight times the log blocks (every log
+/// victims then hold the steady share of valid pages; more warm-up hardly changes the
+/// random-write figures); with block-level mapping, eight times the log blocks (every log
 /// block is taken after `log_blocks` writes to distinct logical blocks; from then on a
 /// write to a logical block without one merges the oldest).
 pub fn steady_state_writes(cfg: &SimSsdConfig, log_limit: u64, pages: u64) -> u64 {

@@ -83,16 +83,14 @@ enum AgingGoal {
 /// aging inserts (AGING_RULE):
 ///
 /// - the LA-tree's inserts wait in buffers and reach the leaves when a buffer is emptied,
-///   so its split count passes the leaf rule's target long after a B+-tree would (at the
-///   quick scale 281k inserts and 2059 splits for 452 wanted, where the B+-tree takes
-///   156k);
-/// - the PIO B-tree's inserts wait in its OPQ (10,922 entries at the quick scale) and
-///   reach the leaves at a flush, and its leaves are the cost model's number of pages, so
-///   "20% of the leaves split" is another amount of data for every leaf size: by its own
-///   counters it took 166,144 inserts at the quick scale and 4,283,648 at 10M entries
-///   (2-page leaves), where the B+-tree takes 156,160 and 3,916,288. Its searches were then
-///   compared with the B+-tree's over 2-9% more entries; the PIO paper compares the two on
-///   the same records.
+///   so its split count passes the leaf rule's target long after a B+-tree would (many
+///   more inserts than the B+-tree's, and several times the splits wanted);
+/// - the PIO B-tree's inserts wait in its OPQ (thousands of entries at the quick scale)
+///   and reach the leaves at a flush, and its leaves are the cost model's number of pages,
+///   so "20% of the leaves split" is another amount of data for every leaf size: by its
+///   own counters it takes more inserts than the B+-tree, so its searches would be
+///   compared with the B+-tree's over more entries; the PIO paper compares the two on the
+///   same records.
 fn splits_lag(engine: EngineKind) -> bool {
     matches!(engine, EngineKind::LaTree | EngineKind::PioBTree)
 }
@@ -132,8 +130,8 @@ pub fn levels_half_full(levels: &[(u64, u64, u64)]) -> bool {
 
 /// True when a merge has reached the lowest level since `before` (the levels after the
 /// bulk load): a new lowest level exists, or the lowest level's entries changed. Until
-/// then a write workload would measure levels that have never been merged down (at the
-/// quick scale the LSM met the half-full rule with no insert at all).
+/// then a write workload would measure levels that have never been merged down (after
+/// its bulk load the LSM can meet the half-full rule with no insert at all).
 pub fn lowest_merged(before: &[(u64, u64, u64)], now: &[(u64, u64, u64)]) -> bool {
     match (before.last(), now.last()) {
         (_, None) => false,

@@ -1,12 +1,11 @@
 //! The device's random-read rate measured beside every cell ([`CALIBRATION_RULE`]).
 //!
-//! The device profile is measured once, and this machine's device drifts: its QD1 read
-//! latency was seen to move by 15-20% within minutes (two probes 5 minutes apart: 25.3k and
-//! 29.1k QD1 reads/s). A cell's share of the device limit computed from the profile alone
-//! then measures the drift as much as the engine. A scratch driver that alternated 2,000 raw
-//! QD1 reads of an index's file with 2,000 B+-tree point searches, 11 times, found the
-//! searches at 95% of the raw reads' limit, where the bench's profile-based share of the
-//! same engine read 81% and 89% in two runs.
+//! The device profile is measured once, and a device's QD1 read latency can drift (on a
+//! virtual machine's disk, by a good share within minutes). A cell's share of the device
+//! limit computed from the profile alone then measures the drift as much as the engine:
+//! raw QD1 reads of an index's file alternated with B+-tree point searches put the
+//! searches much nearer the raw reads' limit than the profile-based share of the same
+//! engine does, and that share differs from run to run.
 //!
 //! So the bench also reads a file of its own at QD1, with the engines' device code
 //! ([`FileDevice`], `O_DIRECT`), for [`CALIBRATION_SECONDS`] just before and just after

@@ -125,8 +125,8 @@ impl KeySpace {
 
     /// An index holding entries `0..n`, with room for `inserts` more taken without a
     /// reallocation: a measured phase must not pay for the bench's own bookkeeping (growing
-    /// the live list of 400,000 keys cost the first insert of a quick phase 1.7 ms, 4% of
-    /// an FD-tree O-Insert phase).
+    /// the live list of the quick scale's keys made the first insert of a phase cost a
+    /// noticeable share of a short O-Insert phase).
     pub fn with_room(gen: KeyGen, n: u64, inserts: u64) -> Self {
         Self::for_part(gen, n, inserts, Part::WHOLE)
     }

@@ -29,8 +29,8 @@ use flashix::{FdTreeOptions, LsmOptions, PioOptions, PIO_OPQ_ENTRY_BYTES};
 ///   LSM-tree inserts a blind tombstone;
 /// - range of `len`: one request per sorted run of `1 + len/f` pages (at most the run's
 ///   pages): the scan reads every source in batches of the same size, whatever the run's
-///   share of the range (measured: 2 requests and 12.6-13 pages for 1000 entries over two
-///   runs at the quick scale);
+///   share of the range (the engines' counters show one request per run, each about that
+///   long, even for a run that holds little of the range);
 /// - bulk of `b`: `b` inserts (both engines insert a bulk key by key into a non-empty
 ///   index); range delete: one range tombstone, carried down by the merges like one entry.
 pub(super) fn fdtree(input: &Input, lsm: bool) -> Result<KindCosts> {
@@ -120,8 +120,8 @@ pub(super) fn fdtree(input: &Input, lsm: bool) -> Result<KindCosts> {
 ///   update `r(ℓ)` of Eq. 8 (distinct nodes a batch meets), the last segment written per
 ///   leaf met, and the amortised leaf shrink;
 /// - range of `len`: the inner path, then `len / (s·L·U) + 1` leaves read in one psync
-///   batch (parallel range search), past the pool (measured: 7.6 pages for the 7 leaves
-///   of 1000 entries, with a fifth of the leaves in the pool);
+///   batch (parallel range search), past the pool (the engine's counters show about one
+///   page per leaf of the range even with part of the leaves in the pool);
 /// - bulk of `b` consecutive keys: they share one path: its missing nodes read and
 ///   `b / s + 1` segments written, in psync groups of the bulks a batch of `bcnt` holds;
 /// - range delete of `len`: a queued OPQ range tombstone, applied at a batch update: the
