@@ -215,7 +215,8 @@ impl RunWriter {
 
     /// [`RunWriter::push`] of each of `es` (index entries and external fences, in order),
     /// a page's worth at a time: at the full bench scale one entry in six of L1 is a fence
-    /// into L2, and a merge that wrote each fence on its own spent 29 ns an entry.
+    /// into L2, and a merge that wrote each fence on its own spent markedly more CPU an
+    /// entry.
     #[inline]
     pub fn push_run(&mut self, io: &mut dyn JobIo, mut es: &[Entry]) -> Result<()> {
         let ps = io.page_size();

@@ -294,8 +294,8 @@ impl PioBTree {
     ) {
         // The leaves are in key order with disjoint fence ranges, so their live entries
         // concatenated are sorted; the OPQ's entries of the range (newer) are merged in
-        // with one pass. (A map of every entry cost about 100 ns per entry, which made a
-        // scan of 65,536 entries CPU-bound.)
+        // with one pass. (A map of every entry cost enough CPU per entry to make long
+        // scans CPU-bound.)
         let mut tree: Vec<(u64, u64)> = Vec::new();
         for img in imgs {
             let live = leaf::live(img.records);

@@ -18,8 +18,8 @@
 //!
 //! # The appended region's index (flashix's addition)
 //! The paper scans the appended region linearly; with the default `speriod` of 5000 and a
-//! large OPQ that is up to 5000 entries compared per lookup (a few µs of CPU, as much as
-//! the read it may save). When the appended region can grow past [`INDEX_FROM`] entries
+//! large OPQ that is up to 5000 entries compared per lookup (CPU time comparable to the
+//! read it may save). When the appended region can grow past [`INDEX_FROM`] entries
 //! (`min(speriod, capacity)`), the OPQ keeps an open-addressing hash index of it: `u32`
 //! slots holding 1 + the position of the key's newest appended entry (0 empty), linear
 //! probing, at most 3/4 full. It is cleared by every sort and rebuilt after a range delete

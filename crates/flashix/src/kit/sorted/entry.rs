@@ -358,7 +358,7 @@ impl Layout {
 
     /// Append the page's first `n` entries (`n` checked by the caller) to `out`: one tight
     /// loop over the slots (merges and scans decode every entry they read; an iterator of
-    /// `Result`s collected cost ~50 ns an entry, this a few).
+    /// `Result`s collected cost many times as much an entry).
     #[inline]
     pub fn decode_into(self, b: &[u8], n: usize, out: &mut Vec<Entry>) -> Result<(), String> {
         out.reserve(n);
