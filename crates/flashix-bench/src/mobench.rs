@@ -30,7 +30,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Options of `flashix mo-bench`.
@@ -266,7 +266,6 @@ pub(crate) fn run_subject(
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
     }
-    let side = 1000.0;
     // The index is created with the measured budget (engines that size parts of their
     // memory at creation, the PIO B-tree's OPQ, size them for it) and prepared with a
     // 64 MiB pool, as `flashix bench` ages its indexes.
@@ -278,26 +277,14 @@ pub(crate) fn run_subject(
     let mut world = World::new(
         data,
         a.objects,
-        side,
+        SIDE,
         a.max_speed,
         a.max_update_interval,
         a.seed,
     );
     MovingIndex::create(&dir, opts)?.close()?;
-    let mi = MovingIndex::open_with_buffer_pool(&dir, PREP_POOL_BYTES)?;
     let t0 = Instant::now();
-    let pb = bar(2 * a.objects, format!("{name}: preparing"));
-    for id in 0..a.objects {
-        mi.update(id, world.initial(id))?;
-        pb.inc(1);
-    }
-    for _ in 0..a.objects {
-        let (id, m) = world.next_report();
-        mi.update(id, m)?;
-        pb.inc(1);
-    }
-    pb.finish_and_clear();
-    mi.close()?;
+    prepare_subject(a, name, &dir, &mut world)?;
     let index_bytes = dir_bytes(&dir)?;
     println!(
         "{name}: prepared in {:.1} s, index {} on disk, measured with {} ({:.2}% of it)",
@@ -323,90 +310,10 @@ pub(crate) fn run_subject(
         "ivs/q"
     );
     for &w in workloads {
-        let before = mi.stats();
-        let mut lat = Vec::with_capacity(a.ops as usize);
-        let pb = bar(a.ops, format!("{name}: {}", w.name()));
-        let mut results = 0u64;
-        let mut queries = 0u64;
-        let start = Instant::now();
-        for _ in 0..a.ops {
-            let step = w.draw(&mut rng);
-            let t = Instant::now();
-            match step {
-                Step::Update => {
-                    let (id, m) = world.next_report();
-                    mi.update(id, m)?;
-                }
-                Step::Range(s, ahead) => {
-                    let w = side * s / 100.0;
-                    let (cx, cy) = (rng.gen_range(0.0..=side), rng.gen_range(0.0..=side));
-                    let r = Rect {
-                        x0: cx - w / 2.0,
-                        y0: cy - w / 2.0,
-                        x1: cx + w / 2.0,
-                        y1: cy + w / 2.0,
-                    };
-                    let at = mi.now() + ahead.unwrap_or_else(|| rng.gen_range(0..=a.ahead));
-                    results += mi.range(&r, at)?.len() as u64;
-                    queries += 1;
-                }
-                Step::Knn(k) => {
-                    let (x, y) = (rng.gen_range(0.0..=side), rng.gen_range(0.0..=side));
-                    let at = mi.now() + rng.gen_range(0..=a.ahead);
-                    results += mi.knn(x, y, k, at)?.len() as u64;
-                    queries += 1;
-                }
-            }
-            lat.push(t.elapsed().as_nanos() as u64);
-            pb.inc(1);
-        }
-        mi.flush()?;
-        let secs = start.elapsed().as_secs_f64();
-        pb.finish_and_clear();
-        let after = mi.stats();
-        let lat = Latency::from_nanos(&mut lat);
-        let c = |f: fn(&flashix::mobject::MobjectCounters) -> u64| {
-            f(&after.counters) - f(&before.counters)
-        };
-        let per_q = |v: u64| {
-            if queries == 0 {
-                0.0
-            } else {
-                v as f64 / queries as f64
-            }
-        };
-        let cands = c(|c| c.candidates);
-        let r = MoResult {
-            subject: name.to_string(),
-            workload: w.name(),
-            data: data.to_string(),
-            objects: a.objects,
-            budget_bytes: budget,
-            index_bytes,
-            ops: a.ops,
-            ops_per_s: a.ops as f64 / secs,
-            p50_us: lat.p50,
-            p99_us: lat.p99,
-            pages_read_per_op: (after.index.device.reads - before.index.device.reads) as f64
-                / a.ops as f64,
-            pages_written_per_op: (after.index.device.writes - before.index.device.writes) as f64
-                / a.ops as f64,
-            random_reads_per_op: (after.index.device.random_reads
-                - before.index.device.random_reads) as f64
-                / a.ops as f64,
-            random_writes_per_op: (after.index.device.random_writes
-                - before.index.device.random_writes) as f64
-                / a.ops as f64,
-            results_per_query: per_q(results),
-            candidates_per_query: per_q(cands),
-            false_hit_ratio: if cands == 0 {
-                0.0
-            } else {
-                c(|c| c.false_hits) as f64 / cands as f64
-            },
-            key_intervals_per_query: per_q(c(|c| c.key_intervals)),
-            knn_rounds_per_query: per_q(c(|c| c.knn_rounds)),
-        };
+        let mut r = run_workload(a, name, &mi, &mut world, &mut rng, w)?;
+        r.data = data.to_string();
+        r.budget_bytes = budget;
+        r.index_bytes = index_bytes;
         println!(
             "  {:<18} {:>9.0} {:>9.1} {:>9.1} {:>8.2} {:>8.2} {:>9.1} {:>9.1} {:>7.1}% {:>8.1}",
             r.workload,
@@ -427,7 +334,121 @@ pub(crate) fn run_subject(
     Ok(out)
 }
 
-fn dir_bytes(dir: &std::path::Path) -> Result<u64> {
+/// Side of the square world the objects move in.
+const SIDE: f64 = 1000.0;
+
+/// Fill the index in `dir` with the preparation pool: every object's first report, then
+/// one more report per object drawn from `world`.
+fn prepare_subject(a: &MoBenchArgs, name: &str, dir: &Path, world: &mut World) -> Result<()> {
+    let mi = MovingIndex::open_with_buffer_pool(dir, PREP_POOL_BYTES)?;
+    let pb = bar(2 * a.objects, format!("{name}: preparing"));
+    for id in 0..a.objects {
+        mi.update(id, world.initial(id))?;
+        pb.inc(1);
+    }
+    for _ in 0..a.objects {
+        let (id, m) = world.next_report();
+        mi.update(id, m)?;
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    mi.close()?;
+    Ok(())
+}
+
+/// Run `a.ops` operations of workload `w` on `mi` (updates from `world`, query places and
+/// times from `rng`) and measure them. The row's data set, budget and index size are the
+/// caller's to fill in.
+fn run_workload(
+    a: &MoBenchArgs,
+    name: &str,
+    mi: &MovingIndex,
+    world: &mut World,
+    rng: &mut StdRng,
+    w: MoWorkload,
+) -> Result<MoResult> {
+    let before = mi.stats();
+    let mut lat = Vec::with_capacity(a.ops as usize);
+    let pb = bar(a.ops, format!("{name}: {}", w.name()));
+    let mut results = 0u64;
+    let mut queries = 0u64;
+    let start = Instant::now();
+    for _ in 0..a.ops {
+        let step = w.draw(rng);
+        let t = Instant::now();
+        match step {
+            Step::Update => {
+                let (id, m) = world.next_report();
+                mi.update(id, m)?;
+            }
+            Step::Range(s, ahead) => {
+                let w = SIDE * s / 100.0;
+                let (cx, cy) = (rng.gen_range(0.0..=SIDE), rng.gen_range(0.0..=SIDE));
+                let r = Rect {
+                    x0: cx - w / 2.0,
+                    y0: cy - w / 2.0,
+                    x1: cx + w / 2.0,
+                    y1: cy + w / 2.0,
+                };
+                let at = mi.now() + ahead.unwrap_or_else(|| rng.gen_range(0..=a.ahead));
+                results += mi.range(&r, at)?.len() as u64;
+                queries += 1;
+            }
+            Step::Knn(k) => {
+                let (x, y) = (rng.gen_range(0.0..=SIDE), rng.gen_range(0.0..=SIDE));
+                let at = mi.now() + rng.gen_range(0..=a.ahead);
+                results += mi.knn(x, y, k, at)?.len() as u64;
+                queries += 1;
+            }
+        }
+        lat.push(t.elapsed().as_nanos() as u64);
+        pb.inc(1);
+    }
+    mi.flush()?;
+    let secs = start.elapsed().as_secs_f64();
+    pb.finish_and_clear();
+    let after = mi.stats();
+    let lat = Latency::from_nanos(&mut lat);
+    let c =
+        |f: fn(&flashix::mobject::MobjectCounters) -> u64| f(&after.counters) - f(&before.counters);
+    let per_q = |v: u64| {
+        if queries == 0 {
+            0.0
+        } else {
+            v as f64 / queries as f64
+        }
+    };
+    let per_op = |v: u64| v as f64 / a.ops as f64;
+    let (d0, d1) = (&before.index.device, &after.index.device);
+    let cands = c(|c| c.candidates);
+    Ok(MoResult {
+        subject: name.to_string(),
+        workload: w.name(),
+        data: String::new(),
+        objects: a.objects,
+        budget_bytes: 0,
+        index_bytes: 0,
+        ops: a.ops,
+        ops_per_s: a.ops as f64 / secs,
+        p50_us: lat.p50,
+        p99_us: lat.p99,
+        pages_read_per_op: per_op(d1.reads - d0.reads),
+        pages_written_per_op: per_op(d1.writes - d0.writes),
+        random_reads_per_op: per_op(d1.random_reads - d0.random_reads),
+        random_writes_per_op: per_op(d1.random_writes - d0.random_writes),
+        results_per_query: per_q(results),
+        candidates_per_query: per_q(cands),
+        false_hit_ratio: if cands == 0 {
+            0.0
+        } else {
+            c(|c| c.false_hits) as f64 / cands as f64
+        },
+        key_intervals_per_query: per_q(c(|c| c.key_intervals)),
+        knn_rounds_per_query: per_q(c(|c| c.knn_rounds)),
+    })
+}
+
+fn dir_bytes(dir: &Path) -> Result<u64> {
     let mut n = 0;
     for e in std::fs::read_dir(dir)? {
         n += e?.metadata()?.len();

@@ -129,6 +129,44 @@ pub fn measure<D: Device, C: Clock<D>>(
     }
     dev.sync()?;
 
+    let reads = random_reads(dev, clock, plan, &mut small, &mut rng, progress)?;
+    let seq = sequential(dev, &m, &mut big, &mut small[0], progress)?;
+    let (rand_write_iops_qd1, rand_write_iops_qd32) =
+        random_writes(dev, &m, &small, &mut rng, progress)?;
+    Ok(Figures {
+        rand_read_iops_qd1: reads.qd1,
+        rand_read_iops_qd32: reads.qd32,
+        rand_read_iops_by_qd: reads.by_qd,
+        rand_write_iops_qd1,
+        rand_write_iops_qd32,
+        seq_read_mb_s: seq.read_mb_s,
+        seq_write_mb_s: seq.write_mb_s,
+        seq_read_iops_qd1: seq.read_iops_qd1,
+        seq_write_iops_qd1: seq.write_iops_qd1,
+        read_latency_us_by_size: reads.latency_us_by_size,
+    })
+}
+
+/// The random-read figures of [`measure`].
+struct ReadFigures {
+    qd1: f64,
+    qd32: f64,
+    by_qd: Vec<(u32, f64)>,
+    latency_us_by_size: Vec<(u64, f64)>,
+}
+
+/// The random reads of [`measure`], in [`Plan::read_rounds`] rounds, each figure the
+/// median of its rounds. `small`: the [`QD`] page buffers; `rng`: the draw of the QD1 and
+/// QD32 pages (the latency table and the depths between draw from streams of their own).
+fn random_reads<D: Device, C: Clock<D>>(
+    dev: &mut D,
+    clock: &C,
+    plan: &Plan,
+    small: &mut [AlignedBuf],
+    rng: &mut StdRng,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<ReadFigures> {
+    let pages = plan.pages;
     let rounds = plan.read_rounds.max(1);
     let share = Plan {
         us_per_test: plan.us_per_test / f64::from(rounds),
@@ -164,7 +202,7 @@ pub fn measure<D: Device, C: Clock<D>>(
         };
         progress(&format!("random 4 KiB reads, QD1{of}"));
         qd1.push(part.rate(dev, false, |dev, n| {
-            read_random_page(dev, pages, &mut small[0], &mut rng, n)
+            read_random_page(dev, pages, &mut small[0], rng, n)
         })?);
 
         progress(&format!("random 4 KiB reads, QD32{of}"));
@@ -197,19 +235,46 @@ pub fn measure<D: Device, C: Clock<D>>(
     }
     let rand_read_iops_qd1 = median(qd1);
     let rand_read_iops_qd32 = median(qd32);
-    let mut rand_read_iops_by_qd = vec![(1, rand_read_iops_qd1)];
-    rand_read_iops_by_qd.extend(middle.iter().zip(by_depth).map(|(&d, r)| (d, median(r))));
-    rand_read_iops_by_qd.push((QD as u32, rand_read_iops_qd32));
+    let mut by_qd = vec![(1, rand_read_iops_qd1)];
+    by_qd.extend(middle.iter().zip(by_depth).map(|(&d, r)| (d, median(r))));
+    by_qd.push((QD as u32, rand_read_iops_qd32));
     let read_latency_us_by_size: Vec<(u64, f64)> = LATENCY_SIZES
         .iter()
         .zip(by_size)
         .map(|(&size, rates)| (size, 1e6 / median(rates)))
         .collect();
 
+    Ok(ReadFigures {
+        qd1: rand_read_iops_qd1,
+        qd32: rand_read_iops_qd32,
+        by_qd,
+        latency_us_by_size: read_latency_us_by_size,
+    })
+}
+
+/// The sequential figures of [`measure`].
+struct SeqFigures {
+    read_mb_s: f64,
+    read_iops_qd1: f64,
+    write_iops_qd1: f64,
+    write_mb_s: f64,
+}
+
+/// The sequential reads and writes of [`measure`]: 512 KiB and 4 KiB reads, then 4 KiB
+/// and 512 KiB writes, through the buffers `big` (512 KiB) and `page` (4 KiB).
+fn sequential<D: Device, C: Clock<D>>(
+    dev: &mut D,
+    m: &Meter<'_, C>,
+    big: &mut AlignedBuf,
+    page: &mut AlignedBuf,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<SeqFigures> {
+    let pages = m.plan.pages;
+    let seq_pages = (SEQ_BYTES / PAGE) as u64;
     progress("sequential 512 KiB reads");
     let mut next = 0u64;
     let seq_read_mb_s = m.rate(dev, false, |dev, n| {
-        dev.read(next, &mut big)?;
+        dev.read(next, big)?;
         next = (next + seq_pages) % pages;
         *n += 1;
         Ok(())
@@ -219,7 +284,7 @@ pub fn measure<D: Device, C: Clock<D>>(
     progress("sequential 4 KiB reads, QD1");
     let mut next = 0u64;
     let seq_read_iops_qd1 = m.rate(dev, false, |dev, n| {
-        dev.read(next, &mut small[0])?;
+        dev.read(next, page)?;
         next = (next + 1) % pages;
         *n += 1;
         Ok(())
@@ -228,7 +293,7 @@ pub fn measure<D: Device, C: Clock<D>>(
     progress("sequential 4 KiB writes, QD1");
     let mut next = 0u64;
     let seq_write_iops_qd1 = m.rate(dev, true, |dev, n| {
-        dev.write(next, &small[0])?;
+        dev.write(next, page)?;
         next = (next + 1) % pages;
         *n += 1;
         Ok(())
@@ -237,13 +302,32 @@ pub fn measure<D: Device, C: Clock<D>>(
     progress("sequential 512 KiB writes");
     let mut next = 0u64;
     let seq_write_mb_s = m.rate(dev, true, |dev, n| {
-        dev.write(next, &big)?;
+        dev.write(next, big)?;
         next = (next + seq_pages) % pages;
         *n += 1;
         Ok(())
     })? * SEQ_BYTES as f64
         / 1e6;
 
+    Ok(SeqFigures {
+        read_mb_s: seq_read_mb_s,
+        read_iops_qd1: seq_read_iops_qd1,
+        write_iops_qd1: seq_write_iops_qd1,
+        write_mb_s: seq_write_mb_s,
+    })
+}
+
+/// The random writes of [`measure`], last: the warm-up, then 4 KiB writes at QD1 and QD32
+/// (IOPS), from the buffers `small` to pages drawn by `rng`.
+fn random_writes<D: Device, C: Clock<D>>(
+    dev: &mut D,
+    m: &Meter<'_, C>,
+    small: &[AlignedBuf],
+    rng: &mut StdRng,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<(f64, f64)> {
+    let plan = m.plan;
+    let pages = plan.pages;
     if plan.warmup_writes > 0 {
         progress(&format!(
             "random 4 KiB writes to reach steady state ({} writes, unmeasured)",
@@ -277,18 +361,7 @@ pub fn measure<D: Device, C: Clock<D>>(
         Ok(())
     })?;
 
-    Ok(Figures {
-        rand_read_iops_qd1,
-        rand_read_iops_qd32,
-        rand_read_iops_by_qd,
-        rand_write_iops_qd1,
-        rand_write_iops_qd32,
-        seq_read_mb_s,
-        seq_write_mb_s,
-        seq_read_iops_qd1,
-        seq_write_iops_qd1,
-        read_latency_us_by_size,
-    })
+    Ok((rand_write_iops_qd1, rand_write_iops_qd32))
 }
 
 /// Random 4 KiB reads at QD1 on pages `0..pages` of `dev` (already written) for `us`

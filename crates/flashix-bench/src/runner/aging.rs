@@ -9,7 +9,8 @@ use crate::probe::DeviceProfile;
 use crate::workload::{KeyGen, KeySpace};
 use anyhow::{Context, Result};
 use flashix::{Db, EngineKind, Stats};
-use std::path::PathBuf;
+use indicatif::ProgressBar;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Share of the bulk-loaded leaves that aging makes split (FD-tree paper, App. D).
@@ -173,101 +174,19 @@ pub fn prepare(
         (true, Some(n)) => Some(n),
         (true, None) => Some(btree_aging_inserts(cfg, ui, profile)?),
     };
-    let mut options = cfg.options(engine, profile)?;
-    if let (Some(n), Some(t)) = (as_btree, options.tuning.as_mut()) {
-        t.expected_entries = cfg.entries.saturating_add(n);
-    }
-    Db::create(&aged_dir, options)
-        .with_context(|| format!("creating a {engine} index in {}", aged_dir.display()))?
-        .close()
-        .context("closing the new index")?;
-    let db = Db::open_with_buffer_pool(&aged_dir, cfg.prep_buffer_pool_bytes)
-        .with_context(|| format!("opening {} with the preparation pool", aged_dir.display()))?;
+    let db = create_and_load(cfg, ui, engine, profile, as_btree, &aged_dir)?;
     let gen = KeyGen::new(cfg.key_dist, cfg.seed);
-
-    // Bulk load: one call, so that the engine builds the index bottom-up (a chunked load
-    // would bulk-load only the first chunk and insert the rest one by one at the right edge,
-    // leaving half-full leaves).
-    let pb = ui.spinner(format!("{engine}: bulk load of {} entries", cfg.entries));
-    let pairs: Vec<(u64, u64)> = (0..cfg.entries)
-        .map(|i| {
-            let k = gen.key_of(i);
-            (k, gen.value_of(k, 0))
-        })
-        .collect();
-    db.bulk_insert(&pairs).context("bulk_insert")?;
-    pb.finish_and_clear();
-    drop(pairs);
 
     // Age.
     let s0 = db.stats();
     let mut ks = KeySpace::with_entries(gen, cfg.entries);
-    let limit = cfg.entries;
-    let goal = match (s0.shape.leaves, s0.shape.leaf_splits, as_btree) {
-        _ if engine == EngineKind::BulkIndex => AgingGoal::BulkLoadOnly,
-        (_, _, Some(n)) => AgingGoal::AsBTree(n),
-        (Some(leaves), Some(splits0), None) => AgingGoal::LeafSplits {
-            target: (leaves as f64 * AGING_SPLIT_SHARE).ceil() as u64,
-            splits0,
-        },
-        _ if !level_fill(&s0).is_empty() => AgingGoal::Levels,
-        _ => AgingGoal::Inserts(
-            ((cfg.entries as f64 * AGING_FALLBACK_SHARE).round() as u64).min(limit),
-        ),
-    };
-    // A stepped engine may need more than ENTRIES inserts before a merge reaches its
-    // lowest level (with a fixed k, a bulk load can land in a lowest level 3% full whose
-    // level above takes ENTRIES inserts to fill).
-    let limit = if matches!(goal, AgingGoal::Levels) {
-        LEVELS_AGING_LIMIT * cfg.entries
-    } else {
-        limit
-    };
-    let bulk_levels = level_fill(&s0);
-    let grown = |db: &Db, splits0: u64| {
-        db.stats()
-            .shape
-            .leaf_splits
-            .unwrap_or(splits0)
-            .saturating_sub(splits0)
-    };
-    // Leaf splits come late (leaves fill from the bulk fill factor first), so the aging bar
-    // shows splits and inserts, and its ETA is rough; the level rule shows inserts.
-    let pb = match goal {
-        AgingGoal::LeafSplits { target, .. } => ui.styled_bar(
-            target,
-            format!("{engine}: aging"),
-            "{msg:<28} [{bar:30}] {pos}/{len} leaf splits, {prefix} inserts, {elapsed}, eta {eta}",
-        ),
-        AgingGoal::Levels => ui.bar(limit, format!("{engine}: aging (levels)")),
-        AgingGoal::Inserts(n) => ui.bar(n, format!("{engine}: aging (inserts)")),
-        AgingGoal::BulkLoadOnly => ui.bar(0, format!("{engine}: no aging")),
-        AgingGoal::AsBTree(n) => ui.bar(n, format!("{engine}: aging (B+-tree's inserts)")),
-    };
+    let goal = AgingGoal::choose(cfg, engine, &s0, as_btree);
+    let limit = goal.insert_limit(cfg.entries);
+    let pb = goal.bar(ui, engine, limit);
     let mut inserts = 0u64;
     loop {
-        if inserts % 256 == 0 {
-            let done = match goal {
-                AgingGoal::LeafSplits { target, splits0 } => {
-                    let g = grown(&db, splits0);
-                    pb.set_position(g.min(target));
-                    pb.set_prefix(inserts.to_string());
-                    g >= target
-                }
-                AgingGoal::Levels => {
-                    pb.set_position(inserts);
-                    let levels = level_fill(&db.stats());
-                    levels_half_full(&levels) && lowest_merged(&bulk_levels, &levels)
-                }
-                AgingGoal::Inserts(n) | AgingGoal::AsBTree(n) => {
-                    pb.set_position(inserts);
-                    inserts >= n
-                }
-                AgingGoal::BulkLoadOnly => true,
-            };
-            if done {
-                break;
-            }
+        if inserts % 256 == 0 && goal.reached(&db, &s0, inserts, &pb) {
+            break;
         }
         if inserts >= limit {
             break;
@@ -279,36 +198,7 @@ pub fn prepare(
     pb.finish_and_clear();
     db.flush().context("flush after aging")?;
     let s1 = db.stats();
-    let summary = match goal {
-        AgingGoal::LeafSplits { target, splits0 } => format!(
-            "{} leaf splits of {target} wanted, {} leaves after bulk load",
-            grown(&db, splits0),
-            s0.shape.leaves.unwrap_or(0)
-        ),
-        AgingGoal::Levels => {
-            let levels = level_fill(&s1);
-            format!(
-                "levels {}{}",
-                describe_levels(&levels),
-                if levels_half_full(&levels) && lowest_merged(&bulk_levels, &levels) {
-                    ", the lowest merged into"
-                } else {
-                    " (insert limit reached first)"
-                }
-            )
-        }
-        AgingGoal::Inserts(_) => "no leaf or level counters".to_string(),
-        AgingGoal::BulkLoadOnly => {
-            "the bulk load is the preparation: every range of size M but the last, thesis §6.1"
-                .to_string()
-        }
-        AgingGoal::AsBTree(_) => format!(
-            "the B+-tree's leaf rule on the same keys; its own leaves split late: {} leaf \
-             splits, {} leaves after bulk load",
-            grown(&db, s0.shape.leaf_splits.unwrap_or(0)),
-            s0.shape.leaves.unwrap_or(0)
-        ),
-    };
+    let summary = goal.summary(&s0, &s1);
     say(
         cfg,
         ui,
@@ -325,6 +215,159 @@ pub fn prepare(
         prepare_s,
         write_buffer,
     })
+}
+
+/// Create `engine`'s index in `aged_dir` with the measured pool's options, reopen it with
+/// the preparation pool, and bulk-load the first ENTRIES keys (AGING_RULE). `as_btree`:
+/// the aging inserts it will take from the B+-tree's rule, which its cost model is told.
+fn create_and_load(
+    cfg: &BenchConfig,
+    ui: &Ui,
+    engine: EngineKind,
+    profile: &DeviceProfile,
+    as_btree: Option<u64>,
+    aged_dir: &Path,
+) -> Result<Db> {
+    let mut options = cfg.options(engine, profile)?;
+    if let (Some(n), Some(t)) = (as_btree, options.tuning.as_mut()) {
+        t.expected_entries = cfg.entries.saturating_add(n);
+    }
+    Db::create(aged_dir, options)
+        .with_context(|| format!("creating a {engine} index in {}", aged_dir.display()))?
+        .close()
+        .context("closing the new index")?;
+    let db = Db::open_with_buffer_pool(aged_dir, cfg.prep_buffer_pool_bytes)
+        .with_context(|| format!("opening {} with the preparation pool", aged_dir.display()))?;
+    let gen = KeyGen::new(cfg.key_dist, cfg.seed);
+    // One call, so that the engine builds the index bottom-up (a chunked load would
+    // bulk-load only the first chunk and insert the rest one by one at the right edge,
+    // leaving half-full leaves).
+    let pb = ui.spinner(format!("{engine}: bulk load of {} entries", cfg.entries));
+    let pairs: Vec<(u64, u64)> = (0..cfg.entries)
+        .map(|i| {
+            let k = gen.key_of(i);
+            (k, gen.value_of(k, 0))
+        })
+        .collect();
+    db.bulk_insert(&pairs).context("bulk_insert")?;
+    pb.finish_and_clear();
+    Ok(db)
+}
+
+impl AgingGoal {
+    /// The goal of `engine` by its counters `s0` after the bulk load (AGING_RULE).
+    fn choose(cfg: &BenchConfig, engine: EngineKind, s0: &Stats, as_btree: Option<u64>) -> Self {
+        match (s0.shape.leaves, s0.shape.leaf_splits, as_btree) {
+            _ if engine == EngineKind::BulkIndex => AgingGoal::BulkLoadOnly,
+            (_, _, Some(n)) => AgingGoal::AsBTree(n),
+            (Some(leaves), Some(splits0), None) => AgingGoal::LeafSplits {
+                target: (leaves as f64 * AGING_SPLIT_SHARE).ceil() as u64,
+                splits0,
+            },
+            _ if !level_fill(s0).is_empty() => AgingGoal::Levels,
+            _ => AgingGoal::Inserts(
+                ((cfg.entries as f64 * AGING_FALLBACK_SHARE).round() as u64).min(cfg.entries),
+            ),
+        }
+    }
+
+    /// Most aging inserts. A stepped engine may need more than ENTRIES before a merge
+    /// reaches its lowest level (with a fixed k, a bulk load can land in a lowest level 3%
+    /// full whose level above takes ENTRIES inserts to fill).
+    fn insert_limit(&self, entries: u64) -> u64 {
+        match self {
+            AgingGoal::Levels => LEVELS_AGING_LIMIT * entries,
+            _ => entries,
+        }
+    }
+
+    /// The progress bar of aging. Leaf splits come late (leaves fill from the bulk fill
+    /// factor first), so the leaf rule's bar shows splits and inserts, and its ETA is
+    /// rough; the level rule shows inserts.
+    fn bar(&self, ui: &Ui, engine: EngineKind, limit: u64) -> ProgressBar {
+        match *self {
+            AgingGoal::LeafSplits { target, .. } => ui.styled_bar(
+                target,
+                format!("{engine}: aging"),
+                "{msg:<28} [{bar:30}] {pos}/{len} leaf splits, {prefix} inserts, {elapsed}, eta {eta}",
+            ),
+            AgingGoal::Levels => ui.bar(limit, format!("{engine}: aging (levels)")),
+            AgingGoal::Inserts(n) => ui.bar(n, format!("{engine}: aging (inserts)")),
+            AgingGoal::BulkLoadOnly => ui.bar(0, format!("{engine}: no aging")),
+            AgingGoal::AsBTree(n) => ui.bar(n, format!("{engine}: aging (B+-tree's inserts)")),
+        }
+    }
+
+    /// Whether aging is done after `inserts` (`s0`: the counters after the bulk load);
+    /// moves `pb` along.
+    fn reached(&self, db: &Db, s0: &Stats, inserts: u64, pb: &ProgressBar) -> bool {
+        match *self {
+            AgingGoal::LeafSplits { target, splits0 } => {
+                let g = splits_since(&db.stats(), splits0);
+                pb.set_position(g.min(target));
+                pb.set_prefix(inserts.to_string());
+                g >= target
+            }
+            AgingGoal::Levels => {
+                pb.set_position(inserts);
+                levels_aged(&level_fill(s0), &level_fill(&db.stats()))
+            }
+            AgingGoal::Inserts(n) | AgingGoal::AsBTree(n) => {
+                pb.set_position(inserts);
+                inserts >= n
+            }
+            AgingGoal::BulkLoadOnly => true,
+        }
+    }
+
+    /// What aging reached, for the line that reports it (`s0`: after the bulk load, `s1`:
+    /// after aging).
+    fn summary(&self, s0: &Stats, s1: &Stats) -> String {
+        match *self {
+            AgingGoal::LeafSplits { target, splits0 } => format!(
+                "{} leaf splits of {target} wanted, {} leaves after bulk load",
+                splits_since(s1, splits0),
+                s0.shape.leaves.unwrap_or(0)
+            ),
+            AgingGoal::Levels => {
+                let levels = level_fill(s1);
+                format!(
+                    "levels {}{}",
+                    describe_levels(&levels),
+                    if levels_aged(&level_fill(s0), &levels) {
+                        ", the lowest merged into"
+                    } else {
+                        " (insert limit reached first)"
+                    }
+                )
+            }
+            AgingGoal::Inserts(_) => "no leaf or level counters".to_string(),
+            AgingGoal::BulkLoadOnly => {
+                "the bulk load is the preparation: every range of size M but the last, thesis §6.1"
+                    .to_string()
+            }
+            AgingGoal::AsBTree(_) => format!(
+                "the B+-tree's leaf rule on the same keys; its own leaves split late: {} leaf \
+                 splits, {} leaves after bulk load",
+                splits_since(s1, s0.shape.leaf_splits.unwrap_or(0)),
+                s0.shape.leaves.unwrap_or(0)
+            ),
+        }
+    }
+}
+
+/// Leaf splits in `s` since there were `splits0`.
+fn splits_since(s: &Stats, splits0: u64) -> u64 {
+    s.shape
+        .leaf_splits
+        .unwrap_or(splits0)
+        .saturating_sub(splits0)
+}
+
+/// The level rule of AGING_RULE: every level above the lowest at least half full, and a
+/// merge has reached the lowest level since the bulk load (`bulk`).
+fn levels_aged(bulk: &[(u64, u64, u64)], now: &[(u64, u64, u64)]) -> bool {
+    levels_half_full(now) && lowest_merged(bulk, now)
 }
 
 /// Build the aged store of a peer in `dir/<peer>/aged`: the same ENTRIES keys in write

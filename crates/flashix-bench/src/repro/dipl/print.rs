@@ -9,14 +9,26 @@ pub fn print(r: &DiplRepro) {
         "d-IPL paper reproduction: {} random inserts, 8 KiB nodes, 2 KiB pages, 128 KiB blocks ({:.0} s)",
         r.keys, r.seconds
     );
+    let mut frames: Vec<u32> = r.insert.iter().map(|x| x.buffer_frames).collect();
+    frames.dedup();
+    print_fig12(r, &frames);
+    print_table1(r, frames.iter().copied().max().unwrap_or(500));
+    print_table2(r, &frames);
+    print_table3(r);
+    print_fig13(r, &frames);
+    print_table4(r);
+    print_table5(r);
+    print_table6(r);
+}
+
+/// Fig. 12: pages read and written and blocks erased by buffer size.
+fn print_fig12(r: &DiplRepro, frames: &[u32]) {
     println!("\nFig. 12 (pages read / pages written / blocks erased; the paper gives a plot only)");
     println!(
         "{:>7} | {:>10} {:>10} {:>8} | {:>10} {:>10} {:>8}",
         "frames", "IPL read", "IPL write", "IPL ers", "dIPL read", "dIPL write", "dIPL ers"
     );
-    let mut frames: Vec<u32> = r.insert.iter().map(|x| x.buffer_frames).collect();
-    frames.dedup();
-    for &f in &frames {
+    for &f in frames {
         if let (Some(i), Some(d)) = (find(r, Index::Ipl, f), find(r, Index::Dipl, f)) {
             println!(
                 "{f:>7} | {:>10} {:>10} {:>8} | {:>10} {:>10} {:>8}",
@@ -24,7 +36,10 @@ pub fn print(r: &DiplRepro) {
             );
         }
     }
-    let big = frames.iter().copied().max().unwrap_or(500);
+}
+
+/// Table 1: splits and cleansings at the largest buffer (`big` frames).
+fn print_table1(r: &DiplRepro, big: u32) {
     println!("\nTable 1 (buffer {big} frames; paper at 500)");
     println!(
         "{:>8} | {:>10} {:>10} {:>12} | paper: {:>6} {:>6} {:>8}",
@@ -49,12 +64,16 @@ pub fn print(r: &DiplRepro) {
             );
         }
     }
+}
+
+/// Table 2: write amplification by buffer size.
+fn print_table2(r: &DiplRepro, frames: &[u32]) {
     println!("\nTable 2 (write amplification, Eq. 1: C_n = node writes the buffer requested; per insert: C_n = one per insert)");
     println!(
         "{:>7} | {:>6} {:>6} | per insert: {:>6} {:>6} | paper: {:>6} {:>6}",
         "frames", "IPL", "d-IPL", "IPL", "d-IPL", "IPL", "d-IPL"
     );
-    for &f in &frames {
+    for &f in frames {
         let p = PAPER_WA.iter().find(|x| x.0 == f);
         if let (Some(i), Some(d)) = (find(r, Index::Ipl, f), find(r, Index::Dipl, f)) {
             let (pi, pd) = p.map_or(("-".into(), "-".into()), |p| {
@@ -69,6 +88,10 @@ pub fn print(r: &DiplRepro) {
             );
         }
     }
+}
+
+/// Table 3: the insert:delete mixes.
+fn print_table3(r: &DiplRepro) {
     println!("\nTable 3 (insert:delete, 500 frames)");
     println!(
         "{:>5} {:>5} | {:>10} {:>10} {:>7} {:>6} | paper: {:>10} {:>10} {:>7} {:>6}",
@@ -93,13 +116,17 @@ pub fn print(r: &DiplRepro) {
             p.5
         );
     }
+}
+
+/// Fig. 13: pages read by searches, before and after a global cleansing.
+fn print_fig13(r: &DiplRepro, frames: &[u32]) {
     if !r.search.is_empty() {
         println!("\nFig. 13 ({} random searches: pages read; (R) after a global cleansing; the paper gives a plot only)", r.searches);
         println!(
             "{:>7} | {:>10} {:>10} | {:>10} {:>10}",
             "frames", "IPL", "IPL (R)", "d-IPL", "d-IPL (R)"
         );
-        for &f in &frames {
+        for &f in frames {
             let g = |i| {
                 r.search
                     .iter()
@@ -116,6 +143,10 @@ pub fn print(r: &DiplRepro) {
             }
         }
     }
+}
+
+/// Table 4: ghost nodes after the inserts.
+fn print_table4(r: &DiplRepro) {
     if let Some(g) = &r.ghosts {
         println!(
             "\nTable 4 (ghost nodes after the inserts, {} frames; paper at 500)",
@@ -135,6 +166,10 @@ pub fn print(r: &DiplRepro) {
         );
         println!("  ghosts created             {:>8}", g.ghosts_created);
     }
+}
+
+/// Table 5: the d-IPL by node size.
+fn print_table5(r: &DiplRepro) {
     println!("\nTable 5 (d-IPL, {} inserts, 800 KB buffer)", r.keys / 2);
     let names = [
         "max fanout (internal)",
@@ -184,7 +219,6 @@ pub fn print(r: &DiplRepro) {
             PAPER5[row][2]
         );
     }
-    print_table6(r);
 }
 
 fn print_table6(r: &DiplRepro) {

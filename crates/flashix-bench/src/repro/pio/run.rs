@@ -173,124 +173,11 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
     for lens in lenses(a)? {
         let (path, profile) = cx.f.profile(lens)?;
         infos.push(LensInfo::of(lens, &path, &profile));
-        // The whole budget, PIO and B+-tree tuned for searches (§4.1.1): Fig. 9's largest
-        // pool, Fig. 10's ranges and Fig. 11's B+-tree.
-        let mut w = Vec::new();
-        if a.base.runs("fig9") || a.base.runs("fig11") {
-            w.push(Workload::OSearch);
-        }
-        if a.base.runs("fig10") {
-            w.extend(cx.z.ranges.iter().map(|&r| Workload::Range(r)));
-        }
-        if a.base.runs("fig11") {
-            w.push(Workload::OInsert);
-        }
-        if !w.is_empty() {
-            let s = Suite {
-                name: "main".into(),
-                engines: &[PIO, BTREE],
-                workloads: w,
-                budget: b,
-                ops: cx.z.ops,
-                search_fraction: 1.0,
-                opq_bytes: None,
-                leaf_segments: None,
-            };
-            for r in cx.suite(lens, &path, &s)? {
-                let pool = format!("pool {}", format_size(b));
-                match r.workload.as_str() {
-                    "o-search" => {
-                        if a.base.runs("fig9") {
-                            cells.push(cell("fig9", lens, &pool, &s, &r));
-                        }
-                        if a.base.runs("fig11") && r.engine == BTREE.name() {
-                            cells.push(cell("fig11", lens, "", &s, &r));
-                        }
-                    }
-                    "o-insert" => {
-                        if r.engine == BTREE.name() {
-                            cells.push(cell("fig11", lens, "", &s, &r));
-                        }
-                    }
-                    _ => cells.push(cell("fig10", lens, "", &s, &r)),
-                }
-            }
-        }
-        if a.base.runs("fig9") {
-            for &pool in pools.iter().filter(|&&p| p != b) {
-                let s = Suite {
-                    name: format!("fig9-pool-{}", pool >> 10),
-                    engines: &[PIO, BTREE],
-                    workloads: vec![Workload::OSearch],
-                    budget: pool,
-                    ops: cx.z.ops,
-                    search_fraction: 1.0,
-                    opq_bytes: None,
-                    leaf_segments: None,
-                };
-                let variant = format!("pool {}", format_size(pool));
-                for r in cx.suite(lens, &path, &s)? {
-                    cells.push(cell("fig9", lens, &variant, &s, &r));
-                }
-            }
-        }
-        if a.base.runs("fig11") {
-            for &q in &opq_sizes {
-                let s = Suite {
-                    name: format!("fig11-opq-{}", q / page),
-                    engines: &[PIO],
-                    workloads: vec![Workload::OInsert, Workload::OSearch],
-                    budget: b,
-                    ops: cx.z.ops,
-                    search_fraction: 1.0,
-                    opq_bytes: Some(q),
-                    leaf_segments: None,
-                };
-                let variant = format!("opq {} pages", q / page);
-                for r in cx.suite(lens, &path, &s)? {
-                    cells.push(cell("fig11", lens, &variant, &s, &r));
-                }
-            }
-        }
-        if a.base.runs("fig12") {
-            // One suite of the four indexes, each tuned by its cost model (if any) for a
-            // 50% mix (the middle of the five). A quarter of OPS: BUFFER_RULE stretches
-            // the buffered engines' phases of the search-heavy mixes to 20 x OPS, mostly
-            // searches.
-            let s = Suite {
-                name: "fig12".into(),
-                engines: &[PIO, BTREE, EngineKind::FdTree, EngineKind::Bftl],
-                workloads: MIXES.iter().map(|&m| Workload::Mix(m)).collect(),
-                budget: b,
-                ops: (cx.z.ops / 4).max(10),
-                search_fraction: 0.5,
-                opq_bytes: None,
-                leaf_segments: None,
-            };
-            for r in cx.suite(lens, &path, &s)? {
-                cells.push(cell("fig12", lens, "", &s, &r));
-            }
-        }
-        if a.base.runs("fig13") {
-            let (budget, opq) = fig13_setting(b, page);
-            let s = Suite {
-                name: "fig13".into(),
-                engines: &[PIO, BTREE],
-                workloads: vec![
-                    Workload::Tpcc,
-                    Workload::OInsert,
-                    Workload::Range(TPCC_SCAN),
-                ],
-                budget,
-                ops: cx.z.ops,
-                search_fraction: 0.715,
-                opq_bytes: Some(opq),
-                leaf_segments: Some(1),
-            };
-            for r in cx.suite(lens, &path, &s)? {
-                cells.push(cell("fig13", lens, "", &s, &r));
-            }
-        }
+        cx.main_cells(lens, &path, &mut cells)?;
+        cx.fig9_pools(lens, &path, &pools, &mut cells)?;
+        cx.fig11_opqs(lens, &path, &opq_sizes, &mut cells)?;
+        cx.fig12(lens, &path, &mut cells)?;
+        cx.fig13(lens, &path, page, &mut cells)?;
     }
     std::fs::remove_dir_all(&cx.f.data).ok();
     let mut r = PioRepro {
@@ -310,6 +197,169 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
     r.claims = paper::check(&r);
     cx.f.save(&r)?;
     Ok(r)
+}
+
+/// The experiments of one lens, each adding its cells (`path`: the lens's profile).
+impl Ctx<'_> {
+    /// The whole budget, PIO and B+-tree tuned for searches (§4.1.1): Fig. 9's largest
+    /// pool, Fig. 10's ranges and Fig. 11's B+-tree.
+    fn main_cells(&self, lens: Lens, path: &Path, cells: &mut Vec<Cell>) -> Result<()> {
+        let (a, b) = (self.a, self.z.budget);
+        let mut w = Vec::new();
+        if a.base.runs("fig9") || a.base.runs("fig11") {
+            w.push(Workload::OSearch);
+        }
+        if a.base.runs("fig10") {
+            w.extend(self.z.ranges.iter().map(|&r| Workload::Range(r)));
+        }
+        if a.base.runs("fig11") {
+            w.push(Workload::OInsert);
+        }
+        if !w.is_empty() {
+            let s = Suite {
+                name: "main".into(),
+                engines: &[PIO, BTREE],
+                workloads: w,
+                budget: b,
+                ops: self.z.ops,
+                search_fraction: 1.0,
+                opq_bytes: None,
+                leaf_segments: None,
+            };
+            for r in self.suite(lens, path, &s)? {
+                let pool = format!("pool {}", format_size(b));
+                match r.workload.as_str() {
+                    "o-search" => {
+                        if a.base.runs("fig9") {
+                            cells.push(cell("fig9", lens, &pool, &s, &r));
+                        }
+                        if a.base.runs("fig11") && r.engine == BTREE.name() {
+                            cells.push(cell("fig11", lens, "", &s, &r));
+                        }
+                    }
+                    "o-insert" => {
+                        if r.engine == BTREE.name() {
+                            cells.push(cell("fig11", lens, "", &s, &r));
+                        }
+                    }
+                    _ => cells.push(cell("fig10", lens, "", &s, &r)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fig. 9 at the pools below the whole budget.
+    fn fig9_pools(
+        &self,
+        lens: Lens,
+        path: &Path,
+        pools: &[u64],
+        cells: &mut Vec<Cell>,
+    ) -> Result<()> {
+        let b = self.z.budget;
+        if self.a.base.runs("fig9") {
+            for &pool in pools.iter().filter(|&&p| p != b) {
+                let s = Suite {
+                    name: format!("fig9-pool-{}", pool >> 10),
+                    engines: &[PIO, BTREE],
+                    workloads: vec![Workload::OSearch],
+                    budget: pool,
+                    ops: self.z.ops,
+                    search_fraction: 1.0,
+                    opq_bytes: None,
+                    leaf_segments: None,
+                };
+                let variant = format!("pool {}", format_size(pool));
+                for r in self.suite(lens, path, &s)? {
+                    cells.push(cell("fig9", lens, &variant, &s, &r));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fig. 11's OPQ sweep.
+    fn fig11_opqs(
+        &self,
+        lens: Lens,
+        path: &Path,
+        opq_sizes: &[u64],
+        cells: &mut Vec<Cell>,
+    ) -> Result<()> {
+        let b = self.z.budget;
+        let page = BenchConfig::new().page_size as u64;
+        if self.a.base.runs("fig11") {
+            for &q in opq_sizes {
+                let s = Suite {
+                    name: format!("fig11-opq-{}", q / page),
+                    engines: &[PIO],
+                    workloads: vec![Workload::OInsert, Workload::OSearch],
+                    budget: b,
+                    ops: self.z.ops,
+                    search_fraction: 1.0,
+                    opq_bytes: Some(q),
+                    leaf_segments: None,
+                };
+                let variant = format!("opq {} pages", q / page);
+                for r in self.suite(lens, path, &s)? {
+                    cells.push(cell("fig11", lens, &variant, &s, &r));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fig. 12's mixes.
+    fn fig12(&self, lens: Lens, path: &Path, cells: &mut Vec<Cell>) -> Result<()> {
+        let b = self.z.budget;
+        if self.a.base.runs("fig12") {
+            // One suite of the four indexes, each tuned by its cost model (if any) for a
+            // 50% mix (the middle of the five). A quarter of OPS: BUFFER_RULE stretches
+            // the buffered engines' phases of the search-heavy mixes to 20 x OPS, mostly
+            // searches.
+            let s = Suite {
+                name: "fig12".into(),
+                engines: &[PIO, BTREE, EngineKind::FdTree, EngineKind::Bftl],
+                workloads: MIXES.iter().map(|&m| Workload::Mix(m)).collect(),
+                budget: b,
+                ops: (self.z.ops / 4).max(10),
+                search_fraction: 0.5,
+                opq_bytes: None,
+                leaf_segments: None,
+            };
+            for r in self.suite(lens, path, &s)? {
+                cells.push(cell("fig12", lens, "", &s, &r));
+            }
+        }
+        Ok(())
+    }
+
+    /// Fig. 13's TPC-C, inserts and scans with the paper's small budget and OPQ.
+    fn fig13(&self, lens: Lens, path: &Path, page: u64, cells: &mut Vec<Cell>) -> Result<()> {
+        let b = self.z.budget;
+        if self.a.base.runs("fig13") {
+            let (budget, opq) = fig13_setting(b, page);
+            let s = Suite {
+                name: "fig13".into(),
+                engines: &[PIO, BTREE],
+                workloads: vec![
+                    Workload::Tpcc,
+                    Workload::OInsert,
+                    Workload::Range(TPCC_SCAN),
+                ],
+                budget,
+                ops: self.z.ops,
+                search_fraction: 0.715,
+                opq_bytes: Some(opq),
+                leaf_segments: Some(1),
+            };
+            for r in self.suite(lens, path, &s)? {
+                cells.push(cell("fig13", lens, "", &s, &r));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
