@@ -64,7 +64,8 @@ pub struct PaperRun {
     /// The command that reproduces this part alone.
     pub command: String,
     pub wall_seconds: f64,
-    /// Claims whose every lens holds, of all claims measured.
+    /// Claims whose every lens holds, of all claims measured and judged (a `--quick` run
+    /// leaves the claims its sizes cannot judge unjudged).
     pub claims_holding: usize,
     pub claims_measured: usize,
     /// The claims were read from an earlier run's `repro-PAPER.json` (`--resume`).
@@ -204,7 +205,7 @@ pub fn run(a: &AllReproArgs) -> Result<AllRepro> {
         };
         let measured: Vec<&ClaimCheck> = claims
             .iter()
-            .filter(|c| c.verdict != "not measured")
+            .filter(|c| c.verdict != "not measured" && c.is_judged())
             .collect();
         all.papers.push(PaperRun {
             paper: paper.into(),

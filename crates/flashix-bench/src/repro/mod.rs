@@ -22,7 +22,7 @@ pub mod fbx;
 pub mod fdtree;
 pub mod pio;
 
-pub use common::{ClaimCheck, LensFigure};
+pub use common::{ClaimCheck, LensFigure, NOT_JUDGED};
 
 use anyhow::Result;
 

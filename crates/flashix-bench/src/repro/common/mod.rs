@@ -42,7 +42,8 @@ pub struct ClaimCheck {
     /// What this run measured for it, every lens and the detail.
     pub here: String,
     /// `holds`, `within 25%`, `holds, stronger here`, `weaker here`, `does not hold`,
-    /// `differs`, `extension` (no claim in the paper), `not measured`; per lens
+    /// `differs`, `extension` (no claim in the paper), `not measured`, [`NOT_JUDGED`]
+    /// (a `--quick` run's cells too small to judge it); per lens
     /// (`this disk: holds; simulated mtron: weaker here`) when the lenses disagree.
     pub verdict: String,
     /// Why the run differs from the paper, measured (one line); empty when it holds.
@@ -77,6 +78,10 @@ impl LensFigure {
 
 /// The name of this machine's disk as a lens.
 pub const DISK: &str = "this disk";
+
+/// The verdict of a claim whose cells a `--quick` run measured at sizes too small to judge
+/// it: its figures are printed, its verdict is not given.
+pub const NOT_JUDGED: &str = "not judged (quick sizes)";
 
 /// The claims of a run, as the checks add them.
 pub(crate) struct Checks {
@@ -177,6 +182,28 @@ impl ClaimCheck {
             self.reason = why.into();
         }
         self
+    }
+
+    /// At `--quick` sizes: the claim's verdict and each lens's become [`NOT_JUDGED`], its
+    /// figures stay; a claim the run did not measure keeps `not measured`, and an
+    /// extension (no claim to judge) stays one. The reason stays only where the figures
+    /// differ from the paper's (the verdict was not `holds`), as it explains them.
+    pub fn not_judged(&mut self) -> &mut ClaimCheck {
+        if !matches!(self.verdict.as_str(), "not measured" | "extension") {
+            if self.holds() {
+                self.reason.clear();
+            }
+            self.verdict = NOT_JUDGED.into();
+            for l in &mut self.lenses {
+                l.verdict = NOT_JUDGED.into();
+            }
+        }
+        self
+    }
+
+    /// Whether the claim was left unjudged at `--quick` sizes ([`ClaimCheck::not_judged`]).
+    pub fn is_judged(&self) -> bool {
+        self.verdict != NOT_JUDGED
     }
 
     /// Whether every lens holds the claim (`holds`, stronger or an extension).
