@@ -73,7 +73,7 @@ impl PaperHelp for Help {
     const DIR: &'static str = "Where the indexes are built (default: OUT/repro-bulk-data)";
     const QUICK: &'static str =
         "Small sizes (a test): 45,000 initial keys, fewer cells, searches and \
-        deletes";
+        deletes; the claims are printed with their figures, not judged";
     const PAPER: &'static str =
         "The thesis's sizes (the default; accepted so that every `repro` takes \
         `--paper`)";
@@ -201,6 +201,9 @@ pub struct BulkRepro {
     pub ssds: Vec<String>,
     /// Runs per insert cell on this disk (the median reported).
     pub reps: u32,
+    /// A `--quick` run: its claims are printed with their figures, not judged.
+    #[serde(default)]
+    pub quick: bool,
     /// Wall seconds of the whole run.
     pub wall_seconds: f64,
     pub cells: Vec<Cell>,

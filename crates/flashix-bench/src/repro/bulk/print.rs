@@ -98,6 +98,9 @@ fn claims(r: &BulkRepro, e: &str) {
     for k in r.claims.iter().filter(|k| k.experiment == e) {
         println!("  thesis: {}", k.claim);
         println!("    here: {} -> {}", k.here, k.verdict.to_uppercase());
+        if !k.reason.is_empty() {
+            println!("    why: {}", k.reason);
+        }
     }
 }
 

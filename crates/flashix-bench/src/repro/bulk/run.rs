@@ -491,6 +491,7 @@ pub fn run(a: &BulkReproArgs) -> Result<BulkRepro> {
         deletes: z.deletes,
         ssds,
         reps: z.reps,
+        quick: a.base.quick,
         wall_seconds: ctx.f.seconds(),
         cells,
         claims: Vec::new(),
