@@ -181,6 +181,7 @@ pub fn run(a: &FdtreeReproArgs) -> Result<FdtreeRepro> {
         budget_bytes: cx.z.budget,
         page_size: BenchConfig::new().page_size,
         lenses: infos,
+        quick: a.base.quick,
         wall_seconds: cx.f.seconds(),
         cells,
         claims: Vec::new(),
