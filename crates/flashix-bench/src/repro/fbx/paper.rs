@@ -1,7 +1,7 @@
 //! The FBX paper's printed claims (§1, §3.1, §4.1, §4.4, §5; the notes §3 list them: its
 //! figures are plots with no values in the text) and what the cells of a run say of each.
 
-use super::{Cell, FbxRepro, SSD};
+use super::{Cell, FbxRepro, OCZ, SSD};
 use crate::repro::common::{join_verdicts, verdict, verdict_cost, Checks, LensFigure, DISK};
 use crate::repro::ClaimCheck;
 
@@ -42,6 +42,21 @@ impl<'a> View<'a> {
     }
 }
 
+/// A total of a cell per operation.
+fn per(c: &Cell, total: u64) -> f64 {
+    total as f64 / c.ops.max(1) as f64
+}
+
+/// The ratio of the last lens (`simulated SSD`) as a clause, when the run has it.
+fn on_ssd(lenses: &[(&str, f64)]) -> String {
+    lenses
+        .iter()
+        .find(|l| l.0 == "simulated SSD")
+        .map_or(String::new(), |l| {
+            format!(", {:.2}x on the simulated OCZ", l.1)
+        })
+}
+
 /// Each lens's ratio (`this disk`, `OCZ model`, `simulated SSD`), judged by `judge`.
 fn lens_figures(lenses: &[(&str, f64)], judge: impl Fn(f64) -> &'static str) -> Vec<LensFigure> {
     lenses
@@ -78,6 +93,16 @@ pub fn check(r: &FbxRepro) -> Vec<ClaimCheck> {
     lifetime(&v, &mut k);
     k.on_lens(DISK);
     r10(&v, &mut k);
+    // At `--quick` sizes no claim is judged but the theorems': the paper's figures are
+    // for 10^6 records, and a quick index is too small for the B+-tree's pool misses, the
+    // log lists and the cleans its claims are about. The theorems (R8) are judged: their
+    // adversarial sequences are the same at every size and each random sequence is as long
+    // as the default's (only fewer are drawn), and a bound must hold on every sequence.
+    if r.quick {
+        for row in k.rows.iter_mut().filter(|c| c.experiment != "T1-T3 (R8)") {
+            row.not_judged();
+        }
+    }
     k.rows
 }
 
@@ -108,11 +133,19 @@ fn e1(v: &View, k: &mut Checks) {
             b.random_writes as f64 / b.ops.max(1) as f64
         ),
     )
-    .because(
-        "on this disk and the fresh simulated OCZ a random 4 KiB write costs about what a \
-         sequential one does, so one append per insert buys nothing; priced at Table 1's OCZ \
-         costs (random write 6.4x sequential) the same counts give the paper's ratio",
-    );
+    .because(&format!(
+        "the Sequential B-Tree appends every node it changes where the B+-tree writes its \
+         leaves in place, so the ratio is what a random write costs against a sequential one: \
+         an insert wrote {:.2} pages in {:.2} random writes (B+-tree) against {:.2} pages in \
+         {:.2} (Sequential B-Tree), {wall:.2}x in time on this disk{}, {ocz:.2}x priced at \
+         Table 1's OCZ costs (a random write {:.1}x a sequential one)",
+        per(b, b.pages_written),
+        per(b, b.random_writes),
+        per(s, s.pages_written),
+        per(s, s.random_writes),
+        on_ssd(&lenses),
+        OCZ.rnd_write_us / OCZ.seq_write_us
+    ));
     let claim = "E1: the Sequential B-Tree's data file is \"nearly 20X larger than the original\"";
     let file = b.file_pages.max(1) as f64;
     let appended = s.pages_written as f64 / file;
@@ -131,11 +164,16 @@ fn e1(v: &View, k: &mut Checks) {
             "differs"
         },
     );
-    k.last().paper_says("~20x").because(
-        "one append per insert makes the appended pages inserts / entries per leaf page \
-         (about 65 on 4 KiB pages at leaf order 100); the paper's 20x needs about 20 entries a \
-         page, which its stated orders do not give",
-    );
+    k.last().paper_says("~20x").because(&format!(
+        "the pages appended over the file are the pages appended an insert times the \
+         inserts a page of the file holds: {:.2} pages an insert ({} for {} inserts) times \
+         {:.1} inserts a page (the B+-tree's file of {} pages)",
+        per(s, s.pages_written),
+        s.pages_written,
+        s.ops,
+        b.ops as f64 / file,
+        b.file_pages
+    ));
 }
 
 fn e3_e4(v: &View, k: &mut Checks) {
@@ -179,10 +217,17 @@ fn e3_e4(v: &View, k: &mut Checks) {
             f.pages_written as f64 / f.ops.max(1) as f64
         ),
     )
-    .because(
-        "the B+-tree's random write is cheap on this disk (about a random read's cost); on the \
-         simulated OCZ, the paper's device, the same tree is near the paper's 20x",
-    );
+    .because(&format!(
+        "FBX's gain is the B+-tree's random writes it avoids: an insert cost the B+-tree {:.2} \
+         random writes and {:.2} pages read, FBX {:.3} random writes and {:.3} pages read, and \
+         that shows as time in proportion to what a random write costs: {wall:.2}x on this \
+         disk{}, {ocz:.2}x at Table 1's OCZ costs",
+        per(b, b.random_writes),
+        per(b, b.pages_read),
+        per(f, f.random_writes),
+        per(f, f.pages_read),
+        on_ssd(&lenses)
+    ));
     let (Some(bs), Some(fs)) = (
         v.find("R2", "btree", "", "disk"),
         v.find("R2", "fbx", "", "disk"),
@@ -210,10 +255,26 @@ fn e3_e4(v: &View, k: &mut Checks) {
             fs.max_list_len
         ),
     )
-    .because(
-        "this disk and the simulated OCZ read the log pages of a leaf in parallel and cheaply, \
-         so FBX's extra pages cost less time than on the paper's device",
-    );
+    .because(&format!(
+        "FBX reads a leaf's log pages besides its path, batched in fewer requests than pages: \
+         a search read {:.2} pages in {:.2} requests against the B+-tree's {:.2} in {:.2}, \
+         {:.2}x the pages for {wall:.2}x the time on this disk{}, {ocz:.2}x at Table 1's OCZ \
+         costs",
+        per(fs, fs.pages_read),
+        per(fs, fs.read_requests),
+        per(bs, bs.pages_read),
+        per(bs, bs.read_requests),
+        fs.pages_read as f64 / bs.pages_read.max(1) as f64,
+        on_ssd(&lenses)
+    ));
+}
+
+/// The least and the largest of `v`, `None` when empty.
+fn min_max(v: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    v.fold(None, |acc, x| match acc {
+        None => Some((x, x)),
+        Some((lo, hi)) => Some((lo.min(x), hi.max(x))),
+    })
 }
 
 /// Coefficient of variation of ops/s over the insert shares.
@@ -279,14 +340,29 @@ fn e5_e6(r: &FbxRepro, v: &View, k: &mut Checks) {
             here.join("; "),
             &per_lens(&[("this disk", steady), ("OCZ model", steady_ocz)]),
         );
-        k.last().paper_says("steady").because(
-            "FBX's insert costs about 0.08 I/Os and its search 3.5 reads, so its throughput \
-             moves with the mix, while the B+-tree's insert and search cost about the same I/O \
-             on this disk",
-        );
+        // An insert's and a search's I/O on this disk (R1, R2): how far they differ is
+        // how much a subject's throughput moves with the mix.
+        let io = |s: &str| {
+            let ins = v.find("R1", s, "", "disk")?;
+            let get = v.find("R2", s, "", "disk")?;
+            Some(format!(
+                "{:.3} pages read and written an insert, {:.2} read a search",
+                per(ins, ins.pages_read + ins.pages_written),
+                per(get, get.pages_read)
+            ))
+        };
+        let why = match (io("fbx"), io("btree")) {
+            (Some(f), Some(b)) => format!(
+                "a subject's throughput moves with the mix as far as its insert's and its \
+                 search's costs differ: FBX {f}, the B+-tree {b}"
+            ),
+            _ => String::new(),
+        };
+        k.last().paper_says("steady").because(&why);
     }
     let claim = "E6 §5.2: a B-Tree with a bigger buffer (8M) \"does not help\" under writes";
     let mut here = Vec::new();
+    let mut writes = Vec::new();
     let mut helps = false;
     for n in [r.records, 2 * r.records] {
         for p in [70u32, 80, 90] {
@@ -299,6 +375,12 @@ fn e5_e6(r: &FbxRepro, v: &View, k: &mut Checks) {
                 v.mix("R3", "btree", "", n, p),
                 v.mix("R3", "fbx", "", n, p),
             ) {
+                writes.push(format!(
+                    "{n}/{p}%: {:.2} random writes an operation with {}, {:.2} without",
+                    per(big, big.random_writes),
+                    big.variant,
+                    per(small, small.random_writes)
+                ));
                 let gain = big.ops_per_s() / small.ops_per_s().max(1e-9);
                 helps |= gain > 1.25 || big.ops_per_s() > f.ops_per_s();
                 here.push(format!(
@@ -319,10 +401,11 @@ fn e5_e6(r: &FbxRepro, v: &View, k: &mut Checks) {
             here.join("; "),
             if helps { "differs" } else { "holds" },
         );
-        k.last().paper_says("no help").because(
-            "the 8 MiB pool cuts the B+-tree's random writes (0.72 to 0.51 an operation at 90% \
-             inserts), which helps on any device",
-        );
+        k.last().paper_says("no help").because(&format!(
+            "a bigger pool keeps more of the B+-tree's leaves, so it writes fewer of them back \
+             at random, which helps on any device: {}",
+            writes.join("; ")
+        ));
     }
 }
 
@@ -364,11 +447,27 @@ fn e7(v: &View, k: &mut Checks) {
             parts.join(", ")
         ),
     )
-    .because(
-        "the gain on this disk is Algorithm 1's batched reads (queue depth), clustering alone \
-         gives little: a 10% window spans most leaves, so the union of their log pages is most \
-         of the file either way",
-    );
+    .because(&format!(
+        "Algorithm 1 batches a query's log-page reads into fewer requests, clustering changes \
+         which pages a query reads, and a 10% window spans most leaves, so the union of their \
+         log pages is most of the file either way: per query, pages read and random read \
+         requests (not starting where the previous one ended): {}",
+        std::iter::once(*d)
+            .chain(std::iter::once(*o))
+            .chain(
+                ["no clustering", "no Algorithm 1"]
+                    .iter()
+                    .filter_map(|p| r5.iter().find(|c| &c.variant == p).copied())
+            )
+            .map(|c| format!(
+                "{} {:.1}, {:.1}",
+                c.variant,
+                per(c, c.pages_read),
+                per(c, c.random_reads)
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    ));
 }
 
 fn e8_e9(r: &FbxRepro, k: &mut Checks) {
@@ -378,6 +477,8 @@ fn e8_e9(r: &FbxRepro, k: &mut Checks) {
     let (mut best_wall, mut best_ocz_always) = (true, true);
     let mut ltn = Vec::new();
     let mut lens = Vec::new();
+    let mut cleans = Vec::new();
+    let mut naive = Vec::new();
     for p in [50u32, 70, 90] {
         let cells: Vec<&Cell> = r
             .cells
@@ -395,6 +496,12 @@ fn e8_e9(r: &FbxRepro, k: &mut Checks) {
             .iter()
             .min_by(|a, b| a.ocz_seconds.total_cmp(&b.ocz_seconds))
             .expect("non-empty");
+        if ac.seconds > best.seconds * 1.05 || ac.ocz_seconds > best_ocz.ocz_seconds * 1.05 {
+            cleans.push(format!(
+                "{p}%: {} leaf rebuilds over {} nodes, AC cleaned {} times, the fastest ({}) {}",
+                ac.leaf_rebuilds, ac.nodes, ac.cleans, best.variant, best.cleans
+            ));
+        }
         best_wall &= ac.seconds <= best.seconds * 1.05;
         best_ocz_always &= ac.ocz_seconds <= best_ocz.ocz_seconds * 1.05;
         here.push(format!(
@@ -409,6 +516,10 @@ fn e8_e9(r: &FbxRepro, k: &mut Checks) {
         }
         if let Some(nv) = cells.iter().find(|c| c.variant == "naive(16)") {
             lens.push((p, nv.pages_per_rebuild(), ac.pages_per_rebuild()));
+            naive.push(format!(
+                "{p}%: {} leaf rebuilds over {} nodes, naive(16) cleaned {} times, AC {}",
+                nv.leaf_rebuilds, nv.nodes, nv.cleans, ac.cleans
+            ));
         }
     }
     if here.is_empty() {
@@ -421,10 +532,11 @@ fn e8_e9(r: &FbxRepro, k: &mut Checks) {
         here.join("; "),
         &per_lens(&[("this disk", best_wall), ("OCZ model", best_ocz_always)]),
     );
-    k.last().paper_says("always best").because(
-        "a phase reads each leaf about once, so a clean's page write is rarely repaid by later \
-         reads and never-clean wins at write-heavy mixes on this disk",
-    );
+    k.last().paper_says("always best").because(&format!(
+        "a clean writes a leaf's merged page, repaid only by later reads of the same leaf, so \
+         cleaning pays where a phase rebuilds its leaves many times: {}",
+        cleans.join("; ")
+    ));
     let fmt = |v: &[(u32, f64)]| {
         v.iter()
             .map(|(p, x)| format!("{p}%: {x:.2}"))
@@ -453,13 +565,14 @@ fn e8_e9(r: &FbxRepro, k: &mut Checks) {
             .join("; "),
         if longer { "holds" } else { "differs" },
     );
-    k.last().because(
-        "naive(k) cleans a leaf at its (k+1)-th read, and a phase rebuilds a leaf about once \
-         (5,194 rebuilds of 7,338 leaves at 500,000 records and 50% inserts): naive(8-32) did \
-         not clean and kept never-clean's lists (3.92 pages a rebuild against AC's 3.84)",
-    );
+    k.last().because(&format!(
+        "naive(k) cleans a leaf at its (k+1)-th read, so it cleans only where a phase rebuilds \
+         a leaf more than k times: {}",
+        naive.join("; ")
+    ));
     let claim = "E9 Fig. 11: the AC threshold \"between 60 ~ 70 remains at the bottom\"";
     let mut here = Vec::new();
+    let mut idle_why = Vec::new();
     let mut holds = true;
     for p in [50u32, 70, 90] {
         let sweep: Vec<&Cell> = r
@@ -477,6 +590,24 @@ fn e8_e9(r: &FbxRepro, k: &mut Checks) {
             .map(|c| c.seconds)
             .fold(f64::MAX, f64::min);
         holds &= mid <= best.seconds * 1.05;
+        // The thresholds that never cleaned: the same work, whatever the threshold.
+        let idle: Vec<&&Cell> = sweep.iter().filter(|c| c.cleans == 0).collect();
+        if let (Some((p_lo, p_hi)), Some((o_lo, o_hi)), Some((t_lo, t_hi))) = (
+            min_max(idle.iter().map(|c| c.pages_read as f64)),
+            min_max(idle.iter().map(|c| c.ocz_seconds)),
+            min_max(idle.iter().map(|c| c.seconds)),
+        ) {
+            idle_why.push(format!(
+                "{p}%: {} of {} thresholds ({}) cleaned nothing, reading {p_lo:.0}-{p_hi:.0} \
+                 pages ({o_lo:.3}-{o_hi:.3} s OCZ-modelled) in {t_lo:.3}-{t_hi:.3} s",
+                idle.len(),
+                sweep.len(),
+                idle.iter()
+                    .map(|c| c.variant.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         here.push(format!(
             "{p}%: fastest {} ({:.0} ops/s), AC 60-70 {:.0} ops/s ({:+.1}%)",
             best.variant,
@@ -494,13 +625,12 @@ fn e8_e9(r: &FbxRepro, k: &mut Checks) {
             here.join("; "),
             if holds { "holds" } else { "differs" },
         );
-        k.last().paper_says("60-70").because(
-            "a cell's phase rebuilds each leaf about once (5,194 rebuilds of 7,338 leaves at \
-             500,000 records and 50% inserts), and a reopened index starts every leaf's clean \
-             state afresh, so no threshold from 30 up cleans at all: those cells do the same \
-             I/O (16,372 pages read, 0.989 s OCZ-modelled each) and their wall-time spread \
-             is this machine's noise",
-        );
+        k.last().paper_says("60-70").because(&format!(
+            "a threshold matters only where it cleans, and a reopened index starts every \
+             leaf's clean state afresh; thresholds that clean nothing do the same work, and \
+             their spread in time is this machine's: {}",
+            idle_why.join("; ")
+        ));
     }
 }
 
@@ -512,6 +642,10 @@ fn e10(v: &View, k: &mut Checks) {
     };
     let file_bytes = (f.live_pages.max(1) * super::PAGE as u64) as f64;
     let per_gib = |b: u64| b as f64 * (1u64 << 30) as f64 / file_bytes / (1u64 << 20) as f64;
+    // The claim's figure: the paper's count (14 B a node) per GiB of live data, against its
+    // 3.5 MB (14 B for each 4 KiB page: a node a page).
+    let x = per_gib(f.ntt_paper_bytes) / 3.5;
+    let d = (x - 1.0).abs();
     k.add(
         "E10 (R1)",
         claim,
@@ -525,9 +659,24 @@ fn e10(v: &View, k: &mut Checks) {
             f.ntt_bytes as f64 / f.nodes.max(1) as f64,
             per_gib(f.ntt_bytes)
         ),
-        "holds",
+        if d <= 0.10 {
+            "holds"
+        } else if d <= 0.25 {
+            "within 25%"
+        } else {
+            "differs"
+        },
     );
-    k.last().paper_says("14 B a node, 3.5 MB per GB");
+    k.last()
+        .paper_says("14 B a node, 3.5 MB per GB")
+        .because(&format!(
+            "the paper's 3.5 MB per GB counts a node for each 4 KiB page of the file; here the \
+             live data file holds {} nodes in {} pages ({:.2} nodes a page): the log pages hold \
+             no node",
+            f.nodes,
+            f.live_pages,
+            f.nodes as f64 / f.live_pages.max(1) as f64
+        ));
 }
 
 fn theorems(r: &FbxRepro, k: &mut Checks) {
@@ -614,4 +763,119 @@ fn r10(v: &View, k: &mut Checks) {
         rows.join(", "),
         "extension",
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repro::common::NOT_JUDGED;
+    use crate::repro::fbx::RatioRow;
+
+    fn cell(subject: &str, seconds: f64, pages_written: u64, random_writes: u64) -> Cell {
+        Cell {
+            experiment: "R1".into(),
+            subject: subject.into(),
+            device: "disk".into(),
+            op: "insert".into(),
+            ops: 1000,
+            seconds,
+            ocz_seconds: seconds,
+            pages_written,
+            random_writes,
+            file_pages: 50,
+            ..Cell::default()
+        }
+    }
+
+    /// R1 on this disk: the B+-tree and the Sequential B-Tree as fast (the paper's 2-3x
+    /// does not hold), with distinctive writes; FBX's file of 100 nodes in 200 live pages;
+    /// one policy's competitive ratios within its bound.
+    fn repro(quick: bool) -> FbxRepro {
+        let mut fbx = cell("fbx", 0.1, 10, 1);
+        fbx.nodes = 100;
+        fbx.live_pages = 200;
+        fbx.ntt_paper_bytes = 14 * 100;
+        FbxRepro {
+            records: 1000,
+            searches: 0,
+            mix_ops: 0,
+            objects: 0,
+            ssd_records: 0,
+            budget_bytes: 256 << 10,
+            leaf_order: 100,
+            inner_order: 238,
+            ssd: String::new(),
+            quick,
+            wall_seconds: 0.0,
+            cells: vec![
+                cell("btree", 1.0, 12340, 4560),
+                cell("seq-btree", 1.0, 7890, 0),
+                fbx,
+            ],
+            ratios: vec![RatioRow {
+                policy: "ltn".into(),
+                bound: 3.0,
+                mean_random: 1.5,
+                max_random: 2.0,
+                max_adversarial: 2.5,
+                adversary: "(w r^4)x4".into(),
+            }],
+            claims: Vec::new(),
+        }
+    }
+
+    fn claim<'a>(rows: &'a [ClaimCheck], fragment: &str) -> &'a ClaimCheck {
+        rows.iter()
+            .find(|c| c.claim.contains(fragment))
+            .unwrap_or_else(|| panic!("no claim {fragment}: {rows:?}"))
+    }
+
+    #[test]
+    fn reasons_and_verdicts_are_built_from_the_cells() {
+        let rows = check(&repro(false));
+        let ratio = claim(&rows, "cost ratio is between 2 ~ 3");
+        assert_eq!(ratio.verdict, "does not hold");
+        for figure in [
+            "12.34 pages in 4.56 random writes",
+            "7.89 pages in 0.00",
+            "1.00x",
+        ] {
+            assert!(ratio.reason.contains(figure), "{figure}: {}", ratio.reason);
+        }
+        // E10: the paper's count per GiB of live data is half its 3.5 MB, as the file holds
+        // half a node a page.
+        let ntt = claim(&rows, "NTT metadata");
+        assert_eq!(ntt.verdict, "differs");
+        assert!(
+            ntt.reason
+                .contains("100 nodes in 200 pages (0.50 nodes a page)"),
+            "{}",
+            ntt.reason
+        );
+        let mut whole = repro(false);
+        whole.cells[2].live_pages = 100;
+        let ntt = check(&whole)
+            .into_iter()
+            .find(|c| c.claim.contains("NTT metadata"))
+            .unwrap();
+        assert_eq!(ntt.verdict, "holds");
+        assert!(ntt.reason.is_empty(), "{}", ntt.reason);
+
+        // At quick sizes only the theorems are judged.
+        let quick = check(&repro(true));
+        assert_eq!(claim(&quick, "NTT metadata").verdict, NOT_JUDGED);
+        let ratio = claim(&quick, "cost ratio is between 2 ~ 3");
+        assert_eq!(ratio.verdict, NOT_JUDGED);
+        assert!(ratio.here.contains("1.00x"), "{}", ratio.here);
+        assert_eq!(claim(&quick, "ltn is 3.00-competitive").verdict, "holds");
+        for c in quick.iter().filter(|c| c.experiment != "T1-T3 (R8)") {
+            assert!(
+                matches!(
+                    c.verdict.as_str(),
+                    NOT_JUDGED | "not measured" | "extension"
+                ),
+                "{c:?}"
+            );
+        }
+    }
 }

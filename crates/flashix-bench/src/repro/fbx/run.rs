@@ -649,6 +649,7 @@ pub fn run(a: &FbxReproArgs) -> Result<FbxRepro> {
         leaf_order: LEAF_ORDER,
         inner_order: INNER_ORDER,
         ssd: Lens::describe_ssd(SsdProfile::Ocz.description(), &ssd_config()),
+        quick: a.base.quick,
         wall_seconds: cx.f.seconds(),
         cells,
         ratios,
