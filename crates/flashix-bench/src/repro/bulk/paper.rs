@@ -136,7 +136,7 @@ fn narrows_why(v: &View) -> String {
             let o = v.latree(c)?;
             Some(format!(
                 "b = {b}: the bulk index rewrote {} of its {} ranges ({} pages written), the \
-                 LA-tree read {} and wrote {} pages of 16 KiB (its runs {})",
+                 LA-tree read {} and wrote {} pages of 16 KiB ({})",
                 c.ranges_affected,
                 c.ranges,
                 c.pages_written,
@@ -172,7 +172,7 @@ fn improving_why(v: &View) -> String {
         .iter()
         .map(|c| {
             format!(
-                "b = {}: {} pages read, {} written (runs {})",
+                "b = {}: {} pages read, {} written ({})",
                 c.b,
                 c.pages_read,
                 c.pages_written,
@@ -434,7 +434,7 @@ fn compare_ms(v: &View, k: &mut Checks, e: &str, claim: &str, better: u32, other
     // What each M moved where `better` did not win.
     let io = |c: &Cell| {
         format!(
-            "rewrote {} of {} ranges, moved {} KiB in {} requests (runs {})",
+            "rewrote {} of {} ranges, moved {} KiB in {} requests ({})",
             c.ranges_affected,
             c.ranges,
             c.read_kib + c.write_kib,

@@ -256,8 +256,8 @@ fn e3_e4(v: &View, k: &mut Checks) {
         ),
     )
     .because(&format!(
-        "FBX reads a leaf's log pages besides its path, batched in fewer requests than pages: \
-         a search read {:.2} pages in {:.2} requests against the B+-tree's {:.2} in {:.2}, \
+        "FBX reads a leaf's log pages besides its path, and the time follows the pages and \
+         requests: a search read {:.2} pages in {:.2} requests against the B+-tree's {:.2} in {:.2}, \
          {:.2}x the pages for {wall:.2}x the time on this disk{}, {ocz:.2}x at Table 1's OCZ \
          costs",
         per(fs, fs.pages_read),
