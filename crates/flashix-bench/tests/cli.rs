@@ -559,9 +559,15 @@ fn assert_repro_bulk(out: &Path, stdout: &str) {
     }
     let claims = json["claims"].as_array().unwrap();
     assert!(claims.len() >= 10, "{claims:?}");
+    // A quick run judges none of the thesis's claims: its figures are printed unjudged.
+    assert!(claims.iter().all(|k| matches!(
+        k["verdict"].as_str().unwrap(),
+        "not judged (quick sizes)" | "not measured"
+    )));
     assert!(claims
         .iter()
-        .all(|k| !k["verdict"].as_str().unwrap().is_empty()));
+        .any(|k| k["verdict"] == "not judged (quick sizes)"
+            && !k["here"].as_str().unwrap().is_empty()));
     assert!(stdout.contains("thesis: ") && stdout.contains("here: "));
 }
 
@@ -618,9 +624,18 @@ fn assert_repro_fbx(out: &Path, stdout: &str) {
     assert_eq!(json["ratios"].as_array().unwrap().len(), 5);
     let claims = json["claims"].as_array().unwrap();
     assert!(claims.len() >= 15, "{claims:?}");
-    assert!(claims
-        .iter()
-        .all(|k| !k["verdict"].as_str().unwrap().is_empty()));
+    // A quick run judges the theorems alone (their sequences do not depend on the sizes).
+    for k in claims {
+        let v = k["verdict"].as_str().unwrap();
+        if k["experiment"] == "T1-T3 (R8)" {
+            assert!(v == "holds" || v == "does not hold", "{k}");
+        } else {
+            assert!(
+                matches!(v, "not judged (quick sizes)" | "not measured" | "extension"),
+                "{k}"
+            );
+        }
+    }
     assert!(stdout.contains("The paper's claims:") && stdout.contains("here: "));
 }
 
@@ -771,8 +786,13 @@ fn assert_repro_fdtree(out: &Path, stdout: &str) {
         .any(|c| c["engine"] == "fdtree" && c["model"]["search_us"].as_f64().is_some()));
     let claims = json["claims"].as_array().unwrap();
     assert!(claims.len() >= 15, "{claims:?}");
+    // A quick run judges none of the paper's claims: its figures are printed unjudged.
     for c in claims {
-        assert!(!c["verdict"].as_str().unwrap().is_empty());
+        let v = c["verdict"].as_str().unwrap();
+        assert!(
+            v == "not judged (quick sizes)" || v == "not measured",
+            "{c}"
+        );
     }
     for e in [
         "fig10:",
