@@ -20,5 +20,6 @@ pub use commit::FlushTicket;
 pub use log::Log;
 pub(crate) use logged::{logged_engine_methods, pager_store_methods, Logged, Store};
 pub use manifest::{Manifest, OptionsRecord, MANIFEST};
+pub(crate) use pager::PageRead;
 pub use pager::{Pager, PagerConfig};
 pub use wal::LogicalOp;

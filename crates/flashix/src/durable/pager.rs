@@ -867,6 +867,27 @@ impl Pager {
     }
 }
 
+/// How an engine reads a page it may reach from either side of its lock: a reader on
+/// `&Pager` through the pool's shared path (beside other readers), a writer or a lone
+/// serial reader on `&mut Pager` through its exclusive path, which the engine's exclusive
+/// lock makes safe and which costs a fraction of the shared path's latching, pinning and
+/// miss planning on every page.
+pub(crate) trait PageRead {
+    fn page<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T>;
+}
+
+impl PageRead for &Pager {
+    fn page<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+        self.read_shared(pid, f)
+    }
+}
+
+impl PageRead for &mut Pager {
+    fn page<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+        self.read(pid, f)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -70,7 +70,7 @@ mod insert;
 
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
-use crate::durable::{Pager, Store};
+use crate::durable::{PageRead, Pager, Store};
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::io::Storage;
@@ -266,31 +266,23 @@ impl BTree {
     }
 
     /// Descend to the leaf for `k`: the internal pages passed and the child slot taken in
-    /// each, and the leaf.
-    fn descend(&self, k: u64) -> Result<(Vec<(PageId, usize)>, PageId)> {
+    /// each, and the leaf. A write's, under the engine's exclusive lock: through the
+    /// Pager's exclusive path.
+    fn descend(&mut self, k: u64) -> Result<(Vec<(PageId, usize)>, PageId)> {
         let mut path = Vec::with_capacity(self.height as usize);
-        let leaf = self.walk_down(k, Some(&mut path))?;
+        let leaf = walk_down(
+            &mut &mut self.pager,
+            self.root,
+            self.height,
+            k,
+            Some(&mut path),
+        )?;
         Ok((path, leaf))
     }
 
-    /// The leaf for `k`, one page read per level, recording the path if asked.
-    fn walk_down(&self, k: u64, mut path: Option<&mut Vec<(PageId, usize)>>) -> Result<PageId> {
-        let mut pid = self.root;
-        for depth in 0..self.height - 1 {
-            let want = self.height - 1 - depth;
-            let (lvl, slot, child) = self.pager.read_shared(pid, |b| {
-                let s = node::child_slot(b, k);
-                (node::level(b), s, node::child_at(b, s))
-            })?;
-            if lvl != want {
-                return Err(level_error(pid, lvl, want));
-            }
-            if let Some(p) = path.as_deref_mut() {
-                p.push((pid, slot));
-            }
-            pid = child;
-        }
-        Ok(pid)
+    /// The leaf for `k` (a reader's descent, through the Pager's shared path).
+    fn walk_down(&self, k: u64, path: Option<&mut Vec<(PageId, usize)>>) -> Result<PageId> {
+        walk_down(&mut &self.pager, self.root, self.height, k, path)
     }
 
     /// Up to `limit` keys in `[lo, hi]`.
@@ -387,57 +379,23 @@ impl Shareable for BTree {
     }
 
     fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
-        let Some(next) = cur.next else { return Ok(()) };
-        let leaf = match cur.resume {
-            Some(p) => p,
-            None => self.walk_down(next, None)?,
-        };
-        let before = out.len();
-        let by_link = cur.resume.is_some();
-        let (link, hit_end) = self.pager.read_shared(leaf, |b| {
-            if !node::is_leaf(b) {
-                return Err(level_error(leaf, node::level(b), 0));
-            }
-            // A leaf reached by its left sibling's link holds keys (Invariant 2) above
-            // those the scan returned: a damaged chain that loops back is caught here, not
-            // followed for ever.
-            if by_link && (node::count(b) == 0 || node::key(b, 0) < next) {
-                return Err(Error::corruption(
-                    DATA_FILE,
-                    Some(leaf),
-                    format!("leaf chain: a leaf reached by a link holds no key at or above {next}"),
-                ));
-            }
-            let start = node::search(b, next).unwrap_or_else(|i| i);
-            for i in start..node::count(b) {
-                let k = node::key(b, i);
-                if !cur.below_hi(k) {
-                    return Ok((node::NONE, true));
-                }
-                out.push((k, node::val(b, i)));
-            }
-            Ok((node::link(b), false))
-        })??;
-        if let Some(&(last, _)) = out.get(before..).and_then(|s| s.last()) {
-            cur.next = last.checked_add(1);
-        }
-        if hit_end || link == node::NONE {
-            cur.next = None;
-        }
-        cur.resume = Some(link);
-        Ok(())
+        scan_leaf(&mut &self.pager, self.root, self.height, cur, out)
     }
 }
 
 impl SerialEngine for BTree {
     logged_engine_methods!();
 
+    /// Alone under the engine's exclusive lock: the shared read's descent through the
+    /// Pager's exclusive path.
     fn get(&mut self, key: u64) -> Result<Option<u64>> {
-        self.get_shared(key)
+        let leaf = walk_down(&mut &mut self.pager, self.root, self.height, key, None)?;
+        self.pager
+            .read(leaf, |b| node::search(b, key).ok().map(|i| node::val(b, i)))
     }
 
     fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
-        self.scan_shared(cur, out)
+        scan_leaf(&mut &mut self.pager, self.root, self.height, cur, out)
     }
 
     fn stats(&self) -> Stats {
@@ -465,4 +423,81 @@ impl SerialEngine for BTree {
     fn check_integrity(&mut self) -> Result<()> {
         self.check()
     }
+}
+
+/// One leaf of a scan from `cur` (its resume position, or a descent from its next key)
+/// through `pager`, in the tree of `root` and `height`.
+fn scan_leaf(
+    pager: &mut impl PageRead,
+    root: PageId,
+    height: u32,
+    cur: &mut RangeCursor,
+    out: &mut Vec<(u64, u64)>,
+) -> Result<()> {
+    let Some(next) = cur.next else { return Ok(()) };
+    let leaf = match cur.resume {
+        Some(p) => p,
+        None => walk_down(pager, root, height, next, None)?,
+    };
+    let before = out.len();
+    let by_link = cur.resume.is_some();
+    let (link, hit_end) = pager.page(leaf, |b| {
+        if !node::is_leaf(b) {
+            return Err(level_error(leaf, node::level(b), 0));
+        }
+        // A leaf reached by its left sibling's link holds keys (Invariant 2) above
+        // those the scan returned: a damaged chain that loops back is caught here, not
+        // followed for ever.
+        if by_link && (node::count(b) == 0 || node::key(b, 0) < next) {
+            return Err(Error::corruption(
+                DATA_FILE,
+                Some(leaf),
+                format!("leaf chain: a leaf reached by a link holds no key at or above {next}"),
+            ));
+        }
+        let start = node::search(b, next).unwrap_or_else(|i| i);
+        for i in start..node::count(b) {
+            let k = node::key(b, i);
+            if !cur.below_hi(k) {
+                return Ok((node::NONE, true));
+            }
+            out.push((k, node::val(b, i)));
+        }
+        Ok((node::link(b), false))
+    })??;
+    if let Some(&(last, _)) = out.get(before..).and_then(|s| s.last()) {
+        cur.next = last.checked_add(1);
+    }
+    if hit_end || link == node::NONE {
+        cur.next = None;
+    }
+    cur.resume = Some(link);
+    Ok(())
+}
+
+/// The leaf for `k` in the tree of `root` and `height`, one page read per level through
+/// `pager`, recording the path if asked.
+fn walk_down(
+    pager: &mut impl PageRead,
+    root: PageId,
+    height: u32,
+    k: u64,
+    mut path: Option<&mut Vec<(PageId, usize)>>,
+) -> Result<PageId> {
+    let mut pid = root;
+    for depth in 0..height - 1 {
+        let want = height - 1 - depth;
+        let (lvl, slot, child) = pager.page(pid, |b| {
+            let s = node::child_slot(b, k);
+            (node::level(b), s, node::child_at(b, s))
+        })?;
+        if lvl != want {
+            return Err(level_error(pid, lvl, want));
+        }
+        if let Some(p) = path.as_deref_mut() {
+            p.push((pid, slot));
+        }
+        pid = child;
+    }
+    Ok(pid)
 }

@@ -10,7 +10,7 @@
 //! Deleting an index entry does not rebalance: the head tree is rebuilt at every merge.
 
 use super::entry::{self, Entry, Kind, Layout, NONE};
-use crate::durable::Pager;
+use crate::durable::{PageRead, Pager};
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::page::DATA_FILE;
@@ -136,26 +136,6 @@ pub struct Found {
 
 fn corrupt(pid: PageId, what: String) -> Error {
     Error::corruption(DATA_FILE, Some(pid), format!("FD-tree head tree: {what}"))
-}
-
-/// How the head tree reads a page: a reader on `&Pager` through the pool's shared path
-/// (beside other readers), a writer on `&mut Pager` through its exclusive path, which the
-/// engine's exclusive lock makes safe and which costs a fraction of the shared path's
-/// latching, pinning and miss planning on every node of a write's descent.
-pub(crate) trait PageRead {
-    fn page<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T>;
-}
-
-impl PageRead for &Pager {
-    fn page<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
-        self.read_shared(pid, f)
-    }
-}
-
-impl PageRead for &mut Pager {
-    fn page<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
-        self.read(pid, f)
-    }
 }
 
 fn read_node(
