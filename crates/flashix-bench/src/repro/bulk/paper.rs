@@ -785,6 +785,7 @@ fn overall_why(v: &View, ssd: bool, r: &[f64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::repro::common::claim;
     use crate::repro::common::NOT_JUDGED;
 
     /// An insert cell of `engine` at M 2048: `b` keys a bulk, `seconds`, and the requests
@@ -834,12 +835,6 @@ mod tests {
             cells,
             claims: Vec::new(),
         }
-    }
-
-    fn claim<'a>(rows: &'a [ClaimCheck], fragment: &str) -> &'a ClaimCheck {
-        rows.iter()
-            .find(|c| c.claim.contains(fragment))
-            .unwrap_or_else(|| panic!("no claim {fragment}: {rows:?}"))
     }
 
     #[test]

@@ -354,6 +354,14 @@ pub(crate) fn flash(s: &Stats, name: &str) -> u64 {
     s.device.flash.get(name).copied().unwrap_or(0)
 }
 
+/// The claim of `rows` whose text holds `fragment` (the papers' tests).
+#[cfg(test)]
+pub(crate) fn claim<'a>(rows: &'a [ClaimCheck], fragment: &str) -> &'a ClaimCheck {
+    rows.iter()
+        .find(|c| c.claim.contains(fragment))
+        .unwrap_or_else(|| panic!("no claim {fragment}: {rows:?}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

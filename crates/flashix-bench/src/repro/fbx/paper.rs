@@ -774,6 +774,7 @@ fn r10(v: &View, k: &mut Checks) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::repro::common::claim;
     use crate::repro::common::NOT_JUDGED;
     use crate::repro::fbx::RatioRow;
 
@@ -828,12 +829,6 @@ mod tests {
             }],
             claims: Vec::new(),
         }
-    }
-
-    fn claim<'a>(rows: &'a [ClaimCheck], fragment: &str) -> &'a ClaimCheck {
-        rows.iter()
-            .find(|c| c.claim.contains(fragment))
-            .unwrap_or_else(|| panic!("no claim {fragment}: {rows:?}"))
     }
 
     #[test]

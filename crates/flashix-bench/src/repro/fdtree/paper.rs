@@ -628,6 +628,7 @@ fn model(v: &View<Cell>, lenses: &[String], k: &mut Checks) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::repro::common::claim;
     use crate::repro::common::{CellId, NOT_JUDGED};
 
     fn cell(e: &str, engine: &str, variant: &str, us: f64, reads: f64) -> Cell {
@@ -685,12 +686,6 @@ mod tests {
             cells,
             claims: Vec::new(),
         }
-    }
-
-    fn claim<'a>(rows: &'a [ClaimCheck], fragment: &str) -> &'a ClaimCheck {
-        rows.iter()
-            .find(|c| c.claim.contains(fragment))
-            .unwrap_or_else(|| panic!("no claim {fragment}: {rows:?}"))
     }
 
     #[test]
