@@ -648,21 +648,24 @@ fn e5(v: &View, k: &mut Checks) {
     }
 }
 
+/// The bulk index's cells of E1-E3 that the overall claims weigh: on the simulated SSDs
+/// (`ssd`), or this disk's main cells.
+fn overall_cells<'a>(v: &'a View, ssd: bool) -> impl Iterator<Item = &'a Cell> + 'a {
+    v.cells
+        .iter()
+        .filter(|c| c.engine == "bulk" && ["E1", "E2", "E3"].contains(&c.experiment.as_str()))
+        .filter(move |c| {
+            if ssd {
+                c.on_ssd()
+            } else {
+                c.variant.is_empty()
+            }
+        })
+}
+
 fn overall(v: &View, k: &mut Checks) {
     for (label, ssd) in [("this disk", false), ("the simulated SSDs", true)] {
-        let mut r: Vec<f64> = v
-            .cells
-            .iter()
-            .filter(|c| c.engine == "bulk" && ["E1", "E2", "E3"].contains(&c.experiment.as_str()))
-            .filter(|c| {
-                if ssd {
-                    c.on_ssd()
-                } else {
-                    c.variant.is_empty()
-                }
-            })
-            .filter_map(|c| v.ratio(c))
-            .collect();
+        let mut r: Vec<f64> = overall_cells(v, ssd).filter_map(|c| v.ratio(c)).collect();
         k.on_lens(if ssd { "simulated SSDs" } else { DISK });
         let claim = "bulk insertion \"2-4 times as fast on most data\"";
         if r.is_empty() {
@@ -733,17 +736,7 @@ fn overall_why(v: &View, ssd: bool, r: &[f64]) -> String {
         xs.sort_by(f64::total_cmp);
         xs.get(xs.len() / 2).copied()
     };
-    let pairs: Vec<(&Cell, &Cell)> = v
-        .cells
-        .iter()
-        .filter(|c| c.engine == "bulk" && ["E1", "E2", "E3"].contains(&c.experiment.as_str()))
-        .filter(|c| {
-            if ssd {
-                c.on_ssd()
-            } else {
-                c.variant.is_empty()
-            }
-        })
+    let pairs: Vec<(&Cell, &Cell)> = overall_cells(v, ssd)
         .filter_map(|c| v.latree(c).map(|o| (c, o)))
         .collect();
     let requests = median(
