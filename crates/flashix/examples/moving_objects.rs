@@ -51,7 +51,8 @@ fn main() -> flashix::Result<()> {
     };
 
     // Tick 0: every object reports. Tick 30: a third of them report again (an update
-    // replaces the object's previous motion). Object 13 leaves.
+    // replaces the object's previous motion; `update_from` is told the motion reported
+    // before, so it writes without reading). Object 13 leaves.
     for id in 0..OBJECTS {
         let m = motion(&mut gen, 0);
         mi.update(id, m)?;
@@ -59,7 +60,7 @@ fn main() -> flashix::Result<()> {
     }
     for id in (0..OBJECTS).step_by(3) {
         let m = motion(&mut gen, 30);
-        mi.update(id, m)?;
+        mi.update_from(id, model[&id], m)?;
         model.insert(id, opts.quantize(m));
     }
     assert!(mi.remove(13)?);

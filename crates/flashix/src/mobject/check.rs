@@ -14,7 +14,8 @@ impl Inner {
         let l = self.layout.clone();
         let all: Vec<(u64, u64)> = self.db.range(..)?.collect::<Result<_>>()?;
         let mut directory: HashMap<u64, u64> = HashMap::new();
-        let mut objects: HashMap<u64, u64> = HashMap::new();
+        // Every object entry, (id, key).
+        let mut entries: Vec<(u64, u64)> = Vec::new();
         let mut overflow_times: HashMap<u64, u64> = HashMap::new();
         let mut overflow_motions: Vec<(u64, u64, u64)> = Vec::new();
         for &(k, v) in &all {
@@ -66,9 +67,7 @@ impl Inner {
                     m.vx, m.vy
                 ));
             }
-            if objects.insert(id, k).is_some() {
-                return bad(format!("object {id} has two entries"));
-            }
+            entries.push((id, k));
         }
         if overflow_motions.len() != overflow_times.len() {
             return bad(format!(
@@ -82,29 +81,30 @@ impl Inner {
                 (Some(_), Some(&t)) if t <= self.state.now => {}
                 _ => return bad(format!("overflow entries of {id} damaged")),
             }
-            if objects.insert(id, k).is_some() {
-                return bad(format!("object {id} has two entries"));
-            }
+            entries.push((id, k));
         }
-        for (id, k) in &objects {
-            if directory.get(id) != Some(k) {
+        for &(id, k) in &entries {
+            if directory.get(&id) != Some(&k) {
                 return bad(format!(
-                    "object {id} at {k:#x}: the directory says {:?}",
-                    directory.get(id)
+                    "entry {k:#x} of object {id} is orphaned: the directory names {:?} (an \
+                     update_from with an old motion other than the last one reported leaves \
+                     one)",
+                    directory.get(&id)
                 ));
             }
         }
-        if directory.len() != objects.len() {
+        // Each entry is named by its id's directory entry, so ids and entries are one to one.
+        if directory.len() != entries.len() {
             return bad(format!(
-                "{} directory entries for {} objects",
+                "{} directory entries for {} object entries",
                 directory.len(),
-                objects.len()
+                entries.len()
             ));
         }
-        if objects.len() as u64 != self.state.objects {
+        if entries.len() as u64 != self.state.objects {
             return bad(format!(
                 "{} objects, the count says {}",
-                objects.len(),
+                entries.len(),
                 self.state.objects
             ));
         }

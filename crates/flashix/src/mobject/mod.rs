@@ -37,6 +37,27 @@
 //! - `update` reads the directory (one `get`) and writes one atomic [`Batch`]: delete the old
 //!   key, insert the new one, point the directory at it, and the meta entries that changed
 //!   (`now`, the count, the partition's velocity bounds).
+//! - `update_from(id, old, new)` is the same batch written **blind**: the caller gives the
+//!   motion it reported last, and the old key is computed from it (its label's code still
+//!   holds that label: the Bx key of `x_lab`; it does not: the object was migrated, its
+//!   overflow entries), so the update reads nothing and, on an engine that appends its
+//!   writes (the FBX-tree), is appends only, as the FBX paper's premise has it. A crash in a
+//!   partition's migration leaves objects in the overflow whose code still holds their label;
+//!   open finds such codes (an overflow object under its code's current label exists only
+//!   then), and until the migration is resumed a blind update of that code deletes both
+//!   candidate places.
+//!
+//! # A wrong `old` (the caller's error)
+//! Keys carry the object id, so a blind update with a motion other than the last one
+//! reported deletes nothing of another object: the object's real entry is left **orphaned**
+//! (no directory entry names it) and the directory names the new one. Then: `get` answers
+//! the new motion; `range` and `knn` may answer the object at the orphan's motion instead of
+//! the new one (at most once per answer, as every answer holds each id once), so a kNN answer
+//! is exact for the other objects but for the one place the object may take; `len` is one
+//! too many if the object was not in the index at all. `check_integrity` reports the orphan.
+//! An orphan in a rolling partition is dropped when its code's label is next replaced (the
+//! migration reads the directory of the objects it moves); `remove` deletes an overflow
+//! orphan with the object.
 //! - `range(R, t)`: per live partition, the window is enlarged by the partition's velocity
 //!   bounds times `t - t_lab` (in each direction), decomposed into curve intervals (at most
 //!   `max_intervals`, smallest gaps merged), each scanned as one key range; candidates are
@@ -58,7 +79,8 @@
 //! reused, each such object is **migrated** (counted in `migrations`) to the overflow
 //! sub-space with its motion unchanged, so `get`, `range` and `knn` still answer it exactly;
 //! queries scan the overflow (empty while the promise holds: one probe). Its next update
-//! moves it back. Nothing is refused and nothing is lost.
+//! moves it back. Nothing is refused and nothing is lost. An entry the directory does not
+//! name (an orphan, above) is dropped instead of migrated.
 //!
 //! # Invariants (`check_integrity`)
 //! 1. Every directory entry points at an existing entry of the same id; every object entry
@@ -120,8 +142,10 @@ pub struct MobjectStats {
 /// The moving-object index's own counters since open.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MobjectCounters {
-    /// Successful [`MovingIndex::update`] calls.
+    /// Successful [`MovingIndex::update`] and [`MovingIndex::update_from`] calls.
     pub updates: u64,
+    /// Of them, blind ones ([`MovingIndex::update_from`]: no directory read).
+    pub blind_updates: u64,
     /// [`MovingIndex::remove`] calls that removed an object.
     pub removes: u64,
     /// [`MovingIndex::range`] queries.
@@ -145,6 +169,9 @@ pub struct MobjectCounters {
     pub knn_estimates: u64,
     /// Objects moved to the overflow when their partition code was reused.
     pub migrations: u64,
+    /// Orphaned entries (left by an `update_from` with a wrong `old`) dropped when their
+    /// partition code was reused.
+    pub orphans_dropped: u64,
 }
 
 /// A moving-object index over a [`Db`] (module doc), shared by any number of threads
@@ -168,6 +195,9 @@ pub(crate) struct Inner {
     opts: MobjectOptions,
     layout: Layout,
     state: State,
+    /// Per partition code: a crash interrupted its migration (module doc, Operations), so
+    /// a blind update of an object under its label may find it in either place.
+    interrupted: Vec<bool>,
     stats: MobjectCounters,
 }
 
@@ -233,6 +263,15 @@ impl MovingIndex {
     /// Insert or replace object `id`'s motion (one atomic batch).
     pub fn update(&self, id: u64, m: Motion) -> Result<()> {
         self.lock().update(id, m)
+    }
+
+    /// Replace object `id`'s motion `old`, the last one given for it, by `new`, without
+    /// reading anything: one atomic batch computed from `old` (module doc, Operations). A
+    /// wrong `old` is the caller's error: it corrupts no other object, and its effect on
+    /// this one is stated in the module doc (A wrong `old`). For an object not in the index,
+    /// use [`MovingIndex::update`].
+    pub fn update_from(&self, id: u64, old: Motion, new: Motion) -> Result<()> {
+        self.lock().update_from(id, old, new)
     }
 
     /// Remove object `id`; false if it was not there.
@@ -327,6 +366,7 @@ impl Inner {
         Ok(Inner {
             db,
             opts,
+            interrupted: vec![false; layout.partitions as usize],
             layout,
             state,
             stats: MobjectCounters::default(),
@@ -335,39 +375,126 @@ impl Inner {
 
     fn from_db(db: Db) -> Result<Inner> {
         let (opts, layout, state) = partition::read(&db)?;
-        Ok(Inner {
+        let mut inner = Inner {
             db,
             opts,
+            interrupted: vec![false; layout.partitions as usize],
             layout,
             state,
             stats: MobjectCounters::default(),
-        })
+        };
+        inner.interrupted = inner.interrupted_migrations()?;
+        Ok(inner)
+    }
+
+    /// The codes whose migration a crash interrupted: those with an overflow object still
+    /// under the code's current label (a migration moves only objects of the label it
+    /// replaces, and the label is replaced after its last batch).
+    fn interrupted_migrations(&mut self) -> Result<Vec<bool>> {
+        let mut objects = Vec::new();
+        self.scan_overflow(&mut objects)?;
+        self.stats = MobjectCounters::default();
+        let mut out = vec![false; self.state.parts.len()];
+        for (_, m) in objects {
+            let label = self.layout.label(m.t);
+            let code = self.layout.code(label) as usize;
+            if self.state.parts[code].label == Some(label) {
+                out[code] = true;
+            }
+        }
+        Ok(out)
     }
 
     /// Insert or replace object `id`'s motion (one atomic batch).
     pub fn update(&mut self, id: u64, m: Motion) -> Result<()> {
         self.check_id(id)?;
-        self.check_motion(&m)?;
-        let l = &self.layout;
-        let q = l.quantize(m);
-        let label = l.label(q.t);
-        let code = l.code(label);
+        self.check_motion(&m, "motion")?;
+        let q = self.layout.quantize(m);
+        let (label, code) = self.take_label(q.t)?;
+        let old = self.lookup(id)?;
+        let mut gone = Vec::new();
+        if let Some(k) = old {
+            self.delete_entry(k, id, &mut gone);
+        }
+        self.write_update(id, &q, label, code, &gone, old.is_none())
+    }
+
+    /// Replace object `id`'s motion `old` by `new` without reading (module doc, Operations).
+    pub fn update_from(&mut self, id: u64, old: Motion, new: Motion) -> Result<()> {
+        self.check_id(id)?;
+        self.check_motion(&old, "old motion")?;
+        self.check_motion(&new, "motion")?;
+        if old.t > new.t {
+            return Err(Error::InvalidArgument(format!(
+                "old motion.t {} is after motion.t {}: the old motion is the one reported \
+                 last",
+                old.t, new.t
+            )));
+        }
+        let q = self.layout.quantize(new);
+        let (label, code) = self.take_label(q.t)?;
+        // After the label is taken: taking it may have migrated the object itself.
+        let gone = self.stored_keys(id, &self.layout.quantize(old));
+        self.write_update(id, &q, label, code, &gone, false)?;
+        self.stats.blind_updates += 1;
+        Ok(())
+    }
+
+    /// The label and code of an update at `t`, the code's migration made first if it still
+    /// holds an older label.
+    fn take_label(&mut self, t: u64) -> Result<(u64, u64)> {
+        let label = self.layout.label(t);
+        let code = self.layout.code(label);
         if self.state.parts[code as usize].label != Some(label) {
             self.rollover(code, label)?;
         }
-        let old = self.lookup(id)?;
+        Ok((label, code))
+    }
+
+    /// The keys an object last reported with the quantised motion `q` is stored under now
+    /// (module doc, Operations): computed, not read.
+    fn stored_keys(&self, id: u64, q: &Motion) -> Vec<u64> {
+        let l = &self.layout;
+        let label = l.label(q.t);
+        let code = l.code(label);
+        let overflow = [
+            l.reserved_key(SUB_OVERFLOW_MOTION, id),
+            l.reserved_key(SUB_OVERFLOW_TIME, id),
+        ];
+        if self.state.parts[code as usize].label != Some(label) {
+            return overflow.to_vec();
+        }
+        let (xl, yl) = q.at(label);
+        let mut keys = vec![l.bx_key(code, l.curve_value(xl, yl), id)];
+        if self.interrupted[code as usize] {
+            keys.extend(overflow);
+        }
+        keys
+    }
+
+    /// The update's batch: delete `gone`, insert the quantised motion `q` under `label` in
+    /// `code`, point the directory at it, and the meta entries that change.
+    fn write_update(
+        &mut self,
+        id: u64,
+        q: &Motion,
+        label: u64,
+        code: u64,
+        gone: &[u64],
+        new_object: bool,
+    ) -> Result<()> {
         let l = &self.layout;
         let mut next = self.state.clone();
         next.now = next.now.max(q.t);
-        next.objects += u64::from(old.is_none());
+        next.objects += u64::from(new_object);
         next.parts[code as usize] = next.parts[code as usize].grown(q.vx, q.vy);
         let (xl, yl) = q.at(label);
         let key = l.bx_key(code, l.curve_value(xl, yl), id);
         let mut b = Batch::new();
-        if let Some(k) = old {
-            self.delete_entry(k, id, &mut b);
+        for &k in gone {
+            b.delete(k);
         }
-        b.insert(key, l.pack(&q, label - l.phase - q.t));
+        b.insert(key, l.pack(q, label - l.phase - q.t));
         b.insert(l.reserved_key(SUB_DIRECTORY, id), key);
         partition::write_changes(l, Some(&self.state), &next, &mut b);
         self.db.apply(&b)?;
@@ -384,9 +511,18 @@ impl Inner {
         };
         let mut next = self.state.clone();
         next.objects = next.objects.saturating_sub(1);
+        let mut gone = Vec::new();
+        self.delete_entry(k, id, &mut gone);
+        // An overflow orphan goes with the object (module doc, A wrong `old`).
+        gone.push(self.layout.reserved_key(SUB_OVERFLOW_MOTION, id));
+        gone.push(self.layout.reserved_key(SUB_OVERFLOW_TIME, id));
+        gone.push(self.layout.reserved_key(SUB_DIRECTORY, id));
+        gone.sort_unstable();
+        gone.dedup();
         let mut b = Batch::new();
-        self.delete_entry(k, id, &mut b);
-        b.delete(self.layout.reserved_key(SUB_DIRECTORY, id));
+        for k in gone {
+            b.delete(k);
+        }
         partition::write_changes(&self.layout, Some(&self.state), &next, &mut b);
         self.db.apply(&b)?;
         self.state = next;
@@ -445,36 +581,47 @@ impl Inner {
         Ok(())
     }
 
-    fn check_motion(&self, m: &Motion) -> Result<()> {
+    /// A motion the index can hold, named `what` in errors; a new motion (`what` is
+    /// `motion`) is not before `now`, an old one not after it.
+    fn check_motion(&self, m: &Motion, what: &str) -> Result<()> {
         let s = self.opts.space;
         for (name, v) in [("x", m.x), ("y", m.y), ("vx", m.vx), ("vy", m.vy)] {
             if !v.is_finite() {
                 return Err(Error::InvalidArgument(format!(
-                    "motion.{name} is {v}: not a finite number"
+                    "{what}.{name} is {v}: not a finite number"
                 )));
             }
         }
         if !(s.x0 <= m.x && m.x <= s.x1) {
             return Err(Error::InvalidArgument(format!(
-                "motion.x {} is outside the space [{}, {}]",
+                "{what}.x {} is outside the space [{}, {}]",
                 m.x, s.x0, s.x1
             )));
         }
         if !(s.y0 <= m.y && m.y <= s.y1) {
             return Err(Error::InvalidArgument(format!(
-                "motion.y {} is outside the space [{}, {}]",
+                "{what}.y {} is outside the space [{}, {}]",
                 m.y, s.y0, s.y1
             )));
         }
         for (name, v) in [("vx", m.vx), ("vy", m.vy)] {
             if v.abs() > self.opts.max_speed {
                 return Err(Error::InvalidArgument(format!(
-                    "motion.{name} {v} exceeds max_speed {}",
+                    "{what}.{name} {v} exceeds max_speed {}",
                     self.opts.max_speed
                 )));
             }
         }
-        self.check_time(m.t, "motion.t")
+        if what == "motion" {
+            self.check_time(m.t, "motion.t")
+        } else if m.t > self.state.now {
+            Err(Error::InvalidArgument(format!(
+                "{what}.t {} is after now ({}): it is a motion reported before",
+                m.t, self.state.now
+            )))
+        } else {
+            Ok(())
+        }
     }
 
     /// The object's current key, from the directory.
@@ -482,11 +629,11 @@ impl Inner {
         self.db.get(self.layout.reserved_key(SUB_DIRECTORY, id))
     }
 
-    /// Deletes of the entries of the object at `key` (an overflow object has two).
-    fn delete_entry(&self, key: u64, id: u64, b: &mut Batch) {
-        b.delete(key);
+    /// The keys of the object at `key` (an overflow object has two), into `out`.
+    fn delete_entry(&self, key: u64, id: u64, out: &mut Vec<u64>) {
+        out.push(key);
         if self.layout.is_reserved(key) {
-            b.delete(self.layout.reserved_key(SUB_OVERFLOW_TIME, id));
+            out.push(self.layout.reserved_key(SUB_OVERFLOW_TIME, id));
         }
     }
 
@@ -541,9 +688,22 @@ impl Inner {
                     break;
                 };
                 let l = &self.layout;
+                let dirs: Vec<u64> = chunk
+                    .iter()
+                    .map(|&(k, _)| l.reserved_key(SUB_DIRECTORY, l.id_of(k)))
+                    .collect();
+                let named = self.db.get_many(&dirs)?;
+                let l = &self.layout;
                 let mut b = Batch::new();
-                for &(k, v) in &chunk {
+                let mut moved = 0;
+                for (&(k, v), named) in chunk.iter().zip(named) {
                     let id = l.id_of(k);
+                    if named != Some(k) {
+                        // An orphan (module doc, A wrong `old`): the object is elsewhere.
+                        b.delete(k);
+                        self.stats.orphans_dropped += 1;
+                        continue;
+                    }
                     let m = l.unpack(v, Some(old)).ok_or_else(|| {
                         Error::corruption("mobject", None, format!("entry {k:#x} of {id} damaged"))
                     })?;
@@ -552,9 +712,10 @@ impl Inner {
                     b.insert(mk, l.pack(&m, 0));
                     b.insert(l.reserved_key(SUB_OVERFLOW_TIME, id), m.t);
                     b.insert(l.reserved_key(SUB_DIRECTORY, id), mk);
+                    moved += 1;
                 }
                 self.db.apply(&b)?;
-                self.stats.migrations += chunk.len() as u64;
+                self.stats.migrations += moved;
                 if chunk.len() < CHUNK || last == hi {
                     break;
                 }
@@ -567,6 +728,7 @@ impl Inner {
         partition::write_changes(&self.layout, Some(&self.state), &next, &mut b);
         self.db.apply(&b)?;
         self.state = next;
+        self.interrupted[code as usize] = false;
         Ok(())
     }
 }

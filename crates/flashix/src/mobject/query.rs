@@ -6,6 +6,7 @@ use super::partition::Part;
 use super::Inner;
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
+use std::collections::HashMap;
 
 /// Inclusive curve-value intervals, sorted and disjoint.
 type Ivs = Vec<(u64, u64)>;
@@ -33,6 +34,8 @@ impl Inner {
             }
         }
         hits.sort_by_key(|h| h.id);
+        // Each id once, also with an orphaned entry (module doc of `mobject`, A wrong `old`).
+        hits.dedup_by_key(|h| h.id);
         Ok(hits)
     }
 
@@ -48,22 +51,36 @@ impl Inner {
         if k == 0 || self.state.objects == 0 {
             return Ok(Vec::new());
         }
+        // Each id once, at its nearest entry: an orphaned entry (module doc of `mobject`, A
+        // wrong `old`) takes at most the place of its object, and the stop rule counts
+        // objects.
         let mut found: Vec<Neighbor> = Vec::new();
+        let mut seen: HashMap<u64, usize> = HashMap::new();
         let mut cands = Vec::new();
-        let keep = |cands: &mut Vec<(u64, Motion)>, found: &mut Vec<Neighbor>| {
+        let keep = |cands: &mut Vec<(u64, Motion)>,
+                    found: &mut Vec<Neighbor>,
+                    seen: &mut HashMap<u64, usize>| {
             for (id, m) in cands.drain(..) {
                 let (px, py) = m.at(t);
                 let (dx, dy) = (px - x, py - y);
-                found.push(Neighbor {
+                let n = Neighbor {
                     id,
                     x: px,
                     y: py,
                     dist: (dx * dx + dy * dy).sqrt(),
-                });
+                };
+                match seen.get(&id) {
+                    Some(&i) if found[i].dist <= n.dist => {}
+                    Some(&i) => found[i] = n,
+                    None => {
+                        seen.insert(id, found.len());
+                        found.push(n);
+                    }
+                }
             }
         };
         self.scan_overflow(&mut cands)?;
-        keep(&mut cands, &mut found);
+        keep(&mut cands, &mut found, &mut seen);
         // Bx-tree kNN: start at the expected k-th neighbour distance for N uniform objects
         // (Tao et al.), widen by D_k / k per round (the step doubles every 8 rounds).
         let s = self.opts.space;
@@ -91,7 +108,7 @@ impl Inner {
                 everything &= ivs == [full];
                 let fresh = subtract(&ivs, &done[i]);
                 self.scan_intervals(code, &part, &fresh, &mut cands)?;
-                keep(&mut cands, &mut found);
+                keep(&mut cands, &mut found, &mut seen);
                 done[i] = union(&done[i], &ivs);
             }
             let within = found.iter().filter(|n| n.dist <= radius).count();

@@ -1,5 +1,6 @@
-//! The moving-object model test (issue: `tests/mobject.rs`): seeded random histories of
-//! `update`, `remove`, `get`, `range`, `knn`, bad input, `flush`, reopen and crash against a
+//! The moving-object model test (`tests/mobject.rs`): seeded random histories of
+//! `update`, `update_from` (with the last motion reported, as the model knows it), `remove`,
+//! `get`, `range`, `knn`, bad input, `flush`, reopen and crash against a
 //! brute-force model of the quantised motions, for any engine on any device. A crash step
 //! cuts power a few writes later (often inside an update's batch or a partition's
 //! migration) and checks that the reopened index equals the model after a prefix of the
@@ -32,6 +33,8 @@ pub struct MoHistory {
 pub struct MoReport {
     /// Updates applied.
     pub updates: u64,
+    /// Of them, blind ones (`update_from`).
+    pub blind_updates: u64,
     /// Range queries checked against the model.
     pub ranges: u64,
     /// kNN queries checked against the model.
@@ -55,6 +58,8 @@ pub struct MoReport {
 #[derive(Debug, Clone)]
 enum Change {
     Update(u64, Motion),
+    /// `update_from(id, old, new)`, `old` the object's motion in the model.
+    UpdateFrom(u64, Motion, Motion),
     Remove(u64),
 }
 
@@ -62,7 +67,7 @@ type Model = BTreeMap<u64, Motion>;
 
 fn apply(model: &mut Model, c: &Change) {
     match c {
-        Change::Update(id, m) => {
+        Change::Update(id, m) | Change::UpdateFrom(id, _, m) => {
             model.insert(*id, *m);
         }
         Change::Remove(id) => {
@@ -199,7 +204,11 @@ pub fn run(h: &MoHistory) -> Result<MoReport, String> {
             vy: speed(rng),
             t: *now,
         };
-        Change::Update(id, opts.quantize(m))
+        let m = opts.quantize(m);
+        match model.get(&id) {
+            Some(&old) if rng.coin() => Change::UpdateFrom(id, old, m),
+            _ => Change::Update(id, m),
+        }
     };
 
     for step in 0..h.ops {
@@ -210,7 +219,8 @@ pub fn run(h: &MoHistory) -> Result<MoReport, String> {
                 // Updates carry the raw motion; the model keeps its quantised form.
                 let c = gen_change(&mut rng, &mut now, &model);
                 exec(ix, &c).map_err(|e| ctx(&format!("{c:?}"), step, &e))?;
-                report.updates += matches!(c, Change::Update(..)) as u64;
+                report.updates += matches!(c, Change::Update(..) | Change::UpdateFrom(..)) as u64;
+                report.blind_updates += matches!(c, Change::UpdateFrom(..)) as u64;
                 apply(&mut model, &c);
                 since.push(c);
             }
@@ -414,6 +424,7 @@ fn first_diff<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T]) -> String {
 fn exec(ix: &mut MovingIndex, c: &Change) -> crate::Result<()> {
     match c {
         Change::Update(id, m) => ix.update(*id, *m),
+        Change::UpdateFrom(id, old, m) => ix.update_from(*id, *old, *m),
         Change::Remove(id) => ix.remove(*id).map(|_| ()),
     }
 }
@@ -460,7 +471,7 @@ fn bad_input(ix: &mut MovingIndex, rng: &mut Rng, opts: &MobjectOptions) -> Resu
     };
     let id = rng.below(50);
     let before = ix.get(id).map_err(|e| e.to_string())?;
-    let (r, field): (crate::Result<()>, &str) = match rng.below(9) {
+    let (r, field): (crate::Result<()>, &str) = match rng.below(12) {
         0 if now > 0 => (ix.update(id, Motion { t: now - 1, ..ok }), "motion.t"),
         1 => (
             ix.update(
@@ -508,7 +519,26 @@ fn bad_input(ix: &mut MovingIndex, rng: &mut Rng, opts: &MobjectOptions) -> Resu
             "rect",
         ),
         7 if now > 0 => (ix.knn(0.0, 0.0, 3, now - 1).map(|_| ()), "query time"),
-        _ => (ix.knn(f64::NAN, 0.0, 3, now).map(|_| ()), "knn point"),
+        8 => (ix.knn(f64::NAN, 0.0, 3, now).map(|_| ()), "knn point"),
+        9 => (
+            ix.update_from(id, Motion { t: now + 1, ..ok }, Motion { t: now + 1, ..ok }),
+            "old motion.t",
+        ),
+        10 => (
+            ix.update_from(id, Motion { x: f64::NAN, ..ok }, ok),
+            "old motion.x",
+        ),
+        _ => (
+            ix.update_from(
+                id,
+                ok,
+                Motion {
+                    vy: -opts.max_speed * 2.0,
+                    ..ok
+                },
+            ),
+            "motion.vy",
+        ),
     };
     match r {
         Err(Error::InvalidArgument(msg)) if msg.contains(field) => {}
