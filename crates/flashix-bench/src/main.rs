@@ -391,6 +391,7 @@ impl BenchArgs {
             seed: self.seed,
             dir: self.dir.join("mo"),
             out: self.out.clone(),
+            update_path: flashix_bench::mobench::UpdatePath::Blind,
         }))
     }
 

@@ -18,7 +18,11 @@
 //! asks for the fixed tick `now + T`), `mo-knn-K` (query points uniform),
 //! `mo-update` (the next reports of the round robin), `mo-mix-U` (U% updates, the rest half
 //! range queries with 10% windows, half 10-NN). Queries ask for a tick uniform in
-//! `[now, now + --ahead]` unless the workload fixes it.
+//! `[now, now + --ahead]` unless the workload fixes it. Updates go through
+//! `MovingIndex::update_from` (the stream knows each object's last report, so an update
+//! reads nothing) unless `--update-path read` asks for `update`, which reads the object's
+//! directory entry first; each row names the path its updates took, from the index's
+//! counters.
 
 use crate::mobject_workload::{MoData, World};
 use crate::report::Latency;
@@ -75,6 +79,19 @@ pub struct MoBenchArgs {
     /// Where mo-results.json is written.
     #[arg(long, default_value = "bench-out")]
     pub out: PathBuf,
+    /// How updates are written: `blind` (update_from, told the object's last report: no
+    /// read) or `read` (update, which reads the object's directory entry first).
+    #[arg(long = "update-path", value_enum, default_value_t = UpdatePath::Blind)]
+    pub update_path: UpdatePath,
+}
+
+/// The call a workload's updates go through (`--update-path`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdatePath {
+    /// `MovingIndex::update_from`: the old motion is known, nothing is read.
+    Blind,
+    /// `MovingIndex::update`: the directory tells the old key.
+    Read,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -197,6 +214,9 @@ pub struct MoResult {
     pub false_hit_ratio: f64,
     pub key_intervals_per_query: f64,
     pub knn_rounds_per_query: f64,
+    /// The call the workload's updates went through, from the index's counters:
+    /// `update_from`, `update`, `both`, or `-` when it made none.
+    pub update_path: String,
 }
 
 pub fn run(a: &MoBenchArgs) -> Result<()> {
@@ -297,7 +317,7 @@ pub(crate) fn run_subject(
     let mut rng = StdRng::seed_from_u64(a.seed ^ 0x5eed);
     let mut out = Vec::new();
     println!(
-        "  {:<18} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}",
+        "  {:<18} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}  updates by",
         "workload",
         "ops/s",
         "p50 us",
@@ -307,7 +327,7 @@ pub(crate) fn run_subject(
         "res/q",
         "cand/q",
         "false%",
-        "ivs/q"
+        "ivs/q",
     );
     for &w in workloads {
         let mut r = run_workload(a, name, &mi, &mut world, &mut rng, w)?;
@@ -315,7 +335,7 @@ pub(crate) fn run_subject(
         r.budget_bytes = budget;
         r.index_bytes = index_bytes;
         println!(
-            "  {:<18} {:>9.0} {:>9.1} {:>9.1} {:>8.2} {:>8.2} {:>9.1} {:>9.1} {:>7.1}% {:>8.1}",
+            "  {:<18} {:>9.0} {:>9.1} {:>9.1} {:>8.2} {:>8.2} {:>9.1} {:>9.1} {:>7.1}% {:>8.1}  {}",
             r.workload,
             r.ops_per_s,
             r.p50_us,
@@ -325,7 +345,8 @@ pub(crate) fn run_subject(
             r.results_per_query,
             r.candidates_per_query,
             r.false_hit_ratio * 100.0,
-            r.key_intervals_per_query
+            r.key_intervals_per_query,
+            r.update_path
         );
         out.push(r);
     }
@@ -347,8 +368,8 @@ fn prepare_subject(a: &MoBenchArgs, name: &str, dir: &Path, world: &mut World) -
         pb.inc(1);
     }
     for _ in 0..a.objects {
-        let (id, m) = world.next_report();
-        mi.update(id, m)?;
+        let (id, old, m) = world.next_report();
+        update(a, &mi, id, old, m)?;
         pb.inc(1);
     }
     pb.finish_and_clear();
@@ -378,8 +399,8 @@ fn run_workload(
         let t = Instant::now();
         match step {
             Step::Update => {
-                let (id, m) = world.next_report();
-                mi.update(id, m)?;
+                let (id, old, m) = world.next_report();
+                update(a, mi, id, old, m)?;
             }
             Step::Range(s, ahead) => {
                 let w = SIDE * s / 100.0;
@@ -445,7 +466,33 @@ fn run_workload(
         },
         key_intervals_per_query: per_q(c(|c| c.key_intervals)),
         knn_rounds_per_query: per_q(c(|c| c.knn_rounds)),
+        update_path: update_path(c(|c| c.updates), c(|c| c.blind_updates)).into(),
     })
+}
+
+/// Object `id` reports `new`, its last report having been `old`, by the path `a` asks for.
+fn update(
+    a: &MoBenchArgs,
+    mi: &MovingIndex,
+    id: u64,
+    old: flashix::mobject::Motion,
+    new: flashix::mobject::Motion,
+) -> Result<()> {
+    match a.update_path {
+        UpdatePath::Blind => mi.update_from(id, old, new)?,
+        UpdatePath::Read => mi.update(id, new)?,
+    }
+    Ok(())
+}
+
+/// The path `updates` updates took, `blind` of them by `update_from`.
+fn update_path(updates: u64, blind: u64) -> &'static str {
+    match (updates, blind) {
+        (0, _) => "-",
+        (u, b) if b == u => "update_from",
+        (_, 0) => "update",
+        _ => "both",
+    }
 }
 
 fn dir_bytes(dir: &Path) -> Result<u64> {

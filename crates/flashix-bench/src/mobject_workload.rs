@@ -189,9 +189,9 @@ impl World {
         self.objs[id as usize].motion
     }
 
-    /// The next report: the next object of the round robin at its true position now, with
-    /// the velocity it follows from now on.
-    pub fn next_report(&mut self) -> (u64, Motion) {
+    /// The next report: the next object of the round robin, its previous report, and the
+    /// new one: its true position now, with the velocity it follows from now on.
+    pub fn next_report(&mut self) -> (u64, Motion, Motion) {
         if self.in_tick == self.per_tick {
             self.in_tick = 0;
             self.now += 1;
@@ -200,6 +200,7 @@ impl World {
         let id = self.order[self.cursor as usize];
         self.cursor = (self.cursor + 1) % self.objs.len() as u64;
         let mut o = self.objs[id as usize];
+        let old = o.motion;
         let (x, y) = match self.data {
             MoData::Uniform | MoData::Gaussian => {
                 let (x, y) = o.motion.at(self.now);
@@ -219,7 +220,7 @@ impl World {
         };
         self.steer(&mut o);
         self.objs[id as usize] = o;
-        (id, o.motion)
+        (id, old, o.motion)
     }
 
     /// Gives `o` the velocity it follows from its current report on.
@@ -537,7 +538,7 @@ mod tests {
                 assert!(in_space(&w.initial(id)), "{data}");
             }
             for _ in 0..5000 {
-                let (id, m) = w.next_report();
+                let (id, _, m) = w.next_report();
                 assert!(in_space(&m), "{data}: {m:?}");
                 assert!(m.vx.abs() <= 3.0 && m.vy.abs() <= 3.0, "{data}: {m:?}");
                 assert!(
@@ -576,7 +577,7 @@ mod tests {
         let mut w = World::new(MoData::Network, 500, 1000.0, 3.0, 120, 3);
         let mut moved = 0;
         for _ in 0..5000 {
-            let (_, m) = w.next_report();
+            let (_, _, m) = w.next_report();
             assert!(w.on_line(m.x) || w.on_line(m.y), "off the roads: {m:?}");
             assert!(m.vx == 0.0 || m.vy == 0.0, "diagonal: {m:?}");
             // Going along a row means being on it.

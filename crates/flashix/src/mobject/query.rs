@@ -19,10 +19,12 @@ impl Inner {
         self.check_time(t, "query time")?;
         self.stats.range_queries += 1;
         let mut cands = Vec::new();
-        for (code, part) in self.live_parts() {
-            let ivs = self.window_intervals(&part, r, t);
-            self.scan_intervals(code, &part, &ivs, &mut cands)?;
-        }
+        let parts = self.live_parts();
+        let ivs: Vec<Ivs> = parts
+            .iter()
+            .map(|(_, part)| self.window_intervals(part, r, t))
+            .collect();
+        self.scan_intervals(&parts, &ivs, &mut cands)?;
         self.scan_overflow(&mut cands)?;
         let mut hits = Vec::new();
         for (id, m) in cands {
@@ -103,14 +105,15 @@ impl Inner {
                 y1: y + radius,
             };
             let mut everything = true;
-            for (i, &(code, part)) in parts.iter().enumerate() {
-                let ivs = self.window_intervals(&part, &sq, t);
+            let mut fresh = Vec::with_capacity(parts.len());
+            for (i, (_, part)) in parts.iter().enumerate() {
+                let ivs = self.window_intervals(part, &sq, t);
                 everything &= ivs == [full];
-                let fresh = subtract(&ivs, &done[i]);
-                self.scan_intervals(code, &part, &fresh, &mut cands)?;
-                keep(&mut cands, &mut found, &mut seen);
+                fresh.push(subtract(&ivs, &done[i]));
                 done[i] = union(&done[i], &ivs);
             }
+            self.scan_intervals(&parts, &fresh, &mut cands)?;
+            keep(&mut cands, &mut found, &mut seen);
             let within = found.iter().filter(|n| n.dist <= radius).count();
             if within >= k || everything {
                 break;
@@ -223,28 +226,36 @@ impl Inner {
         iv.list
     }
 
-    /// Scan the key ranges of `ivs` in partition `code` into `out` (id, motion).
+    /// Scan the key ranges of `ivs[i]` in partition `parts[i]`, for every `i`, into `out`
+    /// (id, motion).
     fn scan_intervals(
         &mut self,
-        code: u64,
-        part: &Part,
-        ivs: &[(u64, u64)],
+        parts: &[(u64, Part)],
+        ivs: &[Ivs],
         out: &mut Vec<(u64, Motion)>,
     ) -> Result<()> {
-        let label = part.label.unwrap_or(0);
-        if ivs.is_empty() {
+        // One `range_many` for all of them, every partition's: engines that can read a
+        // page shared by neighbouring intervals once do so (the FBX-tree's Algorithm 1
+        // reads each log page once per call).
+        let l = &self.layout;
+        let ranges: Vec<(u64, u64)> = parts
+            .iter()
+            .zip(ivs)
+            .flat_map(|(&(code, _), ivs)| ivs.iter().map(move |&(lo, hi)| l.bx_range(code, lo, hi)))
+            .collect();
+        if ranges.is_empty() {
             return Ok(());
         }
-        // One `range_many` for all of them: engines that can read a page shared by
-        // neighbouring intervals once do so.
-        let ranges: Vec<(u64, u64)> = ivs
-            .iter()
-            .map(|&(lo, hi)| self.layout.bx_range(code, lo, hi))
-            .collect();
         self.stats.key_intervals += ranges.len() as u64;
         for (k, v) in self.db.range_many(&ranges)? {
             let id = self.layout.id_of(k);
-            let m = self.layout.unpack(v, Some(label)).ok_or_else(|| {
+            let code = self.layout.code_of(k);
+            let label = parts
+                .iter()
+                .find(|(c, _)| *c == code)
+                .and_then(|(_, p)| p.label);
+            let m = label.and_then(|label| self.layout.unpack(v, Some(label)));
+            let m = m.ok_or_else(|| {
                 Error::corruption("mobject", None, format!("entry {k:#x} of {id} damaged"))
             })?;
             self.stats.candidates += 1;

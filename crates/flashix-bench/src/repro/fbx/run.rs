@@ -388,6 +388,7 @@ impl Ctx<'_> {
             seed: self.a.base.seed,
             dir: self.path("mo"),
             out: self.f.data.clone(),
+            update_path: mobench::UpdatePath::Blind,
         }
     }
 
