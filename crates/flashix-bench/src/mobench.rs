@@ -214,6 +214,8 @@ pub struct MoResult {
     pub false_hit_ratio: f64,
     pub key_intervals_per_query: f64,
     pub knn_rounds_per_query: f64,
+    /// The index's accounted memory (`Stats::memory_bytes`) at the end of the workload.
+    pub memory_bytes: u64,
     /// The call the workload's updates went through, from the index's counters:
     /// `update_from`, `update`, `both`, or `-` when it made none.
     pub update_path: String,
@@ -317,7 +319,7 @@ pub(crate) fn run_subject(
     let mut rng = StdRng::seed_from_u64(a.seed ^ 0x5eed);
     let mut out = Vec::new();
     println!(
-        "  {:<18} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}  updates by",
+        "  {:<18} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>9}  updates by",
         "workload",
         "ops/s",
         "p50 us",
@@ -328,6 +330,7 @@ pub(crate) fn run_subject(
         "cand/q",
         "false%",
         "ivs/q",
+        "mem MiB",
     );
     for &w in workloads {
         let mut r = run_workload(a, name, &mi, &mut world, &mut rng, w)?;
@@ -335,7 +338,7 @@ pub(crate) fn run_subject(
         r.budget_bytes = budget;
         r.index_bytes = index_bytes;
         println!(
-            "  {:<18} {:>9.0} {:>9.1} {:>9.1} {:>8.2} {:>8.2} {:>9.1} {:>9.1} {:>7.1}% {:>8.1}  {}",
+            "  {:<18} {:>9.0} {:>9.1} {:>9.1} {:>8.2} {:>8.2} {:>9.1} {:>9.1} {:>7.1}% {:>8.1} {:>9}  {}",
             r.workload,
             r.ops_per_s,
             r.p50_us,
@@ -346,9 +349,17 @@ pub(crate) fn run_subject(
             r.candidates_per_query,
             r.false_hit_ratio * 100.0,
             r.key_intervals_per_query,
+            format!(
+                "{:.2}{}",
+                r.memory_bytes as f64 / (1 << 20) as f64,
+                if r.memory_bytes > budget { "!" } else { "" }
+            ),
             r.update_path
         );
         out.push(r);
+    }
+    if out.iter().any(|r| r.memory_bytes > budget) {
+        println!("  ! memory over the {} budget", fmt_size(budget));
     }
     mi.close()?;
     std::fs::remove_dir_all(&dir).ok();
@@ -466,6 +477,7 @@ fn run_workload(
         },
         key_intervals_per_query: per_q(c(|c| c.key_intervals)),
         knn_rounds_per_query: per_q(c(|c| c.knn_rounds)),
+        memory_bytes: after.index.memory_bytes,
         update_path: update_path(c(|c| c.updates), c(|c| c.blind_updates)).into(),
     })
 }

@@ -85,6 +85,9 @@ pub struct Record {
     /// `memory_bytes`: the engine's real growth, the bench's own op stream included.
     #[serde(default)]
     pub rss_growth_bytes: Option<u64>,
+    /// The memory budget the cell ran with (`--buffer-pool`); 0 in older results.
+    #[serde(default)]
+    pub budget_bytes: u64,
     pub buffer_hit_ratio: f64,
     /// Wall time of the measured phase, final flush included.
     pub elapsed_s: f64,
@@ -490,7 +493,11 @@ pub fn format_table(records: &[Record]) -> String {
                     .map_or("-".to_string(), |d| format!("{:.1}%", d.share * 100.0)),
                 r.share_now()
                     .map_or("-".to_string(), |s| format!("{:.1}%", s * 100.0)),
-                format!("{:.2}", r.memory_bytes as f64 / (1 << 20) as f64),
+                format!(
+                    "{:.2}{}",
+                    r.memory_bytes as f64 / (1 << 20) as f64,
+                    if r.over_budget() { "!" } else { "" }
+                ),
                 r.rss_growth_bytes.map_or("-".to_string(), |b| {
                     format!("{:.2}", b as f64 / (1 << 20) as f64)
                 }),
@@ -535,6 +542,15 @@ pub fn format_table(records: &[Record]) -> String {
              holds): the cell measured the buffer, not the device\n",
         );
     }
+    for r in records.iter().filter(|r| r.over_budget()) {
+        out.push_str(&format!(
+            "! {} {}: memory {:.2} MiB is over the {:.2} MiB budget\n",
+            r.engine,
+            r.workload,
+            r.memory_bytes as f64 / (1 << 20) as f64,
+            r.budget_bytes as f64 / (1 << 20) as f64
+        ));
+    }
     out
 }
 
@@ -543,6 +559,12 @@ impl Record {
     /// (`buffer_turnovers` below 1).
     pub fn buffer_absorbed(&self) -> bool {
         self.buffer_turnovers.is_some_and(|t| t < 1.0)
+    }
+
+    /// True when the subject's memory (`memory_bytes`) passed the cell's budget: no engine
+    /// may exceed it silently.
+    pub fn over_budget(&self) -> bool {
+        self.budget_bytes > 0 && self.memory_bytes > self.budget_bytes
     }
 
     /// The share of the device limit at the time the phase ran (`dev now`,
@@ -575,6 +597,7 @@ pub(crate) mod tests_support {
             wal_bytes_per_op: 32.0,
             memory_bytes: 0,
             rss_growth_bytes: None,
+            budget_bytes: 0,
             buffer_hit_ratio: 0.5,
             elapsed_s: 1.0,
             prepare_s: 1.0,
@@ -639,6 +662,30 @@ mod tests {
         assert_eq!(l.p99, 990.0);
         assert_eq!(l.p999, 999.0);
         assert_eq!(l.max, 1000.0);
+    }
+
+    #[test]
+    fn a_cell_over_its_budget_is_marked() {
+        let within = Record {
+            engine: "btree".into(),
+            memory_bytes: 2 << 20,
+            budget_bytes: 2 << 20,
+            ..tests_support::record()
+        };
+        let over = Record {
+            engine: "fbx".into(),
+            memory_bytes: 11 << 20,
+            ..within.clone()
+        };
+        assert!(!within.over_budget() && over.over_budget());
+        let t = format_table(std::slice::from_ref(&within));
+        assert!(!t.contains('!'), "{t}");
+        let t = format_table(&[within, over]);
+        assert!(t.contains("11.00!"), "{t}");
+        assert!(
+            t.contains("! fbx o-search: memory 11.00 MiB is over the 2.00 MiB budget"),
+            "{t}"
+        );
     }
 
     #[test]

@@ -54,6 +54,7 @@ impl Cell<'_> {
             wal_bytes_per_op: 0.0,
             memory_bytes: cfg.buffer_pool_bytes,
             rss_growth_bytes: run.rss_growth,
+            budget_bytes: cfg.buffer_pool_bytes,
             buffer_hit_ratio: 0.0,
             elapsed_s: run.elapsed_s,
             prepare_s: self.prep.prepare_s,
