@@ -134,12 +134,6 @@ fn options_for(engine: EngineKind, rng: &mut Rng) -> MobjectOptions {
 
 /// Run one history; `Err` describes the first divergence.
 pub fn run(h: &MoHistory) -> Result<MoReport, String> {
-    let ctx = |what: &str, step: usize, e: &dyn std::fmt::Display| {
-        format!(
-            "mobject over {:?} on {:?}, seed {}, step {step}: {what}: {e}",
-            h.engine, h.device, h.seed
-        )
-    };
     let mut rng = Rng::new(h.seed);
     let opts = options_for(h.engine, &mut rng);
     let sim_pages = if h.engine == EngineKind::BTree {
@@ -147,265 +141,364 @@ pub fn run(h: &MoHistory) -> Result<MoReport, String> {
     } else {
         4000
     };
-    let mut env = Env::new(h.device.clone(), opts.index.page_size, sim_pages, h.seed);
-    let s = env.storage().map_err(|e| ctx("storage", 0, &e))?;
-    let mut mi = Some(MovingIndex::create_on(s, opts.clone()).map_err(|e| ctx("create", 0, &e))?);
-    let space = opts.space;
-    let vmax = opts.max_speed;
-    let dt_mu = opts.max_update_interval;
-    let pool: u64 = 20 + rng.below(200);
-    let mut report = MoReport::default();
-    let mut model: Model = BTreeMap::new();
-    let mut durable = model.clone();
-    let mut since: Vec<Change> = Vec::new();
-    let mut now = 0u64;
+    let env = Env::new(h.device.clone(), opts.index.page_size, sim_pages, h.seed);
+    let mut r = Runner {
+        h,
+        rng,
+        pool: 0,
+        opts,
+        env,
+        mi: None,
+        report: MoReport::default(),
+        model: BTreeMap::new(),
+        durable: BTreeMap::new(),
+        since: Vec::new(),
+        now: 0,
+    };
+    let s = r.env.storage().map_err(|e| r.ctx("storage", 0, &e))?;
+    let ix = MovingIndex::create_on(s, r.opts.clone()).map_err(|e| r.ctx("create", 0, &e))?;
+    r.mi = Some(ix);
+    r.pool = 20 + r.rng.below(200);
+    for step in 0..h.ops {
+        if r.mi.is_none() {
+            break;
+        }
+        r.step(step)?;
+    }
+    r.finish()
+}
 
-    let coord = |rng: &mut Rng, lo: f64, hi: f64| match rng.below(20) {
-        0 => lo,
-        1 => hi,
-        _ => lo + (hi - lo) * (rng.below(1 << 20) as f64 / (1u64 << 20) as f64),
-    };
-    let speed = |rng: &mut Rng| match rng.below(10) {
-        0 => vmax,
-        1 => -vmax,
-        2 => 0.0,
-        _ => vmax * (rng.below(2001) as f64 / 1000.0 - 1.0),
-    };
-    let gen_change = |rng: &mut Rng, now: &mut u64, model: &Model| -> Change {
-        if rng.below(12) == 0 {
+/// One history's state: the index, the model, and what the last flush made durable.
+struct Runner<'a> {
+    h: &'a MoHistory,
+    rng: Rng,
+    /// Object ids are below this.
+    pool: u64,
+    opts: MobjectOptions,
+    env: Env,
+    mi: Option<MovingIndex>,
+    report: MoReport,
+    model: Model,
+    /// The model at the last flush, and the changes since (a crash keeps a prefix of them).
+    durable: Model,
+    since: Vec<Change>,
+    now: u64,
+}
+
+impl Runner<'_> {
+    fn ctx(&self, what: &str, step: usize, e: &dyn std::fmt::Display) -> String {
+        let h = self.h;
+        format!(
+            "mobject over {:?} on {:?}, seed {}, step {step}: {what}: {e}",
+            h.engine, h.device, h.seed
+        )
+    }
+
+    fn ix(&mut self) -> Result<&mut MovingIndex, String> {
+        self.mi.as_mut().ok_or_else(|| "no index open".to_string())
+    }
+
+    fn step(&mut self, step: usize) -> Result<(), String> {
+        match self.rng.below(100) {
+            0..=44 => {
+                // Updates carry the raw motion; the model keeps its quantised form.
+                let c = self.gen_change();
+                let r = exec(self.ix()?, &c);
+                r.map_err(|e| self.ctx(&format!("{c:?}"), step, &e))?;
+                self.report.updates +=
+                    matches!(c, Change::Update(..) | Change::UpdateFrom(..)) as u64;
+                self.report.blind_updates += matches!(c, Change::UpdateFrom(..)) as u64;
+                apply(&mut self.model, &c);
+                self.since.push(c);
+            }
+            45..=52 => {
+                let id = self.rng.below(self.pool);
+                let got = self.ix()?.get(id);
+                let got = got.map_err(|e| self.ctx("get", step, &e))?;
+                if got != self.model.get(&id).copied() {
+                    return Err(self.ctx(
+                        &format!("get({id})"),
+                        step,
+                        &format!("{got:?} != model {:?}", self.model.get(&id)),
+                    ));
+                }
+            }
+            53..=66 => self.range(step)?,
+            67..=76 => self.knn(step)?,
+            77..=82 => {
+                let opts = self.opts.clone();
+                let mut rng = std::mem::replace(&mut self.rng, Rng::new(0));
+                let r = bad_input(self.ix()?, &mut rng, &opts);
+                self.rng = rng;
+                r.map_err(|e| self.ctx("bad input", step, &e))?;
+                self.report.bad_inputs += 1;
+            }
+            83..=90 => {
+                let r = self.ix()?.flush();
+                r.map_err(|e| self.ctx("flush", step, &e))?;
+                self.durable = self.model.clone();
+                self.since.clear();
+            }
+            91..=93 => self.reopen(step)?,
+            94..=96 if self.h.crashes => self.crash(step)?,
+            _ => {
+                let r = self.ix()?.check_integrity();
+                r.map_err(|e| self.ctx("check_integrity", step, &e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A coordinate in `[lo, hi]`, the bounds themselves one time in ten.
+    fn coord(&mut self, lo: f64, hi: f64) -> f64 {
+        match self.rng.below(20) {
+            0 => lo,
+            1 => hi,
+            _ => lo + (hi - lo) * (self.rng.below(1 << 20) as f64 / (1u64 << 20) as f64),
+        }
+    }
+
+    fn speed(&mut self) -> f64 {
+        let vmax = self.opts.max_speed;
+        match self.rng.below(10) {
+            0 => vmax,
+            1 => -vmax,
+            2 => 0.0,
+            _ => vmax * (self.rng.below(2001) as f64 / 1000.0 - 1.0),
+        }
+    }
+
+    /// The next update or remove; time moves on with it.
+    fn gen_change(&mut self) -> Change {
+        let (pool, dt_mu, space) = (self.pool, self.opts.max_update_interval, self.opts.space);
+        if self.rng.below(12) == 0 {
             // Mostly ids present in the model, some never seen.
-            let id = if rng.coin() {
-                model
-                    .keys()
-                    .nth(rng.below(model.len().max(1) as u64) as usize)
-                    .copied()
+            let id = if self.rng.coin() {
+                let n = self.rng.below(self.model.len().max(1) as u64) as usize;
+                self.model.keys().nth(n).copied()
             } else {
                 None
             };
-            return Change::Remove(id.unwrap_or_else(|| rng.below(pool)));
+            return Change::Remove(id.unwrap_or_else(|| self.rng.below(pool)));
         }
         // Time moves on: mostly a tick or none, sometimes a jump past Δt_mu (objects
         // not updated since then break the promise).
-        *now += match rng.below(40) {
-            0 if rng.below(3) == 0 => dt_mu + rng.below(2 * dt_mu + 1),
+        self.now += match self.rng.below(40) {
+            0 if self.rng.below(3) == 0 => dt_mu + self.rng.below(2 * dt_mu + 1),
             1..=14 => 1,
             _ => 0,
         };
         // Ids of a third of the pool are updated rarely (they go stale).
-        let id = if rng.below(8) == 0 {
-            rng.below(pool)
+        let id = if self.rng.below(8) == 0 {
+            self.rng.below(pool)
         } else {
-            rng.below(pool * 2 / 3 + 1)
+            self.rng.below(pool * 2 / 3 + 1)
         };
         let m = Motion {
-            x: coord(rng, space.x0, space.x1),
-            y: coord(rng, space.y0, space.y1),
-            vx: speed(rng),
-            vy: speed(rng),
-            t: *now,
+            x: self.coord(space.x0, space.x1),
+            y: self.coord(space.y0, space.y1),
+            vx: self.speed(),
+            vy: self.speed(),
+            t: self.now,
         };
-        let m = opts.quantize(m);
-        match model.get(&id) {
-            Some(&old) if rng.coin() => Change::UpdateFrom(id, old, m),
+        let m = self.opts.quantize(m);
+        match self.model.get(&id) {
+            Some(&old) if self.rng.coin() => Change::UpdateFrom(id, old, m),
             _ => Change::Update(id, m),
         }
-    };
+    }
 
-    for step in 0..h.ops {
-        let Some(ix) = mi.as_mut() else { break };
-        let roll = rng.below(100);
-        match roll {
-            0..=44 => {
-                // Updates carry the raw motion; the model keeps its quantised form.
-                let c = gen_change(&mut rng, &mut now, &model);
-                exec(ix, &c).map_err(|e| ctx(&format!("{c:?}"), step, &e))?;
-                report.updates += matches!(c, Change::Update(..) | Change::UpdateFrom(..)) as u64;
-                report.blind_updates += matches!(c, Change::UpdateFrom(..)) as u64;
-                apply(&mut model, &c);
-                since.push(c);
-            }
-            45..=52 => {
-                let id = rng.below(pool);
-                let got = ix.get(id).map_err(|e| ctx("get", step, &e))?;
-                if got != model.get(&id).copied() {
-                    return Err(ctx(
-                        &format!("get({id})"),
-                        step,
-                        &format!("{got:?} != model {:?}", model.get(&id)),
-                    ));
-                }
-            }
-            53..=66 => {
-                let t = now + rng.below(2 * dt_mu + 2);
-                let (w, hgt) = (space.x1 - space.x0, space.y1 - space.y0);
-                let side = [0.01, 0.1, 0.3, 1.5][rng.below(4) as usize];
-                let cx = coord(&mut rng, space.x0 - w * 0.2, space.x1 + w * 0.2);
-                let cy = coord(&mut rng, space.y0 - hgt * 0.2, space.y1 + hgt * 0.2);
-                let r = Rect {
-                    x0: cx - w * side / 2.0,
-                    y0: cy - hgt * side / 2.0,
-                    x1: cx + w * side / 2.0,
-                    y1: cy + hgt * side / 2.0,
-                };
-                let got = ix.range(&r, t).map_err(|e| ctx("range", step, &e))?;
-                let want = model_range(&model, &r, t);
-                if got != want {
-                    return Err(ctx(
-                        &format!("range({r:?}, t {t}, now {now})"),
-                        step,
-                        &format!(
-                            "{} hits != model's {}: {:?}",
-                            got.len(),
-                            want.len(),
-                            first_diff(&got, &want)
-                        ),
-                    ));
-                }
-                report.ranges += 1;
-                report.hits += got.len() as u64;
-            }
-            67..=76 => {
-                let t = now + rng.below(2 * dt_mu + 2);
-                let x = coord(&mut rng, space.x0 - 20.0, space.x1 + 20.0);
-                let y = coord(&mut rng, space.y0 - 20.0, space.y1 + 20.0);
-                let k = [1usize, 2, 5, 20, 500][rng.below(5) as usize];
-                let got = ix.knn(x, y, k, t).map_err(|e| ctx("knn", step, &e))?;
-                let want = model_knn(&model, x, y, k, t);
-                if got != want {
-                    return Err(ctx(
-                        &format!("knn({x}, {y}, {k}, t {t})"),
-                        step,
-                        &format!(
-                            "{} neighbours != model's {}: {:?}",
-                            got.len(),
-                            want.len(),
-                            first_diff(&got, &want)
-                        ),
-                    ));
-                }
-                report.knns += 1;
-            }
-            77..=82 => {
-                bad_input(ix, &mut rng, &opts).map_err(|e| ctx("bad input", step, &e))?;
-                report.bad_inputs += 1;
-            }
-            83..=90 => {
-                ix.flush().map_err(|e| ctx("flush", step, &e))?;
-                durable = model.clone();
-                since.clear();
-            }
-            91..=93 => {
-                if let Some(ix) = mi.take() {
-                    report.migrations += ix.stats().counters.migrations;
-                    report.knn_estimates += ix.stats().counters.knn_estimates;
-                    ix.close().map_err(|e| ctx("close", step, &e))?;
-                }
-                durable = model.clone();
-                since.clear();
-                let s = env.storage().map_err(|e| ctx("storage", step, &e))?;
-                let mut ix = MovingIndex::open_on(s).map_err(|e| ctx("reopen", step, &e))?;
-                verify(&mut ix, &model, pool).map_err(|e| ctx("after reopen", step, &e))?;
-                if ix.now() != now && !model.is_empty() && ix.now() > now {
-                    return Err(ctx(
-                        "now after reopen",
-                        step,
-                        &format!("{} > {now}", ix.now()),
-                    ));
-                }
-                mi = Some(ix);
-                report.reopens += 1;
-            }
-            94..=96 if h.crashes => {
-                env.faults().crash_after(1 + rng.below(40));
-                let mut n = 0;
-                while !env.faults().crashed() && n < 30 {
-                    n += 1;
-                    let Some(ix) = mi.as_mut() else { break };
-                    if rng.below(10) == 0 {
-                        match ix.flush() {
-                            Ok(()) => {
-                                durable = model.clone();
-                                since.clear();
-                            }
-                            Err(_) if env.faults().crashed() => {}
-                            Err(e) => return Err(ctx("flush before the crash", step, &e)),
-                        }
-                        continue;
+    /// A range query at a time from now on, checked against the model.
+    fn range(&mut self, step: usize) -> Result<(), String> {
+        let (space, dt_mu) = (self.opts.space, self.opts.max_update_interval);
+        let t = self.now + self.rng.below(2 * dt_mu + 2);
+        let (w, hgt) = (space.x1 - space.x0, space.y1 - space.y0);
+        let side = [0.01, 0.1, 0.3, 1.5][self.rng.below(4) as usize];
+        let cx = self.coord(space.x0 - w * 0.2, space.x1 + w * 0.2);
+        let cy = self.coord(space.y0 - hgt * 0.2, space.y1 + hgt * 0.2);
+        let r = Rect {
+            x0: cx - w * side / 2.0,
+            y0: cy - hgt * side / 2.0,
+            x1: cx + w * side / 2.0,
+            y1: cy + hgt * side / 2.0,
+        };
+        let got = self.ix()?.range(&r, t);
+        let got = got.map_err(|e| self.ctx("range", step, &e))?;
+        let want = model_range(&self.model, &r, t);
+        if got != want {
+            return Err(self.ctx(
+                &format!("range({r:?}, t {t}, now {})", self.now),
+                step,
+                &format!(
+                    "{} hits != model's {}: {:?}",
+                    got.len(),
+                    want.len(),
+                    first_diff(&got, &want)
+                ),
+            ));
+        }
+        self.report.ranges += 1;
+        self.report.hits += got.len() as u64;
+        Ok(())
+    }
+
+    /// A kNN query at a time from now on, checked against the model.
+    fn knn(&mut self, step: usize) -> Result<(), String> {
+        let (space, dt_mu) = (self.opts.space, self.opts.max_update_interval);
+        let t = self.now + self.rng.below(2 * dt_mu + 2);
+        let x = self.coord(space.x0 - 20.0, space.x1 + 20.0);
+        let y = self.coord(space.y0 - 20.0, space.y1 + 20.0);
+        let k = [1usize, 2, 5, 20, 500][self.rng.below(5) as usize];
+        let got = self.ix()?.knn(x, y, k, t);
+        let got = got.map_err(|e| self.ctx("knn", step, &e))?;
+        let want = model_knn(&self.model, x, y, k, t);
+        if got != want {
+            return Err(self.ctx(
+                &format!("knn({x}, {y}, {k}, t {t})"),
+                step,
+                &format!(
+                    "{} neighbours != model's {}: {:?}",
+                    got.len(),
+                    want.len(),
+                    first_diff(&got, &want)
+                ),
+            ));
+        }
+        self.report.knns += 1;
+        Ok(())
+    }
+
+    /// Add the closing index's counters to the report.
+    fn count(&mut self, ix: &MovingIndex) {
+        let c = ix.stats().counters;
+        self.report.migrations += c.migrations;
+        self.report.knn_estimates += c.knn_estimates;
+    }
+
+    /// Close and reopen: the model whole, and time where it was.
+    fn reopen(&mut self, step: usize) -> Result<(), String> {
+        if let Some(ix) = self.mi.take() {
+            self.count(&ix);
+            ix.close().map_err(|e| self.ctx("close", step, &e))?;
+        }
+        self.durable = self.model.clone();
+        self.since.clear();
+        let s = self
+            .env
+            .storage()
+            .map_err(|e| self.ctx("storage", step, &e))?;
+        let mut ix = MovingIndex::open_on(s).map_err(|e| self.ctx("reopen", step, &e))?;
+        verify(&mut ix, &self.model, self.pool).map_err(|e| self.ctx("after reopen", step, &e))?;
+        if ix.now() != self.now && !self.model.is_empty() && ix.now() > self.now {
+            return Err(self.ctx(
+                "now after reopen",
+                step,
+                &format!("{} > {}", ix.now(), self.now),
+            ));
+        }
+        self.mi = Some(ix);
+        self.report.reopens += 1;
+        Ok(())
+    }
+
+    /// Cut power a few writes on (inside updates, flushes and migrations); the reopened
+    /// index must be the durable model after a prefix of the changes since, each whole.
+    fn crash(&mut self, step: usize) -> Result<(), String> {
+        self.env.faults().crash_after(1 + self.rng.below(40));
+        let mut n = 0;
+        while !self.env.faults().crashed() && n < 30 {
+            n += 1;
+            if self.rng.below(10) == 0 {
+                match self.ix()?.flush() {
+                    Ok(()) => {
+                        self.durable = self.model.clone();
+                        self.since.clear();
                     }
-                    let c = gen_change(&mut rng, &mut now, &model);
-                    let r = exec(ix, &c);
-                    apply(&mut model, &c);
-                    since.push(c.clone());
-                    if let Err(e) = r {
-                        if !env.faults().crashed() {
-                            return Err(ctx(&format!("{c:?} before the crash"), step, &e));
-                        }
-                    }
+                    Err(_) if self.env.faults().crashed() => {}
+                    Err(e) => return Err(self.ctx("flush before the crash", step, &e)),
                 }
-                env.faults().crash_now();
-                if let Some(ix) = mi.take() {
-                    report.migrations += ix.stats().counters.migrations;
-                    report.knn_estimates += ix.stats().counters.knn_estimates;
-                }
-                if let Some(e) = env.faults().image_error() {
-                    return Err(ctx("building the crash image", step, &e));
-                }
-                let s = env.storage().map_err(|e| ctx("storage", step, &e))?;
-                let mut ix =
-                    MovingIndex::open_on(s).map_err(|e| ctx("open after crash", step, &e))?;
-                ix.check_integrity()
-                    .map_err(|e| ctx("check_integrity after crash", step, &e))?;
-                let got = contents(&mut ix, pool).map_err(|e| ctx("read after crash", step, &e))?;
-                let mut candidate = durable.clone();
-                let mut kept = (candidate == got).then_some(0);
-                for (i, c) in since.iter().enumerate() {
-                    if kept.is_some() {
-                        break;
-                    }
-                    apply(&mut candidate, c);
-                    if candidate == got {
-                        kept = Some(i + 1);
-                    }
-                }
-                if kept.is_none() {
-                    return Err(ctx(
-                        "prefix rule after crash",
-                        step,
-                        &format!(
-                            "recovered {} objects, no prefix of the {} changes since the last flush gives them",
-                            got.len(),
-                            since.len()
-                        ),
-                    ));
-                }
-                // Time stays where the recovered index says (queries must not precede it).
-                now = now.max(ix.now());
-                model = got;
-                durable = model.clone();
-                since.clear();
-                mi = Some(ix);
-                report.crashes += 1;
+                continue;
             }
-            _ => {
-                ix.check_integrity()
-                    .map_err(|e| ctx("check_integrity", step, &e))?;
+            let c = self.gen_change();
+            let r = exec(self.ix()?, &c);
+            apply(&mut self.model, &c);
+            self.since.push(c.clone());
+            if let Err(e) = r {
+                if !self.env.faults().crashed() {
+                    return Err(self.ctx(&format!("{c:?} before the crash"), step, &e));
+                }
             }
         }
+        self.env.faults().crash_now();
+        if let Some(ix) = self.mi.take() {
+            self.count(&ix);
+        }
+        if let Some(e) = self.env.faults().image_error() {
+            return Err(self.ctx("building the crash image", step, &e));
+        }
+        let s = self
+            .env
+            .storage()
+            .map_err(|e| self.ctx("storage", step, &e))?;
+        let mut ix = MovingIndex::open_on(s).map_err(|e| self.ctx("open after crash", step, &e))?;
+        ix.check_integrity()
+            .map_err(|e| self.ctx("check_integrity after crash", step, &e))?;
+        let got =
+            contents(&mut ix, self.pool).map_err(|e| self.ctx("read after crash", step, &e))?;
+        let mut candidate = self.durable.clone();
+        let mut kept = (candidate == got).then_some(0);
+        for (i, c) in self.since.iter().enumerate() {
+            if kept.is_some() {
+                break;
+            }
+            apply(&mut candidate, c);
+            if candidate == got {
+                kept = Some(i + 1);
+            }
+        }
+        if kept.is_none() {
+            return Err(self.ctx(
+                "prefix rule after crash",
+                step,
+                &format!(
+                    "recovered {} objects, no prefix of the {} changes since the last flush gives them",
+                    got.len(),
+                    self.since.len()
+                ),
+            ));
+        }
+        // Time stays where the recovered index says (queries must not precede it).
+        self.now = self.now.max(ix.now());
+        self.model = got;
+        self.durable = self.model.clone();
+        self.since.clear();
+        self.mi = Some(ix);
+        self.report.crashes += 1;
+        Ok(())
     }
-    if let Some(mut ix) = mi.take() {
-        verify(&mut ix, &model, pool).map_err(|e| ctx("at the end", h.ops, &e))?;
-        report.migrations += ix.stats().counters.migrations;
-        report.knn_estimates += ix.stats().counters.knn_estimates;
-        ix.close().map_err(|e| ctx("close", h.ops, &e))?;
+
+    /// The model at the end, after close, reopen and close, and the simulator's checks.
+    fn finish(mut self) -> Result<MoReport, String> {
+        let ops = self.h.ops;
+        if let Some(mut ix) = self.mi.take() {
+            verify(&mut ix, &self.model, self.pool).map_err(|e| self.ctx("at the end", ops, &e))?;
+            self.count(&ix);
+            ix.close().map_err(|e| self.ctx("close", ops, &e))?;
+        }
+        let s = self
+            .env
+            .storage()
+            .map_err(|e| self.ctx("storage", ops, &e))?;
+        let mut ix = MovingIndex::open_on(s).map_err(|e| self.ctx("final reopen", ops, &e))?;
+        verify(&mut ix, &self.model, self.pool)
+            .map_err(|e| self.ctx("after the final reopen", ops, &e))?;
+        ix.close().map_err(|e| self.ctx("final close", ops, &e))?;
+        self.env
+            .check_sim()
+            .map_err(|e| self.ctx("simulated SSD check", ops, &e))?;
+        self.report.final_objects = self.model.len() as u64;
+        Ok(self.report)
     }
-    let s = env.storage().map_err(|e| ctx("storage", h.ops, &e))?;
-    let mut ix = MovingIndex::open_on(s).map_err(|e| ctx("final reopen", h.ops, &e))?;
-    verify(&mut ix, &model, pool).map_err(|e| ctx("after the final reopen", h.ops, &e))?;
-    ix.close().map_err(|e| ctx("final close", h.ops, &e))?;
-    env.check_sim()
-        .map_err(|e| ctx("simulated SSD check", h.ops, &e))?;
-    report.final_objects = model.len() as u64;
-    Ok(report)
 }
 
 fn first_diff<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T]) -> String {
