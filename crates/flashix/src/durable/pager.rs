@@ -329,6 +329,12 @@ impl Pager {
         SharedPagerIo(self).read_page(first, buf)
     }
 
+    /// [`Pager::read_run_shared`] for the one thread that holds `&mut`: the device's own
+    /// request, no reader handle and no lock taken.
+    pub fn read_run(&mut self, first: PageId, buf: &mut [u8]) -> Result<()> {
+        exclusive(&mut self.dev).read(first, buf)
+    }
+
     /// Run `f` on the page's bytes to change them, taking its before-image first if this
     /// is its first change since the checkpoint.
     pub fn write<T>(&mut self, pid: PageId, f: impl FnOnce(&mut [u8]) -> T) -> Result<T> {
@@ -871,20 +877,81 @@ impl Pager {
 /// `&Pager` through the pool's shared path (beside other readers), a writer or a lone
 /// serial reader on `&mut Pager` through its exclusive path, which the engine's exclusive
 /// lock makes safe and which costs a fraction of the shared path's latching, pinning and
-/// miss planning on every page.
+/// miss planning on every page. Pages read past the pool go to the device the same way:
+/// through its reader handles (or its mutex) from `&Pager`, straight to it from
+/// `&mut Pager`; the device counts the requests alike.
 pub(crate) trait PageRead {
+    /// Run `f` on page `pid`'s bytes through the buffer pool.
     fn page<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T>;
+
+    /// Run `f` on page `pid`'s bytes read past the buffer pool in one request (as
+    /// [`Pager::read_past`]: only for pages never dirty in the pool).
+    fn page_past<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T>;
+
+    /// Read the pages from `first` into `buf` (whole pages) in one request past the
+    /// buffer pool (as [`Pager::read_run_shared`]: only pages never dirty in the pool).
+    fn run_past(&mut self, first: PageId, buf: &mut [u8]) -> Result<()>;
+
+    /// The Pager read from, for what a read asks of it besides pages (the page size, the
+    /// pool's frames).
+    fn pager(&self) -> &Pager;
 }
 
 impl PageRead for &Pager {
     fn page<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
         self.read_shared(pid, f)
     }
+
+    fn page_past<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+        self.read_past(pid, f)
+    }
+
+    fn run_past(&mut self, first: PageId, buf: &mut [u8]) -> Result<()> {
+        self.read_run_shared(first, buf)
+    }
+
+    fn pager(&self) -> &Pager {
+        self
+    }
 }
 
 impl PageRead for &mut Pager {
     fn page<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
         self.read(pid, f)
+    }
+
+    fn page_past<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+        let mut buf = crate::io::AlignedBuf::zeroed(self.page_size());
+        self.read_run(pid, &mut buf)?;
+        Ok(f(&buf))
+    }
+
+    fn run_past(&mut self, first: PageId, buf: &mut [u8]) -> Result<()> {
+        self.read_run(first, buf)
+    }
+
+    fn pager(&self) -> &Pager {
+        self
+    }
+}
+
+/// A page source lent to a callee, which reads through it as its owner would: generic
+/// read functions pass `&mut pager` on.
+impl<P: PageRead> PageRead for &mut P {
+    fn page<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+        (**self).page(pid, f)
+    }
+
+    fn page_past<T>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+        (**self).page_past(pid, f)
+    }
+
+    fn run_past(&mut self, first: PageId, buf: &mut [u8]) -> Result<()> {
+        (**self).run_past(first, buf)
+    }
+
+    fn pager(&self) -> &Pager {
+        (**self).pager()
     }
 }
 

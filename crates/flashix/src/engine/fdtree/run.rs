@@ -4,7 +4,7 @@
 //! searches read one page per level through the pool, so the upper levels stay cached.
 
 use crate::durable::background::JobIo;
-use crate::durable::Pager;
+use crate::durable::PageRead;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId};
 use crate::kit::sorted::entry::{self, Entry, Layout, Probe, KIND_RUN, NONE};
@@ -45,11 +45,17 @@ pub type Written = (Option<Run>, Fences);
 
 /// Read `n` pages of a run from `first` in ONE request, past the buffer pool (merges and
 /// range scans, App. D: "the merge operation ... can skip the buffer layer"), and decode them.
-/// From any of many reading threads at once.
-pub fn read_pages(pager: &Pager, lay: Layout, first: PageId, n: u64) -> Result<Vec<Vec<Entry>>> {
-    let ps = pager.page_size();
+/// From any of many reading threads at once on `&Pager`, or by the Pager's exclusive path
+/// on `&mut Pager` ([`PageRead`]).
+pub fn read_pages(
+    mut pager: impl PageRead,
+    lay: Layout,
+    first: PageId,
+    n: u64,
+) -> Result<Vec<Vec<Entry>>> {
+    let ps = pager.pager().page_size();
     let mut buf = AlignedBuf::zeroed(ps * n as usize);
-    pager.read_run_shared(first, &mut buf)?;
+    pager.run_past(first, &mut buf)?;
     buf.chunks(ps)
         .enumerate()
         .map(|(i, b)| decode_page(first + i as u64, b, lay))
@@ -71,16 +77,17 @@ pub fn decode_page_into(lay: Layout, pid: PageId, b: &[u8], out: &mut Vec<Entry>
 /// Read one run page through the buffer pool (point searches: the pages of the upper
 /// levels stay cached, as the paper's cost model assumes, §4 Eq. 10). Run pages are never
 /// dirty in the pool and a freed run's pages are discarded from it
-/// ([`Pager::free_extent`]), so the pool and the past-the-pool reads agree.
-pub fn read_page_cached(pager: &Pager, lay: Layout, pid: PageId) -> Result<Vec<Entry>> {
-    pager.read_shared(pid, |b| decode_page(pid, b, lay))?
+/// ([`Pager::free_extent`](crate::durable::Pager::free_extent)), so the pool and the
+/// past-the-pool reads agree.
+pub fn read_page_cached(mut pager: impl PageRead, lay: Layout, pid: PageId) -> Result<Vec<Entry>> {
+    pager.page(pid, |b| decode_page(pid, b, lay))?
 }
 
 /// A point search's step in run page `pid` (see [`Layout::probe`]): through the buffer pool
 /// when `cached`, else one read past it. Checks the envelope and the kind as a decode does,
 /// but decodes only the few entries the step reads.
 pub fn probe_page(
-    pager: &Pager,
+    mut pager: impl PageRead,
     lay: Layout,
     pid: PageId,
     key: u64,
@@ -99,9 +106,9 @@ pub fn probe_page(
             .map_err(|e| Error::corruption(DATA_FILE, Some(pid), format!("FD-tree run: {e}")))
     };
     if cached {
-        pager.read_shared(pid, step)?
+        pager.page(pid, step)?
     } else {
-        pager.read_past(pid, step)?
+        pager.page_past(pid, step)?
     }
 }
 
@@ -358,6 +365,7 @@ mod hostile_tests {
 #[cfg(test)]
 mod writer_tests {
     use super::*;
+    use crate::durable::Pager;
     use crate::kit::sorted::entry::Kind;
     use proptest::prelude::*;
 

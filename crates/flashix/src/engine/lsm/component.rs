@@ -15,7 +15,7 @@
 //! extent's pages are discarded from the pool, so the pool never holds a stale page.
 
 use crate::durable::background::JobIo;
-use crate::durable::Pager;
+use crate::durable::PageRead;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Extent, PageId};
 use crate::kit::sorted::entry::{self, Entry, Kind, Layout, NONE};
@@ -89,10 +89,15 @@ fn decode(pid: PageId, b: &[u8], lay: Layout) -> Result<Node> {
 }
 
 /// Read `n` pages from `first` in ONE request.
-pub fn read_nodes(pager: &Pager, lay: Layout, first: PageId, n: u64) -> Result<Vec<Node>> {
-    let ps = pager.page_size();
+pub fn read_nodes(
+    mut pager: impl PageRead,
+    lay: Layout,
+    first: PageId,
+    n: u64,
+) -> Result<Vec<Node>> {
+    let ps = pager.pager().page_size();
     let mut buf = AlignedBuf::zeroed(ps * n as usize);
-    pager.read_run_shared(first, &mut buf)?;
+    pager.run_past(first, &mut buf)?;
     buf.chunks(ps)
         .enumerate()
         .map(|(i, b)| decode(first + i as u64, b, lay))
@@ -101,14 +106,15 @@ pub fn read_nodes(pager: &Pager, lay: Layout, first: PageId, n: u64) -> Result<V
 
 /// Read one page through the buffer pool (point searches: a component's upper nodes stay
 /// cached). Component pages are never dirty in the pool and a freed component's pages are
-/// discarded from it ([`Pager::free_extent`]), so the pool and past-the-pool reads agree.
-pub fn read_node_cached(pager: &Pager, lay: Layout, pid: PageId) -> Result<Node> {
-    pager.read_shared(pid, |b| decode(pid, b, lay))?
+/// discarded from it ([`Pager::free_extent`](crate::durable::Pager::free_extent)), so
+/// the pool and past-the-pool reads agree.
+pub fn read_node_cached(mut pager: impl PageRead, lay: Layout, pid: PageId) -> Result<Node> {
+    pager.page(pid, |b| decode(pid, b, lay))?
 }
 
 /// Read `n` leaves of `c` from `first` in one request, checked to be non-empty leaves.
 pub fn read_leaves(
-    pager: &Pager,
+    pager: impl PageRead,
     lay: Layout,
     c: &Component,
     first: PageId,
@@ -155,7 +161,7 @@ pub fn decode_leaf_into(
 
 /// Read leaf `pid` of `c` through the buffer pool, checked to be a non-empty leaf.
 pub fn read_leaf_cached(
-    pager: &Pager,
+    pager: impl PageRead,
     lay: Layout,
     c: &Component,
     pid: PageId,
@@ -208,11 +214,11 @@ fn entry_at(lay: Layout, pid: PageId, b: &[u8], i: usize) -> Result<Entry> {
 
 /// Descend from the root to the leaf that holds `key` if any component entry does: one
 /// single-page read per internal level, each node searched in its bytes.
-pub fn leaf_for(pager: &Pager, lay: Layout, c: &Component, key: u64) -> Result<PageId> {
+pub fn leaf_for(mut pager: impl PageRead, lay: Layout, c: &Component, key: u64) -> Result<PageId> {
     let mut pid = c.root;
     for want in (1..c.height).rev() {
         let at = pid;
-        pid = pager.read_shared(at, |b| -> Result<u64> {
+        pid = pager.page(at, |b| -> Result<u64> {
             let n = check_node(at, b, lay, KIND_LSM_INTERNAL, want)?;
             // The last separator at or below `key`, else the leftmost child.
             let s = lay
@@ -237,7 +243,7 @@ pub fn leaf_for(pager: &Pager, lay: Layout, c: &Component, key: u64) -> Result<P
 /// descent, one single-page read per internal level, through the pool; a second descent
 /// for `hi` when it lies beyond the lowest internal node of `lo`).
 pub fn leaf_span(
-    pager: &Pager,
+    mut pager: impl PageRead,
     lay: Layout,
     c: &Component,
     lo: u64,
@@ -248,7 +254,7 @@ pub fn leaf_span(
     // Keys of the current node's subtree are below `upper` (None: unbounded).
     let mut upper: Option<u64> = None;
     for want in (1..c.height).rev() {
-        let nd = read_node_cached(pager, lay, pid)?;
+        let nd = read_node_cached(&mut pager, lay, pid)?;
         if nd.kind != KIND_LSM_INTERNAL || nd.level != want {
             return Err(corrupt(
                 Some(pid),
@@ -281,13 +287,13 @@ pub fn leaf_span(
 /// Point search: the entry of `key` in `c` (height single-page reads). Internal nodes are
 /// read through the pool; the leaf too if `cache_leaf`, else past it.
 pub fn find(
-    pager: &Pager,
+    mut pager: impl PageRead,
     lay: Layout,
     c: &Component,
     key: u64,
     cache_leaf: bool,
 ) -> Result<Option<Entry>> {
-    let leaf = leaf_for(pager, lay, c, key)?;
+    let leaf = leaf_for(&mut pager, lay, c, key)?;
     // A binary search in the leaf's bytes, no decoded copy.
     let look = |b: &[u8]| -> Result<Option<Entry>> {
         let n = check_node(leaf, b, lay, KIND_LSM_LEAF, 0)?;
@@ -301,9 +307,9 @@ pub fn find(
         Ok((e.key == key).then_some(e))
     };
     if cache_leaf {
-        pager.read_shared(leaf, look)?
+        pager.page(leaf, look)?
     } else {
-        pager.read_past(leaf, look)?
+        pager.page_past(leaf, look)?
     }
 }
 

@@ -214,11 +214,11 @@ impl Head {
 
     /// Look `key` up: its index entry here, and the fence to follow into L1 (§3.3, Search;
     /// Algorithm 1, lines 2-3).
-    pub fn find(&self, pager: &Pager, lay: Layout, key: u64) -> Result<Found> {
+    pub fn find(&self, mut pager: impl PageRead, lay: Layout, key: u64) -> Result<Found> {
         let pos = entry::index_pos(key);
-        let (_, leaf) = self.descend(pager, lay, pos)?;
+        let (_, leaf) = self.descend(&mut pager, lay, pos)?;
         pager
-            .read_shared(leaf, |b| -> std::result::Result<_, String> {
+            .page(leaf, |b| -> std::result::Result<_, String> {
                 let n = lay.checked_count(b)?;
                 let end = lay.partition(b, n, pos)?;
                 let entry = match end {
@@ -234,12 +234,12 @@ impl Head {
     }
 
     /// The leaf for `key` (range scans start there).
-    pub fn leaf_for(&self, pager: &Pager, lay: Layout, key: u64) -> Result<PageId> {
+    pub fn leaf_for(&self, pager: impl PageRead, lay: Layout, key: u64) -> Result<PageId> {
         Ok(self.descend(pager, lay, (key, 0))?.1)
     }
 
     /// A leaf's entries and its right neighbour.
-    pub fn leaf(pager: &Pager, lay: Layout, pid: PageId) -> Result<(Vec<Entry>, u64)> {
+    pub fn leaf(pager: impl PageRead, lay: Layout, pid: PageId) -> Result<(Vec<Entry>, u64)> {
         let (kind, _, link, es) = read_node(pager, pid, lay)?;
         if kind != entry::KIND_HEAD_LEAF {
             return Err(corrupt(pid, "leaf chain reaches a non-leaf page".into()));
@@ -448,20 +448,20 @@ impl Head {
     /// caller drop what it took above it.
     pub fn walk_range(
         &self,
-        pager: &Pager,
+        mut pager: impl PageRead,
         lay: Layout,
         lo: u64,
         max_leaves: u64,
         mut visit: impl FnMut(PageId, Vec<Entry>) -> Result<bool>,
     ) -> Result<Option<u64>> {
-        let mut pid = self.leaf_for(pager, lay, lo)?;
+        let mut pid = self.leaf_for(&mut pager, lay, lo)?;
         let mut steps = 0u64;
         while pid != NONE {
             steps += 1;
             if steps > self.pages {
                 return Err(corrupt(pid, "leaf chain longer than the tree".into()));
             }
-            let (es, link) = Head::leaf(pager, lay, pid)?;
+            let (es, link) = Head::leaf(&mut pager, lay, pid)?;
             let last = es.last().map(|e| e.key);
             if visit(pid, es)? {
                 return Ok(None);
@@ -490,7 +490,7 @@ impl Head {
         // The leaves holding entries of the range (the walk holds the pager), then their
         // rewrites: at most the tree's leaves.
         let mut hit: Vec<(PageId, Vec<usize>)> = Vec::new();
-        self.walk_range(pager, lay, lo, u64::MAX, |pid, es| {
+        self.walk_range(&*pager, lay, lo, u64::MAX, |pid, es| {
             let slots: Vec<usize> = (0..es.len()).filter(|&i| doomed(&es[i])).collect();
             if !slots.is_empty() {
                 hit.push((pid, slots));
@@ -520,7 +520,7 @@ impl Head {
             if steps > self.pages {
                 return Err(corrupt(pid, "leaf chain longer than the tree".into()));
             }
-            let (es, link) = Head::leaf(pager, lay, pid)?;
+            let (es, link) = Head::leaf(&*pager, lay, pid)?;
             out.extend(es);
             pid = link;
         }
