@@ -31,14 +31,15 @@
 //! in key order, with a [`PageMemo`] of the last page read at each level, so neighbouring
 //! ranges in one page of a level read it once.
 
-use super::run::{probe_page, read_page_cached, read_pages};
-use super::FdTree;
+use super::run::{probe_page, read_page_cached, read_pages, Run};
+use super::{FdTree, Params};
+use crate::durable::{PageRead, Pager};
 use crate::error::{Error, Result};
 use crate::kit::sorted::entry::{index_pos, Entry, Probe, NONE};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
 use crate::kit::sorted::newest::{merge_newest_first, Source};
-use crate::kit::sorted::reads::SortedReads;
+use crate::kit::sorted::reads::{SortedLevels, SortedReads};
 use crate::kit::sorted::tombs::Tombs;
 use crate::page::DATA_FILE;
 
@@ -52,12 +53,29 @@ struct HeadRange {
     cut: Option<u64>,
 }
 
-impl FdTree {
+/// What a search reads besides the pager ([`SortedReads::Levels`]): the fields of
+/// [`FdTree`] of the same names.
+pub(crate) struct Levels<'a> {
+    p: &'a Params,
+    head: &'a Head,
+    frozen: Option<&'a Head>,
+    levels: &'a [Run],
+    head_tombs: &'a Tombs,
+    frozen_tombs: &'a Tombs,
+    level_tombs: &'a [Tombs],
+}
+
+impl Levels<'_> {
     /// Search the levels for `key` from page `pid` of L1: the newest index entry of `key`.
-    pub(super) fn search_levels(&self, key: u64, mut pid: u64) -> Result<Option<Entry>> {
-        let frames = self.pager.pool_frames();
+    fn search_levels(
+        &self,
+        mut pager: impl PageRead,
+        key: u64,
+        mut pid: u64,
+    ) -> Result<Option<Entry>> {
+        let frames = pager.pager().pool_frames();
         // Pages of the head tree(s) and the levels above the current one.
-        let mut above = self.head.pages + self.frozen.as_ref().map_or(0, |h| h.pages);
+        let mut above = self.head.pages + self.frozen.map_or(0, |h| h.pages);
         for lvl in 0..self.levels.len() {
             if pid == NONE {
                 return Ok(None);
@@ -76,7 +94,7 @@ impl FdTree {
             // them than above) do not push the upper levels out of an LRU pool.
             // The step reads the page's bytes in place: a binary search and a backward
             // scan to the first fence, no decoded copy of the page.
-            let step = probe_page(&self.pager, self.p.lay, pid, key, above < frames)?;
+            let step = probe_page(&mut pager, self.p.lay, pid, key, above < frames)?;
             above += run.pages;
             pid = match step {
                 Probe::Entry(e) => return Ok(Some(e)),
@@ -98,10 +116,15 @@ impl FdTree {
 
     /// The newest index entry of `key` below the active head tree: the frozen head tree
     /// (while a deamortized merge runs) and the levels. `fence` is the active head's.
-    pub(super) fn find_below_head(&self, key: u64, fence: u64) -> Result<Option<Entry>> {
-        let fence = match &self.frozen {
+    pub(super) fn find_below_head(
+        &self,
+        mut pager: impl PageRead,
+        key: u64,
+        fence: u64,
+    ) -> Result<Option<Entry>> {
+        let fence = match self.frozen {
             Some(fr) => {
-                let f = fr.find(&self.pager, self.p.lay, key)?;
+                let f = fr.find(&mut pager, self.p.lay, key)?;
                 if f.entry.is_some() || self.frozen_tombs.covers(key) {
                     return Ok(f.entry);
                 }
@@ -109,7 +132,7 @@ impl FdTree {
             }
             None => fence,
         };
-        self.search_levels(key, fence)
+        self.search_levels(pager, key, fence)
     }
 
     /// The head tree's part of a range batch: at most `max_leaves` leaves once past `lo`
@@ -118,6 +141,7 @@ impl FdTree {
     /// slot there), a range inside the head leaf read last needs no descent.
     fn head_range(
         &self,
+        pager: impl PageRead,
         head: &Head,
         lo: u64,
         hi: u64,
@@ -143,7 +167,7 @@ impl FdTree {
         }
         let mut first = true;
         let mut start_found = false;
-        let cut = head.walk_range(&self.pager, lay, lo, max_leaves, |pid, es| {
+        let cut = head.walk_range(pager, lay, lo, max_leaves, |pid, es| {
             if let Some((m, slot)) = memo.as_mut() {
                 m.keep(*slot, pid, &es);
             }
@@ -169,14 +193,51 @@ impl FdTree {
     }
 }
 
-/// The shared read protocol ([`crate::kit::sorted::reads`]); the searches are this
-/// module's.
+/// The sorted kit's read protocol ([`crate::kit::sorted::reads`]).
 impl SortedReads for FdTree {
+    type Levels<'a> = Levels<'a>;
+
+    fn levels(&self) -> (Levels<'_>, &Pager) {
+        let levels = Levels {
+            p: &self.p,
+            head: &self.head,
+            frozen: self.frozen.as_ref(),
+            levels: &self.levels,
+            head_tombs: &self.head_tombs,
+            frozen_tombs: &self.frozen_tombs,
+            level_tombs: &self.level_tombs,
+        };
+        (levels, &self.pager)
+    }
+
+    fn levels_mut(&mut self) -> (Levels<'_>, &mut Pager) {
+        let levels = Levels {
+            p: &self.p,
+            head: &self.head,
+            frozen: self.frozen.as_ref(),
+            levels: &self.levels,
+            head_tombs: &self.head_tombs,
+            frozen_tombs: &self.frozen_tombs,
+            level_tombs: &self.level_tombs,
+        };
+        (levels, &mut self.pager)
+    }
+
+    /// An insert changes the head tree only: its path and leaf. (A delete searches the
+    /// levels first, under the writer lock: the paper's baseline behaviour.)
+    fn warm_write(&self, key: u64) {
+        let _ = self.head.find(&self.pager, self.p.lay, key);
+    }
+}
+
+/// The searches, over either page source ([`SortedLevels`]).
+impl SortedLevels for Levels<'_> {
     /// One batch of a range scan (see the module doc). With a memo (`scan_many`): slots 0
     /// and 1 keep the active and the frozen head's last leaf, slot 2 + i level i's last
     /// page.
     fn range_batch(
         &self,
+        mut pager: impl PageRead,
         lo: u64,
         hi: u64,
         unit: u64,
@@ -201,23 +262,24 @@ impl SortedReads for FdTree {
         };
         // Sources newest first: active head, frozen head, L1, L2, ...
         let mut sources: Vec<Vec<Entry>> = Vec::new();
-        let head = self.head.clone();
         let active = self.head_range(
-            &head,
+            &mut pager,
+            self.head,
             lo,
             hi,
-            leaves(&head),
+            leaves(self.head),
             memo.as_deref_mut().map(|m| (m, 0)),
         )?;
         let mut cut = active.cut;
         sources.push(active.entries);
-        let nav = match self.frozen.clone() {
+        let nav = match self.frozen {
             Some(fr) => {
                 let f = self.head_range(
-                    &fr,
+                    &mut pager,
+                    fr,
                     lo,
                     hi,
-                    leaves(&fr),
+                    leaves(fr),
                     memo.as_deref_mut().map(|m| (m, 1)),
                 )?;
                 cut = match (cut, f.cut) {
@@ -233,8 +295,8 @@ impl SortedReads for FdTree {
             batch_hi = batch_hi.min(c);
         }
         let (mut start, mut fences) = nav;
-        let frames = self.pager.pool_frames();
-        let mut above = self.head.pages + self.frozen.as_ref().map_or(0, |h| h.pages);
+        let frames = pager.pager().pool_frames();
+        let mut above = self.head.pages + self.frozen.map_or(0, |h| h.pages);
         for lvl in 0..self.levels.len() {
             fences.retain(|f| f.key <= batch_hi);
             let run = self.levels[lvl];
@@ -289,18 +351,13 @@ impl SortedReads for FdTree {
                 Some(es) if first == last => vec![es],
                 Some(es) => {
                     let mut v = vec![es];
-                    v.extend(read_pages(
-                        &self.pager,
-                        self.p.lay,
-                        first + 1,
-                        last - first,
-                    )?);
+                    v.extend(read_pages(&mut pager, self.p.lay, first + 1, last - first)?);
                     v
                 }
                 None if first == last && above < frames => {
-                    vec![read_page_cached(&self.pager, self.p.lay, first)?]
+                    vec![read_page_cached(&mut pager, self.p.lay, first)?]
                 }
-                None => read_pages(&self.pager, self.p.lay, first, last - first + 1)?,
+                None => read_pages(&mut pager, self.p.lay, first, last - first + 1)?,
             };
             if let (Some(m), Some(es)) = (memo.as_deref_mut(), pages.last()) {
                 m.keep(2 + lvl, last, es);
@@ -330,10 +387,10 @@ impl SortedReads for FdTree {
             fences = next_fences;
         }
         // Each source's range tombstones, in the same order: the head trees', the levels'.
-        let tombs: Vec<&Tombs> = [&self.head_tombs]
+        let tombs: Vec<&Tombs> = [self.head_tombs]
             .into_iter()
-            .chain(self.frozen.as_ref().map(|_| &self.frozen_tombs))
-            .chain(&self.level_tombs)
+            .chain(self.frozen.map(|_| self.frozen_tombs))
+            .chain(self.level_tombs)
             .take(sources.len())
             .collect();
         let sources: Vec<Source> = (sources.into_iter().enumerate())
@@ -344,23 +401,17 @@ impl SortedReads for FdTree {
     }
 
     /// Point search: the newest index entry of `key` (a filter cancels older ones).
-    fn newest(&self, key: u64) -> Result<Option<Entry>> {
-        let f = self.head.find(&self.pager, self.p.lay, key)?;
+    fn newest(&self, mut pager: impl PageRead, key: u64) -> Result<Option<Entry>> {
+        let f = self.head.find(&mut pager, self.p.lay, key)?;
         match f.entry {
             Some(e) => Ok(Some(e)),
             None if self.head_tombs.covers(key) => Ok(None),
-            None => self.find_below_head(key, f.fence),
+            None => self.find_below_head(pager, key, f.fence),
         }
     }
 
     fn batch_limits(&self) -> (u64, u64) {
         (self.p.io_unit, self.p.lay.cap() as u64)
-    }
-
-    /// An insert changes the head tree only: its path and leaf. (A delete searches the
-    /// levels first, under the writer lock: the paper's baseline behaviour.)
-    fn warm_write(&self, key: u64) {
-        let _ = self.head.find(&self.pager, self.p.lay, key);
     }
 }
 
@@ -388,4 +439,44 @@ fn take_head_entries(out: &mut HeadRange, es: Vec<Entry>, lo: u64, hi: u64) -> (
         }
     }
     (false, saw_start)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::kind::EngineKind;
+    use crate::options::{EngineOptions, Options};
+
+    /// An FD-tree of 512-byte pages over memory: a head tree of 8 pages, k = 3, merges
+    /// inline (the same structure each time), a pool of `frames`.
+    fn fdtree(frames: u64) -> super::FdTree {
+        use crate::io::{MemDevice, MemVfs, Storage};
+        let opts = Options::new(EngineKind::FdTree)
+            .page_size(512)
+            .buffer_pool_bytes(frames * 512)
+            .fdtree(super::super::FdTreeOptions {
+                k: Some(3),
+                head_tree_bytes: 8 * 512,
+                deamortize: false,
+                io_unit_bytes: 4 * 512,
+            })
+            .resolved()
+            .unwrap();
+        let storage = Storage {
+            device: Box::new(MemDevice::new(512)),
+            vfs: std::sync::Arc::new(MemVfs::new()),
+        };
+        let EngineOptions::FdTree(o) = opts.sub_options.clone() else {
+            unreachable!("FD-tree options")
+        };
+        super::FdTree::create(storage, opts.settings().unwrap(), o, false).unwrap()
+    }
+
+    #[test]
+    fn serial_reads_answer_and_read_as_the_shared_ones() {
+        use crate::kit::sorted::reads::testing::serial_reads_answer_as_the_shared;
+        serial_reads_answer_as_the_shared(|| fdtree(8192), true);
+        for frames in [16, 40] {
+            serial_reads_answer_as_the_shared(|| fdtree(frames), false);
+        }
+    }
 }

@@ -184,6 +184,11 @@
 //! pages reach the device as write-backs from the pool; a merge writes only extents no
 //! search reaches yet), so the page read outside is used only if the device's write watch
 //! saw no write of it meanwhile. Range scans' runs of pages are read under the lock.
+//! A read made while no other operation is in progress takes the serial path under the
+//! exclusive lock instead (`SerialEngine::get`, `scan`, `scan_many`): the same search
+//! over `&mut Pager`, through the Pager's exclusive path (the pool's exclusive mode, the
+//! device's own requests for pages past the pool), which spares each page the shared
+//! path's latching, pinning and miss planning.
 //! This read protocol and its constants are the sorted kit's, shared with the FD-tree
 //! ([`crate::kit::sorted::reads`]: `Shareable` for every `SortedReads` engine, and the
 //! serial reads through `sorted_serial_reads!`); this engine gives it its point search, its
@@ -207,7 +212,7 @@ use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::job::{MergeThread, Running};
 use crate::kit::sorted::pace;
-use crate::kit::sorted::reads::{sorted_serial_reads, SortedReads};
+use crate::kit::sorted::reads::{sorted_serial_reads, SortedLevels, SortedReads};
 use crate::kit::sorted::tombs::Tombs;
 use crate::kit::sorted::tune::Retune;
 use crate::settings::Settings;
@@ -780,7 +785,11 @@ impl Logged for Lsm {
     /// With `search_before_delete`, only a present key is deleted (FD-tree paper §4: "a
     /// deletion is implemented by a search followed by an insertion").
     fn delete_needed(&mut self, key: u64) -> Result<bool> {
-        Ok(!self.search_before_delete || self.lookup(key)?.is_some())
+        if !self.search_before_delete {
+            return Ok(true);
+        }
+        let (levels, pager) = self.levels();
+        Ok(levels.lookup(pager, key)?.is_some())
     }
 
     /// A merge publishes its new components (and frees the old) with a checkpoint.

@@ -4,16 +4,37 @@
 //! level's range tombstones (covered: absent), else the next older level decides
 //! ([`crate::kit::sorted::tombs`]).
 
-use super::component;
-use super::Lsm;
+use super::component::{self, Component};
+use super::{Lsm, Params};
+use crate::durable::{PageRead, Pager};
 use crate::error::Result;
 use crate::kit::sorted::entry::Entry;
+use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
 use crate::kit::sorted::newest::{merge_newest_first, Source};
-use crate::kit::sorted::reads::SortedReads;
+use crate::kit::sorted::reads::{SortedLevels, SortedReads};
 use crate::kit::sorted::tombs::Tombs;
 
-impl Lsm {
+/// What a search reads besides the pager ([`SortedReads::Levels`]): the fields of [`Lsm`]
+/// of the same names.
+pub(crate) struct Levels<'a> {
+    p: &'a Params,
+    c0: &'a Head,
+    c0_tombs: &'a Tombs,
+    frozen: Option<&'a [Entry]>,
+    frozen_tombs: &'a Tombs,
+    components: &'a [Option<Component>],
+    tombs: &'a [Tombs],
+}
+
+impl Levels<'_> {
+    /// Every level's range tombstones, newest first, as [`Lsm::all_tombs`].
+    fn all_tombs(&self) -> impl Iterator<Item = &Tombs> {
+        [self.c0_tombs, self.frozen_tombs]
+            .into_iter()
+            .chain(self.tombs)
+    }
+
     /// Whether one range tombstone of a level newer than `level` spans all of `[lo, hi]`:
     /// no key of `level` can show there, so a range batch need not read its leaves (a scan
     /// over a deleted range costs what a range delete saved).
@@ -25,6 +46,7 @@ impl Lsm {
     /// range inside the C0 leaf read last needs no descent.
     fn c0_range(
         &self,
+        pager: impl PageRead,
         lo: u64,
         hi: u64,
         max_leaves: u64,
@@ -38,11 +60,10 @@ impl Lsm {
             return Ok((es, None));
         }
         let lay = self.p.lay;
-        let head = self.c0.clone();
         let mut out = Vec::new();
         // At most `max_leaves` leaves per batch (`Head::walk_range`): an open-ended range
         // must not decode all of C0 for every batch.
-        let cut = head.walk_range(&self.pager, lay, lo, max_leaves, |pid, es| {
+        let cut = self.c0.walk_range(pager, lay, lo, max_leaves, |pid, es| {
             if let Some(m) = memo.as_deref_mut() {
                 m.keep(0, pid, &es);
             }
@@ -63,9 +84,44 @@ impl Lsm {
     }
 }
 
-/// The shared read protocol ([`crate::kit::sorted::reads`]); the searches are this
-/// module's.
+/// The sorted kit's read protocol ([`crate::kit::sorted::reads`]).
 impl SortedReads for Lsm {
+    type Levels<'a> = Levels<'a>;
+
+    fn levels(&self) -> (Levels<'_>, &Pager) {
+        let levels = Levels {
+            p: &self.p,
+            c0: &self.c0,
+            c0_tombs: &self.c0_tombs,
+            frozen: self.frozen.as_deref(),
+            frozen_tombs: &self.frozen_tombs,
+            components: &self.components,
+            tombs: &self.tombs,
+        };
+        (levels, &self.pager)
+    }
+
+    fn levels_mut(&mut self) -> (Levels<'_>, &mut Pager) {
+        let levels = Levels {
+            p: &self.p,
+            c0: &self.c0,
+            c0_tombs: &self.c0_tombs,
+            frozen: self.frozen.as_deref(),
+            frozen_tombs: &self.frozen_tombs,
+            components: &self.components,
+            tombs: &self.tombs,
+        };
+        (levels, &mut self.pager)
+    }
+
+    /// A write changes C0 only (blind: no component is read): its path and leaf.
+    fn warm_write(&self, key: u64) {
+        let _ = self.c0.find(&self.pager, self.p.lay, key);
+    }
+}
+
+/// The searches, over either page source ([`SortedLevels`]).
+impl SortedLevels for Levels<'_> {
     /// One batch of a range scan: C0's entries of the range and at most `io_unit` leaves
     /// of each component (from a descent to `lo`; only the leaves that may hold keys up to
     /// `hi`; past the pool, except one leaf of a component the pool holds; an open-ended
@@ -78,6 +134,7 @@ impl SortedReads for Lsm {
     /// slots likewise (the frozen C0, in memory, needs none).
     fn range_batch(
         &self,
+        mut pager: impl PageRead,
         lo: u64,
         hi: u64,
         unit: u64,
@@ -96,7 +153,13 @@ impl SortedReads for Lsm {
                     .saturating_add(2)
             })
         };
-        let (c0, c0_cut) = self.c0_range(lo, hi, leaves_of(self.c0.pages), memo.as_deref_mut())?;
+        let (c0, c0_cut) = self.c0_range(
+            &mut pager,
+            lo,
+            hi,
+            leaves_of(self.c0.pages),
+            memo.as_deref_mut(),
+        )?;
         if let Some(cut) = c0_cut {
             batch_hi = batch_hi.min(cut);
         }
@@ -104,7 +167,7 @@ impl SortedReads for Lsm {
             level: 0,
             entries: c0,
         }];
-        if let Some(fr) = &self.frozen {
+        if let Some(fr) = self.frozen {
             // As many entries as C0's leaves would give, from the first at or above `lo`.
             let cap = self.p.lay.cap() as u64;
             let most = leaves_of(fr.len() as u64 / cap.max(1) + 1).saturating_mul(cap);
@@ -126,7 +189,7 @@ impl SortedReads for Lsm {
         // when the batch needs one leaf there, so short scans (the many small key
         // intervals of a moving-object query) find its leaves cached; longer spans go past
         // the pool in one request.
-        let frames = self.pager.pool_frames();
+        let frames = pager.pager().pool_frames();
         let mut above = self.c0.pages;
         let mut comps = Vec::new();
         for (i, c) in self.components.iter().enumerate() {
@@ -153,7 +216,7 @@ impl SortedReads for Lsm {
                 });
                 continue;
             }
-            let (mut first, last) = component::leaf_span(&self.pager, lay, c, lo, batch_hi)?;
+            let (mut first, last) = component::leaf_span(&mut pager, lay, c, lo, batch_hi)?;
             loop {
                 let n = unit.min(last - first + 1);
                 // Within one `scan_many`, a leaf the previous range ended in is not read again.
@@ -163,7 +226,7 @@ impl SortedReads for Lsm {
                     Some(es) => {
                         let mut v = vec![es];
                         v.extend(component::read_leaves(
-                            &self.pager,
+                            &mut pager,
                             lay,
                             c,
                             first + 1,
@@ -172,9 +235,9 @@ impl SortedReads for Lsm {
                         v
                     }
                     None if n == 1 && cached => {
-                        vec![component::read_leaf_cached(&self.pager, lay, c, first)?]
+                        vec![component::read_leaf_cached(&mut pager, lay, c, first)?]
                     }
-                    None => component::read_leaves(&self.pager, lay, c, first, n)?,
+                    None => component::read_leaves(&mut pager, lay, c, first, n)?,
                 };
                 if let (Some(m), Some(es)) = (memo.as_deref_mut(), pages.last()) {
                     m.keep(slot, first + n - 1, es);
@@ -210,11 +273,11 @@ impl SortedReads for Lsm {
     /// The newest entry of `key`: C0 through the pool, the frozen C0's entries in memory,
     /// then one descent per component, stopping at the first level whose entry or range
     /// tombstones decide.
-    fn newest(&self, key: u64) -> Result<Option<Entry>> {
-        let f = self.c0.find(&self.pager, self.p.lay, key)?;
+    fn newest(&self, mut pager: impl PageRead, key: u64) -> Result<Option<Entry>> {
+        let f = self.c0.find(&mut pager, self.p.lay, key)?;
         let mut found = f.entry;
         let mut decided = found.is_some() || self.c0_tombs.covers(key);
-        if let (false, Some(fr)) = (decided, self.frozen.as_ref()) {
+        if let (false, Some(fr)) = (decided, self.frozen) {
             found = fr
                 .binary_search_by_key(&key, |e| e.key)
                 .ok()
@@ -224,11 +287,11 @@ impl SortedReads for Lsm {
         if !decided {
             // As the FD-tree's levels (§4 Eq. 10): a component's leaves are read through
             // the pool while C0 and the newer components leave room there, past it below.
-            let frames = self.pager.pool_frames();
+            let frames = pager.pager().pool_frames();
             let mut above = self.c0.pages;
             for (i, c) in self.components.iter().enumerate() {
                 if let Some(c) = c {
-                    found = component::find(&self.pager, self.p.lay, c, key, above < frames)?;
+                    found = component::find(&mut pager, self.p.lay, c, key, above < frames)?;
                     if found.is_some() {
                         break;
                     }
@@ -245,9 +308,45 @@ impl SortedReads for Lsm {
     fn batch_limits(&self) -> (u64, u64) {
         (self.p.io_unit, self.p.lay.cap() as u64)
     }
+}
 
-    /// A write changes C0 only (blind: no component is read): its path and leaf.
-    fn warm_write(&self, key: u64) {
-        let _ = self.c0.find(&self.pager, self.p.lay, key);
+#[cfg(test)]
+mod tests {
+    use crate::kind::EngineKind;
+    use crate::options::{EngineOptions, Options};
+
+    /// An LSM-tree of 512-byte pages over memory: C0 of 8 pages, k = 3, merges inline
+    /// (the same structure each time), a pool of `frames`.
+    fn lsm(frames: u64) -> super::Lsm {
+        use crate::io::{MemDevice, MemVfs, Storage};
+        let opts = Options::new(EngineKind::Lsm)
+            .page_size(512)
+            .buffer_pool_bytes(frames * 512)
+            .lsm(super::super::LsmOptions {
+                k: Some(3),
+                c0_bytes: 8 * 512,
+                io_unit_bytes: 4 * 512,
+                search_before_delete: false,
+                deamortize: false,
+            })
+            .resolved()
+            .unwrap();
+        let storage = Storage {
+            device: Box::new(MemDevice::new(512)),
+            vfs: std::sync::Arc::new(MemVfs::new()),
+        };
+        let EngineOptions::Lsm(o) = opts.sub_options.clone() else {
+            unreachable!("LSM options")
+        };
+        super::Lsm::create(storage, opts.settings().unwrap(), o, false).unwrap()
+    }
+
+    #[test]
+    fn serial_reads_answer_and_read_as_the_shared_ones() {
+        use crate::kit::sorted::reads::testing::serial_reads_answer_as_the_shared;
+        serial_reads_answer_as_the_shared(|| lsm(8192), true);
+        for frames in [16, 40] {
+            serial_reads_answer_as_the_shared(|| lsm(frames), false);
+        }
     }
 }
