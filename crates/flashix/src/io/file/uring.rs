@@ -79,121 +79,14 @@ impl FileDevice {
             return Ok(());
         };
         let fd = types::Fd(self.files.file.as_raw_fd());
-        let bounce_ptr = self.bounce.as_mut_ptr();
-        let n = chunk.len();
+        let batch = RingBatch::new(chunk, slots, ps, self.bounce.as_mut_ptr());
+        let pushed = batch.push(ring, fd, chunk, ps);
+        let reaped = batch.reap(ring, spin, pushed, results);
 
-        // Runs of adjacent requests (coalesce_runs) go as one vectored SQE each; the
-        // iovecs stay here, untouched, until every completion is reaped.
-        let runs = coalesce_runs(chunk, slots, ps);
-        let mut iovecs: Vec<libc::iovec> = Vec::with_capacity(n);
-        for (i, req) in chunk.iter_mut().enumerate() {
-            let (ptr, len) = match req {
-                IoReq::Read { buf, .. } => (buf.as_mut_ptr(), buf.len()),
-                IoReq::Write { buf, .. } => (buf.as_ptr() as *mut u8, buf.len()),
-            };
-            let base = match slots[i] {
-                // SAFETY: the slot lies inside `bounce` (sized, and for writes filled, above).
-                Some(off) => unsafe { bounce_ptr.add(off) },
-                None => ptr,
-            };
-            iovecs.push(libc::iovec {
-                iov_base: base.cast(),
-                iov_len: len.min(MAX_SQE_BYTES),
-            });
-        }
-        let mut pushed = 0usize;
-        {
-            let mut sq = ring.submission();
-            for (r, run) in runs.iter().enumerate() {
-                let first = &chunk[run.start];
-                let offset = first.page() * ps;
-                let count = run.len();
-                let write = first.is_write();
-                let iov = &iovecs[run.clone()];
-                let entry = match (count, write) {
-                    (1, false) => {
-                        opcode::Read::new(fd, iov[0].iov_base.cast(), iov[0].iov_len as u32)
-                            .offset(offset)
-                            .build()
-                    }
-                    (1, true) => {
-                        opcode::Write::new(fd, iov[0].iov_base.cast(), iov[0].iov_len as u32)
-                            .offset(offset)
-                            .build()
-                    }
-                    (_, false) => opcode::Readv::new(fd, iov.as_ptr(), count as u32)
-                        .offset(offset)
-                        .build(),
-                    (_, true) => opcode::Writev::new(fd, iov.as_ptr(), count as u32)
-                        .offset(offset)
-                        .build(),
-                };
-                // SAFETY: the buffers behind the SQE (the caller's, borrowed for the whole
-                // call, or the bounce buffer, not touched until the chunk is reaped) and
-                // the iovecs naming them stay valid until its completion is reaped below.
-                if unsafe { sq.push(&entry.user_data(r as u64)) }.is_err() {
-                    break;
-                }
-                pushed += 1;
-            }
-        }
-
-        let mut submitted = 0usize;
-        let mut completed = 0usize;
-        let mut started_done: Vec<(u64, i32)> = Vec::new();
-        let mut fatal: Option<io::Error> = None;
-        while completed < pushed {
-            if fatal.is_none() {
-                // Submit without waiting, poll the completion queue for a short while (a
-                // QD1 page read completes in tens of microseconds, and sleeping for it
-                // costs a context switch and a wake-up), then wait in the kernel.
-                let r = match ring.submit() {
-                    Ok(k) if spin_for_completion(ring, spin) => Ok(k),
-                    Ok(k) => ring.submit_and_wait(1).map(|j| j + k),
-                    Err(e) => Err(e),
-                };
-                match r {
-                    Ok(k) => submitted += k,
-                    Err(e) if is_transient(&e) => {}
-                    Err(e) => fatal = Some(e),
-                }
-            } else {
-                if completed >= submitted {
-                    break;
-                }
-                // Only wait for what is in flight: submit nothing more.
-                // SAFETY: plain io_uring_enter(to_submit 0, min_complete 1, GETEVENTS).
-                let r = unsafe {
-                    ring.submitter()
-                        .enter::<libc::sigset_t>(0, 1, IORING_ENTER_GETEVENTS, None)
-                };
-                if let Err(e) = r {
-                    if !is_transient(&e) {
-                        break;
-                    }
-                }
-            }
-            for cqe in ring.completion() {
-                let (tag, result) = (cqe.user_data(), cqe.result());
-                if started::is_started(tag) {
-                    // A started request in flight beside the batch: keep its completion.
-                    started_done.push((tag, result));
-                    continue;
-                }
-                let r = tag as usize;
-                if let Some(run) = runs.get(r) {
-                    if results[run.start].is_none() {
-                        spread_result(result, run.clone(), &iovecs, results);
-                        completed += 1;
-                    }
-                }
-            }
-        }
-
-        for (tag, result) in started_done {
+        for (tag, result) in reaped.started_done {
             self.record_started(tag, result);
         }
-        if fatal.is_some() || pushed < runs.len() {
+        if reaped.failed || pushed < batch.runs.len() {
             // The ring cannot be trusted any more: drop it (unsubmitted SQEs go with it) and
             // serve everything from now on with pread/pwrite.
             self.ring = None;
@@ -258,6 +151,174 @@ impl FileDevice {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+}
+
+/// One chunk as the ring sees it: runs of adjacent requests ([`coalesce_runs`]), each one
+/// vectored SQE, and one iovec per request. The iovecs stay here, untouched, until every
+/// completion is reaped: the SQEs point at them.
+struct RingBatch {
+    runs: Vec<std::ops::Range<usize>>,
+    iovecs: Vec<libc::iovec>,
+}
+
+/// What reaping a batch leaves to the device: completions of started requests that came in
+/// beside the batch, and whether the ring failed.
+struct Reaped {
+    started_done: Vec<(u64, i32)>,
+    failed: bool,
+}
+
+impl RingBatch {
+    /// The runs and iovecs of `chunk`; a bounced request's iovec names its slot of the bounce
+    /// buffer at `bounce_ptr`.
+    fn new(chunk: &mut [IoReq<'_>], slots: &[Option<usize>], ps: u64, bounce_ptr: *mut u8) -> Self {
+        let runs = coalesce_runs(chunk, slots, ps);
+        let mut iovecs: Vec<libc::iovec> = Vec::with_capacity(chunk.len());
+        for (i, req) in chunk.iter_mut().enumerate() {
+            let (ptr, len) = match req {
+                IoReq::Read { buf, .. } => (buf.as_mut_ptr(), buf.len()),
+                IoReq::Write { buf, .. } => (buf.as_ptr() as *mut u8, buf.len()),
+            };
+            let base = match slots[i] {
+                // SAFETY: the slot lies inside `bounce` (sized, and for writes filled, above).
+                Some(off) => unsafe { bounce_ptr.add(off) },
+                None => ptr,
+            };
+            iovecs.push(libc::iovec {
+                iov_base: base.cast(),
+                iov_len: len.min(MAX_SQE_BYTES),
+            });
+        }
+        RingBatch { runs, iovecs }
+    }
+
+    /// Push one SQE per run, tagged with the run's index, until the submission queue is full.
+    /// Returns how many were pushed.
+    fn push(
+        &self,
+        ring: &mut io_uring::IoUring,
+        fd: types::Fd,
+        chunk: &[IoReq<'_>],
+        ps: u64,
+    ) -> usize {
+        let mut pushed = 0usize;
+        let mut sq = ring.submission();
+        for (r, run) in self.runs.iter().enumerate() {
+            let first = &chunk[run.start];
+            let offset = first.page() * ps;
+            let count = run.len();
+            let write = first.is_write();
+            let iov = &self.iovecs[run.clone()];
+            let entry = match (count, write) {
+                (1, false) => opcode::Read::new(fd, iov[0].iov_base.cast(), iov[0].iov_len as u32)
+                    .offset(offset)
+                    .build(),
+                (1, true) => opcode::Write::new(fd, iov[0].iov_base.cast(), iov[0].iov_len as u32)
+                    .offset(offset)
+                    .build(),
+                (_, false) => opcode::Readv::new(fd, iov.as_ptr(), count as u32)
+                    .offset(offset)
+                    .build(),
+                (_, true) => opcode::Writev::new(fd, iov.as_ptr(), count as u32)
+                    .offset(offset)
+                    .build(),
+            };
+            // SAFETY: the buffers behind the SQE (the caller's, borrowed for the whole
+            // call, or the bounce buffer, not touched until the chunk is reaped) and
+            // the iovecs naming them stay valid until its completion is reaped below.
+            if unsafe { sq.push(&entry.user_data(r as u64)) }.is_err() {
+                break;
+            }
+            pushed += 1;
+        }
+        pushed
+    }
+
+    /// Submit the `pushed` SQEs and reap until each has completed, spreading each run's
+    /// completion over `results`. After a fatal submission error, submit nothing more and
+    /// wait only for what is in flight.
+    fn reap(
+        &self,
+        ring: &mut io_uring::IoUring,
+        spin: std::time::Duration,
+        pushed: usize,
+        results: &mut [Option<i32>],
+    ) -> Reaped {
+        let mut submitted = 0usize;
+        let mut completed = 0usize;
+        let mut started_done: Vec<(u64, i32)> = Vec::new();
+        let mut fatal: Option<io::Error> = None;
+        while completed < pushed {
+            if fatal.is_none() {
+                match submit_and_wait(ring, spin) {
+                    Ok(k) => submitted += k,
+                    Err(e) if is_transient(&e) => {}
+                    Err(e) => fatal = Some(e),
+                }
+            } else {
+                if completed >= submitted {
+                    break;
+                }
+                if let Err(e) = wait_in_flight(ring) {
+                    if !is_transient(&e) {
+                        break;
+                    }
+                }
+            }
+            completed += self.drain_completions(ring, results, &mut started_done);
+        }
+        Reaped {
+            started_done,
+            failed: fatal.is_some(),
+        }
+    }
+
+    /// Take every completion in the queue: a started request's goes to `started_done`, a
+    /// run's not yet seen is spread over `results`. Returns how many runs completed.
+    fn drain_completions(
+        &self,
+        ring: &mut io_uring::IoUring,
+        results: &mut [Option<i32>],
+        started_done: &mut Vec<(u64, i32)>,
+    ) -> usize {
+        let mut completed = 0usize;
+        for cqe in ring.completion() {
+            let (tag, result) = (cqe.user_data(), cqe.result());
+            if started::is_started(tag) {
+                // A started request in flight beside the batch: keep its completion.
+                started_done.push((tag, result));
+                continue;
+            }
+            let r = tag as usize;
+            if let Some(run) = self.runs.get(r) {
+                if results[run.start].is_none() {
+                    spread_result(result, run.clone(), &self.iovecs, results);
+                    completed += 1;
+                }
+            }
+        }
+        completed
+    }
+}
+
+/// Submit what is queued without waiting, poll the completion queue for a short while (a
+/// QD1 page read completes in tens of microseconds, and sleeping for it costs a context
+/// switch and a wake-up), then wait in the kernel. Returns how many SQEs were submitted.
+fn submit_and_wait(ring: &mut io_uring::IoUring, spin: std::time::Duration) -> io::Result<usize> {
+    match ring.submit() {
+        Ok(k) if spin_for_completion(ring, spin) => Ok(k),
+        Ok(k) => ring.submit_and_wait(1).map(|j| j + k),
+        Err(e) => Err(e),
+    }
+}
+
+/// Only wait for what is in flight: submit nothing more.
+fn wait_in_flight(ring: &mut io_uring::IoUring) -> io::Result<usize> {
+    // SAFETY: plain io_uring_enter(to_submit 0, min_complete 1, GETEVENTS).
+    unsafe {
+        ring.submitter()
+            .enter::<libc::sigset_t>(0, 1, IORING_ENTER_GETEVENTS, None)
     }
 }
 
