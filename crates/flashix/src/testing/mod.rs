@@ -577,165 +577,185 @@ pub(crate) fn options_for(engine: EngineKind, rng: &mut Rng) -> Options {
         .page_size(page_size)
         .buffer_pool_bytes(frames * page_size as u64)
         .checkpoint_wal_bytes([64u64 << 10, 256 << 10, 4 << 20][rng.below(3) as usize]);
-    if engine == EngineKind::FdTree {
-        // A head tree of two pages (its minimum) and small k, so that histories of a few
-        // thousand operations build 3+ levels and merge often; multi-page requests of a
-        // few pages so that merges and scans cross request boundaries.
-        let k = model_k_or(2 + rng.below(3) as u32);
-        return opts
-            .tuning(tiny_tuning(page_size))
-            .fdtree(crate::FdTreeOptions {
-                k,
-                head_tree_bytes: 2 * page_size as u64,
-                deamortize: rng.below(4) != 0,
-                io_unit_bytes: [1u64, 3, 128][rng.below(3) as usize] * page_size as u64,
-            });
+    match engine {
+        EngineKind::FdTree => fdtree_options(opts, page_size, rng),
+        EngineKind::PioBTree => pio_options(opts, page_size, frames, rng),
+        EngineKind::IplBTree | EngineKind::DiplBTree => inpage_options(engine, opts, rng),
+        EngineKind::Bftl => bftl_options(opts, page_size, rng),
+        EngineKind::BulkIndex => bulk_options(opts, page_size, frames, rng),
+        EngineKind::LaTree => latree_options(opts, frames, rng),
+        EngineKind::Fbx => fbx_options(opts, page_size, frames, rng),
+        EngineKind::Lsm => lsm_options(opts, page_size, rng),
+        _ => opts,
     }
-    if engine == EngineKind::PioBTree {
-        // OPQs of a few entries so that batch updates, and crash points inside them, are
-        // frequent; leaves of 1-3 segments; small pio_max so that psync groups are cut.
-        // The OPQ comes out of the memory budget: add it, so the pool keeps `frames`.
-        let opq_bytes = [2u64, 5, 16, 64][rng.below(4) as usize] * crate::PIO_OPQ_ENTRY_BYTES;
-        return opts
-            .buffer_pool_bytes(frames * page_size as u64 + opq_bytes)
-            .pio(crate::PioOptions {
-                leaf_segments: Some(1 + rng.below(3) as u32),
-                opq_bytes: Some(opq_bytes),
-                pio_max: [1u32, 2, 4, 64][rng.below(4) as usize],
-                speriod: [1u32, 3, 50][rng.below(3) as usize],
-                bcnt: [1u32, 4, 1000][rng.below(3) as usize],
-            });
-    }
-    if matches!(engine, EngineKind::IplBTree | EngineKind::DiplBTree) {
-        // Raw NAND of 1-2 KiB pages and 16-page blocks, nodes of one or two pages: small
-        // fanouts, so that histories split nodes and blocks, cleanse and merge often.
-        let page = [1024usize, 2048][rng.below(2) as usize];
-        let node = page as u64 * (1 + rng.below(2));
-        let frames = Some([8u32, 12, 64][rng.below(3) as usize]);
-        // The RawNand device's config is the geometry (the harness gives the medium).
-        let opts = opts
-            .page_size(page)
-            .device(crate::DeviceSpec::RawNand(NandConfig {
-                page_bytes: page,
-                pages_per_block: 16,
-                blocks: 256,
-                ..NandConfig::default()
-            }));
-        return if engine == EngineKind::IplBTree {
-            opts.ipl(crate::IplOptions {
-                node_bytes: node,
-                buffer_frames: frames,
-                log_area_bytes: page as u64 * (1 + rng.below(3)),
-                nand_blocks: 256,
-                pages_per_block: 16,
-            })
-        } else {
-            opts.dipl(crate::DiplOptions {
-                node_bytes: node,
-                buffer_frames: frames,
-                nand_blocks: 256,
-                pages_per_block: 16,
-            })
-        };
-    }
-    if engine == EngineKind::Bftl {
-        // Nodes of 8-30 entries make deep trees; reservation buffers of 1-64 units commit
-        // often; c at its minimum (compaction at almost every commit that touches a node)
-        // or a little above, so lists grow, compact and release pages within a history.
-        let node_bytes = [160u64, 256, 512][rng.below(3) as usize];
-        let cap = crate::engine::bftl::capacity(node_bytes);
-        let full = crate::kit::ntt::unit::pages_for(cap + 1, page_size) as u32;
-        // The pool only caches immutable unit pages; a node read takes up to c of them
-        // per level, so small pools make O_DIRECT histories slow without testing more.
-        let frames = [16u64, 1024, 4096][rng.below(3) as usize];
-        return opts
-            .buffer_pool_bytes(frames * page_size as u64)
-            .bftl(crate::BftlOptions {
-                node_bytes,
-                reservation_units: Some([1u32, 7, 64][rng.below(3) as usize]),
-                c: [Some(full + 1), Some(full + 3), None][rng.below(3) as usize],
-            });
-    }
-    if engine == EngineKind::BulkIndex {
-        // Small M (1, 2, 3, 8, 64) so that splits, neighbour merges and multi-range bulks
-        // happen within a history; write batches of 1, 3 or 128 pages so ranges cross
-        // batch boundaries; the faithful mode (no differential layer) and small layers
-        // that merge often; every §5.6 switch both ways.
-        let delta_bytes =
-            [0u64, 0, 3, 40][rng.below(4) as usize] * crate::engine::bulk::DELTA_ENTRY_MEMORY;
-        return opts
-            .buffer_pool_bytes(frames * page_size as u64 + delta_bytes)
-            .bulk(crate::BulkOptions {
-                m: Some([1u32, 2, 3, 8, 64][rng.below(5) as usize]),
-                io_unit_bytes: [1u64, 3, 128][rng.below(3) as usize] * page_size as u64,
-                batch_writes: rng.below(4) != 0,
-                batch_reads: rng.below(4) != 0,
-                batch_ranges: rng.below(4) != 0,
-                delta_bytes: Some(delta_bytes),
-                append_only: rng.below(4) == 0,
-                trim_freed: rng.below(2) == 0,
-            });
-    }
-    if engine == EngineKind::LaTree {
-        // Nodes of 30-62 entries and buffers of 1-4 pages of 20-41 messages: histories of
-        // 2,000 operations split and merge nodes, cascade through K = 1 or 2 buffered
-        // levels, and empty buffers by overflow and (ADAPT on) by lookups.
-        let page = [512usize, 512, 1024][rng.below(3) as usize];
-        return opts
-            .page_size(page)
-            .buffer_pool_bytes(frames * page as u64)
-            .latree(crate::LaTreeOptions {
-                node_bytes: if rng.coin() { 0 } else { page as u64 },
-                k: 1 + rng.below(2) as u32,
-                max_buffer_pages: [1u64, 2, 4][rng.below(3) as usize],
-                adapt: rng.below(4) != 0,
-            });
-    }
-    if engine == EngineKind::Fbx {
-        // Leaves of 3-24 entries and inner nodes of 2-20 separators build deep trees that
-        // split often; log buffers of 1-8 pages with 0-3 cluster bits flush often and keep
-        // several leaves per page; every clean policy, small thresholds; the Sequential
-        // B-Tree mode and leaf-by-leaf scans now and then; segments of 2-16 pages with a
-        // tight space limit so that segments are freed, reused and cleaned in a history.
-        let pages = [1u32, 2, 8][rng.below(3) as usize];
-        let clean = match rng.below(5) {
-            0 => crate::CleanPolicy::Never,
-            1 => crate::CleanPolicy::Naive {
-                k: 1 + rng.below(4) as u32,
-            },
-            2 => crate::CleanPolicy::LongerThanNext,
-            _ => crate::CleanPolicy::AccumulateClean {
-                threshold: [1u32, 4, 64][rng.below(3) as usize],
-            },
-        };
-        return opts
-            .buffer_pool_bytes((frames + pages as u64) * page_size as u64)
-            .fbx(crate::FbxOptions {
-                leaf_order: Some([3u32, 12, 24][rng.below(3) as usize]),
-                inner_order: Some([2u32, 8, 20][rng.below(3) as usize]),
-                log_buffer_pages: Some(pages),
-                cluster_bits: rng.below(4) as u32,
-                cluster_skip_bits: [0u32, 1, 60][rng.below(3) as usize],
-                clean,
-                leaf_logging: rng.below(6) != 0,
-                batched_scans: rng.below(4) != 0,
-                segment_pages: [2u32, 5, 16][rng.below(3) as usize],
-                space_amp_limit: [1.2f64, 2.0, 4.0][rng.below(3) as usize],
-            });
-    }
-    if engine == EngineKind::Lsm {
-        // The same small sizes as the FD-tree: C0 of two pages and small k build several
-        // components in a few thousand operations; multi-page requests of a few pages.
-        let k = model_k_or(2 + rng.below(3) as u32);
-        return opts.tuning(tiny_tuning(page_size)).lsm(crate::LsmOptions {
+}
+
+/// [`options_for`]'s draws for an FD-tree.
+fn fdtree_options(opts: Options, page_size: usize, rng: &mut Rng) -> Options {
+    // A head tree of two pages (its minimum) and small k, so that histories of a few
+    // thousand operations build 3+ levels and merge often; multi-page requests of a
+    // few pages so that merges and scans cross request boundaries.
+    let k = model_k_or(2 + rng.below(3) as u32);
+    opts.tuning(tiny_tuning(page_size))
+        .fdtree(crate::FdTreeOptions {
             k,
-            c0_bytes: 2 * page_size as u64,
+            head_tree_bytes: 2 * page_size as u64,
+            deamortize: rng.below(4) != 0,
             io_unit_bytes: [1u64, 3, 128][rng.below(3) as usize] * page_size as u64,
-            search_before_delete: rng.coin(),
-            deamortize: rng.coin(),
-        });
+        })
+}
+
+/// [`options_for`]'s draws for a PIO B-tree.
+fn pio_options(opts: Options, page_size: usize, frames: u64, rng: &mut Rng) -> Options {
+    // OPQs of a few entries so that batch updates, and crash points inside them, are
+    // frequent; leaves of 1-3 segments; small pio_max so that psync groups are cut.
+    // The OPQ comes out of the memory budget: add it, so the pool keeps `frames`.
+    let opq_bytes = [2u64, 5, 16, 64][rng.below(4) as usize] * crate::PIO_OPQ_ENTRY_BYTES;
+    opts.buffer_pool_bytes(frames * page_size as u64 + opq_bytes)
+        .pio(crate::PioOptions {
+            leaf_segments: Some(1 + rng.below(3) as u32),
+            opq_bytes: Some(opq_bytes),
+            pio_max: [1u32, 2, 4, 64][rng.below(4) as usize],
+            speriod: [1u32, 3, 50][rng.below(3) as usize],
+            bcnt: [1u32, 4, 1000][rng.below(3) as usize],
+        })
+}
+
+/// [`options_for`]'s draws for an in-page logging tree (IPL or d-IPL).
+fn inpage_options(engine: EngineKind, opts: Options, rng: &mut Rng) -> Options {
+    // Raw NAND of 1-2 KiB pages and 16-page blocks, nodes of one or two pages: small
+    // fanouts, so that histories split nodes and blocks, cleanse and merge often.
+    let page = [1024usize, 2048][rng.below(2) as usize];
+    let node = page as u64 * (1 + rng.below(2));
+    let frames = Some([8u32, 12, 64][rng.below(3) as usize]);
+    // The RawNand device's config is the geometry (the harness gives the medium).
+    let opts = opts
+        .page_size(page)
+        .device(crate::DeviceSpec::RawNand(NandConfig {
+            page_bytes: page,
+            pages_per_block: 16,
+            blocks: 256,
+            ..NandConfig::default()
+        }));
+    if engine == EngineKind::IplBTree {
+        opts.ipl(crate::IplOptions {
+            node_bytes: node,
+            buffer_frames: frames,
+            log_area_bytes: page as u64 * (1 + rng.below(3)),
+            nand_blocks: 256,
+            pages_per_block: 16,
+        })
+    } else {
+        opts.dipl(crate::DiplOptions {
+            node_bytes: node,
+            buffer_frames: frames,
+            nand_blocks: 256,
+            pages_per_block: 16,
+        })
     }
-    opts
+}
+
+/// [`options_for`]'s draws for BFTL.
+fn bftl_options(opts: Options, page_size: usize, rng: &mut Rng) -> Options {
+    // Nodes of 8-30 entries make deep trees; reservation buffers of 1-64 units commit
+    // often; c at its minimum (compaction at almost every commit that touches a node)
+    // or a little above, so lists grow, compact and release pages within a history.
+    let node_bytes = [160u64, 256, 512][rng.below(3) as usize];
+    let cap = crate::engine::bftl::capacity(node_bytes);
+    let full = crate::kit::ntt::unit::pages_for(cap + 1, page_size) as u32;
+    // The pool only caches immutable unit pages; a node read takes up to c of them
+    // per level, so small pools make O_DIRECT histories slow without testing more.
+    let frames = [16u64, 1024, 4096][rng.below(3) as usize];
+    opts.buffer_pool_bytes(frames * page_size as u64)
+        .bftl(crate::BftlOptions {
+            node_bytes,
+            reservation_units: Some([1u32, 7, 64][rng.below(3) as usize]),
+            c: [Some(full + 1), Some(full + 3), None][rng.below(3) as usize],
+        })
+}
+
+/// [`options_for`]'s draws for the bulk index.
+fn bulk_options(opts: Options, page_size: usize, frames: u64, rng: &mut Rng) -> Options {
+    // Small M (1, 2, 3, 8, 64) so that splits, neighbour merges and multi-range bulks
+    // happen within a history; write batches of 1, 3 or 128 pages so ranges cross
+    // batch boundaries; the faithful mode (no differential layer) and small layers
+    // that merge often; every §5.6 switch both ways.
+    let delta_bytes =
+        [0u64, 0, 3, 40][rng.below(4) as usize] * crate::engine::bulk::DELTA_ENTRY_MEMORY;
+    opts.buffer_pool_bytes(frames * page_size as u64 + delta_bytes)
+        .bulk(crate::BulkOptions {
+            m: Some([1u32, 2, 3, 8, 64][rng.below(5) as usize]),
+            io_unit_bytes: [1u64, 3, 128][rng.below(3) as usize] * page_size as u64,
+            batch_writes: rng.below(4) != 0,
+            batch_reads: rng.below(4) != 0,
+            batch_ranges: rng.below(4) != 0,
+            delta_bytes: Some(delta_bytes),
+            append_only: rng.below(4) == 0,
+            trim_freed: rng.below(2) == 0,
+        })
+}
+
+/// [`options_for`]'s draws for the LA-tree.
+fn latree_options(opts: Options, frames: u64, rng: &mut Rng) -> Options {
+    // Nodes of 30-62 entries and buffers of 1-4 pages of 20-41 messages: histories of
+    // 2,000 operations split and merge nodes, cascade through K = 1 or 2 buffered
+    // levels, and empty buffers by overflow and (ADAPT on) by lookups.
+    let page = [512usize, 512, 1024][rng.below(3) as usize];
+    opts.page_size(page)
+        .buffer_pool_bytes(frames * page as u64)
+        .latree(crate::LaTreeOptions {
+            node_bytes: if rng.coin() { 0 } else { page as u64 },
+            k: 1 + rng.below(2) as u32,
+            max_buffer_pages: [1u64, 2, 4][rng.below(3) as usize],
+            adapt: rng.below(4) != 0,
+        })
+}
+
+/// [`options_for`]'s draws for FBX.
+fn fbx_options(opts: Options, page_size: usize, frames: u64, rng: &mut Rng) -> Options {
+    // Leaves of 3-24 entries and inner nodes of 2-20 separators build deep trees that
+    // split often; log buffers of 1-8 pages with 0-3 cluster bits flush often and keep
+    // several leaves per page; every clean policy, small thresholds; the Sequential
+    // B-Tree mode and leaf-by-leaf scans now and then; segments of 2-16 pages with a
+    // tight space limit so that segments are freed, reused and cleaned in a history.
+    let pages = [1u32, 2, 8][rng.below(3) as usize];
+    let clean = match rng.below(5) {
+        0 => crate::CleanPolicy::Never,
+        1 => crate::CleanPolicy::Naive {
+            k: 1 + rng.below(4) as u32,
+        },
+        2 => crate::CleanPolicy::LongerThanNext,
+        _ => crate::CleanPolicy::AccumulateClean {
+            threshold: [1u32, 4, 64][rng.below(3) as usize],
+        },
+    };
+    opts.buffer_pool_bytes((frames + pages as u64) * page_size as u64)
+        .fbx(crate::FbxOptions {
+            leaf_order: Some([3u32, 12, 24][rng.below(3) as usize]),
+            inner_order: Some([2u32, 8, 20][rng.below(3) as usize]),
+            log_buffer_pages: Some(pages),
+            cluster_bits: rng.below(4) as u32,
+            cluster_skip_bits: [0u32, 1, 60][rng.below(3) as usize],
+            clean,
+            leaf_logging: rng.below(6) != 0,
+            batched_scans: rng.below(4) != 0,
+            segment_pages: [2u32, 5, 16][rng.below(3) as usize],
+            space_amp_limit: [1.2f64, 2.0, 4.0][rng.below(3) as usize],
+        })
+}
+
+/// [`options_for`]'s draws for the LSM-tree.
+fn lsm_options(opts: Options, page_size: usize, rng: &mut Rng) -> Options {
+    // The same small sizes as the FD-tree: C0 of two pages and small k build several
+    // components in a few thousand operations; multi-page requests of a few pages.
+    let k = model_k_or(2 + rng.below(3) as u32);
+    opts.tuning(tiny_tuning(page_size)).lsm(crate::LsmOptions {
+        k,
+        c0_bytes: 2 * page_size as u64,
+        io_unit_bytes: [1u64, 3, 128][rng.below(3) as usize] * page_size as u64,
+        search_before_delete: rng.coin(),
+        deamortize: rng.coin(),
+    })
 }
 
 fn contents(db: &mut Db) -> Result<BTreeMap<u64, u64>, Error> {
@@ -776,14 +796,25 @@ pub fn run(h: &History) -> Result<Report, String> {
 /// own options while keeping the seed's page size, pool and checkpoint size); the
 /// history's operations are the same as [`run`]'s for the seed.
 pub fn run_with(h: &History, adjust: impl FnOnce(Options) -> Options) -> Result<Report, String> {
-    let ctx = |what: &str, step: usize, e: &dyn std::fmt::Display| {
-        format!(
-            "{:?} on {:?}, seed {}, step {step}: {what}: {e}",
-            h.engine, h.device, h.seed
-        )
-    };
-    let mut rng = Rng::new(h.seed);
-    let opts = adjust(options_for(h.engine, &mut rng));
+    let mut run = HistoryRun::start(h, adjust)?;
+    for step in 0..h.ops {
+        if !run.step(step)? {
+            break;
+        }
+    }
+    run.finish()
+}
+
+/// The error message of a history: what failed, at which step, of which history.
+fn history_ctx(h: &History, what: &str, step: usize, e: &dyn std::fmt::Display) -> String {
+    format!(
+        "{:?} on {:?}, seed {}, step {step}: {what}: {e}",
+        h.engine, h.device, h.seed
+    )
+}
+
+/// Simulated SSD pages for a history's engine and options.
+fn sim_pages_for(h: &History, opts: &Options) -> u32 {
     // The B+-tree updates in place: 400 pages hold it and keep the FTL collecting.
     // Out-of-place engines (runs, components) need room for old and new versions.
     // The in-page-logging trees keep a whole NAND medium on the SSD: a header page and
@@ -795,7 +826,7 @@ pub fn run_with(h: &History, adjust: impl FnOnce(Options) -> Options) -> Result<
     // the segments freed since the last checkpoint (up to half the live pages) before the
     // cleaner or a checkpoint makes room: 2,300 live keys filled 4,016 pages (soak seed
     // 30,000,044), so it gets room in proportion to the history.
-    let sim_pages = match h.engine {
+    match h.engine {
         EngineKind::BTree => 400,
         EngineKind::IplBTree | EngineKind::DiplBTree => 4400,
         EngineKind::BulkIndex if opts.bulk_options().append_only => {
@@ -803,32 +834,72 @@ pub fn run_with(h: &History, adjust: impl FnOnce(Options) -> Options) -> Result<
         }
         EngineKind::Fbx => 4000 + 3 * h.ops.min(20_000) as u32,
         _ => 4000,
-    };
-    let mut env = Env::new(h.device.clone(), opts.page_size, sim_pages, h.seed);
-    let keys = KeyGen::new(&mut rng);
-    let mut report = Report::default();
-    let storage = env.storage().map_err(|e| ctx("storage", 0, &e))?;
-    let env_opts = format!("{opts:?}");
-    let mut db = Some(Db::create_on(storage, opts).map_err(|e| ctx("create", 0, &e))?);
-    let mut t = Tracked::default();
-    let trace = std::env::var_os("FLASHIX_TRACE").is_some();
-    if trace {
-        eprintln!("options: {:?}", env_opts);
+    }
+}
+
+/// A history in progress: its environment, the open index (none between a close or crash
+/// and the reopen), the draws, the model and the report.
+struct HistoryRun<'h> {
+    h: &'h History,
+    env: Env,
+    db: Option<Db>,
+    rng: Rng,
+    keys: KeyGen,
+    t: Tracked,
+    report: Report,
+    trace: bool,
+}
+
+impl<'h> HistoryRun<'h> {
+    /// Draw the options, create the device and the index.
+    fn start(h: &'h History, adjust: impl FnOnce(Options) -> Options) -> Result<Self, String> {
+        let ctx =
+            |what: &str, step: usize, e: &dyn std::fmt::Display| history_ctx(h, what, step, e);
+        let mut rng = Rng::new(h.seed);
+        let opts = adjust(options_for(h.engine, &mut rng));
+        let sim_pages = sim_pages_for(h, &opts);
+        let mut env = Env::new(h.device.clone(), opts.page_size, sim_pages, h.seed);
+        let keys = KeyGen::new(&mut rng);
+        let report = Report::default();
+        let storage = env.storage().map_err(|e| ctx("storage", 0, &e))?;
+        let env_opts = format!("{opts:?}");
+        let db = Some(Db::create_on(storage, opts).map_err(|e| ctx("create", 0, &e))?);
+        let t = Tracked::default();
+        let trace = std::env::var_os("FLASHIX_TRACE").is_some();
+        if trace {
+            eprintln!("options: {:?}", env_opts);
+        }
+        Ok(HistoryRun {
+            h,
+            env,
+            db,
+            rng,
+            keys,
+            t,
+            report,
+            trace,
+        })
     }
 
-    for step in 0..h.ops {
-        let Some(d) = db.as_mut() else { break };
-        report.ops += 1;
-        let roll = rng.below(100);
-        let op = gen_mutation(roll, &mut rng, &keys, &t.model);
-        if trace {
+    /// One operation of the history, drawn from its roll. False when no index is open (a
+    /// fault step left it closed): the history ends.
+    fn step(&mut self, step: usize) -> Result<bool, String> {
+        let h = self.h;
+        let ctx = |what: &str, e: &dyn std::fmt::Display| history_ctx(h, what, step, e);
+        let Some(d) = self.db.as_mut() else {
+            return Ok(false);
+        };
+        self.report.ops += 1;
+        let roll = self.rng.below(100);
+        let op = gen_mutation(roll, &mut self.rng, &self.keys, &self.t.model);
+        if self.trace {
             eprintln!("step {step}: roll {roll} {op:?}");
         }
         if let Some(op) = op {
-            report.batches += matches!(op, Op::Batch(_)) as usize;
-            exec(d, &op).map_err(|e| ctx(&format!("{op:?}"), step, &e))?;
-            t.applied(op);
-            continue;
+            self.report.batches += matches!(op, Op::Batch(_)) as usize;
+            exec(d, &op).map_err(|e| ctx(&format!("{op:?}"), &e))?;
+            self.t.applied(op);
+            return Ok(true);
         }
         match roll {
             56..=86 => {
@@ -837,102 +908,131 @@ pub fn run_with(h: &History, adjust: impl FnOnce(Options) -> Options) -> Result<
                     71..=76 => Read::GetMany,
                     _ => Read::Range,
                 };
-                checked_read(read, d, &mut rng, &keys, &t.model)
-                    .map_err(|(what, e)| ctx(&what, step, &e))?;
+                checked_read(read, d, &mut self.rng, &self.keys, &self.t.model)
+                    .map_err(|(what, e)| ctx(&what, &e))?;
             }
             87..=94 => {
-                d.flush().map_err(|e| ctx("flush", step, &e))?;
-                t.flushed();
+                d.flush().map_err(|e| ctx("flush", &e))?;
+                self.t.flushed();
             }
-            95..=96 => {
-                if let Some(d) = db.take() {
-                    d.close().map_err(|e| ctx("close", step, &e))?;
-                }
-                t.flushed();
-                let s = env.storage().map_err(|e| ctx("storage", step, &e))?;
-                let mut d = Db::open_on(s).map_err(|e| ctx("reopen", step, &e))?;
-                verify(&mut d, &t.model).map_err(|e| ctx("after reopen", step, &e))?;
-                db = Some(d);
-                report.reopens += 1;
-            }
-            97..=98 if h.crashes => {
-                // Power cut a few writes or syncs from now, while mutating and flushing.
-                env.faults.crash_after(1 + rng.below(80));
-                let mut in_flight = 0;
-                while !env.faults.crashed() && in_flight < 40 {
-                    in_flight += 1;
-                    let roll = rng.below(60);
-                    let Some(d) = db.as_mut() else { break };
-                    match gen_mutation(roll, &mut rng, &keys, &t.model) {
-                        Some(op) => {
-                            let batch = matches!(op, Op::Batch(_));
-                            report.batches += batch as usize;
-                            let r = exec(d, &op);
-                            t.applied(op.clone());
-                            if let Err(e) = r {
-                                if !env.faults.crashed() {
-                                    return Err(ctx(&format!("{op:?} before the crash"), step, &e));
-                                }
-                                report.crashes_in_batch += batch as usize;
-                            }
-                        }
-                        None => match d.flush() {
-                            Ok(()) => t.flushed(),
-                            Err(_) if env.faults.crashed() => {}
-                            Err(e) => return Err(ctx("flush before the crash", step, &e)),
-                        },
-                    }
-                }
-                env.faults.crash_now();
-                drop(db.take());
-                if let Some(e) = env.faults.image_error() {
-                    return Err(ctx("building the crash image", step, &e));
-                }
-                let s = env.storage().map_err(|e| ctx("storage", step, &e))?;
-                let mut d = Db::open_on(s).map_err(|e| ctx("open after crash", step, &e))?;
-                report.lost_after_crash += t
-                    .settle(&mut d)
-                    .map_err(|e| ctx("after the crash", step, &e))?;
-                report.crashes += 1;
-                db = Some(d);
-            }
+            95..=96 => self.reopen(step)?,
+            97..=98 if h.crashes => self.crash(step)?,
             55 | 99 if h.faults => {
-                let step_ctx = |what: &str, e: &dyn std::fmt::Display| ctx(what, step, e);
                 let mut run = FaultRun {
-                    env: &mut env,
-                    db: &mut db,
-                    rng: &mut rng,
-                    keys: &keys,
-                    t: &mut t,
-                    report: &mut report,
+                    env: &mut self.env,
+                    db: &mut self.db,
+                    rng: &mut self.rng,
+                    keys: &self.keys,
+                    t: &mut self.t,
+                    report: &mut self.report,
                 };
-                run.fault_step(&step_ctx)?;
+                run.fault_step(&ctx)?;
             }
             _ => {
-                if let Some(d) = db.as_mut() {
+                if let Some(d) = self.db.as_mut() {
                     d.check_integrity()
-                        .map_err(|e| ctx("check_integrity", step, &e))?;
+                        .map_err(|e| ctx("check_integrity", &e))?;
                 }
             }
         }
+        Ok(true)
     }
-    if let Some(mut d) = db.take() {
-        verify(&mut d, &t.model).map_err(|e| ctx("at the end", h.ops, &e))?;
-        d.close().map_err(|e| ctx("close", h.ops, &e))?;
+
+    /// Close the index, reopen it and compare it with the model.
+    fn reopen(&mut self, step: usize) -> Result<(), String> {
+        let h = self.h;
+        let ctx = |what: &str, e: &dyn std::fmt::Display| history_ctx(h, what, step, e);
+        if let Some(d) = self.db.take() {
+            d.close().map_err(|e| ctx("close", &e))?;
+        }
+        self.t.flushed();
+        let s = self.env.storage().map_err(|e| ctx("storage", &e))?;
+        let mut d = Db::open_on(s).map_err(|e| ctx("reopen", &e))?;
+        verify(&mut d, &self.t.model).map_err(|e| ctx("after reopen", &e))?;
+        self.db = Some(d);
+        self.report.reopens += 1;
+        Ok(())
     }
-    let s = env.storage().map_err(|e| ctx("storage", h.ops, &e))?;
-    let mut d = Db::open_on(s).map_err(|e| ctx("final reopen", h.ops, &e))?;
-    verify(&mut d, &t.model).map_err(|e| ctx("after the final reopen", h.ops, &e))?;
-    if let (DeviceKind::SimSsd(ftl), Some(medium)) = (&h.device, &env.nand_dev) {
-        // The FTL's mapping and the NAND rules on the medium the history left.
-        d.close().map_err(|e| ctx("final close", h.ops, &e))?;
-        let cfg = sim_ssd_config(*ftl, env.page_size, env.sim_pages);
-        SimSsd::open(Box::new(medium.reopen()), &cfg, env.page_size)
-            .and_then(|ssd| ssd.check())
-            .map_err(|e| ctx("simulated SSD check", h.ops, &e))?;
+
+    /// Power cut a few writes or syncs from now, while mutating and flushing; then open the
+    /// crash image and settle the model against it.
+    fn crash(&mut self, step: usize) -> Result<(), String> {
+        let h = self.h;
+        let ctx = |what: &str, e: &dyn std::fmt::Display| history_ctx(h, what, step, e);
+        self.env.faults.crash_after(1 + self.rng.below(80));
+        self.run_until_crash(step)?;
+        self.env.faults.crash_now();
+        drop(self.db.take());
+        if let Some(e) = self.env.faults.image_error() {
+            return Err(ctx("building the crash image", &e));
+        }
+        let s = self.env.storage().map_err(|e| ctx("storage", &e))?;
+        let mut d = Db::open_on(s).map_err(|e| ctx("open after crash", &e))?;
+        self.report.lost_after_crash += self
+            .t
+            .settle(&mut d)
+            .map_err(|e| ctx("after the crash", &e))?;
+        self.report.crashes += 1;
+        self.db = Some(d);
+        Ok(())
     }
-    report.final_entries = t.model.len();
-    Ok(report)
+
+    /// Mutations and flushes until the armed crash fires, at most 40 of them; an error is
+    /// expected only once the crash has fired.
+    fn run_until_crash(&mut self, step: usize) -> Result<(), String> {
+        let h = self.h;
+        let ctx = |what: &str, e: &dyn std::fmt::Display| history_ctx(h, what, step, e);
+        let mut in_flight = 0;
+        while !self.env.faults.crashed() && in_flight < 40 {
+            in_flight += 1;
+            let roll = self.rng.below(60);
+            let Some(d) = self.db.as_mut() else { break };
+            match gen_mutation(roll, &mut self.rng, &self.keys, &self.t.model) {
+                Some(op) => {
+                    let batch = matches!(op, Op::Batch(_));
+                    self.report.batches += batch as usize;
+                    let r = exec(d, &op);
+                    self.t.applied(op.clone());
+                    if let Err(e) = r {
+                        if !self.env.faults.crashed() {
+                            return Err(ctx(&format!("{op:?} before the crash"), &e));
+                        }
+                        self.report.crashes_in_batch += batch as usize;
+                    }
+                }
+                None => match d.flush() {
+                    Ok(()) => self.t.flushed(),
+                    Err(_) if self.env.faults.crashed() => {}
+                    Err(e) => return Err(ctx("flush before the crash", &e)),
+                },
+            }
+        }
+        Ok(())
+    }
+
+    /// The end of a history: verify, close, reopen and verify again; on a simulated SSD,
+    /// check the FTL's mapping and the NAND rules on the medium the history left.
+    fn finish(mut self) -> Result<Report, String> {
+        let h = self.h;
+        let ctx = |what: &str, e: &dyn std::fmt::Display| history_ctx(h, what, h.ops, e);
+        if let Some(mut d) = self.db.take() {
+            verify(&mut d, &self.t.model).map_err(|e| ctx("at the end", &e))?;
+            d.close().map_err(|e| ctx("close", &e))?;
+        }
+        let s = self.env.storage().map_err(|e| ctx("storage", &e))?;
+        let mut d = Db::open_on(s).map_err(|e| ctx("final reopen", &e))?;
+        verify(&mut d, &self.t.model).map_err(|e| ctx("after the final reopen", &e))?;
+        if let (DeviceKind::SimSsd(ftl), Some(medium)) = (&h.device, &self.env.nand_dev) {
+            // The FTL's mapping and the NAND rules on the medium the history left.
+            d.close().map_err(|e| ctx("final close", &e))?;
+            let cfg = sim_ssd_config(*ftl, self.env.page_size, self.env.sim_pages);
+            SimSsd::open(Box::new(medium.reopen()), &cfg, self.env.page_size)
+                .and_then(|ssd| ssd.check())
+                .map_err(|e| ctx("simulated SSD check", &e))?;
+        }
+        self.report.final_entries = self.t.model.len();
+        Ok(self.report)
+    }
 }
 
 /// What a history knows the index must hold: the model after every operation that
