@@ -241,12 +241,8 @@ impl Store {
 
 /// Run one concurrent history (module doc); `Err` describes the first failure.
 pub fn run(h: &Concurrent) -> Result<Summary, String> {
-    let ctx = |round: usize, what: &str, e: &dyn std::fmt::Display| {
-        format!(
-            "{:?} on {:?}, seed {}, {} threads x {} ops, round {round}: {what}: {e}",
-            h.engine, h.device, h.seed, h.threads, h.ops
-        )
-    };
+    let ctx =
+        |round: usize, what: &str, e: &dyn std::fmt::Display| concurrent_ctx(h, round, what, e);
     if h.threads == 0 || h.shared_keys == 0 || h.private_keys == 0 {
         return Err(ctx(
             0,
@@ -264,72 +260,135 @@ pub fn run(h: &Concurrent) -> Result<Summary, String> {
         shared: h.shared_keys,
         private: h.private_keys,
     };
-    let (mut store, db) = Store::create(h, opts).map_err(|e| ctx(0, "create", &e))?;
-    let mut initial = load(&db, &keys, &mut rng).map_err(|e| ctx(0, "loading", &e))?;
+    let (store, db) = Store::create(h, opts).map_err(|e| ctx(0, "create", &e))?;
+    let initial = load(&db, &keys, &mut rng).map_err(|e| ctx(0, "loading", &e))?;
     let mut db = Some(db);
-    let mut summary = Summary::default();
-    // Injector ticks of round 0's threads: where later rounds' power cuts fall.
-    let mut span = 0;
+    let mut run = ConcurrentRun {
+        h,
+        store,
+        rng,
+        keys,
+        initial,
+        summary: Summary::default(),
+        span: 0,
+    };
     for round in 0..h.rounds {
         let Some(d) = db.take() else { break };
+        db = Some(run.round(round, d)?);
+    }
+    run.finish(db)
+}
+
+/// The error message of a concurrent history: what failed, in which round, of which history.
+fn concurrent_ctx(h: &Concurrent, round: usize, what: &str, e: &dyn std::fmt::Display) -> String {
+    format!(
+        "{:?} on {:?}, seed {}, {} threads x {} ops, round {round}: {what}: {e}",
+        h.engine, h.device, h.seed, h.threads, h.ops
+    )
+}
+
+/// A concurrent history between rounds: its storage, draws and keys, the contents the
+/// next round starts from, and the summary so far.
+struct ConcurrentRun<'h> {
+    h: &'h Concurrent,
+    store: Store,
+    rng: Rng,
+    keys: Keys,
+    initial: BTreeMap<u64, u64>,
+    summary: Summary,
+    /// Injector ticks of round 0's threads: where later rounds' power cuts fall.
+    span: u64,
+}
+
+impl ConcurrentRun<'_> {
+    /// One round: the threads run on `d` (under an armed power cut in a crash round), then
+    /// the round is checked. Returns the index the next round runs on.
+    fn round(&mut self, round: usize, d: Db) -> Result<Db, String> {
+        let h = self.h;
+        let ctx = |what: &str, e: &dyn std::fmt::Display| concurrent_ctx(h, round, what, e);
         let crash = h.crashes && round > 0;
-        let faults = store.faults().cloned();
+        let faults = self.store.faults().cloned();
         if let (true, Some(f)) = (crash, &faults) {
-            f.crash_after(1 + rng.below(span.max(1)));
+            f.crash_after(1 + self.rng.below(self.span.max(1)));
         }
         let ticks = faults.as_ref().map_or(0, |f| f.ticks());
         let plan = Plan {
-            keys,
+            keys: self.keys,
             ops: h.ops,
-            seed: rng.next_u64(),
+            seed: self.rng.next_u64(),
             round: round as u64 + 1,
             after_failure: if h.crashes { 3 } else { 0 },
             deadline: h.deadline,
             faults: faults.clone(),
         };
         let shared = Arc::new(d);
-        let events = run_threads(&shared, &plan).map_err(|e| ctx(round, "threads", &e))?;
-        let d = Arc::into_inner(shared).ok_or_else(|| ctx(round, "threads", &"Db still shared"))?;
+        let events = run_threads(&shared, &plan).map_err(|e| ctx("threads", &e))?;
+        let d = Arc::into_inner(shared).ok_or_else(|| ctx("threads", &"Db still shared"))?;
         let rec = Recorded {
-            keys: Some(keys),
-            initial: initial.clone(),
+            keys: Some(self.keys),
+            initial: self.initial.clone(),
             events,
         };
-        summary.rounds += 1;
-        summary.ops += rec.events.len();
-        summary.flushes += rec
+        self.summary.rounds += 1;
+        self.summary.ops += rec.events.len();
+        self.summary.flushes += rec
             .events
             .iter()
             .filter(|e| e.call == Call::Flush && e.outcome == Outcome::Ok)
             .count();
         if !crash {
             if let Some(e) = rec.events.iter().find(|e| e.outcome != Outcome::Ok) {
-                return Err(ctx(round, "a call failed", e));
+                return Err(ctx("a call failed", e));
             }
-            span = faults.as_ref().map_or(0, |f| f.ticks()) - ticks;
-            let after = settle(&d).map_err(|e| ctx(round, "after the threads", &e))?;
-            let s = check_history(&rec, Some(&after)).map_err(|e| ctx(round, "check", &e))?;
-            summary.check.add(&s);
-            let st = d.stats();
-            summary.syncs_saved += st.wal.syncs_saved;
-            summary.leaf_splits += st.shape.leaf_splits.unwrap_or(0);
-            summary.levels = summary.levels.max(st.shape.levels.len());
-            d.close().map_err(|e| ctx(round, "close", &e))?;
-            let d = store.reopen().map_err(|e| ctx(round, "reopen", &e))?;
-            let again = settle(&d).map_err(|e| ctx(round, "after reopen", &e))?;
-            if again != after {
-                return Err(ctx(round, "after reopen", &differ(&again, &after)));
-            }
-            initial = after;
-            db = Some(d);
-            continue;
+            self.span = faults.as_ref().map_or(0, |f| f.ticks()) - ticks;
+            return self.after_clean_round(round, d, &rec);
         }
-        // A crash round.
         let Some(f) = faults else {
-            return Err(ctx(round, "crash round", &"no fault injector"));
+            return Err(ctx("crash round", &"no fault injector"));
         };
-        summary.crashes += 1;
-        summary.crashes_while_running += f.crashed() as usize;
+        self.summary.crashes += 1;
+        self.summary.crashes_while_running += f.crashed() as usize;
+        self.check_failures(round, &rec)?;
+        if rec.events.iter().any(|e| e.outcome != Outcome::Ok) {
+            // One call failed: the Db refuses everything now.
+            match d.get(0) {
+                Err(Error::Poisoned(_)) => {}
+                r => {
+                    let why = format!("a call failed, yet get(0) gave {r:?}");
+                    return Err(ctx("not poisoned", &why));
+                }
+            }
+        }
+        self.after_crash(round, d, &rec, &f)
+    }
+
+    /// A round without a crash: check the history against the contents, close, reopen
+    /// and find the same contents.
+    fn after_clean_round(&mut self, round: usize, d: Db, rec: &Recorded) -> Result<Db, String> {
+        let h = self.h;
+        let ctx = |what: &str, e: &dyn std::fmt::Display| concurrent_ctx(h, round, what, e);
+        let after = settle(&d).map_err(|e| ctx("after the threads", &e))?;
+        let s = check_history(rec, Some(&after)).map_err(|e| ctx("check", &e))?;
+        self.summary.check.add(&s);
+        let st = d.stats();
+        self.summary.syncs_saved += st.wal.syncs_saved;
+        self.summary.leaf_splits += st.shape.leaf_splits.unwrap_or(0);
+        self.summary.levels = self.summary.levels.max(st.shape.levels.len());
+        d.close().map_err(|e| ctx("close", &e))?;
+        let d = self.store.reopen().map_err(|e| ctx("reopen", &e))?;
+        let again = settle(&d).map_err(|e| ctx("after reopen", &e))?;
+        if again != after {
+            return Err(ctx("after reopen", &differ(&again, &after)));
+        }
+        self.initial = after;
+        Ok(d)
+    }
+
+    /// The calls of a crash round that failed, in the order they ended: none before the
+    /// power cut; one with a non-I/O error is counted, and refused with `strict_errors`.
+    fn check_failures(&mut self, round: usize, rec: &Recorded) -> Result<(), String> {
+        let h = self.h;
+        let ctx = |what: &str, e: &dyn std::fmt::Display| concurrent_ctx(h, round, what, e);
         let mut failed: Vec<&Event> = rec
             .events
             .iter()
@@ -341,70 +400,79 @@ pub fn run(h: &Concurrent) -> Result<Summary, String> {
                 continue;
             };
             if !e.after_cut {
-                return Err(ctx(round, "a call failed before the power cut", e));
+                return Err(ctx("a call failed before the power cut", e));
             }
             if !why.starts_with("I/O error") {
-                summary.odd_errors += 1;
+                self.summary.odd_errors += 1;
                 if h.strict_errors {
                     let what = format!(
                         "a call failed with a non-I/O error after the power cut (the first \
                          call to fail: {})",
                         failed[0]
                     );
-                    return Err(ctx(round, &what, e));
+                    return Err(ctx(&what, e));
                 }
             }
         }
-        if rec.events.iter().any(|e| e.outcome != Outcome::Ok) {
-            // One call failed: the Db refuses everything now.
-            match d.get(0) {
-                Err(Error::Poisoned(_)) => {}
-                r => {
-                    let why = format!("a call failed, yet get(0) gave {r:?}");
-                    return Err(ctx(round, "not poisoned", &why));
-                }
-            }
-        }
+        Ok(())
+    }
+
+    /// After a crash round's threads: cut the power, open the crash image and check the
+    /// history and the recovered contents, which start the next round.
+    fn after_crash(
+        &mut self,
+        round: usize,
+        d: Db,
+        rec: &Recorded,
+        f: &Faults,
+    ) -> Result<Db, String> {
+        let h = self.h;
+        let ctx = |what: &str, e: &dyn std::fmt::Display| concurrent_ctx(h, round, what, e);
         f.crash_now();
         drop(d);
         if let Some(e) = f.image_error() {
-            return Err(ctx(round, "building the crash image", &e));
+            return Err(ctx("building the crash image", &e));
         }
-        let d = store
+        let d = self
+            .store
             .reopen()
-            .map_err(|e| ctx(round, "open after the crash", &e))?;
-        let recovered = settle(&d).map_err(|e| ctx(round, "after the crash", &e))?;
+            .map_err(|e| ctx("open after the crash", &e))?;
+        let recovered = settle(&d).map_err(|e| ctx("after the crash", &e))?;
         let mut reads = rec.clone();
         if !h.check_after_cut {
             reads
                 .events
                 .retain(|e| e.call.is_write() || e.call == Call::Flush || !e.after_cut);
-            summary.unchecked_after_cut += rec.events.len() - reads.events.len();
+            self.summary.unchecked_after_cut += rec.events.len() - reads.events.len();
         }
-        let s = check_history(&reads, None).map_err(|e| ctx(round, "check", &e))?;
-        summary.check.add(&s);
-        let c = check_recovered(&rec, &recovered).map_err(|e| ctx(round, "crash check", &e))?;
-        summary.crash.add(&c);
-        initial = recovered;
-        db = Some(d);
+        let s = check_history(&reads, None).map_err(|e| ctx("check", &e))?;
+        self.summary.check.add(&s);
+        let c = check_recovered(rec, &recovered).map_err(|e| ctx("crash check", &e))?;
+        self.summary.crash.add(&c);
+        self.initial = recovered;
+        Ok(d)
     }
-    if let Some(d) = db.take() {
-        if h.crashes {
-            d.close().map_err(|e| ctx(h.rounds, "final close", &e))?;
-            let d = store
-                .reopen()
-                .map_err(|e| ctx(h.rounds, "final reopen", &e))?;
-            let again = settle(&d).map_err(|e| ctx(h.rounds, "final reopen", &e))?;
-            if again != initial {
-                return Err(ctx(h.rounds, "final reopen", &differ(&again, &initial)));
+
+    /// After the last round: close; with crashes, reopen and find the same contents first.
+    fn finish(mut self, db: Option<Db>) -> Result<Summary, String> {
+        let h = self.h;
+        let ctx = |what: &str, e: &dyn std::fmt::Display| concurrent_ctx(h, h.rounds, what, e);
+        if let Some(d) = db {
+            if h.crashes {
+                d.close().map_err(|e| ctx("final close", &e))?;
+                let d = self.store.reopen().map_err(|e| ctx("final reopen", &e))?;
+                let again = settle(&d).map_err(|e| ctx("final reopen", &e))?;
+                if again != self.initial {
+                    return Err(ctx("final reopen", &differ(&again, &self.initial)));
+                }
+                d.close().map_err(|e| ctx("final close", &e))?;
+            } else {
+                d.close().map_err(|e| ctx("final close", &e))?;
             }
-            d.close().map_err(|e| ctx(h.rounds, "final close", &e))?;
-        } else {
-            d.close().map_err(|e| ctx(h.rounds, "final close", &e))?;
         }
+        self.summary.final_entries = self.initial.len();
+        Ok(self.summary)
     }
-    summary.final_entries = initial.len();
-    Ok(summary)
 }
 
 /// Load about half of all keys (0 and `u64::MAX` included) with one bulk insert and
