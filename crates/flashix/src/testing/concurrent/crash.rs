@@ -79,117 +79,155 @@ pub fn check_recovered(
     let threads = rec.keys.map_or(0, |k| k.threads);
     let mut th: Vec<Thread> = (0..threads).map(|t| prefixes(rec, t, recovered)).collect();
 
-    // What happened: `known` is a tick before which every completed write happened, with
-    // its reason; `happened` marks writes that happened whatever their end.
-    let mut happened = vec![false; ev.len()];
-    let mut known = (0u64, String::new());
-    for e in ev.iter().filter(|e| e.outcome == Outcome::Ok) {
-        if matches!(e.call, super::history::Call::Flush) && e.start > known.0 {
-            known = (e.start, format!("returned before {e} was called"));
-        }
-    }
-    for (&k, &x) in recovered {
-        let i = v
-            .find(k, x)
-            .map_err(|why| format!("after the crash, key {k}: {why}"))?;
-        if let Some(e) = v.keys.get(&k).and_then(|vs| vs[i].event) {
-            happened[e] = true;
-            if ev[e].start > known.0 {
-                known = (
-                    ev[e].start,
-                    format!(
-                        "returned before {} began, whose write of key {k} survived",
-                        ev[e]
-                    ),
-                );
-            }
-        }
-    }
-    loop {
-        for t in th.iter_mut() {
-            // Its writes that happened: those known, and those before one that happened.
-            let mut least = t.least;
-            for (n, &i) in t.ops.iter().enumerate() {
-                if ev[i].completed() < known.0 || happened[i] {
-                    least = least.max(n + 1);
-                }
-            }
-            t.least = least;
-        }
-        let mut raised = false;
-        for (tid, t) in th.iter_mut().enumerate() {
-            let Some(&chosen) = t.matches.iter().find(|&&n| n >= t.least) else {
-                return Err(lost(rec, tid, t, &known, &happened));
-            };
-            t.chosen = chosen;
-            for &i in &t.ops[..chosen] {
-                happened[i] = true;
-            }
-            if let Some(&last) = t.ops[..chosen].last() {
-                if ev[last].start > known.0 {
-                    known = (
-                        ev[last].start,
-                        format!("returned before {} began, which survived", ev[last]),
-                    );
-                    raised = true;
-                }
-            }
-        }
-        if !raised {
-            break;
-        }
-    }
+    let mut s = Survived::observed(rec, &v, recovered)?;
+    s.raise_to_fixpoint(rec, &mut th)?;
     for (i, e) in ev.iter().enumerate() {
-        if e.call.is_write() && e.completed() < known.0 {
-            happened[i] = true;
+        if e.call.is_write() && e.completed() < s.known.0 {
+            s.happened[i] = true;
         }
     }
-    stats.required = happened.iter().filter(|&&h| h).count();
+    stats.required = s.happened.iter().filter(|&&h| h).count();
     for t in &th {
         stats.kept += t.chosen;
         stats.lost += t.ops.len() - t.chosen;
     }
-
-    // Every key: its recovered version is superseded by no write that happened.
-    for (&k, vs) in &v.keys {
-        let x = recovered.get(&k).copied();
-        let newest = vs
-            .iter()
-            .filter(|w| w.event.is_some_and(|e| happened[e]))
-            .max_by_key(|w| w.start);
-        let ok = |w: &super::check::Version| {
-            w.value == x
-                && w.last
-                && newest.map_or(true, |n| w.end >= n.start || std::ptr::eq(w, n))
-        };
-        if vs.iter().any(ok) {
-            continue;
-        }
-        let name =
-            |e: Option<usize>| e.map_or("the initial contents".to_string(), |e| ev[e].to_string());
-        let held = match x {
-            Some(x) => v.find(k, x).ok().map(|i| &vs[i]),
-            None => None,
-        };
-        let why = match (held, newest) {
-            (Some(h), _) if !h.last => format!(
-                "that is an intermediate version of {}: half a call survived",
-                name(h.event)
-            ),
-            (_, Some(n)) => format!(
-                "{} wrote {} to it and had to survive ({}), and nothing newer did",
-                name(n.event),
-                Answer(n.value),
-                why_happened(rec, n.event, &known, &happened)
-            ),
-            _ => "no write could have left it so".to_string(),
-        };
-        return Err(format!(
-            "after the crash, key {k} holds {}, but {why}",
-            Answer(x)
-        ));
-    }
+    s.check_effects(rec, &v, recovered)?;
     Ok(stats)
+}
+
+/// What happened: `known` is a tick before which every completed write happened, with
+/// its reason; `happened` marks writes that happened whatever their end.
+struct Survived {
+    happened: Vec<bool>,
+    known: (u64, String),
+}
+
+impl Survived {
+    /// What the history and the recovered contents show directly: every write that returned
+    /// before a flush that returned `Ok` was called, and every write whose value survived.
+    fn observed(
+        rec: &Recorded,
+        v: &Versions,
+        recovered: &BTreeMap<u64, u64>,
+    ) -> Result<Survived, String> {
+        let ev = &rec.events;
+        let mut happened = vec![false; ev.len()];
+        let mut known = (0u64, String::new());
+        for e in ev.iter().filter(|e| e.outcome == Outcome::Ok) {
+            if matches!(e.call, super::history::Call::Flush) && e.start > known.0 {
+                known = (e.start, format!("returned before {e} was called"));
+            }
+        }
+        for (&k, &x) in recovered {
+            let i = v
+                .find(k, x)
+                .map_err(|why| format!("after the crash, key {k}: {why}"))?;
+            if let Some(e) = v.keys.get(&k).and_then(|vs| vs[i].event) {
+                happened[e] = true;
+                if ev[e].start > known.0 {
+                    known = (
+                        ev[e].start,
+                        format!(
+                            "returned before {} began, whose write of key {k} survived",
+                            ev[e]
+                        ),
+                    );
+                }
+            }
+        }
+        Ok(Survived { happened, known })
+    }
+
+    /// Raise each thread's least prefix by what happened, choose its prefix, and let the
+    /// chosen prefixes' writes raise `known` in turn, until nothing changes.
+    fn raise_to_fixpoint(&mut self, rec: &Recorded, th: &mut [Thread]) -> Result<(), String> {
+        let ev = &rec.events;
+        loop {
+            for t in th.iter_mut() {
+                // Its writes that happened: those known, and those before one that happened.
+                let mut least = t.least;
+                for (n, &i) in t.ops.iter().enumerate() {
+                    if ev[i].completed() < self.known.0 || self.happened[i] {
+                        least = least.max(n + 1);
+                    }
+                }
+                t.least = least;
+            }
+            let mut raised = false;
+            for (tid, t) in th.iter_mut().enumerate() {
+                let Some(&chosen) = t.matches.iter().find(|&&n| n >= t.least) else {
+                    return Err(lost(rec, tid, t, &self.known, &self.happened));
+                };
+                t.chosen = chosen;
+                for &i in &t.ops[..chosen] {
+                    self.happened[i] = true;
+                }
+                if let Some(&last) = t.ops[..chosen].last() {
+                    if ev[last].start > self.known.0 {
+                        self.known = (
+                            ev[last].start,
+                            format!("returned before {} began, which survived", ev[last]),
+                        );
+                        raised = true;
+                    }
+                }
+            }
+            if !raised {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Every key: its recovered version is superseded by no write that happened.
+    fn check_effects(
+        &self,
+        rec: &Recorded,
+        v: &Versions,
+        recovered: &BTreeMap<u64, u64>,
+    ) -> Result<(), String> {
+        let ev = &rec.events;
+        let happened = &self.happened;
+        for (&k, vs) in &v.keys {
+            let x = recovered.get(&k).copied();
+            let newest = vs
+                .iter()
+                .filter(|w| w.event.is_some_and(|e| happened[e]))
+                .max_by_key(|w| w.start);
+            let ok = |w: &super::check::Version| {
+                w.value == x
+                    && w.last
+                    && newest.map_or(true, |n| w.end >= n.start || std::ptr::eq(w, n))
+            };
+            if vs.iter().any(ok) {
+                continue;
+            }
+            let name = |e: Option<usize>| {
+                e.map_or("the initial contents".to_string(), |e| ev[e].to_string())
+            };
+            let held = match x {
+                Some(x) => v.find(k, x).ok().map(|i| &vs[i]),
+                None => None,
+            };
+            let why = match (held, newest) {
+                (Some(h), _) if !h.last => format!(
+                    "that is an intermediate version of {}: half a call survived",
+                    name(h.event)
+                ),
+                (_, Some(n)) => format!(
+                    "{} wrote {} to it and had to survive ({}), and nothing newer did",
+                    name(n.event),
+                    Answer(n.value),
+                    why_happened(rec, n.event, &self.known, happened)
+                ),
+                _ => "no write could have left it so".to_string(),
+            };
+            return Err(format!(
+                "after the crash, key {k} holds {}, but {why}",
+                Answer(x)
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Why the write `e` had to survive.
