@@ -1,6 +1,7 @@
 //! Bulk index behaviour beyond the model check: the thesis's algorithms' I/O bounds
-//! (Theorem 5.4: a range delete reads at most three ranges and writes at most three; a bulk
-//! insert reads each affected range once), regression tests for every erratum of the notes
+//! (Theorem 5.1: a range search returning T keys reads at most T/M + 2 ranges; Theorem 5.2:
+//! a bulk insert reads each affected range once and writes at most (2M−1)R + T tuples;
+//! Theorem 5.4: a range delete reads at most three ranges and writes at most three), regression tests for every erratum of the notes
 //! (§1.11: keys in gaps, below the first range and above the last; deletes inside one
 //! range, leaving 0, M−1, M and 2M−1 tuples, with no successor; an index below M), the
 //! §6.1 bulk load, space reclaim, persistence, damage and bad options.
@@ -358,4 +359,98 @@ fn the_section_5_6_switches_do_what_they_say() {
         "share of M-sized ranges {} vs {share_m}",
         all.2
     );
+}
+
+/// An index grown by random bulks of random sizes, so that ranges hold anything from M to
+/// 2M−1 tuples, with its model.
+fn grown_at_random(m: u32, bulks: usize, seed: u64) -> (Db, BTreeMap<u64, u64>) {
+    let (db, _, _) = mem_db(opts(m, 0, |_| {})).unwrap();
+    let mut rng = flashix::testing::Rng::new(seed);
+    let mut model = BTreeMap::new();
+    for b in 0..bulks {
+        let n = 1 + rng.below(120);
+        let pairs: Vec<(u64, u64)> = (0..n).map(|_| (rng.below(100_000), b as u64)).collect();
+        db.bulk_insert(&pairs).unwrap();
+        model.extend(pairs);
+    }
+    (db, model)
+}
+
+/// Theorem 5.1: a range search returning T keys reads at most T/M + 2 ranges of the main
+/// file (the ranges inside hold at least M each; two more at the ends), in at most as many
+/// requests.
+#[test]
+fn a_range_search_reads_at_most_t_over_m_plus_two_ranges() {
+    for m in [4u32, 8, 32] {
+        let (mut db, model) = grown_at_random(m, 60, u64::from(m));
+        check(&mut db, &model);
+        let mut rng = flashix::testing::Rng::new(7);
+        for _ in 0..200 {
+            let lo = rng.below(100_000);
+            let hi = lo + [0, 10, 500, 5_000, 100_000][rng.below(5) as usize];
+            let r0 = counter(&db, "scan_ranges_read");
+            let q0 = db.stats().device.read_requests;
+            let got: Vec<(u64, u64)> = db.range(lo..=hi).unwrap().map(|kv| kv.unwrap()).collect();
+            let want: Vec<(u64, u64)> = model.range(lo..=hi).map(|(&k, &v)| (k, v)).collect();
+            assert_eq!(got, want, "m {m} [{lo}, {hi}]");
+            let t = got.len() as u64;
+            let bound = t / u64::from(m) + 2;
+            let read = counter(&db, "scan_ranges_read") - r0;
+            let requests = db.stats().device.read_requests - q0;
+            assert!(
+                read <= bound,
+                "m {m} [{lo}, {hi}]: T {t}, {read} ranges read > {bound}"
+            );
+            assert!(
+                requests <= bound,
+                "m {m} [{lo}, {hi}]: {requests} requests > {bound}"
+            );
+        }
+    }
+}
+
+/// Theorem 5.2: a bulk insertion of T keys into the update intervals of R ranges reads
+/// those R ranges once each and writes at most (2M−1)R + T tuples, as ranges of M..2M−1
+/// (so at most ((2M−1)R + T) / M ranges), on random bulks.
+#[test]
+fn a_bulk_insert_writes_at_most_2m_minus_1_r_plus_t_tuples() {
+    for m in [4u32, 8, 32] {
+        let (mut db, mut model) = grown_at_random(m, 40, 100 + u64::from(m));
+        let mut rng = flashix::testing::Rng::new(11);
+        let m = u64::from(m);
+        for _ in 0..60 {
+            let n = 1 + rng.below(200);
+            // Clustered or spread keys: few ranges affected by many keys, or many by few.
+            let base = rng.below(100_000);
+            let spread = [50, 2_000, 100_000][rng.below(3) as usize];
+            let mut pairs: Vec<(u64, u64)> = (0..n)
+                .map(|i| ((base + rng.below(spread)) % 100_000, i))
+                .collect();
+            pairs.sort_unstable();
+            pairs.dedup_by_key(|p| p.0);
+            let t = pairs.len() as u64;
+            let (r0, w0) = (counter(&db, "ranges_read"), counter(&db, "ranges_written"));
+            let e0 = counter(&db, "entries");
+            db.bulk_insert(&pairs).unwrap();
+            model.extend(pairs);
+            let r = counter(&db, "last_ranges_affected");
+            assert_eq!(
+                counter(&db, "ranges_read") - r0,
+                r,
+                "each affected range read once"
+            );
+            assert!(r <= t, "{r} ranges affected by {t} keys");
+            let written = counter(&db, "ranges_written") - w0;
+            let tuples = (2 * m - 1) * r + t;
+            assert!(
+                written <= tuples / m,
+                "m {m}: {written} ranges written for R {r}, T {t} (at most {})",
+                tuples / m
+            );
+            // The tuples written: the affected ranges' and the new keys, no more.
+            let grown = counter(&db, "entries") - e0;
+            assert!(grown <= t);
+            check(&mut db, &model);
+        }
+    }
 }
