@@ -171,6 +171,9 @@ pub struct PioRepro {
     /// Fig. 12's search shares (percent).
     pub mixes: Vec<u32>,
     pub lenses: Vec<LensInfo>,
+    /// A `--quick` run: its claims are printed with their figures, not judged.
+    #[serde(default)]
+    pub quick: bool,
     /// Wall seconds of the whole run.
     pub wall_seconds: f64,
     pub cells: Vec<Cell>,

@@ -190,6 +190,7 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
         opqs: opq_sizes,
         mixes: MIXES.to_vec(),
         lenses: infos,
+        quick: a.base.quick,
         wall_seconds: cx.f.seconds(),
         cells,
         claims: Vec::new(),
