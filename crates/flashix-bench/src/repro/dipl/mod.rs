@@ -233,6 +233,9 @@ pub struct DiplRepro {
     pub ghosts: Option<GhostRecord>,
     pub node_size: Vec<NodeSizeRecord>,
     pub table6: Vec<Table6Record>,
+    /// A `--quick` run: its claims are printed with their figures, not judged.
+    #[serde(default)]
+    pub quick: bool,
     pub seconds: f64,
     /// The paper's claims and what the run says of each.
     pub claims: Vec<crate::repro::ClaimCheck>,

@@ -305,6 +305,7 @@ pub fn run(a: &DiplReproArgs) -> Result<DiplRepro> {
         ghosts: None,
         node_size: Vec::new(),
         table6: Vec::new(),
+        quick: a.quick,
         seconds: 0.0,
         claims: Vec::new(),
     };
