@@ -43,7 +43,9 @@
 //!   (mobject over FBX) on the `mo-*` workloads, `--objects` objects, half the
 //!   moving-object operations per workload.
 //! - **SSD:** R1 and R2 at `--ssd-records` on the simulated OCZ (`SsdProfile::Ocz`, the
-//!   paper's Table 1 device as `flashix probe --sim ocz` calibrates it; 512 MiB of NAND),
+//!   paper's Table 1 device as `flashix probe --sim ocz` calibrates it, with NAND sized to
+//!   the records so that a B+-tree's rewrites fill it several times and garbage collection
+//!   runs),
 //!   with the budget scaled by `ssd-records / records` so that memory holds the same share
 //!   of the index as on the disk: programs, erases, garbage-collection copies, the
 //!   most-erased block, and the simulator's time. The Sequential B-Tree runs with the

@@ -717,31 +717,53 @@ fn lifetime(v: &View, k: &mut Checks) {
         return k.missing("§1 (ssd)", claim, "not run (--only)");
     };
     let s = v.find("R1", "seq-btree", "", SSD);
-    k.add(
-        "§1 (ssd)",
-        claim,
-        format!(
-            "{} inserts: erases B+-tree {}, Sequential B-Tree {}, FBX {}; NAND programs {} / {} / \
-             {}; most-erased block {} / {} / {}",
-            f.ops,
-            b.erases,
-            s.map_or(0, |c| c.erases),
-            f.erases,
-            b.programs,
-            s.map_or(0, |c| c.programs),
-            f.programs,
-            b.max_erase_count,
-            s.map_or(0, |c| c.max_erase_count),
-            f.max_erase_count
-        ),
-        // Before the device fills, the FTL erases nothing: the NAND pages programmed are
-        // what the erases will follow.
-        if f.erases < b.erases || (b.erases == 0 && f.programs < b.programs) {
-            "holds"
-        } else {
-            "does not hold"
-        },
+    let per = |c: &Cell| c.erases as f64 / c.ops.max(1) as f64;
+    let mut here = format!(
+        "{} inserts: erases per insert B+-tree {:.4}, Sequential B-Tree {}, FBX {:.4} \
+         (erases {} / {} / {}); NAND programs {} / {} / {}; most-erased block {} / {} / {}",
+        f.ops,
+        per(b),
+        s.map_or("-".to_string(), |c| format!("{:.4}", per(c))),
+        per(f),
+        b.erases,
+        s.map_or(0, |c| c.erases),
+        f.erases,
+        b.programs,
+        s.map_or(0, |c| c.programs),
+        f.programs,
+        b.max_erase_count,
+        s.map_or(0, |c| c.max_erase_count),
+        f.max_erase_count
     );
+    // Erases come only once the NAND is full: a run whose B+-tree never filled it (no
+    // garbage collection) has measured programs, not erases.
+    let verdict = if b.erases == 0 {
+        let nand = super::run::ssd_config(f.ops).nand;
+        here.push_str(&format!(
+            "; no garbage collection ran: the B+-tree programmed {} of the NAND's {} pages",
+            b.programs,
+            u64::from(nand.blocks) * u64::from(nand.pages_per_block)
+        ));
+        "not measured"
+    } else if per(f) < per(b) {
+        "holds"
+    } else {
+        "does not hold"
+    };
+    k.add("§1 (ssd)", claim, here, verdict);
+    if verdict == "does not hold" {
+        let per_program = |c: &Cell| c.erases as f64 / c.programs.max(1) as f64;
+        k.last().reason = format!(
+            "FBX erased {} blocks for {} NAND programs ({:.4} a program), the B+-tree {} for {} \
+             ({:.4})",
+            f.erases,
+            f.programs,
+            per_program(f),
+            b.erases,
+            b.programs,
+            per_program(b)
+        );
+    }
 }
 
 fn r10(v: &View, k: &mut Checks) {
@@ -829,6 +851,36 @@ mod tests {
             }],
             claims: Vec::new(),
         }
+    }
+
+    /// The §1 erase claim is judged in erases per insert once garbage collection ran, and
+    /// not measured before.
+    #[test]
+    fn the_erase_claim_needs_garbage_collection() {
+        let ssd = |subject: &str, erases: u64, programs: u64| Cell {
+            device: SSD.into(),
+            erases,
+            programs,
+            ..cell(subject, 1.0, 0, 0)
+        };
+        let judged = |b: Cell, f: Cell| {
+            let mut r = repro(false);
+            r.cells.extend([b, f]);
+            claim(&check(&r), "fewer erases").clone()
+        };
+        let c = judged(ssd("btree", 0, 500), ssd("fbx", 0, 40));
+        assert_eq!(c.verdict, "not measured");
+        assert!(c.here.contains("no garbage collection ran"), "{}", c.here);
+        let c = judged(ssd("btree", 120, 9000), ssd("fbx", 3, 800));
+        assert_eq!(c.verdict, "holds");
+        assert!(c.here.contains("B+-tree 0.1200") && c.here.contains("FBX 0.0030"));
+        let c = judged(ssd("btree", 120, 9000), ssd("fbx", 150, 800));
+        assert_eq!(c.verdict, "does not hold");
+        assert!(
+            c.reason.contains("FBX erased 150 blocks for 800"),
+            "{}",
+            c.reason
+        );
     }
 
     #[test]
