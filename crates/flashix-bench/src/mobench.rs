@@ -216,6 +216,11 @@ pub struct MoResult {
     pub knn_rounds_per_query: f64,
     /// The index's accounted memory (`Stats::memory_bytes`) at the end of the workload.
     pub memory_bytes: u64,
+    /// The engine's counters that grew in the workload, by how much (what an operation's
+    /// pages went to: e.g. the FBX-tree's reorganisations and leaf rebuilds).
+    pub engine_growth: std::collections::BTreeMap<String, u64>,
+    /// Buffer-pool misses per operation (pages the engine asked for and the pool lacked).
+    pub pool_misses_per_op: f64,
     /// The call the workload's updates went through, from the index's counters:
     /// `update_from`, `update`, `both`, or `-` when it made none.
     pub update_path: String,
@@ -478,6 +483,16 @@ fn run_workload(
         key_intervals_per_query: per_q(c(|c| c.key_intervals)),
         knn_rounds_per_query: per_q(c(|c| c.knn_rounds)),
         memory_bytes: after.index.memory_bytes,
+        engine_growth: after
+            .index
+            .engine_counters
+            .iter()
+            .filter_map(|(k, &v)| {
+                let was = before.index.engine_counters.get(k).copied().unwrap_or(0);
+                (v > was).then(|| (k.clone(), v - was))
+            })
+            .collect(),
+        pool_misses_per_op: per_op(after.index.buffer.misses - before.index.buffer.misses),
         update_path: update_path(c(|c| c.updates), c(|c| c.blind_updates)).into(),
     })
 }
