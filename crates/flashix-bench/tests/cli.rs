@@ -3,7 +3,7 @@
 
 use flashix::EngineKind;
 use flashix_bench::probe::{run_probe, save_profile, DeviceProfile, ProbeConfig};
-use flashix_bench::report::Results;
+use flashix_bench::report::{Record, Results};
 use flashix_bench::runner::{run_bench, BenchConfig, Scale};
 use flashix_bench::workload::{KeyDist, Workload};
 use std::path::{Path, PathBuf};
@@ -62,6 +62,17 @@ fn bench_writes_one_sane_record() {
     let returned = run_bench(&cfg).unwrap();
 
     let saved = Results::load(&out.join("results.json")).unwrap();
+    saved_as_returned(&saved, &returned, &profile);
+    every_field_in_the_json(&out);
+    a_sane_record(&saved.results[0]);
+    assert!(out.join("report.html").exists());
+
+    // Run directories are removed afterwards.
+    assert!(!tmp.path().join("data").join("btree").exists());
+}
+
+/// `results.json` holds what `run_bench` returned, with the options and the profile.
+fn saved_as_returned(saved: &Results, returned: &Results, profile: &DeviceProfile) {
     // (Floats may differ in the last bit after a JSON round trip.)
     assert_eq!(saved.options, returned.options);
     assert_eq!(saved.git_commit, returned.git_commit);
@@ -75,8 +86,10 @@ fn bench_writes_one_sane_record() {
     assert!(!saved.aging_rule.is_empty());
     assert!(!saved.git_commit.is_empty());
     assert_eq!(saved.results.len(), 1);
+}
 
-    // The raw JSON has every field of a record.
+/// The raw JSON has every field of the results and of a record.
+fn every_field_in_the_json(out: &Path) {
     let raw: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     for key in [
@@ -107,6 +120,7 @@ fn bench_writes_one_sane_record() {
         "bytes_written_per_op",
         "wal_bytes_per_op",
         "memory_bytes",
+        "budget_bytes",
         "buffer_hit_ratio",
         "elapsed_s",
         "prepare_s",
@@ -127,8 +141,10 @@ fn bench_writes_one_sane_record() {
     for key in ["p50", "p99", "p999", "max"] {
         assert!(rec["latency_us"].get(key).is_some(), "latency lacks {key}");
     }
+}
 
-    let r = &saved.results[0];
+/// The one record of a W-Insert cell: its figures within their ranges.
+fn a_sane_record(r: &Record) {
     assert_eq!(r.engine, "btree");
     assert_eq!(r.workload, "w-insert");
     assert_eq!(r.ops, 2_000);
@@ -165,10 +181,7 @@ fn bench_writes_one_sane_record() {
     let last = r.series.last().unwrap();
     assert!((last.end_s - r.elapsed_s).abs() < 1e-9);
     assert!(r.series.windows(2).all(|p| p[0].end_s <= p[1].end_s));
-    assert!(out.join("report.html").exists());
-
-    // Run directories are removed afterwards.
-    assert!(!tmp.path().join("data").join("btree").exists());
+    assert!(!r.over_budget(), "{} of {}", r.memory_bytes, r.budget_bytes);
 }
 
 #[test]
