@@ -61,123 +61,115 @@ fn engine_counters(s0: &Stats, s1: &Stats) -> String {
     out.join(" ")
 }
 
-fn main() -> anyhow::Result<()> {
-    let a: Vec<String> = std::env::args().collect();
-    anyhow::ensure!(
-        a.len() >= 6,
-        "usage: bulk_cell ENGINE M EXP B TOTALS [KEY=VALUE...]"
-    );
-    let engine = match a[1].as_str() {
-        "latree" => EngineKind::LaTree,
-        _ => EngineKind::BulkIndex,
-    };
-    let m: u32 = a[2].parse()?;
-    let exp = a[3].as_str();
-    let b: u64 = a[4].parse()?;
-    let totals: Vec<u64> = a[5].split(',').map(str::parse).collect::<Result<_, _>>()?;
-    let kv: HashMap<&str, &str> = a[6..].iter().filter_map(|x| x.split_once('=')).collect();
-    let flag = |k: &str| kv.get(k).map_or(true, |v| *v != "0");
-    let num = |k: &str, d: u64| kv.get(k).map_or(Ok(d), |v| v.parse());
+/// The command line: the cell and its `KEY=VALUE` settings.
+struct Args {
+    engine: EngineKind,
+    m: u32,
+    exp: String,
+    b: u64,
+    totals: Vec<u64>,
+    kv: HashMap<String, String>,
+    /// The settings as given, for the printed line.
+    given: String,
+}
 
-    let bulk = BulkOptions {
-        m: Some(m),
-        delta_bytes: Some(0),
-        append_only: true,
-        batch_reads: flag("batch_reads"),
-        batch_writes: flag("batch_writes"),
-        batch_ranges: flag("batch_ranges"),
-        ..BulkOptions::default()
-    };
-    let latree = LaTreeOptions {
-        node_bytes: 16 << 10,
-        max_buffer_pages: num("maxbuf", 64)?,
-        k: num("k", 2)? as u32,
-        adapt: true,
-    };
-    let page = if engine == EngineKind::LaTree {
-        16 << 10
-    } else {
-        4096
-    };
-    let mut opts = Options::new(engine)
-        .page_size(page)
-        .buffer_pool_bytes(num("budget", 128 << 10)?)
-        .bulk(bulk)
-        .latree(latree);
-    if let Some(s) = kv.get("ssd") {
-        let ftl = if *s == "fast" {
-            FtlKind::Fast
-        } else {
-            FtlKind::Page
-        };
-        opts = opts.device(DeviceSpec::SimulatedSsd(SimSsdConfig::with_ftl(ftl)));
+impl Args {
+    fn parse() -> anyhow::Result<Args> {
+        let a: Vec<String> = std::env::args().collect();
+        anyhow::ensure!(
+            a.len() >= 6,
+            "usage: bulk_cell ENGINE M EXP B TOTALS [KEY=VALUE...]"
+        );
+        Ok(Args {
+            engine: match a[1].as_str() {
+                "latree" => EngineKind::LaTree,
+                _ => EngineKind::BulkIndex,
+            },
+            m: a[2].parse()?,
+            exp: a[3].clone(),
+            b: a[4].parse()?,
+            totals: a[5].split(',').map(str::parse).collect::<Result<_, _>>()?,
+            kv: a[6..]
+                .iter()
+                .filter_map(|x| x.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            given: a[6..].join(" "),
+        })
     }
-    let init = initial_keys(num("initial", 450_000)?, SEED);
-    let root = Path::new(kv.get("dir").copied().unwrap_or("/work/bulkx")).to_path_buf();
+
+    fn flag(&self, k: &str) -> bool {
+        self.kv.get(k).map_or(true, |v| v != "0")
+    }
+
+    fn num(&self, k: &str, d: u64) -> anyhow::Result<u64> {
+        Ok(self.kv.get(k).map_or(Ok(d), |v| v.parse())?)
+    }
+
+    /// The index's options: the repro's for the engine, with the settings given.
+    fn options(&self) -> anyhow::Result<Options> {
+        let bulk = BulkOptions {
+            m: Some(self.m),
+            delta_bytes: Some(0),
+            append_only: true,
+            batch_reads: self.flag("batch_reads"),
+            batch_writes: self.flag("batch_writes"),
+            batch_ranges: self.flag("batch_ranges"),
+            ..BulkOptions::default()
+        };
+        let latree = LaTreeOptions {
+            node_bytes: 16 << 10,
+            max_buffer_pages: self.num("maxbuf", 64)?,
+            k: self.num("k", 2)? as u32,
+            adapt: true,
+        };
+        let page = if self.engine == EngineKind::LaTree {
+            16 << 10
+        } else {
+            4096
+        };
+        let mut opts = Options::new(self.engine)
+            .page_size(page)
+            .buffer_pool_bytes(self.num("budget", 128 << 10)?)
+            .bulk(bulk)
+            .latree(latree);
+        if let Some(s) = self.kv.get("ssd") {
+            let ftl = if s == "fast" {
+                FtlKind::Fast
+            } else {
+                FtlKind::Page
+            };
+            opts = opts.device(DeviceSpec::SimulatedSsd(SimSsdConfig::with_ftl(ftl)));
+        }
+        Ok(opts)
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let a = Args::parse()?;
+    let init = initial_keys(a.num("initial", 450_000)?, SEED);
+    let root = Path::new(a.kv.get("dir").map_or("/work/bulkx", String::as_str)).to_path_buf();
     let (base, work) = (root.join("base"), root.join("work"));
     if root.exists() {
         std::fs::remove_dir_all(&root)?;
     }
-    let db = Db::create(&base, opts)?;
+    let db = Db::create(&base, a.options()?)?;
     db.bulk_insert(&init)?;
     db.close()?;
-    let model = BulkDeviceCosts::thesis();
-    let args = a[6..].join(" ");
-    for &t in &totals {
-        let seed = if exp == "E1" {
-            SEED ^ b
+    for &t in &a.totals {
+        let seed = if a.exp == "E1" {
+            SEED ^ a.b
         } else {
-            SEED ^ b ^ t.rotate_left(20)
+            SEED ^ a.b ^ t.rotate_left(20)
         };
-        let pairs = bulk_keys(&init, t, b, seed);
+        let pairs = bulk_keys(&init, t, a.b, seed);
         let mut walls = Vec::new();
         let mut line = String::new();
-        for _ in 0..num("reps", 1)? {
+        for _ in 0..a.num("reps", 1)? {
             copy_dir(&base, &work)?;
-            let db = Db::open(&work)?;
-            let s0 = db.stats();
-            let (t0, c0) = (Instant::now(), process_cpu_seconds());
-            if engine == EngineKind::LaTree {
-                for &(k, v) in &pairs {
-                    db.insert(k, v)?;
-                }
-            } else {
-                db.bulk_insert(&pairs)?;
-            }
-            db.flush()?;
-            let s1 = db.close_with_stats()?;
-            let (wall, cpu) = (t0.elapsed().as_secs_f64(), process_cpu_seconds() - c0);
+            let (wall, l) = run_once(&a, &work, &pairs, t)?;
             walls.push(wall);
-            let (d0, d1) = (&s0.device, &s1.device);
-            let (rr, wr) = (
-                d1.read_requests - d0.read_requests,
-                d1.write_requests - d0.write_requests,
-            );
-            let (rb, wb) = (
-                d1.read_bytes - d0.read_bytes,
-                d1.write_bytes - d0.write_bytes,
-            );
-            let model_ms = (model.seek_read_us * rr as f64
-                + model.seek_write_us * wr as f64
-                + model.read_us_per_byte * rb as f64
-                + model.write_us_per_byte * wb as f64)
-                / 1e3;
-            let sim = |s: &Stats| s.device.flash.get("sim_time_us").copied().unwrap_or(0);
-            let (w0, w1) = (&s0.wal, &s1.wal);
-            line = format!(
-                "{} M {m} {exp} b={b} n={t} [{args}]: reads {rr} req {} KiB, writes {wr} req {} \
-                 KiB | thesis model {model_ms:.1} ms | simulated SSD {:.1} ms | cpu {cpu:.3} s | \
-                 wal {} KiB, {} records, {} page images, {} syncs | {}",
-                engine.name(),
-                rb >> 10,
-                wb >> 10,
-                (sim(&s1) - sim(&s0)) as f64 / 1e3,
-                (w1.bytes - w0.bytes) >> 10,
-                w1.records - w0.records,
-                w1.page_images - w0.page_images,
-                w1.syncs - w0.syncs,
-                engine_counters(&s0, &s1),
-            );
+            line = l;
         }
         walls.sort_by(f64::total_cmp);
         let walls: Vec<String> = walls.iter().map(|w| format!("{w:.3}")).collect();
@@ -185,4 +177,58 @@ fn main() -> anyhow::Result<()> {
     }
     std::fs::remove_dir_all(&root).ok();
     Ok(())
+}
+
+/// Insert `pairs` (`t` keys) into the index copied to `work`: its wall seconds and the
+/// line of its counters.
+fn run_once(a: &Args, work: &Path, pairs: &[(u64, u64)], t: u64) -> anyhow::Result<(f64, String)> {
+    let db = Db::open(work)?;
+    let s0 = db.stats();
+    let (t0, c0) = (Instant::now(), process_cpu_seconds());
+    if a.engine == EngineKind::LaTree {
+        for &(k, v) in pairs {
+            db.insert(k, v)?;
+        }
+    } else {
+        db.bulk_insert(pairs)?;
+    }
+    db.flush()?;
+    let s1 = db.close_with_stats()?;
+    let (wall, cpu) = (t0.elapsed().as_secs_f64(), process_cpu_seconds() - c0);
+    let (d0, d1) = (&s0.device, &s1.device);
+    let (rr, wr) = (
+        d1.read_requests - d0.read_requests,
+        d1.write_requests - d0.write_requests,
+    );
+    let (rb, wb) = (
+        d1.read_bytes - d0.read_bytes,
+        d1.write_bytes - d0.write_bytes,
+    );
+    let model = BulkDeviceCosts::thesis();
+    let model_ms = (model.seek_read_us * rr as f64
+        + model.seek_write_us * wr as f64
+        + model.read_us_per_byte * rb as f64
+        + model.write_us_per_byte * wb as f64)
+        / 1e3;
+    let sim = |s: &Stats| s.device.flash.get("sim_time_us").copied().unwrap_or(0);
+    let (w0, w1) = (&s0.wal, &s1.wal);
+    let line = format!(
+        "{} M {} {} b={} n={t} [{}]: reads {rr} req {} KiB, writes {wr} req {} KiB | thesis \
+         model {model_ms:.1} ms | simulated SSD {:.1} ms | cpu {cpu:.3} s | wal {} KiB, {} \
+         records, {} page images, {} syncs | {}",
+        a.engine.name(),
+        a.m,
+        a.exp,
+        a.b,
+        a.given,
+        rb >> 10,
+        wb >> 10,
+        (sim(&s1) - sim(&s0)) as f64 / 1e3,
+        (w1.bytes - w0.bytes) >> 10,
+        w1.records - w0.records,
+        w1.page_images - w0.page_images,
+        w1.syncs - w0.syncs,
+        engine_counters(&s0, &s1),
+    );
+    Ok((wall, line))
 }
