@@ -193,33 +193,33 @@ impl Levels<'_> {
     }
 }
 
+/// The engine's levels, borrowed field by field (so that its pager can be lent beside
+/// them, `&mut` on the serial path).
+macro_rules! levels_of {
+    ($e:expr) => {
+        Levels {
+            p: &$e.p,
+            head: &$e.head,
+            frozen: $e.frozen.as_ref(),
+            levels: &$e.levels,
+            head_tombs: &$e.head_tombs,
+            frozen_tombs: &$e.frozen_tombs,
+            level_tombs: &$e.level_tombs,
+        }
+    };
+}
+
 /// The sorted kit's read protocol ([`crate::kit::sorted::reads`]).
 impl SortedReads for FdTree {
     type Levels<'a> = Levels<'a>;
 
     fn levels(&self) -> (Levels<'_>, &Pager) {
-        let levels = Levels {
-            p: &self.p,
-            head: &self.head,
-            frozen: self.frozen.as_ref(),
-            levels: &self.levels,
-            head_tombs: &self.head_tombs,
-            frozen_tombs: &self.frozen_tombs,
-            level_tombs: &self.level_tombs,
-        };
+        let levels = levels_of!(self);
         (levels, &self.pager)
     }
 
     fn levels_mut(&mut self) -> (Levels<'_>, &mut Pager) {
-        let levels = Levels {
-            p: &self.p,
-            head: &self.head,
-            frozen: self.frozen.as_ref(),
-            levels: &self.levels,
-            head_tombs: &self.head_tombs,
-            frozen_tombs: &self.frozen_tombs,
-            level_tombs: &self.level_tombs,
-        };
+        let levels = levels_of!(self);
         (levels, &mut self.pager)
     }
 

@@ -84,33 +84,33 @@ impl Levels<'_> {
     }
 }
 
+/// The engine's levels, borrowed field by field (so that its pager can be lent beside
+/// them, `&mut` on the serial path).
+macro_rules! levels_of {
+    ($e:expr) => {
+        Levels {
+            p: &$e.p,
+            c0: &$e.c0,
+            c0_tombs: &$e.c0_tombs,
+            frozen: $e.frozen.as_deref(),
+            frozen_tombs: &$e.frozen_tombs,
+            components: &$e.components,
+            tombs: &$e.tombs,
+        }
+    };
+}
+
 /// The sorted kit's read protocol ([`crate::kit::sorted::reads`]).
 impl SortedReads for Lsm {
     type Levels<'a> = Levels<'a>;
 
     fn levels(&self) -> (Levels<'_>, &Pager) {
-        let levels = Levels {
-            p: &self.p,
-            c0: &self.c0,
-            c0_tombs: &self.c0_tombs,
-            frozen: self.frozen.as_deref(),
-            frozen_tombs: &self.frozen_tombs,
-            components: &self.components,
-            tombs: &self.tombs,
-        };
+        let levels = levels_of!(self);
         (levels, &self.pager)
     }
 
     fn levels_mut(&mut self) -> (Levels<'_>, &mut Pager) {
-        let levels = Levels {
-            p: &self.p,
-            c0: &self.c0,
-            c0_tombs: &self.c0_tombs,
-            frozen: self.frozen.as_deref(),
-            frozen_tombs: &self.frozen_tombs,
-            components: &self.components,
-            tombs: &self.tombs,
-        };
+        let levels = levels_of!(self);
         (levels, &mut self.pager)
     }
 
