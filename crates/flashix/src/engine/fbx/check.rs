@@ -14,7 +14,17 @@ fn bad(page: Option<PageId>, what: String) -> Error {
 
 impl Fbx {
     pub(crate) fn check(&mut self) -> Result<()> {
-        // 1. Walk the tree: inner order and fences, every node once.
+        let (leaves, leaf_ids) = self.check_tree_shape()?;
+        let refs = self.check_ntt_lists(&leaf_ids)?;
+        for span in &leaves {
+            self.check_leaf(span)?;
+        }
+        self.check_space(&refs)
+    }
+
+    /// Invariant 1, the tree's shape: walks it from the root checking inner order and
+    /// fences, every node once. Returns the leaves with their fences, and their ids.
+    fn check_tree_shape(&mut self) -> Result<(Vec<LeafSpan>, BTreeSet<u64>)> {
         let mut leaves: Vec<LeafSpan> = Vec::new();
         let mut seen_inner = HashSet::new();
         let mut stack = vec![(self.root, self.height - 1, 0u64, None::<u64>)];
@@ -78,7 +88,12 @@ impl Fbx {
                 ),
             ));
         }
-        // 2. NTT lists and the leaves they rebuild.
+        Ok((leaves, leaf_ids))
+    }
+
+    /// Invariant 2, the NTT's lists: they and the buffered entries belong to reachable
+    /// leaves, and each page's count equals the lists naming it. Returns those counts.
+    fn check_ntt_lists(&self, leaf_ids: &BTreeSet<u64>) -> Result<BTreeMap<PageId, u32>> {
         let mut refs: BTreeMap<PageId, u32> = BTreeMap::new();
         for (id, list) in self.ntt.iter() {
             if !leaf_ids.contains(&id) {
@@ -107,49 +122,58 @@ impl Fbx {
                 ));
             }
         }
-        for span in &leaves {
-            let meta = self.leaves[&span.id].clone();
-            let list = self.ntt.list(span.id).to_vec();
-            if meta.compact {
-                let mut units = Vec::new();
-                let first = list.first().copied();
-                if let Some(p) = first {
-                    self.pager
-                        .read(p, |b| unit::collect(b, p, span.id, &mut units))??;
-                }
-                if list.len() != 1 || !matches!(units.first(), Some(Unit::Reset { .. })) {
-                    return Err(bad(
-                        first,
-                        format!("compact leaf {} is not one page", span.id),
-                    ));
-                }
+        Ok(refs)
+    }
+
+    /// Invariants 1 and 2 for one leaf as its list rebuilds it: a compact leaf is one page
+    /// beginning with `Reset`; its entries are bounded, in order and within its fences.
+    fn check_leaf(&mut self, span: &LeafSpan) -> Result<()> {
+        let meta = self.leaves[&span.id].clone();
+        let list = self.ntt.list(span.id).to_vec();
+        if meta.compact {
+            let mut units = Vec::new();
+            let first = list.first().copied();
+            if let Some(p) = first {
+                self.pager
+                    .read(p, |b| unit::collect(b, p, span.id, &mut units))??;
             }
-            let node = self.rebuild(span.id)?;
-            let n = node.entries.len();
-            if n > self.leaf_order || n > meta.exact as usize + meta.pending as usize {
+            if list.len() != 1 || !matches!(units.first(), Some(Unit::Reset { .. })) {
                 return Err(bad(
-                    list.first().copied(),
-                    format!(
-                        "leaf {} holds {n} entries (order {}, exact {} + pending {})",
-                        span.id, self.leaf_order, meta.exact, meta.pending
-                    ),
+                    first,
+                    format!("compact leaf {} is not one page", span.id),
                 ));
             }
-            for w in node.entries.windows(2) {
-                if w[0].0 >= w[1].0 {
-                    return Err(bad(None, format!("leaf {} out of order", span.id)));
-                }
-            }
-            if let (Some(f), Some(l)) = (node.entries.first(), node.entries.last()) {
-                if f.0 < span.lo || span.hi.is_some_and(|h| l.0 >= h) {
-                    return Err(bad(
-                        list.first().copied(),
-                        format!("leaf {} holds keys outside its fences", span.id),
-                    ));
-                }
+        }
+        let node = self.rebuild(span.id)?;
+        let n = node.entries.len();
+        if n > self.leaf_order || n > meta.exact as usize + meta.pending as usize {
+            return Err(bad(
+                list.first().copied(),
+                format!(
+                    "leaf {} holds {n} entries (order {}, exact {} + pending {})",
+                    span.id, self.leaf_order, meta.exact, meta.pending
+                ),
+            ));
+        }
+        for w in node.entries.windows(2) {
+            if w[0].0 >= w[1].0 {
+                return Err(bad(None, format!("leaf {} out of order", span.id)));
             }
         }
-        // 3. Space: live pages per segment.
+        if let (Some(f), Some(l)) = (node.entries.first(), node.entries.last()) {
+            if f.0 < span.lo || span.hi.is_some_and(|h| l.0 >= h) {
+                return Err(bad(
+                    list.first().copied(),
+                    format!("leaf {} holds keys outside its fences", span.id),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Invariant 3, space: each segment's live pages are exactly the pages named by the NTT
+    /// (`refs`), the inner nodes, the snapshot and the retired list; the head is a segment.
+    fn check_space(&self, refs: &BTreeMap<PageId, u32>) -> Result<()> {
         let mut named: BTreeSet<PageId> = refs.keys().copied().collect();
         named.extend(self.inner.values().copied());
         named.extend(self.snapshot.iter().copied());
