@@ -94,8 +94,20 @@ impl FdTree {
             ));
         }
         self.check_tombs()?;
+        let nav = self.check_heads(&mut seen)?;
+        let views = self.read_levels(&mut seen)?;
+        let last = views.len();
+        for (i, v) in views.iter().enumerate() {
+            self.check_level(i + 1, v, last)?;
+        }
+        check_all_fences(&nav, &views)
+    }
+
+    /// Walks the head tree and, during a merge, the frozen one; returns the walk of the
+    /// one that navigates to L1 (the frozen one during a merge) after checking its size.
+    fn check_heads(&mut self, seen: &mut HashSet<PageId>) -> Result<HeadWalk> {
         let head = self.head.clone();
-        let active = self.check_head(&head, &mut seen, "head tree")?;
+        let active = self.check_head(&head, seen, "head tree")?;
         let nav = match self.frozen.clone() {
             Some(fr) => {
                 if let Some(f) = active
@@ -108,7 +120,7 @@ impl FdTree {
                         format!("new head tree has a fence to page {} during a merge", f.val),
                     ));
                 }
-                self.check_head(&fr, &mut seen, "frozen head tree")?
+                self.check_head(&fr, seen, "frozen head tree")?
             }
             None => active,
         };
@@ -132,7 +144,11 @@ impl FdTree {
             ));
         }
         let _ = nav.leaves.len() + nav.pages as usize;
-        // The levels.
+        Ok(nav)
+    }
+
+    /// Reads every level's pages after checking each is allocated and used once.
+    fn read_levels(&mut self, seen: &mut HashSet<PageId>) -> Result<Vec<LevelView>> {
         let mut views = Vec::with_capacity(self.levels.len());
         for (i, &run) in self.levels.clone().iter().enumerate() {
             let lvl = i + 1;
@@ -154,88 +170,71 @@ impl FdTree {
             }
             views.push(LevelView { run, pages });
         }
-        let last = views.len();
-        for (i, v) in views.iter().enumerate() {
-            let lvl = i + 1;
-            let count: u64 = v.pages.iter().map(|p| p.len() as u64).sum();
-            if count != v.run.entries {
+        Ok(views)
+    }
+
+    /// One level `lvl` of `last`: its counts against the manifest, Invariants 1, 4 and 5.
+    fn check_level(&self, lvl: usize, v: &LevelView, last: usize) -> Result<()> {
+        let count: u64 = v.pages.iter().map(|p| p.len() as u64).sum();
+        if count != v.run.entries {
+            return Err(bad(
+                Some(v.run.start),
+                format!(
+                    "L{lvl} holds {count} entries, the manifest says {}",
+                    v.run.entries
+                ),
+            ));
+        }
+        let all: Vec<&Entry> = v.pages.iter().flatten().collect();
+        let index = all.iter().filter(|e| !e.is_fence()).count() as u64;
+        let filters = all.iter().filter(|e| e.kind == Kind::Filter).count() as u64;
+        if index != v.run.index_entries || filters != v.run.filters {
+            return Err(bad(
+                Some(v.run.start),
+                format!(
+                    "L{lvl} holds {index} index entries ({filters} filters), the manifest says {} ({})",
+                    v.run.index_entries, v.run.filters
+                ),
+            ));
+        }
+        let cap = self.p.level_capacity(lvl);
+        if count > cap {
+            return Err(bad(
+                Some(v.run.start),
+                format!("L{lvl} holds {count} entries, above its capacity {cap} (§3.2)"),
+            ));
+        }
+        let mut prev: Option<Entry> = None;
+        let mut prev_index: Option<u64> = None;
+        for (p, es) in v.pages.iter().enumerate() {
+            let pid = v.run.start + p as u64;
+            if !es[0].is_fence() {
                 return Err(bad(
-                    Some(v.run.start),
-                    format!(
-                        "L{lvl} holds {count} entries, the manifest says {}",
-                        v.run.entries
-                    ),
+                    Some(pid),
+                    format!("first entry of a page of L{lvl} is not a fence (Invariant 1)"),
                 ));
             }
-            let all: Vec<&Entry> = v.pages.iter().flatten().collect();
-            let index = all.iter().filter(|e| !e.is_fence()).count() as u64;
-            let filters = all.iter().filter(|e| e.kind == Kind::Filter).count() as u64;
-            if index != v.run.index_entries || filters != v.run.filters {
-                return Err(bad(
-                    Some(v.run.start),
-                    format!(
-                        "L{lvl} holds {index} index entries ({filters} filters), the manifest says {} ({})",
-                        v.run.index_entries, v.run.filters
-                    ),
-                ));
-            }
-            let cap = self.p.level_capacity(lvl);
-            if count > cap {
-                return Err(bad(
-                    Some(v.run.start),
-                    format!("L{lvl} holds {count} entries, above its capacity {cap} (§3.2)"),
-                ));
-            }
-            let mut prev: Option<Entry> = None;
-            let mut prev_index: Option<u64> = None;
-            for (p, es) in v.pages.iter().enumerate() {
-                let pid = v.run.start + p as u64;
-                if !es[0].is_fence() {
+            for e in es {
+                if prev.is_some_and(|q| q.pos() > e.pos()) {
                     return Err(bad(
                         Some(pid),
-                        format!("first entry of a page of L{lvl} is not a fence (Invariant 1)"),
+                        format!("L{lvl} is not sorted at key {}", e.key),
                     ));
                 }
-                for e in es {
-                    if prev.is_some_and(|q| q.pos() > e.pos()) {
+                prev = Some(*e);
+                if !e.is_fence() {
+                    if prev_index.is_some_and(|k| k >= e.key) {
+                        return Err(bad(Some(pid), format!("key {} twice in L{lvl}", e.key)));
+                    }
+                    prev_index = Some(e.key);
+                    if e.kind == Kind::Filter && lvl == last {
                         return Err(bad(
                             Some(pid),
-                            format!("L{lvl} is not sorted at key {}", e.key),
+                            format!("filter entry {} in the last level (§3.3)", e.key),
                         ));
-                    }
-                    prev = Some(*e);
-                    if !e.is_fence() {
-                        if prev_index.is_some_and(|k| k >= e.key) {
-                            return Err(bad(Some(pid), format!("key {} twice in L{lvl}", e.key)));
-                        }
-                        prev_index = Some(e.key);
-                        if e.kind == Kind::Filter && lvl == last {
-                            return Err(bad(
-                                Some(pid),
-                                format!("filter entry {} in the last level (§3.3)", e.key),
-                            ));
-                        }
                     }
                 }
             }
-        }
-        // Fences: head tree -> L1, L(i) -> L(i+1).
-        let nav_fences: Vec<Entry> = nav
-            .entries
-            .iter()
-            .filter(|e| e.is_fence())
-            .copied()
-            .collect();
-        check_fences("head tree", &nav_fences, views.first())?;
-        for i in 0..views.len() {
-            let fences: Vec<Entry> = views[i]
-                .pages
-                .iter()
-                .flatten()
-                .filter(|e| e.is_fence())
-                .copied()
-                .collect();
-            check_fences(&format!("L{}", i + 1), &fences, views.get(i + 1))?;
         }
         Ok(())
     }
@@ -355,6 +354,28 @@ impl FdTree {
         }
         Ok(w)
     }
+}
+
+/// Invariants 2 and 3 for every pair of levels: head tree -> L1, L(i) -> L(i+1).
+fn check_all_fences(nav: &HeadWalk, views: &[LevelView]) -> Result<()> {
+    let nav_fences: Vec<Entry> = nav
+        .entries
+        .iter()
+        .filter(|e| e.is_fence())
+        .copied()
+        .collect();
+    check_fences("head tree", &nav_fences, views.first())?;
+    for i in 0..views.len() {
+        let fences: Vec<Entry> = views[i]
+            .pages
+            .iter()
+            .flatten()
+            .filter(|e| e.is_fence())
+            .copied()
+            .collect();
+        check_fences(&format!("L{}", i + 1), &fences, views.get(i + 1))?;
+    }
+    Ok(())
 }
 
 /// Invariants 2 and 3 between a level's fences and the next level.
