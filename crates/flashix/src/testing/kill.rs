@@ -315,110 +315,69 @@ struct ChildRun {
 
 /// Run the kill rounds of `t` (module doc); `Err` names the first failure.
 pub fn kill_rounds(t: &KillTest) -> Result<KillReport, String> {
-    let ctx = |round: usize, what: &str, e: &dyn std::fmt::Display| {
-        format!(
-            "{} kill test, seed {}, round {round}: {what}: {e}",
-            t.engine, t.seed
-        )
-    };
     let mut rng = Rng::new(t.seed);
     let opts = kill_options(t.engine, &mut rng);
     Db::create(&t.dir, opts)
         .and_then(Db::close)
-        .map_err(|e| ctx(0, "create", &e))?;
-    let mut model: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut report = KillReport::default();
-    let trace = std::env::var_os("FLASHIX_TRACE").is_some();
-    let kill_offset = rng.below(8);
+        .map_err(|e| t.ctx(0, "create", &e))?;
+    let mut rounds = Rounds {
+        t,
+        model: BTreeMap::new(),
+        report: KillReport::default(),
+        trace: std::env::var_os("FLASHIX_TRACE").is_some(),
+        kill_offset: rng.below(8),
+        rng,
+    };
     for round in 0..t.rounds {
+        rounds.round(round)?;
+    }
+    rounds.finish()
+}
+
+impl KillTest {
+    /// An error message naming the engine, seed and round.
+    fn ctx(&self, round: usize, what: &str, e: &dyn std::fmt::Display) -> String {
+        format!(
+            "{} kill test, seed {}, round {round}: {what}: {e}",
+            self.engine, self.seed
+        )
+    }
+}
+
+/// The parent's state across the rounds of one kill test.
+struct Rounds<'a> {
+    t: &'a KillTest,
+    rng: Rng,
+    /// The index's contents as the last check found them.
+    model: BTreeMap<u64, u64>,
+    report: KillReport,
+    trace: bool,
+    /// Where the cycle of kill classes starts.
+    kill_offset: u64,
+}
+
+impl Rounds<'_> {
+    /// One round: spawn the child, kill it, and check the recovered index against the
+    /// script; the recovered contents become the model.
+    fn round(&mut self, round: usize) -> Result<(), String> {
+        let t = self.t;
         let heavy = round % 2 == 1;
-        let seed = round_seed(rng.next_u64(), heavy);
-        report.heavy_rounds += heavy as usize;
-        let kill = KillAfter::choose(&mut rng, kill_offset + round as u64, heavy);
+        let seed = round_seed(self.rng.next_u64(), heavy);
+        self.report.heavy_rounds += heavy as usize;
+        let kill = KillAfter::choose(&mut self.rng, self.kill_offset + round as u64, heavy);
         let round_started = Instant::now();
         let spec = format!("{} {seed} {}", t.engine, t.dir.display());
-        let run = run_child(t, &spec, kill).map_err(|e| ctx(round, "child", &e))?;
+        let run = run_child(t, &spec, kill).map_err(|e| t.ctx(round, "child", &e))?;
         let child_time = round_started.elapsed();
-        if !run.killed {
-            return Err(ctx(round, "the child ended before the kill", &run.stderr));
-        }
-        report.kills += 1;
-        if let Some((n, h)) = run.ready {
-            if (n, h) != digest(&model) {
-                return Err(ctx(
-                    round,
-                    "the child's starting contents",
-                    &format!(
-                        "{n} entries (digest {h:x}) != the parent's {} ({:x})",
-                        model.len(),
-                        digest(&model).1
-                    ),
-                ));
-            }
-        } else {
-            report.kills_before_ready += 1;
-        }
-        report.kills_in_long_ops += run.in_long as usize;
+        self.check_child_run(round, &run)?;
         let acked = run.acked.unwrap_or(0);
-        report.flushes_acked += run.flushes;
-        report.ops_acked += acked;
-
-        // The script up to the first flush after the last acknowledged one.
-        let mut script = Script::new(seed, model.clone());
-        let mut ops: Vec<Op> = Vec::new();
-        loop {
-            match script.next_step() {
-                Step::Op(op, _) => ops.push(op),
-                Step::Flush { .. } if ops.len() > acked || run.acked.is_none() => break,
-                Step::Flush { .. } => {}
-            }
-            if ops.len() > MAX_STEPS {
-                return Err(ctx(round, "regenerating the script", &"no flush found"));
-            }
-        }
-        if ops.len() < acked {
-            return Err(ctx(
-                round,
-                "side channel",
-                &format!("acked {acked} > script"),
-            ));
-        }
-        let read_only = rng.below(3) == 0;
-        report.read_only_checks += read_only as usize;
-        let mut db = if read_only {
-            Db::open_read_only(&t.dir)
-        } else {
-            Db::open(&t.dir)
-        }
-        .map_err(|e| ctx(round, "open after the kill", &e))?;
-        db.check_integrity()
-            .map_err(|e| ctx(round, "check_integrity after the kill", &e))?;
-        let got = super::contents(&mut db).map_err(|e| ctx(round, "scan after the kill", &e))?;
-        if read_only {
-            drop(db);
-        } else {
-            db.close()
-                .map_err(|e| ctx(round, "close after the check", &e))?;
-        }
-        let mut start = model;
-        for op in &ops[..acked] {
-            super::apply(&mut start, op);
-        }
-        let Some(kept) = matching_prefix(&start, &ops[acked..], &got) else {
-            return Err(ctx(
-                round,
-                "prefix rule after the kill",
-                &format!(
-                    "the index is no prefix of operations ..{} of the script \
-                     ({} acknowledged; {})",
-                    ops.len(),
-                    acked,
-                    super::describe_diff(&got, &start)
-                ),
-            ));
-        };
-        report.ops_recovered += acked + kept;
-        if trace {
+        let ops = self.script_to_next_flush(round, seed, &run)?;
+        let read_only = self.rng.below(3) == 0;
+        self.report.read_only_checks += read_only as usize;
+        let got = self.open_and_read(round, read_only)?;
+        let kept = self.check_prefix(round, &ops, acked, &got)?;
+        self.report.ops_recovered += acked + kept;
+        if self.trace {
             eprintln!(
                 "{} seed {} round {round}: {kill:?}, heavy {heavy}, read-only {read_only}: \
                  {acked} acked, {kept} more recovered, {} entries; child {child_time:?}, \
@@ -429,16 +388,134 @@ pub fn kill_rounds(t: &KillTest) -> Result<KillReport, String> {
                 round_started.elapsed()
             );
         }
-        model = got;
+        self.model = got;
+        Ok(())
     }
-    let mut db = Db::open(&t.dir).map_err(|e| ctx(t.rounds, "final open", &e))?;
-    super::verify(&mut db, &model).map_err(|e| ctx(t.rounds, "final open", &e))?;
-    db.close().map_err(|e| ctx(t.rounds, "final close", &e))?;
-    let mut db = Db::open(&t.dir).map_err(|e| ctx(t.rounds, "reopen", &e))?;
-    super::verify(&mut db, &model).map_err(|e| ctx(t.rounds, "reopen", &e))?;
-    db.close().map_err(|e| ctx(t.rounds, "close", &e))?;
-    report.final_entries = model.len();
-    Ok(report)
+
+    /// The child was killed (not ended on its own) and, if it said `ready`, started from
+    /// the model; counts what it printed.
+    fn check_child_run(&mut self, round: usize, run: &ChildRun) -> Result<(), String> {
+        let t = self.t;
+        if !run.killed {
+            return Err(t.ctx(round, "the child ended before the kill", &run.stderr));
+        }
+        self.report.kills += 1;
+        if let Some((n, h)) = run.ready {
+            if (n, h) != digest(&self.model) {
+                return Err(t.ctx(
+                    round,
+                    "the child's starting contents",
+                    &format!(
+                        "{n} entries (digest {h:x}) != the parent's {} ({:x})",
+                        self.model.len(),
+                        digest(&self.model).1
+                    ),
+                ));
+            }
+        } else {
+            self.report.kills_before_ready += 1;
+        }
+        self.report.kills_in_long_ops += run.in_long as usize;
+        self.report.flushes_acked += run.flushes;
+        self.report.ops_acked += run.acked.unwrap_or(0);
+        Ok(())
+    }
+
+    /// The round's script regenerated up to the first flush after the last acknowledged
+    /// one: the child cannot have done an operation past it.
+    fn script_to_next_flush(
+        &self,
+        round: usize,
+        seed: u64,
+        run: &ChildRun,
+    ) -> Result<Vec<Op>, String> {
+        let acked = run.acked.unwrap_or(0);
+        let mut script = Script::new(seed, self.model.clone());
+        let mut ops: Vec<Op> = Vec::new();
+        loop {
+            match script.next_step() {
+                Step::Op(op, _) => ops.push(op),
+                Step::Flush { .. } if ops.len() > acked || run.acked.is_none() => break,
+                Step::Flush { .. } => {}
+            }
+            if ops.len() > MAX_STEPS {
+                return Err(self
+                    .t
+                    .ctx(round, "regenerating the script", &"no flush found"));
+            }
+        }
+        if ops.len() < acked {
+            return Err(self
+                .t
+                .ctx(round, "side channel", &format!("acked {acked} > script")));
+        }
+        Ok(ops)
+    }
+
+    /// Opens the killed index (read-only or not), checks its integrity, reads its
+    /// contents and closes it.
+    fn open_and_read(&self, round: usize, read_only: bool) -> Result<BTreeMap<u64, u64>, String> {
+        let t = self.t;
+        let mut db = if read_only {
+            Db::open_read_only(&t.dir)
+        } else {
+            Db::open(&t.dir)
+        }
+        .map_err(|e| t.ctx(round, "open after the kill", &e))?;
+        db.check_integrity()
+            .map_err(|e| t.ctx(round, "check_integrity after the kill", &e))?;
+        let got = super::contents(&mut db).map_err(|e| t.ctx(round, "scan after the kill", &e))?;
+        if read_only {
+            drop(db);
+        } else {
+            db.close()
+                .map_err(|e| t.ctx(round, "close after the check", &e))?;
+        }
+        Ok(got)
+    }
+
+    /// The prefix rule: `got` is the model after every acknowledged operation and some
+    /// more of `ops`; returns how many more.
+    fn check_prefix(
+        &mut self,
+        round: usize,
+        ops: &[Op],
+        acked: usize,
+        got: &BTreeMap<u64, u64>,
+    ) -> Result<usize, String> {
+        let mut start = std::mem::take(&mut self.model);
+        for op in &ops[..acked] {
+            super::apply(&mut start, op);
+        }
+        let Some(kept) = matching_prefix(&start, &ops[acked..], got) else {
+            return Err(self.t.ctx(
+                round,
+                "prefix rule after the kill",
+                &format!(
+                    "the index is no prefix of operations ..{} of the script \
+                     ({} acknowledged; {})",
+                    ops.len(),
+                    acked,
+                    super::describe_diff(got, &start)
+                ),
+            ));
+        };
+        Ok(kept)
+    }
+
+    /// After the last round: the index opens, checks, closes and does so once more.
+    fn finish(mut self) -> Result<KillReport, String> {
+        let t = self.t;
+        let model = &self.model;
+        let mut db = Db::open(&t.dir).map_err(|e| t.ctx(t.rounds, "final open", &e))?;
+        super::verify(&mut db, model).map_err(|e| t.ctx(t.rounds, "final open", &e))?;
+        db.close().map_err(|e| t.ctx(t.rounds, "final close", &e))?;
+        let mut db = Db::open(&t.dir).map_err(|e| t.ctx(t.rounds, "reopen", &e))?;
+        super::verify(&mut db, model).map_err(|e| t.ctx(t.rounds, "reopen", &e))?;
+        db.close().map_err(|e| t.ctx(t.rounds, "close", &e))?;
+        self.report.final_entries = model.len();
+        Ok(self.report)
+    }
 }
 
 /// The conformance harness's options for the seed, on a real directory: the file device
