@@ -189,52 +189,126 @@ fn options(engine: EngineKind, rng: &mut Rng) -> MobjectOptions {
 
 /// [`super::kill_rounds`] for the moving-object index over `t.engine`.
 pub fn kill_rounds(t: &KillTest) -> Result<KillReport, String> {
-    let ctx = |round: usize, what: &str, e: &dyn std::fmt::Display| {
-        format!(
-            "mobject over {} kill test, seed {}, round {round}: {what}: {e}",
-            t.engine, t.seed
-        )
-    };
     let mut rng = Rng::new(t.seed);
     let opts = options(t.engine, &mut rng);
     MovingIndex::create(&t.dir, opts.clone())
         .and_then(MovingIndex::close)
-        .map_err(|e| ctx(0, "create", &e))?;
-    let mut model = Model::new();
-    let mut now = 0u64;
-    let mut report = KillReport::default();
-    let trace = std::env::var_os("FLASHIX_TRACE").is_some();
-    let kill_offset = rng.below(8);
+        .map_err(|e| ctx(t, 0, "create", &e))?;
+    let mut rounds = Rounds {
+        t,
+        opts,
+        model: Model::new(),
+        now: 0,
+        report: KillReport::default(),
+        trace: std::env::var_os("FLASHIX_TRACE").is_some(),
+        kill_offset: rng.below(8),
+        rng,
+    };
     for round in 0..t.rounds {
+        rounds.round(round)?;
+    }
+    rounds.finish()
+}
+
+/// An error message naming the engine, seed and round.
+fn ctx(t: &KillTest, round: usize, what: &str, e: &dyn std::fmt::Display) -> String {
+    format!(
+        "mobject over {} kill test, seed {}, round {round}: {what}: {e}",
+        t.engine, t.seed
+    )
+}
+
+/// The parent's state across the rounds of one moving-object kill test.
+struct Rounds<'a> {
+    t: &'a KillTest,
+    opts: MobjectOptions,
+    rng: Rng,
+    /// The objects as the last check found them.
+    model: Model,
+    /// The index's `now` as the last check found it.
+    now: u64,
+    report: KillReport,
+    trace: bool,
+    /// Where the cycle of kill classes starts.
+    kill_offset: u64,
+}
+
+impl Rounds<'_> {
+    /// One round: spawn the child, kill it, and check the recovered index against the
+    /// script; the recovered objects and `now` become the model.
+    fn round(&mut self, round: usize) -> Result<(), String> {
+        let t = self.t;
         let heavy = round % 2 == 1;
-        let seed = super::round_seed(rng.next_u64(), heavy);
-        report.heavy_rounds += heavy as usize;
-        let kill = KillAfter::choose(&mut rng, kill_offset + round as u64, heavy);
+        let seed = super::round_seed(self.rng.next_u64(), heavy);
+        self.report.heavy_rounds += heavy as usize;
+        let kill = KillAfter::choose(&mut self.rng, self.kill_offset + round as u64, heavy);
         let started = Instant::now();
         let spec = format!("{SPEC_PREFIX}{} {seed} {}", t.engine, t.dir.display());
-        let run: ChildRun = run_child(t, &spec, kill).map_err(|e| ctx(round, "child", &e))?;
-        if !run.killed {
-            return Err(ctx(round, "the child ended before the kill", &run.stderr));
+        let run: ChildRun = run_child(t, &spec, kill).map_err(|e| ctx(t, round, "child", &e))?;
+        self.check_child_run(round, &run)?;
+        let acked = run.acked.unwrap_or(0);
+        let start_now = self.now;
+        let changes = self.script_to_next_flush(round, seed, &run)?;
+        let got = self.open_and_read(round)?;
+        let kept = self.check_prefix(round, &changes, acked, &got)?;
+        self.check_now(round, &changes[..acked + kept], start_now)?;
+        self.report.ops_recovered += acked + kept;
+        if self.trace {
+            eprintln!(
+                "mobject over {} seed {} round {round}: {kill:?}, heavy {heavy}: {acked} acked, \
+                 {kept} more recovered, {} objects, now {}; round {:?}",
+                t.engine,
+                t.seed,
+                got.len(),
+                self.now,
+                started.elapsed()
+            );
         }
-        report.kills += 1;
-        report.kills_in_long_ops += run.in_long as usize;
+        self.model = got;
+        Ok(())
+    }
+
+    /// The child was killed (not ended on its own) and, if it said `ready`, started from
+    /// the model; counts what it printed.
+    fn check_child_run(&mut self, round: usize, run: &ChildRun) -> Result<(), String> {
+        let t = self.t;
+        if !run.killed {
+            return Err(ctx(
+                t,
+                round,
+                "the child ended before the kill",
+                &run.stderr,
+            ));
+        }
+        self.report.kills += 1;
+        self.report.kills_in_long_ops += run.in_long as usize;
         match run.ready {
-            Some(r) if r != digest(&model, now) => {
+            Some(r) if r != digest(&self.model, self.now) => {
                 return Err(ctx(
+                    t,
                     round,
                     "the child's starting objects",
-                    &format!("{r:?} != the parent's {:?}", digest(&model, now)),
+                    &format!("{r:?} != the parent's {:?}", digest(&self.model, self.now)),
                 ))
             }
             Some(_) => {}
-            None => report.kills_before_ready += 1,
+            None => self.report.kills_before_ready += 1,
         }
-        let acked = run.acked.unwrap_or(0);
-        report.flushes_acked += run.flushes;
-        report.ops_acked += acked;
+        self.report.flushes_acked += run.flushes;
+        self.report.ops_acked += run.acked.unwrap_or(0);
+        Ok(())
+    }
 
-        let start_now = now;
-        let mut script = Script::new(seed, opts.clone(), now);
+    /// The round's script regenerated up to the first flush after the last acknowledged
+    /// one: the child cannot have made a change past it.
+    fn script_to_next_flush(
+        &self,
+        round: usize,
+        seed: u64,
+        run: &ChildRun,
+    ) -> Result<Vec<Change>, String> {
+        let acked = run.acked.unwrap_or(0);
+        let mut script = Script::new(seed, self.opts.clone(), self.now);
         let mut changes: Vec<Change> = Vec::new();
         loop {
             match script.next_step() {
@@ -243,33 +317,58 @@ pub fn kill_rounds(t: &KillTest) -> Result<KillReport, String> {
                 Step::Flush => {}
             }
             if changes.len() > MAX_STEPS {
-                return Err(ctx(round, "regenerating the script", &"no flush found"));
+                return Err(ctx(
+                    self.t,
+                    round,
+                    "regenerating the script",
+                    &"no flush found",
+                ));
             }
         }
+        Ok(changes)
+    }
+
+    /// Opens the killed index, checks its integrity, reads its objects and `now` (kept in
+    /// `self.now`) and closes it.
+    fn open_and_read(&mut self, round: usize) -> Result<Model, String> {
+        let t = self.t;
         let mut ix =
-            MovingIndex::open(&t.dir).map_err(|e| ctx(round, "open after the kill", &e))?;
+            MovingIndex::open(&t.dir).map_err(|e| ctx(t, round, "open after the kill", &e))?;
         ix.check_integrity()
-            .map_err(|e| ctx(round, "check_integrity after the kill", &e))?;
-        let got = contents(&mut ix).map_err(|e| ctx(round, "read after the kill", &e))?;
-        now = ix.now();
+            .map_err(|e| ctx(t, round, "check_integrity after the kill", &e))?;
+        let got = contents(&mut ix).map_err(|e| ctx(t, round, "read after the kill", &e))?;
+        self.now = ix.now();
         ix.close()
-            .map_err(|e| ctx(round, "close after the check", &e))?;
-        let mut candidate = model;
+            .map_err(|e| ctx(t, round, "close after the check", &e))?;
+        Ok(got)
+    }
+
+    /// The prefix rule: `got` is the model after every acknowledged change and some more
+    /// of `changes`; returns how many more.
+    fn check_prefix(
+        &mut self,
+        round: usize,
+        changes: &[Change],
+        acked: usize,
+        got: &Model,
+    ) -> Result<usize, String> {
+        let mut candidate = std::mem::take(&mut self.model);
         changes[..acked.min(changes.len())]
             .iter()
             .for_each(|c| apply(&mut candidate, c));
-        let mut kept = (candidate == got).then_some(0);
+        let mut kept = (candidate == *got).then_some(0);
         for (i, c) in changes.iter().enumerate().skip(acked) {
             if kept.is_some() {
                 break;
             }
             apply(&mut candidate, c);
-            if candidate == got {
+            if candidate == *got {
                 kept = Some(i + 1 - acked);
             }
         }
         let Some(kept) = kept else {
             return Err(ctx(
+                self.t,
                 round,
                 "prefix rule after the kill",
                 &format!(
@@ -280,46 +379,51 @@ pub fn kill_rounds(t: &KillTest) -> Result<KillReport, String> {
                 ),
             ));
         };
-        // `now` is saved with each change's batch: the latest time of the prefix.
-        let want_now = changes[..acked + kept]
+        Ok(kept)
+    }
+
+    /// `now` is saved with each change's batch: after recovery it is the latest time of
+    /// the recovered `prefix`, or `start_now` if it holds no update.
+    fn check_now(&self, round: usize, prefix: &[Change], start_now: u64) -> Result<(), String> {
+        let want_now = prefix
             .iter()
             .filter_map(|c| match c {
                 Change::Update(_, m) => Some(m.t),
                 Change::Remove(_) => None,
             })
             .fold(start_now, u64::max);
-        if now != want_now {
+        if self.now != want_now {
             return Err(ctx(
+                self.t,
                 round,
                 "now after the kill",
-                &format!("{now} != {want_now}, the latest time of the recovered changes"),
+                &format!(
+                    "{} != {want_now}, the latest time of the recovered changes",
+                    self.now
+                ),
             ));
         }
-        report.ops_recovered += acked + kept;
-        if trace {
-            eprintln!(
-                "mobject over {} seed {} round {round}: {kill:?}, heavy {heavy}: {acked} acked, \
-                 {kept} more recovered, {} objects, now {now}; round {:?}",
-                t.engine,
-                t.seed,
-                got.len(),
-                started.elapsed()
-            );
+        Ok(())
+    }
+
+    /// After the last round: the index opens, checks and holds the model.
+    fn finish(mut self) -> Result<KillReport, String> {
+        let t = self.t;
+        let mut ix = MovingIndex::open(&t.dir).map_err(|e| ctx(t, t.rounds, "final open", &e))?;
+        ix.check_integrity()
+            .map_err(|e| ctx(t, t.rounds, "final check_integrity", &e))?;
+        let got = contents(&mut ix).map_err(|e| ctx(t, t.rounds, "final read", &e))?;
+        if got != self.model {
+            return Err(ctx(
+                t,
+                t.rounds,
+                "final open",
+                &format!("{} objects != {}", got.len(), self.model.len()),
+            ));
         }
-        model = got;
+        ix.close()
+            .map_err(|e| ctx(t, t.rounds, "final close", &e))?;
+        self.report.final_entries = self.model.len();
+        Ok(self.report)
     }
-    let mut ix = MovingIndex::open(&t.dir).map_err(|e| ctx(t.rounds, "final open", &e))?;
-    ix.check_integrity()
-        .map_err(|e| ctx(t.rounds, "final check_integrity", &e))?;
-    let got = contents(&mut ix).map_err(|e| ctx(t.rounds, "final read", &e))?;
-    if got != model {
-        return Err(ctx(
-            t.rounds,
-            "final open",
-            &format!("{} objects != {}", got.len(), model.len()),
-        ));
-    }
-    ix.close().map_err(|e| ctx(t.rounds, "final close", &e))?;
-    report.final_entries = model.len();
-    Ok(report)
 }
