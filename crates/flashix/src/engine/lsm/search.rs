@@ -8,7 +8,7 @@ use super::component::{self, Component};
 use super::{Lsm, Params};
 use crate::durable::{PageRead, Pager};
 use crate::error::Result;
-use crate::kit::sorted::entry::Entry;
+use crate::kit::sorted::entry::{Entry, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
 use crate::kit::sorted::newest::{merge_newest_first, Source};
@@ -139,51 +139,33 @@ impl SortedLevels for Levels<'_> {
         hi: u64,
         unit: u64,
         out: &mut Vec<(u64, u64)>,
-        mut memo: Option<&mut PageMemo>,
+        memo: Option<&mut PageMemo>,
     ) -> Result<u64> {
         let lay = self.p.lay;
-        let mut batch_hi = hi;
-        // C0's leaves span the components' leaves as a component's leaves do: a batch
-        // walks C0's share of the largest component's `unit` leaves, plus two for the ends.
-        let largest = self.components.iter().flatten().map(|c| c.leaves).max();
-        let leaves_of = |pages: u64| {
-            largest.map_or(u64::MAX, |l| {
-                (unit.saturating_mul(pages))
-                    .div_ceil(l.max(1))
-                    .saturating_add(2)
-            })
+        let mut b = Batch {
+            lo,
+            hi,
+            unit,
+            batch_hi: hi,
+            memo,
+            largest: self.components.iter().flatten().map(|c| c.leaves).max(),
         };
         let (c0, c0_cut) = self.c0_range(
             &mut pager,
             lo,
             hi,
-            leaves_of(self.c0.pages),
-            memo.as_deref_mut(),
+            b.leaves_of(self.c0.pages),
+            b.memo.as_deref_mut(),
         )?;
         if let Some(cut) = c0_cut {
-            batch_hi = batch_hi.min(cut);
+            b.batch_hi = b.batch_hi.min(cut);
         }
         let mut sources = vec![Source {
             level: 0,
             entries: c0,
         }];
         if let Some(fr) = self.frozen {
-            // As many entries as C0's leaves would give, from the first at or above `lo`.
-            let cap = self.p.lay.cap() as u64;
-            let most = leaves_of(fr.len() as u64 / cap.max(1) + 1).saturating_mul(cap);
-            let from = fr.partition_point(|e| e.key < lo);
-            let upto = fr.partition_point(|e| e.key <= hi);
-            let to = upto.min(from.saturating_add(usize::try_from(most).unwrap_or(usize::MAX)));
-            let es = fr.get(from..to).unwrap_or(&[]).to_vec();
-            if to < upto {
-                if let Some(last) = es.last() {
-                    batch_hi = batch_hi.min(last.key);
-                }
-            }
-            sources.push(Source {
-                level: 1,
-                entries: es,
-            });
+            sources.push(b.frozen_source(fr, self.p.lay.cap() as u64));
         }
         // The point lookup's rule (Eq. 10): a component the pool holds is read through it
         // when the batch needs one leaf there, so short scans (the many small key
@@ -201,73 +183,16 @@ impl SortedLevels for Levels<'_> {
         // ends, and the smaller ones then read only up to there (their `unit` leaves span
         // far more keys). The sources are put back newest first below.
         for &(slot, c, cached) in comps.iter().rev() {
-            let c = &c;
             if self.spanned_by_newer(slot, lo, hi) {
                 continue;
             }
-            // A range inside the leaf this component's last range ended in: no descent.
-            if let Some(es) = memo.as_deref_mut().and_then(|m| m.covering(slot, lo, hi)) {
-                sources.push(Source {
-                    level: slot,
-                    entries: es
-                        .into_iter()
-                        .filter(|e| e.key >= lo && e.key <= hi)
-                        .collect(),
-                });
-                continue;
-            }
-            let (mut first, last) = component::leaf_span(&mut pager, lay, c, lo, batch_hi)?;
-            loop {
-                let n = unit.min(last - first + 1);
-                // Within one `scan_many`, a leaf the previous range ended in is not read again.
-                let kept = memo.as_deref_mut().and_then(|m| m.get(slot, first));
-                let pages = match kept {
-                    Some(es) if n == 1 => vec![es],
-                    Some(es) => {
-                        let mut v = vec![es];
-                        v.extend(component::read_leaves(
-                            &mut pager,
-                            lay,
-                            c,
-                            first + 1,
-                            n - 1,
-                        )?);
-                        v
-                    }
-                    None if n == 1 && cached => {
-                        vec![component::read_leaf_cached(&mut pager, lay, c, first)?]
-                    }
-                    None => component::read_leaves(&mut pager, lay, c, first, n)?,
-                };
-                if let (Some(m), Some(es)) = (memo.as_deref_mut(), pages.last()) {
-                    m.keep(slot, first + n - 1, es);
-                }
-                let last_key = pages.last().and_then(|p| p.last()).map_or(lo, |e| e.key);
-                let more = first + n <= last;
-                if last_key < lo && more {
-                    // The range begins after these leaves: read on.
-                    first += n;
-                    continue;
-                }
-                if more && last_key < batch_hi {
-                    batch_hi = last_key;
-                }
-                sources.push(Source {
-                    level: slot,
-                    entries: pages
-                        .into_iter()
-                        .flatten()
-                        .filter(|e| e.key >= lo && e.key <= hi)
-                        .collect(),
-                });
-                break;
-            }
+            sources.push(b.component_source(&mut pager, lay, slot, &c, cached)?);
         }
         // Newest first: the first source holding a key decides it.
         sources.sort_by_key(|s| s.level);
         let tombs: Vec<&Tombs> = self.all_tombs().collect();
-        merge_newest_first(&sources, &tombs, lo, batch_hi, out);
-        Ok(batch_hi)
+        merge_newest_first(&sources, &tombs, lo, b.batch_hi, out);
+        Ok(b.batch_hi)
     }
 
     /// The newest entry of `key`: C0 through the pool, the frozen C0's entries in memory,
@@ -307,6 +232,127 @@ impl SortedLevels for Levels<'_> {
 
     fn batch_limits(&self) -> (u64, u64) {
         (self.p.io_unit, self.p.lay.cap() as u64)
+    }
+}
+
+/// What the sources of one range batch ([`SortedLevels::range_batch`]) share: the range,
+/// the leaves per component, the cut so far and the caller's leaf memo.
+struct Batch<'m> {
+    lo: u64,
+    hi: u64,
+    /// Leaves per component and batch.
+    unit: u64,
+    /// Every source read so far is complete up to here.
+    batch_hi: u64,
+    memo: Option<&'m mut PageMemo>,
+    /// The leaves of the largest component, if there is one.
+    largest: Option<u64>,
+}
+
+impl Batch<'_> {
+    /// C0's leaves span the components' leaves as a component's leaves do: a batch walks
+    /// C0's share of the largest component's `unit` leaves, plus two for the ends.
+    #[inline]
+    fn leaves_of(&self, pages: u64) -> u64 {
+        self.largest.map_or(u64::MAX, |l| {
+            (self.unit.saturating_mul(pages))
+                .div_ceil(l.max(1))
+                .saturating_add(2)
+        })
+    }
+
+    /// The frozen C0's entries (`cap` per page): as many as C0's leaves would give, from
+    /// the first at or above `lo`.
+    fn frozen_source(&mut self, fr: &[Entry], cap: u64) -> Source {
+        let (lo, hi) = (self.lo, self.hi);
+        let most = self
+            .leaves_of(fr.len() as u64 / cap.max(1) + 1)
+            .saturating_mul(cap);
+        let from = fr.partition_point(|e| e.key < lo);
+        let upto = fr.partition_point(|e| e.key <= hi);
+        let to = upto.min(from.saturating_add(usize::try_from(most).unwrap_or(usize::MAX)));
+        let es = fr.get(from..to).unwrap_or(&[]).to_vec();
+        if to < upto {
+            if let Some(last) = es.last() {
+                self.batch_hi = self.batch_hi.min(last.key);
+            }
+        }
+        Source {
+            level: 1,
+            entries: es,
+        }
+    }
+
+    /// Component `c`'s entries in memo slot `slot`: at most `unit` leaves from a descent
+    /// to `lo`, up to the cut; `cached` reads a single leaf through the pool.
+    fn component_source<P: PageRead>(
+        &mut self,
+        pager: &mut P,
+        lay: Layout,
+        slot: usize,
+        c: &Component,
+        cached: bool,
+    ) -> Result<Source> {
+        let (lo, hi, unit) = (self.lo, self.hi, self.unit);
+        // A range inside the leaf this component's last range ended in: no descent.
+        if let Some(es) = self
+            .memo
+            .as_deref_mut()
+            .and_then(|m| m.covering(slot, lo, hi))
+        {
+            return Ok(Source {
+                level: slot,
+                entries: es
+                    .into_iter()
+                    .filter(|e| e.key >= lo && e.key <= hi)
+                    .collect(),
+            });
+        }
+        let (mut first, last) = component::leaf_span(&mut *pager, lay, c, lo, self.batch_hi)?;
+        loop {
+            let n = unit.min(last - first + 1);
+            // Within one `scan_many`, a leaf the previous range ended in is not read again.
+            let kept = self.memo.as_deref_mut().and_then(|m| m.get(slot, first));
+            let pages = match kept {
+                Some(es) if n == 1 => vec![es],
+                Some(es) => {
+                    let mut v = vec![es];
+                    v.extend(component::read_leaves(
+                        &mut *pager,
+                        lay,
+                        c,
+                        first + 1,
+                        n - 1,
+                    )?);
+                    v
+                }
+                None if n == 1 && cached => {
+                    vec![component::read_leaf_cached(&mut *pager, lay, c, first)?]
+                }
+                None => component::read_leaves(&mut *pager, lay, c, first, n)?,
+            };
+            if let (Some(m), Some(es)) = (self.memo.as_deref_mut(), pages.last()) {
+                m.keep(slot, first + n - 1, es);
+            }
+            let last_key = pages.last().and_then(|p| p.last()).map_or(lo, |e| e.key);
+            let more = first + n <= last;
+            if last_key < lo && more {
+                // The range begins after these leaves: read on.
+                first += n;
+                continue;
+            }
+            if more && last_key < self.batch_hi {
+                self.batch_hi = last_key;
+            }
+            return Ok(Source {
+                level: slot,
+                entries: pages
+                    .into_iter()
+                    .flatten()
+                    .filter(|e| e.key >= lo && e.key <= hi)
+                    .collect(),
+            });
+        }
     }
 }
 
