@@ -35,7 +35,7 @@ use super::run::{probe_page, read_page_cached, read_pages, Run};
 use super::{FdTree, Params};
 use crate::durable::{PageRead, Pager};
 use crate::error::{Error, Result};
-use crate::kit::sorted::entry::{index_pos, Entry, Probe, NONE};
+use crate::kit::sorted::entry::{index_pos, Entry, Layout, Probe, NONE};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
 use crate::kit::sorted::newest::{merge_newest_first, Source};
@@ -252,7 +252,7 @@ impl SortedLevels for Levels<'_> {
         // stopped early does not read a whole `io_unit` (the cursor's hint holds the next
         // batch's size; `SortedReads::scan_batch` asks it).
         // A head tree's leaves span the levels' pages as a level's pages do (see `budget`
-        // below); with no level, the head tree is all there is.
+        // in `LevelWalk::span`); with no level, the head tree is all there is.
         let no_levels = self.levels.is_empty();
         let leaves = |h: &Head| match no_levels {
             true => u64::MAX,
@@ -294,98 +294,27 @@ impl SortedLevels for Levels<'_> {
         if let Some(c) = cut {
             batch_hi = batch_hi.min(c);
         }
-        let (mut start, mut fences) = nav;
+        let (start, fences) = nav;
+        let mut walk = LevelWalk {
+            lo,
+            unit,
+            lowest,
+            batch_hi,
+            start,
+            fences,
+            memo,
+        };
         let frames = pager.pager().pool_frames();
         let mut above = self.head.pages + self.frozen.map_or(0, |h| h.pages);
-        for lvl in 0..self.levels.len() {
-            fences.retain(|f| f.key <= batch_hi);
-            let run = self.levels[lvl];
-            let first = if start != NONE {
-                start
-            } else {
-                match fences.iter().find(|f| f.val != NONE) {
-                    Some(f) => f.val,
-                    None => break,
-                }
+        for (lvl, &run) in self.levels.iter().enumerate() {
+            let Some(entries) = walk.level(&mut pager, self.p.lay, lvl, run, above < frames)?
+            else {
+                break;
             };
-            let mut last = fences
-                .iter()
-                .rev()
-                .find(|f| f.val != NONE)
-                .map_or(first, |f| f.val);
-            if !run.contains(first) || !run.contains(last) || last < first {
-                return Err(Error::corruption(
-                    DATA_FILE,
-                    Some(first),
-                    format!("FD-tree fences point outside level {}", lvl + 1),
-                ));
-            }
-            // A page of this level spans about `lowest / run.pages` pages of the lowest
-            // level, so a batch reads here only what the lowest level's `unit` pages span:
-            // an open-ended range (`hi` unknown to the fences above) must not read a whole
-            // `io_unit` of every level for each batch of the lowest. No margin for the
-            // range's ends: a batch whose span here crosses a page boundary is cut there
-            // (the next batch goes on), and one that needs a single page of a level the
-            // pool holds finds it there (below) rather than reading past the pool.
-            let budget = (unit.saturating_mul(run.pages))
-                .div_ceil(lowest.max(1))
-                .clamp(1, unit);
-            if last - first + 1 > budget {
-                last = first + budget - 1;
-                // The first page left out begins with the external fence of the level above.
-                let cut = fences
-                    .iter()
-                    .filter(|f| f.val != NONE && f.val > last)
-                    .map(|f| f.key)
-                    .min()
-                    .unwrap_or(batch_hi.saturating_add(1));
-                batch_hi = batch_hi.min(cut.saturating_sub(1)).max(lo);
-            }
-            // A level the pool holds (the point search's rule, Eq. 10) is read through it
-            // when the batch needs one page there: short scans, such as the many small
-            // key intervals of a moving-object query, then find the upper levels cached
-            // as point searches do. Longer spans go past the pool in one request (P3).
-            // Within one `scan_many`, a page the previous range ended in is not read again.
-            let kept = memo.as_deref_mut().and_then(|m| m.get(2 + lvl, first));
-            let pages = match kept {
-                Some(es) if first == last => vec![es],
-                Some(es) => {
-                    let mut v = vec![es];
-                    v.extend(read_pages(&mut pager, self.p.lay, first + 1, last - first)?);
-                    v
-                }
-                None if first == last && above < frames => {
-                    vec![read_page_cached(&mut pager, self.p.lay, first)?]
-                }
-                None => read_pages(&mut pager, self.p.lay, first, last - first + 1)?,
-            };
-            if let (Some(m), Some(es)) = (memo.as_deref_mut(), pages.last()) {
-                m.keep(2 + lvl, last, es);
-            }
             above += run.pages;
-            let mut entries = Vec::new();
-            let mut next_fences = Vec::new();
-            let mut next_start = NONE;
-            for e in pages.into_iter().flatten() {
-                if e.key > batch_hi {
-                    break;
-                }
-                if e.pos() <= index_pos(lo) {
-                    if e.is_fence() {
-                        next_start = e.val;
-                    } else if e.key == lo {
-                        entries.push(e);
-                    }
-                } else if e.is_fence() {
-                    next_fences.push(e);
-                } else {
-                    entries.push(e);
-                }
-            }
             sources.push(entries);
-            start = next_start;
-            fences = next_fences;
         }
+        let batch_hi = walk.batch_hi;
         // Each source's range tombstones, in the same order: the head trees', the levels'.
         let tombs: Vec<&Tombs> = [self.head_tombs]
             .into_iter()
@@ -412,6 +341,154 @@ impl SortedLevels for Levels<'_> {
 
     fn batch_limits(&self) -> (u64, u64) {
         (self.p.io_unit, self.p.lay.cap() as u64)
+    }
+}
+
+/// A range batch's walk down the levels (below the head trees): where the next level's
+/// pages start and the fences that navigate it, the cut so far, and the caller's memo.
+struct LevelWalk<'m> {
+    lo: u64,
+    /// Pages of the lowest level per batch.
+    unit: u64,
+    /// The lowest level's pages.
+    lowest: u64,
+    /// Every source read so far is complete up to here.
+    batch_hi: u64,
+    /// The page the fence at or below `lo` points to ([`NONE`]: none).
+    start: u64,
+    /// The fences above `lo` of the level above.
+    fences: Vec<Entry>,
+    memo: Option<&'m mut PageMemo>,
+}
+
+impl LevelWalk<'_> {
+    /// Level `lvl` (`run`, read through the pool for a single page if `cached`): its
+    /// entries of the batch, after which `start` and `fences` navigate the next level.
+    /// `None` when the fences above name no page of it.
+    #[inline]
+    fn level<P: PageRead>(
+        &mut self,
+        pager: &mut P,
+        lay: Layout,
+        lvl: usize,
+        run: Run,
+        cached: bool,
+    ) -> Result<Option<Vec<Entry>>> {
+        let Some((first, last)) = self.span(lvl, run)? else {
+            return Ok(None);
+        };
+        let pages = self.read(pager, lay, lvl, first, last, cached)?;
+        Ok(Some(self.take_entries(pages)))
+    }
+
+    /// The pages of level `lvl` the fences above name, at most its share of `unit`; when
+    /// they are more, the batch is cut below the first page left out.
+    fn span(&mut self, lvl: usize, run: Run) -> Result<Option<(u64, u64)>> {
+        let batch_hi = self.batch_hi;
+        self.fences.retain(|f| f.key <= batch_hi);
+        let first = if self.start != NONE {
+            self.start
+        } else {
+            match self.fences.iter().find(|f| f.val != NONE) {
+                Some(f) => f.val,
+                None => return Ok(None),
+            }
+        };
+        let mut last = self
+            .fences
+            .iter()
+            .rev()
+            .find(|f| f.val != NONE)
+            .map_or(first, |f| f.val);
+        if !run.contains(first) || !run.contains(last) || last < first {
+            return Err(Error::corruption(
+                DATA_FILE,
+                Some(first),
+                format!("FD-tree fences point outside level {}", lvl + 1),
+            ));
+        }
+        // A page of this level spans about `lowest / run.pages` pages of the lowest
+        // level, so a batch reads here only what the lowest level's `unit` pages span:
+        // an open-ended range (`hi` unknown to the fences above) must not read a whole
+        // `io_unit` of every level for each batch of the lowest. No margin for the
+        // range's ends: a batch whose span here crosses a page boundary is cut there
+        // (the next batch goes on), and one that needs a single page of a level the
+        // pool holds finds it there (below) rather than reading past the pool.
+        let budget = (self.unit.saturating_mul(run.pages))
+            .div_ceil(self.lowest.max(1))
+            .clamp(1, self.unit);
+        if last - first + 1 > budget {
+            last = first + budget - 1;
+            // The first page left out begins with the external fence of the level above.
+            let cut = self
+                .fences
+                .iter()
+                .filter(|f| f.val != NONE && f.val > last)
+                .map(|f| f.key)
+                .min()
+                .unwrap_or(self.batch_hi.saturating_add(1));
+            self.batch_hi = self.batch_hi.min(cut.saturating_sub(1)).max(self.lo);
+        }
+        Ok(Some((first, last)))
+    }
+
+    /// Pages `first..=last` of level `lvl`, the memo's page first if it holds it.
+    fn read<P: PageRead>(
+        &mut self,
+        pager: &mut P,
+        lay: Layout,
+        lvl: usize,
+        first: u64,
+        last: u64,
+        cached: bool,
+    ) -> Result<Vec<Vec<Entry>>> {
+        // A level the pool holds (the point search's rule, Eq. 10) is read through it
+        // when the batch needs one page there: short scans, such as the many small
+        // key intervals of a moving-object query, then find the upper levels cached
+        // as point searches do. Longer spans go past the pool in one request (P3).
+        // Within one `scan_many`, a page the previous range ended in is not read again.
+        let kept = self.memo.as_deref_mut().and_then(|m| m.get(2 + lvl, first));
+        let pages = match kept {
+            Some(es) if first == last => vec![es],
+            Some(es) => {
+                let mut v = vec![es];
+                v.extend(read_pages(&mut *pager, lay, first + 1, last - first)?);
+                v
+            }
+            None if first == last && cached => vec![read_page_cached(&mut *pager, lay, first)?],
+            None => read_pages(&mut *pager, lay, first, last - first + 1)?,
+        };
+        if let (Some(m), Some(es)) = (self.memo.as_deref_mut(), pages.last()) {
+            m.keep(2 + lvl, last, es);
+        }
+        Ok(pages)
+    }
+
+    /// A level's entries of the batch from its `pages`; its fences set `start` (the one
+    /// at or below `lo`) and `fences` (the later ones) for the next level.
+    fn take_entries(&mut self, pages: Vec<Vec<Entry>>) -> Vec<Entry> {
+        let mut entries = Vec::new();
+        let mut next_fences = Vec::new();
+        let mut next_start = NONE;
+        for e in pages.into_iter().flatten() {
+            if e.key > self.batch_hi {
+                break;
+            }
+            if e.pos() <= index_pos(self.lo) {
+                if e.is_fence() {
+                    next_start = e.val;
+                } else if e.key == self.lo {
+                    entries.push(e);
+                }
+            } else if e.is_fence() {
+                next_fences.push(e);
+            } else {
+                entries.push(e);
+            }
+        }
+        self.start = next_start;
+        self.fences = next_fences;
+        entries
     }
 }
 
