@@ -108,7 +108,7 @@ fn run_all(label: &str, histories: impl Iterator<Item = Concurrent>) -> Summary 
          {} exact private reads), {} key reads beside a write on their key, {} saw a write \
          still running; {} crashes ({} while the threads ran): {} writes had to survive, {} \
          private writes kept, {} lost, {} calls failed ({} not with an I/O error), {} reads \
-         after a cut unchecked; {} entries at the end",
+         after a cut unchecked; {} entries at the end; {} inserts beside other operations",
         total.rounds,
         total.ops,
         total.flushes,
@@ -131,10 +131,17 @@ fn run_all(label: &str, histories: impl Iterator<Item = Concurrent>) -> Summary 
         total.odd_errors,
         total.unchecked_after_cut,
         total.final_entries,
+        total.shared_inserts,
     );
     assert!(c.scans > 0 && c.exact > 0, "{label}: nothing was read");
     assert!(total.flushes > 0, "{label}: nothing was flushed");
     total
+}
+
+/// Whether `e`'s inserts run beside other operations (`Shareable::PARALLEL_INSERTS`): a
+/// history of several threads then makes some that way.
+fn inserts_in_parallel(e: EngineKind) -> bool {
+    e == EngineKind::BTree
 }
 
 fn memory(e: EngineKind) {
@@ -143,7 +150,7 @@ fn memory(e: EngineKind) {
     }
     let n = if long_mode() { 40 } else { 2 };
     let seeds = MEMORY_SEEDS..MEMORY_SEEDS + n;
-    run_all(
+    let total = run_all(
         &format!("{e:?} on memory"),
         seeds.map(|s| {
             let mut h = history(e, DeviceKind::Memory, s);
@@ -151,6 +158,12 @@ fn memory(e: EngineKind) {
             h
         }),
     );
+    if inserts_in_parallel(e) {
+        assert!(
+            total.shared_inserts > 0,
+            "no insert ran beside another operation"
+        );
+    }
 }
 
 /// A fresh directory for an index under the target directory (/tmp may be tmpfs, which
@@ -184,7 +197,13 @@ fn file(e: EngineKind) {
             h
         })
         .collect();
-    run_all(&format!("{e:?} on a file"), histories.into_iter());
+    let total = run_all(&format!("{e:?} on a file"), histories.into_iter());
+    if inserts_in_parallel(e) {
+        assert!(
+            total.shared_inserts > 0,
+            "no insert ran beside another operation"
+        );
+    }
 }
 
 fn crash_memory(e: EngineKind) {

@@ -24,6 +24,14 @@
 //! ([`POLITE`]), before it waits in line. At one thread nothing of this happens: a read
 //! loads its misses under the lock and runs once.
 //!
+//! An engine whose inserts can run beside other operations
+//! ([`Shareable::PARALLEL_INSERTS`]) makes an insert that arrives while others are in
+//! progress under the shared lock ([`Shareable::insert_shared`]: the engine latches what
+//! it changes), with the restarts of a read; when the engine says the insert needs the
+//! exclusive lock (it would restructure), it is made as below, and when it says a
+//! checkpoint came due, that runs under the exclusive lock right after. Such inserts do
+//! not count as writes for a scan's position: the engine keeps what the position names.
+//!
 //! A point write (`insert`, `delete`) made while other operations are in progress first
 //! brings the pages it will change into the buffer pool beside the readers (its search's
 //! misses read outside the lock as a reader's, then [`Shareable::prepare_write`] under the
@@ -68,7 +76,7 @@
 //! An engine's background merge thread (FD-tree, LSM-tree) runs beside all of this, as it
 //! did beside one thread.
 
-use super::api::{Engine, RangeCursor, Shareable};
+use super::api::{Engine, RangeCursor, Shareable, SharedWrite};
 use crate::durable::{outside, LogicalOp};
 use crate::error::{Error, Result};
 use crate::stats::Stats;
@@ -175,7 +183,18 @@ impl<E: Shareable> Parallel<E> {
     /// a page stops, the page is read with the lock released, and `f` runs again
     /// (`crate::durable::outside`); `undo` puts back what a stopped run of `f` changed
     /// outside the engine (a scan's cursor and output).
-    fn shared<T>(&self, mut f: impl FnMut(&E) -> Result<T>, mut undo: impl FnMut()) -> Result<T> {
+    fn shared<T>(&self, f: impl FnMut(&E) -> Result<T>, undo: impl FnMut()) -> Result<T> {
+        self.shared_op(false, f, undo)
+    }
+
+    /// [`Parallel::shared`] for a read (`write` false) or a shared write, whose errors
+    /// poison the engine as an exclusive write's do.
+    fn shared_op<T>(
+        &self,
+        write: bool,
+        mut f: impl FnMut(&E) -> Result<T>,
+        mut undo: impl FnMut(),
+    ) -> Result<T> {
         let (_busy, others) = self.busy();
         let restarts = E::RESTARTS && others;
         let mut stash = None;
@@ -184,7 +203,7 @@ impl<E: Shareable> Parallel<E> {
             let e = self.read();
             self.usable()?;
             if !restarts {
-                break (self.note(f(&e), false), e.has_deferred());
+                break (self.note(f(&e), write), e.has_deferred());
             }
             let armed = outside::arm(run < RUNS, stash.take());
             let r = f(&e);
@@ -198,7 +217,7 @@ impl<E: Shareable> Parallel<E> {
                     stash = Some(self.note(miss.read(), false)?);
                     run += 1;
                 }
-                (r, _) => break (self.note(r, false), e.has_deferred()),
+                (r, _) => break (self.note(r, write), e.has_deferred()),
             }
         };
         if deferred {
@@ -323,6 +342,13 @@ fn fresh(cur: &mut RangeCursor, now: u64) {
 
 impl<E: Shareable> Engine for Parallel<E> {
     fn insert(&self, key: u64, value: u64) -> Result<()> {
+        if E::PARALLEL_INSERTS && self.shares_now() {
+            match self.shared_op(true, |e| e.insert_shared(key, value), || {})? {
+                SharedWrite::Done => return Ok(()),
+                SharedWrite::Maintain => return self.write(|e| e.maintain()),
+                SharedWrite::Exclusive => {}
+            }
+        }
         self.point_write(key, |e| e.insert(key, value))
     }
 

@@ -24,7 +24,7 @@ impl BTree {
             node::remove_at(b, i);
             node::count(b)
         })?;
-        self.entries -= 1;
+        *self.entries.get_mut() -= 1;
         if n < self.leaf_min() && !path.is_empty() {
             self.rebalance(path, leaf)?;
         }
@@ -45,9 +45,13 @@ impl BTree {
         let sibling = if left == leaf { right } else { left };
         let sib_count = self.pager.read(sibling, node::count)?;
         let mut all = self.pager.read(left, node::entries)?;
-        let (r_link, r_es) = self
-            .pager
-            .read(right, |b| (node::link(b), node::entries(b)))?;
+        let (r, r_es) = self.pager.read(right, |b| {
+            let r = leaves::RightLeaf {
+                link: node::link(b),
+                side: node::side(b),
+            };
+            (r, node::entries(b))
+        })?;
         all.extend(r_es);
         // Even the two out and move the separator, or merge right into left (which takes
         // over right's place in the leaf chain) and drop the separator between them.
@@ -59,7 +63,7 @@ impl BTree {
             sep_idx,
             pair,
             &all,
-            r_link,
+            r,
             redistribute,
         )? {
             Repair::Redistributed => {
