@@ -9,7 +9,7 @@
 //! while it is open (a thread sees its own writes); meanwhile the other threads' writes
 //! wait for it, their reads do not.
 
-use crate::target::{be, from_be, Session, Target};
+use crate::subjects::{be, from_be, Session, Target};
 use anyhow::{Context, Result};
 use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
 use std::path::Path;

@@ -1,11 +1,11 @@
-//! fjall (feature `fjall`), configured as the module doc of [`crate::peers`] says.
+//! fjall (feature `fjall`), configured as the module doc of [`crate::subjects::peers`] says.
 //!
 //! Threads: `Keyspace` and `PartitionHandle` are shared handles (`Sync`, `&self` calls), so
 //! any number of threads read and write at once; fjall orders concurrent writers at its
 //! journal. A session is the shared store.
 
 use super::memtable_bytes;
-use crate::target::{be, from_be, Session, Target};
+use crate::subjects::{be, from_be, Session, Target};
 use anyhow::{Context, Result};
 use fjall::{Config, Keyspace, PartitionCreateOptions, PartitionHandle, PersistMode};
 use std::path::Path;

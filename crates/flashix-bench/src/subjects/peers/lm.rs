@@ -10,7 +10,7 @@
 //! [`Session::finish`], and reads through it while it is open (a thread sees its own
 //! writes); meanwhile the other threads' writes wait for it, their reads do not.
 
-use crate::target::{be, from_be, Session, Target};
+use crate::subjects::{be, from_be, Session, Target};
 use anyhow::{Context, Result};
 use heed::types::Bytes;
 use heed::{Database, Env, EnvOpenOptions, RwTxn};

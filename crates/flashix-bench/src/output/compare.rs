@@ -14,7 +14,7 @@
 //! change in them is a change in the engine, whatever the wall time says. Flags: `SLOWER`,
 //! `faster`, `more-reads`, `fewer-reads`, `more-writes`, `fewer-writes`.
 
-use crate::report::{Record, Results};
+use crate::output::report::{Record, Results};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
@@ -253,7 +253,7 @@ pub(crate) fn tests_results(records: Vec<Record>) -> Results {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{tests_support::record, Repeat};
+    use crate::output::report::{tests_support::record, Repeat};
 
     pub(super) fn results(records: Vec<Record>) -> Results {
         Results {
@@ -262,7 +262,7 @@ mod tests {
             key_distribution: "uniform".into(),
             scale: "quick".into(),
             device_profile: crate::probe::example_profile(),
-            options: crate::report::RunOptions {
+            options: crate::output::report::RunOptions {
                 page_size: 4096,
                 buffer_pool_bytes: 1 << 20,
                 prep_buffer_pool_bytes: 0,

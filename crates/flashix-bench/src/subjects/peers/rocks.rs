@@ -1,12 +1,12 @@
 //! RocksDB through the `rocksdb` crate (feature `rocksdb`), configured as the module doc of
-//! [`crate::peers`] says.
+//! [`crate::subjects::peers`] says.
 //!
 //! Threads: `DB` is `Sync` and every call used here takes `&self`, so any number of threads
 //! read and write at once; RocksDB orders concurrent writers itself (its write groups, one
 //! WAL append per group). A session is the shared store.
 
 use super::memtable_bytes;
-use crate::target::{be, from_be, Session, Target};
+use crate::subjects::{be, from_be, Session, Target};
 use anyhow::{Context, Result};
 use rocksdb::{
     BlockBasedIndexType, BlockBasedOptions, Cache, Direction, IteratorMode, Options, WriteBatch,

@@ -1,7 +1,10 @@
-//! What a workload runs against: two small traits that the flashix [`Db`] and every peer
-//! engine (behind cargo features, [`crate::peers`]) implement, so that all of them go
-//! through the same workload code with the same 8-byte keys. Peers store a key as its 8
-//! big-endian bytes (so byte order is key order) and a value as 8 big-endian bytes.
+//! What a workload runs against (a *subject*): two small traits that the flashix [`Db`]
+//! ([`engines`]) and every peer engine (behind cargo features, [`peers`]) implement, so
+//! that all of them go through the same workload code with the same 8-byte keys. Peers
+//! store a key as its 8 big-endian bytes (so byte order is key order) and a value as 8
+//! big-endian bytes; [`cgroup`] bounds the memory of the peers that read through the page
+//! cache. Beside them, the process's own counters (storage I/O, CPU time, resident memory)
+//! that measure a peer where it has no counters of its own.
 //!
 //! A [`Target`] is the index, shared by every thread of a measured phase (`&self`,
 //! `Sync`); each thread runs its operations through a [`Session`] of its own, made on that
@@ -11,8 +14,14 @@
 //! thread is done. For the flashix engines, RocksDB and fjall a session is the shared
 //! index itself.
 
+pub mod cgroup;
+pub mod engines;
+pub mod peers;
+
 use anyhow::{Context, Result};
-use flashix::{Db, Stats};
+#[cfg(doc)]
+use flashix::Db;
+use flashix::Stats;
 
 /// How a target bounds its memory, whether its I/O bypasses the page cache, and when its
 /// writes become durable: stated in every result (docs/benchmarking.md, Peers at equal memory).
@@ -61,61 +70,6 @@ pub trait Session {
     /// A session dropped without it leaves its open writes uncommitted.
     fn finish(self: Box<Self>) -> Result<()> {
         Ok(())
-    }
-}
-
-impl Target for Db {
-    fn session(&self) -> Result<Box<dyn Session + '_>> {
-        Ok(Box::new(self))
-    }
-    fn flush(&self) -> Result<()> {
-        Ok(Db::flush(self)?)
-    }
-    fn flashix_stats(&self) -> Option<Stats> {
-        Some(self.stats())
-    }
-    fn memory_bytes(&self) -> Option<u64> {
-        Some(self.stats().memory_bytes)
-    }
-    fn close(self: Box<Self>) -> Result<()> {
-        Ok(Db::close(*self)?)
-    }
-}
-
-/// A flashix index serves any number of threads through `&Db` (docs/design.md, Concurrency).
-impl Session for &Db {
-    fn get(&mut self, key: u64) -> Result<Option<u64>> {
-        Ok(Db::get(self, key)?)
-    }
-    fn insert(&mut self, key: u64, value: u64) -> Result<()> {
-        Ok(Db::insert(self, key, value)?)
-    }
-    fn delete(&mut self, key: u64) -> Result<()> {
-        Ok(Db::delete(self, key)?)
-    }
-    fn get_many(&mut self, keys: &[u64]) -> Result<Vec<Option<u64>>> {
-        Ok(Db::get_many(self, keys)?)
-    }
-    fn scan(&mut self, start: u64, len: u64) -> Result<(Option<u64>, u64)> {
-        let mut first = None;
-        let mut n = 0;
-        for kv in self
-            .range(start..)
-            .context("range")?
-            .limit_hint(len)
-            .take(len as usize)
-        {
-            let (k, _) = kv.context("range scan")?;
-            first.get_or_insert(k);
-            n += 1;
-        }
-        Ok((first, n))
-    }
-    fn bulk_insert(&mut self, pairs: &[(u64, u64)]) -> Result<()> {
-        Ok(Db::bulk_insert(self, pairs)?)
-    }
-    fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
-        Ok(Db::delete_range(self, lo..=hi)?)
     }
 }
 

@@ -1,9 +1,11 @@
 //! The `flashix advise` command: arguments, the ranking tables, and `--verify` (a short
 //! `flashix bench` of the top engines, in process, beside the prediction).
 
-use super::{advise, Device, Input, Mix, Prediction, Ranking, CPU_US_PER_KEY, CPU_US_PER_OP};
+use crate::models::advise::{
+    advise, Device, Input, Mix, Prediction, Ranking, CPU_US_PER_KEY, CPU_US_PER_OP,
+};
+use crate::output::report::Record;
 use crate::probe::{load_profile, DeviceProfile};
-use crate::report::Record;
 use crate::runner::{run_bench, BenchConfig, Scale};
 use crate::units::{format_size, parse_size};
 use crate::workload::Workload;
@@ -343,7 +345,7 @@ fn verify(
                 mix: case.mix,
                 tuned_for: Some(a.entries),
             };
-            let predicted_live_us = super::models::costs(p.engine, &live)?
+            let predicted_live_us = crate::models::advise::engines::costs(p.engine, &live)?
                 .of_mix(&case.mix)
                 .us();
             v.push(Verified {

@@ -370,6 +370,17 @@ pub fn dump_to(db: &mut Db, out: &mut dyn Write, binary: bool, pb: &ProgressBar)
 // ---------------------------------------------------------------------------------------
 // load
 
+/// The long help of `flashix load`: the input forms.
+pub const LOAD_HELP: &str = "\
+INPUT
+  text    one `key value` line per entry, decimal u64 (what `flashix dump` writes);
+          blank lines are skipped; a malformed line stops the load with its number
+  binary  \"FLASHIXD\", u32 version 1, u32 0, then key,value u64 pairs, then u64 count
+          and u32 crc32c of the pairs; all little-endian (`flashix dump --binary`)
+  The form is detected by the magic. Input whose keys ascend (a dump's) goes in by
+  bulk_insert in batches of 65,536; from the first key that does not, one insert at a
+  time (the last value of a repeated key wins). On any error the new index is removed.";
+
 /// `flashix load DIR --engine NAME`.
 #[derive(clap::Args)]
 pub struct LoadArgs {

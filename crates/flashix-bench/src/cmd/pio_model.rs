@@ -1,17 +1,11 @@
-//! `flashix pio-model`: the PIO B-tree's node-size and OPQ-size model
-//! ([`flashix::cost::pio`], Roh et al., VLDB 2011, §3.2.1, §3.5–3.6, Appendix) applied to a
-//! device profile written by `flashix probe`.
-//!
-//! The profile becomes a [`PioDeviceCosts`]: `Pr(L)` is the probe's mean QD1 read latency
-//! for requests of `L` pages (linear between the measured request sizes; past the largest
-//! one, extrapolated from the last two); `Pw` is one 4 KiB random write at QD1 scaled to the
-//! page; `Pr'` and `Pw'` are the QD32 random read and write times per request (the probe's
-//! deepest queue, standing for psync groups of `pio_max` = 32..64 requests).
+//! `flashix pio-model`: its arguments and the run that prints the PIO B-tree model's
+//! leaf size and OPQ size ([`crate::models::pio`]) for a device profile.
 
-use crate::probe::{load_profile, DeviceProfile};
+use crate::models::pio::pio_costs;
+use crate::probe::load_profile;
 use crate::units::{format_size, parse_size};
 use anyhow::{bail, Context, Result};
-use flashix::cost::pio::{self, PioDeviceCosts, PioWorkload};
+use flashix::cost::pio::{self, PioWorkload};
 use std::path::PathBuf;
 
 /// Options of `flashix pio-model`.
@@ -38,26 +32,6 @@ pub struct PioModelArgs {
     /// Device profile written by `flashix probe`.
     #[arg(long, default_value = "./bench-out/device-profile.json")]
     pub profile: PathBuf,
-}
-
-/// The model's device costs for pages of `page_size` bytes.
-pub fn pio_costs(
-    profile: &DeviceProfile,
-    page_size: usize,
-    max_segments: usize,
-) -> Result<PioDeviceCosts> {
-    let b = page_size as u64;
-    let read_us = (1..=max_segments.max(1) as u64)
-        .map(|l| profile.read_latency_us(l * b, true))
-        .collect::<Result<Vec<f64>>>()?;
-    PioDeviceCosts::new(
-        page_size,
-        read_us,
-        1e6 / profile.rand_write_iops_qd1 * (b as f64 / 4096.0),
-        1e6 / profile.rand_read_iops_qd32 * (b as f64 / 4096.0),
-        1e6 / profile.rand_write_iops_qd32 * (b as f64 / 4096.0),
-    )
-    .context("converting the device profile into PIO cost-model inputs")
 }
 
 /// `flashix pio-model`: load the profile, run the model, print the answer.
@@ -150,21 +124,6 @@ pub fn run(args: &PioModelArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn profile() -> DeviceProfile {
-        crate::probe::example_profile()
-    }
-
-    #[test]
-    fn profile_to_pio_costs() {
-        let p = profile();
-        // Pr(1..4) at 4, 8, 12, 16 KiB: 60, 70, 80 (interpolated), 90; Pr(5) at 20 KiB
-        // extrapolated from the last two: 100.
-        let d = pio_costs(&p, 4096, 5).unwrap();
-        let got: Vec<f64> = (1..=5).map(|l| d.read_us(l)).collect();
-        assert_eq!(got, vec![60.0, 70.0, 80.0, 90.0, 100.0]);
-        assert!(pio_costs(&p, 2048, 2).is_err());
-    }
 
     #[test]
     fn run_needs_a_profile_and_sane_arguments() {

@@ -3,7 +3,7 @@
 //! O_DIRECT.
 //!
 //! Subjects: `bx` (the Bx-tree: the front end over the B+-tree) and `mobject:<engine>` for
-//! any engine. Data (seeded, [`crate::mobject_workload`]): `--objects` objects in a
+//! any engine. Data (seeded, [`crate::workload::mobject`]): `--objects` objects in a
 //! 1000 x 1000 space moving as `--data` says (uniform, Gaussian hotspots or a road grid),
 //! speeds up to `--max-speed` per axis; each object reports once per `Δt_mu` ticks, in a
 //! round robin, so the promise holds and `n + 1` partitions are live. Preparation, with a
@@ -24,9 +24,9 @@
 //! directory entry first; each row names the path its updates took, from the index's
 //! counters.
 
-use crate::mobject_workload::{MoData, World};
-use crate::report::Latency;
+use crate::output::report::Latency;
 use crate::units::{format_size as fmt_size, parse_size};
+use crate::workload::mobject::{MoData, World};
 use anyhow::{bail, Context, Result};
 use flashix::mobject::{MobjectOptions, MovingIndex, Rect};
 use flashix::{DeviceSpec, EngineKind, Options};

@@ -28,14 +28,14 @@
 //! for the open write transaction, LMDB's `mdb_txn_begin` for its writer mutex), so their
 //! write transactions are serialized by the store, one at a time, while readers go on
 //! beside them on snapshots. The batched variants keep a thread's open transaction in that
-//! thread's [`Session`](crate::target::Session) (an LMDB write transaction must end on the
+//! thread's [`Session`](crate::subjects::Session) (an LMDB write transaction must end on the
 //! thread that began it): while one thread holds a batch open, the other threads' writes
 //! wait for its commit, after [`BATCH_WRITES`] of its writes or when it finishes its
 //! stream; a thread reads through its own open transaction, so it sees its own writes.
 //!
 //! fjall, redb and LMDB read through the page cache: the runner runs their measured phases
 //! in a memory cgroup where the machine allows, else marks their results "page cache
-//! unbounded" ([`crate::cgroup`]). For the operations the cgroup's limit follows the heap,
+//! unbounded" ([`crate::subjects::cgroup`]). For the operations the cgroup's limit follows the heap,
 //! leaving [`PeerKind::page_cache_share`] of page cache beside it: own cache, memtables and
 //! page cache add up to the budget.
 
@@ -48,7 +48,7 @@ mod rd;
 #[cfg(feature = "rocksdb")]
 mod rocks;
 
-use crate::target::{Target, TargetInfo};
+use crate::subjects::{Target, TargetInfo};
 use anyhow::{bail, Result};
 use std::fmt;
 use std::path::Path;
@@ -188,7 +188,7 @@ impl PeerKind {
 
 impl PeerKind {
     /// The page cache a peer that reads through it gets beside its heap during the
-    /// measured operations ([`crate::cgroup::MemoryCgroup::follow_heap`]), so that its own
+    /// measured operations ([`crate::subjects::cgroup::MemoryCgroup::follow_heap`]), so that its own
     /// cache, memtables and page cache add up to the `budget`: LMDB has no cache of its own
     /// and gets the budget; fjall (cache + memtables) and redb (`set_cache_size`) hold the
     /// budget in their heap already and get [`PAGE_CACHE_FLOOR`], room for the pages of

@@ -1,5 +1,6 @@
-//! `flashix advise`: every engine's predicted cost per operation for a device profile, an
-//! index size, a memory budget and a workload mix, ranked.
+//! Every engine's predicted cost per operation for a device profile, an index size, a
+//! memory budget and a workload mix, ranked: the answer of `flashix advise`, whose
+//! arguments, tables and `--verify` are [`crate::cmd::advise`].
 //!
 //! # What is predicted
 //! For each engine, a model gives each kind of operation of the [`Mix`] an [`OpCost`]: the
@@ -24,7 +25,7 @@
 //! `range-1000` time less its reads, over the entries scanned, the CPU time per entry.
 //! Both are rough and machine-dependent.
 //!
-//! # The models ([`models`])
+//! # The models ([`engines`])
 //! - **FD-tree** and **LSM-tree**: the FD-tree paper's cost model ([`flashix::cost::fdtree`],
 //!   App. C) chooses `k` and the levels; search is Eq. 10, insertion Algorithm 5's merge
 //!   simulation; the LSM-tree adds a descent per component.
@@ -36,15 +37,14 @@
 //! - **B+-tree**: height and levels cached from the root down in the pool (the PIO model's
 //!   [`flashix::cost::pio::coverage`]); one page write per dirty leaf evicted.
 //! - **BFTL, LA-tree, FBX-tree, IPL, d-IPL**: small models of their papers' cost shapes,
-//!   marked *rough*: each is documented with its formula in [`models`].
+//!   marked *rough*: each is documented with its formula in [`engines`].
 //!
 //! Every engine serves every operation through `Db`, so none is excluded by kind; an
 //! engine whose model cannot be evaluated (e.g. a budget below what it needs) is listed
 //! after the ranking with the reason.
 
-pub mod cli;
+pub mod engines;
 pub mod mix;
-pub mod models;
 
 pub use mix::Mix;
 
@@ -84,9 +84,9 @@ impl Device {
     /// The models' view of `profile` for pages of `page` bytes (the conversions of
     /// `flashix fdtree-model`, `pio-model` and `bulk-model`).
     pub fn new(profile: &DeviceProfile, page: usize) -> Result<Device> {
-        let costs = crate::model::device_costs(profile, page)?;
-        let pio = crate::pio_model::pio_costs(profile, page, crate::runner::PIO_MAX_SEGMENTS)?;
-        let bulk = crate::bulk_model::bulk_costs(profile)?;
+        let costs = crate::models::fdtree::device_costs(profile, page)?;
+        let pio = crate::models::pio::pio_costs(profile, page, crate::runner::PIO_MAX_SEGMENTS)?;
+        let bulk = crate::models::bulk::bulk_costs(profile)?;
         let read_us_by_pages = (1..=MAX_TABLE_PAGES as u64)
             .map(|p| profile.read_latency_us(p * page as u64, true))
             .collect::<Result<Vec<f64>>>()
@@ -343,7 +343,7 @@ pub fn advise(input: &Input) -> Result<Ranking> {
     let mut ranked = Vec::new();
     let mut excluded = Vec::new();
     for engine in EngineKind::ALL {
-        match models::costs(engine, input) {
+        match engines::costs(engine, input) {
             Ok(k) => {
                 let cost = k.of_mix(&input.mix);
                 let us = cost.us();

@@ -16,10 +16,10 @@
 //! pairs, `btree x4`.
 //!
 //! Given a baseline run (`flashix report A.json B.json`), a section before the result table
-//! compares B with A cell by cell ([`crate::compare`]), flagged cells highlighted.
+//! compares B with A cell by cell ([`crate::output::compare`]), flagged cells highlighted.
 
-use crate::compare::{self, Comparison};
-use crate::report::{Record, Results};
+use crate::output::compare::{self, Comparison};
+use crate::output::report::{Record, Results};
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -821,9 +821,9 @@ mod tests {
             workload: workload.into(),
             threads,
             ops_per_sec: ops,
-            ..crate::report::tests_support::record()
+            ..crate::output::report::tests_support::record()
         };
-        let mut res = crate::compare::tests_results(vec![
+        let mut res = crate::output::compare::tests_results(vec![
             rec("btree", "o-search", 1, 1000.0),
             rec("lsm", "o-search", 1, 800.0),
         ]);

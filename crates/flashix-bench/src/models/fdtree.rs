@@ -1,5 +1,6 @@
-//! `flashix fdtree-model`: the FD-tree cost model ([`flashix::cost::fdtree`], Li et al.,
-//! VLDB 2010, Appendix C) applied to a device profile written by `flashix probe`.
+//! The FD-tree cost model ([`flashix::cost::fdtree`], Li et al.,
+//! VLDB 2010, Appendix C) applied to a device profile written by `flashix probe`
+//! (`flashix fdtree-model`, [`crate::cmd::fdtree_model`]).
 //!
 //! The profile becomes a [`DeviceCosts`] for the page size `B` ([`device_costs`]): the random
 //! page read `B / W_rrnd(B)` is the probe's mean QD1 read latency at `B` bytes (linear
@@ -8,39 +9,15 @@
 //! unit, Appendix D). The probe measures random writes at 4 KiB only; a page of `B` bytes is
 //! charged `B / 4 KiB` such writes (the FD-tree model does not use random writes).
 
-use crate::probe::{load_profile, DeviceProfile};
-use crate::units::{format_size, parse_size};
-use anyhow::{bail, Context, Result};
+use crate::probe::DeviceProfile;
+use crate::units::format_size;
+use anyhow::{Context, Result};
 use flashix::cost::fdtree::{self, FdTreeChoice, FdTreeWorkload};
 use flashix::cost::DeviceCosts;
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 /// Request size of the probe's random-write test.
 const PROBE_WRITE_BYTES: f64 = 4096.0;
-
-/// Options of `flashix fdtree-model`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct FdTreeModelArgs {
-    /// Entries in the index (n).
-    #[arg(long, default_value_t = 10_000_000)]
-    pub entries: u64,
-    /// Share of searches in the workload (p_s); insertions are the rest (p_i = 1 - p_s).
-    #[arg(long = "search-fraction", default_value_t = 0.5)]
-    pub search_fraction: f64,
-    /// Page size B: bytes, or with a unit (4096, 4KiB).
-    #[arg(long = "page-size", default_value = "4096")]
-    pub page_size: String,
-    /// Head tree size |L0| (the paper's 512KB locality area).
-    #[arg(long = "head-tree", default_value = "512KiB")]
-    pub head_tree: String,
-    /// Buffer pool size M.
-    #[arg(long = "buffer-pool", default_value = "16MiB")]
-    pub buffer_pool: String,
-    /// Device profile written by `flashix probe`.
-    #[arg(long, default_value = "./bench-out/device-profile.json")]
-    pub profile: PathBuf,
-}
 
 /// The device costs of `profile` for pages of `page_size` bytes.
 pub fn device_costs(profile: &DeviceProfile, page_size: usize) -> Result<DeviceCosts> {
@@ -67,51 +44,6 @@ pub fn device_costs(profile: &DeviceProfile, page_size: usize) -> Result<DeviceC
             .context("the profile's CPU costs"),
         None => Ok(dev),
     }
-}
-
-impl FdTreeModelArgs {
-    /// The workload these options describe.
-    pub fn workload(&self) -> Result<FdTreeWorkload> {
-        let ps = self.search_fraction;
-        if !(0.0..=1.0).contains(&ps) {
-            bail!("--search-fraction must be between 0 and 1, not {ps}");
-        }
-        if self.entries == 0 {
-            bail!("--entries must be at least 1");
-        }
-        let page_size = parse_size(&self.page_size).context("--page-size")?;
-        let page_size = usize::try_from(page_size).context("--page-size: too large")?;
-        let mut w = FdTreeWorkload::new(
-            self.entries,
-            ps,
-            page_size,
-            flashix::FdTreeOptions::entries_per_page(page_size),
-        );
-        w.head_tree_bytes = parse_size(&self.head_tree).context("--head-tree")?;
-        w.buffer_bytes = parse_size(&self.buffer_pool).context("--buffer-pool")?;
-        Ok(w)
-    }
-}
-
-/// `flashix fdtree-model`: load the profile, run the model, print the answer.
-pub fn run(args: &FdTreeModelArgs) -> Result<()> {
-    let w = args.workload()?;
-    if !args.profile.exists() {
-        bail!(
-            "no device profile at {}: run `flashix probe` first (it writes ./bench-out/device-profile.json), or pass --profile FILE",
-            args.profile.display()
-        );
-    }
-    let profile = load_profile(&args.profile)?;
-    let dev = device_costs(&profile, w.page_size)?;
-    let source = format!(
-        "{} ({}, measured {})",
-        args.profile.display(),
-        profile.backend,
-        profile.measured_at
-    );
-    print!("{}", render(&source, &dev, &w)?);
-    Ok(())
 }
 
 /// The report: inputs, the chosen `k` and `l` with their costs, the best `k` of each level
@@ -285,76 +217,6 @@ mod tests {
         let e = device_costs(&p, 2048).unwrap_err().to_string();
         assert!(e.contains("2048"), "{e}");
         assert!(device_costs(&p, 32768).is_err());
-    }
-
-    fn args(profile: PathBuf) -> FdTreeModelArgs {
-        FdTreeModelArgs {
-            entries: 10_000_000,
-            search_fraction: 0.5,
-            page_size: "4096".into(),
-            head_tree: "512KiB".into(),
-            buffer_pool: "16MiB".into(),
-            profile,
-        }
-    }
-
-    #[test]
-    fn options_become_the_workload() {
-        let a = args(PathBuf::from("x.json"));
-        let w = a.workload().unwrap();
-        assert_eq!(w.entries, 10_000_000);
-        assert_eq!(w.page_size, 4096);
-        assert_eq!(w.entries_per_page, 250);
-        assert_eq!(w.head_tree_bytes, 512 << 10);
-        assert_eq!(w.buffer_bytes, 16 << 20);
-        assert_eq!(w.insert_fraction, 0.5);
-        let bad = FdTreeModelArgs {
-            search_fraction: 1.5,
-            ..a.clone()
-        };
-        assert!(bad.workload().is_err());
-        let bad = FdTreeModelArgs {
-            head_tree: "lots".into(),
-            ..a
-        };
-        assert!(bad.workload().is_err());
-    }
-
-    #[test]
-    fn missing_profile_says_run_probe() {
-        let dir = tempfile::tempdir().unwrap();
-        let e = run(&args(dir.path().join("none.json")))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("flashix probe"), "{e}");
-        assert!(e.contains("none.json"), "{e}");
-    }
-
-    #[test]
-    fn report_shows_the_choice_and_the_table() {
-        let p = profile();
-        let w = args(PathBuf::new()).workload().unwrap();
-        let dev = device_costs(&p, 4096).unwrap();
-        let best = fdtree::choose(&dev, &w).unwrap();
-        let text = render("test profile", &dev, &w).unwrap();
-        assert!(
-            text.contains(&format!(
-                "chosen   k = {}, l = {} levels",
-                best.k, best.levels
-            )),
-            "{text}"
-        );
-        let chosen_rows: Vec<&str> = text.lines().filter(|l| l.ends_with("<- chosen")).collect();
-        // Once among the best per level count, once in the table by k.
-        assert_eq!(chosen_rows.len(), 2, "{text}");
-        for row in chosen_rows {
-            assert!(row.trim_start().starts_with(&best.k.to_string()), "{row}");
-        }
-        let table = text.split("cost by k").nth(1).unwrap();
-        let rows = table
-            .lines()
-            .filter(|l| l.starts_with("  ") && !l.contains("search us"));
-        assert!(rows.count() >= 2, "{text}");
     }
 
     #[test]
