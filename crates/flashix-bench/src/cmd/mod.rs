@@ -11,7 +11,8 @@
 //! - [`sim`]: random writes on a simulated SSD with each FTL (`flashix sim`);
 //! - [`report`]: `report.html` again from a `results.json` (`flashix report`);
 //! - [`compare`]: two runs side by side (`flashix compare`);
-//! - [`ops`]: operating an index (`flashix check`, `stats`, `dump`, `load`).
+//! - [`check`], [`stats`], [`dump`], [`load`]: operating an index (`flashix check`,
+//!   `stats`, `dump`, `load`); none of the first three changes anything in its directory.
 //!
 //! `flashix repro` takes its subcommands from [`crate::repro::Repro`], one per paper with
 //! the paper's arguments beside its experiments, since `flashix repro all` runs the others
@@ -20,17 +21,22 @@
 pub mod advise;
 pub mod bench;
 pub mod bulk_model;
+pub mod check;
 pub mod compare;
+pub mod dump;
 pub mod fdtree_model;
+pub mod load;
 pub mod mo_bench;
-pub mod ops;
 pub mod pio_model;
 pub mod probe;
 pub mod report;
 pub mod sim;
+pub mod stats;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -83,14 +89,14 @@ pub enum Cmd {
     /// Verify an index without changing it: recovery (in memory), the checksum and page id
     /// of every allocated page, the engine's invariants, a full scan. Exit status 0 only
     /// when clean.
-    Check(ops::CheckArgs),
+    Check(check::CheckArgs),
     /// An index's engine, options, sizes, space use, memory budget and counters (read-only).
-    Stats(ops::StatsArgs),
+    Stats(stats::StatsArgs),
     /// Every entry, ascending, to standard output: `key value` lines, or --binary.
-    Dump(ops::DumpArgs),
+    Dump(dump::DumpArgs),
     /// Standard input (a dump, text or binary) into a NEW index of any engine.
-    #[command(after_long_help = ops::LOAD_HELP)]
-    Load(ops::LoadArgs),
+    #[command(after_long_help = load::LOAD_HELP)]
+    Load(load::LoadArgs),
 }
 
 /// The closing help of `flashix`: the commands that operate an index.
@@ -108,7 +114,7 @@ was not closed cleanly is recovered in memory)
 /// the index is clean), every other command succeeds unless it returns an error.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
-        Cmd::Check(a) => ops::check_cmd(&a),
+        Cmd::Check(a) => check::run(&a),
         cmd => run_other(cmd).map(|()| ExitCode::SUCCESS),
     }
 }
@@ -116,9 +122,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 fn run_other(cmd: Cmd) -> Result<()> {
     match cmd {
         Cmd::Check(_) => Ok(()),
-        Cmd::Stats(a) => ops::stats_cmd(&a),
-        Cmd::Dump(a) => ops::dump_cmd(&a),
-        Cmd::Load(a) => ops::load_cmd(&a),
+        Cmd::Stats(a) => stats::run(&a),
+        Cmd::Dump(a) => dump::run(&a),
+        Cmd::Load(a) => load::run(&a),
         Cmd::Compare(a) => compare::run(&a),
         Cmd::Probe(a) => probe::run(&a),
         Cmd::Bench(a) => bench::run(&a),
@@ -131,4 +137,31 @@ fn run_other(cmd: Cmd) -> Result<()> {
         Cmd::Repro(r) => crate::repro::run(&r),
         Cmd::Report(a) => report::run(a),
     }
+}
+
+/// A progress bar on stderr, hidden when stderr is not a terminal. `len` 0: a counter
+/// without a total.
+pub fn progress(len: u64, msg: &str, unit: &str) -> ProgressBar {
+    let target = if std::io::stderr().is_terminal() {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    };
+    let (pb, template) = if len == 0 {
+        (
+            ProgressBar::new_spinner(),
+            format!("{{spinner}} {{msg}} {{pos}} {unit} {{per_sec}} {{elapsed}}"),
+        )
+    } else {
+        (
+            ProgressBar::new(len),
+            format!("{{msg:<10}} [{{bar:30}}] {{pos}}/{{len}} {unit} {{per_sec}} eta {{eta}}"),
+        )
+    };
+    pb.set_draw_target(target);
+    if let Ok(style) = ProgressStyle::with_template(&template) {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb.set_message(msg.to_string());
+    pb
 }
