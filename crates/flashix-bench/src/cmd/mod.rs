@@ -165,3 +165,39 @@ pub fn progress(len: u64, msg: &str, unit: &str) -> ProgressBar {
     pb.set_message(msg.to_string());
     pb
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// The long help of `flashix SUB [SUB2]`.
+    fn help(path: &[&str]) -> String {
+        let mut cmd = Cli::command();
+        for name in path {
+            cmd = cmd.find_subcommand(name).unwrap().clone();
+        }
+        cmd.render_long_help().to_string()
+    }
+
+    #[test]
+    fn bench_help_lists_every_engine() {
+        let h = help(&["bench"]);
+        // The option's own text: from `--engines` to the next option.
+        let engines = h.split("--engines").nth(1).unwrap();
+        let engines = engines.split("--workload").next().unwrap();
+        for kind in flashix::EngineKind::ALL {
+            assert!(engines.contains(kind.name()), "{kind}: {engines}");
+        }
+    }
+
+    #[test]
+    fn repro_help_lists_every_paper() {
+        let top = help(&[]);
+        let h = help(&["repro"]);
+        for paper in crate::repro::all::PAPERS {
+            assert!(h.contains(&format!("  {paper} ")), "{paper}: {h}");
+            assert!(top.contains(paper), "{paper}: {top}");
+        }
+    }
+}
