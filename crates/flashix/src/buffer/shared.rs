@@ -469,25 +469,32 @@ mod model {
         LostChanges,
     }
 
-    fn scenario(broken: Broken) {
+    /// Pages 0 to 3 on a slow device and a two-frame pool, broken as `broken` says, whose
+    /// frames hold pages 0 and 1 dirty: the first misses must write one back.
+    fn setup(broken: Broken) -> (Arc<SharedPool>, Arc<SlowIo>) {
         let mut dev = MemDevice::new(PAGE);
         for pid in 0..4 {
             dev.write(pid, &sealed(pid)).unwrap();
         }
         let mut pool = SharedPool::new(BufferPool::new(PAGE, 2 * PAGE as u64, 1).unwrap());
         pool.broken_ignores_loading = broken == Broken::Loading;
+        pool.broken_writes_unlatched = broken == Broken::UnlatchedWrites;
         pool.get_mut().broken_ignores_hit_pins = broken == Broken::HitPins;
-        // Both frames dirty: the first misses must write one back.
+        pool.get_mut().broken_ignores_changes = broken == Broken::LostChanges;
         for pid in [0, 1] {
             let p = pool.get_mut();
             let f = p.create(&mut dev, &mut NoBarrier, pid).unwrap();
             p.data_mut(f, 0).copy_from_slice(&sealed(pid));
             p.unpin(f);
         }
-        let io = Arc::new(SlowIo {
+        let io = SlowIo {
             dev: Mutex::new(dev),
-        });
-        let pool = Arc::new(pool);
+        };
+        (Arc::new(pool), Arc::new(io))
+    }
+
+    fn scenario(broken: Broken) {
+        let (pool, io) = setup(broken);
         // Each reader reads a page twice in a row: the second read is a hit through the
         // index while other readers' misses evict.
         let readers: Vec<_> = [[2u64, 2, 3, 0], [3, 3, 2, 1], [2, 2, 0, 3]]
@@ -516,26 +523,11 @@ mod model {
     /// Two writers change pages 0 and 1 (each writes its body in two halves with a
     /// scheduling point between them) while two readers read pages 0 to 3 in a two-frame
     /// pool whose frames start dirty, so that reads evict and write back the pages being
-    /// changed, and a third thread writes dirty frames back. Every read must see a page whole (before or after a change), and after the
-    /// threads the device, once the pool is written back, must hold every change.
+    /// changed, and a third thread writes dirty frames back. Every read must see a page
+    /// whole (before or after a change), and after the threads the device, once the pool
+    /// is written back, must hold every change.
     fn writes_scenario(broken: Broken) {
-        let mut dev = MemDevice::new(PAGE);
-        for pid in 0..4 {
-            dev.write(pid, &sealed(pid)).unwrap();
-        }
-        let mut pool = SharedPool::new(BufferPool::new(PAGE, 2 * PAGE as u64, 1).unwrap());
-        pool.broken_writes_unlatched = broken == Broken::UnlatchedWrites;
-        pool.get_mut().broken_ignores_changes = broken == Broken::LostChanges;
-        for pid in [0, 1] {
-            let p = pool.get_mut();
-            let f = p.create(&mut dev, &mut NoBarrier, pid).unwrap();
-            p.data_mut(f, 0).copy_from_slice(&sealed(pid));
-            p.unpin(f);
-        }
-        let io = Arc::new(SlowIo {
-            dev: Mutex::new(dev),
-        });
-        let pool = Arc::new(pool);
+        let (pool, io) = setup(broken);
         let changed = |pid: PageId| 0x80 | pid as u8;
         let writers: Vec<_> = [0u64, 1]
             .into_iter()
