@@ -108,7 +108,7 @@ fn run_all(label: &str, histories: impl Iterator<Item = Concurrent>) -> Summary 
          {} exact private reads), {} key reads beside a write on their key, {} saw a write \
          still running; {} crashes ({} while the threads ran): {} writes had to survive, {} \
          private writes kept, {} lost, {} calls failed ({} not with an I/O error), {} reads \
-         after a cut unchecked; {} entries at the end; {} inserts beside other operations",
+         after a cut unchecked; {} entries at the end; {} point writes beside other operations",
         total.rounds,
         total.ops,
         total.flushes,
@@ -131,16 +131,17 @@ fn run_all(label: &str, histories: impl Iterator<Item = Concurrent>) -> Summary 
         total.odd_errors,
         total.unchecked_after_cut,
         total.final_entries,
-        total.shared_inserts,
+        total.shared_writes,
     );
     assert!(c.scans > 0 && c.exact > 0, "{label}: nothing was read");
     assert!(total.flushes > 0, "{label}: nothing was flushed");
     total
 }
 
-/// Whether `e`'s inserts run beside other operations (`Shareable::PARALLEL_INSERTS`): a
-/// history of several threads then makes some that way.
-fn inserts_in_parallel(e: EngineKind) -> bool {
+/// Whether `e`'s point writes run beside other operations
+/// (`Shareable::PARALLEL_POINT_WRITES`): a history of several threads then makes some that
+/// way.
+fn writes_in_parallel(e: EngineKind) -> bool {
     e == EngineKind::BTree
 }
 
@@ -158,10 +159,10 @@ fn memory(e: EngineKind) {
             h
         }),
     );
-    if inserts_in_parallel(e) {
+    if writes_in_parallel(e) {
         assert!(
-            total.shared_inserts > 0,
-            "no insert ran beside another operation"
+            total.shared_writes > 0,
+            "no point write ran beside another operation"
         );
     }
 }
@@ -198,10 +199,10 @@ fn file(e: EngineKind) {
         })
         .collect();
     let total = run_all(&format!("{e:?} on a file"), histories.into_iter());
-    if inserts_in_parallel(e) {
+    if writes_in_parallel(e) {
         assert!(
-            total.shared_inserts > 0,
-            "no insert ran beside another operation"
+            total.shared_writes > 0,
+            "no point write ran beside another operation"
         );
     }
 }

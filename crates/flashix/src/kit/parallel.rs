@@ -24,13 +24,14 @@
 //! ([`POLITE`]), before it waits in line. At one thread nothing of this happens: a read
 //! loads its misses under the lock and runs once.
 //!
-//! An engine whose inserts can run beside other operations
-//! ([`Shareable::PARALLEL_INSERTS`]) makes an insert that arrives while others are in
-//! progress under the shared lock ([`Shareable::insert_shared`]: the engine latches what
-//! it changes), with the restarts of a read; when the engine says the insert needs the
-//! exclusive lock (it would restructure), it is made as below, and when it says a
-//! checkpoint came due, that runs under the exclusive lock right after. Such inserts do
-//! not count as writes for a scan's position: the engine keeps what the position names.
+//! An engine whose point writes can run beside other operations
+//! ([`Shareable::PARALLEL_POINT_WRITES`]) makes an insert or delete that arrives while
+//! others are in progress under the shared lock ([`Shareable::insert_shared`],
+//! [`Shareable::delete_shared`]: the engine latches what it changes), with the restarts
+//! of a read; when the engine says the write needs the exclusive lock (it would
+//! restructure), it is made as below, and when it says a checkpoint came due, that runs
+//! under the exclusive lock right after. Such writes do not count as writes for a scan's
+//! position: the engine keeps what the position names.
 //!
 //! A point write (`insert`, `delete`) made while other operations are in progress first
 //! brings the pages it will change into the buffer pool beside the readers (its search's
@@ -331,6 +332,22 @@ impl<E: Shareable> Parallel<E> {
     }
 }
 
+impl<E: Shareable> Parallel<E> {
+    /// A point write under the shared lock, where the engine makes it so and other
+    /// operations are in progress (module doc): true when it was made (and the maintenance
+    /// it asked for, under the exclusive lock); false when it needs the exclusive lock.
+    fn shared_write(&self, f: impl FnMut(&E) -> Result<SharedWrite>) -> Result<bool> {
+        if !(E::PARALLEL_POINT_WRITES && self.shares_now()) {
+            return Ok(false);
+        }
+        match self.shared_op(true, f, || {})? {
+            SharedWrite::Done => Ok(true),
+            SharedWrite::Maintain => self.write(|e| e.maintain()).map(|_| true),
+            SharedWrite::Exclusive => Ok(false),
+        }
+    }
+}
+
 /// Drop the cursor's position in the structure if a write came since it was taken (`now`
 /// is the write count, read under the engine's lock, where no write runs).
 fn fresh(cur: &mut RangeCursor, now: u64) {
@@ -342,17 +359,16 @@ fn fresh(cur: &mut RangeCursor, now: u64) {
 
 impl<E: Shareable> Engine for Parallel<E> {
     fn insert(&self, key: u64, value: u64) -> Result<()> {
-        if E::PARALLEL_INSERTS && self.shares_now() {
-            match self.shared_op(true, |e| e.insert_shared(key, value), || {})? {
-                SharedWrite::Done => return Ok(()),
-                SharedWrite::Maintain => return self.write(|e| e.maintain()),
-                SharedWrite::Exclusive => {}
-            }
+        if self.shared_write(|e| e.insert_shared(key, value))? {
+            return Ok(());
         }
         self.point_write(key, |e| e.insert(key, value))
     }
 
     fn delete(&self, key: u64) -> Result<()> {
+        if self.shared_write(|e| e.delete_shared(key))? {
+            return Ok(());
+        }
         self.point_write(key, |e| e.delete(key))
     }
 

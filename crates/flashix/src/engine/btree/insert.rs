@@ -57,13 +57,17 @@ impl BTree {
         if added {
             self.entries.fetch_add(1, Ordering::Relaxed);
         }
-        self.shared_inserts.fetch_add(1, Ordering::Relaxed);
-        Ok(
-            match self.pager.wal_bytes_shared() >= self.pager.checkpoint_wal_bytes() {
-                true => SharedWrite::Maintain,
-                false => SharedWrite::Done,
-            },
-        )
+        Ok(self.after_shared_write())
+    }
+
+    /// After a shared write that changed the tree: counted, and the checkpoint asked for
+    /// when it came due.
+    pub(super) fn after_shared_write(&self) -> SharedWrite {
+        self.shared_writes.fetch_add(1, Ordering::Relaxed);
+        match self.pager.wal_bytes_shared() >= self.pager.checkpoint_wal_bytes() {
+            true => SharedWrite::Maintain,
+            false => SharedWrite::Done,
+        }
     }
 
     pub(super) fn insert_unlogged(&mut self, k: u64, v: u64) -> Result<()> {

@@ -69,29 +69,32 @@
 //! running it once, and the second finds the page in hand unless a write of it came in
 //! between.
 //!
-//! **Inserts beside each other.** An insert made while other operations are in progress
-//! also holds the lock shared (`Shareable::PARALLEL_INSERTS`, [`BTree::insert_shared`]):
-//! it descends as a reader does and, when the key's leaf holds the key or has room,
-//! changes the leaf under its frame's latch held exclusive, logging the operation (and
-//! the page's before-image, on its first change since the checkpoint) under the WAL's lock
-//! while it holds the latch (`Pager::write_shared`). Why that is safe: such an insert
-//! changes one leaf and nothing a descent reads (no separator, link or high key), so the
-//! leaf a descent reaches is the key's; readers and writers of the leaf are ordered by its
-//! latch, so each single-key operation takes effect at one instant inside its call
-//! (linearizable), and the WAL holds the operations on a leaf in the order they were
-//! made. A scan's position (a leaf) stays valid across such inserts: the leaf is neither
-//! freed nor split by them. An insert that would split its leaf, and every other write
-//! (deletes, which may merge, bulk and range operations, batches, flushes, checkpoints),
-//! holds the lock exclusive, one at a time, and sees no reader: a split or merge is never
-//! seen half done. The B-link fields (module doc above) are what will let splits run
-//! under latches too; at one thread every insert takes the serial path.
+//! **Point writes beside each other.** An insert or delete made while other operations
+//! are in progress also holds the lock shared (`Shareable::PARALLEL_POINT_WRITES`,
+//! [`BTree::insert_shared`], [`BTree::delete_shared`]): it descends as a reader does and,
+//! when the key's leaf can take the change without a split or an underflow (an insert of a
+//! key the leaf holds or has room for; a delete that leaves the leaf at its minimum or
+//! above, or from a root leaf), changes the leaf under its frame's latch held exclusive,
+//! logging the operation (and the page's before-image, on its first change since the
+//! checkpoint) under the WAL's lock while it holds the latch (`Pager::write_shared`); a
+//! delete of an absent key changes nothing. Why that is safe: such a write changes one
+//! leaf and nothing a descent reads (no separator, link or high key), so the leaf a
+//! descent reaches is the key's; readers and writers of the leaf are ordered by its latch,
+//! so each single-key operation takes effect at one instant inside its call
+//! (linearizable), and the WAL holds the operations on a leaf in the order they were made.
+//! A scan's position (a leaf) stays valid across such writes: the leaf is neither freed
+//! nor split by them. A write that would split or underflow its leaf, and every other
+//! write (bulk and range operations, batches, flushes, checkpoints), holds the lock
+//! exclusive, one at a time, and sees no reader: a split or merge is never seen half done.
+//! The B-link fields (module doc above) are what will let splits run under latches too;
+//! at one thread every write takes the serial path.
 //!
 //! An exclusive point write beside other operations walks to its leaf first (its misses
 //! read outside the lock) and writes back a few dirty pages at the pool's LRU end under
 //! the shared lock (`Pager::clean_ahead`), so its page loads and the write-backs its
 //! evictions would need run beside the readers; under the exclusive lock it then waits for
 //! its in-memory step, the WAL's hand-off of a full buffer to the file, and, when one is
-//! due, a checkpoint (a shared insert that finds one due asks for it:
+//! due, a checkpoint (a shared write that finds one due asks for it:
 //! `SharedWrite::Maintain`). A scan resumes at its next leaf only if no exclusive write
 //! came in between; otherwise it descends again from the next key.
 
@@ -160,8 +163,9 @@ pub struct BTree {
     bulk_fill: f64,
     /// Open rebuilt a tree of plain nodes ([`upgrade`]): recovery ends with a checkpoint.
     upgraded: bool,
-    /// Inserts made under the shared lock ([`BTree::insert_shared`]).
-    shared_inserts: AtomicU64,
+    /// Point writes made under the shared lock ([`BTree::insert_shared`],
+    /// [`BTree::delete_shared`]).
+    shared_writes: AtomicU64,
     counters: Counters,
 }
 
@@ -231,7 +235,7 @@ impl BTree {
             inner_cap,
             bulk_fill: o.bulk_fill,
             upgraded: false,
-            shared_inserts: AtomicU64::new(0),
+            shared_writes: AtomicU64::new(0),
             counters: Counters::default(),
         };
         t.checkpoint()?;
@@ -260,7 +264,7 @@ impl BTree {
             inner_cap,
             bulk_fill: o.bulk_fill,
             upgraded: false,
-            shared_inserts: AtomicU64::new(0),
+            shared_writes: AtomicU64::new(0),
             counters: Counters::default(),
         };
         if !crate::kit::api::plausible_height(state.height) {
@@ -421,10 +425,14 @@ impl Shareable for BTree {
     const PARALLEL_SCANS: bool = true;
     const RESTARTS: bool = true;
     const SERIAL_READS_ALONE: bool = true;
-    const PARALLEL_INSERTS: bool = true;
+    const PARALLEL_POINT_WRITES: bool = true;
 
     fn insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
         BTree::insert_shared(self, key, value)
+    }
+
+    fn delete_shared(&self, key: u64) -> Result<SharedWrite> {
+        BTree::delete_shared(self, key)
     }
 
     fn maintain(&mut self) -> Result<()> {
@@ -478,10 +486,7 @@ impl SerialEngine for BTree {
             ("root_splits", c.root_splits),
             ("merges", c.merges),
             ("redistributions", c.redistributions),
-            (
-                "shared_inserts",
-                self.shared_inserts.load(Ordering::Relaxed),
-            ),
+            ("shared_writes", self.shared_writes.load(Ordering::Relaxed)),
         ]);
         let mut s = self.pager.stats(
             EngineKind::BTree,

@@ -166,10 +166,10 @@ pub struct Summary {
     /// The most levels below the in-memory one an engine of stepped levels had
     /// (`Shape::levels`) at a close.
     pub levels: usize,
-    /// Inserts made beside other operations under the engine's shared lock (its
-    /// `shared_inserts` counter, where it has one), summed at each close in the rounds
+    /// Point writes made beside other operations under the engine's shared lock (its
+    /// `shared_writes` counter, where it has one), summed at each close in the rounds
     /// without a crash.
-    pub shared_inserts: u64,
+    pub shared_writes: u64,
 }
 
 impl Summary {
@@ -188,7 +188,7 @@ impl Summary {
         self.final_entries += o.final_entries;
         self.leaf_splits += o.leaf_splits;
         self.levels = self.levels.max(o.levels);
-        self.shared_inserts += o.shared_inserts;
+        self.shared_writes += o.shared_writes;
     }
 }
 
@@ -378,9 +378,9 @@ impl ConcurrentRun<'_> {
         let st = d.stats();
         self.summary.syncs_saved += st.wal.syncs_saved;
         self.summary.leaf_splits += st.shape.leaf_splits.unwrap_or(0);
-        self.summary.shared_inserts += st
+        self.summary.shared_writes += st
             .engine_counters
-            .get("shared_inserts")
+            .get("shared_writes")
             .copied()
             .unwrap_or(0);
         self.summary.levels = self.summary.levels.max(st.shape.levels.len());
