@@ -30,8 +30,9 @@
 //! 3. A reader that finds the page *loading* waits on the condition variable and looks
 //!    again: one device read per page however many readers want it at once.
 //! 4. When that victim is dirty (for [`Miss::LoadClean`]: when every unpinned frame is),
-//!    the reader writes the least recently used one back with the mutex released (pinned,
-//!    out of the index, sealed in a copy taken under its latch held shared; the WAL rule's
+//!    the reader writes the least recently used one back (for [`Miss::LoadClean`]: up to
+//!    `WRITE_BACK_BATCH` of them, in one submission) with the mutex released (pinned, out
+//!    of the index, sealed in a copy taken under its latch held shared; the WAL rule's
 //!    barrier first) and claims again, so that evictions keep the LRU order; when every
 //!    frame is pinned it waits for an unpin. Both are bounded: a wait gives up after
 //!    [`PIN_WAIT`] with an error saying the pool is too small for the readers.
@@ -76,6 +77,12 @@ use std::time::{Duration, Instant};
 /// reports the pool too small (a load is one device read; an unpin follows a reader's
 /// look at one page).
 pub const PIN_WAIT: Duration = Duration::from_secs(30);
+
+/// Dirty frames a miss beside other threads ([`Miss::LoadClean`]) that finds only dirty
+/// victims writes back at once, from the LRU end, in one submission: the device takes them
+/// in parallel, where one at a time would bound every thread's misses by one page write's
+/// latency (the file device has one handle for writes).
+const WRITE_BACK_BATCH: usize = 8;
 
 /// How often a waiting reader looks again even without a wake-up.
 const RECHECK: Duration = Duration::from_millis(20);
@@ -390,7 +397,14 @@ impl SharedPool {
             }
             // The victim is dirty (with `LoadClean`: every unpinned frame is): write the
             // LRU one back with the mutex released, and claim again.
-            let victims = s.pool.dirty_victims(1, usize::MAX);
+            // Beside other threads (`LoadClean`) a batch, so that their misses do not wait
+            // on each other's page writes one by one; alone, one page as the exclusive path.
+            let batch = if miss == Miss::LoadClean {
+                WRITE_BACK_BATCH
+            } else {
+                1
+            };
+            let victims = s.pool.dirty_victims(batch, usize::MAX);
             if victims.is_empty() {
                 s = self.wait(s, deadline, "a frame to be unpinned", true)?;
                 continue;
