@@ -17,6 +17,7 @@
 //! Thread safety: these types take `&mut self` and are driven by one thread at a time
 //! (they are `Send`); none of the concurrency of [`Db`] applies.
 
+use crate::db::Db;
 use crate::engine::bulk::BulkIndex;
 use crate::error::{Error, Result};
 use crate::io::Storage;
@@ -25,7 +26,6 @@ use crate::kit::api::SerialEngine;
 use crate::kit::inpage::{InPageBTree, LogPolicy};
 use crate::options::Options;
 use crate::stats::Stats;
-use crate::Db;
 use std::path::Path;
 
 pub use crate::durable::background::merge_thread_allowed;
