@@ -50,10 +50,11 @@ pub trait Registered: Shareable + Sized + 'static {
     }
 }
 
-/// The registration of an engine with the usual shape: its folder's `validate`, and
-/// `create` and `open` that take the resolved options alone.
-macro_rules! plain {
-    ($engine:ty, $options:ty, $validate:path $(, resolve: $resolve:expr)?) => {
+/// The registration of an engine whose folder gives `validate`, `create` and `open` with
+/// the usual signatures (`create` taking the resolved options alone), and where it has
+/// them its `resolve` and a `create` that reads the options as given.
+macro_rules! register {
+    ($engine:ty, $options:ty, $validate:path $(, resolve: $resolve:expr)? $(, create: $create:expr)?) => {
         impl Registered for $engine {
             type Options = $options;
 
@@ -67,8 +68,8 @@ macro_rules! plain {
                 }
             )?
 
-            fn create(storage: Storage, s: Settings, o: $options, _: &$options) -> Result<Self> {
-                <$engine>::create(storage, s, o)
+            fn create(storage: Storage, s: Settings, o: $options, given: &$options) -> Result<Self> {
+                register!(@create $engine, storage, s, o, given $(, $create)?)
             }
 
             fn open(storage: Storage, m: Manifest, s: Settings, o: $options) -> Result<Self> {
@@ -76,66 +77,39 @@ macro_rules! plain {
             }
         }
     };
+    (@create $engine:ty, $storage:ident, $s:ident, $o:ident, $given:ident) => {{
+        let _ = $given;
+        <$engine>::create($storage, $s, $o)
+    }};
+    (@create $engine:ty, $storage:ident, $s:ident, $o:ident, $given:ident, $create:expr) => {
+        ($create)($storage, $s, $o, $given)
+    };
 }
 
-plain!(btree::BTree, btree::BTreeOptions, btree::validate);
-plain!(pio::PioBTree, pio::PioOptions, pio::validate, resolve: |s, o: pio::PioOptions| o.resolved(s));
-plain!(bulk::BulkIndex, bulk::BulkOptions, bulk::validate, resolve: bulk::resolve);
-plain!(bftl::Bftl, bftl::BftlOptions, bftl::validate);
-plain!(latree::LaTree, latree::LaTreeOptions, latree::validate);
-plain!(fbx::Fbx, fbx::FbxOptions, fbx::validate);
-
-/// A `k` left to the cost model is re-chosen as the tree grows (`kit::sorted::tune`).
-impl Registered for fdtree::FdTree {
-    type Options = fdtree::FdTreeOptions;
-
-    fn validate(s: &Settings, o: &Self::Options) -> Result<()> {
-        fdtree::validate(s, o)
-    }
-
-    fn resolve(s: &Settings, o: Self::Options) -> Result<Self::Options> {
-        fdtree::resolve(s, o)
-    }
-
-    fn create(
-        storage: Storage,
-        s: Settings,
-        o: Self::Options,
-        given: &Self::Options,
-    ) -> Result<Self> {
+register!(btree::BTree, btree::BTreeOptions, btree::validate);
+register!(pio::PioBTree, pio::PioOptions, pio::validate, resolve: |s, o: pio::PioOptions| o.resolved(s));
+register!(bulk::BulkIndex, bulk::BulkOptions, bulk::validate, resolve: bulk::resolve);
+register!(bftl::Bftl, bftl::BftlOptions, bftl::validate);
+register!(latree::LaTree, latree::LaTreeOptions, latree::validate);
+register!(fbx::Fbx, fbx::FbxOptions, fbx::validate);
+// The FD-tree's and the LSM-tree's `k`, when left to the cost model, is re-chosen as the
+// tree grows (`kit::sorted::tune`).
+register!(
+    fdtree::FdTree,
+    fdtree::FdTreeOptions,
+    fdtree::validate,
+    resolve: fdtree::resolve,
+    create: |storage, s, o, given: &fdtree::FdTreeOptions| {
         fdtree::FdTree::create(storage, s, o, given.k.is_none())
     }
-
-    fn open(storage: Storage, m: Manifest, s: Settings, o: Self::Options) -> Result<Self> {
-        fdtree::FdTree::open(storage, m, s, o)
-    }
-}
-
-/// A `k` left to the cost model is re-chosen as the tree grows, as the FD-tree's.
-impl Registered for lsm::Lsm {
-    type Options = lsm::LsmOptions;
-
-    fn validate(s: &Settings, o: &Self::Options) -> Result<()> {
-        lsm::validate(s, o)
-    }
-
-    fn resolve(s: &Settings, o: Self::Options) -> Result<Self::Options> {
-        lsm::resolve(s, o)
-    }
-
-    fn create(
-        storage: Storage,
-        s: Settings,
-        o: Self::Options,
-        given: &Self::Options,
-    ) -> Result<Self> {
-        lsm::Lsm::create(storage, s, o, given.k.is_none())
-    }
-
-    fn open(storage: Storage, m: Manifest, s: Settings, o: Self::Options) -> Result<Self> {
-        lsm::Lsm::open(storage, m, s, o)
-    }
-}
+);
+register!(
+    lsm::Lsm,
+    lsm::LsmOptions,
+    lsm::validate,
+    resolve: lsm::resolve,
+    create: |storage, s, o, given: &lsm::LsmOptions| lsm::Lsm::create(storage, s, o, given.k.is_none())
+);
 
 /// The IPL and d-IPL B+-trees (`engine::ipl`, `engine::dipl`): the in-page logging kit's
 /// engine with the scheme's log policy, on raw NAND of the options' geometry.

@@ -5,12 +5,15 @@ use super::{DiplBTree, DiplOptions};
 use crate::kit::inpage::testing::{self, shared_read_tests, BLOCKS, FRAMES, PAGE, PAGES_PER_BLOCK};
 
 fn engine() -> DiplBTree {
-    testing::engine(DiplOptions {
-        node_bytes: PAGE as u64,
-        buffer_frames: Some(FRAMES),
-        nand_blocks: BLOCKS,
-        pages_per_block: PAGES_PER_BLOCK,
-    })
+    testing::engine(
+        crate::kind::EngineKind::DiplBTree,
+        DiplOptions {
+            node_bytes: PAGE as u64,
+            buffer_frames: Some(FRAMES),
+            nand_blocks: BLOCKS,
+            pages_per_block: PAGES_PER_BLOCK,
+        },
+    )
 }
 
 shared_read_tests!(engine);

@@ -5,13 +5,16 @@ use super::{IplBTree, IplOptions};
 use crate::kit::inpage::testing::{self, shared_read_tests, BLOCKS, FRAMES, PAGE, PAGES_PER_BLOCK};
 
 fn engine() -> IplBTree {
-    testing::engine(IplOptions {
-        node_bytes: PAGE as u64,
-        buffer_frames: Some(FRAMES),
-        log_area_bytes: 2 * PAGE as u64,
-        nand_blocks: BLOCKS,
-        pages_per_block: PAGES_PER_BLOCK,
-    })
+    testing::engine(
+        crate::kind::EngineKind::IplBTree,
+        IplOptions {
+            node_bytes: PAGE as u64,
+            buffer_frames: Some(FRAMES),
+            log_area_bytes: 2 * PAGE as u64,
+            nand_blocks: BLOCKS,
+            pages_per_block: PAGES_PER_BLOCK,
+        },
+    )
 }
 
 shared_read_tests!(engine);

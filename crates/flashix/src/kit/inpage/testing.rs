@@ -6,6 +6,7 @@
 
 use crate::cost::Tuning;
 use crate::io::{MemDevice, MemVfs, Storage};
+use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor, Shareable};
 use crate::kit::inpage::{InPageBTree, LogPolicy};
 use crate::kit::parallel::Parallel;
@@ -42,8 +43,8 @@ pub fn nand() -> (Storage, DeviceSpec) {
     (storage, device)
 }
 
-/// A new, empty engine of policy `P` with options `o` on the medium [`nand`] gives.
-pub fn engine<P: LogPolicy>(o: P::Options) -> InPageBTree<P> {
+/// A new, empty engine `kind` of policy `P` with options `o` on the medium [`nand`] gives.
+pub fn engine<P: LogPolicy>(kind: EngineKind, o: P::Options) -> InPageBTree<P> {
     let (storage, device) = nand();
     let s = Settings {
         page_size: PAGE,
@@ -51,7 +52,7 @@ pub fn engine<P: LogPolicy>(o: P::Options) -> InPageBTree<P> {
         device,
         checkpoint_wal_bytes: 128 << 20,
         tuning: Tuning::reference(PAGE),
-        engine: P::KIND,
+        engine: kind,
         record: serde_json::Value::Null,
     };
     InPageBTree::create(storage, s, o).unwrap()
