@@ -21,7 +21,7 @@ use flashix::sim::{FtlKind, SimSsdConfig};
 use flashix::{BulkOptions, Db, DeviceSpec, EngineKind, LaTreeOptions, Options, Stats};
 use flashix_bench::repro::bulk::{bulk_keys, initial_keys};
 use flashix_bench::runner::copy_dir;
-use flashix_bench::target::process_cpu_seconds;
+use flashix_bench::subjects::process_cpu_seconds;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;

@@ -1,40 +1,26 @@
 //! flashix-bench: device probe, workloads, runner and report behind the `flashix` binary
 //! (docs/benchmarking.md).
 //!
+//! - [`cmd`]: one module per subcommand of `flashix`, each with its arguments and its run;
 //! - [`probe`]: measures the device (`flashix probe`);
-//! - [`workload`]: keys, key distributions and operation mixes;
+//! - [`workload`]: keys, key distributions, operation mixes and the moving-object data;
 //! - [`runner`]: preparation of the aged index and the measured phase (`flashix bench`);
-//! - [`advise`]: every engine's predicted cost for a device, a size, a budget and a
-//!   workload, ranked (`flashix advise`);
-//! - [`model`]: the FD-tree cost model on a device profile (`flashix fdtree-model`);
-//! - [`pio_model`]: the PIO B-tree leaf-size and OPQ model (`flashix pio-model`);
-//! - [`sim_cmd`]: random writes on a simulated SSD with each FTL (`flashix sim`);
-//! - [`repro`]: the d-IPL paper's experiments on the NAND simulator (`flashix repro dipl`);
-//! - [`report`]: result records, percentiles, device limits, the terminal table and
-//!   `results.json`;
-//! - [`compare`]: two runs' results side by side (`flashix compare`);
-//! - [`ops`]: operating an index: `flashix check`, `stats`, `dump` and `load`;
-//! - [`html`]: the self-contained `report.html` with inline SVG charts;
-//! - [`target`]: the trait every engine and peer runs the workloads through;
-//! - [`peers`]: RocksDB, fjall, redb and LMDB behind cargo features;
+//! - [`models`]: the cost models on a device profile: FD-tree, PIO B-tree and bulk index,
+//!   and every engine's predicted cost, ranked (`flashix advise`);
+//! - [`repro`]: the papers' experiments on the simulators and this machine's disk
+//!   (`flashix repro`);
+//! - [`output`]: result records, the terminal table, `results.json`, `report.html` and the
+//!   comparison of two runs;
+//! - [`subjects`]: what the workloads run against: the flashix engines and the peers
+//!   behind cargo features, and the memory cgroup that bounds the peers;
 //! - [`units`]: byte sizes on the command line.
 
-pub mod advise;
-pub mod bulk_model;
-pub mod cgroup;
-pub mod compare;
-pub mod html;
-pub mod mobench;
-pub mod mobject_workload;
-pub mod model;
-pub mod ops;
-pub mod peers;
-pub mod pio_model;
+pub mod cmd;
+pub mod models;
+pub mod output;
 pub mod probe;
-pub mod report;
 pub mod repro;
 pub mod runner;
-pub mod sim_cmd;
-pub mod target;
+pub mod subjects;
 pub mod units;
 pub mod workload;

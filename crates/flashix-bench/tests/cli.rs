@@ -2,8 +2,8 @@
 //! the binary's handling of bad arguments.
 
 use flashix::EngineKind;
+use flashix_bench::output::report::{Record, Results};
 use flashix_bench::probe::{run_probe, save_profile, DeviceProfile, ProbeConfig};
-use flashix_bench::report::{Record, Results};
 use flashix_bench::runner::{run_bench, BenchConfig, Scale};
 use flashix_bench::workload::{KeyDist, Workload};
 use std::path::{Path, PathBuf};

@@ -46,12 +46,14 @@
 //!
 //! # Layers
 //!
-//! Layers (docs/design.md), bottom up: [`io`] (devices, small files, fault injection, extent
-//! allocator) and [`sim`] (NAND and FTL simulator); `buffer` (LRU pool); `durable` (WAL,
-//! manifest, the checkpoint switch, the Pager, the log cycle); `engine` (one folder per
-//! index, each owning its options and format, and the kits they share); [`Db`] on top.
-//! [`cost`] is a leaf of models over numbers. Only what the Public API of docs/design.md lists is
-//! public; the conformance harness (`testing`) is behind the `testing` cargo feature.
+//! Layers (docs/design.md), bottom up: [`io`] (devices, small files; fault injection, the
+//! extent allocator and psync behind the `testing` feature) and [`sim`] (NAND and FTL
+//! simulator); `buffer` (LRU pool); `durable` (WAL, manifest, the checkpoint switch, the
+//! Pager, the log cycle); `engine` (one folder per index, each owning its options and
+//! format, and the kits they share); [`Db`] on top. [`cost`] is a leaf of models over
+//! numbers. Only what the Public API of docs/design.md lists is public; the conformance
+//! harness (`testing`) and the test tools of [`io`] (the fault injector, the extent
+//! allocator, psync) are behind the `testing` cargo feature.
 
 #![deny(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

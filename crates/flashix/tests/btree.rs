@@ -73,7 +73,7 @@ fn bulk_load_fills_leaves_to_seventy_percent() {
     let pairs: Vec<(u64, u64)> = (0..10_000u64).map(|k| (k * 3, k)).collect();
     db.bulk_insert(&pairs).unwrap();
     db.check_integrity().unwrap();
-    // 254 entries per 4 KiB leaf, 0.7 of it is 177: 56 full leaves and 88 left over.
+    // 253 entries per 4 KiB leaf, 0.7 of it is 177: 56 full leaves and 88 left over.
     assert_eq!(counter(&db, "leaves"), 57);
     assert_eq!(counter(&db, "height"), 2);
     assert_eq!(db.get(2997).unwrap(), Some(999));
@@ -207,7 +207,7 @@ fn tiny_orders_grow_tall_and_shrink_back() {
     assert_eq!(counter(&db, "entries"), 0);
 }
 
-/// With a leaf order of 100 and an inner order of 200 in 4 KiB pages (which hold 254), no
+/// With a leaf order of 100 and an inner order of 200 in 4 KiB pages (which hold 253), no
 /// node grows past its order: `check_integrity` checks every node against it, and the tree
 /// has the leaves and levels of those orders, not of the page's. 100,000 keys make level-1
 /// nodes that would pass 200 separators if the inner order were not kept.
@@ -263,21 +263,21 @@ fn orders_below_the_minimum_or_above_a_page_are_invalid_options() {
         let msg = invalid(with_orders(4096, 64, 100, bad));
         assert!(msg.contains(&format!("inner_order {bad}")), "{msg}");
     }
-    // 4 KiB pages hold 254 entries: the FBX-tree paper's inner order 500 needs 8 KiB.
+    // 4 KiB pages hold 253 entries: the FBX-tree paper's inner order 500 needs 8 KiB.
     let msg = invalid(with_orders(4096, 64, 100, 500));
     assert!(
         msg.contains("inner_order 500")
-            && msg.contains("254 entries a 4096-byte page holds")
+            && msg.contains("253 entries a 4096-byte page holds")
             && msg.contains("8192 bytes"),
         "{msg}"
     );
     let msg = invalid(with_orders(512, 64, 31, 4));
     assert!(
-        msg.contains("leaf_order 31") && msg.contains("30 entries"),
+        msg.contains("leaf_order 31") && msg.contains("29 entries"),
         "{msg}"
     );
     // The bounds themselves are valid, and so are the paper's orders in 8 KiB pages.
-    for (page, leaf, inner) in [(512, 4, 30), (4096, 254, 4), (8192, 100, 500)] {
+    for (page, leaf, inner) in [(512, 4, 29), (4096, 253, 4), (8192, 100, 500)] {
         let (db, _, _) = testing::mem_db(with_orders(page, 64, leaf, inner)).unwrap();
         db.insert(1, 2).unwrap();
         db.check_integrity().unwrap();
@@ -352,10 +352,12 @@ fn a_leaf_chain_that_loops_back_is_corruption_not_an_endless_scan() {
         let kind = u16::from_le_bytes([buf[12], buf[13]]);
         let count = u32::from_le_bytes(buf[16..20].try_into().unwrap());
         let link = u64::from_le_bytes(buf[24..32].try_into().unwrap());
-        if kind != 1 || count == 0 {
+        // B-link leaves (kind 5): the link at 24 and again as the right link at 32, the
+        // entries from 48.
+        if kind != 5 || count == 0 {
             continue;
         }
-        let key0 = u64::from_le_bytes(buf[32..40].try_into().unwrap());
+        let key0 = u64::from_le_bytes(buf[48..56].try_into().unwrap());
         if key0 == 0 {
             first = Some(pid);
         }
@@ -366,6 +368,7 @@ fn a_leaf_chain_that_loops_back_is_corruption_not_an_endless_scan() {
     let (first, last) = (first.unwrap(), last.unwrap());
     d.read(last, &mut buf).unwrap();
     buf[24..32].copy_from_slice(&first.to_le_bytes());
+    buf[32..40].copy_from_slice(&first.to_le_bytes());
     let crc = crc32c::crc32c(&buf[4..]);
     buf[0..4].copy_from_slice(&crc.to_le_bytes());
     d.write(last, &buf).unwrap();

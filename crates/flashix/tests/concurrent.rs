@@ -108,7 +108,7 @@ fn run_all(label: &str, histories: impl Iterator<Item = Concurrent>) -> Summary 
          {} exact private reads), {} key reads beside a write on their key, {} saw a write \
          still running; {} crashes ({} while the threads ran): {} writes had to survive, {} \
          private writes kept, {} lost, {} calls failed ({} not with an I/O error), {} reads \
-         after a cut unchecked; {} entries at the end",
+         after a cut unchecked; {} entries at the end; {} point writes beside other operations",
         total.rounds,
         total.ops,
         total.flushes,
@@ -131,10 +131,18 @@ fn run_all(label: &str, histories: impl Iterator<Item = Concurrent>) -> Summary 
         total.odd_errors,
         total.unchecked_after_cut,
         total.final_entries,
+        total.shared_writes,
     );
     assert!(c.scans > 0 && c.exact > 0, "{label}: nothing was read");
     assert!(total.flushes > 0, "{label}: nothing was flushed");
     total
+}
+
+/// Whether `e`'s point writes run beside other operations
+/// (`Shareable::PARALLEL_POINT_WRITES`): a history of several threads then makes some that
+/// way.
+fn writes_in_parallel(e: EngineKind) -> bool {
+    e == EngineKind::BTree
 }
 
 fn memory(e: EngineKind) {
@@ -143,7 +151,7 @@ fn memory(e: EngineKind) {
     }
     let n = if long_mode() { 40 } else { 2 };
     let seeds = MEMORY_SEEDS..MEMORY_SEEDS + n;
-    run_all(
+    let total = run_all(
         &format!("{e:?} on memory"),
         seeds.map(|s| {
             let mut h = history(e, DeviceKind::Memory, s);
@@ -151,6 +159,12 @@ fn memory(e: EngineKind) {
             h
         }),
     );
+    if writes_in_parallel(e) {
+        assert!(
+            total.shared_writes > 0,
+            "no point write ran beside another operation"
+        );
+    }
 }
 
 /// A fresh directory for an index under the target directory (/tmp may be tmpfs, which
@@ -184,7 +198,13 @@ fn file(e: EngineKind) {
             h
         })
         .collect();
-    run_all(&format!("{e:?} on a file"), histories.into_iter());
+    let total = run_all(&format!("{e:?} on a file"), histories.into_iter());
+    if writes_in_parallel(e) {
+        assert!(
+            total.shared_writes > 0,
+            "no point write ran beside another operation"
+        );
+    }
 }
 
 fn crash_memory(e: EngineKind) {

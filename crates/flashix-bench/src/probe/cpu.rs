@@ -10,7 +10,7 @@
 //! entries merged per insertion `m` (pages read and written by merges times the entries of
 //! a page) gives the line `t = insert + m · merge_entry`, through the two points.
 
-use crate::target::process_cpu_seconds;
+use crate::subjects::process_cpu_seconds;
 use anyhow::{bail, Context, Result};
 use flashix::io::{MemDevice, MemVfs};
 use flashix::testing::Rng;

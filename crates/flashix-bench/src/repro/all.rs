@@ -17,7 +17,7 @@
 //! line of [`PAPERS`] and one arm of `run_paper`.
 
 use super::{ClaimCheck, Repro};
-use crate::html::esc;
+use crate::output::html::esc;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use serde::Serialize;
@@ -179,7 +179,7 @@ pub fn run(a: &AllReproArgs) -> Result<AllRepro> {
     let mut all = AllRepro {
         scale: a.scale.clone(),
         flashix_version: env!("CARGO_PKG_VERSION").into(),
-        git_commit: crate::report::git_commit(),
+        git_commit: crate::output::report::git_commit(),
         seed: a.seed,
         wall_seconds: 0.0,
         papers: Vec::new(),

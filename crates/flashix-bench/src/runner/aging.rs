@@ -4,8 +4,8 @@
 
 use super::config::BenchConfig;
 use super::ui::{say, Ui};
-use crate::peers::{self, PeerKind};
 use crate::probe::DeviceProfile;
+use crate::subjects::peers::{self, PeerKind};
 use crate::workload::{KeyGen, KeySpace};
 use anyhow::{Context, Result};
 use flashix::{Db, EngineKind, Stats};

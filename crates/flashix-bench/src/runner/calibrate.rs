@@ -12,8 +12,8 @@
 //! each measured phase, and states the share against the limit of those moments beside
 //! the profile's ([`Calibration`]).
 
+use crate::output::report::{Calibration, DeviceLimit};
 use crate::probe::{qd1_read_rate, DeviceProfile, WallClock};
-use crate::report::{Calibration, DeviceLimit};
 use anyhow::{Context, Result};
 use flashix::io::{AlignedBuf, Device, FileDevice};
 use rand::rngs::StdRng;
@@ -121,8 +121,8 @@ pub fn calibration(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::report::device_limit;
     use crate::probe::example_profile;
-    use crate::report::device_limit;
 
     /// One read per operation at QD1: the limit is the device's reads per second of the
     /// moment, the harmonic combination of the reads before and after the phase.

@@ -1,8 +1,8 @@
 //! What a suite runs: its [`Scale`], its configuration ([`BenchConfig`]: sizes, engines,
 //! peers, workloads, tuning knobs) and its subjects ([`Subject`]: an engine or a peer).
 
-use crate::peers::PeerKind;
-use crate::target::TargetInfo;
+use crate::subjects::peers::PeerKind;
+use crate::subjects::TargetInfo;
 use crate::units::format_size;
 use crate::workload::{KeyDist, Workload};
 use anyhow::{bail, Result};

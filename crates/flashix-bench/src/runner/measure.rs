@@ -9,14 +9,14 @@ use super::calibrate::Calibrator;
 use super::config::{BenchConfig, Subject};
 use super::threads::{execute, merge, run_phase, Merged, Streams, ThreadRun};
 use super::ui::{say, Ui};
-use crate::cgroup::{
+use crate::output::report::{Interval, Latency, Record};
+use crate::probe::DeviceProfile;
+use crate::subjects::cgroup::{
     evict_from_page_cache, FollowReport, HeapFollower, PageCacheBound, FOLLOW_HEADROOM,
     PEER_MEMORY_ALLOWANCE,
 };
-use crate::peers;
-use crate::probe::DeviceProfile;
-use crate::report::{Interval, Latency, Record};
-use crate::target::{process_cpu_seconds, process_io, Session, Target, TargetInfo};
+use crate::subjects::peers;
+use crate::subjects::{process_cpu_seconds, process_io, Session, Target, TargetInfo};
 use crate::units::format_size;
 use crate::workload::{rng_for, KeyGen, Workload};
 use anyhow::{Context, Result};
@@ -305,7 +305,7 @@ impl Cell<'_> {
     }
 
     /// A peer reading through the page cache runs its phase in a memory cgroup (module
-    /// crate::cgroup), from a store none of which is cached; `None` for the others.
+    /// crate::subjects::cgroup), from a store none of which is cached; `None` for the others.
     fn confine(&self, info: &TargetInfo, run_dir: &Path) -> Result<Option<PageCacheBound>> {
         let (cfg, subject) = (self.cfg, self.subject);
         Ok(match subject {
@@ -338,7 +338,7 @@ impl Cell<'_> {
         let mut session = db.session()?;
         warm_cache(cfg, w, &streams, session.as_mut())?;
         // Equal memory from here on: the page cache gets the budget beside the peer's heap
-        // (crate::cgroup, "Equal memory").
+        // (crate::subjects::cgroup, "Equal memory").
         let follower = match (page_cache, subject) {
             (Some(PageCacheBound::Cgroup(cg)), Subject::Peer(p)) => {
                 Some(cg.follow_heap(p.page_cache_share(cfg.buffer_pool_bytes))?)
@@ -348,8 +348,8 @@ impl Cell<'_> {
         let warm_writes = self.warm_writes(&mut streams, session.as_mut())?;
         let pb = self.ui.bar(streams.ops, self.phase_label());
         let start = Snapshot::take(db);
-        let rss0 = crate::target::reset_peak_rss()
-            .then(crate::target::process_rss)
+        let rss0 = crate::subjects::reset_peak_rss()
+            .then(crate::subjects::process_rss)
             .flatten();
         let live_streams = std::mem::take(&mut streams.streams);
         let (runs, t0) = run_phase(db, session, live_streams, runs, &pb)?;
@@ -358,7 +358,7 @@ impl Cell<'_> {
         let elapsed_s = t0.elapsed().as_secs_f64();
         let cpu_s = process_cpu_seconds();
         let rss_growth = rss0
-            .zip(crate::target::process_rss())
+            .zip(crate::subjects::process_rss())
             .map(|((start, _), (_, peak))| peak.saturating_sub(start));
         pb.finish_and_clear();
         let mut end = Snapshot::take(db);
@@ -561,7 +561,7 @@ mod tests {
     /// engines' do; LMDB and redb keep OPS.
     #[test]
     fn memtable_peers_write_phases_turn_their_memtables_over() {
-        use crate::peers::PeerKind;
+        use crate::subjects::peers::PeerKind;
         let budget = 16 << 20;
         assert_eq!(
             PeerKind::RocksDb.write_buffer_entries(budget),

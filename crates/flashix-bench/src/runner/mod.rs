@@ -9,7 +9,7 @@
 //! ([`ROUND_RULE`]).
 //!
 //! [`OpStream`]: crate::workload::OpStream
-//! [`Target::flush`]: crate::target::Target::flush
+//! [`Target::flush`]: crate::subjects::Target::flush
 //!
 //! The runner's files, one concern each:
 //!
@@ -56,8 +56,8 @@ pub use results::median_of;
 pub use threads::{parse_threads, MAX_THREADS, THREADS_RULE};
 pub use ui::Ui;
 
+use crate::output::report::{self, Results, SubjectInfo};
 use crate::probe::DeviceProfile;
-use crate::report::{self, Results, SubjectInfo};
 use crate::units::format_size;
 use anyhow::{Context, Result};
 use flashix::{DeviceSpec, EngineKind};
@@ -136,7 +136,7 @@ pub fn run_bench(cfg: &BenchConfig) -> Result<Results> {
     let results = results_of(cfg, &profile, &infos, &records);
     let (path, html) = save_results(&results, cfg)?;
     if cfg.verbose {
-        println!("{}", report::format_table(&results.results));
+        println!("{}", crate::output::table::format_table(&results.results));
         println!("results: {}", path.display());
         println!("report:  {}", html.display());
     }

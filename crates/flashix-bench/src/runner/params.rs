@@ -4,8 +4,8 @@
 
 use super::aging::counter;
 use super::config::BenchConfig;
+use crate::output::report::ModelPrediction;
 use crate::probe::DeviceProfile;
-use crate::report::ModelPrediction;
 use anyhow::{Context, Result};
 use flashix::cost::fdtree as fd_model;
 use flashix::cost::DeviceCosts;
@@ -38,11 +38,11 @@ pub fn ipl_nand_blocks(entries: u64, page_size: u64, log_pages: u64) -> u32 {
 }
 
 impl BenchConfig {
-    /// The cost models' device: the profile's ([`crate::model::device_costs`]), its merges
+    /// The cost models' device: the profile's ([`crate::models::fdtree::device_costs`]), its merges
     /// on a second core only where the engines run them there: deamortized, on this
     /// machine's disk (not a simulated device).
     pub fn model_device(&self, profile: &DeviceProfile) -> Result<DeviceCosts> {
-        let dev = crate::model::device_costs(profile, self.page_size)?;
+        let dev = crate::models::fdtree::device_costs(profile, self.page_size)?;
         let thread = dev.merge_thread() && self.deamortize && self.device.is_none();
         Ok(dev.with_merge_thread(thread))
     }
@@ -55,7 +55,7 @@ impl BenchConfig {
             device: self.model_device(profile)?,
             expected_entries: self.entries,
             search_fraction: self.search_fraction,
-            pio_device: Some(crate::pio_model::pio_costs(
+            pio_device: Some(crate::models::pio::pio_costs(
                 profile,
                 self.page_size,
                 PIO_MAX_SEGMENTS,
@@ -63,7 +63,7 @@ impl BenchConfig {
             bulk: Some(flashix::cost::bulk::BulkTuning {
                 bulk_keys: None,
                 elementary_bulk_keys: None,
-                device: Some(crate::bulk_model::bulk_costs(profile)?),
+                device: Some(crate::models::bulk::bulk_costs(profile)?),
             }),
         };
         let fdtree = FdTreeOptions {

@@ -7,8 +7,8 @@ use super::config::BenchConfig;
 use super::measure::{BUFFER_RULE, DEVICE_LIMIT_RULE};
 use super::threads::THREADS_RULE;
 use super::ROUND_RULE;
+use crate::output::report::{self, Record, Repeat, Results, RunOptions, SubjectInfo};
 use crate::probe::DeviceProfile;
-use crate::report::{self, Record, Repeat, Results, RunOptions, SubjectInfo};
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -17,7 +17,7 @@ pub(super) fn save_results(results: &Results, cfg: &BenchConfig) -> Result<(Path
     let path = cfg.out.join("results.json");
     results.save(&path)?;
     let html = cfg.out.join("report.html");
-    crate::html::save(results, &html)?;
+    crate::output::html::save(results, &html)?;
     Ok((path, html))
 }
 
@@ -88,7 +88,7 @@ mod tests {
     #[test]
     fn median_run_with_spread() {
         let run = |ops: f64| {
-            let mut r = crate::report::tests_support::record();
+            let mut r = crate::output::report::tests_support::record();
             r.ops_per_sec = ops;
             r
         };

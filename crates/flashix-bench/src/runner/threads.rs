@@ -4,8 +4,8 @@
 //! cell.
 
 use super::measure::{interval_series, SERIES_POINTS};
-use crate::report::{Interval, Latency};
-use crate::target::{Session, Target};
+use crate::output::report::{Interval, Latency};
+use crate::subjects::{Session, Target};
 use crate::workload::{KeyGen, Op, OpStream, Part, Workload};
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::ProgressBar;

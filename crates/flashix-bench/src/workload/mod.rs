@@ -17,10 +17,13 @@
 //! - `tpcc.rs`: the TPC-C-like index trace of the `tpcc` workload ([`Tpcc`]);
 //! - `stream.rs`: the operations of a measured phase ([`Op`], [`OpStream`]);
 //! - `part.rs`: one thread's share of a phase ([`Part`]: its entries, its operations, its
-//!   seed).
+//!   seed);
+//! - [`mobject`]: the moving objects of `flashix mo-bench` (their movement, reports and
+//!   queries), apart from the key-value workloads above.
 
 mod keys;
 mod mixes;
+pub mod mobject;
 mod part;
 mod stream;
 mod tpcc;

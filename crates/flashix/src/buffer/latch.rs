@@ -16,7 +16,8 @@
 //! exclusive: since a pin is taken under that shard's lock shared, a frame found unpinned
 //! there stays unpinned until the pool reuses it. So the pool (under its own lock, or with
 //! `&mut`) evicts, releases, writes back or discards a frame only after the index gave it
-//! up, and a pinned frame's bytes never change while a hit reader looks at them.
+//! up; a pinned frame's bytes change only under its latch held exclusive (a shared
+//! writer, [`Latch::bytes`]), never while a reader holds it shared.
 //!
 //! Memory: one slot per resident page at most, beside the pool's own map; the budget
 //! counts the frames' buffers, as before.
@@ -29,9 +30,13 @@ use std::sync::atomic::Ordering;
 /// Shards of the index: enough that readers of different pages rarely meet on one lock.
 pub const SHARDS: usize = 16;
 
-/// What readers share of a frame without the pool's lock.
+/// What readers and shared writers share of a frame without the pool's lock.
 #[derive(Debug, Default)]
 pub struct Latch {
+    /// The frame's bytes in shared mode: a reader holds it shared while it looks at them,
+    /// a shared writer (`super::SharedPool::write`) exclusive while it changes them, the
+    /// write-back of a dirty frame shared while it copies them.
+    pub bytes: RwLock<()>,
     /// Pins taken by hits through the index (the pool's own pins are apart, under its lock).
     pub pins: AtomicU32,
     /// A hit since the frame last reached the pool's LRU end: it gets a second chance there

@@ -58,8 +58,12 @@ pub(super) struct DirtyVictim {
     pub frame: FrameId,
     pub page: PageId,
     pub lsn: u64,
-    /// The frame's bytes, valid while it is pinned.
+    /// The frame's bytes, valid while it is pinned, and its latch (held shared to copy
+    /// them: a shared writer may change a pinned frame).
     pub bytes: (*const u8, usize),
+    pub latch: Arc<Latch>,
+    /// The frame's shared-mode changes when it was taken.
+    pub changes: u64,
 }
 
 /// Page-map entries allocated when the pool is made (more as it fills).
@@ -77,6 +81,9 @@ struct Frame {
     pins: u32,
     latch: Arc<Latch>,
     lsn: u64,
+    /// Changes made in shared mode ([`BufferPool::changed_shared`]): a write-back that
+    /// copied the frame before the latest one leaves it dirty.
+    changes: u64,
     prev: usize,
     next: usize,
 }
@@ -121,6 +128,10 @@ pub struct BufferPool {
     /// through the index.
     #[cfg(test)]
     pub(super) broken_ignores_hit_pins: bool,
+    /// A deliberately broken write-back for the model tests (`super::shared`): frames a
+    /// shared writer changed while they were written back are marked clean all the same.
+    #[cfg(test)]
+    pub(super) broken_ignores_changes: bool,
 }
 
 impl BufferPool {
@@ -153,6 +164,8 @@ impl BufferPool {
             index: Arc::new(HitIndex::default()),
             #[cfg(test)]
             broken_ignores_hit_pins: false,
+            #[cfg(test)]
+            broken_ignores_changes: false,
             stats: BufferStats {
                 capacity_bytes: (capacity * page_size) as u64,
                 frames: capacity as u64,
@@ -370,6 +383,7 @@ impl BufferPool {
                 pins: 0,
                 latch: Arc::new(Latch::default()),
                 lsn: 0,
+                changes: 0,
                 prev: NIL,
                 next: NIL,
             });
@@ -586,6 +600,8 @@ impl BufferPool {
                     page: fr.page,
                     lsn: fr.lsn,
                     bytes: (fr.data.as_ptr(), fr.data.len()),
+                    latch: Arc::clone(&fr.latch),
+                    changes: fr.changes,
                 });
             }
             looked += 1;
@@ -595,10 +611,16 @@ impl BufferPool {
     }
 
     /// The write-back of `victims` ([`BufferPool::dirty_victims`]) ended: on success they are
-    /// clean (nothing changes a frame in shared mode); they are unpinned either way.
+    /// clean, unless a shared writer changed one since it was taken (its copy may predate
+    /// the change); they are unpinned either way.
     pub(super) fn cleaned(&mut self, victims: &[DirtyVictim], ok: bool) {
         for v in victims {
-            if ok {
+            #[cfg(test)]
+            let unchanged =
+                self.broken_ignores_changes || self.frames[v.frame].changes == v.changes;
+            #[cfg(not(test))]
+            let unchanged = self.frames[v.frame].changes == v.changes;
+            if ok && unchanged {
                 let fr = &mut self.frames[v.frame];
                 fr.dirty = false;
                 fr.lsn = 0;
@@ -620,6 +642,23 @@ impl BufferPool {
     pub(super) fn frame_ptr(&mut self, f: FrameId) -> (*mut u8, usize) {
         let d = &mut self.frames[f].data;
         (d.as_mut_ptr(), d.len())
+    }
+
+    /// The latch of pinned frame `f`.
+    pub(super) fn frame_latch(&self, f: FrameId) -> Arc<Latch> {
+        Arc::clone(&self.frames[f].latch)
+    }
+
+    /// A shared writer changed resident page `pid` (pinned): it is dirty with at least
+    /// `lsn` (its before-image's, when this change took one).
+    pub(super) fn changed_shared(&mut self, pid: PageId, lsn: u64) {
+        let Some(&f) = self.map.get(&pid) else {
+            return;
+        };
+        self.mark_dirty(f);
+        let fr = &mut self.frames[f];
+        fr.lsn = fr.lsn.max(lsn);
+        fr.changes += 1;
     }
 
     /// Release a shared reader's pin; true when the frame is now unpinned.

@@ -5,19 +5,20 @@
 //! The pool has two modes, and the type system keeps them apart:
 //! - **exclusive** (`&mut SharedPool`, [`SharedPool::get_mut`]): one thread, the writer,
 //!   uses the pool as before — fetch, change, evict, write back — with no lock taken;
-//! - **shared** (`&SharedPool`, [`SharedPool::read`]): any number of readers at once.
+//! - **shared** (`&SharedPool`): any number of readers ([`SharedPool::read`]) and shared
+//!   writers ([`SharedPool::write`]) at once.
 //!
 //! In shared mode a hit takes no lock common to all pages: it goes through the pool's
 //! sharded hit index (`super::latch`: a shard's lock taken shared, an atomic pin, a
 //! reference bit that stands for the move to the LRU head). Everything else — a miss, a
 //! page being loaded, a page out of the index — goes through a mutex over the page table,
 //! the LRU list, the pins and the counters, held only for those updates: never while a
-//! page is read from the device and never while a reader looks at a page's bytes. The
+//! page is read from the device and never while a thread looks at a page's bytes. The
 //! protocol:
 //! 1. *Hit*: the page's frame is pinned through the hit index, or, for a resident page
 //!    not in it, under the mutex (which moves it to the LRU head and enters it in the
-//!    index); the reader then reads the bytes with no lock held and unpins (an atomic
-//!    subtract, or under the mutex).
+//!    index); the reader then reads the bytes under the frame's latch held shared
+//!    (`Latch::bytes`) and unpins (an atomic subtract, or under the mutex).
 //! 2. *Miss*: under the mutex the reader claims a frame — a spare one or the least recently
 //!    used unpinned one, the victim the exclusive path would take (or, for a reader beside
 //!    other threads, [`Miss::LoadClean`], the least recently used unpinned *clean* one:
@@ -30,21 +31,30 @@
 //!    again: one device read per page however many readers want it at once.
 //! 4. When that victim is dirty (for [`Miss::LoadClean`]: when every unpinned frame is),
 //!    the reader writes the least recently used one back with the mutex released (pinned,
-//!    out of the index, sealed in a copy; the WAL rule's barrier first) and claims again,
-//!    so that evictions keep the LRU order; when every frame is pinned it waits for an
-//!    unpin. Both are bounded: a wait gives up after [`PIN_WAIT`] with an error saying the
-//!    pool is too small for the readers.
+//!    out of the index, sealed in a copy taken under its latch held shared; the WAL rule's
+//!    barrier first) and claims again, so that evictions keep the LRU order; when every
+//!    frame is pinned it waits for an unpin. Both are bounded: a wait gives up after
+//!    [`PIN_WAIT`] with an error saying the pool is too small for the readers.
+//! 5. *Shared write*: the writer pins the page as a reader does (1 to 4), changes the bytes
+//!    under the frame's latch held exclusive, and then, under the mutex, marks the frame
+//!    dirty with the LSN its change needs durable first and counts the change
+//!    (`BufferPool::changed_shared`). A write-back that copied the frame before that
+//!    change leaves it dirty (it compares the count it took with the frame's), so no
+//!    change is lost to a write-back that ran beside it.
 //!
-//! Why the bytes may be read without a lock: a pinned frame is never evicted, released
+//! Why the bytes may be read without the mutex: a pinned frame is never evicted, released
 //! ([`BufferPool::set_capacity`] drops only unpinned frames) or given another page, and its
 //! buffer never moves (frames own heap buffers); a frame leaves the hit index, under its
 //! shard's lock, before any of that, and only while no hit pins it (`super::latch`). In
-//! shared mode nothing writes a frame but its loader, before other readers can pin it
-//! (they wait while it is loading; it enters the index once loaded), and the write-back of
-//! step 4 (which seals the page's checksum in place) takes only an unpinned frame taken out
-//! of the index, under the mutex, so no reader holds its bytes. Exclusive mode needs
-//! `&mut`, so it cannot overlap a reader. The mutex's and the shards' release and acquire
-//! order the loader's writes before every other reader's reads.
+//! shared mode the bytes of a loaded frame change only under its latch held exclusive (a
+//! shared writer) or with no other pin on it (the write-back of step 4 seals the page's
+//! checksum in its own copy), and every reader looks under the latch held shared; a loading
+//! frame is written by its loader alone (other readers wait, and it enters the index once
+//! loaded). Exclusive mode needs `&mut`, so it cannot overlap any of this. The mutex's, the
+//! shards' and the latches' release and acquire order each write before the reads after it.
+//! Lock order: a frame's latch, then the WAL's lock (a shared writer logs under its latch,
+//! `crate::durable::Pager::write_shared`), then the mutex; a write-back takes the WAL's
+//! lock (its barrier) and the latches one after the other, never together.
 //!
 //! Replacement: exact LRU in exclusive mode and for hits under the mutex; a hit through
 //! the index sets its frame's reference bit, and the eviction that finds the frame at the
@@ -53,7 +63,7 @@
 //! The memory budget is the pool's, exactly as in exclusive mode: shared readers take
 //! frames within its capacity and allocate nothing else but the waiters' bookkeeping.
 
-use super::latch::{Hit, HitIndex};
+use super::latch::{Hit, HitIndex, Latch};
 use super::pool::{BufferPool, DirtyVictim, FrameId, Lookup};
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, PageId};
@@ -74,10 +84,19 @@ struct State {
     pool: BufferPool,
 }
 
-/// A reader's pin: through the hit index, or under the mutex.
+/// A reader's pin: through the hit index, or under the mutex (with the frame's latch).
 enum Pin {
     Hit(Hit),
-    Locked(FrameId),
+    Locked(FrameId, Arc<Latch>),
+}
+
+impl Pin {
+    fn latch(&self) -> &Latch {
+        match self {
+            Pin::Hit(h) => &h.latch,
+            Pin::Locked(_, l) => l,
+        }
+    }
 }
 
 /// What a shared reader's miss does.
@@ -106,6 +125,10 @@ pub struct SharedPool {
     /// another reader is loading, and read its frame while it is being filled.
     #[cfg(test)]
     broken_ignores_loading: bool,
+    /// A deliberately broken latch for the model tests: shared writers change a frame
+    /// without its latch.
+    #[cfg(test)]
+    broken_writes_unlatched: bool,
 }
 
 /// How a shared reader's miss reaches the device and the WAL: the device read, and the
@@ -129,6 +152,8 @@ impl SharedPool {
             changed: Condvar::new(),
             #[cfg(test)]
             broken_ignores_loading: false,
+            #[cfg(test)]
+            broken_writes_unlatched: false,
         }
     }
 
@@ -164,18 +189,55 @@ impl SharedPool {
         let Some((pin, bytes)) = self.pin(io, pid, miss)? else {
             return Ok(None);
         };
-        // SAFETY: the frame is pinned until `unpin` below, so its buffer (`bytes`) stays
-        // allocated and unchanged (module doc: nothing writes a pinned, loaded frame in
-        // shared mode).
-        let out = f(unsafe { std::slice::from_raw_parts(bytes.0, bytes.1) });
+        let out = {
+            let _shared = pin.latch().bytes.read().unwrap_or_else(|e| e.into_inner());
+            // SAFETY: the frame is pinned until `unpin` below, so its buffer (`bytes`)
+            // stays allocated, and its latch is held shared, so no shared writer changes
+            // it meanwhile (module doc).
+            f(unsafe { std::slice::from_raw_parts(bytes.0, bytes.1) })
+        };
         self.unpin(pin);
         Ok(Some(out))
+    }
+
+    /// Change page `pid` from one of many threads (a shared writer, module doc), loading it
+    /// through `io` on a miss as `miss` says (`None` when it stops): `f` runs on the bytes
+    /// under the frame's latch held exclusive and says whether it changed them, with the
+    /// LSN the frame must be durable to first (its before-image's; 0 for none). A changed
+    /// frame is marked dirty before it is unpinned.
+    pub fn write<T>(
+        &self,
+        io: &dyn SharedIo,
+        pid: PageId,
+        miss: Miss,
+        f: impl FnOnce(&mut [u8]) -> Result<Option<(T, u64)>>,
+    ) -> Result<Option<Option<T>>> {
+        let Some((pin, bytes)) = self.pin(io, pid, miss)? else {
+            return Ok(None);
+        };
+        #[cfg(test)]
+        let latched = !self.broken_writes_unlatched;
+        #[cfg(not(test))]
+        let latched = true;
+        let r = {
+            let _alone =
+                latched.then(|| pin.latch().bytes.write().unwrap_or_else(|e| e.into_inner()));
+            // SAFETY: the frame is pinned until `unpin` below, so its buffer (`bytes`)
+            // stays allocated, and its latch is held exclusive, so no reader, writer or
+            // write-back looks at it meanwhile (module doc).
+            f(unsafe { std::slice::from_raw_parts_mut(bytes.0.cast_mut(), bytes.1) })
+        };
+        if let Ok(Some((_, lsn))) = &r {
+            self.lock().pool.changed_shared(pid, *lsn);
+        }
+        self.unpin(pin);
+        Ok(Some(r?.map(|(t, _)| t)))
     }
 
     fn unpin(&self, pin: Pin) {
         let free = match pin {
             Pin::Hit(h) => h.release(),
-            Pin::Locked(f) => self.lock().pool.unpin_shared(f),
+            Pin::Locked(f, _) => self.lock().pool.unpin_shared(f),
         };
         if free && self.waiters.load(Ordering::SeqCst) > 0 {
             // Under the mutex, so that a reader about to wait cannot miss it.
@@ -232,8 +294,9 @@ impl SharedPool {
     }
 
     /// Write `victims` back with the mutex released: pinned, so that nothing evicts them
-    /// meanwhile, and sealed in copies, so that their frames are only read (readers may
-    /// hit them meanwhile: nothing writes a frame in shared mode).
+    /// meanwhile, and sealed in copies taken under their latches held shared, so that
+    /// their frames are only read (readers may hit them meanwhile; a shared writer that
+    /// changes one after its copy leaves it dirty, `BufferPool::cleaned`).
     fn write_back(&self, io: &dyn SharedIo, victims: Vec<DirtyVictim>) -> Result<()> {
         let r = (|| {
             if let Some(lsn) = victims.iter().map(|v| v.lsn).max() {
@@ -242,10 +305,11 @@ impl SharedPool {
             let pages: Vec<(PageId, AlignedBuf)> = victims
                 .iter()
                 .map(|v| {
-                    // SAFETY: the frame is pinned until `cleaned` below and nothing writes
-                    // a frame in shared mode, so its buffer is allocated and unchanged.
+                    let mut copy = AlignedBuf::zeroed(v.bytes.1);
+                    let _shared = v.latch.bytes.read().unwrap_or_else(|e| e.into_inner());
+                    // SAFETY: the frame is pinned until `cleaned` below, so its buffer is
+                    // allocated, and its latch is held shared, so no writer changes it.
                     let bytes = unsafe { std::slice::from_raw_parts(v.bytes.0, v.bytes.1) };
-                    let mut copy = AlignedBuf::zeroed(bytes.len());
                     copy.copy_from_slice(bytes);
                     page::seal(v.page, &mut copy);
                     (v.page, copy)
@@ -285,14 +349,16 @@ impl SharedPool {
             match s.pool.pin_resident(pid) {
                 Lookup::Hit(f) => {
                     let (p, n) = s.pool.frame_ptr(f);
-                    return Ok(Some((Pin::Locked(f), (p.cast_const(), n))));
+                    let latch = s.pool.frame_latch(f);
+                    return Ok(Some((Pin::Locked(f, latch), (p.cast_const(), n))));
                 }
                 Lookup::Loading => {
                     #[cfg(test)]
                     if self.broken_ignores_loading {
                         if let Some(f) = s.pool.pin_loading(pid) {
                             let (p, n) = s.pool.frame_ptr(f);
-                            return Ok(Some((Pin::Locked(f), (p.cast_const(), n))));
+                            let latch = s.pool.frame_latch(f);
+                            return Ok(Some((Pin::Locked(f, latch), (p.cast_const(), n))));
                         }
                     }
                     s = self.wait(s, deadline, "a page another reader loads", false)?;
@@ -304,6 +370,7 @@ impl SharedPool {
             if let Some(f) = s.pool.claim(pid, miss == Miss::LoadClean) {
                 let check = s.pool.page_check();
                 let (p, n) = s.pool.frame_ptr(f);
+                let latch = s.pool.frame_latch(f);
                 drop(s);
                 // SAFETY: `f` is pinned and marked loading: no other thread reads or writes
                 // its buffer until `loaded` below (module doc, step 2).
@@ -319,7 +386,7 @@ impl SharedPool {
                 }
                 drop(s);
                 r?;
-                return Ok(Some((Pin::Locked(f), (p.cast_const(), n))));
+                return Ok(Some((Pin::Locked(f, latch), (p.cast_const(), n))));
             }
             // The victim is dirty (with `LoadClean`: every unpinned frame is): write the
             // LRU one back with the mutex released, and claim again.
@@ -396,27 +463,38 @@ mod model {
         Loading,
         /// Evictions take frames that hits through the index pin.
         HitPins,
+        /// Shared writers change frames without their latch.
+        UnlatchedWrites,
+        /// A write-back marks its frames clean even when a writer changed them meanwhile.
+        LostChanges,
     }
 
-    fn scenario(broken: Broken) {
+    /// Pages 0 to 3 on a slow device and a two-frame pool, broken as `broken` says, whose
+    /// frames hold pages 0 and 1 dirty: the first misses must write one back.
+    fn setup(broken: Broken) -> (Arc<SharedPool>, Arc<SlowIo>) {
         let mut dev = MemDevice::new(PAGE);
         for pid in 0..4 {
             dev.write(pid, &sealed(pid)).unwrap();
         }
         let mut pool = SharedPool::new(BufferPool::new(PAGE, 2 * PAGE as u64, 1).unwrap());
         pool.broken_ignores_loading = broken == Broken::Loading;
+        pool.broken_writes_unlatched = broken == Broken::UnlatchedWrites;
         pool.get_mut().broken_ignores_hit_pins = broken == Broken::HitPins;
-        // Both frames dirty: the first misses must write one back.
+        pool.get_mut().broken_ignores_changes = broken == Broken::LostChanges;
         for pid in [0, 1] {
             let p = pool.get_mut();
             let f = p.create(&mut dev, &mut NoBarrier, pid).unwrap();
             p.data_mut(f, 0).copy_from_slice(&sealed(pid));
             p.unpin(f);
         }
-        let io = Arc::new(SlowIo {
+        let io = SlowIo {
             dev: Mutex::new(dev),
-        });
-        let pool = Arc::new(pool);
+        };
+        (Arc::new(pool), Arc::new(io))
+    }
+
+    fn scenario(broken: Broken) {
+        let (pool, io) = setup(broken);
         // Each reader reads a page twice in a row: the second read is a hit through the
         // index while other readers' misses evict.
         let readers: Vec<_> = [[2u64, 2, 3, 0], [3, 3, 2, 1], [2, 2, 0, 3]]
@@ -440,6 +518,86 @@ mod model {
         }
         let s = pool.with(|p| p.stats());
         assert_eq!(s.hits + s.misses, 12, "every read pinned its page once");
+    }
+
+    /// Two writers change pages 0 and 1 (each writes its body in two halves with a
+    /// scheduling point between them) while two readers read pages 0 to 3 in a two-frame
+    /// pool whose frames start dirty, so that reads evict and write back the pages being
+    /// changed, and a third thread writes dirty frames back. Every read must see a page
+    /// whole (before or after a change), and after the threads the device, once the pool
+    /// is written back, must hold every change.
+    fn writes_scenario(broken: Broken) {
+        let (pool, io) = setup(broken);
+        let changed = |pid: PageId| 0x80 | pid as u8;
+        let writers: Vec<_> = [0u64, 1]
+            .into_iter()
+            .map(|pid| {
+                let (pool, io) = (Arc::clone(&pool), Arc::clone(&io));
+                shuttle::thread::spawn(move || {
+                    pool.write(&*io, pid, Miss::Load, |b| {
+                        let half = page::HEADER + (PAGE - page::HEADER) / 2;
+                        b[page::HEADER..half].fill(changed(pid));
+                        shuttle::thread::yield_now();
+                        b[half..].fill(changed(pid));
+                        Ok(Some(((), 0)))
+                    })
+                    .unwrap();
+                })
+            })
+            .collect();
+        let readers: Vec<_> = [[0u64, 2, 1, 3], [1, 3, 0, 2]]
+            .into_iter()
+            .map(|order| {
+                let (pool, io) = (Arc::clone(&pool), Arc::clone(&io));
+                shuttle::thread::spawn(move || {
+                    for pid in order {
+                        let whole = pool
+                            .read(&*io, pid, |b| {
+                                let body = &b[page::HEADER..];
+                                body.iter().all(|&x| x == body[0])
+                            })
+                            .unwrap();
+                        assert!(whole, "page {pid} read while it was being changed");
+                    }
+                })
+            })
+            .collect();
+        // A write-back beside the writers, as a writer's `clean_ahead` makes.
+        let cleaner = {
+            let (pool, io) = (Arc::clone(&pool), Arc::clone(&io));
+            shuttle::thread::spawn(move || {
+                pool.clean_ahead(&*io, 2).unwrap();
+            })
+        };
+        for t in writers.into_iter().chain(readers).chain([cleaner]) {
+            t.join().unwrap();
+        }
+        while pool.clean_ahead(&*io, 2).unwrap() > 0 {}
+        let mut buf = vec![0u8; PAGE];
+        for pid in [0u64, 1] {
+            io.dev.lock().unwrap().read(pid, &mut buf).unwrap();
+            let kept = buf[page::HEADER..].iter().all(|&x| x == changed(pid));
+            assert!(kept, "the change of page {pid} was lost");
+        }
+    }
+
+    #[test]
+    fn writers_and_readers_see_whole_pages_and_keep_every_change() {
+        shuttle::check_random(|| writes_scenario(Broken::Nothing), 2000);
+        // The depth that finds the broken write-back below.
+        shuttle::check_pct(|| writes_scenario(Broken::Nothing), 20000, 4);
+    }
+
+    #[test]
+    #[should_panic(expected = "while it was being changed")]
+    fn a_writer_that_does_not_take_the_latch_is_caught() {
+        shuttle::check_random(|| writes_scenario(Broken::UnlatchedWrites), 2000);
+    }
+
+    #[test]
+    #[should_panic(expected = "was lost")]
+    fn a_write_back_that_forgets_a_change_made_while_it_copied_is_caught() {
+        shuttle::check_pct(|| writes_scenario(Broken::LostChanges), 20000, 4);
     }
 
     #[test]

@@ -583,21 +583,69 @@ impl Pager {
     /// [`Error::PageMiss`], the miss noted for the caller to read the page outside its
     /// lock; armed with that page's bytes, the pool loads it from them.
     pub fn read_shared<T>(&self, pid: PageId, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+        self.shared_access(pid, |io, miss| self.pool.read_or_miss(io, pid, miss, f))
+    }
+
+    /// Change page `pid` from one of many threads at once: a shared writer beside readers
+    /// and other shared writers (the pool's shared mode, [`SharedPool::write`]). Under the
+    /// page's latch held exclusive, `decide` looks at its bytes; when it returns a plan,
+    /// the page's before-image (on its first change since the checkpoint, as
+    /// [`Pager::write`]) and `op` are appended to the WAL under the log's lock, `change`
+    /// applies the plan, and the page is stamped and marked dirty. `None` when `decide`
+    /// declined: nothing was logged or changed.
+    ///
+    /// So the WAL holds the operations on one page in the order their changes were made,
+    /// and a page reaches the device only after its image is durable (the pool's write
+    /// barrier), as for [`Pager::write`]. Misses go as [`Pager::read_shared`]'s: armed to
+    /// stop, a page the pool does not hold fails with [`Error::PageMiss`] before anything
+    /// is logged.
+    pub fn write_shared<P, T>(
+        &self,
+        pid: PageId,
+        op: &LogicalOp,
+        decide: impl FnOnce(&[u8]) -> Option<P>,
+        change: impl FnOnce(&mut [u8], P) -> T,
+    ) -> Result<Option<T>> {
+        let stamp = self.stamp;
+        let f = |b: &mut [u8]| -> Result<Option<(T, u64)>> {
+            let Some(plan) = decide(b) else {
+                return Ok(None);
+            };
+            let mut lsn = 0;
+            {
+                let mut log = shared(&self.log);
+                if page::stamp(b) != stamp {
+                    lsn = log.log_image(pid, b)?;
+                }
+                log.log_op(op)?;
+            }
+            let out = change(b, plan);
+            page::set_stamp(b, stamp);
+            Ok(Some((out, lsn)))
+        };
+        self.shared_access(pid, |io, miss| self.pool.write(io, pid, miss, f))
+    }
+
+    /// Run `access` on page `pid` through the pool's shared mode with the device (or the
+    /// stash) and the miss policy this thread's read is armed with ([`outside`]): a miss
+    /// it stops at fails with [`Error::PageMiss`], the miss noted.
+    fn shared_access<T>(
+        &self,
+        pid: PageId,
+        access: impl FnOnce(&dyn SharedIo, Miss) -> Result<Option<T>>,
+    ) -> Result<T> {
         match outside::plan(pid, &self.watch) {
             Plan::Load { armed } => {
                 let miss = if armed { Miss::LoadClean } else { Miss::Load };
-                self.read_through(&SharedPagerIo(self), pid, miss, f)
+                access(&SharedPagerIo(self), miss)?.ok_or(Error::PageMiss)
             }
             Plan::StopAtMiss => {
                 let Some(reader) = &self.reader else {
-                    return self.read_through(&SharedPagerIo(self), pid, Miss::LoadClean, f);
+                    return access(&SharedPagerIo(self), Miss::LoadClean)?.ok_or(Error::PageMiss);
                 };
                 // Taken before the lookup: a write noted after it may have changed the page.
                 let mark = self.watch.now();
-                match self
-                    .pool
-                    .read_or_miss(&SharedPagerIo(self), pid, Miss::Stop, f)?
-                {
+                match access(&SharedPagerIo(self), Miss::Stop)? {
                     Some(out) => Ok(out),
                     None => Err(outside::stopped(
                         pid,
@@ -609,22 +657,14 @@ impl Pager {
                 }
             }
             Plan::FromStash(bytes) => {
-                self.read_through(&StashIo(self, bytes), pid, Miss::LoadClean, f)
+                access(&StashIo(self, bytes), Miss::LoadClean)?.ok_or(Error::PageMiss)
             }
         }
     }
 
-    /// Run `f` on `pid`'s bytes through the pool's shared mode, loading a miss as `miss` says.
-    fn read_through<T>(
-        &self,
-        io: &dyn SharedIo,
-        pid: PageId,
-        miss: Miss,
-        f: impl FnOnce(&[u8]) -> T,
-    ) -> Result<T> {
-        self.pool
-            .read_or_miss(io, pid, miss, f)?
-            .ok_or(Error::PageMiss)
+    /// Bytes in the WAL, from any thread (a shared writer's check for a checkpoint due).
+    pub fn wal_bytes_shared(&self) -> u64 {
+        shared(&self.log).bytes()
     }
 
     /// Write back up to `n` dirty pages near the buffer pool's LRU end from any thread

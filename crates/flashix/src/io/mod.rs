@@ -11,19 +11,39 @@
 //! Counters ([`DeviceStats`]) separate reads and writes, pages and requests, bytes, and
 //! random vs sequential: a request is sequential when it starts at the page where the
 //! previous request of its kind ended.
+//!
+//! The product API here is the seam itself: [`Device`], [`Vfs`], [`Storage`], the devices
+//! and small-file stores an embedder may pass to `Db::create_on` and `Db::open_on`
+//! ([`FileDevice`], [`MemDevice`], [`DirVfs`], [`MemVfs`], the read-only overlays) and
+//! their counters. The fault injector (`fault`: `Faults`, `FaultPlan`, `FaultyDevice`,
+//! `FaultyVfs`), the extent allocator (`alloc`) and the psync helpers (`psync`) are the
+//! engines' and the tests' tools, not product API: they are public only with the `testing`
+//! cargo feature (the crate's own tests and the bench enable it), and crate-private
+//! otherwise.
 
 mod aligned;
+#[cfg(feature = "testing")]
 pub mod alloc;
+#[cfg(not(feature = "testing"))]
+pub(crate) mod alloc;
+#[cfg(any(test, feature = "testing"))]
 pub mod fault;
 mod file;
 mod mem;
 mod overlay;
+#[cfg(feature = "testing")]
 pub mod psync;
+#[cfg(not(feature = "testing"))]
+pub(crate) mod psync;
 mod vfs;
 pub(crate) mod watch;
 
 pub use aligned::AlignedBuf;
+#[cfg(feature = "testing")]
 pub use alloc::{Extent, ExtentAllocator};
+#[cfg(not(feature = "testing"))]
+pub(crate) use alloc::{Extent, ExtentAllocator};
+#[cfg(any(test, feature = "testing"))]
 pub use fault::{FailSpec, FaultPlan, Faults, FaultyDevice, FaultyVfs, OpKind};
 pub use file::FileDevice;
 pub use mem::MemDevice;
@@ -98,7 +118,8 @@ impl IoReq<'_> {
 }
 
 /// Page I/O on one index's storage. Implementations: [`FileDevice`], [`MemDevice`],
-/// [`FaultyDevice`] (tests), and the simulated SSD.
+/// the fault injector's `FaultyDevice` (tests, with the `testing` feature), and the
+/// simulated SSD.
 pub trait Device: Send + Sync {
     /// Page size in bytes (a power of two, at least 512).
     fn page_size(&self) -> usize;

@@ -73,7 +73,8 @@ fn read_runs_by(
 }
 
 /// Write every `(first page, bytes)` request, in groups of at most `pio_max` requests per
-/// [`Device::submit`].
+/// [`Device::submit`]. The engines write their groups through the Pager; this is for tests.
+#[cfg(any(test, feature = "testing"))]
 pub fn write_runs(dev: &mut dyn Device, writes: &[(PageId, &[u8])], pio_max: usize) -> Result<()> {
     for chunk in writes.chunks(pio_max.max(1)) {
         let mut reqs: Vec<IoReq<'_>> = chunk

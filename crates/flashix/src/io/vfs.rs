@@ -1,9 +1,9 @@
 //! [`Vfs`]: the small named files of an index directory (WAL, manifest), on a real
 //! directory ([`DirVfs`]) or in memory ([`MemVfs`]).
 //!
-//! Durability model (what [`super::FaultyVfs`] enforces in tests): file contents are durable
-//! after [`Vfs::sync`] of that file; creations, removals and renames are durable after
-//! [`Vfs::sync_dir`].
+//! Durability model (what the fault injector's `FaultyVfs` enforces in tests): file
+//! contents are durable after [`Vfs::sync`] of that file; creations, removals and renames
+//! are durable after [`Vfs::sync_dir`].
 
 use crate::error::{Error, Result};
 use std::collections::{BTreeMap, HashMap};

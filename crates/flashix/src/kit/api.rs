@@ -279,6 +279,31 @@ pub trait Shareable: SerialEngine + Sync {
     fn run_deferred(&mut self) -> Result<()> {
         Ok(())
     }
+    /// Point writes (inserts, deletes) run beside reads and beside each other when they
+    /// can ([`Shareable::insert_shared`], [`Shareable::delete_shared`]). False by default:
+    /// every write takes the exclusive lock.
+    const PARALLEL_POINT_WRITES: bool = false;
+    /// [`SerialEngine::insert`] on `&self`, when the engine can make it so: logged and
+    /// applied, linearizable with every other operation on the key (called only when
+    /// [`Shareable::PARALLEL_POINT_WRITES`]). [`SharedWrite::Exclusive`] when it cannot (it then
+    /// changed nothing, and the caller inserts under the exclusive lock). Like a shared
+    /// read, it may be stopped at a page miss and run again ([`Shareable::RESTARTS`]):
+    /// before it changes anything, it changes nothing, not even a counter.
+    fn insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
+        let _ = (key, value);
+        Ok(SharedWrite::Exclusive)
+    }
+    /// [`SerialEngine::delete`] on `&self`, as [`Shareable::insert_shared`] is the insert.
+    fn delete_shared(&self, key: u64) -> Result<SharedWrite> {
+        let _ = key;
+        Ok(SharedWrite::Exclusive)
+    }
+    /// After shared writes that said [`SharedWrite::Maintain`]: what the engine does
+    /// between operations under the exclusive lock (a checkpoint that came due). By
+    /// default nothing.
+    fn maintain(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// [`SerialEngine::scan`] on `&self` (called only when [`Shareable::PARALLEL_SCANS`]).
     fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
         let _ = (cur, out);
@@ -294,6 +319,17 @@ pub trait Shareable: SerialEngine + Sync {
         }
         Ok(())
     }
+}
+
+/// What a shared write ([`Shareable::insert_shared`], [`Shareable::delete_shared`]) did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SharedWrite {
+    /// Done.
+    Done,
+    /// Done, and [`Shareable::maintain`] is due.
+    Maintain,
+    /// Nothing done: the write needs the exclusive lock (it restructures).
+    Exclusive,
 }
 
 /// The error of a shared read an engine does not have (a bug of the caller: `Parallel`

@@ -24,6 +24,15 @@
 //! ([`POLITE`]), before it waits in line. At one thread nothing of this happens: a read
 //! loads its misses under the lock and runs once.
 //!
+//! An engine whose point writes can run beside other operations
+//! ([`Shareable::PARALLEL_POINT_WRITES`]) makes an insert or delete that arrives while
+//! others are in progress under the shared lock ([`Shareable::insert_shared`],
+//! [`Shareable::delete_shared`]: the engine latches what it changes), with the restarts
+//! of a read; when the engine says the write needs the exclusive lock (it would
+//! restructure), it is made as below, and when it says a checkpoint came due, that runs
+//! under the exclusive lock right after. Such writes do not count as writes for a scan's
+//! position: the engine keeps what the position names.
+//!
 //! A point write (`insert`, `delete`) made while other operations are in progress first
 //! brings the pages it will change into the buffer pool beside the readers (its search's
 //! misses read outside the lock as a reader's, then [`Shareable::prepare_write`] under the
@@ -68,7 +77,7 @@
 //! An engine's background merge thread (FD-tree, LSM-tree) runs beside all of this, as it
 //! did beside one thread.
 
-use super::api::{Engine, RangeCursor, Shareable};
+use super::api::{Engine, RangeCursor, Shareable, SharedWrite};
 use crate::durable::{outside, LogicalOp};
 use crate::error::{Error, Result};
 use crate::stats::Stats;
@@ -175,7 +184,18 @@ impl<E: Shareable> Parallel<E> {
     /// a page stops, the page is read with the lock released, and `f` runs again
     /// (`crate::durable::outside`); `undo` puts back what a stopped run of `f` changed
     /// outside the engine (a scan's cursor and output).
-    fn shared<T>(&self, mut f: impl FnMut(&E) -> Result<T>, mut undo: impl FnMut()) -> Result<T> {
+    fn shared<T>(&self, f: impl FnMut(&E) -> Result<T>, undo: impl FnMut()) -> Result<T> {
+        self.shared_op(false, f, undo)
+    }
+
+    /// [`Parallel::shared`] for a read (`write` false) or a shared write, whose errors
+    /// poison the engine as an exclusive write's do.
+    fn shared_op<T>(
+        &self,
+        write: bool,
+        mut f: impl FnMut(&E) -> Result<T>,
+        mut undo: impl FnMut(),
+    ) -> Result<T> {
         let (_busy, others) = self.busy();
         let restarts = E::RESTARTS && others;
         let mut stash = None;
@@ -184,7 +204,7 @@ impl<E: Shareable> Parallel<E> {
             let e = self.read();
             self.usable()?;
             if !restarts {
-                break (self.note(f(&e), false), e.has_deferred());
+                break (self.note(f(&e), write), e.has_deferred());
             }
             let armed = outside::arm(run < RUNS, stash.take());
             let r = f(&e);
@@ -198,7 +218,7 @@ impl<E: Shareable> Parallel<E> {
                     stash = Some(self.note(miss.read(), false)?);
                     run += 1;
                 }
-                (r, _) => break (self.note(r, false), e.has_deferred()),
+                (r, _) => break (self.note(r, write), e.has_deferred()),
             }
         };
         if deferred {
@@ -312,6 +332,22 @@ impl<E: Shareable> Parallel<E> {
     }
 }
 
+impl<E: Shareable> Parallel<E> {
+    /// A point write under the shared lock, where the engine makes it so and other
+    /// operations are in progress (module doc): true when it was made (and the maintenance
+    /// it asked for, under the exclusive lock); false when it needs the exclusive lock.
+    fn shared_write(&self, f: impl FnMut(&E) -> Result<SharedWrite>) -> Result<bool> {
+        if !(E::PARALLEL_POINT_WRITES && self.shares_now()) {
+            return Ok(false);
+        }
+        match self.shared_op(true, f, || {})? {
+            SharedWrite::Done => Ok(true),
+            SharedWrite::Maintain => self.write(|e| e.maintain()).map(|_| true),
+            SharedWrite::Exclusive => Ok(false),
+        }
+    }
+}
+
 /// Drop the cursor's position in the structure if a write came since it was taken (`now`
 /// is the write count, read under the engine's lock, where no write runs).
 fn fresh(cur: &mut RangeCursor, now: u64) {
@@ -323,10 +359,16 @@ fn fresh(cur: &mut RangeCursor, now: u64) {
 
 impl<E: Shareable> Engine for Parallel<E> {
     fn insert(&self, key: u64, value: u64) -> Result<()> {
+        if self.shared_write(|e| e.insert_shared(key, value))? {
+            return Ok(());
+        }
         self.point_write(key, |e| e.insert(key, value))
     }
 
     fn delete(&self, key: u64) -> Result<()> {
+        if self.shared_write(|e| e.delete_shared(key))? {
+            return Ok(());
+        }
         self.point_write(key, |e| e.delete(key))
     }
 

@@ -114,9 +114,9 @@ pub(crate) fn decode(record: &OptionsRecord, format_version: u32) -> Result<Opti
                 sub_options: sub,
             })
         }
-        // Formats 3 to 9 changed engine states, pages and WAL records, not the record's
+        // Formats 3 to 10 changed engine states, pages and WAL records, not the record's
         // shape (8 added the LSM-tree's `deamortize`, absent: on).
-        2..=9 => {
+        2..=10 => {
             let r = RecordV2::deserialize(record).map_err(bad)?;
             Ok(Options {
                 page_size: r.page_size,

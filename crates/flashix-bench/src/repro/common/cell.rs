@@ -3,9 +3,9 @@
 //! the papers' cells differ only in the fields naming their experiments.
 
 use super::lens::Lens;
+use crate::output::report::Record;
 use crate::probe::sim::Metric;
 use crate::probe::DeviceProfile;
-use crate::report::Record;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 use super::{
     paper, Cell, FbxRepro, FbxReproArgs, RatioRow, Sizes, INNER_ORDER, LEAF_ORDER, OCZ, PAGE, SSD,
 };
-use crate::mobench::{self, MoBenchArgs, MoWorkload};
+use crate::cmd::mo_bench::{self, MoBenchArgs, MoWorkload};
 use crate::repro::common::{copy_dir, counter, flash, mix, Frame, Lens};
 use anyhow::{Context, Result};
 use flashix::cost::logclean::{competitive_ratio, CleanPolicy, Op};
@@ -402,7 +402,7 @@ impl Ctx<'_> {
             seed: self.a.base.seed,
             dir: self.path("mo"),
             out: self.f.data.clone(),
-            update_path: mobench::UpdatePath::Blind,
+            update_path: mo_bench::UpdatePath::Blind,
         }
     }
 
@@ -426,7 +426,7 @@ impl Ctx<'_> {
         self.f
             .say(format!("{e}: {subject} {variant} on {workloads}"));
         let name = format!("{subject}{}", if variant.is_empty() { "" } else { "-v" });
-        let rows = mobench::run_subject(&a, &name, index, &ws, Some(budget))?;
+        let rows = mo_bench::run_subject(&a, &name, index, &ws, Some(budget))?;
         Ok(rows
             .into_iter()
             .map(|r| {

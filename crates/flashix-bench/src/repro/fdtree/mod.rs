@@ -53,7 +53,7 @@ pub use super::ClaimCheck;
 pub use print::print;
 pub use run::run;
 
-use crate::report::ModelPrediction;
+use crate::output::report::ModelPrediction;
 use serde::Serialize;
 
 /// The help texts of `flashix repro fdtree`'s shared arguments.

@@ -4,7 +4,7 @@
 use super::{
     nand_bytes, paper, Cell, CellId, FdtreeRepro, FdtreeReproArgs, Lens, LensInfo, Measured, Sizes,
 };
-use crate::report::Record;
+use crate::output::report::Record;
 use crate::repro::common::Frame;
 use crate::runner::{run_bench, BenchConfig};
 use crate::workload::Workload;

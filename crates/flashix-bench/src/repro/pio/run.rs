@@ -4,7 +4,7 @@
 use super::{
     nand_bytes, paper, Cell, CellId, Lens, LensInfo, Measured, PioRepro, PioReproArgs, Sizes, MIXES,
 };
-use crate::report::Record;
+use crate::output::report::Record;
 use crate::repro::common::Frame;
 use crate::runner::{run_bench, BenchConfig};
 use crate::units::format_size;

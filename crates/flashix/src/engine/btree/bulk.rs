@@ -12,7 +12,7 @@ impl BTree {
         if sorted.is_empty() {
             return Ok(());
         }
-        if self.entries > 0 {
+        if self.entries() > 0 {
             for &(k, v) in sorted {
                 self.insert_unlogged(k, v)?;
             }
@@ -21,23 +21,32 @@ impl BTree {
         self.bulk_load(sorted)
     }
 
-    /// Build the tree bottom-up from sorted, distinct entries (the tree is empty).
-    fn bulk_load(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+    /// How full a bulk load makes leaves and internal nodes: the fill factor of each kind's
+    /// order, never below the occupancy minimum.
+    pub(super) fn fills(&self) -> (Fill, Fill) {
         let fill = self.bulk_fill;
-        // Entries per node at the fill factor, never below the occupancy minimum.
         let at = |cap: usize, min: usize| Fill {
             per: ((cap as f64 * fill) as usize).clamp(min.max(1), cap),
             min,
             cap,
         };
-        let leaf = at(self.leaf_cap, self.leaf_min());
-        let inner = at(self.inner_cap, self.inner_min());
+        (
+            at(self.leaf_cap, self.leaf_min()),
+            at(self.inner_cap, self.inner_min()),
+        )
+    }
+
+    /// Build the tree bottom-up from sorted, distinct entries (the tree is empty).
+    fn bulk_load(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        let (leaf, inner) = self.fills();
         // The empty tree is a single empty root leaf.
         let old_root = self.root;
         self.pager.free_page(old_root);
-        let built = bulk::build(&mut self.pager, sorted, leaf, inner)?;
+        let mut entries = sorted.iter().copied();
+        let next = |_: &mut _| Ok(entries.next());
+        let built = bulk::build_blink(&mut self.pager, sorted.len(), next, leaf, inner)?;
         (self.root, self.height, self.leaves) = (built.root, built.height, built.leaves);
-        self.entries = sorted.len() as u64;
+        *self.entries.get_mut() = sorted.len() as u64;
         Ok(())
     }
 }

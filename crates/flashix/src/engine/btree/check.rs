@@ -5,13 +5,16 @@ use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::kit::bnode::{check, node};
 use crate::page::DATA_FILE;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 struct Walk {
     seen: HashSet<PageId>,
     /// (leaf, its link) in key order.
     leaves: Vec<(PageId, u64)>,
     entries: u64,
+    /// The last node met at each level (the walk meets a level's nodes in key order) and
+    /// its right link.
+    last: HashMap<u32, (PageId, u64)>,
 }
 
 fn bad(pid: PageId, detail: String) -> Error {
@@ -28,8 +31,17 @@ impl BTree {
             seen: HashSet::new(),
             leaves: Vec::new(),
             entries: 0,
+            last: HashMap::new(),
         };
         self.check_node(self.root, self.height - 1, None, None, true, &mut w)?;
+        for (level, &(pid, right)) in &w.last {
+            if right != node::NONE {
+                return Err(bad(
+                    pid,
+                    format!("last node of level {level} has a right link to {right}"),
+                ));
+            }
+        }
         for pair in w.leaves.windows(2) {
             if pair[0].1 != pair[1].0 {
                 return Err(bad(
@@ -43,12 +55,13 @@ impl BTree {
                 return Err(bad(last, format!("last leaf links to {link}")));
             }
         }
-        if w.entries != self.entries {
+        if w.entries != self.entries() {
             return Err(bad(
                 self.root,
                 format!(
                     "tree holds {} entries, header says {}",
-                    w.entries, self.entries
+                    w.entries,
+                    self.entries()
                 ),
             ));
         }
@@ -79,6 +92,7 @@ impl BTree {
             return Err(bad(pid, "page reachable twice".into()));
         }
         let n = check::read_node(&mut self.pager, pid, level, (lo, hi), bad)?;
+        check_side(pid, level, &n, hi, w)?;
         let (leaf, es) = (level == 0, &n.entries);
         // Invariant 2 and the node orders: each kind has its own cap and minimum.
         let (kind, cap, min) = if leaf {
@@ -113,6 +127,47 @@ impl BTree {
     }
 }
 
+/// Invariant 7: the node is a B-link node whose high key is its parent's upper bound for
+/// it (none, with no right link, at the right end of its level) and whose left neighbour
+/// at its level links to it; a leaf's link is its right link.
+fn check_side(
+    pid: PageId,
+    level: u32,
+    n: &check::Checked,
+    hi: Option<u64>,
+    w: &mut Walk,
+) -> Result<()> {
+    let Some(side) = n.side else {
+        return Err(bad(pid, "node is not a B-link node".into()));
+    };
+    let has_high = side.right != node::NONE;
+    if has_high != hi.is_some() || (has_high && Some(side.high) != hi) {
+        let high = has_high.then_some(side.high);
+        return Err(bad(
+            pid,
+            format!(
+                "high key {high:?} (right link {}), the parent bounds it by {hi:?}",
+                side.right
+            ),
+        ));
+    }
+    if level == 0 && n.link != side.right {
+        return Err(bad(
+            pid,
+            format!("leaf link {} but right link {}", n.link, side.right),
+        ));
+    }
+    if let Some((prev, right)) = w.last.insert(level, (pid, side.right)) {
+        if right != pid {
+            return Err(bad(
+                prev,
+                format!("right link to {right}, but the next node of level {level} is {pid}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::BTreeOptions;
@@ -121,10 +176,12 @@ mod tests {
     use crate::error::Error;
     use crate::io::{MemDevice, MemVfs, Storage};
     use crate::kind::EngineKind;
+    use crate::kit::api::{SerialEngine, Shareable};
+    use crate::kit::bnode::{leaves, node};
     use crate::settings::{DeviceSpec, Settings};
     use std::sync::Arc;
 
-    /// A tree of 4 KiB pages (254 entries) holding `keys`, inserted in order.
+    /// A tree of 4 KiB pages (253 entries) holding `keys`, inserted in order.
     fn tree(keys: impl Iterator<Item = u64>) -> BTree {
         // Settings, not the `Options` aggregate: engines sit below `options` (tests/layers.rs).
         let s = Settings {
@@ -158,7 +215,7 @@ mod tests {
     /// a violation, whatever a page could hold.
     #[test]
     fn a_node_above_its_order_is_a_violation() {
-        // 300 ascending keys in 254-entry leaves: one split, leaves of 127 and 173.
+        // 300 ascending keys in 253-entry leaves: one split, leaves of 127 and 173.
         let mut t = tree(0..300);
         t.check().unwrap();
         t.leaf_cap = 150;
@@ -176,6 +233,38 @@ mod tests {
         let d = violation(&mut t);
         assert!(
             d.contains("internal node of 22 entries, above its order 20"),
+            "{d}"
+        );
+    }
+
+    /// A leaf split whose separator has not reached the parent yet (the state a split
+    /// leaves between its two steps, which a reader beside it may meet): the keys that
+    /// moved to the new leaf are found through the old leaf's right link by both read
+    /// paths, and the check reports the bound the parent does not give yet.
+    #[test]
+    fn a_search_moves_right_past_a_split_the_parent_does_not_know() {
+        let mut t = tree(0..600);
+        t.check().unwrap();
+        let (_, leaf) = t.descend(599).unwrap();
+        let (es, link, side) = t
+            .pager
+            .read(leaf, |b| (node::entries(b), node::link(b), node::side(b)))
+            .unwrap();
+        let (sep, right) = leaves::split(&mut t.pager, leaf, link, side, &es).unwrap();
+        assert!(sep < 599);
+        assert_eq!(
+            t.walk_down(599, None).unwrap(),
+            leaf,
+            "the parent still names the old leaf"
+        );
+        for k in (0..600).step_by(7).chain([sep, 599]) {
+            assert_eq!(t.get_shared(k).unwrap(), Some(k), "key {k}");
+            assert_eq!(SerialEngine::get(&mut t, k).unwrap(), Some(k), "key {k}");
+        }
+        assert_eq!(t.get_shared(600).unwrap(), None);
+        let d = violation(&mut t);
+        assert!(
+            d.contains(&format!("high key Some({sep}) (right link {right})")),
             "{d}"
         );
     }

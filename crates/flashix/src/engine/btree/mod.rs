@@ -4,10 +4,19 @@
 //! half full borrows from a sibling (redistribution) or is merged with it; bulk loading
 //! fills nodes to 0.7 (`BTreeOptions::bulk_fill`); range scans walk the leaf chain.
 //!
+//! Its nodes are **B-link** nodes (Lehman and Yao, "Efficient locking for concurrent
+//! operations on B-trees", 1981): each also names its right sibling at its level and its
+//! high key, a split writes the new right node before the old node links to it and before
+//! the parent's separator, and every descent moves right from a node whose high key is at
+//! or below its key (`at_key`). That is what lets a reader (or, with latches per node, a
+//! writer) reach a node after it split and still find its key; under one writer at a time
+//! (Thread safety) a descent never needs to move right, and does the same reads as a plain
+//! B+-tree's.
+//!
 //! # Node orders
 //! A node holds at most its kind's *order* of entries: the leaf order for a leaf (key,
 //! value pairs), the inner order for an internal node (separators; it has one child more).
-//! Both default to what a page holds, `(page_size-32)/16` (254 for 4 KiB pages), and can be
+//! Both default to what a page holds, `(page_size-48)/16` (253 for 4 KiB pages), and can be
 //! set lower with `BTreeOptions::{leaf_order, inner_order}` — e.g. the FBX-tree paper's
 //! baseline (§5: leaf order 100, inner order 500; `BTreeOptions::orders(100, 500)`, which
 //! needs 8 KiB pages for the inner order). An order is within `BTreeOptions::MIN_ORDER` (4)
@@ -18,10 +27,12 @@
 //! order) and `check_integrity` all use the order of the node's kind.
 //!
 //! # On-disk format
-//! Nodes: see [`crate::kit::bnode::node`] (a slotted page of 16-byte entries,
-//! capacity `(page_size-32)/16`, 254 for 4 KiB pages; a node may use fewer slots, see Node
-//! orders). The manifest's engine state holds `root`, `height` (levels; 1 when the root is
-//! a leaf), `entries` and `leaves`.
+//! Nodes: B-link nodes of [`crate::kit::bnode::node`] (kinds 5 and 6: a slotted page of
+//! 16-byte entries after a header with the right link and the high key, capacity
+//! `(page_size-48)/16`, 253 for 4 KiB pages; a node may use fewer slots, see Node orders).
+//! The manifest's engine state holds `root`, `height` (levels; 1 when the root is a leaf),
+//! `entries` and `leaves`. A tree written before format 10 (plain nodes, kinds 1 and 2) is
+//! rebuilt as B-link nodes when it is opened ([`upgrade`]).
 //!
 //! # Invariants (checked by `check_integrity`)
 //! 1. Keys are strictly increasing within a node, and every key of the subtree in child slot
@@ -32,6 +43,10 @@
 //! 4. The leaf chain visits every leaf once, in key order, ending with `NONE`.
 //! 5. No page is reachable twice, and no reachable page is free in the extent allocator.
 //! 6. `entries` and `leaves` equal the counts in the tree.
+//! 7. Every node is a B-link node; its high key is the upper bound its parent gives it,
+//!    and it has a right link exactly when that bound exists; the right links of a level
+//!    visit its nodes in key order, the last linking to `NONE`; a leaf's link is its right
+//!    link.
 //!
 //! # Durability
 //! The shared [`crate::durable::Pager`] mechanism: logical redo WAL with group commit on
@@ -46,20 +61,42 @@
 //! Served to many threads by `kit::parallel::Parallel`. Reads (`get`, `get_many`, range
 //! scans) hold the tree's lock shared and run in parallel, each loading its pages through
 //! the Pager's shared path (`Pager::read_shared`: the buffer pool's latch protocol, the
-//! device's reader handles), so eight readers keep eight reads in flight. They are safe
-//! because nothing a read does changes the tree: it only pins, loads and unpins frames.
-//! A read that misses a page, with other operations in progress, reads it with the lock
-//! released and descends again (`Shareable::RESTARTS`, `crate::durable::outside`): a
-//! descent changes nothing, so running it twice answers as running it once, and the
-//! second finds the page in hand unless a write of it came in between.
-//! Writes hold the lock exclusive, one at a time, and see no reader: a split or merge is
-//! never seen half done. A point write beside other operations walks to its leaf first
-//! (its misses read outside the lock) and writes back a few dirty pages at the pool's LRU
-//! end under the shared lock (`Pager::clean_ahead`), so its page loads and the write-backs
-//! its evictions would need run beside the readers; under the exclusive lock it then waits
-//! for its in-memory step, the WAL's hand-off of a full buffer to the file, and, when one
-//! is due, a checkpoint. A scan resumes at its next leaf only if no write came in between;
-//! otherwise it descends again from the next key.
+//! device's reader handles), so eight readers keep eight reads in flight. A reader looks
+//! at a page under its frame's latch held shared; otherwise it only pins, loads and
+//! unpins frames. A read that misses a page, with other operations in progress, reads it
+//! with the lock released and descends again (`Shareable::RESTARTS`,
+//! `crate::durable::outside`): a descent changes nothing, so running it twice answers as
+//! running it once, and the second finds the page in hand unless a write of it came in
+//! between.
+//!
+//! **Point writes beside each other.** An insert or delete made while other operations
+//! are in progress also holds the lock shared (`Shareable::PARALLEL_POINT_WRITES`,
+//! [`BTree::insert_shared`], [`BTree::delete_shared`]): it descends as a reader does and,
+//! when the key's leaf can take the change without a split or an underflow (an insert of a
+//! key the leaf holds or has room for; a delete that leaves the leaf at its minimum or
+//! above, or from a root leaf), changes the leaf under its frame's latch held exclusive,
+//! logging the operation (and the page's before-image, on its first change since the
+//! checkpoint) under the WAL's lock while it holds the latch (`Pager::write_shared`); a
+//! delete of an absent key changes nothing. Why that is safe: such a write changes one
+//! leaf and nothing a descent reads (no separator, link or high key), so the leaf a
+//! descent reaches is the key's; readers and writers of the leaf are ordered by its latch,
+//! so each single-key operation takes effect at one instant inside its call
+//! (linearizable), and the WAL holds the operations on a leaf in the order they were made.
+//! A scan's position (a leaf) stays valid across such writes: the leaf is neither freed
+//! nor split by them. A write that would split or underflow its leaf, and every other
+//! write (bulk and range operations, batches, flushes, checkpoints), holds the lock
+//! exclusive, one at a time, and sees no reader: a split or merge is never seen half done.
+//! The B-link fields (module doc above) are what will let splits run under latches too;
+//! at one thread every write takes the serial path.
+//!
+//! An exclusive point write beside other operations walks to its leaf first (its misses
+//! read outside the lock) and writes back a few dirty pages at the pool's LRU end under
+//! the shared lock (`Pager::clean_ahead`), so its page loads and the write-backs its
+//! evictions would need run beside the readers; under the exclusive lock it then waits for
+//! its in-memory step, the WAL's hand-off of a full buffer to the file, and, when one is
+//! due, a checkpoint (a shared write that finds one due asks for it:
+//! `SharedWrite::Maintain`). A scan resumes at its next leaf only if no exclusive write
+//! came in between; otherwise it descends again from the next key.
 
 mod options;
 pub use options::BTreeOptions;
@@ -67,6 +104,7 @@ mod bulk;
 mod check;
 mod delete;
 mod insert;
+mod upgrade;
 
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
@@ -75,13 +113,14 @@ use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
+use crate::kit::api::{RangeCursor, SerialEngine, Shareable, SharedWrite};
 use crate::kit::bnode::{node, spine};
 use crate::page::DATA_FILE;
 use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::Stats;
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Frames the tree needs at least: one page is pinned at a time, splits touch a handful.
 const MIN_FRAMES: usize = 8;
@@ -112,7 +151,8 @@ pub struct BTree {
     pager: Pager,
     root: PageId,
     height: u32,
-    entries: u64,
+    /// Entries in the tree (shared inserts add to it beside each other).
+    entries: AtomicU64,
     leaves: u64,
     /// Most entries of a leaf ([`BTreeOptions::leaf_order`], else a page's capacity).
     leaf_cap: usize,
@@ -121,6 +161,11 @@ pub struct BTree {
     inner_cap: usize,
     /// Fill factor of bulk loading ([`BTreeOptions::bulk_fill`]).
     bulk_fill: f64,
+    /// Open rebuilt a tree of plain nodes ([`upgrade`]): recovery ends with a checkpoint.
+    upgraded: bool,
+    /// Point writes made under the shared lock ([`BTree::insert_shared`],
+    /// [`BTree::delete_shared`]).
+    shared_writes: AtomicU64,
     counters: Counters,
 }
 
@@ -133,7 +178,7 @@ pub fn validate(s: &Settings, o: &BTreeOptions) -> Result<()> {
             "btree bulk_fill {fill} must be within 0.5..=1.0"
         )));
     }
-    let page_cap = node::capacity(s.page_size);
+    let page_cap = node::capacity_of(node::Format::BLink, s.page_size);
     for (name, order) in [("leaf_order", o.leaf_order), ("inner_order", o.inner_order)] {
         let Some(order) = order else { continue };
         let min = BTreeOptions::MIN_ORDER;
@@ -147,7 +192,7 @@ pub fn validate(s: &Settings, o: &BTreeOptions) -> Result<()> {
         if order as usize > page_cap {
             // A node is one page: the order needs the smallest page that holds it.
             let mut need = s.page_size;
-            while node::capacity(need) < order as usize {
+            while node::capacity_of(node::Format::BLink, need) < order as usize {
                 need = need.saturating_mul(2);
             }
             return Err(Error::InvalidOptions(format!(
@@ -164,7 +209,7 @@ pub fn validate(s: &Settings, o: &BTreeOptions) -> Result<()> {
 /// The most entries of a leaf and of an internal node: the options' orders, else what a
 /// page of `page_size` bytes holds.
 fn caps(page_size: usize, o: &BTreeOptions) -> (usize, usize) {
-    let page_cap = node::capacity(page_size);
+    let page_cap = node::capacity_of(node::Format::BLink, page_size);
     let cap = |order: Option<u32>| order.map_or(page_cap, |n| n as usize);
     (cap(o.leaf_order), cap(o.inner_order))
 }
@@ -177,16 +222,20 @@ impl BTree {
         let mut pager = Pager::create(storage.device, storage.vfs, config, s.record)?;
         pager.set_page_check(node::check_page);
         let root = pager.alloc_page()?;
-        pager.write(root, |b| node::init(b, 0, node::NONE, &[]))?;
+        pager.write(root, |b| {
+            node::init_blink(b, 0, node::NONE, node::Side::END, &[])
+        })?;
         let mut t = BTree {
             pager,
             root,
             height: 1,
-            entries: 0,
+            entries: AtomicU64::new(0),
             leaves: 1,
             leaf_cap,
             inner_cap,
             bulk_fill: o.bulk_fill,
+            upgraded: false,
+            shared_writes: AtomicU64::new(0),
             counters: Counters::default(),
         };
         t.checkpoint()?;
@@ -209,11 +258,13 @@ impl BTree {
             pager,
             root: state.root,
             height: state.height,
-            entries: state.entries,
+            entries: AtomicU64::new(state.entries),
             leaves: state.leaves,
             leaf_cap,
             inner_cap,
             bulk_fill: o.bulk_fill,
+            upgraded: false,
+            shared_writes: AtomicU64::new(0),
             counters: Counters::default(),
         };
         if !crate::kit::api::plausible_height(state.height) {
@@ -223,15 +274,23 @@ impl BTree {
                 format!("B+-tree height {}", state.height),
             ));
         }
+        if manifest.format_version < upgrade::BLINK_FORMAT {
+            t.upgrade()?;
+        }
         t.recover(&ops)?;
         Ok(t)
+    }
+
+    /// Entries in the tree.
+    fn entries(&self) -> u64 {
+        self.entries.load(Ordering::Relaxed)
     }
 
     fn state(&self) -> serde_json::Value {
         serde_json::json!(State {
             root: self.root,
             height: self.height,
-            entries: self.entries,
+            entries: self.entries(),
             leaves: self.leaves,
         })
     }
@@ -253,6 +312,7 @@ impl BTree {
             root: &mut self.root,
             height: &mut self.height,
             cap: self.inner_cap,
+            format: node::Format::BLink,
         }
     }
 
@@ -348,7 +408,11 @@ impl Logged for BTree {
     }
 
     fn holds_nothing(&self) -> bool {
-        self.entries == 0
+        self.entries() == 0
+    }
+
+    fn checkpoint_after_recovery(&self) -> bool {
+        self.upgraded
     }
 
     fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
@@ -361,11 +425,24 @@ impl Shareable for BTree {
     const PARALLEL_SCANS: bool = true;
     const RESTARTS: bool = true;
     const SERIAL_READS_ALONE: bool = true;
+    const PARALLEL_POINT_WRITES: bool = true;
+
+    fn insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
+        BTree::insert_shared(self, key, value)
+    }
+
+    fn delete_shared(&self, key: u64) -> Result<SharedWrite> {
+        BTree::delete_shared(self, key)
+    }
+
+    fn maintain(&mut self) -> Result<()> {
+        self.after_op()
+    }
 
     fn get_shared(&self, key: u64) -> Result<Option<u64>> {
         let leaf = self.walk_down(key, None)?;
-        self.pager
-            .read_shared(leaf, |b| node::search(b, key).ok().map(|i| node::val(b, i)))
+        let (_, v) = at_key(&mut &self.pager, leaf, key, |b| lookup(b, key))?;
+        Ok(v)
     }
 
     /// An insert or delete changes the key's leaf (and, on a split or merge, its parents,
@@ -390,8 +467,8 @@ impl SerialEngine for BTree {
     /// Pager's exclusive path.
     fn get(&mut self, key: u64) -> Result<Option<u64>> {
         let leaf = walk_down(&mut &mut self.pager, self.root, self.height, key, None)?;
-        self.pager
-            .read(leaf, |b| node::search(b, key).ok().map(|i| node::val(b, i)))
+        let (_, v) = at_key(&mut &mut self.pager, leaf, key, |b| lookup(b, key))?;
+        Ok(v)
     }
 
     fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
@@ -401,7 +478,7 @@ impl SerialEngine for BTree {
     fn stats(&self) -> Stats {
         let c = &self.counters;
         let engine_counters = counters(&[
-            ("entries", self.entries),
+            ("entries", self.entries()),
             ("leaves", self.leaves),
             ("height", self.height as u64),
             ("leaf_splits", c.leaf_splits),
@@ -409,6 +486,7 @@ impl SerialEngine for BTree {
             ("root_splits", c.root_splits),
             ("merges", c.merges),
             ("redistributions", c.redistributions),
+            ("shared_writes", self.shared_writes.load(Ordering::Relaxed)),
         ]);
         let mut s = self.pager.stats(
             EngineKind::BTree,
@@ -475,8 +553,48 @@ fn scan_leaf(
     Ok(())
 }
 
+/// The value of `key` in the leaf `b`.
+fn lookup(b: &[u8], key: u64) -> Option<u64> {
+    node::search(b, key).ok().map(|i| node::val(b, i))
+}
+
+/// Run `f` on the node whose range holds `k`: `pid` or, when `pid` split after the
+/// caller's pointer to it was read, a node to its right (Lehman and Yao's move right,
+/// `node::moves_right`). Returns that node and `f`'s answer. The high keys met strictly
+/// increase along the way (each node's keys lie at or above its left neighbour's high
+/// key), so a chain of right links that does not is corruption, not a walk for ever.
+fn at_key<T>(
+    pager: &mut impl PageRead,
+    mut pid: PageId,
+    k: u64,
+    f: impl Fn(&[u8]) -> T,
+) -> Result<(PageId, T)> {
+    let mut passed: Option<u64> = None;
+    loop {
+        let step = pager.page(pid, |b| match node::side(b).filter(|s| s.above(k)) {
+            Some(s) => Err(s),
+            None => Ok(f(b)),
+        })?;
+        match step {
+            Ok(t) => return Ok((pid, t)),
+            Err(s) if passed.is_some_and(|h| s.high <= h) => {
+                return Err(Error::corruption(
+                    DATA_FILE,
+                    Some(pid),
+                    format!("right links: high key {} after {passed:?}", s.high),
+                ))
+            }
+            Err(s) => {
+                passed = Some(s.high);
+                pid = s.right;
+            }
+        }
+    }
+}
+
 /// The leaf for `k` in the tree of `root` and `height`, one page read per level through
-/// `pager`, recording the path if asked.
+/// `pager` (and one more per split it meets that happened after its parent was read:
+/// [`at_key`]), recording the path if asked.
 fn walk_down(
     pager: &mut impl PageRead,
     root: PageId,
@@ -487,15 +605,15 @@ fn walk_down(
     let mut pid = root;
     for depth in 0..height - 1 {
         let want = height - 1 - depth;
-        let (lvl, slot, child) = pager.page(pid, |b| {
+        let (at, (lvl, slot, child)) = at_key(pager, pid, k, |b| {
             let s = node::child_slot(b, k);
             (node::level(b), s, node::child_at(b, s))
         })?;
         if lvl != want {
-            return Err(level_error(pid, lvl, want));
+            return Err(level_error(at, lvl, want));
         }
         if let Some(p) = path.as_deref_mut() {
-            p.push((pid, slot));
+            p.push((at, slot));
         }
         pid = child;
     }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// B+-tree sub-options.
 ///
 /// **Node orders.** `leaf_order` and `inner_order` cap the entries a leaf and an internal
-/// node hold, below what a page holds (`(page_size - 32) / 16` 16-byte entries, 254 for
+/// node hold, below what a page holds (`(page_size - 48) / 16` 16-byte entries, 253 for
 /// 4 KiB pages), so that the baseline can be run with another paper's orders (the
 /// FBX-tree paper, §5: leaf order 100, inner order 500). An internal node's entries are
 /// its separators: with `inner_order` n it has at most n + 1 children. A node is split

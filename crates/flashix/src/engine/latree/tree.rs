@@ -93,7 +93,7 @@ impl LaTree {
             Err(i) => es.insert(i, (k, v)),
         }
         // Split: the upper half moves to a new right sibling, whose first key goes up.
-        let (sep, right) = leaves::split(&mut self.pager, leaf, link, &es)?;
+        let (sep, right) = leaves::split(&mut self.pager, leaf, link, None, &es)?;
         self.entries += 1;
         self.leaves += 1;
         self.counters.leaf_splits += 1;
@@ -135,7 +135,10 @@ impl LaTree {
             sep_idx,
             pair,
             &all,
-            r_link,
+            leaves::RightLeaf {
+                link: r_link,
+                side: None,
+            },
             redistribute,
         )? {
             Repair::Redistributed => {
@@ -282,6 +285,7 @@ impl LaTree {
                 root: &mut self.root,
                 height: &mut self.height,
                 cap: self.cap,
+                format: node::Format::Plain,
             };
             match spine.join_child(parent, level + 1, slot, &mut ev)? {
                 Join::Redistributed { left, right, up } => {

@@ -36,6 +36,7 @@ impl PioBTree {
             root: &mut self.root,
             height: &mut self.height,
             cap: self.cap,
+            format: crate::kit::bnode::node::Format::Plain,
         }
     }
 

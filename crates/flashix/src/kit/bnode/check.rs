@@ -13,6 +13,8 @@ use crate::io::PageId;
 pub(crate) struct Checked {
     pub link: u64,
     pub entries: Vec<(u64, u64)>,
+    /// A B-link node's place in its level (`None` for a plain node).
+    pub side: Option<node::Side>,
 }
 
 /// Read node `pid`, which must be allocated, at `level`, with ascending keys in
@@ -28,12 +30,13 @@ pub(crate) fn read_node(
     if pid >= alloc.high_water() || alloc.is_free(pid) {
         return Err(bad(pid, "reachable page is not allocated".into()));
     }
-    let (leaf, lvl, link, es) = pager.read(pid, |b| {
+    let (leaf, lvl, link, es, side) = pager.read(pid, |b| {
         (
             node::is_leaf(b),
             node::level(b),
             node::link(b),
             node::entries(b),
+            node::side(b),
         )
     })?;
     if lvl != level || leaf != (level == 0) {
@@ -58,7 +61,11 @@ pub(crate) fn read_node(
             ));
         }
     }
-    Ok(Checked { link, entries: es })
+    Ok(Checked {
+        link,
+        entries: es,
+        side,
+    })
 }
 
 /// The children of an internal node whose keys lie in `[lo, hi)`, each with its range:

@@ -9,21 +9,25 @@ use crate::durable::Pager;
 use crate::error::Result;
 use crate::io::PageId;
 
-/// Split the full leaf `leaf`, whose entries with the new one are `es` and whose link is
-/// `link`: the lower half stays, the upper half moves to a new right sibling between it
-/// and `link`. Returns the separator for the parent (the sibling's first key) and the
-/// sibling.
+/// Split the full leaf `leaf`, whose entries with the new one are `es`, whose link is
+/// `link` and whose place in its level is `side` (a B-link leaf's; `None` for a plain
+/// one): the lower half stays, the upper half moves to a new right sibling between it and
+/// `link`, written first, which takes over `side`. Returns the separator for the parent
+/// (the sibling's first key) and the sibling.
 pub(crate) fn split(
     pager: &mut Pager,
     leaf: PageId,
     link: u64,
+    side: Option<node::Side>,
     es: &[(u64, u64)],
 ) -> Result<(u64, PageId)> {
     let mid = es.len() / 2;
     let right = pager.alloc_page()?;
-    pager.write(right, |b| node::init(b, 0, link, &es[mid..]))?;
-    pager.write(leaf, |b| node::init(b, 0, right, &es[..mid]))?;
-    Ok((es[mid].0, right))
+    let sep = es[mid].0;
+    pager.write(right, |b| node::init_as(b, 0, link, side, &es[mid..]))?;
+    let left_side = side.map(|_| node::Side::split(right, sep));
+    pager.write(leaf, |b| node::init_as(b, 0, right, left_side, &es[..mid]))?;
+    Ok((sep, right))
 }
 
 /// What [`repair`] did.
@@ -36,29 +40,38 @@ pub(crate) enum Repair {
     Merged,
 }
 
+/// The right one of two leaves [`repair`] joins: its link and, for a B-link leaf, its
+/// place in its level.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RightLeaf {
+    pub link: u64,
+    pub side: Option<node::Side>,
+}
+
 /// Repair an underfull leaf with its sibling: `left` and `right` are adjacent children of
-/// `parent` around separator slot `sep_idx`, `all` their entries in order and `r_link`
-/// the right one's link. With `redistribute` (the sibling has entries to spare) the two
-/// share them evenly; otherwise the left takes all of them and the right's place in the
-/// leaf chain.
+/// `parent` around separator slot `sep_idx`, `all` their entries in order and `r` what the
+/// right one links to. With `redistribute` (the sibling has entries to spare) the two
+/// share them evenly (a B-link left leaf's high key becomes the new separator); otherwise
+/// the left takes all of them and the right's place in the leaf chain and its level.
 pub(crate) fn repair(
     pager: &mut Pager,
     parent: PageId,
     sep_idx: usize,
     (left, right): (PageId, PageId),
     all: &[(u64, u64)],
-    r_link: u64,
+    r: RightLeaf,
     redistribute: bool,
 ) -> Result<Repair> {
     if redistribute {
         let m = all.len() / 2;
         let new_sep = all[m].0;
-        pager.write(left, |b| node::init(b, 0, right, &all[..m]))?;
-        pager.write(right, |b| node::init(b, 0, r_link, &all[m..]))?;
+        let left_side = r.side.map(|_| node::Side::split(right, new_sep));
+        pager.write(left, |b| node::init_as(b, 0, right, left_side, &all[..m]))?;
+        pager.write(right, |b| node::init_as(b, 0, r.link, r.side, &all[m..]))?;
         pager.write(parent, |b| node::set_key(b, sep_idx, new_sep))?;
         return Ok(Repair::Redistributed);
     }
-    pager.write(left, |b| node::init(b, 0, r_link, all))?;
+    pager.write(left, |b| node::init_as(b, 0, r.link, r.side, all))?;
     pager.free_page(right);
     pager.write(parent, |b| node::remove_at(b, sep_idx))?;
     Ok(Repair::Merged)

@@ -3,9 +3,16 @@
 //! 1979). Shared by the B+-tree and the PIO B-tree (whose internal nodes are this format,
 //! PIO paper §3.3: "internal nodes stay one page"), which differ only below level 1.
 //!
-//! Nodes are [`node`] pages of kind [`node::KIND_INTERNAL`] at levels ≥ 1; a child of a
+//! Nodes are [`node`] pages of kind [`node::KIND_INTERNAL`] (plain) or
+//! [`node::KIND_BLINK_INTERNAL`] (B-link, [`Spine::format`]) at levels ≥ 1; a child of a
 //! level-1 node is a leaf (whatever the engine's leaf format). A *path* is the internal
 //! pages a descent passed and the child slot it took in each, root first.
+//!
+//! A B-link node keeps its place in its level ([`node::Side`]) through every change: a
+//! split gives the new right node the old node's right sibling and high key and the old
+//! node the new one and the separator, writing the new node first (so that a node is
+//! never linked to a page not yet written); a redistribution moves the left node's high
+//! key to the new separator; a merge gives the left node the right one's.
 //!
 //! Invariants kept: separators strictly increasing within a node and fencing their
 //! subtrees; every non-root internal node holds at least `cap / 2` separators after a
@@ -37,6 +44,8 @@ pub(crate) struct Spine<'a> {
     pub root: &'a mut PageId,
     pub height: &'a mut u32,
     pub cap: usize,
+    /// The form of the nodes it makes (a new root; the others keep their node's form).
+    pub format: node::Format,
 }
 
 /// What [`Spine::join_child`] did to the underflowing node and its sibling.
@@ -53,10 +62,12 @@ pub(crate) enum Join {
     Merged { left: PageId, right: PageId },
 }
 
-/// An internal node's leftmost child and (separator, child) entries.
+/// An internal node's leftmost child, (separator, child) entries and, for a B-link node,
+/// its place in its level.
 pub(crate) struct Internal {
     pub link: PageId,
     pub entries: Vec<(u64, u64)>,
+    pub side: Option<node::Side>,
 }
 
 /// Read internal node `pid`, which must be an internal node at `level` (≥ 1): anything
@@ -69,7 +80,7 @@ pub(crate) fn read_internal(pager: &mut Pager, pid: PageId, level: u32) -> Resul
 /// page, through `Pager::read_shared` or a batch of its own).
 pub(crate) fn internal_in(b: &[u8], pid: PageId, level: u32) -> Result<Internal> {
     let (kind, lvl) = (page::kind(b), node::level(b));
-    if kind != node::KIND_INTERNAL || lvl != level || lvl == 0 {
+    if !node::is_internal(b) || lvl != level || lvl == 0 {
         return Err(Error::corruption(
             DATA_FILE,
             Some(pid),
@@ -81,6 +92,7 @@ pub(crate) fn internal_in(b: &[u8], pid: PageId, level: u32) -> Result<Internal>
     Ok(Internal {
         link: node::link(b),
         entries: node::entries(b),
+        side: node::side(b),
     })
 }
 
@@ -94,9 +106,9 @@ pub(crate) fn child_for(pager: &mut Pager, pid: PageId, level: u32, key: u64) ->
 /// [`child_for`] on the bytes `b` of page `pid`, read by the caller (a shared reader's
 /// page).
 pub(crate) fn child_in(b: &[u8], pid: PageId, level: u32, key: u64) -> Result<PageId> {
-    let cap = node::capacity(b.len());
+    let cap = node::capacity_of(node::format(b), b.len());
     let (kind, lvl, n) = (page::kind(b), node::level(b), node::count(b));
-    if kind != node::KIND_INTERNAL || lvl != level || lvl == 0 || n > cap {
+    if !node::is_internal(b) || lvl != level || lvl == 0 || n > cap {
         return Err(Error::corruption(
             DATA_FILE,
             Some(pid),
@@ -128,8 +140,9 @@ impl Spine<'_> {
             let Some((pid, slot)) = path.pop() else {
                 let new_root = self.pager.alloc_page()?;
                 let old_root = *self.root;
+                let side = (self.format == node::Format::BLink).then_some(node::Side::END);
                 self.pager.write(new_root, |b| {
-                    node::init(b, level, old_root, &[(sep, right)])
+                    node::init_as(b, level, old_root, side, &[(sep, right)])
                 })?;
                 *self.root = new_root;
                 *self.height += 1;
@@ -148,10 +161,13 @@ impl Spine<'_> {
             let m = es.len() / 2;
             let (up_key, up_child) = es[m];
             let new = self.pager.alloc_page()?;
-            self.pager
-                .write(new, |b| node::init(b, level, up_child, &es[m + 1..]))?;
-            self.pager
-                .write(pid, |b| node::init(b, level, n.link, &es[..m]))?;
+            let left_side = n.side.map(|_| node::Side::split(new, up_key));
+            self.pager.write(new, |b| {
+                node::init_as(b, level, up_child, n.side, &es[m + 1..])
+            })?;
+            self.pager.write(pid, |b| {
+                node::init_as(b, level, n.link, left_side, &es[..m])
+            })?;
             ev.internal_splits += 1;
             sep = up_key;
             right = new;
@@ -252,17 +268,21 @@ impl Spine<'_> {
         if (sib_count > min || all.len() > self.cap) && all.len() > 2 * min {
             let m = all.len() / 2;
             let (up, up_child) = all[m];
-            self.pager
-                .write(left, |b| node::init(b, level, ln.link, &all[..m]))?;
-            self.pager
-                .write(right, |b| node::init(b, level, up_child, &all[m + 1..]))?;
+            let left_side = ln.side.map(|_| node::Side::split(right, up));
+            self.pager.write(left, |b| {
+                node::init_as(b, level, ln.link, left_side, &all[..m])
+            })?;
+            self.pager.write(right, |b| {
+                node::init_as(b, level, up_child, rn.side, &all[m + 1..])
+            })?;
             self.pager
                 .write(parent, |b| node::set_key(b, sep_idx, up))?;
             ev.redistributions += 1;
             return Ok(Join::Redistributed { left, right, up });
         }
+        // The merged node takes the right one's place in its level.
         self.pager
-            .write(left, |b| node::init(b, level, ln.link, &all))?;
+            .write(left, |b| node::init_as(b, level, ln.link, rn.side, &all))?;
         self.pager.free_page(right);
         self.pager.write(parent, |b| node::remove_at(b, sep_idx))?;
         ev.merges += 1;

@@ -166,6 +166,10 @@ pub struct Summary {
     /// The most levels below the in-memory one an engine of stepped levels had
     /// (`Shape::levels`) at a close.
     pub levels: usize,
+    /// Point writes made beside other operations under the engine's shared lock (its
+    /// `shared_writes` counter, where it has one), summed at each close in the rounds
+    /// without a crash.
+    pub shared_writes: u64,
 }
 
 impl Summary {
@@ -184,6 +188,7 @@ impl Summary {
         self.final_entries += o.final_entries;
         self.leaf_splits += o.leaf_splits;
         self.levels = self.levels.max(o.levels);
+        self.shared_writes += o.shared_writes;
     }
 }
 
@@ -373,6 +378,11 @@ impl ConcurrentRun<'_> {
         let st = d.stats();
         self.summary.syncs_saved += st.wal.syncs_saved;
         self.summary.leaf_splits += st.shape.leaf_splits.unwrap_or(0);
+        self.summary.shared_writes += st
+            .engine_counters
+            .get("shared_writes")
+            .copied()
+            .unwrap_or(0);
         self.summary.levels = self.summary.levels.max(st.shape.levels.len());
         d.close().map_err(|e| ctx("close", &e))?;
         let d = self.store.reopen().map_err(|e| ctx("reopen", &e))?;
