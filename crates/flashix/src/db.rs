@@ -46,7 +46,7 @@ impl Db {
     /// Create a new index in `dir`, which must be absent or empty.
     pub fn create(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let dir = dir.as_ref();
-        engine::validate(&opts)?;
+        opts.validate()?;
         let existed = dir.exists();
         if existed {
             let mut entries = std::fs::read_dir(dir)
@@ -112,9 +112,9 @@ impl Db {
         let vfs: Arc<dyn Vfs> = Arc::new(OverlayVfs::new(base));
         let manifest = Manifest::load(&*vfs)?;
         let opts = record::decode(&manifest.options, manifest.format_version)?;
-        engine::validate(&opts)?;
+        opts.validate()?;
         let (device, view) = read_only_device(dir, &opts)?;
-        let db = Db::from_engine(engine::open(Storage { device, vfs }, manifest, opts)?)?;
+        let db = Db::from_engine(open_engine(Storage { device, vfs }, manifest, opts)?)?;
         Ok((db, view))
     }
 
@@ -128,7 +128,7 @@ impl Db {
 
     /// Open the index in `dir` with its manifest's options changed by `adjust` (validated
     /// again). For benchmarks and experiments that compare runtime settings on one index
-    /// (`crate::internals::open_adjusted`): `adjust` must change only settings the on-disk
+    /// (`crate::experiment::open_adjusted`): `adjust` must change only settings the on-disk
     /// format does not depend on (the pool, the FBX clean policy); changing anything else
     /// gives an index its files do not match.
     pub(crate) fn open_adjusted(dir: &Path, adjust: impl FnOnce(Options) -> Options) -> Result<Db> {
@@ -151,14 +151,14 @@ impl Db {
                 dir.display()
             )));
         }
-        engine::validate(&opts)?;
+        opts.validate()?;
         let device = device_for(dir, &opts.device, opts.page_size, false)?;
-        Db::from_engine(engine::open(Storage { device, vfs }, manifest, opts)?)
+        Db::from_engine(open_engine(Storage { device, vfs }, manifest, opts)?)
     }
 
     /// Create an index on given storage (`opts.device` is not used).
     pub fn create_on(storage: Storage, opts: Options) -> Result<Db> {
-        engine::validate(&opts)?;
+        opts.validate()?;
         if storage.device.page_size() != opts.page_size {
             return Err(Error::InvalidOptions(format!(
                 "device page size {} differs from the options' {}",
@@ -169,7 +169,7 @@ impl Db {
         if storage.vfs.exists(MANIFEST)? {
             return Err(Error::AlreadyExists(PathBuf::from(MANIFEST)));
         }
-        Db::from_engine(engine::create(storage, opts)?)
+        Db::from_engine(create_engine(storage, opts)?)
     }
 
     /// Open an index on given storage.
@@ -186,7 +186,7 @@ impl Db {
                 opts.page_size
             )));
         }
-        Db::from_engine(engine::open(storage, manifest, opts)?)
+        Db::from_engine(open_engine(storage, manifest, opts)?)
     }
 
     fn from_engine(engine: Box<dyn Engine>) -> Result<Db> {
@@ -535,6 +535,25 @@ fn merge_ranges(what: &str, ranges: &[(u64, u64)]) -> Result<Vec<(u64, u64)>> {
     Ok(merged)
 }
 
+/// A new engine for `opts` on `storage` (the registry's `engine::create`), with every
+/// parameter left to a cost model decided first ([`Options::resolved`]), so that the
+/// manifest saves the choice.
+fn create_engine(storage: Storage, opts: Options) -> Result<Box<dyn Engine>> {
+    let resolved = opts.resolved()?;
+    let s = resolved.settings()?;
+    engine::create(storage, s, resolved.sub_options, &opts.sub_options)
+}
+
+/// Reopen an engine from its manifest with `opts` (its options record decoded, possibly
+/// adjusted, e.g. a new buffer pool size), recovering from the WAL. The manifest's record
+/// is replaced by `opts`' (current format), which the next checkpoint writes.
+fn open_engine(storage: Storage, mut manifest: Manifest, opts: Options) -> Result<Box<dyn Engine>> {
+    opts.validate()?;
+    let s = opts.settings()?;
+    manifest.options = s.record.clone();
+    engine::open(storage, manifest, s, opts.sub_options)
+}
+
 /// The device of the index in `dir` (options `opts`) opened read-only beneath an
 /// [`OverlayDevice`], and a handle on the device that holds the engine's pages in the page
 /// envelope (`None` on raw NAND): see [`Db::open_read_only`].
@@ -620,6 +639,23 @@ fn device_for(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_kind_is_served() {
+        for kind in crate::EngineKind::ALL {
+            let storage = Storage {
+                device: Box::new(MemDevice::new(4096)),
+                vfs: Arc::new(crate::io::MemVfs::new()),
+            };
+            // (It may refuse the storage, as IPL refuses a device that is not its NAND's.)
+            let r = create_engine(storage, Options::new(kind));
+            assert!(
+                !matches!(r, Err(Error::Unsupported(_))),
+                "{kind:?}: {:?}",
+                r.err()
+            );
+        }
+    }
 
     #[test]
     fn db_is_send_and_sync() {

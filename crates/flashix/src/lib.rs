@@ -67,6 +67,7 @@ mod db;
 mod durable;
 mod engine;
 mod error;
+pub mod experiment;
 #[cfg(test)]
 mod hostile;
 pub mod io;
@@ -93,31 +94,6 @@ pub use options::{
     DEFAULT_PAGE_SIZE, PIO_OPQ_ENTRY_BYTES,
 };
 pub use settings::DeviceSpec;
-/// Not part of the API. The d-IPL reproduction (`flashix repro dipl` in flashix-bench)
-/// drives the IPL and d-IPL engines below [`Db`] for what `Db` does not offer: the global
-/// cleansing of §5.3 and resetting the flash counters after the index is built; the bulk
-/// index reproduction (`flashix repro bulk`) rewinds a bulk index to a snapshot between
-/// range deletes (the thesis's "run on the same initial state", §6.3).
-#[doc(hidden)]
-pub mod internals {
-    pub use crate::durable::background::merge_thread_allowed;
-    pub use crate::engine::bulk::{BulkIndex, BulkSnapshot, DELTA_ENTRY_MEMORY};
-    pub use crate::engine::dipl::DiplBTree;
-    pub use crate::engine::ipl::IplBTree;
-    pub use crate::engine::{create_bulk, create_dipl, create_ipl};
-    pub use crate::kit::api::SerialEngine;
-
-    /// Open the index in `dir` with its manifest's options changed by `adjust` (validated
-    /// again): experiments that compare runtime settings on copies of one index, such as
-    /// the FBX-tree's clean policies. `adjust` must change only settings the on-disk
-    /// format does not depend on (the buffer pool, `FbxOptions::clean`).
-    pub fn open_adjusted(
-        dir: impl AsRef<std::path::Path>,
-        adjust: impl FnOnce(crate::Options) -> crate::Options,
-    ) -> crate::Result<crate::Db> {
-        crate::Db::open_adjusted(dir.as_ref(), adjust)
-    }
-}
 pub use stats::{BufferStats, LevelShape, Shape, Stats, WalStats};
 
 /// What [`Stats::memory_bytes`] may exceed the budget ([`Options::buffer_pool_bytes`]) by

@@ -18,7 +18,7 @@ fn opts(m: u32, delta_entries: u64, f: impl FnOnce(&mut BulkOptions)) -> Options
     let mut b = BulkOptions {
         m: Some(m),
         io_unit_bytes: 16 * PS as u64,
-        delta_bytes: Some(delta_entries * flashix::internals::DELTA_ENTRY_MEMORY),
+        delta_bytes: Some(delta_entries * flashix::experiment::DELTA_ENTRY_MEMORY),
         ..BulkOptions::default()
     };
     f(&mut b);

@@ -2,57 +2,20 @@
 //! expected-behaviour test per mechanism (ghost node creation, block split, block
 //! cleansing, LLSD/LSLM reads, global cleansing) with the flash operations they cost.
 
-use flashix::io::{MemDevice, MemVfs};
-use flashix::sim::NandConfig;
-use flashix::testing::insert_and_delete;
-use flashix::{Db, DeviceSpec, DiplOptions, EngineKind, Options, Storage};
-use std::collections::BTreeMap;
-use std::sync::Arc;
+mod inpage;
 
-fn storage(dev: &MemDevice, vfs: &MemVfs) -> Storage {
-    Storage {
-        device: Box::new(dev.reopen()),
-        vfs: Arc::new(vfs.clone()),
-    }
-}
+use flashix::io::{MemDevice, MemVfs};
+use flashix::{Db, DiplOptions, EngineKind, Options};
+use inpage::{c, delta, flash, storage, BLOCKS, PAGES_PER_BLOCK};
 
 /// 2 KiB pages of 4 sectors, 16-page blocks, nodes of `np` pages.
 fn opts(np: u64, frames: u32) -> Options {
-    Options::new(EngineKind::DiplBTree)
-        .page_size(2048)
-        .device(DeviceSpec::RawNand(NandConfig {
-            page_bytes: 2048,
-            pages_per_block: 16,
-            blocks: 128,
-            ..NandConfig::default()
-        }))
-        .dipl(DiplOptions {
-            node_bytes: 2048 * np,
-            buffer_frames: Some(frames),
-            nand_blocks: 128,
-            pages_per_block: 16,
-        })
-}
-
-fn c(db: &Db, name: &str) -> u64 {
-    let s = db.stats();
-    *s.engine_counters
-        .get(name)
-        .unwrap_or_else(|| panic!("{}: no counter {name:?}", s.engine))
-}
-
-/// (page reads, page programs, sector programs, erases + erases waiting for a checkpoint).
-fn flash(db: &Db) -> [u64; 4] {
-    [
-        c(db, "nand_page_reads"),
-        c(db, "nand_page_programs"),
-        c(db, "nand_sector_programs"),
-        c(db, "nand_erases") + c(db, "blocks_pending_erase"),
-    ]
-}
-
-fn delta(a: [u64; 4], b: [u64; 4]) -> [u64; 4] {
-    [b[0] - a[0], b[1] - a[1], b[2] - a[2], b[3] - a[3]]
+    inpage::raw_nand(EngineKind::DiplBTree).dipl(DiplOptions {
+        node_bytes: 2048 * np,
+        buffer_frames: Some(frames),
+        nand_blocks: BLOCKS,
+        pages_per_block: PAGES_PER_BLOCK,
+    })
 }
 
 /// Geometry of the expected-count tests: one-page nodes (126 leaf entries), 16-page
@@ -68,20 +31,15 @@ fn small() -> (MemDevice, MemVfs, Db) {
 #[test]
 fn a_split_makes_a_ghost_node_with_two_log_sectors_in_one_program() {
     let (dev, vfs, db) = small();
-    let f0 = flash(&db);
+    let (fill, split) = inpage::fill_then_split(&db);
     // 126 inserts fill the root leaf (block 0: image at page 0, log area from page 1): the
     // first reads the root (one page); Rule 2 writes its in-memory sector at records 25,
     // 49, 73, 97, 121: sectors 4..=8.
-    for k in 1..=126 {
-        db.insert(k, k).unwrap();
-    }
-    assert_eq!(delta(f0, flash(&db)), [1, 5, 5, 0]);
+    assert_eq!(fill, [1, 5, 5, 0]);
     // Insert 127 splits the root: its sector (records 121..126 + SplitRemove(64), sector 9)
     // and the ghost's GhostCreate (sector 10) share page 2: one program of two sectors.
     // The new root goes to a block of its own: one page program.
-    let f1 = flash(&db);
-    db.insert(127, 127).unwrap();
-    assert_eq!(delta(f1, flash(&db)), [0, 2, 6, 0]);
+    assert_eq!(split, [0, 2, 6, 0]);
     assert_eq!(c(&db, "node_splits"), 1);
     assert_eq!(c(&db, "ghost_nodes_created"), 1);
     assert_eq!(c(&db, "ghost_nodes"), 1);
@@ -173,19 +131,5 @@ fn a_full_block_splits_before_its_node_does() {
 
 #[test]
 fn random_inserts_and_deletes_match_a_model_across_reopen() {
-    let dev = MemDevice::new(2048);
-    let vfs = MemVfs::new();
-    let mut db = Db::create_on(storage(&dev, &vfs), opts(1, 8)).unwrap();
-    let model = insert_and_delete(&mut db, 7, 20_000, 5_000).unwrap();
-    db.check_integrity().unwrap();
-    let all: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
-    assert_eq!(all, model);
-    let s = db.stats();
-    assert!(s.engine_counters["block_cleansings"] > 0);
-    assert!(s.engine_counters["block_splits"] > 0);
-    db.close().unwrap();
-    let db = Db::open_on(storage(&dev, &vfs)).unwrap();
-    db.check_integrity().unwrap();
-    let all: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
-    assert_eq!(all, model);
+    inpage::model_across_reopen(opts(1, 8), &["block_cleansings", "block_splits"]);
 }

@@ -244,7 +244,7 @@ fn a_new_clean_policy_starts_every_leaf_afresh() {
     assert_eq!(c(&db.stats(), "cleans"), 0);
     db.close().unwrap();
     let reopen = |policy: CleanPolicy| {
-        flashix::internals::open_adjusted(&path, |o| {
+        flashix::experiment::open_adjusted(&path, |o| {
             let f = FbxOptions {
                 clean: policy,
                 ..o.fbx_options()

@@ -2,58 +2,21 @@
 //! a model check across reopen, and expected flash operation counts of a merge and of a
 //! node split into an evaporated slot (physical log records, §2.3).
 
-use flashix::io::{MemDevice, MemVfs};
-use flashix::sim::NandConfig;
-use flashix::testing::insert_and_delete;
-use flashix::{Db, DeviceSpec, EngineKind, IplOptions, Options, Storage};
-use std::collections::BTreeMap;
-use std::sync::Arc;
+mod inpage;
 
-fn storage(dev: &MemDevice, vfs: &MemVfs) -> Storage {
-    Storage {
-        device: Box::new(dev.reopen()),
-        vfs: Arc::new(vfs.clone()),
-    }
-}
+use flashix::io::{MemDevice, MemVfs};
+use flashix::{Db, EngineKind, IplOptions, Options};
+use inpage::{c, delta, flash, storage, BLOCKS, PAGES_PER_BLOCK};
 
 /// 2 KiB pages of 4 sectors, 16-page blocks, nodes of `np` pages.
 fn opts(np: u64, frames: u32) -> Options {
-    Options::new(EngineKind::IplBTree)
-        .page_size(2048)
-        .device(DeviceSpec::RawNand(NandConfig {
-            page_bytes: 2048,
-            pages_per_block: 16,
-            blocks: 128,
-            ..NandConfig::default()
-        }))
-        .ipl(IplOptions {
-            node_bytes: 2048 * np,
-            buffer_frames: Some(frames),
-            log_area_bytes: 4096,
-            nand_blocks: 128,
-            pages_per_block: 16,
-        })
-}
-
-fn c(db: &Db, name: &str) -> u64 {
-    let s = db.stats();
-    *s.engine_counters
-        .get(name)
-        .unwrap_or_else(|| panic!("{}: no counter {name:?}", s.engine))
-}
-
-/// (page reads, page programs, sector programs, erases + erases waiting for a checkpoint).
-fn flash(db: &Db) -> [u64; 4] {
-    [
-        c(db, "nand_page_reads"),
-        c(db, "nand_page_programs"),
-        c(db, "nand_sector_programs"),
-        c(db, "nand_erases") + c(db, "blocks_pending_erase"),
-    ]
-}
-
-fn delta(a: [u64; 4], b: [u64; 4]) -> [u64; 4] {
-    [b[0] - a[0], b[1] - a[1], b[2] - a[2], b[3] - a[3]]
+    inpage::raw_nand(EngineKind::IplBTree).ipl(IplOptions {
+        node_bytes: 2048 * np,
+        buffer_frames: Some(frames),
+        log_area_bytes: 4096,
+        nand_blocks: BLOCKS,
+        pages_per_block: PAGES_PER_BLOCK,
+    })
 }
 
 /// One-page nodes (126 leaf entries), 16-page blocks: 14 node slots and a fixed log area
@@ -89,19 +52,14 @@ fn a_full_log_area_merges_the_block() {
 #[test]
 fn a_split_into_an_evaporated_slot_writes_physical_log_records() {
     let db = small();
-    let f0 = flash(&db);
+    let (fill, split) = inpage::fill_then_split(&db);
     // 126 inserts fill the root leaf: one read, sectors at records 27, 53, 79, 105.
-    for k in 1..=126 {
-        db.insert(k, k).unwrap();
-    }
-    assert_eq!(delta(f0, flash(&db)), [1, 4, 4, 0]);
+    assert_eq!(fill, [1, 4, 4, 0]);
     // Insert 127 splits the root. The new node gets slot 1 of the root's block, but pages
     // before the written log area can no longer be programmed (§2.3.2), so it is written
     // as `Init` + 63 `Put` records: 26 fit a sector, so Rule 2 writes two sectors and 11
     // records stay in memory (§2.3.1). The new root takes a fresh block: one page.
-    let f1 = flash(&db);
-    db.insert(127, 127).unwrap();
-    assert_eq!(delta(f1, flash(&db)), [0, 3, 6, 0]);
+    assert_eq!(split, [0, 3, 6, 0]);
     assert_eq!(c(&db, "node_splits"), 1);
     assert_eq!(c(&db, "ghost_nodes"), 1, "a node whose base is in the log");
     db.check_integrity().unwrap();
@@ -142,18 +100,5 @@ fn a_merge_while_a_node_is_written_as_physical_records_keeps_its_records() {
 
 #[test]
 fn random_inserts_and_deletes_match_a_model_across_reopen() {
-    let dev = MemDevice::new(2048);
-    let vfs = MemVfs::new();
-    let mut db = Db::create_on(storage(&dev, &vfs), opts(1, 8)).unwrap();
-    let model = insert_and_delete(&mut db, 7, 20_000, 5_000).unwrap();
-    db.check_integrity().unwrap();
-    let all: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
-    assert_eq!(all, model);
-    let s = db.stats();
-    assert!(s.engine_counters["block_merges"] > 0);
-    db.close().unwrap();
-    let db = Db::open_on(storage(&dev, &vfs)).unwrap();
-    db.check_integrity().unwrap();
-    let all: BTreeMap<u64, u64> = db.range(..).unwrap().map(|r| r.unwrap()).collect();
-    assert_eq!(all, model);
+    inpage::model_across_reopen(opts(1, 8), &["block_merges"]);
 }

@@ -1,5 +1,7 @@
-//! The import structure of `src/` (docs/design.md, Layers): no import circle, and no module below
-//! the engines imports the engines, the options they own, `db` or `testing`.
+//! The import structure of `src/` (docs/design.md, Layers): no import circle, no module below
+//! the engines imports the engines, the options they own, `db` or `testing`, and at folder
+//! level (each engine folder, `engine`, `options`, `kit`, `durable`, ... as units, [`LAYERS`])
+//! every import runs down the layers.
 //!
 //! The graph: one node per source file; an edge for every absolute path `crate::a::b::X`
 //! (in `use` lines, inline, and `$crate::` in macros; comments and unit tests skipped), resolved to the file
@@ -369,6 +371,144 @@ fn nothing_below_the_engines_imports_them() {
         }
     }
     assert!(bad.is_empty(), "upward imports: {bad:#?}");
+}
+
+/// The folder-level layers, bottom up (docs/design.md, Layers). A unit is a top-level
+/// module, `engine/<name>` for an engine's folder (`engine/*` here), `engine` for the
+/// registry beside the folders (`engine/mod.rs`, `engine/registry.rs`), or `lib` for what
+/// the crate root re-exports (the public face). A unit imports only from units of lower
+/// layers: none from its own layer (engine folders never import each other) and none
+/// from above.
+const LAYERS: &[&[&str]] = &[
+    &["error", "util", "hostile"],
+    &["io", "cost", "kind"],
+    &["sim", "page", "stats"],
+    &["buffer"],
+    &["durable"],
+    &["settings", "batch"],
+    &["kit"],
+    &["engine/*"],
+    &["engine"],
+    &["options"],
+    &["db"],
+    &["lib"],
+    &["check", "experiment", "mobject"],
+    &["testing"],
+];
+
+fn layer(unit: &str) -> Option<usize> {
+    let key = if unit.starts_with("engine/") {
+        "engine/*"
+    } else {
+        unit
+    };
+    LAYERS.iter().position(|l| l.contains(&key))
+}
+
+impl Crate {
+    /// The unit a `crate::` path imports from: the unit of the file defining the item, or
+    /// `lib` for an item named through the crate root's re-exports (`crate::Options`,
+    /// not `crate::options::Options`). A macro exported at the root is its defining file's.
+    fn target_unit(&self, path: &str) -> Option<String> {
+        let first = path.trim_start_matches("crate::").split("::").next()?;
+        if self.files.contains_key(first) {
+            return self.resolve(path, 0).map(|f| unit(&f));
+        }
+        let def = format!("macro_rules! {first}");
+        match self.code.iter().find(|(_, code)| code.contains(&def)) {
+            Some((file, _)) => Some(unit(file)),
+            None => Some("lib".to_string()),
+        }
+    }
+
+    /// Every unit's imports of other units, with one file that makes each.
+    fn unit_edges(&self) -> BTreeMap<(String, String), PathBuf> {
+        let mut edges = BTreeMap::new();
+        for (file, code) in &self.code {
+            let from = unit(file);
+            for p in crate_paths(code) {
+                let Some(to) = self.target_unit(&p) else {
+                    continue;
+                };
+                if to != from {
+                    edges
+                        .entry((from.clone(), to))
+                        .or_insert_with(|| file.clone());
+                }
+            }
+        }
+        edges
+    }
+
+    /// The edges of the folder-level graph that do not run down the [`LAYERS`], and the
+    /// units that have no layer.
+    fn back_edges(&self) -> Vec<String> {
+        let mut bad = Vec::new();
+        for ((from, to), file) in self.unit_edges() {
+            match (layer(&from), layer(&to)) {
+                (Some(f), Some(t)) if t < f => {}
+                (Some(_), Some(_)) => bad.push(format!("{from} -> {to} ({})", rel(&file))),
+                _ => bad.push(format!("{from} -> {to}: a unit without a layer in LAYERS")),
+            }
+        }
+        bad
+    }
+}
+
+/// The folder-level graph runs down the layers: no engine folder imports `engine` (the
+/// registry), `options`, `db` or another engine; `engine` does not import `options`; no
+/// module below the public face imports through the crate root.
+#[test]
+fn folder_graph_runs_down_the_layers() {
+    let c = load();
+    let edges = c.unit_edges();
+    println!("{} folder-level edges", edges.len());
+    for ((from, to), file) in &edges {
+        println!("{from} -> {to} ({})", rel(file));
+    }
+    let bad = c.back_edges();
+    assert!(bad.is_empty(), "edges running back up the layers: {bad:#?}");
+}
+
+/// The folder-level check sees a back edge into `options`, between two engines, from a
+/// kit into an engine and through the crate root.
+#[test]
+fn the_folder_check_sees_back_edges() {
+    let edits = [
+        (
+            "engine",
+            "use crate::options::Options;",
+            "engine -> options",
+        ),
+        (
+            "engine::lsm",
+            "use crate::engine::btree::BTree;",
+            "engine/lsm -> engine/btree",
+        ),
+        (
+            "kit::inpage",
+            "use crate::engine::ipl::IplBTree;",
+            "kit -> engine/ipl",
+        ),
+        (
+            "engine::pio::opq",
+            "let _ = crate::PIO_OPQ_ENTRY_BYTES;",
+            "engine/pio -> lib",
+        ),
+    ];
+    for (module, line, want) in edits {
+        let mut c = load();
+        let file = c.files[module].clone();
+        c.code
+            .get_mut(&file)
+            .unwrap()
+            .push_str(&format!("\n{line}\n"));
+        let bad = c.back_edges();
+        assert!(
+            bad.iter().any(|b| b.starts_with(want)),
+            "{want} not found in {bad:#?}"
+        );
+    }
 }
 
 /// The checker itself finds a circle and an upward edge when there is one.

@@ -36,7 +36,7 @@ pub fn device_costs(profile: &DeviceProfile, page_size: usize) -> Result<DeviceC
     // when its requests overlap with work (a file through io_uring) and the merge thread
     // is not turned off (`FLASHIX_MERGE_THREAD=0`).
     let thread =
-        profile.backend.starts_with("io_uring") && flashix::internals::merge_thread_allowed();
+        profile.backend.starts_with("io_uring") && flashix::experiment::merge_thread_allowed();
     let dev = dev.with_merge_thread(thread);
     match profile.cpu {
         Some(c) => dev

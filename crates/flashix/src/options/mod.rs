@@ -4,14 +4,15 @@
 //! the manifest as an explicit, versioned record ([`record`]), so [`crate::Db::open`]
 //! needs only the directory.
 //!
-//! Validation of an engine's own options lives with the engine and is dispatched by
-//! `crate::engine::validate`, next to `create` and `open`. Engines never see this
-//! aggregate (it names every engine's options type): they get their own options and a
-//! [`Settings`] (`crate::settings`).
+//! [`EngineOptions`], the validation and resolution of an engine's own options and the
+//! builder's per-engine methods come from the engine registry (`crate::engine`, and
+//! `crate::kind::engines!`, the one list of the engines). Engines never see this aggregate:
+//! they get their own options and a [`Settings`] (`crate::settings`).
 
 pub(crate) mod record;
 
 pub use crate::cost::Tuning;
+use crate::engine;
 pub use crate::engine::bftl::BftlOptions;
 pub use crate::engine::btree::BTreeOptions;
 pub use crate::engine::bulk::BulkOptions;
@@ -22,70 +23,10 @@ pub use crate::engine::ipl::IplOptions;
 pub use crate::engine::latree::LaTreeOptions;
 pub use crate::engine::lsm::LsmOptions;
 pub use crate::engine::pio::{PioOptions, PIO_OPQ_ENTRY_BYTES};
+pub use crate::engine::EngineOptions;
 use crate::kind::EngineKind;
 pub use crate::settings::DeviceSpec;
 use crate::settings::Settings;
-use serde::{Deserialize, Serialize};
-
-/// The chosen engine's own options: one value, whose variant is the engine kind.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub enum EngineOptions {
-    /// The B+-tree's options.
-    BTree(BTreeOptions),
-    /// The LSM-tree's options.
-    Lsm(LsmOptions),
-    /// The FD-tree's options.
-    FdTree(FdTreeOptions),
-    /// The PIO B-tree's options.
-    PioBTree(PioOptions),
-    /// The bulk index's options.
-    BulkIndex(BulkOptions),
-    /// BFTL's options.
-    Bftl(BftlOptions),
-    /// The LA-tree's options.
-    LaTree(LaTreeOptions),
-    /// The FBX-tree's options.
-    Fbx(FbxOptions),
-    /// The IPL B+-tree's options.
-    IplBTree(IplOptions),
-    /// The d-IPL B+-tree's options.
-    DiplBTree(DiplOptions),
-}
-
-impl EngineOptions {
-    /// The paper's (or the cost model's) defaults for `kind`.
-    pub fn defaults(kind: EngineKind) -> EngineOptions {
-        match kind {
-            EngineKind::BTree => EngineOptions::BTree(BTreeOptions::default()),
-            EngineKind::Lsm => EngineOptions::Lsm(LsmOptions::default()),
-            EngineKind::FdTree => EngineOptions::FdTree(FdTreeOptions::default()),
-            EngineKind::PioBTree => EngineOptions::PioBTree(PioOptions::default()),
-            EngineKind::BulkIndex => EngineOptions::BulkIndex(BulkOptions::default()),
-            EngineKind::Bftl => EngineOptions::Bftl(BftlOptions::default()),
-            EngineKind::LaTree => EngineOptions::LaTree(LaTreeOptions::default()),
-            EngineKind::Fbx => EngineOptions::Fbx(FbxOptions::default()),
-            EngineKind::IplBTree => EngineOptions::IplBTree(IplOptions::default()),
-            EngineKind::DiplBTree => EngineOptions::DiplBTree(DiplOptions::default()),
-        }
-    }
-
-    /// The engine these options are for.
-    pub fn kind(&self) -> EngineKind {
-        match self {
-            EngineOptions::BTree(_) => EngineKind::BTree,
-            EngineOptions::Lsm(_) => EngineKind::Lsm,
-            EngineOptions::FdTree(_) => EngineKind::FdTree,
-            EngineOptions::PioBTree(_) => EngineKind::PioBTree,
-            EngineOptions::BulkIndex(_) => EngineKind::BulkIndex,
-            EngineOptions::Bftl(_) => EngineKind::Bftl,
-            EngineOptions::LaTree(_) => EngineKind::LaTree,
-            EngineOptions::Fbx(_) => EngineKind::Fbx,
-            EngineOptions::IplBTree(_) => EngineKind::IplBTree,
-            EngineOptions::DiplBTree(_) => EngineKind::DiplBTree,
-        }
-    }
-}
 
 /// Options of an index: a builder, e.g.
 /// `Options::new(EngineKind::BTree).page_size(4096).buffer_pool_bytes(16 << 20)`.
@@ -118,17 +59,10 @@ impl Options {
     /// geometry with the sub-options' 1024 blocks of 64 pages, and 2 KiB pages (the NAND
     /// page; the d-IPL paper's §6.1).
     pub fn new(engine: EngineKind) -> Self {
-        let (page_size, device) = match engine {
-            EngineKind::IplBTree | EngineKind::DiplBTree => {
-                let d = DiplOptions::default();
-                let cfg = crate::sim::NandConfig {
-                    blocks: d.nand_blocks,
-                    pages_per_block: d.pages_per_block,
-                    ..crate::sim::NandConfig::default()
-                };
-                (cfg.page_bytes, DeviceSpec::RawNand(cfg))
-            }
-            _ => (DEFAULT_PAGE_SIZE, DeviceSpec::File { direct_io: true }),
+        let sub_options = EngineOptions::defaults(engine);
+        let (page_size, device) = match engine::raw_nand(&sub_options) {
+            Some(cfg) => (cfg.page_bytes, DeviceSpec::RawNand(cfg)),
+            None => (DEFAULT_PAGE_SIZE, DeviceSpec::File { direct_io: true }),
         };
         Options {
             page_size,
@@ -136,7 +70,7 @@ impl Options {
             device,
             checkpoint_wal_bytes: 128 << 20,
             tuning: None,
-            sub_options: EngineOptions::defaults(engine),
+            sub_options,
         }
     }
 
@@ -220,19 +154,7 @@ impl Options {
     pub fn resolved(&self) -> crate::error::Result<Options> {
         let s = self.settings_unrecorded();
         let mut o = self.clone();
-        o.sub_options = match &self.sub_options {
-            EngineOptions::FdTree(f) => {
-                EngineOptions::FdTree(crate::engine::fdtree::resolve(&s, f.clone())?)
-            }
-            EngineOptions::Lsm(l) => {
-                EngineOptions::Lsm(crate::engine::lsm::resolve(&s, l.clone())?)
-            }
-            EngineOptions::PioBTree(p) => EngineOptions::PioBTree(p.resolved(&s)?),
-            EngineOptions::BulkIndex(b) => {
-                EngineOptions::BulkIndex(crate::engine::bulk::resolve(&s, b.clone())?)
-            }
-            other => other.clone(),
-        };
+        o.sub_options = engine::resolve(&s, &self.sub_options)?;
         Ok(o)
     }
 
@@ -266,134 +188,10 @@ impl Options {
         self
     }
 
-    /// B+-tree options (ignored for other engines).
-    pub fn btree(self, o: BTreeOptions) -> Self {
-        self.sub(EngineOptions::BTree(o))
-    }
-
-    /// FD-tree options (ignored for other engines).
-    pub fn fdtree(self, o: FdTreeOptions) -> Self {
-        self.sub(EngineOptions::FdTree(o))
-    }
-
-    /// LSM-tree options (ignored for other engines).
-    pub fn lsm(self, o: LsmOptions) -> Self {
-        self.sub(EngineOptions::Lsm(o))
-    }
-
-    /// PIO B-tree options (ignored for other engines).
-    pub fn pio(self, o: PioOptions) -> Self {
-        self.sub(EngineOptions::PioBTree(o))
-    }
-
-    /// IPL B+-tree options (ignored for other engines).
-    pub fn ipl(self, o: IplOptions) -> Self {
-        self.sub(EngineOptions::IplBTree(o))
-    }
-
-    /// d-IPL B+-tree options (ignored for other engines).
-    pub fn dipl(self, o: DiplOptions) -> Self {
-        self.sub(EngineOptions::DiplBTree(o))
-    }
-
-    /// BFTL options (ignored for other engines).
-    pub fn bftl(self, o: BftlOptions) -> Self {
-        self.sub(EngineOptions::Bftl(o))
-    }
-
-    /// FBX-tree options (ignored for other engines).
-    pub fn fbx(self, o: FbxOptions) -> Self {
-        self.sub(EngineOptions::Fbx(o))
-    }
-
-    /// Bulk index options (ignored for other engines).
-    pub fn bulk(self, o: BulkOptions) -> Self {
-        self.sub(EngineOptions::BulkIndex(o))
-    }
-
-    /// LA-tree options (ignored for other engines).
-    pub fn latree(self, o: LaTreeOptions) -> Self {
-        self.sub(EngineOptions::LaTree(o))
-    }
-
-    /// The B+-tree options of a B+-tree index, else the defaults.
-    pub fn btree_options(&self) -> BTreeOptions {
-        match &self.sub_options {
-            EngineOptions::BTree(o) => o.clone(),
-            _ => BTreeOptions::default(),
-        }
-    }
-
-    /// The FD-tree options of an FD-tree index, else the defaults.
-    pub fn fdtree_options(&self) -> FdTreeOptions {
-        match &self.sub_options {
-            EngineOptions::FdTree(o) => o.clone(),
-            _ => FdTreeOptions::default(),
-        }
-    }
-
-    /// The LSM-tree options of an LSM index, else the defaults.
-    pub fn lsm_options(&self) -> LsmOptions {
-        match &self.sub_options {
-            EngineOptions::Lsm(o) => o.clone(),
-            _ => LsmOptions::default(),
-        }
-    }
-
-    /// The PIO B-tree options of a PIO B-tree index, else the defaults.
-    pub fn pio_options(&self) -> PioOptions {
-        match &self.sub_options {
-            EngineOptions::PioBTree(o) => o.clone(),
-            _ => PioOptions::default(),
-        }
-    }
-
-    /// The IPL B+-tree options of an IPL index, else the defaults.
-    pub fn ipl_options(&self) -> IplOptions {
-        match &self.sub_options {
-            EngineOptions::IplBTree(o) => o.clone(),
-            _ => IplOptions::default(),
-        }
-    }
-
-    /// The d-IPL B+-tree options of a d-IPL index, else the defaults.
-    pub fn dipl_options(&self) -> DiplOptions {
-        match &self.sub_options {
-            EngineOptions::DiplBTree(o) => o.clone(),
-            _ => DiplOptions::default(),
-        }
-    }
-
-    /// The BFTL options of a BFTL index, else the defaults.
-    pub fn bftl_options(&self) -> BftlOptions {
-        match &self.sub_options {
-            EngineOptions::Bftl(o) => o.clone(),
-            _ => BftlOptions::default(),
-        }
-    }
-
-    /// The FBX-tree options of an FBX-tree, else the defaults.
-    pub fn fbx_options(&self) -> FbxOptions {
-        match &self.sub_options {
-            EngineOptions::Fbx(o) => o.clone(),
-            _ => FbxOptions::default(),
-        }
-    }
-
-    /// The bulk index options of a bulk index, else the defaults.
-    pub fn bulk_options(&self) -> BulkOptions {
-        match &self.sub_options {
-            EngineOptions::BulkIndex(o) => o.clone(),
-            _ => BulkOptions::default(),
-        }
-    }
-
-    /// The LA-tree options of an LA-tree index, else the defaults.
-    pub fn latree_options(&self) -> LaTreeOptions {
-        match &self.sub_options {
-            EngineOptions::LaTree(o) => o.clone(),
-            _ => LaTreeOptions::default(),
-        }
+    /// Check these options: the settings every engine shares, then the chosen engine's own.
+    pub(crate) fn validate(&self) -> crate::error::Result<()> {
+        self.validate_common()?;
+        engine::validate(&self.settings()?, &self.sub_options)
     }
 
     /// Check what does not depend on the engine: page size, checkpoint size, device.
@@ -410,7 +208,7 @@ impl Options {
             DeviceSpec::SimulatedSsd(cfg) => cfg.validate(self.page_size)?,
             DeviceSpec::RawNand(cfg) => {
                 cfg.validate()?;
-                if !matches!(self.engine(), EngineKind::IplBTree | EngineKind::DiplBTree) {
+                if engine::raw_nand(&self.sub_options).is_none() {
                     return Err(Error::InvalidOptions(format!(
                         "device RawNand is for the IPL and d-IPL B+-trees, not {} (use \
                          SimulatedSsd for an FTL over simulated NAND)",
@@ -423,6 +221,34 @@ impl Options {
         Ok(())
     }
 }
+
+/// The builder's per-engine methods, from [`crate::kind::engines!`]: `Options::NAME(o)`
+/// sets the engine's own options, `Options::NAME_options()` reads them.
+macro_rules! per_engine {
+    ($($(#[$doc:meta])* $kind:ident $name:ident $acc:ident: $em:ident::$e:ident, $om:ident::$o:ident;)*) => {
+        impl Options {
+            $(
+                #[doc = concat!(
+                    "Options of [`EngineKind::", stringify!($kind), "`] (ignored for other engines)."
+                )]
+                pub fn $name(self, o: crate::engine::$om::$o) -> Self {
+                    self.sub(EngineOptions::$kind(o))
+                }
+
+                #[doc = concat!(
+                    "The options of an [`EngineKind::", stringify!($kind), "`] index, else the defaults."
+                )]
+                pub fn $acc(&self) -> crate::engine::$om::$o {
+                    match &self.sub_options {
+                        EngineOptions::$kind(o) => o.clone(),
+                        _ => Default::default(),
+                    }
+                }
+            )*
+        }
+    };
+}
+crate::kind::engines!(per_engine);
 
 #[cfg(test)]
 mod tests {

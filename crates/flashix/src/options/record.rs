@@ -94,17 +94,16 @@ pub(crate) fn decode(record: &OptionsRecord, format_version: u32) -> Result<Opti
     match format_version {
         1 => {
             let r = RecordV1::deserialize(record).map_err(bad)?;
+            // Format 1 had an object for these engines only; the others take their defaults.
             let sub = match r.engine {
                 EngineKind::BTree => EngineOptions::BTree(r.btree),
                 EngineKind::Lsm => EngineOptions::Lsm(r.lsm),
                 EngineKind::FdTree => EngineOptions::FdTree(r.fdtree),
                 EngineKind::PioBTree => EngineOptions::PioBTree(r.pio),
-                EngineKind::BulkIndex => EngineOptions::BulkIndex(Default::default()),
                 EngineKind::Bftl => EngineOptions::Bftl(r.bftl),
-                EngineKind::LaTree => EngineOptions::LaTree(Default::default()),
-                EngineKind::Fbx => EngineOptions::Fbx(Default::default()),
                 EngineKind::IplBTree => EngineOptions::IplBTree(r.ipl),
                 EngineKind::DiplBTree => EngineOptions::DiplBTree(r.dipl),
+                other => EngineOptions::defaults(other),
             };
             Ok(Options {
                 page_size: r.page_size,

@@ -18,7 +18,7 @@
 //! - E4 (Fig. 6.4): range searches [L, H] of exactly N keys from a random initial key,
 //!   averaged over `--searches` (the thesis's 2000).
 //! - E5 (Fig. 6.5): range deletes of N keys, each from the same initial state (the bulk index
-//!   is rewound to a snapshot between deletes: `internals::BulkIndex::restore`), averaged
+//!   is rewound to a snapshot between deletes: `experiment::SerialBulkIndex::restore`), averaged
 //!   over `--deletes` (the thesis's 2000); besides the thesis's N, N = kM and kM + 1 for
 //!   k ∈ {1, 2, 4}, where the thesis says the time oscillates (kM leaves M keys in the two
 //!   boundary ranges: one write; kM + 1 leaves M − 1: a neighbour read and merge).

@@ -3,7 +3,7 @@
 use super::{paper, BulkRepro, BulkReproArgs, Cell, Sizes, BUDGET, LATREE_NODE, PAGE};
 use crate::repro::common::{copy_dir, counter, flash, mix, Frame, Lens};
 use anyhow::{Context, Result};
-use flashix::internals::SerialEngine;
+use flashix::experiment::SerialBulkIndex;
 use flashix::io::{Device, DirVfs, FileDevice};
 use flashix::sim::{FtlKind, NandConfig, SimSsd, SimSsdConfig};
 use flashix::{BulkOptions, Db, DeviceSpec, EngineKind, LaTreeOptions, Options, Stats, Storage};
@@ -288,7 +288,7 @@ impl Ctx<'_> {
             vfs: Arc::new(DirVfs::new(&dir)),
         };
         let opts = options(EngineKind::BulkIndex, m, all_on);
-        let mut t = flashix::internals::create_bulk(storage, opts)?;
+        let mut t = SerialBulkIndex::create(storage, opts)?;
         t.bulk_insert(&self.init)?;
         t.flush()?;
         let snap = t.snapshot()?;
@@ -368,7 +368,7 @@ impl Ctx<'_> {
             device,
             vfs: Arc::new(DirVfs::new(&dir)),
         };
-        let mut t = flashix::internals::create_bulk(storage, opts)?;
+        let mut t = SerialBulkIndex::create(storage, opts)?;
         t.bulk_insert(&self.init)?;
         t.close()?;
         let (bulks, keys) = (self.z.r2_bulks, self.z.r2_keys);

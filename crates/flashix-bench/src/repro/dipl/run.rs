@@ -9,9 +9,7 @@ use super::{
     SearchRecord, Table6Record, NAND_BLOCKS, PAGE, PAGES_PER_BLOCK,
 };
 use anyhow::{Context, Result};
-use flashix::internals::DiplBTree;
-use flashix::internals::IplBTree;
-use flashix::internals::SerialEngine;
+use flashix::experiment::InPageTree;
 use flashix::io::{MemDevice, MemVfs};
 use flashix::sim::{FtlKind, NandConfig, SimSsd, SimSsdConfig};
 use flashix::testing::Rng;
@@ -22,10 +20,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::Path;
 use std::sync::Arc;
 
-enum Tree {
-    Ipl(IplBTree),
-    Dipl(DiplBTree),
-}
+struct Tree(InPageTree);
 
 impl Tree {
     fn new(index: Index, node_bytes: u64, frames: u32, ipl_log: Option<u64>) -> Result<Tree> {
@@ -41,49 +36,34 @@ impl Tree {
         .device(flashix::DeviceSpec::Memory)
         // No checkpoint during a run: the paper's index has none.
         .checkpoint_wal_bytes(1 << 40);
-        Ok(match index {
-            Index::Ipl => Tree::Ipl(flashix::internals::create_ipl(
-                storage,
-                base.ipl(IplOptions {
-                    node_bytes,
-                    buffer_frames: Some(frames),
-                    nand_blocks: NAND_BLOCKS,
-                    pages_per_block: PAGES_PER_BLOCK,
-                    log_area_bytes: ipl_log.unwrap_or(IplOptions::default().log_area_bytes),
-                }),
-            )?),
-            Index::Dipl => Tree::Dipl(flashix::internals::create_dipl(
-                storage,
-                base.dipl(DiplOptions {
-                    node_bytes,
-                    buffer_frames: Some(frames),
-                    nand_blocks: NAND_BLOCKS,
-                    pages_per_block: PAGES_PER_BLOCK,
-                }),
-            )?),
-        })
+        let opts = match index {
+            Index::Ipl => base.ipl(IplOptions {
+                node_bytes,
+                buffer_frames: Some(frames),
+                nand_blocks: NAND_BLOCKS,
+                pages_per_block: PAGES_PER_BLOCK,
+                log_area_bytes: ipl_log.unwrap_or(IplOptions::default().log_area_bytes),
+            }),
+            Index::Dipl => base.dipl(DiplOptions {
+                node_bytes,
+                buffer_frames: Some(frames),
+                nand_blocks: NAND_BLOCKS,
+                pages_per_block: PAGES_PER_BLOCK,
+            }),
+        };
+        Ok(Tree(InPageTree::create(storage, opts)?))
     }
 
-    fn engine(&mut self) -> &mut dyn SerialEngine {
-        match self {
-            Tree::Ipl(t) => t,
-            Tree::Dipl(t) => t,
-        }
+    fn engine(&mut self) -> &mut InPageTree {
+        &mut self.0
     }
 
     fn reset(&mut self) {
-        match self {
-            Tree::Ipl(t) => t.reset_counters(),
-            Tree::Dipl(t) => t.reset_counters(),
-        }
+        self.0.reset_counters();
     }
 
     fn global_cleansing(&mut self) -> Result<()> {
-        match self {
-            Tree::Ipl(t) => t.global_cleansing()?,
-            Tree::Dipl(t) => t.global_cleansing()?,
-        }
-        Ok(())
+        Ok(self.0.global_cleansing()?)
     }
 }
 

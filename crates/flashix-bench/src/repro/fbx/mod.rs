@@ -33,7 +33,7 @@
 //!   operations.
 //! - **R6 (§5.3, Fig. 10):** the clean policies (never, naive K = 8, 16, 32, LTN, AC 64) on
 //!   mixes of 50, 70 and 90% inserts, on copies of R2's FBX index
-//!   (`internals::open_adjusted` sets the policy: it is not part of the format).
+//!   (`experiment::open_adjusted` sets the policy: it is not part of the format).
 //! - **R7 (§5.3, Fig. 11):** the AC threshold from 10 to 150 on the same mixes.
 //! - **R8 (§4.4, Theorems 1–2):** each policy's empirical competitive ratio against the
 //!   offline optimum (`cost::logclean::offline_opt`) on random and adversarial operation

@@ -373,7 +373,7 @@ impl Ctx<'_> {
                 self.f.say(format!("{e}: {name} at {pct}% inserts"));
                 let c = Cell::new(e, "fbx", &name, "mix");
                 let open = |d: &Path| {
-                    flashix::internals::open_adjusted(d, |o| {
+                    flashix::experiment::open_adjusted(d, |o| {
                         let f = FbxOptions {
                             clean: policy,
                             ..o.fbx_options()

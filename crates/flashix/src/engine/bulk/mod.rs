@@ -312,8 +312,9 @@ pub struct BulkIndex {
     counters: Counters,
 }
 
-/// The state of a bulk index's ranges at one moment, to rewind to with
-/// [`BulkIndex::restore`] (the thesis's "each on the same initial state", §6.3).
+/// The state of a bulk index's ranges at one moment, to rewind to with `BulkIndex::restore`
+/// (`crate::experiment::SerialBulkIndex::restore`; the thesis's "each on the same initial
+/// state", §6.3).
 #[derive(Debug, Clone)]
 pub struct BulkSnapshot {
     index: RangeIndex,

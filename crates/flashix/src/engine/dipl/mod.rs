@@ -77,14 +77,7 @@ mod policy;
 mod tests;
 use policy::Dipl;
 
-use crate::error::Result;
-use crate::kit::inpage::{self, InPageBTree, LogPolicy};
-use crate::settings::Settings;
-
-/// Check the d-IPL B+-tree's options (the NAND geometry they imply).
-pub fn validate(s: &Settings, o: &DiplOptions) -> Result<()> {
-    inpage::validate::<Dipl>(s, &Dipl::config(o))
-}
+use crate::kit::inpage::InPageBTree;
 
 /// The d-IPL B+-tree engine: the in-page logging kit's engine with the d-IPL policy.
 /// `DiplBTree::global_cleansing` is the global cleansing of §5.3: every block with log

@@ -2,8 +2,7 @@
 
 use super::DiplOptions;
 use crate::error::{Error, Result};
-use crate::kind::EngineKind;
-use crate::kit::inpage::core::{lost, Block, Geometry, Layout, Member, Place};
+use crate::kit::inpage::core::{lost, Block, Geometry, Layout, Member, Place, Sizes};
 use crate::kit::inpage::flash::Rebuild;
 use crate::kit::inpage::format::{self, LogSector, NodeImage, Rec, NAND_FILE};
 use crate::kit::inpage::{Config, Core, LogPolicy};
@@ -13,40 +12,28 @@ use std::collections::HashMap;
 pub struct Dipl;
 
 impl LogPolicy for Dipl {
-    const KIND: EngineKind = EngineKind::DiplBTree;
+    type Options = DiplOptions;
+
+    /// The d-IPL options' numbers (no fixed log area).
+    fn config(o: &DiplOptions) -> Config {
+        Config::new(o.node_bytes, o.buffer_frames).blocks(o.nand_blocks, o.pages_per_block)
+    }
+
     const TAG: &'static str = "Dipl";
     const LLSD: bool = true;
     const ALLOC_BLOCK: bool = false;
     const CLEANSE_COUNTER: &'static str = "block_cleansings";
 
-    type Options = DiplOptions;
-
-    /// The d-IPL options' numbers (no fixed log area).
-    fn config(o: &DiplOptions) -> Config {
-        Config {
-            node_bytes: o.node_bytes,
-            buffer_frames: o.buffer_frames,
-            log_area_bytes: 0,
-            nand_blocks: o.nand_blocks,
-            pages_per_block: o.pages_per_block,
-        }
-    }
-
     /// At most `ppb/np - 1` nodes: the log area never shrinks below one node (§3.2).
-    fn layout(
-        np: u32,
-        ppb: u32,
-        _log_pages: u32,
-        node_bytes: u64,
-        _log_bytes: u64,
-    ) -> std::result::Result<Layout, String> {
-        if np.saturating_mul(3) > ppb {
+    fn layout(s: &Sizes) -> std::result::Result<Layout, String> {
+        if s.np.saturating_mul(3) > s.ppb {
             return Err(format!(
-                "a block of {ppb} pages holds fewer than three {node_bytes}-byte nodes"
+                "a block of {} pages holds fewer than three {}-byte nodes",
+                s.ppb, s.node_bytes
             ));
         }
         Ok(Layout {
-            max_members: (ppb / np - 1) as usize,
+            max_members: (s.ppb / s.np - 1) as usize,
             fixed_log_start: 0,
         })
     }

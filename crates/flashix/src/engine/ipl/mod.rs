@@ -62,14 +62,7 @@ mod policy;
 mod tests;
 use policy::Ipl;
 
-use crate::error::Result;
-use crate::kit::inpage::{self, InPageBTree, LogPolicy};
-use crate::settings::Settings;
-
-/// Check the IPL B+-tree's options (the NAND geometry they imply).
-pub fn validate(s: &Settings, o: &IplOptions) -> Result<()> {
-    inpage::validate::<Ipl>(s, &Ipl::config(o))
-}
+use crate::kit::inpage::InPageBTree;
 
 /// The IPL B+-tree engine: the in-page logging kit's engine with the IPL policy.
 /// `IplBTree::global_cleansing` merges every block that holds log sectors: the read

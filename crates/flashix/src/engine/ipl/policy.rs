@@ -2,8 +2,7 @@
 
 use super::IplOptions;
 use crate::error::{Error, Result};
-use crate::kind::EngineKind;
-use crate::kit::inpage::core::{Block, Geometry, Layout, Member, Place};
+use crate::kit::inpage::core::{Block, Geometry, Layout, Member, Place, Sizes};
 use crate::kit::inpage::format::{LogSector, NodeImage, Rec, NAND_FILE};
 use crate::kit::inpage::{Config, Core, LogPolicy};
 
@@ -12,33 +11,29 @@ use crate::kit::inpage::{Config, Core, LogPolicy};
 pub struct Ipl;
 
 impl LogPolicy for Ipl {
-    const KIND: EngineKind = EngineKind::IplBTree;
+    type Options = IplOptions;
+
+    /// The IPL options' numbers, the fixed log area among them.
+    fn config(o: &IplOptions) -> Config {
+        Config::new(o.node_bytes, o.buffer_frames)
+            .blocks(o.nand_blocks, o.pages_per_block)
+            .with_log_area(o.log_area_bytes)
+    }
+
     const TAG: &'static str = "Ipl";
     const LLSD: bool = false;
     const ALLOC_BLOCK: bool = true;
     const CLEANSE_COUNTER: &'static str = "block_merges";
 
-    type Options = IplOptions;
-
-    /// The IPL options' numbers, the fixed log area among them.
-    fn config(o: &IplOptions) -> Config {
-        Config {
-            node_bytes: o.node_bytes,
-            buffer_frames: o.buffer_frames,
-            log_area_bytes: o.log_area_bytes,
-            nand_blocks: o.nand_blocks,
-            pages_per_block: o.pages_per_block,
-        }
-    }
-
     /// The slots before the fixed log area of `log_pages` pages.
-    fn layout(
-        np: u32,
-        ppb: u32,
-        log_pages: u32,
-        node_bytes: u64,
-        log_bytes: u64,
-    ) -> std::result::Result<Layout, String> {
+    fn layout(s: &Sizes) -> std::result::Result<Layout, String> {
+        let Sizes {
+            np,
+            ppb,
+            log_pages,
+            node_bytes,
+            log_bytes,
+        } = *s;
         if log_pages == 0 || log_pages.saturating_add(np) > ppb {
             return Err(format!(
                 "a {log_bytes}-byte log area and one {node_bytes}-byte node do not fit a block of {ppb} pages"

@@ -3,21 +3,18 @@
 
 use super::{IplBTree, IplOptions};
 use crate::kit::inpage::testing::{self, shared_read_tests, BLOCKS, FRAMES, PAGE, PAGES_PER_BLOCK};
-use crate::{EngineKind, Options};
 
 fn engine() -> IplBTree {
-    let (storage, device) = testing::nand();
-    let o = IplOptions {
-        node_bytes: PAGE as u64,
-        buffer_frames: Some(FRAMES),
-        log_area_bytes: 2 * PAGE as u64,
-        nand_blocks: BLOCKS,
-        pages_per_block: PAGES_PER_BLOCK,
-    };
-    let opts = Options::new(EngineKind::IplBTree)
-        .page_size(PAGE)
-        .device(device);
-    crate::engine::create_ipl(storage, opts.ipl(o)).unwrap()
+    testing::engine(
+        crate::kind::EngineKind::IplBTree,
+        IplOptions {
+            node_bytes: PAGE as u64,
+            buffer_frames: Some(FRAMES),
+            log_area_bytes: 2 * PAGE as u64,
+            nand_blocks: BLOCKS,
+            pages_per_block: PAGES_PER_BLOCK,
+        },
+    )
 }
 
 shared_read_tests!(engine);

@@ -25,7 +25,7 @@
 //! probing, at most 3/4 full. It is cleared by every sort and rebuilt after a range delete
 //! drops appended entries; lookups and the answers they give are the paper's.
 //!
-//! Memory: at most `capacity` entries of [`crate::PIO_OPQ_ENTRY_BYTES`] bytes, allocated as
+//! Memory: at most `capacity` entries of [`super::PIO_OPQ_ENTRY_BYTES`] bytes, allocated as
 //! the OPQ fills (in steps of an eighth of what it holds, at least [`GROW_ENTRIES`], never
 //! past `capacity`) and released when a flush empties it ([`Opq::release`]), so that the
 //! engine lends the budget the OPQ does not use to the buffer pool (`memory_bytes` is what
@@ -204,7 +204,7 @@ impl Opq {
 
     /// Bytes held: the entry array as allocated, its index and the tombstones.
     pub fn memory_bytes(&self) -> u64 {
-        self.entries.capacity() as u64 * crate::PIO_OPQ_ENTRY_BYTES
+        self.entries.capacity() as u64 * super::PIO_OPQ_ENTRY_BYTES
             + self.index.len() as u64 * 4
             + self.tombs.memory_bytes()
     }
@@ -444,8 +444,8 @@ mod tests {
         let got: Vec<OpqEntry> = q.sorted_region().to_vec();
         let want: Vec<OpqEntry> = model.values().copied().collect();
         assert_eq!(got, want);
-        assert!(q.memory_bytes() >= got.len() as u64 * crate::PIO_OPQ_ENTRY_BYTES);
-        assert!(q.memory_bytes() < cap as u64 * crate::PIO_OPQ_ENTRY_BYTES);
+        assert!(q.memory_bytes() >= got.len() as u64 * crate::engine::pio::PIO_OPQ_ENTRY_BYTES);
+        assert!(q.memory_bytes() < cap as u64 * crate::engine::pio::PIO_OPQ_ENTRY_BYTES);
         while !q.is_empty() {
             q.take_batch(1000);
         }

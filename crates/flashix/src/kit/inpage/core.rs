@@ -41,6 +41,51 @@ pub struct Config {
     pub pages_per_block: u32,
 }
 
+impl Config {
+    /// Nodes of `node_bytes`, `buffer_frames` of them (`None`: from the budget), the
+    /// default NAND geometry and no fixed log area ([`Config::blocks`] and
+    /// [`Config::with_log_area`] set them).
+    pub fn new(node_bytes: u64, buffer_frames: Option<u32>) -> Config {
+        Config {
+            node_bytes,
+            buffer_frames,
+            log_area_bytes: 0,
+            nand_blocks: 1024,
+            pages_per_block: 64,
+        }
+    }
+
+    /// These numbers with `nand_blocks` erase blocks of `pages_per_block` pages (the NAND
+    /// when the device is not `RawNand`).
+    pub fn blocks(self, nand_blocks: u32, pages_per_block: u32) -> Config {
+        Config {
+            nand_blocks,
+            pages_per_block,
+            ..self
+        }
+    }
+
+    /// These numbers with a fixed log area of `bytes` at the end of every block.
+    pub fn with_log_area(self, bytes: u64) -> Config {
+        Config {
+            log_area_bytes: bytes,
+            ..self
+        }
+    }
+}
+
+/// What a block layout is derived from ([`LogPolicy::layout`]): nodes of `np` pages
+/// (`node_bytes` bytes) in blocks of `ppb` pages, and a log area option of `log_pages`
+/// pages (`log_bytes` bytes; 0 without one).
+#[derive(Debug, Clone, Copy)]
+pub struct Sizes {
+    pub np: u32,
+    pub ppb: u32,
+    pub log_pages: u32,
+    pub node_bytes: u64,
+    pub log_bytes: u64,
+}
+
 /// Block layout a policy derives from the geometry ([`LogPolicy::layout`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Layout {
@@ -80,7 +125,12 @@ impl Geometry {
         let (node_bytes, frames_opt, log_bytes) =
             (cfg.node_bytes, cfg.buffer_frames, cfg.log_area_bytes);
         let page = nand.page_bytes as u64;
-        let bad = |m: String| Err(Error::InvalidOptions(format!("{}: {m}", P::KIND.name())));
+        let bad = |m: String| {
+            Err(Error::InvalidOptions(format!(
+                "{}: {m}",
+                opts.engine.name()
+            )))
+        };
         if node_bytes == 0 || node_bytes % page != 0 {
             return bad(format!(
                 "node_bytes {node_bytes} is not a whole number of {page}-byte NAND pages"
@@ -104,7 +154,13 @@ impl Geometry {
         let Layout {
             max_members,
             fixed_log_start,
-        } = match P::layout(np, ppb, log_pages, node_bytes, log_bytes) {
+        } = match P::layout(&Sizes {
+            np,
+            ppb,
+            log_pages,
+            node_bytes,
+            log_bytes,
+        }) {
             Ok(l) => l,
             Err(m) => return bad(m),
         };

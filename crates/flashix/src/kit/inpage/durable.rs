@@ -226,7 +226,7 @@ impl<P: LogPolicy> Core<P> {
     ) -> Result<(Core<P>, Vec<LogicalOp>)> {
         let bad = |d: String| Error::corruption("MANIFEST", None, d);
         let state: State = serde_json::from_value(manifest.engine.clone())
-            .map_err(|e| bad(format!("bad {} state: {e}", P::KIND.name())))?;
+            .map_err(|e| bad(format!("bad {} state: {e}", options.engine.name())))?;
         if state.flavor != P::TAG {
             return Err(bad(format!(
                 "state of {}, expected {}",
@@ -241,7 +241,7 @@ impl<P: LogPolicy> Core<P> {
                 return Err(Error::InvalidOptions(format!(
                     "{}: the medium in {NAND_FILE} holds NAND geometry {:?}, the manifest's \
                      RawNand device says {cfg:?}",
-                    P::KIND.name(),
+                    options.engine.name(),
                     nand.config()
                 )));
             }

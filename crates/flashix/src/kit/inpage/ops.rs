@@ -194,7 +194,7 @@ impl<P: LogPolicy> Core<P> {
         let _ = page;
         let wal = self.log.stats();
         Stats {
-            engine: P::KIND,
+            engine: self.options.engine,
             device,
             buffer: BufferStats {
                 capacity_bytes: (self.geo.frames * self.geo.node_bytes) as u64,

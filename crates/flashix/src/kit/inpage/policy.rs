@@ -2,15 +2,12 @@
 //! [`Core`] runs the buffer, the tree, the log sectors, rebuilds and durability, and asks
 //! its policy at every point where the IPL and d-IPL B+-trees differ.
 
-use super::core::{Block, Config, Core, Geometry, Layout};
+use super::core::{Block, Config, Core, Geometry, Layout, Sizes};
 use super::format::LogSector;
 use crate::error::Result;
-use crate::kind::EngineKind;
 
 /// The scheme-specific decisions of an in-page logging engine.
 pub trait LogPolicy: Sized + Send + Sync + 'static {
-    /// The engine (names in messages, `Stats::engine`).
-    const KIND: EngineKind;
     /// The manifest state's `flavor` tag. Part of the on-disk format: written and expected
     /// exactly as before the kit existed (`"Ipl"`, `"Dipl"`).
     const TAG: &'static str;
@@ -31,15 +28,8 @@ pub trait LogPolicy: Sized + Send + Sync + 'static {
     /// The kit's numbers from the engine's options.
     fn config(o: &Self::Options) -> Config;
 
-    /// Block layout for nodes of `np` pages in blocks of `ppb` pages with a log area option
-    /// of `log_pages` pages (`log_bytes` bytes); `Err` names what does not fit.
-    fn layout(
-        np: u32,
-        ppb: u32,
-        log_pages: u32,
-        node_bytes: u64,
-        log_bytes: u64,
-    ) -> std::result::Result<Layout, String>;
+    /// Block layout for the sizes `s`; `Err` names what does not fit.
+    fn layout(s: &Sizes) -> std::result::Result<Layout, String>;
 
     /// First page of the log area of a fresh block written with `nodes` regular nodes.
     fn log_start(geo: &Geometry, nodes: u32) -> u32;

@@ -4,10 +4,13 @@
 //! `tests.rs` builds its engine on the medium [`nand`] gives and calls
 //! [`shared_read_tests!`], so the tests are written once for both.
 
+use crate::cost::Tuning;
 use crate::io::{MemDevice, MemVfs, Storage};
+use crate::kind::EngineKind;
 use crate::kit::api::{Engine, RangeCursor, Shareable};
+use crate::kit::inpage::{InPageBTree, LogPolicy};
 use crate::kit::parallel::Parallel;
-use crate::settings::DeviceSpec;
+use crate::settings::{DeviceSpec, Settings};
 use crate::sim::NandConfig;
 use crate::stats::Stats;
 use std::collections::{BTreeMap, HashMap};
@@ -38,6 +41,21 @@ pub fn nand() -> (Storage, DeviceSpec) {
         ..NandConfig::default()
     });
     (storage, device)
+}
+
+/// A new, empty engine `kind` of policy `P` with options `o` on the medium [`nand`] gives.
+pub fn engine<P: LogPolicy>(kind: EngineKind, o: P::Options) -> InPageBTree<P> {
+    let (storage, device) = nand();
+    let s = Settings {
+        page_size: PAGE,
+        buffer_pool_bytes: 16 << 20,
+        device,
+        checkpoint_wal_bytes: 128 << 20,
+        tuning: Tuning::reference(PAGE),
+        engine: kind,
+        record: serde_json::Value::Null,
+    };
+    InPageBTree::create(storage, s, o).unwrap()
 }
 
 /// The kit's tests on an engine: `$engine` is a function returning a new, empty engine
