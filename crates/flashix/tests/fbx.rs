@@ -431,7 +431,9 @@ fn a_flipped_bit_in_any_page_is_detected_or_harmless() {
     };
     let opts = Options::new(EngineKind::Fbx)
         .page_size(512)
-        .buffer_pool_bytes(16 * 512)
+        // Enough for the node table besides the log buffer and the pool's minimum: a
+        // budget the tables exceed is refused at open.
+        .buffer_pool_bytes(32 * 512)
         .fbx(o);
     let mut db = Db::create_on(
         Storage {
@@ -652,8 +654,9 @@ fn the_node_table_is_charged_to_the_budget() {
     }
     let s = db.stats();
     let tables = c(&s, "ntt_bytes");
+    // Several frames' worth (the compact table costs a few tens of bytes a leaf).
     assert!(
-        tables > 64 << 10,
+        tables > 16 << 10,
         "a table of {tables} bytes proves nothing"
     );
     assert!(

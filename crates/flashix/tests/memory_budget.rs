@@ -108,3 +108,97 @@ fn memory_is_within_the_budget_right_after_a_checkpoint() {
         "{m} bytes after a bulk load, budget {budget}"
     );
 }
+
+/// The FBX-tree's tables at the bench's size: two million entries in 2 MiB. A bulk load
+/// makes a leaf per 70 entries, each a one-page log list; random inserts then lengthen
+/// the lists (each log-buffer page flushed adds a page to the lists of the leaves it
+/// holds entries of) and split leaves; searches rebuild and clean leaves. Memory, tables
+/// included, stays within the budget after each step, and the pool keeps more than its
+/// minimum. (With a map per table and 8-byte page ids, the bulk load alone took more than
+/// the budget.)
+#[test]
+fn fbx_holds_two_million_entries_in_two_mebibytes() {
+    let budget = 2u64 << 20;
+    let opts = Options::new(EngineKind::Fbx)
+        .buffer_pool_bytes(budget)
+        .page_size(4096);
+    let (db, _dev, _vfs) = mem_db(opts).unwrap();
+    let n = 2_000_000u64;
+    let load: Vec<(u64, u64)> = (0..n).map(|i| (i * 8, i)).collect();
+    db.bulk_insert(&load).unwrap();
+    drop(load);
+    let within = |what: &str| {
+        let s = db.stats();
+        let c = |k: &str| s.engine_counters[k];
+        println!(
+            "{what}: memory {} of {budget}, tables {} bytes, {} leaves, {} list entries, {} frames",
+            s.memory_bytes,
+            c("ntt_bytes"),
+            c("leaves"),
+            c("log_list_len_sum"),
+            s.buffer.frames
+        );
+        assert!(
+            s.memory_bytes <= budget + MEMORY_SLACK_BYTES,
+            "{what}: memory {} over the budget {budget}",
+            s.memory_bytes
+        );
+        assert!(s.buffer.frames > 16, "{what}: {} frames", s.buffer.frames);
+        (c("leaves"), c("log_list_len_sum"))
+    };
+    let (leaves, _) = within("after the bulk load");
+    assert!(leaves >= n / 100, "{leaves} leaves");
+    let mut rng = Rng::new(52);
+    for i in 0..100_000u64 {
+        db.insert(rng.below(8 * n), i).unwrap();
+    }
+    let (leaves, entries) = within("after the inserts");
+    // The lists grew: the table holds more than a page a leaf.
+    assert!(
+        entries > 2 * leaves,
+        "{entries} list entries, {leaves} leaves"
+    );
+    for _ in 0..20_000 {
+        let k = rng.below(n) * 8;
+        assert!(db.get(k).unwrap().is_some(), "key {k}");
+    }
+    within("after the searches");
+    db.check_integrity().unwrap();
+}
+
+/// A budget the FBX-tree's tables cannot fit in is refused at open, with the least budget
+/// that holds them; opened with that budget, the index's memory is within it.
+#[test]
+fn fbx_refuses_a_budget_its_tables_exceed_and_names_the_least() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fbx");
+    let opts = Options::new(EngineKind::Fbx)
+        .buffer_pool_bytes(8 << 20)
+        .page_size(4096);
+    let db = flashix::Db::create(&path, opts).unwrap();
+    let load: Vec<(u64, u64)> = (0..200_000u64).map(|i| (i * 8, i)).collect();
+    db.bulk_insert(&load).unwrap();
+    let mut rng = Rng::new(9);
+    for i in 0..20_000u64 {
+        db.insert(rng.below(1_600_000), i).unwrap();
+    }
+    db.close().unwrap();
+    let small = 96u64 << 10;
+    let e = match flashix::Db::open_with_buffer_pool(&path, small) {
+        Err(e) => e,
+        Ok(_) => panic!("opened with {small} bytes"),
+    };
+    let msg = e.to_string();
+    assert!(matches!(e, flashix::Error::InvalidArgument(_)), "{msg}");
+    let least: u64 = msg
+        .split("at least ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no least budget in: {msg}"));
+    assert!(least > small, "{msg}");
+    let db = flashix::Db::open_with_buffer_pool(&path, least).unwrap();
+    let m = db.stats().memory_bytes;
+    assert!(m <= least, "{m} bytes in a budget of {least}: {msg}");
+    db.check_integrity().unwrap();
+}

@@ -113,7 +113,7 @@ impl Bftl {
                 )));
             }
             let mut own = HashSet::new();
-            for &p in list {
+            for p in list {
                 if !own.insert(p) {
                     return Err(broken(format!("node {node} lists page {p} twice")));
                 }

@@ -304,7 +304,13 @@ impl Bftl {
         let (cap, reservation, c) = sizes(&s, &o);
         let config = s.pager_config(MIN_FRAMES, 0);
         let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
-        let mut t = Bftl::with(pager, Ntt::from_lists(state.ntt), cap, reservation, c);
+        let mut t = Bftl::with(
+            pager,
+            Ntt::from_lists(state.ntt, state.next_id, "MANIFEST")?,
+            cap,
+            reservation,
+            c,
+        );
         t.root = state.root;
         t.height = state.height;
         t.next_id = state.next_id;
@@ -405,7 +411,7 @@ impl Bftl {
             .collect();
         let pids = self.write_pages(pages)?;
         let n = pids.len() as u64;
-        for p in self.ntt.replace(id, pids) {
+        for p in self.ntt.replace(id, pids)? {
             self.release_page(p);
         }
         self.res.remove(id);
@@ -431,7 +437,7 @@ impl Bftl {
         let pids = self.write_pages(packing.pages)?;
         for (node, at) in &packing.chunks {
             for &i in at {
-                self.ntt.append(*node, pids[i]);
+                self.ntt.append(*node, pids[i])?;
             }
         }
         self.counters.commits += 1;
@@ -464,7 +470,7 @@ impl Bftl {
     pub(crate) fn load_as(&self, id: u64, count: bool) -> Result<Node> {
         let list = self.ntt.list(id);
         let mut units = Vec::new();
-        for &pid in list {
+        for pid in list {
             let n = self
                 .pager
                 .read_shared(pid, |b| unit::collect(b, pid, id, &mut units))??;
@@ -488,7 +494,7 @@ impl Bftl {
             _ => {
                 return Err(Error::corruption(
                     crate::page::DATA_FILE,
-                    list.first().copied(),
+                    list.first(),
                     format!("node {id} has no Reset unit first ({} units)", units.len()),
                 ))
             }

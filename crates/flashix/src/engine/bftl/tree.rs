@@ -35,7 +35,7 @@ impl Bftl {
             if node.level != want {
                 return Err(Error::corruption(
                     crate::page::DATA_FILE,
-                    self.ntt.list(id).first().copied(),
+                    self.ntt.list(id).first(),
                     format!("node {id} at level {}, expected level {want}", node.level),
                 ));
             }
@@ -65,7 +65,7 @@ impl Bftl {
                 if root.level != self.height - 1 {
                     return Err(Error::corruption(
                         crate::page::DATA_FILE,
-                        self.ntt.list(self.root).first().copied(),
+                        self.ntt.list(self.root).first(),
                         format!("root at level {}, height {}", root.level, self.height),
                     ));
                 }
@@ -84,7 +84,7 @@ impl Bftl {
                 if node.level != want {
                     return Err(Error::corruption(
                         crate::page::DATA_FILE,
-                        self.ntt.list(id).first().copied(),
+                        self.ntt.list(id).first(),
                         format!("node {id} at level {}, expected level {want}", node.level),
                     ));
                 }
@@ -307,7 +307,7 @@ impl Bftl {
                 if node.level != level {
                     return Err(Error::corruption(
                         crate::page::DATA_FILE,
-                        self.ntt.list(id).first().copied(),
+                        self.ntt.list(id).first(),
                         format!("node {id} at level {}, expected level {level}", node.level),
                     ));
                 }

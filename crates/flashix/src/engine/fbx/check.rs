@@ -97,12 +97,9 @@ impl Fbx {
         let mut refs: BTreeMap<PageId, u32> = BTreeMap::new();
         for (id, list) in self.ntt.iter() {
             if !leaf_ids.contains(&id) {
-                return Err(bad(
-                    list.first().copied(),
-                    format!("list of unreachable node {id}"),
-                ));
+                return Err(bad(list.first(), format!("list of unreachable node {id}")));
             }
-            for &p in list {
+            for p in list {
                 *refs.entry(p).or_insert(0) += 1;
             }
         }
@@ -128,7 +125,11 @@ impl Fbx {
     /// Invariants 1 and 2 for one leaf as its list rebuilds it: a compact leaf is one page
     /// beginning with `Reset`; its entries are bounded, in order and within its fences.
     fn check_leaf(&mut self, span: &LeafSpan) -> Result<()> {
-        let meta = self.leaves[&span.id].clone();
+        let meta = self
+            .leaves
+            .get(span.id)
+            .cloned()
+            .ok_or_else(|| bad(None, format!("leaf {} has no NTT entry", span.id)))?;
         let list = self.ntt.list(span.id).to_vec();
         if meta.compact {
             let mut units = Vec::new();
@@ -146,7 +147,7 @@ impl Fbx {
         }
         let node = self.rebuild(span.id)?;
         let n = node.entries.len();
-        if n > self.leaf_order || n > meta.exact as usize + meta.pending as usize {
+        if n > self.leaf_order || n as u64 > meta.bound() {
             return Err(bad(
                 list.first().copied(),
                 format!(

@@ -8,9 +8,16 @@
 //! straddles two clusters would otherwise have entries in two pages flushed in either
 //! order). So a leaf's log list, in flush order, is the order of its entries, and a
 //! rebuild applies the list's pages in order, then the buffered entries.
+//!
+//! Each leaf's home (the bucket holding its entries) is kept in an array indexed by leaf
+//! id, 4 bytes a node: node ids are dense, and with many leaves most have an entry
+//! buffered, so a map would cost several times as much.
 
 use crate::kit::ntt::unit::{self, Unit};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+/// No bucket (a leaf with nothing buffered).
+const NO_HOME: u32 = u32::MAX;
 
 /// One page of the buffer: log entries grouped by leaf, in arrival order per leaf.
 #[derive(Debug, Default, Clone)]
@@ -24,8 +31,8 @@ pub(crate) struct Bucket {
 pub(crate) struct LogBuffer {
     page_size: usize,
     buckets: Vec<Bucket>,
-    /// Leaf -> the bucket holding its entries.
-    home: HashMap<u64, usize>,
+    /// Leaf id -> the bucket holding its entries ([`NO_HOME`]: none).
+    home: Vec<u32>,
     cluster_bits: u32,
     skip_bits: u32,
     units: usize,
@@ -36,7 +43,7 @@ impl LogBuffer {
         LogBuffer {
             page_size,
             buckets: vec![Bucket::default(); pages.max(1) as usize],
-            home: HashMap::new(),
+            home: Vec::new(),
             cluster_bits,
             skip_bits,
             units: 0,
@@ -55,10 +62,7 @@ impl LogBuffer {
 
     /// The bucket an entry of `leaf` with `key` goes to.
     pub fn bucket_for(&self, leaf: u64, key: u64) -> usize {
-        self.home
-            .get(&leaf)
-            .copied()
-            .unwrap_or_else(|| self.cluster_of(key))
+        self.home_of(leaf).unwrap_or_else(|| self.cluster_of(key))
     }
 
     /// True when one more entry of `leaf` fits in bucket `b`'s page.
@@ -73,25 +77,48 @@ impl LogBuffer {
         self.buckets[b].groups.entry(leaf).or_default().push(u);
         self.buckets[b].units += 1;
         self.units += 1;
-        self.home.insert(leaf, b);
+        self.set_home(leaf, b as u32);
+    }
+
+    fn home_of(&self, leaf: u64) -> Option<usize> {
+        let h = *self.home.get(usize::try_from(leaf).ok()?)?;
+        (h != NO_HOME).then_some(h as usize)
+    }
+
+    /// Set or clear (`NO_HOME`) `leaf`'s home. `leaf` is a node id below the engine's
+    /// next id (its descent checks it).
+    fn set_home(&mut self, leaf: u64, b: u32) {
+        let i = leaf as usize;
+        if i >= self.home.len() {
+            if b == NO_HOME {
+                return;
+            }
+            if i >= self.home.capacity() {
+                let more = (i + 1 - self.home.len()).max(self.home.len() / 8).max(16);
+                self.home.reserve_exact(more);
+            }
+            self.home.resize(i + 1, NO_HOME);
+        }
+        self.home[i] = b;
     }
 
     /// The buffered entries of `leaf`, in arrival order.
     pub fn units(&self, leaf: u64) -> &[Unit] {
-        match self.home.get(&leaf) {
-            Some(&b) => self.buckets[b].groups.get(&leaf).map_or(&[], |v| v),
+        match self.home_of(leaf) {
+            Some(b) => self.buckets[b].groups.get(&leaf).map_or(&[], |v| v),
             None => &[],
         }
     }
 
     /// True when `leaf` has buffered entries.
     pub fn holds(&self, leaf: u64) -> bool {
-        self.home.contains_key(&leaf)
+        self.home_of(leaf).is_some()
     }
 
     /// Drop `leaf`'s buffered entries (folded into a page written whole).
     pub fn remove(&mut self, leaf: u64) {
-        if let Some(b) = self.home.remove(&leaf) {
+        if let Some(b) = self.home_of(leaf) {
+            self.set_home(leaf, NO_HOME);
             if let Some(v) = self.buckets[b].groups.remove(&leaf) {
                 self.buckets[b].units -= v.len();
                 self.units -= v.len();
@@ -103,8 +130,8 @@ impl LogBuffer {
     pub fn take(&mut self, b: usize) -> Vec<(u64, Vec<Unit>)> {
         let bk = std::mem::take(&mut self.buckets[b]);
         self.units -= bk.units;
-        for leaf in bk.groups.keys() {
-            self.home.remove(leaf);
+        for &leaf in bk.groups.keys() {
+            self.set_home(leaf, NO_HOME);
         }
         bk.groups.into_iter().collect()
     }
@@ -123,13 +150,17 @@ impl LogBuffer {
 
     /// Leaves with buffered entries, and the bucket of each.
     pub fn homes(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
-        self.home.iter().map(|(&l, &b)| (l, b))
+        self.home
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b != NO_HOME)
+            .map(|(l, &b)| (l as u64, b as usize))
     }
 
     /// Bytes held: the pages of the buffer (its reserved share of the budget) and the map
     /// of homes.
     pub fn memory_bytes(&self) -> u64 {
-        (self.buckets.len() * self.page_size + 24 * self.home.capacity()) as u64
+        (self.buckets.len() * self.page_size + 4 * self.home.capacity()) as u64
     }
 }
 

@@ -150,6 +150,7 @@
 //! scan's batches interleave with other threads' operations (`crate::Db`'s guarantees).
 
 mod check;
+mod leaves;
 mod logbuf;
 mod options;
 mod read;
@@ -162,9 +163,10 @@ mod tree;
 pub use crate::cost::logclean::CleanPolicy;
 pub use options::FbxOptions;
 
+use self::leaves::LeafTable;
+pub(crate) use self::leaves::{LeafClean, LeafMeta};
 use self::logbuf::LogBuffer;
 use self::space::Space;
-use crate::cost::logclean::CleanState;
 use crate::durable::Manifest;
 use crate::durable::{FlushTicket, Logged, LogicalOp};
 use crate::durable::{Pager, Store};
@@ -291,74 +293,6 @@ pub fn validate(s: &Settings, o: &FbxOptions) -> Result<()> {
     Ok(())
 }
 
-/// What the NTT keeps per leaf besides its log list.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct LeafMeta {
-    /// Entries at the last rebuild.
-    pub exact: u32,
-    /// Log entries appended since (inserts and tombstones).
-    pub pending: u32,
-    /// The clean policy's state (§4.4's `acc`; §5's "read count").
-    pub clean: LeafClean,
-    /// The list is one compact page (nothing to clean).
-    pub compact: bool,
-}
-
-/// The flag of [`LeafClean`]: a clean waits in [`Fbx::deferred`].
-const CLEAN_DUE: u64 = 1 << 63;
-
-/// A leaf's clean-policy state ([`CleanState::acc`]) in a form that shared reads update
-/// (compare-and-swap: each read applies the policy to the state the previous one left),
-/// and one flag, set when a shared read's policy decision asked for a clean that waits for
-/// the next write in [`Fbx::deferred`] (module doc, Thread safety). The accumulator of
-/// every policy stays far below the flag (a saved one that does not is cut to fit).
-#[derive(Debug, Default)]
-pub(crate) struct LeafClean(AtomicU64);
-
-impl LeafClean {
-    pub fn new(st: CleanState) -> LeafClean {
-        LeafClean(AtomicU64::new(st.acc.min(CLEAN_DUE - 1)))
-    }
-
-    /// The policy's state (a deferred clean's post-clean state when one waits).
-    pub fn state(&self) -> CleanState {
-        CleanState {
-            acc: self.0.load(Ordering::Relaxed) & !CLEAN_DUE,
-        }
-    }
-
-    /// True when a clean of the leaf waits in [`Fbx::deferred`].
-    pub fn due(&self) -> bool {
-        self.0.load(Ordering::Relaxed) & CLEAN_DUE != 0
-    }
-
-    /// Set the state, with no clean waiting (a write's, under `&mut`).
-    pub fn set(&mut self, st: CleanState) {
-        *self.0.get_mut() = st.acc.min(CLEAN_DUE - 1);
-    }
-
-    /// A new node's state ([`CleanPolicy::reset`]), with no clean waiting.
-    pub fn reset(&mut self) {
-        let mut st = self.state();
-        CleanPolicy::reset(&mut st);
-        self.set(st);
-    }
-}
-
-impl Clone for LeafClean {
-    fn clone(&self) -> LeafClean {
-        LeafClean(AtomicU64::new(self.0.load(Ordering::Relaxed)))
-    }
-}
-
-impl PartialEq for LeafClean {
-    fn eq(&self, other: &LeafClean) -> bool {
-        self.0.load(Ordering::Relaxed) == other.0.load(Ordering::Relaxed)
-    }
-}
-
-impl Eq for LeafClean {}
-
 /// A counter that shared reads bump (relaxed: only its total is read, by `stats`).
 #[derive(Debug, Default)]
 pub(crate) struct Count(AtomicU64);
@@ -433,7 +367,7 @@ pub struct Fbx {
     /// Leaf -> its log list.
     ntt: Ntt,
     /// Leaf -> its metadata; every leaf of the tree has one.
-    leaves: HashMap<u64, LeafMeta>,
+    leaves: LeafTable,
     /// Inner node -> the page of its latest copy.
     inner: HashMap<u64, PageId>,
     root: u64,
@@ -503,6 +437,7 @@ impl Fbx {
                 m.clean.reset();
             }
         }
+        t.check_budget(s.buffer_pool_bytes)?;
         t.charge_tables()?;
         t.recover(&ops)?;
         Ok(t)
@@ -523,7 +458,7 @@ impl Fbx {
             leaf_order,
             inner_order,
             ntt: Ntt::default(),
-            leaves: HashMap::new(),
+            leaves: LeafTable::default(),
             inner: HashMap::new(),
             root: 0,
             height: 1,
@@ -599,17 +534,17 @@ impl Fbx {
         let snap = snapshot::decode(&stream)?;
         let mut lists = Vec::with_capacity(snap.leaves.len());
         for (id, meta, list) in snap.leaves {
-            self.leaves.insert(id, meta);
+            self.leaves.load(id, meta, self.next_id)?;
             lists.push((id, list));
         }
-        self.ntt = Ntt::from_lists(lists);
+        self.ntt = Ntt::from_lists(lists, self.next_id, crate::page::DATA_FILE)?;
         self.inner = snap.inner.into_iter().collect();
         self.snapshot = pages.to_vec();
         self.snapshot_bytes = bytes;
         let named: Vec<PageId> = self
             .ntt
             .iter()
-            .flat_map(|(_, l)| l.iter().copied())
+            .flat_map(|(_, l)| l.iter())
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .chain(self.inner.values().copied())
@@ -624,12 +559,12 @@ impl Fbx {
 
     /// Write the NTT snapshot at the head (checkpoint).
     fn write_snapshot(&mut self) -> Result<()> {
-        let mut leaves: Vec<(u64, LeafMeta, Vec<PageId>)> = self
+        // By id, as the table holds them.
+        let leaves: Vec<(u64, LeafMeta, Vec<PageId>)> = self
             .leaves
             .iter()
-            .map(|(&id, m)| (id, m.clone(), self.ntt.list(id).to_vec()))
+            .map(|(id, m)| (id, m.clone(), self.ntt.list(id).to_vec()))
             .collect();
-        leaves.sort_unstable_by_key(|x| x.0);
         let mut inner: Vec<(u64, PageId)> = self.inner.iter().map(|(&i, &p)| (i, p)).collect();
         inner.sort_unstable();
         let stream = snapshot::encode(&snapshot::Snapshot { leaves, inner });
@@ -662,9 +597,7 @@ impl Fbx {
 
     /// Bytes of the NTT: lists, leaf metadata, inner addresses.
     fn ntt_bytes(&self) -> u64 {
-        self.ntt.memory_bytes()
-            + 40 * self.leaves.capacity() as u64
-            + 24 * self.inner.capacity() as u64
+        self.ntt.memory_bytes() + self.leaves.memory_bytes() + 24 * self.inner.capacity() as u64
     }
 
     /// Bytes charged to the budget besides the pool: the log buffer (its pages and its
@@ -674,6 +607,50 @@ impl Fbx {
             + self.ntt_bytes()
             + self.space.memory_bytes()
             + 8 * (self.snapshot.capacity() + self.retired.capacity() + DEFERRED_CLEANS) as u64
+    }
+
+    /// At open: the budget must hold the tables the snapshot gave (and the log buffer)
+    /// besides the pool's minimum, else memory would exceed it from the start (module
+    /// doc, Memory): `Error::InvalidArgument` naming the least budget that does.
+    fn check_budget(&self, budget: u64) -> Result<()> {
+        let frames = (MIN_FRAMES * self.pager.page_size()) as u64;
+        if self.structure_bytes() + frames <= budget {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument(format!(
+            "fbx needs a memory budget of at least {} bytes to open this index, the \
+             budget is {budget}: its node translation table takes {} bytes ({} leaves, {} \
+             log-list entries, {} inner nodes), the log buffer {} bytes, the other tables \
+             {} bytes and the pool's {MIN_FRAMES} frames {frames} bytes",
+            self.least_budget(),
+            self.ntt_bytes(),
+            self.leaves.len(),
+            self.ntt.entries(),
+            self.inner.len(),
+            self.logbuf.memory_bytes(),
+            self.structure_bytes() - self.ntt_bytes() - self.logbuf.memory_bytes(),
+        )))
+    }
+
+    /// The least budget that holds the tables as they are, the log buffer and the pool's
+    /// minimum. The log buffer's default size follows the budget (a quarter of it, at
+    /// most [`PAPER_LOG_BUFFER_PAGES`] pages), so it is solved for: the least `b` with
+    /// `rest + log_buffer(b) <= b`.
+    fn least_budget(&self) -> u64 {
+        let ps = self.pager.page_size() as u64;
+        let pages_now = self.log_buffer_pages as u64 * ps;
+        let rest = self.structure_bytes() - pages_now + MIN_FRAMES as u64 * ps;
+        if self.o.log_buffer_pages.is_some() {
+            return rest + pages_now;
+        }
+        // A quarter of `b` (whole pages, at least one) when that is below the cap.
+        let step = 4 * ps;
+        let quarter = ((rest + ps) * 4).div_ceil(3).div_ceil(step) * step;
+        if quarter / step < PAPER_LOG_BUFFER_PAGES as u64 {
+            quarter
+        } else {
+            rest + PAPER_LOG_BUFFER_PAGES as u64 * ps
+        }
     }
 
     /// Give the pool what the log buffer and the tables leave of the budget (Memory).

@@ -4,8 +4,9 @@
 //! which cleans at once, and the shared one (`&self`, beside other readers), which notes
 //! the clean for the next write ([`Fbx::note_read`], [`Fbx::run_deferred_cleans`]).
 
+use super::leaves::{fit, CLEAN_DUE};
 use super::tree::leaf_of;
-use super::{Fbx, CLEAN_DUE, DEFERRED_CLEANS};
+use super::{Fbx, DEFERRED_CLEANS};
 use crate::cost::logclean::{CleanPolicy, CleanState};
 use crate::error::{Error, Result};
 use crate::io::PageId;
@@ -59,7 +60,7 @@ impl Fbx {
     pub(crate) fn after_read(&mut self, leaf: u64, node: &Node) -> Result<()> {
         let len = self.ntt.list(leaf).len() as u64;
         let policy = self.o.clean;
-        let Some(m) = self.leaves.get_mut(&leaf) else {
+        let Some(m) = self.leaves.get_mut(leaf) else {
             return Err(no_meta(leaf));
         };
         let mut acc = m.clean.state();
@@ -74,7 +75,7 @@ impl Fbx {
         }
         self.compact_leaf(leaf, node)?;
         // The policy's own state after a clean (LTN adds the new length after it).
-        if let Some(m) = self.leaves.get_mut(&leaf) {
+        if let Some(m) = self.leaves.get_mut(leaf) {
             m.clean.set(acc);
         }
         self.counters.cleans.add(1);
@@ -98,7 +99,7 @@ impl Fbx {
             // The policy changes nothing (`CleanPolicy::after_read`).
             return Ok(());
         }
-        let Some(m) = self.leaves.get(&leaf) else {
+        let Some(m) = self.leaves.get(leaf) else {
             return Err(no_meta(leaf));
         };
         let idle = m.compact && !self.logbuf.holds(leaf);
@@ -107,11 +108,11 @@ impl Fbx {
         loop {
             let due = cur & CLEAN_DUE != 0;
             let mut acc = CleanState {
-                acc: cur & !CLEAN_DUE,
+                acc: u64::from(cur & !CLEAN_DUE),
             };
             let clean = policy.after_read(&mut acc, if due { 1 } else { len });
             let write = clean && !due && !idle;
-            let new = acc.acc.min(CLEAN_DUE - 1) | if due || write { CLEAN_DUE } else { 0 };
+            let new = fit(acc.acc) | if due || write { CLEAN_DUE } else { 0 };
             if !write {
                 match cell.compare_exchange_weak(cur, new, Ordering::Relaxed, Ordering::Relaxed) {
                     Ok(_) => return Ok(()),
@@ -147,13 +148,13 @@ impl Fbx {
         }
         let mut leaves = std::mem::take(q);
         for &leaf in &leaves {
-            let acc = match self.leaves.get(&leaf) {
+            let acc = match self.leaves.get(leaf) {
                 Some(m) if m.clean.due() => m.clean.state(),
                 _ => continue,
             };
             let node = self.rebuild(leaf)?;
             self.compact_leaf(leaf, &node)?;
-            if let Some(m) = self.leaves.get_mut(&leaf) {
+            if let Some(m) = self.leaves.get_mut(leaf) {
                 m.clean.set(acc);
             }
             self.counters.clean_pages += 1;
@@ -225,10 +226,7 @@ impl Fbx {
             spans.clear();
             self.leaves_in(lo, hi, usize::MAX, &mut spans)?;
             for s in &spans {
-                let n = self
-                    .leaves
-                    .get(&s.id)
-                    .map_or(0, |m| u64::from(m.exact) + u64::from(m.pending));
+                let n = self.leaves.get(s.id).map_or(0, |m| m.bound());
                 // The leaf holds keys in [s.lo, last]; the range covers [a, b] of them.
                 let last = s.hi.map_or(u64::MAX, |h| h.saturating_sub(1));
                 let (a, b) = (lo.max(s.lo), hi.min(last));
@@ -284,7 +282,7 @@ impl Fbx {
                 if j > i && pages.len() + new > cap {
                     break;
                 }
-                pages.extend(list.iter().copied());
+                pages.extend(list.iter());
                 j += 1;
             }
             groups.push((i..j, pages.into_iter().collect()));
@@ -300,7 +298,7 @@ impl Fbx {
         // page -> leaves of the group naming it
         let mut naming: HashMap<PageId, Vec<u64>> = HashMap::new();
         for s in spans {
-            for &p in self.ntt.list(s.id) {
+            for p in self.ntt.list(s.id) {
                 naming.entry(p).or_default().push(s.id);
             }
             self.counters
@@ -330,13 +328,13 @@ impl Fbx {
         for s in spans {
             let list = self.ntt.list(s.id);
             let mut units = Vec::new();
-            for &p in list {
+            for p in list {
                 units.extend(found.get(&(s.id, p)).into_iter().flatten().copied());
             }
             units.extend_from_slice(self.logbuf.units(s.id));
             self.counters.leaf_rebuilds.add(1);
             self.counters.leaf_rebuild_pages.add(list.len() as u64);
-            nodes.push(leaf_of(s.id, units, list.first().copied())?);
+            nodes.push(leaf_of(s.id, units, list.first())?);
         }
         Ok(nodes)
     }

@@ -39,8 +39,8 @@ pub(crate) fn encode(s: &Snapshot) -> Vec<u8> {
     out.extend_from_slice(&(s.inner.len() as u64).to_le_bytes());
     for (id, m, pages) in &s.leaves {
         out.extend_from_slice(&id.to_le_bytes());
-        out.extend_from_slice(&m.exact.to_le_bytes());
-        out.extend_from_slice(&m.pending.to_le_bytes());
+        out.extend_from_slice(&u32::from(m.exact).to_le_bytes());
+        out.extend_from_slice(&u32::from(m.pending).to_le_bytes());
         out.extend_from_slice(&m.clean.state().acc.to_le_bytes());
         out.push(u8::from(m.compact));
         out.extend_from_slice(&(pages.len() as u32).to_le_bytes());
@@ -166,8 +166,9 @@ pub(crate) fn decode(b: &[u8]) -> Result<Snapshot> {
             pages.push(r.u64()?);
         }
         let meta = LeafMeta {
-            exact,
-            pending,
+            // A leaf holds fewer than 2^16 entries (`LeafMeta`): a larger count is cut.
+            exact: u16::try_from(exact).unwrap_or(u16::MAX),
+            pending: u16::try_from(pending).unwrap_or(u16::MAX),
             clean: LeafClean::new(crate::cost::logclean::CleanState { acc }),
             compact,
         };

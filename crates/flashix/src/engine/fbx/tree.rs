@@ -89,6 +89,20 @@ impl Fbx {
             path.inner.push((id, node));
             id = child;
         }
+        if id >= self.next_id {
+            // An id beyond those numbered would size the per-id tables (module doc,
+            // Memory) by a damaged child pointer.
+            return Err(Error::corruption(
+                DATA_FILE,
+                path.inner
+                    .last()
+                    .and_then(|(p, _)| self.inner.get(p).copied()),
+                format!(
+                    "a child pointer names node {id}, beyond the next id {}",
+                    self.next_id
+                ),
+            ));
+        }
         path.leaf = id;
         Ok(path)
     }
@@ -109,7 +123,7 @@ impl Fbx {
             return self.charge_tables();
         }
         self.buffer(leaf, key, u)?;
-        let m = self.leaves.entry(leaf).or_default();
+        let m = self.leaves.get_or_default(leaf);
         m.pending = m.pending.saturating_add(1);
         m.compact = false;
         if m.exact as usize + m.pending as usize > self.leaf_order {
@@ -147,8 +161,8 @@ impl Fbx {
         }
         let pid = self.append_pages(vec![p.into_unsealed()], false)?[0];
         for (leaf, _) in groups {
-            self.ntt.append(leaf, pid);
-            if let Some(m) = self.leaves.get_mut(&leaf) {
+            self.ntt.append(leaf, pid)?;
+            if let Some(m) = self.leaves.get_mut(leaf) {
                 m.compact = false;
             }
         }
@@ -179,7 +193,7 @@ impl Fbx {
     pub(crate) fn rebuild_shared(&self, leaf: u64) -> Result<Node> {
         let list = self.ntt.list(leaf);
         let mut units = Vec::new();
-        for &pid in list {
+        for pid in list {
             let n = self
                 .pager
                 .read_shared(pid, |b| unit::collect(b, pid, leaf, &mut units))??;
@@ -194,7 +208,7 @@ impl Fbx {
         units.extend_from_slice(self.logbuf.units(leaf));
         self.counters.leaf_rebuilds.add(1);
         self.counters.leaf_rebuild_pages.add(list.len() as u64);
-        leaf_of(leaf, units, list.first().copied())
+        leaf_of(leaf, units, list.first())
     }
 
     /// Load the pages of `pages` that are not in the pool in batches the pool can hold.
@@ -232,8 +246,8 @@ impl Fbx {
         ];
         let pids = self.append_pages(pages, true)?;
         self.leaves.insert(right_id, LeafMeta::default());
-        self.set_compact(leaf, pids[0], node.entries.len());
-        self.set_compact(right_id, pids[1], right.entries.len());
+        self.set_compact(leaf, pids[0], node.entries.len())?;
+        self.set_compact(right_id, pids[1], right.entries.len())?;
         self.counters.leaf_splits += 1;
         self.insert_separator(&path.inner, path.leaf, sep, right_id)
     }
@@ -243,22 +257,23 @@ impl Fbx {
     pub(crate) fn compact_leaf(&mut self, leaf: u64, node: &Node) -> Result<()> {
         let page = self.node_page(leaf, node);
         let pid = self.append_pages(vec![page], true)?[0];
-        self.set_compact(leaf, pid, node.entries.len());
+        self.set_compact(leaf, pid, node.entries.len())?;
         Ok(())
     }
 
     /// `leaf`'s list is now the compact page `pid` of `entries` entries: its buffered
     /// entries are folded in, its old pages released, its policy state reset.
-    fn set_compact(&mut self, leaf: u64, pid: PageId, entries: usize) {
+    fn set_compact(&mut self, leaf: u64, pid: PageId, entries: usize) -> Result<()> {
         self.logbuf.remove(leaf);
-        for p in self.ntt.replace(leaf, vec![pid]) {
+        for p in self.ntt.replace(leaf, vec![pid])? {
             self.space.dead(&mut self.pager, p);
         }
-        let m = self.leaves.entry(leaf).or_default();
-        m.exact = entries as u32;
+        let m = self.leaves.get_or_default(leaf);
+        m.exact = u16::try_from(entries).unwrap_or(u16::MAX);
         m.pending = 0;
         m.compact = true;
         m.clean.reset();
+        Ok(())
     }
 
     /// Write inner node `id` whole at the head and repoint the NTT; its old page dies.
@@ -331,7 +346,7 @@ impl Fbx {
         for p in self.ntt.remove(self.root) {
             self.space.dead(&mut self.pager, p);
         }
-        self.leaves.remove(&self.root);
+        self.leaves.remove(self.root);
         // (first key, node id) of the level being built.
         let mut level: Vec<(u64, u64)> = Vec::new();
         for chunk in sorted.chunks(per_leaf) {
@@ -399,7 +414,7 @@ impl Fbx {
         let mut leaves: Vec<u64> = self
             .ntt
             .iter()
-            .filter(|(_, l)| l.iter().any(inside))
+            .filter(|(_, l)| l.iter().any(|p| inside(&p)))
             .map(|(id, _)| id)
             .collect();
         leaves.sort_unstable();
