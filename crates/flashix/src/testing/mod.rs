@@ -729,7 +729,12 @@ fn fbx_options(opts: Options, page_size: usize, frames: u64, rng: &mut Rng) -> O
             threshold: [1u32, 4, 64][rng.below(3) as usize],
         },
     };
-    opts.buffer_pool_bytes((frames + pages as u64) * page_size as u64)
+    // Beside the pool and the log buffer, room for the tables of a history's tree (the
+    // NTT and the segment table: with leaves of 3 entries and segments of 2 pages, a
+    // history makes a thousand leaves and segments): FBX refuses at open a budget its
+    // tables exceed. The pool gets what they leave, so it shrinks as they grow.
+    let tables: u64 = if long_mode() { 4 << 20 } else { 256 << 10 };
+    opts.buffer_pool_bytes((frames + pages as u64) * page_size as u64 + tables)
         .fbx(crate::FbxOptions {
             leaf_order: Some([3u32, 12, 24][rng.below(3) as usize]),
             inner_order: Some([2u32, 8, 20][rng.below(3) as usize]),

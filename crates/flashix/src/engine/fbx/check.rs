@@ -37,7 +37,7 @@ impl Fbx {
                 return Err(bad(None, format!("inner node {id} is reachable twice")));
             }
             let node = self.inner_node(id)?;
-            let pid = self.inner.get(&id).copied();
+            let pid = self.nodes.inner(id);
             if node.level != level {
                 return Err(bad(
                     pid,
@@ -66,25 +66,25 @@ impl Fbx {
                 stack.push((node.child_at(s), level - 1, clo, chi));
             }
         }
-        if seen_inner.len() != self.inner.len() {
+        if seen_inner.len() != self.nodes.inner_len() {
             return Err(bad(
                 None,
                 format!(
                     "{} inner nodes have addresses, {} are reachable",
-                    self.inner.len(),
+                    self.nodes.inner_len(),
                     seen_inner.len()
                 ),
             ));
         }
         let leaf_ids: BTreeSet<u64> = leaves.iter().map(|l| l.id).collect();
-        if leaf_ids.len() != leaves.len() || leaf_ids.len() != self.leaves.len() {
+        if leaf_ids.len() != leaves.len() || leaf_ids.len() != self.nodes.len() {
             return Err(bad(
                 None,
                 format!(
                     "{} leaves reachable ({} distinct), {} in the NTT",
                     leaves.len(),
                     leaf_ids.len(),
-                    self.leaves.len()
+                    self.nodes.len()
                 ),
             ));
         }
@@ -126,7 +126,7 @@ impl Fbx {
     /// beginning with `Reset`; its entries are bounded, in order and within its fences.
     fn check_leaf(&mut self, span: &LeafSpan) -> Result<()> {
         let meta = self
-            .leaves
+            .nodes
             .get(span.id)
             .cloned()
             .ok_or_else(|| bad(None, format!("leaf {} has no NTT entry", span.id)))?;
@@ -176,7 +176,7 @@ impl Fbx {
     /// (`refs`), the inner nodes, the snapshot and the retired list; the head is a segment.
     fn check_space(&self, refs: &BTreeMap<PageId, u32>) -> Result<()> {
         let mut named: BTreeSet<PageId> = refs.keys().copied().collect();
-        named.extend(self.inner.values().copied());
+        named.extend(self.nodes.inner_iter().map(|(_, p)| p));
         named.extend(self.snapshot.iter().copied());
         named.extend(self.retired.iter().copied());
         let seg = self.space.seg_pages();

@@ -1,9 +1,10 @@
-//! The per-leaf part of the NTT besides the log lists ([`LeafTable`]): the bound on a
-//! leaf's entries and its clean-policy state, in an array indexed by node id (module doc,
-//! Memory).
+//! The NTT besides the log lists ([`NodeTable`]): per leaf the bound on its entries and
+//! its clean-policy state, per inner node the page of its latest copy, in one array
+//! indexed by node id (module doc, Memory).
 
 use crate::cost::logclean::{CleanPolicy, CleanState};
 use crate::error::{Error, Result};
+use crate::io::PageId;
 use crate::page::DATA_FILE;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -90,98 +91,183 @@ impl PartialEq for LeafClean {
 
 impl Eq for LeafClean {}
 
-/// Leaf id -> its [`LeafMeta`], every leaf of the tree and nothing else. Node ids are
-/// dense (numbered from `next_id`, never reused), so the table is an array indexed by id
-/// (an inner node's slot is empty); it grows by an eighth at a time, so the capacity it
-/// holds, which is what is charged, stays close to the ids numbered.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct LeafTable {
-    slots: Vec<Option<LeafMeta>>,
-    len: usize,
+/// A node's slot in the [`NodeTable`].
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+enum Slot {
+    /// No node (an id not numbered yet, or a removed leaf).
+    #[default]
+    Free,
+    Leaf(LeafMeta),
+    /// An inner node: the page of its latest copy.
+    Inner(u32),
 }
 
-impl LeafTable {
-    pub fn get(&self, id: u64) -> Option<&LeafMeta> {
-        usize::try_from(id)
-            .ok()
-            .and_then(|i| self.slots.get(i))
-            .and_then(Option::as_ref)
+/// Node id -> a leaf's [`LeafMeta`] or an inner node's page: every node of the tree and
+/// nothing else. Node ids are dense (numbered from `next_id`, never reused), so the
+/// table is an array indexed by id, 12 bytes a node; it grows by an eighth at a time, so
+/// the capacity it holds, which is what is charged, stays close to the ids numbered.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct NodeTable {
+    slots: Vec<Slot>,
+    leaves: usize,
+    inner: usize,
+}
+
+impl NodeTable {
+    fn slot(&self, id: u64) -> Option<&Slot> {
+        usize::try_from(id).ok().and_then(|i| self.slots.get(i))
     }
 
-    pub fn get_mut(&mut self, id: u64) -> Option<&mut LeafMeta> {
-        usize::try_from(id)
-            .ok()
-            .and_then(|i| self.slots.get_mut(i))
-            .and_then(Option::as_mut)
-    }
-
-    /// Leaf `id`'s metadata, a new leaf's when it has none. `id` is a node id below
-    /// the engine's `next_id` (the callers' descent checks it).
-    pub fn get_or_default(&mut self, id: u64) -> &mut LeafMeta {
+    /// Node `id`'s slot, the array grown to hold it. `id` is a node id below the
+    /// engine's `next_id` (the callers' descent checks it).
+    fn slot_mut(&mut self, id: u64) -> &mut Slot {
         let i = id as usize;
         if i >= self.slots.len() {
             if i >= self.slots.capacity() {
                 let more = (i + 1 - self.slots.len()).max(self.slots.len() / 8).max(16);
                 self.slots.reserve_exact(more);
             }
-            self.slots.resize(i + 1, None);
+            self.slots.resize(i + 1, Slot::Free);
         }
-        let s = &mut self.slots[i];
-        if s.is_none() {
-            self.len += 1;
-        }
-        s.get_or_insert_with(LeafMeta::default)
+        &mut self.slots[i]
     }
 
-    /// Set leaf `id`'s metadata (`id` below `next_id`, as for
-    /// [`LeafTable::get_or_default`]).
+    /// Put `new` in `id`'s slot, keeping the counts.
+    fn put(&mut self, id: u64, new: Slot) -> Slot {
+        let kind = |s: &Slot| match s {
+            Slot::Free => (0, 0),
+            Slot::Leaf(_) => (1, 0),
+            Slot::Inner(_) => (0, 1),
+        };
+        let (add_leaf, add_inner) = kind(&new);
+        let old = std::mem::replace(self.slot_mut(id), new);
+        let (sub_leaf, sub_inner) = kind(&old);
+        self.leaves = self.leaves + add_leaf - sub_leaf;
+        self.inner = self.inner + add_inner - sub_inner;
+        old
+    }
+
+    pub fn get(&self, id: u64) -> Option<&LeafMeta> {
+        match self.slot(id) {
+            Some(Slot::Leaf(m)) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn get_mut(&mut self, id: u64) -> Option<&mut LeafMeta> {
+        match usize::try_from(id).ok().and_then(|i| self.slots.get_mut(i)) {
+            Some(Slot::Leaf(m)) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Leaf `id`'s metadata, a new leaf's when it has none (`id` below `next_id`).
+    pub fn get_or_default(&mut self, id: u64) -> &mut LeafMeta {
+        if self.get(id).is_none() {
+            self.put(id, Slot::Leaf(LeafMeta::default()));
+        }
+        match self.slot_mut(id) {
+            Slot::Leaf(m) => m,
+            _ => unreachable!("the slot was just made a leaf's"),
+        }
+    }
+
+    /// Set leaf `id`'s metadata (`id` below `next_id`).
     pub fn insert(&mut self, id: u64, m: LeafMeta) {
-        *self.get_or_default(id) = m;
+        self.put(id, Slot::Leaf(m));
     }
 
     /// Forget leaf `id`.
     pub fn remove(&mut self, id: u64) {
-        if let Some(s) = usize::try_from(id).ok().and_then(|i| self.slots.get_mut(i)) {
-            if s.take().is_some() {
-                self.len -= 1;
-            }
+        if self.get(id).is_some() {
+            self.put(id, Slot::Free);
         }
     }
 
-    /// The leaves of a snapshot (`id` below `next_id`, each once).
-    pub fn load(&mut self, id: u64, m: LeafMeta, next_id: u64) -> Result<()> {
-        if id >= next_id || self.get(id).is_some() {
+    /// Refuse an id a snapshot names twice or at or beyond `next_id`.
+    fn check_new(&self, id: u64, next_id: u64) -> Result<()> {
+        if id >= next_id || !matches!(self.slot(id), None | Some(Slot::Free)) {
             return Err(Error::corruption(
                 DATA_FILE,
                 None,
                 format!(
-                    "NTT snapshot: leaf {id} is listed twice or not below the next id {next_id}"
+                    "NTT snapshot: node {id} is listed twice or not below the next id {next_id}"
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// A leaf of a snapshot.
+    pub fn load(&mut self, id: u64, m: LeafMeta, next_id: u64) -> Result<()> {
+        self.check_new(id, next_id)?;
         self.insert(id, m);
         Ok(())
     }
 
+    /// An inner node of a snapshot.
+    pub fn load_inner(&mut self, id: u64, page: PageId, next_id: u64) -> Result<()> {
+        self.check_new(id, next_id)?;
+        self.set_inner(id, page).map(drop)
+    }
+
+    /// Leaves.
     pub fn len(&self) -> usize {
-        self.len
+        self.leaves
     }
 
     /// Every leaf and its metadata, by id.
     pub fn iter(&self) -> impl Iterator<Item = (u64, &LeafMeta)> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.as_ref().map(|m| (i as u64, m)))
+        self.slots.iter().enumerate().filter_map(|(i, s)| match s {
+            Slot::Leaf(m) => Some((i as u64, m)),
+            _ => None,
+        })
     }
 
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut LeafMeta> {
-        self.slots.iter_mut().filter_map(Option::as_mut)
+        self.slots.iter_mut().filter_map(|s| match s {
+            Slot::Leaf(m) => Some(m),
+            _ => None,
+        })
+    }
+
+    /// The page of inner node `id`'s latest copy.
+    pub fn inner(&self, id: u64) -> Option<PageId> {
+        match self.slot(id) {
+            Some(&Slot::Inner(p)) => Some(PageId::from(p)),
+            _ => None,
+        }
+    }
+
+    /// Point inner node `id` (below `next_id`) at `page`; returns its previous page.
+    pub fn set_inner(&mut self, id: u64, page: PageId) -> Result<Option<PageId>> {
+        let p = u32::try_from(page).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "page {page} is beyond the 2^32 pages the FBX-tree's node table names"
+            ))
+        })?;
+        Ok(match self.put(id, Slot::Inner(p)) {
+            Slot::Inner(old) => Some(PageId::from(old)),
+            _ => None,
+        })
+    }
+
+    /// Inner nodes.
+    pub fn inner_len(&self) -> usize {
+        self.inner
+    }
+
+    /// Every inner node and its page, by id.
+    pub fn inner_iter(&self) -> impl Iterator<Item = (u64, PageId)> + '_ {
+        self.slots.iter().enumerate().filter_map(|(i, s)| match s {
+            &Slot::Inner(p) => Some((i as u64, PageId::from(p))),
+            _ => None,
+        })
     }
 
     /// Bytes held: the capacity of the array.
     pub fn memory_bytes(&self) -> u64 {
-        (std::mem::size_of::<Option<LeafMeta>>() * self.slots.capacity()) as u64
+        (std::mem::size_of::<Slot>() * self.slots.capacity()) as u64
     }
 }
 
@@ -190,23 +276,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_leaf_costs_twelve_bytes_and_the_table_counts_its_capacity() {
-        assert_eq!(std::mem::size_of::<Option<LeafMeta>>(), 12);
-        let mut t = LeafTable::default();
+    fn a_node_costs_twelve_bytes_and_the_table_counts_its_capacity() {
+        assert_eq!(std::mem::size_of::<Slot>(), 12);
+        let mut t = NodeTable::default();
         t.get_or_default(5).exact = 3;
         t.insert(2, LeafMeta::default());
-        assert_eq!(t.len(), 2);
+        assert_eq!(t.set_inner(3, 40).unwrap(), None);
+        assert_eq!(t.set_inner(3, 41).unwrap(), Some(40));
+        assert!(t.set_inner(4, 1 << 32).is_err());
+        assert_eq!((t.len(), t.inner_len()), (2, 1));
         assert_eq!(t.iter().map(|(i, _)| i).collect::<Vec<_>>(), vec![2, 5]);
+        assert_eq!(t.inner_iter().collect::<Vec<_>>(), vec![(3, 41)]);
+        assert_eq!((t.inner(3), t.inner(5), t.get(3)), (Some(41), None, None));
         t.remove(5);
         t.remove(5);
+        t.remove(3);
         t.remove(1 << 40);
-        assert_eq!(t.len(), 1);
+        assert_eq!((t.len(), t.inner_len()), (1, 1));
         assert!(t.get(5).is_none() && t.get(1 << 40).is_none());
         assert_eq!(t.memory_bytes(), 12 * t.slots.capacity() as u64);
         assert!(t.load(9, LeafMeta::default(), 9).is_err());
         assert!(t.load(2, LeafMeta::default(), 9).is_err());
+        assert!(t.load_inner(3, 7, 9).is_err());
         t.load(7, LeafMeta::default(), 9).unwrap();
-        assert_eq!(t.len(), 2);
+        t.load_inner(8, 7, 9).unwrap();
+        assert_eq!((t.len(), t.inner_len()), (2, 2));
     }
 
     #[test]

@@ -163,7 +163,7 @@ mod tree;
 pub use crate::cost::logclean::CleanPolicy;
 pub use options::FbxOptions;
 
-use self::leaves::LeafTable;
+use self::leaves::NodeTable;
 pub(crate) use self::leaves::{LeafClean, LeafMeta};
 use self::logbuf::LogBuffer;
 use self::space::Space;
@@ -179,7 +179,6 @@ use crate::settings::Settings;
 use crate::stats::{counters, Stats};
 use crate::util::sync::Mutex;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Frames the pool needs at least: a descent holds one page at a time.
@@ -366,10 +365,8 @@ pub struct Fbx {
     log_buffer_pages: u32,
     /// Leaf -> its log list.
     ntt: Ntt,
-    /// Leaf -> its metadata; every leaf of the tree has one.
-    leaves: LeafTable,
-    /// Inner node -> the page of its latest copy.
-    inner: HashMap<u64, PageId>,
+    /// Node -> a leaf's metadata (every leaf of the tree has one) or an inner node's page.
+    nodes: NodeTable,
     root: u64,
     /// Levels: 1 when the root is a leaf.
     height: u32,
@@ -399,7 +396,7 @@ impl Fbx {
         t.space = Space::new(t.o.segment_pages as u64);
         t.root = 1;
         t.next_id = 2;
-        t.leaves.insert(1, LeafMeta::default());
+        t.nodes.insert(1, LeafMeta::default());
         t.checkpoint()?;
         Ok(t)
     }
@@ -433,7 +430,7 @@ impl Fbx {
             // A leaf's clean state means something else under each policy (reads since
             // the last clean for the naive method, accumulated pages for AC and LTN): an
             // index reopened with another policy starts every leaf afresh.
-            for m in t.leaves.values_mut() {
+            for m in t.nodes.values_mut() {
                 m.clean.reset();
             }
         }
@@ -458,8 +455,7 @@ impl Fbx {
             leaf_order,
             inner_order,
             ntt: Ntt::default(),
-            leaves: LeafTable::default(),
-            inner: HashMap::new(),
+            nodes: NodeTable::default(),
             root: 0,
             height: 1,
             next_id: 1,
@@ -534,11 +530,13 @@ impl Fbx {
         let snap = snapshot::decode(&stream)?;
         let mut lists = Vec::with_capacity(snap.leaves.len());
         for (id, meta, list) in snap.leaves {
-            self.leaves.load(id, meta, self.next_id)?;
+            self.nodes.load(id, meta, self.next_id)?;
             lists.push((id, list));
         }
         self.ntt = Ntt::from_lists(lists, self.next_id, crate::page::DATA_FILE)?;
-        self.inner = snap.inner.into_iter().collect();
+        for (id, page) in snap.inner {
+            self.nodes.load_inner(id, page, self.next_id)?;
+        }
         self.snapshot = pages.to_vec();
         self.snapshot_bytes = bytes;
         let named: Vec<PageId> = self
@@ -547,7 +545,7 @@ impl Fbx {
             .flat_map(|(_, l)| l.iter())
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
-            .chain(self.inner.values().copied())
+            .chain(self.nodes.inner_iter().map(|(_, p)| p))
             .chain(pages.iter().copied())
             .collect();
         for pid in named {
@@ -561,12 +559,11 @@ impl Fbx {
     fn write_snapshot(&mut self) -> Result<()> {
         // By id, as the table holds them.
         let leaves: Vec<(u64, LeafMeta, Vec<PageId>)> = self
-            .leaves
+            .nodes
             .iter()
             .map(|(id, m)| (id, m.clone(), self.ntt.list(id).to_vec()))
             .collect();
-        let mut inner: Vec<(u64, PageId)> = self.inner.iter().map(|(&i, &p)| (i, p)).collect();
-        inner.sort_unstable();
+        let inner: Vec<(u64, PageId)> = self.nodes.inner_iter().collect();
         let stream = snapshot::encode(&snapshot::Snapshot { leaves, inner });
         let ps = self.pager.page_size();
         let pages: Vec<Vec<u8>> = stream
@@ -597,7 +594,7 @@ impl Fbx {
 
     /// Bytes of the NTT: lists, leaf metadata, inner addresses.
     fn ntt_bytes(&self) -> u64 {
-        self.ntt.memory_bytes() + self.leaves.memory_bytes() + 24 * self.inner.capacity() as u64
+        self.ntt.memory_bytes() + self.nodes.memory_bytes()
     }
 
     /// Bytes charged to the budget besides the pool: the log buffer (its pages and its
@@ -624,9 +621,9 @@ impl Fbx {
              {} bytes and the pool's {MIN_FRAMES} frames {frames} bytes",
             self.least_budget(),
             self.ntt_bytes(),
-            self.leaves.len(),
+            self.nodes.len(),
             self.ntt.entries(),
-            self.inner.len(),
+            self.nodes.inner_len(),
             self.logbuf.memory_bytes(),
             self.structure_bytes() - self.ntt_bytes() - self.logbuf.memory_bytes(),
         )))
@@ -820,12 +817,12 @@ impl SerialEngine for Fbx {
         let (sum, max) = self.ntt.iter().fold((0u64, 0u64), |(s, m), (_, l)| {
             (s + l.len() as u64, m.max(l.len() as u64))
         });
-        let nodes = (self.leaves.len() + self.inner.len()) as u64;
+        let nodes = (self.nodes.len() + self.nodes.inner_len()) as u64;
         let live = self.space.live_pages().max(1);
         let engine_counters = counters(&[
             ("height", self.height as u64),
-            ("leaves", self.leaves.len() as u64),
-            ("inner_nodes", self.inner.len() as u64),
+            ("leaves", self.nodes.len() as u64),
+            ("inner_nodes", self.nodes.inner_len() as u64),
             ("log_entries", c.log_entries),
             ("buffered_entries", self.logbuf.len() as u64),
             ("log_pages_flushed", c.log_pages_flushed),
@@ -868,7 +865,7 @@ impl SerialEngine for Fbx {
         let mut st = self
             .pager
             .stats(EngineKind::Fbx, engine_counters, self.memory_bytes());
-        st.shape.leaves = Some(self.leaves.len() as u64);
+        st.shape.leaves = Some(self.nodes.len() as u64);
         st.shape.write_buffer_entries = Some(
             self.log_buffer_pages as u64 * unit::units_per_page(self.pager.page_size()) as u64,
         );

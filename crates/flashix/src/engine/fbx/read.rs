@@ -60,7 +60,7 @@ impl Fbx {
     pub(crate) fn after_read(&mut self, leaf: u64, node: &Node) -> Result<()> {
         let len = self.ntt.list(leaf).len() as u64;
         let policy = self.o.clean;
-        let Some(m) = self.leaves.get_mut(leaf) else {
+        let Some(m) = self.nodes.get_mut(leaf) else {
             return Err(no_meta(leaf));
         };
         let mut acc = m.clean.state();
@@ -75,7 +75,7 @@ impl Fbx {
         }
         self.compact_leaf(leaf, node)?;
         // The policy's own state after a clean (LTN adds the new length after it).
-        if let Some(m) = self.leaves.get_mut(leaf) {
+        if let Some(m) = self.nodes.get_mut(leaf) {
             m.clean.set(acc);
         }
         self.counters.cleans.add(1);
@@ -99,7 +99,7 @@ impl Fbx {
             // The policy changes nothing (`CleanPolicy::after_read`).
             return Ok(());
         }
-        let Some(m) = self.leaves.get(leaf) else {
+        let Some(m) = self.nodes.get(leaf) else {
             return Err(no_meta(leaf));
         };
         let idle = m.compact && !self.logbuf.holds(leaf);
@@ -148,13 +148,13 @@ impl Fbx {
         }
         let mut leaves = std::mem::take(q);
         for &leaf in &leaves {
-            let acc = match self.leaves.get(leaf) {
+            let acc = match self.nodes.get(leaf) {
                 Some(m) if m.clean.due() => m.clean.state(),
                 _ => continue,
             };
             let node = self.rebuild(leaf)?;
             self.compact_leaf(leaf, &node)?;
-            if let Some(m) = self.leaves.get_mut(leaf) {
+            if let Some(m) = self.nodes.get_mut(leaf) {
                 m.clean.set(acc);
             }
             self.counters.clean_pages += 1;
@@ -226,7 +226,7 @@ impl Fbx {
             spans.clear();
             self.leaves_in(lo, hi, usize::MAX, &mut spans)?;
             for s in &spans {
-                let n = self.leaves.get(s.id).map_or(0, |m| m.bound());
+                let n = self.nodes.get(s.id).map_or(0, |m| m.bound());
                 // The leaf holds keys in [s.lo, last]; the range covers [a, b] of them.
                 let last = s.hi.map_or(u64::MAX, |h| h.saturating_sub(1));
                 let (a, b) = (lo.max(s.lo), hi.min(last));

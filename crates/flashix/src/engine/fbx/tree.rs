@@ -28,7 +28,7 @@ impl Fbx {
     /// Inner node `id`, read through the buffer pool (state BLOCK or IN_MEM), from any of
     /// many reading threads (the pool's shared path).
     pub(crate) fn inner_node(&self, id: u64) -> Result<Node> {
-        let pid = *self.inner.get(&id).ok_or_else(|| {
+        let pid = self.nodes.inner(id).ok_or_else(|| {
             Error::corruption(DATA_FILE, None, format!("inner node {id} has no address"))
         })?;
         let mut units = Vec::new();
@@ -71,7 +71,7 @@ impl Fbx {
             if node.level != level {
                 return Err(Error::corruption(
                     DATA_FILE,
-                    self.inner.get(&id).copied(),
+                    self.nodes.inner(id),
                     format!(
                         "inner node {id} is at level {}, expected {level}",
                         node.level
@@ -94,9 +94,7 @@ impl Fbx {
             // Memory) by a damaged child pointer.
             return Err(Error::corruption(
                 DATA_FILE,
-                path.inner
-                    .last()
-                    .and_then(|(p, _)| self.inner.get(p).copied()),
+                path.inner.last().and_then(|(p, _)| self.nodes.inner(*p)),
                 format!(
                     "a child pointer names node {id}, beyond the next id {}",
                     self.next_id
@@ -123,7 +121,7 @@ impl Fbx {
             return self.charge_tables();
         }
         self.buffer(leaf, key, u)?;
-        let m = self.leaves.get_or_default(leaf);
+        let m = self.nodes.get_or_default(leaf);
         m.pending = m.pending.saturating_add(1);
         m.compact = false;
         if m.exact as usize + m.pending as usize > self.leaf_order {
@@ -162,7 +160,7 @@ impl Fbx {
         let pid = self.append_pages(vec![p.into_unsealed()], false)?[0];
         for (leaf, _) in groups {
             self.ntt.append(leaf, pid)?;
-            if let Some(m) = self.leaves.get_mut(leaf) {
+            if let Some(m) = self.nodes.get_mut(leaf) {
                 m.compact = false;
             }
         }
@@ -245,7 +243,7 @@ impl Fbx {
             self.node_page(right_id, &right),
         ];
         let pids = self.append_pages(pages, true)?;
-        self.leaves.insert(right_id, LeafMeta::default());
+        self.nodes.insert(right_id, LeafMeta::default());
         self.set_compact(leaf, pids[0], node.entries.len())?;
         self.set_compact(right_id, pids[1], right.entries.len())?;
         self.counters.leaf_splits += 1;
@@ -268,7 +266,7 @@ impl Fbx {
         for p in self.ntt.replace(leaf, vec![pid])? {
             self.space.dead(&mut self.pager, p);
         }
-        let m = self.leaves.get_or_default(leaf);
+        let m = self.nodes.get_or_default(leaf);
         m.exact = u16::try_from(entries).unwrap_or(u16::MAX);
         m.pending = 0;
         m.compact = true;
@@ -280,7 +278,7 @@ impl Fbx {
     fn write_inner(&mut self, id: u64, node: &Node) -> Result<()> {
         let page = self.node_page(id, node);
         let pid = self.append_pages(vec![page], true)?[0];
-        if let Some(old) = self.inner.insert(id, pid) {
+        if let Some(old) = self.nodes.set_inner(id, pid)? {
             self.space.dead(&mut self.pager, old);
         }
         self.counters.inner_appends += 1;
@@ -346,7 +344,7 @@ impl Fbx {
         for p in self.ntt.remove(self.root) {
             self.space.dead(&mut self.pager, p);
         }
-        self.leaves.remove(self.root);
+        self.nodes.remove(self.root);
         // (first key, node id) of the level being built.
         let mut level: Vec<(u64, u64)> = Vec::new();
         for chunk in sorted.chunks(per_leaf) {
@@ -356,7 +354,7 @@ impl Fbx {
                 link: NONE,
                 entries: chunk.to_vec(),
             };
-            self.leaves.insert(id, LeafMeta::default());
+            self.nodes.insert(id, LeafMeta::default());
             self.compact_leaf(id, &node)?;
             level.push((chunk[0].0, id));
         }
@@ -418,13 +416,12 @@ impl Fbx {
             .map(|(id, _)| id)
             .collect();
         leaves.sort_unstable();
-        let mut inner: Vec<u64> = self
-            .inner
-            .iter()
+        let inner: Vec<u64> = self
+            .nodes
+            .inner_iter()
             .filter(|(_, p)| inside(p))
-            .map(|(&id, _)| id)
+            .map(|(id, _)| id)
             .collect();
-        inner.sort_unstable();
         for &leaf in &leaves {
             let node = self.rebuild(leaf)?;
             self.compact_leaf(leaf, &node)?;
