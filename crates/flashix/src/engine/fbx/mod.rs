@@ -96,16 +96,38 @@
 //! live page (`Space::free_dead_segments`); invariant 3 checks that none is left.
 //!
 //! # Memory
-//! The buffer pool gets the budget less the log buffer (`log_buffer_pages` pages, reserved).
-//! Besides them: the NTT (the log lists and per-leaf metadata: exact, pending, clean state;
-//! an address per inner node), the segment table and the set of deferred cleans (a leaf
-//! id each, at most `DEFERRED_CLEANS`). The paper
-//! counts 14 bytes per node (§5, without the lists); `Stats` reports both figures
-//! (`ntt_bytes`, `ntt_paper_bytes`). These tables are charged to the budget: after every
-//! update the pool gets the budget less the log buffer (with its map of homes) less the tables
-//! (`Pager::charge`, `Logged::charge_memory`), so the pool shrinks as the tree grows. Only when the tables
-//! alone outgrow the budget does memory exceed it (the pool then keeps its minimum of
-//! 4 frames).
+//! The buffer pool gets the budget less the log buffer (`log_buffer_pages` pages, reserved)
+//! less the tables, which are charged to the budget after every update and every read
+//! that cleans (`Pager::charge`, `Logged::charge_memory`), so the pool shrinks as the tree
+//! grows. The tables are kept compact because at a small budget they, not the pool, are
+//! what grows with the index:
+//! - **12 bytes a node** ([`leaves`]): one array indexed by node id (ids are dense: they
+//!   come from `next_id` and are never reused, so an array costs less than a map of the
+//!   same nodes), a leaf's slot holding the bound on its entries (`exact`, `pending`: a
+//!   leaf holds fewer than 2^16 entries, since a page of at most 1 MiB bounds the leaf
+//!   order) and its clean state (a 32-bit atomic, its top bit the deferred-clean flag), an
+//!   inner node's slot the page of its latest copy.
+//! - **8 bytes a node plus 4 a list entry, and 1 a page** ([`crate::kit::ntt`]'s compact
+//!   table, shared with BFTL): a leaf whose list is one page (compact: the state after a
+//!   bulk load, a clean or a reorganisation) keeps it in its slot; a longer list lives in a
+//!   chunk of one arena of `u32` page ids (a file of more than 2^32 pages is refused);
+//!   each page's count of lists naming it takes a byte.
+//! - **4 bytes a node** for the log buffer's home of each leaf ([`logbuf`]).
+//!
+//! So a leaf costs about 25 bytes besides its list entries beyond the first page (the
+//! paper counts 14 bytes a node, §5, without the lists; `Stats` reports both figures,
+//! `ntt_bytes` and `ntt_paper_bytes`). Arrays grow by an eighth, not doubling, and what is
+//! charged is the capacity they hold. Besides them: the segment table and the set of
+//! deferred cleans (a leaf id each, at most `DEFERRED_CLEANS`).
+//!
+//! The log lists are what can outgrow a small budget: every log-buffer page flushed adds
+//! a page to the lists of all the leaves it holds entries of, and a leaf's list is reset
+//! only when it is rebuilt as one page (a clean after reads, a reorganisation when its
+//! bound passes the leaf order, the segment cleaner). When the tables alone outgrow the
+//! budget, the pool keeps its minimum of 4 frames and memory exceeds the budget (counted,
+//! never hidden: `Stats::memory_bytes`). At open, where the snapshot gives the tables'
+//! size, a budget that cannot hold them besides the log buffer and the pool's minimum is
+//! refused with `Error::InvalidArgument` naming the least budget that does.
 //!
 //! # Thread safety
 //! Served to many threads by `kit::parallel::Parallel`. **Point searches** (`get`,

@@ -607,6 +607,34 @@ mod tests {
         check_against(&u, &model);
     }
 
+    /// Lists that grew long and were compacted leave their chunks free; once a quarter of
+    /// the arena is free it is rebuilt, and what is charged falls with it.
+    #[test]
+    fn the_arena_is_rebuilt_when_a_quarter_is_free() {
+        let mut t = Ntt::default();
+        let mut model: BTreeMap<u64, Vec<PageId>> = BTreeMap::new();
+        for n in 0..3000u64 {
+            for j in 0..12 {
+                t.append(n, 100_000 + n * 12 + j).unwrap();
+            }
+            model.insert(n, (0..12).map(|j| 100_000 + n * 12 + j).collect());
+        }
+        let before = t.memory_bytes();
+        let full = t.arena.len();
+        for n in 0..3000u64 {
+            let dead = t.replace(n, vec![n]).unwrap();
+            assert_eq!(dead.len(), 12);
+            model.insert(n, vec![n]);
+            assert!(
+                t.free_entries < 1024 || t.free_entries * 4 < t.arena.len(),
+                "step {n}"
+            );
+        }
+        assert!(t.arena.len() < full / 4, "{} of {full}", t.arena.len());
+        assert!(t.memory_bytes() < before, "{} !< {before}", t.memory_bytes());
+        check_against(&t, &model);
+    }
+
     fn counts(model: &BTreeMap<u64, Vec<PageId>>) -> BTreeMap<PageId, u32> {
         let mut c = BTreeMap::new();
         for l in model.values() {
