@@ -304,9 +304,10 @@ impl Bftl {
         let (cap, reservation, c) = sizes(&s, &o);
         let config = s.pager_config(MIN_FRAMES, 0);
         let (pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
+        let high = pager.allocator().high_water();
         let mut t = Bftl::with(
             pager,
-            Ntt::from_lists(state.ntt, state.next_id, "MANIFEST")?,
+            Ntt::from_lists(state.ntt, state.next_id, high, "MANIFEST")?,
             cap,
             reservation,
             c,

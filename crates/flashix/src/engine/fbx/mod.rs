@@ -555,7 +555,8 @@ impl Fbx {
             self.nodes.load(id, meta, self.next_id)?;
             lists.push((id, list));
         }
-        self.ntt = Ntt::from_lists(lists, self.next_id, crate::page::DATA_FILE)?;
+        let high = self.pager.allocator().high_water();
+        self.ntt = Ntt::from_lists(lists, self.next_id, high, crate::page::DATA_FILE)?;
         for (id, page) in snap.inner {
             self.nodes.load_inner(id, page, self.next_id)?;
         }

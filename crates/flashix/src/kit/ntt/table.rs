@@ -98,24 +98,24 @@ fn page32(p: PageId) -> Result<u32> {
 pub struct List<'a>(&'a [u32]);
 
 impl<'a> List<'a> {
-    pub fn len(&self) -> usize {
+    pub fn len(self) -> usize {
         self.0.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub fn is_empty(self) -> bool {
         self.0.is_empty()
     }
 
-    pub fn first(&self) -> Option<PageId> {
+    pub fn first(self) -> Option<PageId> {
         self.0.first().map(|&p| PageId::from(p))
     }
 
     /// The pages, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = PageId> + 'a {
+    pub fn iter(self) -> impl Iterator<Item = PageId> + 'a {
         self.0.iter().map(|&p| PageId::from(p))
     }
 
-    pub fn to_vec(&self) -> Vec<PageId> {
+    pub fn to_vec(self) -> Vec<PageId> {
         self.iter().collect()
     }
 }
@@ -152,15 +152,27 @@ pub struct Ntt {
 
 impl Ntt {
     /// The table of saved lists (a checkpoint's), with the page counts rebuilt. Every node
-    /// id must lie below `next_id` (else corruption of `file`: no id sizes the table
-    /// beyond the nodes numbered so far).
+    /// id must lie below `next_id` and every page below `page_limit` (the file's allocated
+    /// pages), else corruption of `file`: no saved number sizes the arrays beyond the
+    /// nodes numbered and the pages allocated so far.
     pub fn from_lists(
         lists: impl IntoIterator<Item = (u64, Vec<PageId>)>,
         next_id: u64,
+        page_limit: PageId,
         file: &str,
     ) -> Result<Ntt> {
         let mut t = Ntt::default();
         for (node, pages) in lists {
+            if let Some(p) = pages.iter().find(|&&p| p >= page_limit) {
+                return Err(Error::corruption(
+                    file,
+                    None,
+                    format!(
+                        "the NTT lists page {p} for node {node}, beyond the file's \
+                         {page_limit} pages"
+                    ),
+                ));
+            }
             if node >= next_id {
                 return Err(Error::corruption(
                     file,
@@ -501,7 +513,7 @@ mod tests {
         assert_eq!(t.remove(2), vec![10]);
         assert_eq!(t.pages(), 1);
         assert_eq!(t.entries(), 1);
-        let u = Ntt::from_lists(t.sorted(), 3, "data").unwrap();
+        let u = Ntt::from_lists(t.sorted(), 3, 100, "data").unwrap();
         assert_eq!(u.list(1).to_vec(), vec![12]);
         assert_eq!(u.refs(12), 1);
     }
@@ -532,9 +544,10 @@ mod tests {
         assert_eq!(t.refs(3), 0, "a refused replace counts nothing");
         t.append(1, u32::MAX as u64).unwrap();
         assert_eq!(t.list(1).first(), Some(u32::MAX as u64));
-        let e = Ntt::from_lists(vec![(9, vec![1])], 9, "MANIFEST").unwrap_err();
+        let e = Ntt::from_lists(vec![(9, vec![1])], 9, 100, "MANIFEST").unwrap_err();
         assert!(matches!(e, Error::Corruption { .. }), "{e}");
-        assert!(Ntt::from_lists(vec![(2, vec![1]), (2, vec![3])], 9, "data").is_err());
+        assert!(Ntt::from_lists(vec![(2, vec![1]), (2, vec![3])], 9, 100, "data").is_err());
+        assert!(Ntt::from_lists(vec![(2, vec![1, 100])], 9, 100, "data").is_err());
     }
 
     /// Counts of 255 and more go to the map and come back.
@@ -603,7 +616,7 @@ mod tests {
             }
         }
         check_against(&t, &model);
-        let u = Ntt::from_lists(t.sorted(), 300, "data").unwrap();
+        let u = Ntt::from_lists(t.sorted(), 300, 500, "data").unwrap();
         check_against(&u, &model);
     }
 
@@ -631,7 +644,11 @@ mod tests {
             );
         }
         assert!(t.arena.len() < full / 4, "{} of {full}", t.arena.len());
-        assert!(t.memory_bytes() < before, "{} !< {before}", t.memory_bytes());
+        assert!(
+            t.memory_bytes() < before,
+            "{} !< {before}",
+            t.memory_bytes()
+        );
         check_against(&t, &model);
     }
 
