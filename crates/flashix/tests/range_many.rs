@@ -10,6 +10,11 @@ fn options(kind: EngineKind) -> Options {
     match kind {
         // 2 KiB pages of raw NAND and 8 KiB nodes (tests/bad_input.rs).
         EngineKind::IplBTree | EngineKind::DiplBTree => Options::new(kind),
+        // Room for the node table of this many leaves of 512-byte pages: FBX refuses at
+        // open a budget its tables exceed.
+        EngineKind::Fbx => Options::new(kind)
+            .page_size(512)
+            .buffer_pool_bytes(128 << 10),
         _ => Options::new(kind)
             .page_size(512)
             .buffer_pool_bytes(32 * 512),
