@@ -162,8 +162,8 @@ fn a_forged_btree_leaf_claiming_u32_max_entries_is_corruption() {
     for pid in 0..dev.len_bytes() / 512 {
         let mut b = vec![0u8; 512];
         d.read(pid, &mut b).unwrap();
-        // A leaf (kind 1): entry count at byte 16; checksum over bytes 4.. at byte 0.
-        if u16::from_le_bytes([b[12], b[13]]) != 1 {
+        // A B-link leaf (kind 5): entry count at byte 16; checksum over bytes 4.. at byte 0.
+        if u16::from_le_bytes([b[12], b[13]]) != 5 {
             continue;
         }
         b[16..20].copy_from_slice(&u32::MAX.to_le_bytes());

@@ -287,8 +287,18 @@ impl Suite<'_> {
                         .with_context(|| match threads {
                             1 => format!("running {w} on {subject}"),
                             t => format!("running {w} on {subject} with {t} threads"),
-                        })?;
+                        });
                         self.ui.suite.inc(1);
+                        let rec = match rec {
+                            Ok(rec) => rec,
+                            Err(e) if refused_budget(&e) => {
+                                // An engine that cannot honour the budget says so at open
+                                // and the cell is left out; the other cells run.
+                                say(cfg, self.ui, &format!("not run: {e:#}"));
+                                continue;
+                            }
+                            Err(e) => return Err(e),
+                        };
                         runs[si][wi][ti].push(rec);
                         if !last_round {
                             continue;
@@ -311,6 +321,15 @@ impl Suite<'_> {
         }
         Ok((infos, records))
     }
+}
+
+/// Whether `e` is an engine's refusal to open within the measured budget
+/// (`flashix::Error::InvalidArgument` at open, naming the least budget it needs).
+fn refused_budget(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(c.downcast_ref::<flashix::Error>(),
+            Some(flashix::Error::InvalidArgument(m)) if m.contains("budget"))
+    })
 }
 
 /// A cell's summary on the terminal, once its median run is known: the subject, the
