@@ -97,9 +97,10 @@ fn a_read_that_meets_an_io_error_poisons_the_db() {
 fn an_estimate_that_meets_an_io_error_poisons_the_db() {
     let dev = MemDevice::new(512);
     let vfs = MemVfs::new();
+    // A budget that holds the tables of 3,000 entries (open refuses one that does not).
     let opts = Options::new(EngineKind::Fbx)
         .page_size(512)
-        .buffer_pool_bytes(16 * 512);
+        .buffer_pool_bytes(64 * 512);
     let db = Db::create_on(storage(&Faults::new(7), &dev, &vfs), opts).unwrap();
     for k in 0..3_000u64 {
         db.insert(k, k).unwrap();
