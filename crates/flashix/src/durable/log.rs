@@ -148,6 +148,26 @@ impl Log {
         self.recovered_out_of_space
     }
 
+    /// [`Log::log_op`] for a caller that holds a latch other threads wait on: it writes
+    /// nothing, however full the buffer; the caller calls [`Log::hand_off_if_full`] after
+    /// it lets go of the latch, so that no thread waits on the latch for the WAL's write.
+    pub fn log_op_held(&mut self, op: &LogicalOp) {
+        if !self.replaying {
+            self.wal.log_op_held(op);
+        }
+    }
+
+    /// [`Log::log_image`] that writes nothing (as [`Log::log_op_held`]); returns its LSN.
+    pub fn log_image_held(&mut self, page: PageId, bytes: &[u8]) -> Lsn {
+        self.wal.log_image_held(page, bytes)
+    }
+
+    /// Hand the buffered records to the file once they fill a write chunk (after
+    /// [`Log::log_op_held`]).
+    pub fn hand_off_if_full(&mut self) -> Result<()> {
+        self.wal.hand_off_if_full()
+    }
+
     /// Append a page's before-image (in-place engines); returns its LSN.
     pub fn log_image(&mut self, page: PageId, bytes: &[u8]) -> Result<Lsn> {
         self.wal.log_image(page, bytes)

@@ -615,15 +615,33 @@ impl Pager {
             {
                 let mut log = shared(&self.log);
                 if page::stamp(b) != stamp {
-                    lsn = log.log_image(pid, b)?;
+                    lsn = log.log_image_held(pid, b);
                 }
-                log.log_op(op)?;
+                log.log_op_held(op);
             }
             let out = change(b, plan);
             page::set_stamp(b, stamp);
             Ok(Some((out, lsn)))
         };
-        self.shared_access(pid, |io, miss| self.pool.write(io, pid, miss, f))
+        let out = self.shared_access(pid, |io, miss| self.pool.write(io, pid, miss, f))?;
+        // With the latch released: readers of the page do not wait for the WAL's write.
+        self.hand_off_shared()?;
+        Ok(out)
+    }
+
+    /// Log `op` from one of many threads, under a latch of the caller's that orders the
+    /// operation with the others on what it changes (an engine's in-memory buffer): the
+    /// record is buffered and nothing is written; the caller calls
+    /// [`Pager::hand_off_shared`] after it lets go of that latch.
+    pub fn log_op_shared(&self, op: &LogicalOp) {
+        shared(&self.log).log_op_held(op);
+    }
+
+    /// Hand the WAL's buffered records to the file once they fill a write chunk, from any
+    /// thread, holding no latch but the WAL's (after [`Pager::log_op_shared`] or a shared
+    /// write).
+    pub fn hand_off_shared(&self) -> Result<()> {
+        shared(&self.log).hand_off_if_full()
     }
 
     /// Run `access` on page `pid` through the pool's shared mode with the device (or the

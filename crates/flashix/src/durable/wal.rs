@@ -235,16 +235,30 @@ impl Wal {
     }
 
     fn append(&mut self, kind: u8, payload_writer: impl FnOnce(&mut Vec<u8>)) -> Result<Lsn> {
+        let lsn = self.append_held(kind, payload_writer);
+        self.hand_off_if_full()?;
+        Ok(lsn)
+    }
+
+    /// Buffer a record and write nothing, however full the buffer: for a caller that holds
+    /// a latch other threads wait on, which hands a full buffer to the file after it lets
+    /// go of the latch ([`Wal::hand_off_if_full`]).
+    fn append_held(&mut self, kind: u8, payload_writer: impl FnOnce(&mut Vec<u8>)) -> Lsn {
         if self.buf.is_empty() {
             // The append's start record, its `durable` filled in when it is handed to the
             // file (`write_out`).
             self.push_record(KIND_APPEND, |b| b.extend_from_slice(&0u64.to_le_bytes()));
         }
         self.push_record(kind, payload_writer);
-        if self.buf.len() >= WRITE_CHUNK {
-            self.write_out()?;
+        self.end()
+    }
+
+    /// Hand the buffered records to the file once they fill a write chunk.
+    pub fn hand_off_if_full(&mut self) -> Result<()> {
+        match self.buf.len() >= WRITE_CHUNK {
+            true => self.write_out(),
+            false => Ok(()),
         }
-        Ok(self.end())
     }
 
     /// Add one record to the buffer.
@@ -275,8 +289,21 @@ impl Wal {
 
     /// Append a page's before-image.
     pub fn log_image(&mut self, page: PageId, bytes: &[u8]) -> Result<Lsn> {
+        let lsn = self.log_image_held(page, bytes);
+        self.hand_off_if_full()?;
+        Ok(lsn)
+    }
+
+    /// [`Wal::log_op`] that writes nothing ([`Wal::append_held`]).
+    pub fn log_op_held(&mut self, op: &LogicalOp) -> Lsn {
+        self.stats.records += 1;
+        self.append_held(KIND_OP, |b| op.encode(b))
+    }
+
+    /// [`Wal::log_image`] that writes nothing ([`Wal::append_held`]).
+    pub fn log_image_held(&mut self, page: PageId, bytes: &[u8]) -> Lsn {
         self.stats.page_images += 1;
-        self.append(KIND_IMAGE, |b| {
+        self.append_held(KIND_IMAGE, |b| {
             b.extend_from_slice(&page.to_le_bytes());
             b.extend_from_slice(bytes);
         })
