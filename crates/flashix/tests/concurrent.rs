@@ -479,3 +479,71 @@ fn regression_reads_that_return_after_a_power_cut_are_right() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
+
+/// The B-link tree's splits beside other threads (`engine::btree`, Thread safety): four
+/// threads insert interleaved keys, so that they meet in the same leaves and split them
+/// and their parents under latches while the others write and read; afterwards the tree
+/// holds its invariants (`check_integrity`) and exactly the keys written, and a reopened
+/// index holds the same. Whether writes overlap is the scheduler's choice, so rounds of
+/// fresh keys run until splits were made beside other threads (a bounded number).
+#[test]
+fn btree_splits_beside_other_threads() {
+    use flashix::{Db, Options};
+    use std::collections::BTreeMap;
+    const THREADS: u64 = 4;
+    const PER_THREAD: u64 = 3_000;
+    const MAX_ROUNDS: u64 = 20;
+    let (_guard, dir) = index_dir(4 << 20);
+    let opts = Options::new(EngineKind::BTree)
+        .page_size(512)
+        .buffer_pool_bytes(1024 * 512);
+    let db = Db::create(&dir, opts).expect("create");
+    let mut model = BTreeMap::new();
+    let check = |db: &Db, model: &BTreeMap<u64, u64>| {
+        db.check_integrity().expect("check_integrity");
+        let got: BTreeMap<u64, u64> = db
+            .range(..)
+            .expect("range")
+            .map(|r| r.expect("range"))
+            .collect();
+        assert!(&got == model, "contents differ from the model");
+    };
+    let shared_splits = |db: &Db| db.stats().engine_counters.get("shared_splits").copied();
+    for round in 0..MAX_ROUNDS {
+        let base = round * THREADS * PER_THREAD;
+        let start = std::sync::Barrier::new(THREADS as usize);
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let (db, start) = (&db, &start);
+                s.spawn(move || {
+                    start.wait();
+                    for i in 0..PER_THREAD {
+                        let k = base + i * THREADS + t;
+                        db.insert(k, k ^ 0xabcd).expect("insert");
+                        if i % 7 == 0 {
+                            // A read of a key another thread writes, beside the splits.
+                            let other = base + i * THREADS + (t + 1) % THREADS;
+                            if let Some(v) = db.get(other).expect("get") {
+                                assert_eq!(v, other ^ 0xabcd, "key {other}");
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        model.extend((base..base + THREADS * PER_THREAD).map(|k| (k, k ^ 0xabcd)));
+        check(&db, &model);
+        if shared_splits(&db).unwrap_or(0) > 0 {
+            break;
+        }
+    }
+    let splits = shared_splits(&db);
+    eprintln!("shared splits: {splits:?} ({} keys)", model.len());
+    assert!(
+        splits.is_some_and(|n| n > 0),
+        "no split ran beside another thread"
+    );
+    db.close().expect("close");
+    let db = Db::open(&dir).expect("reopen");
+    check(&db, &model);
+}

@@ -544,7 +544,8 @@ impl BufferPool {
     /// `super::SharedPool::clean_ahead`), so that it does not hold its engine's lock
     /// across a page write; `None` then only when every unpinned frame is dirty. Counted
     /// as a miss.
-    pub(super) fn claim(&mut self, pid: PageId, clean: bool) -> Option<FrameId> {
+    /// A miss is counted with `miss` (not for a new page's frame).
+    pub(super) fn claim(&mut self, pid: PageId, clean: bool, miss: bool) -> Option<FrameId> {
         let f = match self.spare() {
             Some(f) => f,
             None => {
@@ -556,7 +557,9 @@ impl BufferPool {
                 f
             }
         };
-        self.stats.misses += 1;
+        if miss {
+            self.stats.misses += 1;
+        }
         self.install_unindexed(f, pid, false);
         self.frames[f].loading = true;
         Some(f)

@@ -241,6 +241,33 @@ impl SharedPool {
         Ok(Some(r?.map(|(t, _)| t)))
     }
 
+    /// Make a frame for new page `pid` (one no other thread knows yet: just allocated)
+    /// from one of many threads, its bytes zeroed and then set by `init` under its latch
+    /// held exclusive, and mark it dirty (a new page needs no before-image, so no LSN).
+    /// Its frame is claimed as a miss beside other threads claims one
+    /// ([`Miss::LoadClean`]), reading nothing.
+    pub fn create(
+        &self,
+        io: &dyn SharedIo,
+        pid: PageId,
+        init: impl FnOnce(&mut [u8]),
+    ) -> Result<()> {
+        let Some((pin, bytes)) = self.pin_for(io, pid, Miss::LoadClean, true)? else {
+            return Err(Error::PageMiss);
+        };
+        {
+            let _alone = pin.latch().bytes.write().unwrap_or_else(|e| e.into_inner());
+            // SAFETY: the frame is pinned until `unpin` below and its latch is held
+            // exclusive (as in `write`).
+            let b = unsafe { std::slice::from_raw_parts_mut(bytes.0.cast_mut(), bytes.1) };
+            b.fill(0);
+            init(b);
+        }
+        self.lock().pool.changed_shared(pid, 0);
+        self.unpin(pin);
+        Ok(())
+    }
+
     fn unpin(&self, pin: Pin) {
         let free = match pin {
             Pin::Hit(h) => h.release(),
@@ -340,6 +367,19 @@ impl SharedPool {
         pid: PageId,
         miss: Miss,
     ) -> Result<Option<(Pin, (*const u8, usize))>> {
+        self.pin_for(io, pid, miss, false)
+    }
+
+    /// [`SharedPool::pin`]; with `new`, a miss zeroes the frame instead of reading the
+    /// page (a page just allocated, [`SharedPool::create`]).
+    #[allow(clippy::type_complexity)]
+    fn pin_for(
+        &self,
+        io: &dyn SharedIo,
+        pid: PageId,
+        miss: Miss,
+        new: bool,
+    ) -> Result<Option<(Pin, (*const u8, usize))>> {
         #[cfg(test)]
         let fast = !self.broken_ignores_loading;
         #[cfg(not(test))]
@@ -374,7 +414,7 @@ impl SharedPool {
                 Lookup::Miss if miss == Miss::Stop => return Ok(None),
                 Lookup::Miss => {}
             }
-            if let Some(f) = s.pool.claim(pid, miss == Miss::LoadClean) {
+            if let Some(f) = s.pool.claim(pid, miss == Miss::LoadClean, !new) {
                 let check = s.pool.page_check();
                 let (p, n) = s.pool.frame_ptr(f);
                 let latch = s.pool.frame_latch(f);
@@ -382,10 +422,16 @@ impl SharedPool {
                 // SAFETY: `f` is pinned and marked loading: no other thread reads or writes
                 // its buffer until `loaded` below (module doc, step 2).
                 let buf = unsafe { std::slice::from_raw_parts_mut(p, n) };
-                let r = io
-                    .read_page(pid, buf)
-                    .and_then(|_| page::verify(pid, buf))
-                    .and_then(|_| check(pid, buf));
+                let r = match new {
+                    true => {
+                        buf.fill(0);
+                        Ok(())
+                    }
+                    false => io
+                        .read_page(pid, buf)
+                        .and_then(|_| page::verify(pid, buf))
+                        .and_then(|_| check(pid, buf)),
+                };
                 let mut s = self.lock();
                 s.pool.loaded(f, r.is_ok());
                 if self.waiters.load(Ordering::SeqCst) > 0 {

@@ -102,6 +102,23 @@ impl Drop for Armed {
     }
 }
 
+/// Run `f` with this thread's reads loading the pages they miss under the lock instead of
+/// stopping at one, then armed as before: for the part of a shared write after it changed
+/// the structure (a split's separator going up), which must not run twice.
+pub fn loading<T>(f: impl FnOnce() -> T) -> T {
+    let was = STATE.with(|s| match &mut *s.borrow_mut() {
+        State::Armed { stop, .. } => std::mem::replace(stop, false),
+        _ => false,
+    });
+    let out = f();
+    STATE.with(|s| {
+        if let State::Armed { stop, .. } = &mut *s.borrow_mut() {
+            *stop = was;
+        }
+    });
+    out
+}
+
 /// What the Pager's shared read of `pid`, a page the pool may not hold, does now.
 pub(super) enum Plan {
     /// Load it from the device as usual (`armed`: into a clean frame, the read running

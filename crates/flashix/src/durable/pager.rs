@@ -176,7 +176,9 @@ pub struct Pager {
     watch: Arc<WriteWatch>,
     pool: SharedPool,
     log: Mutex<Log>,
-    alloc: ExtentAllocator,
+    /// The extent allocator: under its mutex for a shared writer's new page
+    /// ([`Pager::alloc_page_shared`]).
+    alloc: Mutex<ExtentAllocator>,
     config: PagerConfig,
     /// [`page::stamp_of`] the current WAL generation.
     stamp: u32,
@@ -204,7 +206,7 @@ impl Pager {
             watch,
             pool: SharedPool::new(pool),
             log: Mutex::new(log),
-            alloc,
+            alloc: Mutex::new(alloc),
             config,
             stamp,
         })
@@ -260,7 +262,7 @@ impl Pager {
             watch,
             pool: SharedPool::new(pool),
             log: Mutex::new(log),
-            alloc,
+            alloc: Mutex::new(alloc),
             config,
             stamp,
         };
@@ -386,7 +388,7 @@ impl Pager {
     /// `len` new contiguous zeroed pages changed through the pool like
     /// [`Pager::alloc_page`]'s (multi-page nodes: the PIO B-tree's leaf segments).
     pub fn alloc_run(&mut self, len: u64) -> Result<Extent> {
-        let e = self.alloc.alloc(len)?;
+        let e = exclusive(&mut self.alloc).alloc(len)?;
         for pid in e.start..e.end() {
             self.create_stamped(pid)?;
         }
@@ -395,7 +397,7 @@ impl Pager {
 
     /// A new zeroed page (not in the checkpoint image, so it needs no before-image).
     pub fn alloc_page(&mut self) -> Result<PageId> {
-        let pid = self.alloc.alloc_page()?;
+        let pid = exclusive(&mut self.alloc).alloc_page()?;
         self.create_stamped(pid)?;
         Ok(pid)
     }
@@ -414,7 +416,7 @@ impl Pager {
     /// Free a page; it is reused only after the next checkpoint.
     pub fn free_page(&mut self, pid: PageId) {
         self.pool.get_mut().discard(pid);
-        self.alloc.free(Extent { start: pid, len: 1 });
+        exclusive(&mut self.alloc).free(Extent { start: pid, len: 1 });
     }
 
     /// A run of `len` new contiguous pages for structures written sequentially and
@@ -422,7 +424,7 @@ impl Pager {
     /// through [`Pager::device`] while they are new, never changed in place afterwards, and
     /// become part of the durable state with the next checkpoint's manifest.
     pub fn alloc_extent(&mut self, len: u64) -> Result<Extent> {
-        self.alloc.alloc(len)
+        exclusive(&mut self.alloc).alloc(len)
     }
 
     /// Free a run; its pages are reused only after the next checkpoint (shadow paging).
@@ -430,19 +432,19 @@ impl Pager {
         for pid in e.start..e.end() {
             self.pool.get_mut().discard(pid);
         }
-        self.alloc.free(e);
+        exclusive(&mut self.alloc).free(e);
     }
 
     /// Pages freed since the last checkpoint: they stay allocated on the device (the
     /// durable manifest may still refer to them) until the next one.
     pub fn pending_free_pages(&self) -> u64 {
-        self.alloc.pending_pages()
+        shared(&self.alloc).pending_pages()
     }
 
     /// Whether the device has a fixed size ([`crate::io::Device::capacity_pages`]): pages
     /// freed and not yet reusable then take room a later allocation may need.
     pub fn fixed_capacity(&self) -> bool {
-        self.alloc.is_limited()
+        shared(&self.alloc).is_limited()
     }
 
     /// Whether a structure that is shadow-paged by extents (it writes new extents and frees
@@ -494,15 +496,16 @@ impl Pager {
         pool.flush_all(dev, &mut barrier)?;
         dev.sync()?;
         let log = exclusive(&mut self.log);
-        log.switch(self.alloc.state(), engine_state)?;
-        self.alloc.commit();
+        log.switch(exclusive(&mut self.alloc).state(), engine_state)?;
+        exclusive(&mut self.alloc).commit();
         self.stamp = page::stamp_of(log.generation());
         Ok(())
     }
 
-    /// The extent allocator (integrity checks).
-    pub fn allocator(&self) -> &ExtentAllocator {
-        &self.alloc
+    /// The extent allocator (integrity checks), under its mutex: the guard must be
+    /// dropped before the Pager allocates or frees.
+    pub fn allocator(&self) -> MutexGuard<'_, ExtentAllocator> {
+        shared(&self.alloc)
     }
 
     /// Device counters.
@@ -606,6 +609,17 @@ impl Pager {
         decide: impl FnOnce(&[u8]) -> Option<P>,
         change: impl FnOnce(&mut [u8], P) -> T,
     ) -> Result<Option<T>> {
+        self.write_shared_as(pid, Some(op), decide, change)
+    }
+
+    /// [`Pager::write_shared`], logging `op` if there is one.
+    fn write_shared_as<P, T>(
+        &self,
+        pid: PageId,
+        op: Option<&LogicalOp>,
+        decide: impl FnOnce(&[u8]) -> Option<P>,
+        change: impl FnOnce(&mut [u8], P) -> T,
+    ) -> Result<Option<T>> {
         let stamp = self.stamp;
         let f = |b: &mut [u8]| -> Result<Option<(T, u64)>> {
             let Some(plan) = decide(b) else {
@@ -617,7 +631,9 @@ impl Pager {
                 if page::stamp(b) != stamp {
                     lsn = log.log_image_held(pid, b);
                 }
-                log.log_op_held(op);
+                if let Some(op) = op {
+                    log.log_op_held(op);
+                }
             }
             let out = change(b, plan);
             page::set_stamp(b, stamp);
@@ -627,6 +643,32 @@ impl Pager {
         // With the latch released: readers of the page do not wait for the WAL's write.
         self.hand_off_shared()?;
         Ok(out)
+    }
+
+    /// A new page from one of many threads (a shared writer's split), its bytes set by
+    /// `init` and stamped with the current generation: it is not in the checkpoint image,
+    /// so it needs no before-image ([`Pager::alloc_page`]'s). The caller holds no latch
+    /// another thread could hold while it waits for this one's.
+    pub fn alloc_page_shared(&self, init: impl FnOnce(&mut [u8])) -> Result<PageId> {
+        let pid = shared(&self.alloc).alloc_page()?;
+        let stamp = self.stamp;
+        self.pool.create(&SharedPagerIo(self), pid, |b| {
+            init(b);
+            page::set_stamp(b, stamp);
+        })?;
+        Ok(pid)
+    }
+
+    /// [`Pager::write_shared`] of a change that logs no operation of its own (a shared
+    /// writer's split reaching a parent: its operation was logged with the leaf's change),
+    /// only the page's before-image on its first change since the checkpoint.
+    pub fn change_shared<P, T>(
+        &self,
+        pid: PageId,
+        decide: impl FnOnce(&[u8]) -> Option<P>,
+        change: impl FnOnce(&mut [u8], P) -> T,
+    ) -> Result<Option<T>> {
+        self.write_shared_as(pid, None, decide, change)
     }
 
     /// Log `op` from one of many threads, under a latch of the caller's that orders the

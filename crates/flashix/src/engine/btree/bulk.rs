@@ -40,12 +40,12 @@ impl BTree {
     fn bulk_load(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
         let (leaf, inner) = self.fills();
         // The empty tree is a single empty root leaf.
-        let old_root = self.root;
+        let (old_root, _) = self.top.load();
         self.pager.free_page(old_root);
         let mut entries = sorted.iter().copied();
         let next = |_: &mut _| Ok(entries.next());
         let built = bulk::build_blink(&mut self.pager, sorted.len(), next, leaf, inner)?;
-        (self.root, self.height, self.leaves) = (built.root, built.height, built.leaves);
+        self.set_tree(built.root, built.height, built.leaves)?;
         *self.entries.get_mut() = sorted.len() as u64;
         Ok(())
     }

@@ -33,7 +33,8 @@ impl BTree {
             entries: 0,
             last: HashMap::new(),
         };
-        self.check_node(self.root, self.height - 1, None, None, true, &mut w)?;
+        let (root, height) = self.top.load();
+        self.check_node(root, height - 1, None, None, true, &mut w)?;
         for (level, &(pid, right)) in &w.last {
             if right != node::NONE {
                 return Err(bad(
@@ -57,7 +58,7 @@ impl BTree {
         }
         if w.entries != self.entries() {
             return Err(bad(
-                self.root,
+                root,
                 format!(
                     "tree holds {} entries, header says {}",
                     w.entries,
@@ -65,13 +66,13 @@ impl BTree {
                 ),
             ));
         }
-        if w.leaves.len() as u64 != self.leaves {
+        if w.leaves.len() as u64 != self.leaves() {
             return Err(bad(
-                self.root,
+                root,
                 format!(
                     "tree has {} leaves, header says {}",
                     w.leaves.len(),
-                    self.leaves
+                    self.leaves()
                 ),
             ));
         }
@@ -228,7 +229,7 @@ mod tests {
         // 3,000 ascending keys: 23 leaves under a root of 22 separators.
         let mut t = tree(0..3000);
         t.check().unwrap();
-        assert_eq!(t.height, 2);
+        assert_eq!(t.top.load().1, 2);
         t.inner_cap = 20;
         let d = violation(&mut t);
         assert!(

@@ -14,40 +14,39 @@ use crate::io::PageId;
 use crate::kit::api::SharedWrite;
 use crate::kit::bnode::leaves::{self, Repair};
 use crate::kit::bnode::{node, spine};
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
 
 impl BTree {
     /// A delete beside other readers and shared writes, as [`BTree::insert_shared`] is the
-    /// insert: a key that is absent needs nothing (the search is the delete's instant); a
-    /// key whose leaf keeps its minimum without it (or is the root) is removed under the
-    /// leaf's latch, logged there; otherwise (an underflow to repair, or the key gone
-    /// since the search) the delete changes nothing and asks for the exclusive lock.
+    /// insert: under the latch of the key's leaf (found by moving right), a key that is
+    /// absent needs nothing (that look is the delete's instant); a key whose leaf keeps
+    /// its minimum without it (or is the root) is removed there, logged there; otherwise
+    /// (an underflow to repair) the delete changes nothing and asks for the exclusive
+    /// lock. Whether the leaf is the root is read under its latch: only the holder of the
+    /// root's latch changes the root beside other threads.
     pub(super) fn delete_shared(&self, k: u64) -> Result<SharedWrite> {
         let leaf = self.walk_down(k, None)?;
-        let found = self.pager.read_shared(leaf, |b| {
-            let above = node::side(b).is_some_and(|s| s.above(k));
-            (above, node::search(b, k).is_ok())
-        })?;
-        match found {
-            (true, _) => return Ok(SharedWrite::Exclusive),
-            (false, false) => return Ok(SharedWrite::Done),
-            (false, true) => {}
-        }
-        let min = if self.height == 1 { 0 } else { self.leaf_min() };
-        let decide = |b: &[u8]| {
-            if node::side(b).is_some_and(|s| s.above(k)) || node::count(b) <= min {
-                return None;
+        let min = self.leaf_min();
+        let absent = Cell::new(false);
+        let decide = |pid: PageId, b: &[u8]| match node::search(b, k) {
+            Err(_) => {
+                absent.set(true);
+                None
             }
-            node::search(b, k).ok()
+            Ok(i) if node::count(b) > min || self.top.load().0 == pid => Some(i),
+            Ok(_) => None,
         };
-        let change = |b: &mut [u8], i: usize| node::remove_at(b, i);
+        let change = |_: PageId, b: &mut [u8], i: usize| node::remove_at(b, i);
         let op = LogicalOp::Delete(k);
         if self
-            .pager
-            .write_shared(leaf, &op, decide, change)?
+            .at_node_shared(leaf, k, 0, Some(&op), decide, change)?
             .is_none()
         {
-            return Ok(SharedWrite::Exclusive);
+            return Ok(match absent.get() {
+                true => SharedWrite::Done,
+                false => SharedWrite::Exclusive,
+            });
         }
         self.entries.fetch_sub(1, Ordering::Relaxed);
         Ok(self.after_shared_write())
@@ -106,17 +105,15 @@ impl BTree {
             redistribute,
         )? {
             Repair::Redistributed => {
-                self.counters.redistributions += 1;
+                *self.counters.redistributions.get_mut() += 1;
                 return Ok(());
             }
             Repair::Merged => {
-                self.leaves -= 1;
-                self.counters.merges += 1;
+                *self.leaves.get_mut() -= 1;
+                *self.counters.merges.get_mut() += 1;
             }
         }
         path.push((parent, slot));
-        let ev = self.spine().repair_underflow(path, 1)?;
-        self.count(ev);
-        Ok(())
+        self.with_spine(|sp| sp.repair_underflow(path, 1))
     }
 }

@@ -3,59 +3,59 @@
 //! internal node at the inner order (`BTreeOptions::{leaf_order, inner_order}`, else what a
 //! page holds).
 
+use super::latched::{LeafDone, LeafPlan};
 use super::BTree;
-use crate::durable::{LogicalOp, Store};
+use crate::durable::{outside, LogicalOp, Store};
 use crate::error::Result;
 use crate::io::PageId;
 use crate::kit::api::SharedWrite;
 use crate::kit::bnode::{leaves, node};
 use std::sync::atomic::Ordering;
 
-/// What a shared insert does to its leaf.
-enum Change {
-    /// Replace the value at this slot.
-    Replace(usize),
-    /// Insert the entry at this slot (the leaf has room).
-    Add(usize),
-}
-
 impl BTree {
-    /// An insert beside other readers and shared inserts (module doc, Thread safety): when
-    /// the key's leaf has room (or holds the key), the insert is logged and made under the
-    /// leaf's latch ([`crate::durable::Pager::write_shared`]); otherwise (a split) it
-    /// changes nothing and asks for the exclusive lock. A leaf the descent reaches is the
-    /// key's (splits run under the exclusive lock, so no split can come between the
-    /// descent and the latch), and a B-link leaf whose high key is at or below the key is
-    /// left to the exclusive path all the same.
+    /// An insert beside other readers and shared writes (module doc, Thread safety): the
+    /// key's leaf, found by moving right from where the descent ended, is changed under
+    /// its latch, the insert logged there ([`crate::durable::Pager::write_shared`]); a
+    /// full leaf splits under it ([`BTree::split_leaf_shared`]) and the separator goes up
+    /// after it is released ([`BTree::insert_separator_shared`]). With a pool too small
+    /// for splits beside other threads, an insert that would split changes nothing and
+    /// asks for the exclusive lock.
     pub(super) fn insert_shared(&self, k: u64, v: u64) -> Result<SharedWrite> {
         let leaf = self.walk_down(k, None)?;
         let cap = self.leaf_cap;
         let op = LogicalOp::Insert(k, v);
-        let decide = |b: &[u8]| {
-            if node::side(b).is_some_and(|s| s.above(k)) {
-                return None;
-            }
-            match node::search(b, k) {
-                Ok(i) => Some(Change::Replace(i)),
-                Err(i) if node::count(b) < cap => Some(Change::Add(i)),
-                Err(_) => None,
-            }
+        let decide = |_: PageId, b: &[u8]| match node::search(b, k) {
+            Ok(i) => Some(LeafPlan::Replace(i)),
+            Err(i) if node::count(b) < cap => Some(LeafPlan::Add(i)),
+            Err(i) if self.splits_shared() => Some(LeafPlan::Split(i)),
+            Err(_) => None,
         };
-        let change = |b: &mut [u8], c: Change| match c {
-            Change::Replace(i) => {
+        let change = |pid: PageId, b: &mut [u8], plan: LeafPlan| match plan {
+            LeafPlan::Replace(i) => {
                 node::set_val(b, i, v);
-                false
+                Ok(LeafDone::Replaced)
             }
-            Change::Add(i) => {
+            LeafPlan::Add(i) => {
                 node::insert_at(b, i, k, v);
-                true
+                Ok(LeafDone::Added)
             }
+            LeafPlan::Split(i) => self.split_leaf_shared(pid, b, i, (k, v)),
         };
-        let Some(added) = self.pager.write_shared(leaf, &op, decide, change)? else {
+        let Some(done) = self.at_node_shared(leaf, k, 0, Some(&op), decide, change)? else {
             return Ok(SharedWrite::Exclusive);
         };
-        if added {
-            self.entries.fetch_add(1, Ordering::Relaxed);
+        match done? {
+            LeafDone::Replaced => {}
+            LeafDone::Added => {
+                self.entries.fetch_add(1, Ordering::Relaxed);
+            }
+            LeafDone::Split { sep, right, grew } => {
+                self.entries.fetch_add(1, Ordering::Relaxed);
+                if !grew {
+                    // The leaf changed: what follows loads its misses, never runs twice.
+                    outside::loading(|| self.insert_separator_shared(sep, right, 1))?;
+                }
+            }
         }
         Ok(self.after_shared_write())
     }
@@ -97,8 +97,8 @@ impl BTree {
         es.insert(pos, (k, v));
         let (sep, right) = leaves::split(&mut self.pager, leaf, link, side, &es)?;
         *self.entries.get_mut() += 1;
-        self.leaves += 1;
-        self.counters.leaf_splits += 1;
+        *self.leaves.get_mut() += 1;
+        *self.counters.leaf_splits.get_mut() += 1;
         self.insert_into_parent(path, sep, right, 1)
     }
 
@@ -111,8 +111,6 @@ impl BTree {
         right: PageId,
         level: u32,
     ) -> Result<()> {
-        let ev = self.spine().insert_separator(path, sep, right, level)?;
-        self.count(ev);
-        Ok(())
+        self.with_spine(|sp| sp.insert_separator(path, sep, right, level))
     }
 }

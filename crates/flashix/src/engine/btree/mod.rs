@@ -8,10 +8,10 @@
 //! operations on B-trees", 1981): each also names its right sibling at its level and its
 //! high key, a split writes the new right node before the old node links to it and before
 //! the parent's separator, and every descent moves right from a node whose high key is at
-//! or below its key (`at_key`). That is what lets a reader (or, with latches per node, a
-//! writer) reach a node after it split and still find its key; under one writer at a time
-//! (Thread safety) a descent never needs to move right, and does the same reads as a plain
-//! B+-tree's.
+//! or below its key (`at_key`). That is what lets a reader or a writer reach a node after
+//! it split and still find its key, so that splits run under one latch per node beside
+//! other threads (Thread safety). Alone (one thread, or a write under the exclusive lock)
+//! a descent never needs to move right and does the same reads as a plain B+-tree's.
 //!
 //! # Node orders
 //! A node holds at most its kind's *order* of entries: the leaf order for a leaf (key,
@@ -71,23 +71,40 @@
 //!
 //! **Point writes beside each other.** An insert or delete made while other operations
 //! are in progress also holds the lock shared (`Shareable::PARALLEL_POINT_WRITES`,
-//! [`BTree::insert_shared`], [`BTree::delete_shared`]): it descends as a reader does and,
-//! when the key's leaf can take the change without a split or an underflow (an insert of a
-//! key the leaf holds or has room for; a delete that leaves the leaf at its minimum or
-//! above, or from a root leaf), changes the leaf under its frame's latch held exclusive,
-//! logging the operation (and the page's before-image, on its first change since the
-//! checkpoint) under the WAL's lock while it holds the latch (`Pager::write_shared`); a
-//! delete of an absent key changes nothing. Why that is safe: such a write changes one
-//! leaf and nothing a descent reads (no separator, link or high key), so the leaf a
-//! descent reaches is the key's; readers and writers of the leaf are ordered by its latch,
-//! so each single-key operation takes effect at one instant inside its call
-//! (linearizable), and the WAL holds the operations on a leaf in the order they were made.
-//! A scan's position (a leaf) stays valid across such writes: the leaf is neither freed
-//! nor split by them. A write that would split or underflow its leaf, and every other
-//! write (bulk and range operations, batches, flushes, checkpoints), holds the lock
-//! exclusive, one at a time, and sees no reader: a split or merge is never seen half done.
-//! The B-link fields (module doc above) are what will let splits run under latches too;
-//! at one thread every write takes the serial path.
+//! [`BTree::insert_shared`], [`BTree::delete_shared`]) and follows Lehman and Yao's
+//! protocol with the buffer pool's frame latches as the node locks ([`latched`]): it
+//! descends as a reader does, latches the leaf it reached exclusive and moves right
+//! (latch released, next latched) while the key is at or above the leaf's high key; it
+//! then changes the leaf under the latch, logging the operation (and the page's
+//! before-image, on its first change since the checkpoint) under the WAL's lock while it
+//! holds the latch (`Pager::write_shared`; the WAL's write of a full buffer waits until
+//! the latch is released). A full leaf splits under its latch: the new right leaf is
+//! written first (a fresh page, `Pager::alloc_page_shared`), then the old leaf keeps the
+//! lower half, links to it and takes the separator as its high key; the latch is released
+//! and the separator goes into the parent, found by descending again to level 1 and moving
+//! right under the parent's latch, and so on up while parents split; a split of the root
+//! makes the new root under the old root's latch and publishes root and height in one word
+//! ([`latched::Top`]). A delete of an absent key changes nothing; a delete that leaves a
+//! non-root leaf at its minimum or above is made under the leaf's latch; one that would
+//! underflow asks for the exclusive lock (merges run only there: no merge under latches, so
+//! a node is never freed while a thread may hold a pointer to it).
+//!
+//! Why that is safe: every thread holds at most one node's latch (besides the pages it
+//! creates, which nobody else knows), so latches cannot deadlock; a node is changed only
+//! under its latch and looked at only under it (shared, by readers), so no thread sees a
+//! node half written; and from the moment a split's latch is released every key is found
+//! from any node to its left by moving right, with or without the parent's separator, so
+//! a descent that read a pointer before a split still reaches the key's node. Each
+//! single-key operation takes effect under the latch of the leaf that holds its key
+//! (linearizable there), and the WAL holds the operations on a key in that order (a key
+//! that moves in a split moves under the latch of the leaf it leaves). A scan's position
+//! (a leaf) stays valid across such writes: no shared write frees a leaf, and a split
+//! leaves the keys it moves reachable through the leaf's link. When no shared write is in
+//! progress every split's separators are in place, so the exclusive paths (merges, bulk
+//! and range operations, batches, checkpoints, checks) see a B+-tree, alone. A pool of
+//! fewer than [`latched::SHARED_SPLIT_FRAMES`] frames splits under the exclusive lock, so
+//! that the pins of splits beside each other cannot exhaust it. At one thread every write
+//! takes the serial path.
 //!
 //! An exclusive point write beside other operations walks to its leaf first (its misses
 //! read outside the lock) and writes back a few dirty pages at the pool's LRU end under
@@ -104,7 +121,10 @@ mod bulk;
 mod check;
 mod delete;
 mod insert;
+mod latched;
 mod upgrade;
+
+use latched::Top;
 
 use crate::durable::Manifest;
 use crate::durable::{logged_engine_methods, Logged};
@@ -137,23 +157,28 @@ struct State {
     leaves: u64,
 }
 
-#[derive(Debug, Default, Clone)]
+/// What the tree did since open (splits also beside other threads: atomics).
+#[derive(Debug, Default)]
 struct Counters {
-    leaf_splits: u64,
-    internal_splits: u64,
-    root_splits: u64,
-    merges: u64,
-    redistributions: u64,
+    leaf_splits: AtomicU64,
+    internal_splits: AtomicU64,
+    root_splits: AtomicU64,
+    merges: AtomicU64,
+    redistributions: AtomicU64,
+    /// Leaf splits made beside other threads ([`latched`]).
+    shared_splits: AtomicU64,
 }
 
 /// The B+-tree engine.
 pub struct BTree {
     pager: Pager,
-    root: PageId,
-    height: u32,
+    /// The root and the height, changed beside other threads by a root split
+    /// ([`latched`]).
+    top: Top,
     /// Entries in the tree (shared inserts add to it beside each other).
     entries: AtomicU64,
-    leaves: u64,
+    /// Leaves in the tree (shared splits add to it).
+    leaves: AtomicU64,
     /// Most entries of a leaf ([`BTreeOptions::leaf_order`], else a page's capacity).
     leaf_cap: usize,
     /// Most separators of an internal node ([`BTreeOptions::inner_order`], else a page's
@@ -167,6 +192,10 @@ pub struct BTree {
     /// [`BTree::delete_shared`]).
     shared_writes: AtomicU64,
     counters: Counters,
+    /// A deliberately broken protocol for the model tests ([`latched`]): shared writers
+    /// change the node their descent reached without moving right.
+    #[cfg(test)]
+    broken_no_move_right: bool,
 }
 
 /// Check the B+-tree's options.
@@ -225,18 +254,20 @@ impl BTree {
         pager.write(root, |b| {
             node::init_blink(b, 0, node::NONE, node::Side::END, &[])
         })?;
+        let top = Top::new(root, 1).ok_or_else(|| bad_top(root, 1))?;
         let mut t = BTree {
             pager,
-            root,
-            height: 1,
+            top,
             entries: AtomicU64::new(0),
-            leaves: 1,
+            leaves: AtomicU64::new(1),
             leaf_cap,
             inner_cap,
             bulk_fill: o.bulk_fill,
             upgraded: false,
             shared_writes: AtomicU64::new(0),
             counters: Counters::default(),
+            #[cfg(test)]
+            broken_no_move_right: false,
         };
         t.checkpoint()?;
         Ok(t)
@@ -254,26 +285,25 @@ impl BTree {
         let config = s.pager_config(MIN_FRAMES, 0);
         let (mut pager, ops) = Pager::open(storage.device, storage.vfs, &manifest, config)?;
         pager.set_page_check(node::check_page);
+        if !crate::kit::api::plausible_height(state.height) {
+            return Err(bad_top(state.root, state.height));
+        }
+        let top =
+            Top::new(state.root, state.height).ok_or_else(|| bad_top(state.root, state.height))?;
         let mut t = BTree {
             pager,
-            root: state.root,
-            height: state.height,
+            top,
             entries: AtomicU64::new(state.entries),
-            leaves: state.leaves,
+            leaves: AtomicU64::new(state.leaves),
             leaf_cap,
             inner_cap,
             bulk_fill: o.bulk_fill,
             upgraded: false,
             shared_writes: AtomicU64::new(0),
             counters: Counters::default(),
+            #[cfg(test)]
+            broken_no_move_right: false,
         };
-        if !crate::kit::api::plausible_height(state.height) {
-            return Err(Error::corruption(
-                "MANIFEST",
-                None,
-                format!("B+-tree height {}", state.height),
-            ));
-        }
         if manifest.format_version < upgrade::BLINK_FORMAT {
             t.upgrade()?;
         }
@@ -286,12 +316,18 @@ impl BTree {
         self.entries.load(Ordering::Relaxed)
     }
 
+    /// Leaves in the tree.
+    fn leaves(&self) -> u64 {
+        self.leaves.load(Ordering::Relaxed)
+    }
+
     fn state(&self) -> serde_json::Value {
+        let (root, height) = self.top.load();
         serde_json::json!(State {
-            root: self.root,
-            height: self.height,
+            root,
+            height,
             entries: self.entries(),
-            leaves: self.leaves,
+            leaves: self.leaves(),
         })
     }
 
@@ -305,44 +341,51 @@ impl BTree {
         self.inner_cap / 2
     }
 
-    /// The internal levels, for the shared split and underflow code.
-    fn spine(&mut self) -> spine::Spine<'_> {
-        spine::Spine {
+    /// Run `f` on the internal levels (the shared split and underflow code, under the
+    /// exclusive lock), then publish the root and height it left.
+    fn with_spine(
+        &mut self,
+        f: impl FnOnce(&mut spine::Spine<'_>) -> Result<spine::SpineEvents>,
+    ) -> Result<()> {
+        let (mut root, mut height) = self.top.load();
+        let ev = f(&mut spine::Spine {
             pager: &mut self.pager,
-            root: &mut self.root,
-            height: &mut self.height,
+            root: &mut root,
+            height: &mut height,
             cap: self.inner_cap,
             format: node::Format::BLink,
-        }
+        });
+        self.top.store(root, height)?;
+        let ev = ev?;
+        let c = &mut self.counters;
+        *c.internal_splits.get_mut() += ev.internal_splits;
+        *c.root_splits.get_mut() += ev.root_splits;
+        *c.redistributions.get_mut() += ev.redistributions;
+        *c.merges.get_mut() += ev.merges;
+        Ok(())
     }
 
-    /// Count what the spine did.
-    fn count(&mut self, ev: spine::SpineEvents) {
-        let c = &mut self.counters;
-        c.internal_splits += ev.internal_splits;
-        c.root_splits += ev.root_splits;
-        c.redistributions += ev.redistributions;
-        c.merges += ev.merges;
+    /// Set the root, height and leaf count (a tree built anew under the exclusive lock).
+    fn set_tree(&mut self, root: PageId, height: u32, leaves: u64) -> Result<()> {
+        self.top.store(root, height)?;
+        *self.leaves.get_mut() = leaves;
+        Ok(())
     }
 
     /// Descend to the leaf for `k`: the internal pages passed and the child slot taken in
     /// each, and the leaf. A write's, under the engine's exclusive lock: through the
     /// Pager's exclusive path.
     fn descend(&mut self, k: u64) -> Result<(Vec<(PageId, usize)>, PageId)> {
-        let mut path = Vec::with_capacity(self.height as usize);
-        let leaf = walk_down(
-            &mut &mut self.pager,
-            self.root,
-            self.height,
-            k,
-            Some(&mut path),
-        )?;
+        let (root, height) = self.top.load();
+        let mut path = Vec::with_capacity(height as usize);
+        let leaf = walk_down(&mut &mut self.pager, root, height, k, Some(&mut path))?;
         Ok((path, leaf))
     }
 
     /// The leaf for `k` (a reader's descent, through the Pager's shared path).
     fn walk_down(&self, k: u64, path: Option<&mut Vec<(PageId, usize)>>) -> Result<PageId> {
-        walk_down(&mut &self.pager, self.root, self.height, k, path)
+        let (root, height) = self.top.load();
+        walk_down(&mut &self.pager, root, height, k, path)
     }
 
     /// Up to `limit` keys in `[lo, hi]`.
@@ -372,6 +415,15 @@ impl BTree {
             }
         }
     }
+}
+
+/// A root and height that cannot be the tree's.
+fn bad_top(root: PageId, height: u32) -> Error {
+    Error::corruption(
+        "MANIFEST",
+        None,
+        format!("B+-tree root {root} at height {height}"),
+    )
 }
 
 fn level_error(pid: PageId, found: u32, want: u32) -> Error {
@@ -456,7 +508,8 @@ impl Shareable for BTree {
     }
 
     fn scan_shared(&self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
-        scan_leaf(&mut &self.pager, self.root, self.height, cur, out)
+        let (root, height) = self.top.load();
+        scan_leaf(&mut &self.pager, root, height, cur, out)
     }
 }
 
@@ -466,26 +519,31 @@ impl SerialEngine for BTree {
     /// Alone under the engine's exclusive lock: the shared read's descent through the
     /// Pager's exclusive path.
     fn get(&mut self, key: u64) -> Result<Option<u64>> {
-        let leaf = walk_down(&mut &mut self.pager, self.root, self.height, key, None)?;
+        let (root, height) = self.top.load();
+        let leaf = walk_down(&mut &mut self.pager, root, height, key, None)?;
         let (_, v) = at_key(&mut &mut self.pager, leaf, key, |b| lookup(b, key))?;
         Ok(v)
     }
 
     fn scan(&mut self, cur: &mut RangeCursor, out: &mut Vec<(u64, u64)>) -> Result<()> {
-        scan_leaf(&mut &mut self.pager, self.root, self.height, cur, out)
+        let (root, height) = self.top.load();
+        scan_leaf(&mut &mut self.pager, root, height, cur, out)
     }
 
     fn stats(&self) -> Stats {
         let c = &self.counters;
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let leaf_splits = n(&c.leaf_splits);
         let engine_counters = counters(&[
             ("entries", self.entries()),
-            ("leaves", self.leaves),
-            ("height", self.height as u64),
-            ("leaf_splits", c.leaf_splits),
-            ("internal_splits", c.internal_splits),
-            ("root_splits", c.root_splits),
-            ("merges", c.merges),
-            ("redistributions", c.redistributions),
+            ("leaves", self.leaves()),
+            ("height", u64::from(self.top.load().1)),
+            ("leaf_splits", leaf_splits),
+            ("internal_splits", n(&c.internal_splits)),
+            ("root_splits", n(&c.root_splits)),
+            ("merges", n(&c.merges)),
+            ("redistributions", n(&c.redistributions)),
+            ("shared_splits", n(&c.shared_splits)),
             ("shared_writes", self.shared_writes.load(Ordering::Relaxed)),
         ]);
         let mut s = self.pager.stats(
@@ -493,8 +551,8 @@ impl SerialEngine for BTree {
             engine_counters,
             self.pager.memory_bytes(),
         );
-        s.shape.leaves = Some(self.leaves);
-        s.shape.leaf_splits = Some(c.leaf_splits);
+        s.shape.leaves = Some(self.leaves());
+        s.shape.leaf_splits = Some(leaf_splits);
         s
     }
 
@@ -600,11 +658,38 @@ fn walk_down(
     root: PageId,
     height: u32,
     k: u64,
+    path: Option<&mut Vec<(PageId, usize)>>,
+) -> Result<PageId> {
+    walk_to_level(pager, root, height, k, 0, path)
+}
+
+/// The node at `level` on the way to `k` (a node of that level whose range holds `k`, or
+/// one to its left that split after its parent was read) in the tree of `root` and
+/// `height`; corruption if the tree has no such level.
+fn walk_to(
+    pager: &mut impl PageRead,
+    root: PageId,
+    height: u32,
+    k: u64,
+    level: u32,
+) -> Result<PageId> {
+    walk_to_level(pager, root, height, k, level, None)
+}
+
+/// [`walk_down`] that stops at `level`.
+fn walk_to_level(
+    pager: &mut impl PageRead,
+    root: PageId,
+    height: u32,
+    k: u64,
+    level: u32,
     mut path: Option<&mut Vec<(PageId, usize)>>,
 ) -> Result<PageId> {
+    if level >= height {
+        return Err(level_error(root, height.saturating_sub(1), level));
+    }
     let mut pid = root;
-    for depth in 0..height - 1 {
-        let want = height - 1 - depth;
+    for want in (level + 1..height).rev() {
         let (at, (lvl, slot, child)) = at_key(pager, pid, k, |b| {
             let s = node::child_slot(b, k);
             (node::level(b), s, node::child_at(b, s))

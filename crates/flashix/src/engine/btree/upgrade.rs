@@ -30,7 +30,7 @@ pub(super) const BLINK_FORMAT: u32 = 10;
 impl BTree {
     /// Rebuild the tree of plain nodes as B-link nodes (module doc).
     pub(super) fn upgrade(&mut self) -> Result<()> {
-        let (old_root, old_height) = (self.root, self.height);
+        let (old_root, old_height) = self.top.load();
         let mut internal = Vec::new();
         let mut leaf = old_root;
         for _ in 1..old_height {
@@ -48,7 +48,7 @@ impl BTree {
         let built =
             bulk::build_blink(&mut self.pager, n, |p| chain.next(p), leaf_fill, inner_fill)?;
         self.free_internal(old_root, old_height - 1)?;
-        (self.root, self.height, self.leaves) = (built.root, built.height, built.leaves);
+        self.set_tree(built.root, built.height, built.leaves)?;
         self.upgraded = true;
         Ok(())
     }

@@ -668,6 +668,7 @@ impl SerialEngine for BulkIndex {
             ("free_pages", alloc.free_pages()),
             ("garbage_pages", self.garbage_pages),
         ]);
+        drop(alloc);
         let mut s = self
             .pager
             .stats(EngineKind::BulkIndex, engine_counters, self.memory_bytes());

@@ -26,8 +26,11 @@ pub(crate) fn read_node(
     (lo, hi): (Option<u64>, Option<u64>),
     bad: fn(PageId, String) -> Error,
 ) -> Result<Checked> {
-    let alloc = pager.allocator();
-    if pid >= alloc.high_water() || alloc.is_free(pid) {
+    let allocated = {
+        let alloc = pager.allocator();
+        pid < alloc.high_water() && !alloc.is_free(pid)
+    };
+    if !allocated {
         return Err(bad(pid, "reachable page is not allocated".into()));
     }
     let (leaf, lvl, link, es, side) = pager.read(pid, |b| {

@@ -170,6 +170,9 @@ pub struct Summary {
     /// `shared_writes` counter, where it has one), summed at each close in the rounds
     /// without a crash.
     pub shared_writes: u64,
+    /// Splits made by those writes (the engine's `shared_splits` counter, where it has
+    /// one), summed as `shared_writes`.
+    pub shared_splits: u64,
 }
 
 impl Summary {
@@ -189,6 +192,7 @@ impl Summary {
         self.leaf_splits += o.leaf_splits;
         self.levels = self.levels.max(o.levels);
         self.shared_writes += o.shared_writes;
+        self.shared_splits += o.shared_splits;
     }
 }
 
@@ -378,11 +382,9 @@ impl ConcurrentRun<'_> {
         let st = d.stats();
         self.summary.syncs_saved += st.wal.syncs_saved;
         self.summary.leaf_splits += st.shape.leaf_splits.unwrap_or(0);
-        self.summary.shared_writes += st
-            .engine_counters
-            .get("shared_writes")
-            .copied()
-            .unwrap_or(0);
+        let counter = |name: &str| st.engine_counters.get(name).copied().unwrap_or(0);
+        self.summary.shared_writes += counter("shared_writes");
+        self.summary.shared_splits += counter("shared_splits");
         self.summary.levels = self.summary.levels.max(st.shape.levels.len());
         d.close().map_err(|e| ctx("close", &e))?;
         let d = self.store.reopen().map_err(|e| ctx("reopen", &e))?;
