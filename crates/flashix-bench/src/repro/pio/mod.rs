@@ -72,15 +72,16 @@
 //!   (`btree`, latched: the paper's "concurrent B-tree ... with a fine-grained locking")
 //!   with Fig. 13(a)'s settings, at 1, 2, 4, 8 and 16 threads on the one index
 //!   (`runner::THREADS_RULE`: a stream of its own for each thread, every N-th district;
-//!   cells `t1` .. `t16`), 4 x `--ops` operations a phase shared by its threads. The paper's PIO
-//!   B-tree locks the whole index for an OPQ flush; here both engines are served by the
-//!   library's readers-writer lock (`Db`), whose exclusive hold the cells report. The
-//!   paper gives ratios per device (P300 1.33-1.49x, ioDrive 1.3-1.47x, F120
-//!   1.17-1.32x); this disk is judged against their widest band, 1.17-1.49x, at each
-//!   thread count. It runs on this disk only: a simulated SSD that serves several
-//!   threads' requests one batch at a time on its one clock (`run::SimThreads`, measured
-//!   when the run starts) cannot show what threads gain, and is left out with that
-//!   measurement (`left_out`).
+//!   cells `t1` .. `t16`), 4 x `--ops` operations a phase, shared by its threads, each
+//!   cell the median of 3 runs in rounds (`runner::ROUND_RULE`). The paper's PIO B-tree
+//!   locks the whole index for an OPQ flush; here both engines are served by the
+//!   library's readers-writer lock (`Db`), and the cells of more than one thread report
+//!   the share of the phase its exclusive side was held. The paper gives
+//!   ratios per device (P300 1.33-1.49x, ioDrive 1.3-1.47x, F120 1.17-1.32x); this disk
+//!   is judged against their widest band, 1.17-1.49x, at each thread count. It runs on
+//!   this disk only: a simulated SSD that serves several threads' requests one batch at a
+//!   time on its one clock (`run::SimThreads`, measured when the run starts) cannot show
+//!   what threads gain, and is left out with that measurement (`left_out`).
 //!
 //! The files: this one holds the arguments ([`PioReproArgs`]), the records of
 //! `repro-pio.json` ([`PioRepro`], [`Cell`]) and the sizes; `run.rs` runs the experiments

@@ -40,6 +40,9 @@ struct Suite<'s> {
     leaf_segments: Option<u32>,
     /// Threads of each cell's measured phase, each count a cell of its own (THREADS_RULE).
     threads: &'s [u32],
+    /// Runs of each cell, in rounds over the suite's cells (`runner::ROUND_RULE`); a cell
+    /// is its median run.
+    repeat: u32,
 }
 
 impl Ctx<'_> {
@@ -66,6 +69,7 @@ impl Ctx<'_> {
                 Lens::Sim(p) => Some(DeviceSpec::SimulatedSsd(sim_config(p, entries))),
             },
             threads: s.threads.to_vec(),
+            repeat: s.repeat,
             verbose: false,
             ..BenchConfig::new()
         };
@@ -249,6 +253,7 @@ impl Ctx<'_> {
                 opq_bytes: None,
                 leaf_segments: None,
                 threads: &[1],
+                repeat: 1,
             };
             for r in self.suite(lens, path, &s)? {
                 let pool = format!("pool {}", format_size(b));
@@ -294,6 +299,7 @@ impl Ctx<'_> {
                     opq_bytes: None,
                     leaf_segments: None,
                     threads: &[1],
+                    repeat: 1,
                 };
                 let variant = format!("pool {}", format_size(pool));
                 for r in self.suite(lens, path, &s)? {
@@ -326,6 +332,7 @@ impl Ctx<'_> {
                     opq_bytes: Some(q),
                     leaf_segments: None,
                     threads: &[1],
+                    repeat: 1,
                 };
                 let variant = format!("opq {} pages", q / page);
                 for r in self.suite(lens, path, &s)? {
@@ -354,6 +361,7 @@ impl Ctx<'_> {
                 opq_bytes: None,
                 leaf_segments: None,
                 threads: &[1],
+                repeat: 1,
             };
             for r in self.suite(lens, path, &s)? {
                 cells.push(cell("fig12", lens, "", &s, &r));
@@ -381,6 +389,7 @@ impl Ctx<'_> {
                 opq_bytes: Some(opq),
                 leaf_segments: Some(1),
                 threads: &[1],
+                repeat: 1,
             };
             for r in self.suite(lens, path, &s)? {
                 cells.push(cell("fig13", lens, "", &s, &r));
@@ -426,6 +435,7 @@ impl Ctx<'_> {
             opq_bytes: Some(opq),
             leaf_segments: Some(1),
             threads: &FIG13B_THREADS,
+            repeat: FIG13B_REPEAT,
         };
         for r in self.suite(lens, path, &s)? {
             let variant = threads_variant(r.threads);
@@ -438,6 +448,11 @@ impl Ctx<'_> {
 /// Fig. 13(b)'s phases run this many times `--ops`: the threads share a phase's
 /// operations, so at 16 threads each runs a sixteenth of them.
 const FIG13B_OPS_FACTOR: u64 = 4;
+
+/// Runs of each Fig. 13(b) cell, its median kept: the cells of one engine differ only
+/// in their threads, and one run each would leave the scaling to a drift of the device
+/// between them (`runner::ROUND_RULE` spreads the runs over the suite).
+const FIG13B_REPEAT: u32 = 3;
 
 /// The variant naming a Fig. 13(b) cell of `threads` threads (`t8`).
 pub(super) fn threads_variant(threads: u32) -> String {
