@@ -515,7 +515,7 @@ impl SimThreads {
             let t2 = ssd.sim_time_us();
             let (together, apart) = (t1 - t0, t2 - t1);
             // The pair whose batch overlaps most: two chips.
-            if best.is_none_or(|(t, ap)| together / apart < t / ap) {
+            if best.map_or(true, |(t, ap)| together / apart < t / ap) {
                 best = Some((together, apart));
             }
         }
