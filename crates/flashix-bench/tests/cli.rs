@@ -688,7 +688,8 @@ fn bulk_model_prints_the_choice() {
 
 /// `flashix repro pio --quick` (run by [`repro_all_quick_runs_every_paper`]) ran Figs.
 /// 9-13 on this disk and the simulated P300 (the ioDrive's lens is the same code, another
-/// profile) and gave each figure a claim row, its figures printed unjudged.
+/// profile), Fig. 13(b) by threads on this disk alone, and gave each figure a claim row,
+/// its figures printed unjudged.
 fn assert_repro_pio(out: &Path, stdout: &str) {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("repro-pio.json")).unwrap())
@@ -723,8 +724,30 @@ fn assert_repro_pio(out: &Path, stdout: &str) {
         variants.dedup();
         assert!(variants.len() >= n, "{e}: {variants:?}");
     }
+    // Fig. 13(b): both engines at every thread count on this disk; the simulated P300,
+    // which times several threads' requests one batch after another, is left out and
+    // says why.
+    for t in [1, 2, 4, 8, 16] {
+        for engine in ["pio", "btree"] {
+            let cell = cells.iter().find(|c| {
+                c["experiment"] == "fig13b"
+                    && c["lens"] == "disk"
+                    && c["engine"] == engine
+                    && c["variant"] == format!("t{t}")
+            });
+            let cell = cell.unwrap_or_else(|| panic!("no fig13b {engine} cell at {t} threads"));
+            assert_eq!(cell["threads"], t, "{cell}");
+        }
+    }
+    assert!(!has("fig13b", "p300", "pio"), "fig13b ran on the simulator");
+    let left = json["left_out"].as_array().unwrap();
+    assert!(
+        left.iter()
+            .any(|l| l["lens"] == "p300" && l["experiment"] == "fig13b"),
+        "{left:?}"
+    );
     let claims = json["claims"].as_array().unwrap();
-    for e in ["fig9", "fig10", "fig11", "fig12", "fig13"] {
+    for e in ["fig9", "fig10", "fig11", "fig12", "fig13", "fig13b"] {
         let rows: Vec<_> = claims
             .iter()
             .filter(|c| {
@@ -755,6 +778,9 @@ fn assert_repro_pio(out: &Path, stdout: &str) {
         "fig11:",
         "fig12:",
         "fig13:",
+        "fig13b:",
+        "fig13b by threads",
+        "simulated p300: left out of fig13b",
         "The paper's claims",
     ] {
         assert!(stdout.contains(e), "{e} not printed");

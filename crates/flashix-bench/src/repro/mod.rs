@@ -40,9 +40,9 @@ pub enum Repro {
     /// The FD-tree paper (Li et al., VLDB 2010), §5: FD-tree vs B+-tree, LSM-tree and BFTL
     /// on this machine's disk and on simulated Mtron and Intel X25-M SSDs.
     Fdtree(fdtree::FdtreeReproArgs),
-    /// The PIO B-tree paper (Roh et al., VLDB 2011), §4 (Figs. 9-13): PIO B-tree vs
-    /// B+-tree, FD-tree and BFTL on this machine's disk and on simulated ioDrive and P300
-    /// SSDs.
+    /// The PIO B-tree paper (Roh et al., VLDB 2011), §4 (Figs. 9-13, Fig. 13(b) by
+    /// threads): PIO B-tree vs B+-tree (the B-link tree with threads), FD-tree and BFTL on
+    /// this machine's disk and on simulated ioDrive and P300 SSDs.
     Pio(pio::PioReproArgs),
     /// Every paper's reproduction at one scale (`--scale quick|default|paper`), and one
     /// table of every claim: `repro.json` and `repro.html`.

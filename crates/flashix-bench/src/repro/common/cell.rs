@@ -77,6 +77,17 @@ pub struct Measured {
     pub write_requests_per_op: f64,
     /// Deepest queue of the phase (psync groups).
     pub queue_depth: u64,
+    /// Threads of the phase, each with a stream of its own on the one index (0 in cells
+    /// saved before threads were recorded: one).
+    pub threads: u32,
+    /// The device's mean queue depth over the phase: the time its requests spent in
+    /// flight over the phase's wall time (`Record::mean_queue_depth`); `None` where the
+    /// device does not time its requests.
+    pub mean_queue_depth: Option<f64>,
+    /// Share of the phase's wall time the engine's exclusive lock was held by writes that
+    /// began beside other operations (engine counter `writer_lock_held_ns`,
+    /// `Record::writer_lock`); `None` for a phase of one thread.
+    pub lock_held_share: Option<f64>,
 }
 
 impl Measured {
@@ -96,7 +107,23 @@ impl Measured {
             read_requests_per_op: r.read_requests_per_op,
             write_requests_per_op: r.write_requests_per_op,
             queue_depth: r.queue_depth,
+            threads: r.threads,
+            mean_queue_depth: r.mean_queue_depth,
+            lock_held_share: r.writer_lock.as_ref().map(|w| w.held_share),
         }
+    }
+
+    /// Threads of the phase (one for a cell saved without the count).
+    pub fn threads(&self) -> u32 {
+        self.threads.max(1)
+    }
+
+    /// Operations a second of the lens's time, over every thread of the phase.
+    pub fn ops_per_sec(&self) -> f64 {
+        if self.seconds <= 0.0 {
+            return 0.0;
+        }
+        self.ops as f64 / self.seconds
     }
 
     /// The lens's microseconds per operation.

@@ -2,7 +2,8 @@
 //! runner per lens, one per memory setting the paper varies.
 
 use super::{
-    nand_bytes, paper, Cell, CellId, Lens, LensInfo, Measured, PioRepro, PioReproArgs, Sizes, MIXES,
+    nand_bytes, paper, Cell, CellId, LeftOut, Lens, LensInfo, Measured, PioRepro, PioReproArgs,
+    Sizes, FIG13B_THREADS, MIXES,
 };
 use crate::output::report::Record;
 use crate::repro::common::Frame;
@@ -37,6 +38,11 @@ struct Suite<'s> {
     search_fraction: f64,
     opq_bytes: Option<u64>,
     leaf_segments: Option<u32>,
+    /// Threads of each cell's measured phase, each count a cell of its own (THREADS_RULE).
+    threads: &'s [u32],
+    /// Runs of each cell, in rounds over the suite's cells (`runner::ROUND_RULE`); a cell
+    /// is its median run.
+    repeat: u32,
 }
 
 impl Ctx<'_> {
@@ -62,6 +68,8 @@ impl Ctx<'_> {
                 Lens::Disk => None,
                 Lens::Sim(p) => Some(DeviceSpec::SimulatedSsd(sim_config(p, entries))),
             },
+            threads: s.threads.to_vec(),
+            repeat: s.repeat,
             verbose: false,
             ..BenchConfig::new()
         };
@@ -170,7 +178,16 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
     let opq_sizes = opqs(b, page);
     let mut cells = Vec::new();
     let mut infos = Vec::new();
+    let mut left_out = Vec::new();
+    let single = ["fig9", "fig10", "fig11", "fig12", "fig13"]
+        .iter()
+        .any(|p| a.base.runs(p));
     for lens in lenses(a)? {
+        let fig13b = a.base.runs("fig13b") && cx.fig13b_runs_on(lens, &mut left_out)?;
+        if !single && !fig13b {
+            // Nothing to run here: no device profile to measure either.
+            continue;
+        }
         let (path, profile) = cx.f.profile(lens)?;
         infos.push(LensInfo::of(lens, &path, &profile));
         cx.main_cells(lens, &path, &mut cells)?;
@@ -178,6 +195,9 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
         cx.fig11_opqs(lens, &path, &opq_sizes, &mut cells)?;
         cx.fig12(lens, &path, &mut cells)?;
         cx.fig13(lens, &path, page, &mut cells)?;
+        if fig13b {
+            cx.fig13b(lens, &path, page, &mut cells)?;
+        }
     }
     std::fs::remove_dir_all(&cx.f.data).ok();
     let mut r = PioRepro {
@@ -189,6 +209,12 @@ pub fn run(a: &PioReproArgs) -> Result<PioRepro> {
         ranges: cx.z.ranges.clone(),
         opqs: opq_sizes,
         mixes: MIXES.to_vec(),
+        threads: if a.base.runs("fig13b") {
+            FIG13B_THREADS.to_vec()
+        } else {
+            Vec::new()
+        },
+        left_out,
         lenses: infos,
         quick: a.base.quick,
         wall_seconds: cx.f.seconds(),
@@ -226,6 +252,8 @@ impl Ctx<'_> {
                 search_fraction: 1.0,
                 opq_bytes: None,
                 leaf_segments: None,
+                threads: &[1],
+                repeat: 1,
             };
             for r in self.suite(lens, path, &s)? {
                 let pool = format!("pool {}", format_size(b));
@@ -270,6 +298,8 @@ impl Ctx<'_> {
                     search_fraction: 1.0,
                     opq_bytes: None,
                     leaf_segments: None,
+                    threads: &[1],
+                    repeat: 1,
                 };
                 let variant = format!("pool {}", format_size(pool));
                 for r in self.suite(lens, path, &s)? {
@@ -301,6 +331,8 @@ impl Ctx<'_> {
                     search_fraction: 1.0,
                     opq_bytes: Some(q),
                     leaf_segments: None,
+                    threads: &[1],
+                    repeat: 1,
                 };
                 let variant = format!("opq {} pages", q / page);
                 for r in self.suite(lens, path, &s)? {
@@ -328,6 +360,8 @@ impl Ctx<'_> {
                 search_fraction: 0.5,
                 opq_bytes: None,
                 leaf_segments: None,
+                threads: &[1],
+                repeat: 1,
             };
             for r in self.suite(lens, path, &s)? {
                 cells.push(cell("fig12", lens, "", &s, &r));
@@ -354,12 +388,162 @@ impl Ctx<'_> {
                 search_fraction: 0.715,
                 opq_bytes: Some(opq),
                 leaf_segments: Some(1),
+                threads: &[1],
+                repeat: 1,
             };
             for r in self.suite(lens, path, &s)? {
                 cells.push(cell("fig13", lens, "", &s, &r));
             }
         }
         Ok(())
+    }
+}
+
+impl Ctx<'_> {
+    /// Whether Fig. 13(b) runs on `lens`: a lens that can time several threads' requests
+    /// at once. A simulated SSD that serves them one batch at a time ([`SimThreads`]) is
+    /// left out, with the measurement, in `left_out`.
+    fn fig13b_runs_on(&self, lens: Lens, left_out: &mut Vec<LeftOut>) -> Result<bool> {
+        let Lens::Sim(p) = lens else {
+            return Ok(true);
+        };
+        let t = SimThreads::of(p, self.z.entries)?;
+        if !t.serializes() {
+            return Ok(true);
+        }
+        self.f
+            .say(format!("{}: fig13b left out: {}", lens.label(), t.why()));
+        left_out.push(LeftOut {
+            lens: lens.key().into(),
+            experiment: "fig13b".into(),
+            why: t.why(),
+        });
+        Ok(false)
+    }
+
+    /// Fig. 13(b): the TPC-C trace on the PIO B-tree and the B-link tree (`btree`) with
+    /// Fig. 13(a)'s settings at each of [`FIG13B_THREADS`] threads on one index.
+    fn fig13b(&self, lens: Lens, path: &Path, page: u64, cells: &mut Vec<Cell>) -> Result<()> {
+        let (budget, opq) = fig13_setting(self.z.budget, page);
+        let s = Suite {
+            name: "fig13b".into(),
+            engines: &[PIO, BTREE],
+            workloads: vec![Workload::Tpcc],
+            budget,
+            ops: self.z.ops.saturating_mul(FIG13B_OPS_FACTOR),
+            search_fraction: 0.715,
+            opq_bytes: Some(opq),
+            leaf_segments: Some(1),
+            threads: &FIG13B_THREADS,
+            repeat: FIG13B_REPEAT,
+        };
+        for r in self.suite(lens, path, &s)? {
+            let variant = threads_variant(r.threads);
+            cells.push(cell("fig13b", lens, &variant, &s, &r));
+        }
+        Ok(())
+    }
+}
+
+/// Fig. 13(b)'s phases run this many times `--ops`: the threads share a phase's
+/// operations, so at 16 threads each runs a sixteenth of them.
+const FIG13B_OPS_FACTOR: u64 = 4;
+
+/// Runs of each Fig. 13(b) cell, its median kept: the cells of one engine differ only
+/// in their threads, and one run each would leave the scaling to a drift of the device
+/// between them (`runner::ROUND_RULE` spreads the runs over the suite).
+const FIG13B_REPEAT: u32 = 3;
+
+/// The variant naming a Fig. 13(b) cell of `threads` threads (`t8`).
+pub(super) fn threads_variant(threads: u32) -> String {
+    format!("t{threads}")
+}
+
+/// What a simulated SSD does with the requests of several threads, measured on a small
+/// one of the lens's profile and geometry: whether it gives a reader for many threads at
+/// once (`Device::shared_reader`; without one, the threads' requests reach it one batch at
+/// a time under its lock), and the simulated time of two reads on different chips
+/// submitted as one batch (one thread's psync group) and as two batches one after the
+/// other (as two threads' reads reach it).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct SimThreads {
+    pub profile: &'static str,
+    pub shared_reader: bool,
+    /// Simulated microseconds of the two reads as one batch.
+    pub together_us: f64,
+    /// Simulated microseconds of the same two reads as two batches.
+    pub apart_us: f64,
+}
+
+impl SimThreads {
+    /// Measure profile `p`'s simulated SSD (the lens's config for an index of `entries`,
+    /// on memory).
+    pub fn of(p: SsdProfile, entries: u64) -> Result<SimThreads> {
+        use flashix::io::{Device, IoReq, MemDevice};
+        use flashix::sim::SimSsd;
+        let page = BenchConfig::new().page_size;
+        let cfg = sim_config(p, entries.min(4000));
+        let chips = (cfg.nand.channels * cfg.nand.ways) as u64;
+        let mut ssd = SimSsd::create(Box::new(MemDevice::new(cfg.nand.page_bytes)), &cfg, page)
+            .with_context(|| format!("a small simulated {}", p.name()))?;
+        let shared_reader = ssd.shared_reader()?.is_some();
+        // Enough pages that two of them sit on different chips, whatever the FTL's order.
+        let pages = 2 * chips;
+        let buf = vec![7u8; page];
+        for pid in 0..pages {
+            ssd.write(pid, &buf)?;
+        }
+        ssd.sync()?;
+        let mut a = vec![0u8; page];
+        let mut b = vec![0u8; page];
+        let mut best: Option<(f64, f64)> = None;
+        for j in 1..pages {
+            let t0 = ssd.sim_time_us();
+            ssd.submit(&mut [
+                IoReq::Read {
+                    page: 0,
+                    buf: &mut a,
+                },
+                IoReq::Read {
+                    page: j,
+                    buf: &mut b,
+                },
+            ])?;
+            let t1 = ssd.sim_time_us();
+            ssd.read(0, &mut a)?;
+            ssd.read(j, &mut b)?;
+            let t2 = ssd.sim_time_us();
+            let (together, apart) = (t1 - t0, t2 - t1);
+            // The pair whose batch overlaps most: two chips.
+            if best.map_or(true, |(t, ap)| together / apart < t / ap) {
+                best = Some((together, apart));
+            }
+        }
+        let (together_us, apart_us) = best.context("a simulated SSD of one page")?;
+        Ok(SimThreads {
+            profile: p.name(),
+            shared_reader,
+            together_us,
+            apart_us,
+        })
+    }
+
+    /// Whether several threads' requests are timed one batch after another: the device
+    /// gives no reader for many threads, so they reach it one batch at a time.
+    pub fn serializes(&self) -> bool {
+        !self.shared_reader
+    }
+
+    /// What the measurement says, in a line.
+    pub fn why(&self) -> String {
+        format!(
+            "the simulated {} gives no reader for several threads, so their requests reach \
+             it one batch at a time under its lock, and its clock times each batch after the \
+             one before: two reads on different chips took {:.1} us of simulated time as one \
+             batch (one thread's psync group) and {:.1} us as two (two threads' reads), so \
+             its time cannot show what threads gain",
+            self.profile, self.together_us, self.apart_us
+        )
     }
 }
 
@@ -374,5 +558,23 @@ mod tests {
         assert_eq!(opqs(1 << 20, 4096), vec![4096, 64 * 4096, 247 * 4096]);
         let (budget, opq) = fig13_setting(1 << 20, 4096);
         assert_eq!((budget, opq), (256 << 10, 5120));
+        assert_eq!(threads_variant(8), "t8");
+    }
+
+    /// The simulated SSDs serve the requests of several threads one batch at a time, and
+    /// their clock times two batches one after the other: the lens fig13b leaves out, and
+    /// the numbers its line gives.
+    #[test]
+    fn simulated_ssds_time_several_threads_one_batch_after_another() {
+        for p in [SsdProfile::P300, SsdProfile::Iodrive] {
+            let t = SimThreads::of(p, 150_000).unwrap();
+            assert!(t.serializes(), "{t:?}");
+            assert!(t.together_us > 0.0, "{t:?}");
+            // Two chips overlap within a batch, not across batches.
+            assert!(t.together_us < t.apart_us, "{t:?}");
+            let why = t.why();
+            assert!(why.contains(&format!("{:.1} us", t.apart_us)), "{why}");
+            assert!(why.contains(p.name()), "{why}");
+        }
     }
 }
