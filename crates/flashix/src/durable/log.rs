@@ -178,6 +178,18 @@ impl Log {
         self.wal.ensure_durable(lsn)
     }
 
+    /// [`Log::ensure_durable`] in two steps, for a thread beside others: the records up to
+    /// `lsn` are handed to the file here, under the log's lock, and the ticket returned
+    /// (`None`: durable already) is waited on with the lock released, so that the shared
+    /// writers appending meanwhile do not wait for the sync (group commit,
+    /// [`super::commit`]).
+    pub fn durable_ticket(&mut self, lsn: Lsn) -> Result<Option<FlushTicket>> {
+        match lsn > self.commit.durable(self.wal.generation()) {
+            true => self.wal.prepare_flush(),
+            false => Ok(None),
+        }
+    }
+
     /// The first step of a group-committed flush: every logged operation is handed to the
     /// file; the ticket returned (`None`: all durable already) is waited on with the writer
     /// lock released ([`super::commit`]).

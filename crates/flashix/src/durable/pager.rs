@@ -94,7 +94,12 @@ impl SharedIo for SharedPagerIo<'_> {
     }
 
     fn before_write(&self, lsn: u64) -> Result<()> {
-        shared(&self.0.log).ensure_durable(lsn)
+        // The sync with the log's lock released: shared writers log under their latches.
+        let ticket = shared(&self.0.log).durable_ticket(lsn)?;
+        match ticket {
+            Some(t) => t.wait(),
+            None => Ok(()),
+        }
     }
 
     fn write_pages(&self, pages: &[(PageId, crate::io::AlignedBuf)]) -> Result<()> {
