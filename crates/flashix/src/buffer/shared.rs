@@ -81,7 +81,7 @@ pub const PIN_WAIT: Duration = Duration::from_secs(30);
 /// Dirty frames a miss beside other threads ([`Miss::LoadClean`]) that finds only dirty
 /// victims writes back at once, from the LRU end, in one submission: the device takes them
 /// in parallel, where one at a time would bound every thread's misses by one page write's
-/// latency (the file device has one handle for writes).
+/// latency.
 const WRITE_BACK_BATCH: usize = 8;
 
 /// How often a waiting reader looks again even without a wake-up.

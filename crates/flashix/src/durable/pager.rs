@@ -107,6 +107,19 @@ impl SharedIo for SharedPagerIo<'_> {
             .iter()
             .map(|(page, buf)| crate::io::IoReq::Write { page: *page, buf })
             .collect();
+        // Beside other threads' writes where the device's reader handles take them (the
+        // device's mutex would let one batch at a time reach it); noted first, as the
+        // watched device notes its own.
+        if let Some(r) = &self.0.reader {
+            for (page, buf) in pages {
+                self.0
+                    .watch
+                    .note(*page, (buf.len() / self.0.page_size()) as u64);
+            }
+            if r.write_batch(&mut reqs)? {
+                return Ok(());
+            }
+        }
         shared(&self.0.dev).submit(&mut reqs)
     }
 }

@@ -252,6 +252,16 @@ pub trait SharedReader: Send + Sync {
         }
         Ok(())
     }
+
+    /// Write every request of `batch` (writes only) from one of many threads, beside the
+    /// others' reads and writes, if the device can take them so: true when written; false
+    /// when nothing was written and the device's owner must write them ([`Device::submit`]:
+    /// a write that grows the file, say). The caller notes the writes as the device's
+    /// owner would (`crate::io::watch`). By default, never.
+    fn write_batch(&self, batch: &mut [IoReq<'_>]) -> Result<bool> {
+        let _ = batch;
+        Ok(false)
+    }
 }
 
 /// A request started by [`Device::start_read`] or [`Device::start_write`], to give to

@@ -229,6 +229,15 @@ pub struct FileDevice {
     /// Byte ranges below `written_to` that no write has reached (left behind by started
     /// writes past the written part): a batch write into one fills it with zeros first.
     gaps: Vec<(u64, u64)>,
+    /// Bytes at the start of the file that another handle may write without this device
+    /// filling any of them with zeros later: the written part up to its first gap
+    /// (published by every change of `written_to` and `gaps`, and only ever growing), 0
+    /// for a device that does not write (read-only, or a job or reader handle). Shared
+    /// with the device's [`shared::FileReaders`], whose writes of pool pages from many
+    /// threads stay below it.
+    shared_end: Arc<std::sync::atomic::AtomicU64>,
+    /// Whether this device writes the file (not opened read-only).
+    writable: bool,
     /// Requests started and not yet finished ([`started`]).
     started: Vec<started::Started>,
     next_started: u64,
@@ -300,9 +309,25 @@ impl FileDevice {
             counters: Arc::new(Mutex::new(Counters::new(backend))),
             backend: backend.to_string(),
             job: false,
+            shared_end: Arc::new(std::sync::atomic::AtomicU64::new(match writable {
+                true => written_to,
+                false => 0,
+            })),
+            writable,
             started: Vec::new(),
             next_started: 0,
         })
+    }
+
+    /// Publish the bytes other handles may write ([`FileDevice`]'s `shared_end`).
+    fn publish_end(&self) {
+        if !self.writable || self.job {
+            return;
+        }
+        let first_gap = self.gaps.iter().map(|&(a, _)| a).min();
+        let end = first_gap.unwrap_or(self.written_to).min(self.written_to);
+        self.shared_end
+            .fetch_max(end, std::sync::atomic::Ordering::Release);
     }
 
     /// The counters, locked (shared with the job handles; a poisoned lock still holds
@@ -335,6 +360,7 @@ impl FileDevice {
             * chunk;
         self.write_zeros(self.written_to, target)?;
         self.written_to = target;
+        self.publish_end();
         Ok(())
     }
 
@@ -360,6 +386,7 @@ impl FileDevice {
             }
         }
         self.written_to = end;
+        self.publish_end();
         Ok(())
     }
 
@@ -382,6 +409,7 @@ impl FileDevice {
             }
         }
         self.gaps = left;
+        self.publish_end();
     }
 
     /// Before a batch writes the bytes of `writes` (start, end): fill with zeros each gap
@@ -396,6 +424,7 @@ impl FileDevice {
                 i += 1;
             }
         }
+        self.publish_end();
         Ok(())
     }
 

@@ -9,6 +9,13 @@
 //! batch the device's owner submits is in flight beside them. The counters stay exact:
 //! every handle records its requests and its in-flight time in the one shared `Counters`.
 //!
+//! The handles also write, for the buffer pool's write-backs from many threads
+//! ([`SharedReader::write_batch`]): only pages below the device's `shared_end`, the part
+//! of the file the device has written and will never fill with zeros, so that a handle's
+//! write never races the device's own growth of the file; a write that would grow it is
+//! left to the device. The caller notes the writes for the reads made outside the lock
+//! (`crate::io::watch`) before it issues them.
+//!
 //! Polling: a handle polls its completion queue (the device's hybrid polling) only while
 //! fewer readers are waiting than the machine has cores less one; beyond that every
 //! reader sleeps in the kernel. Polling spends the wait on a core, which pays when one
@@ -19,7 +26,7 @@ use super::FileDevice;
 use crate::error::Result;
 use crate::io::{Counters, Device, IoReq, PageId, SharedReader};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -30,6 +37,8 @@ pub(crate) struct FileReaders {
     direct: bool,
     io_uring: bool,
     counters: Arc<Mutex<Counters>>,
+    /// The device's `shared_end`: writes through the handles stay below it.
+    shared_end: Arc<AtomicU64>,
     /// Handles not in use.
     idle: Mutex<Vec<FileDevice>>,
     /// Reads in flight now.
@@ -47,6 +56,7 @@ impl FileReaders {
             direct: dev.files.direct,
             io_uring: dev.ring.is_some(),
             counters: Arc::clone(&dev.counters),
+            shared_end: Arc::clone(&dev.shared_end),
             idle: Mutex::new(Vec::new()),
             active: AtomicUsize::new(0),
             pollers: std::thread::available_parallelism()
@@ -58,8 +68,8 @@ impl FileReaders {
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A handle that reads only: it never writes, so it keeps no account of the file's
-    /// written part.
+    /// A handle of the readers: it keeps no account of the file's written part, and writes
+    /// only below the device's `shared_end` ([`SharedReader::write_batch`]).
     fn open(&self) -> Result<FileDevice> {
         let mut h = FileDevice::open_with(&self.path, self.page_size, self.direct, self.io_uring)?;
         h.counters = Arc::clone(&self.counters);
@@ -104,5 +114,26 @@ impl SharedReader for FileReaders {
             )));
         }
         self.with_handle(|h| h.submit(batch))
+    }
+
+    /// Writes whose pages all lie below the device's `shared_end` (the part of the file
+    /// it will never fill with zeros) go through a handle, beside other threads' reads
+    /// and writes: as many in flight as threads write at once. Others are left to the
+    /// device's owner, which grows the file.
+    fn write_batch(&self, batch: &mut [IoReq<'_>]) -> Result<bool> {
+        let ps = self.page_size as u64;
+        let end = self.shared_end.load(Ordering::Acquire);
+        let within = batch
+            .iter()
+            .all(|r| r.is_write() && (r.page() + r.len() as u64 / ps) * ps <= end);
+        if !within || batch.is_empty() {
+            return Ok(false);
+        }
+        self.with_handle(|h| {
+            // The handle then fills nothing: every byte it writes is written already.
+            h.written_to = h.written_to.max(end);
+            h.submit(batch)
+        })?;
+        Ok(true)
     }
 }

@@ -789,3 +789,74 @@ fn a_job_handle_writes_reserved_pages_beside_its_device() {
         assert!(gap.iter().all(|&b| b == 0), "{}", dev.backend());
     }
 }
+
+/// The reader handles write pages below the device's `shared_end` only: beside the
+/// device, in place, the data read back by both; a write that would grow the file, or
+/// reach a gap a started write left, is refused (nothing written) and left to the device,
+/// which fills the gap first, so no handle's write is later overwritten with zeros.
+#[test]
+fn reader_handles_write_only_what_the_device_will_never_fill() {
+    for (mut dev, dir) in devices("shared-writes") {
+        let a = aligned(&pattern(7, 8 * PS));
+        dev.write(0, &a).unwrap();
+        let readers = dev.shared_reader().unwrap().unwrap();
+        let end = dev.shared_end.load(std::sync::atomic::Ordering::Acquire);
+        assert!(
+            end >= 8 * PS as u64,
+            "{}: written part {end}",
+            dev.backend()
+        );
+        let b = aligned(&pattern(8, PS));
+        let mut reqs = [IoReq::Write { page: 3, buf: &b }];
+        assert!(readers.write_batch(&mut reqs).unwrap(), "{}", dev.backend());
+        let mut r = AlignedBuf::zeroed(PS);
+        dev.read(3, &mut r).unwrap();
+        assert_eq!(
+            &r[..],
+            &b[..],
+            "{}: the device reads the handle's write",
+            dev.backend()
+        );
+        // Past what the device has written: refused, nothing written.
+        let far = end / PS as u64 + 10;
+        let mut reqs = [IoReq::Write { page: far, buf: &b }];
+        assert!(
+            !readers.write_batch(&mut reqs).unwrap(),
+            "{}",
+            dev.backend()
+        );
+        let len = std::fs::metadata(dev.path()).unwrap().len();
+        assert!(
+            len <= far * PS as u64,
+            "{}: the handle grew the file",
+            dev.backend()
+        );
+        // A gap left by a started write past the end caps what handles may write.
+        let gap_start = end / PS as u64;
+        let t = dev
+            .start_write(gap_start + 4, aligned(&pattern(9, PS)), PS)
+            .unwrap();
+        dev.finish(t).unwrap();
+        let mut reqs = [IoReq::Write {
+            page: gap_start + 1,
+            buf: &b,
+        }];
+        assert!(
+            !readers.write_batch(&mut reqs).unwrap(),
+            "{}: write into a gap",
+            dev.backend()
+        );
+        drop(dir);
+    }
+    // A read-only device's handles never write.
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("ro");
+    let mut w = FileDevice::open_with(&path, PS, false, false).unwrap();
+    w.write(0, &aligned(&pattern(1, 4 * PS))).unwrap();
+    drop(w);
+    let mut ro = FileDevice::open_read_only(&path, PS).unwrap();
+    let readers = ro.shared_reader().unwrap().unwrap();
+    let b = aligned(&pattern(2, PS));
+    let mut reqs = [IoReq::Write { page: 1, buf: &b }];
+    assert!(!readers.write_batch(&mut reqs).unwrap());
+}
