@@ -145,7 +145,8 @@
 //! `merge_pages_read`, `merge_pages_written`,
 //! `forced_merge_completions` (deamortized merges finished early, or waited for on the
 //! merge thread, because the new head tree filled), `filters_inserted`, `range_deletes` (calls), `range_tombstones` (intervals,
-//! all levels), `head_range_tombstones`, and per level `level_<i>_entries`, `_pages`,
+//! all levels), `head_range_tombstones`, `shared_writes` (point writes made under the
+//! shared lock, since open: Thread safety), and per level `level_<i>_entries`, `_pages`,
 //! `_filters`, `_range_tombstones`, `_capacity`.
 //!
 //! # Memory
@@ -164,9 +165,46 @@
 //! parallel: the head tree and its levels are read through the Pager's shared path (the
 //! buffer pool's latch protocol for pages read through the pool, the device's reader
 //! handles for pages read past it, a scan's pages of a level in one request), and nothing
-//! a read does changes the structure. Writes hold the lock exclusive, one at a time. An
-//! insert first walks the head tree under the shared lock, so that under
-//! the exclusive lock it finds its pages in the pool. The pages a search reads past the pool
+//! a read does changes the structure.
+//!
+//! Point writes (`insert`, `delete`) made while other operations are in progress run under
+//! the shared lock too (`Shareable::PARALLEL_POINT_WRITES`), beside the reads and beside
+//! each other: a write descends the head tree and changes its leaf in place under the
+//! leaf's latch (the buffer pool's frame latch, held exclusive), logging its logical record
+//! under that same latch (`Head::upsert_shared`, `Pager::write_shared`) and handing a full
+//! WAL buffer to the file after it lets go. Two writes of one key meet at one leaf, so the
+//! WAL holds them in the order they took effect, and a reader of the leaf sees it before or
+//! after a write, whole: a read that begins after a write returned sees it. A delete
+//! (Algorithm 4) searches first, under the shared lock: an absent key needs nothing (the
+//! search is the delete's instant); a filter entry or the key's removal then goes into the
+//! leaf under its latch. What the search found below the head tree holds until then, since
+//! the frozen head tree and the levels change only under the exclusive lock; a write of the
+//! key by another thread in between is ordered before the delete, which leaves the key
+//! absent either way. Such a write changes no page id, fence, level or range tombstone (a
+//! leaf with no room, a full head tree, and range deletes take the exclusive lock), so a
+//! descent made under the shared lock stays valid until its latch, and a range scan, which
+//! resumes from a key (`RangeCursor::next`; it keeps no position in the structure),
+//! returns every key of the head tree at the instant it read its leaf. The latch is the
+//! page's rather than one over the whole head tree: the head tree is a B+-tree in the
+//! buffer pool (its pages are the pool's budget, its durability the Pager's before-images
+//! and checkpoints), so the page latch the pool already holds for its readers orders the
+//! writes of a key, and writes of two leaves run at once. What a shared write cannot change
+//! under that latch, the engine's `&mut` state (the head tree's counts, the mutations a
+//! deamortized merge is paced by, the filters counted), goes to atomics
+//! ([`crate::kit::sorted::shared`]) that every `&mut` path folds in first; no shared write
+//! runs beside a `&mut` path. No device I/O happens under the leaf's latch but what the
+//! pool's shared path does for any reader (a miss is read outside the lock, as a search's,
+//! before anything is logged). What needs the exclusive lock is asked for
+//! (`SharedWrite::Maintain`) and runs right after the write: freezing a full head tree (or
+//! completing the merge a full head tree waits for), a step of a deamortized merge in
+//! progress every [`crate::kit::sorted::shared::MAINTAIN_EVERY`] shared writes (by their
+//! share of the pace; on the merge thread, serving its requests), and a checkpoint when the
+//! WAL reached its size. A head tree may thus exceed |L0| by one entry per writer that was
+//! beside the one that filled it, until that maintenance (the check of its capacity
+//! allows it meanwhile). Memory is as before: the pool holds the head tree. The other writes
+//! (range deletes, batches, bulk inserts) hold the lock exclusive, one at a time; such a
+//! point write first walks the head tree under the shared lock, so that under the
+//! exclusive lock it finds its pages in the pool. The pages a search reads past the pool
 //! belong to published structures only: a merge writes new extents, which no search reads
 //! until the merge is complete and taken in under the exclusive lock, and the extents it
 //! frees are reused only after the next checkpoint. A flush syncs the WAL outside the lock
@@ -196,9 +234,9 @@ mod merge;
 pub(crate) mod run;
 mod search;
 
-use crate::durable::{LogicalOp, Manifest};
 use crate::durable::Pager;
 use crate::durable::{logged_engine_methods, pager_store_methods, Logged};
+use crate::durable::{LogicalOp, Manifest};
 use crate::error::{Error, Result};
 use crate::io::Extent;
 use crate::io::Storage;
@@ -210,7 +248,6 @@ use crate::kit::sorted::job::{MergeThread, Running};
 use crate::kit::sorted::pace;
 use crate::kit::sorted::reads::{sorted_serial_reads, SortedReads};
 use crate::kit::sorted::shared::SharedWrites;
-use std::sync::atomic::{AtomicU64, Ordering};
 use crate::kit::sorted::tombs::Tombs;
 use crate::kit::sorted::tune::Retune;
 use crate::settings::Settings;
@@ -219,6 +256,7 @@ use crate::stats::{LevelShape, Stats};
 use merge::{MergeJob, Outcome, Params};
 use run::{Run, RunWriter};
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Frames the engine needs at least: head-tree splits touch a few pages at once.
 const MIN_FRAMES: usize = 8;

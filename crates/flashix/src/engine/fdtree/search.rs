@@ -35,13 +35,13 @@ use super::run::{probe_page, read_page_cached, read_pages, Run};
 use super::{FdTree, Params};
 use crate::durable::{PageRead, Pager};
 use crate::error::{Error, Result};
+use crate::kit::api::SharedWrite;
 use crate::kit::sorted::entry::{index_pos, Entry, Layout, Probe, NONE};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
 use crate::kit::sorted::newest::{merge_newest_first, Source};
 use crate::kit::sorted::reads::{SortedLevels, SortedReads};
 use crate::kit::sorted::tombs::Tombs;
-use crate::kit::api::SharedWrite;
 use crate::page::DATA_FILE;
 
 /// What a head tree contributes to a range batch.
@@ -225,7 +225,8 @@ impl SortedReads for FdTree {
     }
 
     /// An insert changes the head tree only: its path and leaf. (A delete searches the
-    /// levels first, under the writer lock: the paper's baseline behaviour.)
+    /// levels first, Algorithm 4: under the shared lock when it runs there, else under
+    /// the exclusive one.)
     fn warm_write(&self, key: u64) {
         let _ = self.head.find(&self.pager, self.p.lay, key);
     }

@@ -148,7 +148,8 @@
 //! waits for their requests), `merge_in_progress`,
 //! `forced_merge_completions` (rolling merges finished at once because C0 filled),
 //! `merge_pages_read`, `merge_pages_written`, `range_deletes` (calls applied),
-//! `range_tombstones` (intervals of all levels), `c0_range_tombstones`, and per level i
+//! `range_tombstones` (intervals of all levels), `c0_range_tombstones`, `shared_writes`
+//! (point writes made under the shared lock, since open: Thread safety), and per level i
 //! `component_<i>_entries`, `_tombstones`, `_range_tombstones`, `_pages`, `_height`,
 //! `_capacity`.
 //!
@@ -170,8 +171,41 @@
 //! parallel: C0 and its components are read through the Pager's shared path (the buffer
 //! pool's latch protocol for pages read through the pool, the device's reader handles for
 //! pages read past it, a scan's run of leaves in one request), and nothing a read does
-//! changes the structure. Writes hold the lock exclusive, one at a time. An insert first walks C0 under the shared lock, so that under
-//! the exclusive lock it finds its pages in the pool. The pages a search reads past the pool
+//! changes the structure.
+//!
+//! Point writes (`insert`, `delete`) made while other operations are in progress run under
+//! the shared lock too (`Shareable::PARALLEL_POINT_WRITES`), beside the reads and beside
+//! each other: a write descends C0 and changes its leaf in place under the leaf's latch
+//! (the buffer pool's frame latch, held exclusive), logging its logical record under that
+//! same latch (`Head::upsert_shared`, `Pager::write_shared`) and handing a full WAL buffer
+//! to the file after it lets go. Two writes of one key meet at one leaf, so the WAL holds
+//! them in the order they took effect, and a reader of the leaf sees it before or after a
+//! write, whole: a read that begins after a write returned sees it. Such a write changes no
+//! page id, level, extent or range tombstone (a leaf with no room, a full C0, and range
+//! deletes take the exclusive lock), so a descent made under the shared lock stays valid
+//! until its latch, what a delete's search found below C0 holds until its write, and a
+//! range scan, which resumes from a key (`RangeCursor::next`; it keeps no position in
+//! the structure), returns every key of C0 at the instant it read its leaf. The frozen C0
+//! and the components change only under the exclusive lock. The latch is the page's rather
+//! than one over all of C0: C0 is a B+-tree in the buffer pool (its pages are the pool's
+//! budget, its durability the Pager's before-images and checkpoints), so the page latch
+//! the pool already holds for its readers orders the writes of a key, and writes of two
+//! leaves run at once. What a shared write cannot change under that latch, the engine's
+//! `&mut` state (C0's counts, the mutations a rolling merge is paced by), goes to atomics
+//! ([`crate::kit::sorted::shared`]) that every `&mut` path folds in first; no shared write
+//! runs beside a `&mut` path. No device I/O happens under the leaf's latch but what the
+//! pool's shared path does for any reader (a miss is read outside the lock, as a search's,
+//! before anything is logged). What needs the exclusive lock is asked for
+//! (`SharedWrite::Maintain`) and runs right after the write: freezing a full C0 (or
+//! completing the merge a full C0 waits for), a step of a rolling merge in progress
+//! every [`crate::kit::sorted::shared::MAINTAIN_EVERY`] shared writes (by their share of
+//! the pace; on the merge thread, serving its requests), and a checkpoint when the WAL
+//! reached its size. A C0 may thus exceed |C0| by one entry per writer that was beside
+//! the one that filled it, until that maintenance (the check of Invariant 2 allows it
+//! meanwhile). Memory is as before: the pool holds C0. The other writes (range deletes,
+//! batches, bulk inserts) hold the lock exclusive, one at a time; such a point write first
+//! walks C0 under the shared lock, so that under the exclusive lock it finds its pages in
+//! the pool. The pages a search reads past the pool
 //! belong to published structures only: a merge writes new extents, which no search reads
 //! until the merge is complete and taken in under the exclusive lock, and the extents it
 //! frees are reused only after the next checkpoint. A flush syncs the WAL outside the lock
@@ -201,9 +235,9 @@ pub mod component;
 mod merge;
 mod search;
 
-use crate::durable::{LogicalOp, Manifest};
 use crate::durable::Pager;
 use crate::durable::{logged_engine_methods, pager_store_methods, Logged};
+use crate::durable::{LogicalOp, Manifest};
 use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::kind::EngineKind;
@@ -857,7 +891,9 @@ impl Logged for Lsm {
     /// nothing (none exist without a component, Invariant 3; `load_empty` clears them all
     /// the same).
     fn holds_nothing(&self) -> bool {
-        self.shared.entries(&self.c0) == 0 && self.job.is_none() && self.components.iter().all(Option::is_none)
+        self.shared.entries(&self.c0) == 0
+            && self.job.is_none()
+            && self.components.iter().all(Option::is_none)
     }
 
     /// Build one component of an empty index directly from sorted input.

@@ -8,13 +8,13 @@ use super::component::{self, Component};
 use super::{Lsm, Params};
 use crate::durable::{PageRead, Pager};
 use crate::error::Result;
+use crate::kit::api::SharedWrite;
 use crate::kit::sorted::entry::{Entry, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
 use crate::kit::sorted::newest::{merge_newest_first, Source};
 use crate::kit::sorted::reads::{SortedLevels, SortedReads};
 use crate::kit::sorted::tombs::Tombs;
-use crate::kit::api::SharedWrite;
 
 /// What a search reads besides the pager ([`SortedReads::Levels`]): the fields of [`Lsm`]
 /// of the same names.

@@ -181,8 +181,16 @@ pub(crate) mod testing {
                 e.maintain().unwrap();
             }
             let q = rng.below(KEYS);
-            assert_eq!(e.get_shared(q).unwrap(), model.get(&q).copied(), "step {i} key {q}");
-            assert_eq!(e.get_shared(k).unwrap(), model.get(&k).copied(), "step {i} key {k}");
+            assert_eq!(
+                e.get_shared(q).unwrap(),
+                model.get(&q).copied(),
+                "step {i} key {q}"
+            );
+            assert_eq!(
+                e.get_shared(k).unwrap(),
+                model.get(&k).copied(),
+                "step {i} key {k}"
+            );
             if i % 61 == 0 {
                 let hi = q + rng.below(300);
                 let want: Vec<(u64, u64)> = model.range(q..=hi).map(|(&a, &b)| (a, b)).collect();
@@ -193,12 +201,21 @@ pub(crate) mod testing {
             }
         }
         for what in ["done", "maintain", "exclusive"] {
-            assert!(seen.get(what).is_some_and(|&n| n > 0), "no shared write said {what}: {seen:?}");
+            assert!(
+                seen.get(what).is_some_and(|&n| n > 0),
+                "no shared write said {what}: {seen:?}"
+            );
         }
         let st = e.stats();
         let merges = st.engine_counters.get("merges").copied().unwrap_or(0);
-        assert!(merges > 2, "{merges} merges: the head tree never filled often");
-        assert!(st.engine_counters.get("shared_writes").is_some_and(|&n| n > 1000));
+        assert!(
+            merges > 2,
+            "{merges} merges: the head tree never filled often"
+        );
+        assert!(st
+            .engine_counters
+            .get("shared_writes")
+            .is_some_and(|&n| n > 1000));
         e.check_integrity().unwrap();
         let want: Vec<(u64, u64)> = model.iter().map(|(&a, &b)| (a, b)).collect();
         assert_eq!(scan_shared(&e, 0, u64::MAX), want);
@@ -206,6 +223,9 @@ pub(crate) mod testing {
             assert_eq!(e.get(k).unwrap(), model.get(&k).copied(), "serial get {k}");
         }
     }
+
+    /// What a thread wrote last to each key it wrote: a value, or `None` for a delete.
+    type LastWrites = BTreeMap<u64, Option<u64>>;
 
     /// `e` served to several threads by `Parallel`: writers on keys of their own (each
     /// thread's reads see its writes, and the end holds what each wrote last) and on keys
@@ -223,68 +243,71 @@ pub(crate) mod testing {
         db.bulk_insert(&stable).unwrap();
         // Thread t owns the odd keys k with (k / 2) % THREADS == t; shared keys lie above.
         let shared_key = |j: u64| SPACE + 2 * j + 1;
-        let lasts: Vec<(BTreeMap<u64, Option<u64>>, BTreeMap<u64, Option<u64>>)> =
-            std::thread::scope(|s| {
-                let db = &db;
-                let scanner = s.spawn(move || {
-                    let mut rng = Rng::new(99);
-                    for _ in 0..150 {
-                        let lo = rng.below(SPACE);
-                        let hi = lo + rng.below(600);
-                        let mut cur = RangeCursor::bounded(lo, hi);
-                        let mut out = Vec::new();
-                        let mut batches = 0;
-                        while cur.next.is_some() {
-                            db.scan(&mut cur, &mut out).unwrap();
-                            batches += 1;
-                            assert!(batches < 100_000, "a scan never ends");
-                        }
-                        assert!(out.windows(2).all(|w| w[0].0 < w[1].0), "out of order");
-                        let got: BTreeMap<u64, u64> = out.into_iter().collect();
-                        for k in (lo..=hi.min(SPACE - 1)).filter(|k| k % 2 == 0) {
-                            assert_eq!(got.get(&k), Some(&(k + 7)), "stable key {k} in [{lo}, {hi}]");
-                        }
+        let lasts: Vec<(LastWrites, LastWrites)> = std::thread::scope(|s| {
+            let db = &db;
+            let scanner = s.spawn(move || {
+                let mut rng = Rng::new(99);
+                for _ in 0..150 {
+                    let lo = rng.below(SPACE);
+                    let hi = lo + rng.below(600);
+                    let mut cur = RangeCursor::bounded(lo, hi);
+                    let mut out = Vec::new();
+                    let mut batches = 0;
+                    while cur.next.is_some() {
+                        db.scan(&mut cur, &mut out).unwrap();
+                        batches += 1;
+                        assert!(batches < 100_000, "a scan never ends");
                     }
-                });
-                let writers: Vec<_> = (0..THREADS)
-                    .map(|t| {
-                        s.spawn(move || {
-                            let mut rng = Rng::new(1000 + t);
-                            let mut own = BTreeMap::new();
-                            let mut shared = BTreeMap::new();
-                            for i in 0..OPS {
-                                let v = (t << 32) | i;
-                                if i % 5 == 0 {
-                                    let k = shared_key(rng.below(SHARED));
-                                    let w = if rng.below(4) == 0 {
-                                        db.delete(k).unwrap();
-                                        None
-                                    } else {
-                                        db.insert(k, v).unwrap();
-                                        Some(v)
-                                    };
-                                    shared.insert(k, w);
-                                    continue;
-                                }
-                                let k = (rng.below(SPACE / 2 / THREADS) * THREADS + t) * 2 + 1;
-                                let w = if rng.below(3) == 0 {
+                    assert!(out.windows(2).all(|w| w[0].0 < w[1].0), "out of order");
+                    let got: BTreeMap<u64, u64> = out.into_iter().collect();
+                    for k in (lo..=hi.min(SPACE - 1)).filter(|k| k % 2 == 0) {
+                        assert_eq!(
+                            got.get(&k),
+                            Some(&(k + 7)),
+                            "stable key {k} in [{lo}, {hi}]"
+                        );
+                    }
+                }
+            });
+            let writers: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    s.spawn(move || {
+                        let mut rng = Rng::new(1000 + t);
+                        let mut own = BTreeMap::new();
+                        let mut shared = BTreeMap::new();
+                        for i in 0..OPS {
+                            let v = (t << 32) | i;
+                            if i % 5 == 0 {
+                                let k = shared_key(rng.below(SHARED));
+                                let w = if rng.below(4) == 0 {
                                     db.delete(k).unwrap();
                                     None
                                 } else {
                                     db.insert(k, v).unwrap();
                                     Some(v)
                                 };
-                                own.insert(k, w);
-                                assert_eq!(db.get(k).unwrap(), w, "thread {t} reads its write of {k}");
+                                shared.insert(k, w);
+                                continue;
                             }
-                            (own, shared)
-                        })
+                            let k = (rng.below(SPACE / 2 / THREADS) * THREADS + t) * 2 + 1;
+                            let w = if rng.below(3) == 0 {
+                                db.delete(k).unwrap();
+                                None
+                            } else {
+                                db.insert(k, v).unwrap();
+                                Some(v)
+                            };
+                            own.insert(k, w);
+                            assert_eq!(db.get(k).unwrap(), w, "thread {t} reads its write of {k}");
+                        }
+                        (own, shared)
                     })
-                    .collect();
-                let lasts = writers.into_iter().map(|w| w.join().unwrap()).collect();
-                scanner.join().unwrap();
-                lasts
-            });
+                })
+                .collect();
+            let lasts = writers.into_iter().map(|w| w.join().unwrap()).collect();
+            scanner.join().unwrap();
+            lasts
+        });
         db.check_integrity().unwrap();
         for (own, _) in &lasts {
             for (&k, &w) in own {
@@ -294,14 +317,24 @@ pub(crate) mod testing {
         for j in 0..SHARED {
             let k = shared_key(j);
             let got = db.get(k).unwrap();
-            let candidates: Vec<Option<u64>> =
-                lasts.iter().filter_map(|(_, sh)| sh.get(&k).copied()).collect();
-            assert!(candidates.contains(&got), "shared key {k}: {got:?} not among {candidates:?}");
+            let candidates: Vec<Option<u64>> = lasts
+                .iter()
+                .filter_map(|(_, sh)| sh.get(&k).copied())
+                .collect();
+            assert!(
+                candidates.contains(&got),
+                "shared key {k}: {got:?} not among {candidates:?}"
+            );
         }
         for &(k, v) in &stable {
             assert_eq!(db.get(k).unwrap(), Some(v));
         }
-        let n = db.stats().engine_counters.get("shared_writes").copied().unwrap_or(0);
+        let n = db
+            .stats()
+            .engine_counters
+            .get("shared_writes")
+            .copied()
+            .unwrap_or(0);
         assert!(n > 0, "no point write ran under the shared lock");
     }
 }
