@@ -86,6 +86,7 @@ impl FdTree {
     }
 
     pub(super) fn check(&mut self) -> Result<()> {
+        self.fold();
         let mut seen: HashSet<PageId> = HashSet::new();
         if self.frozen.is_some() != self.job.is_some() {
             return Err(bad(
@@ -132,6 +133,7 @@ impl FdTree {
         if (nav.entries.len() + nav_tombs) as u64 >= self.p.cap0
             && nav.entries.iter().any(|e| !e.is_fence())
             && self.job.is_none()
+            && !self.shared.full_pending()
         {
             return Err(bad(
                 None,

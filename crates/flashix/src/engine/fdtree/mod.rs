@@ -145,7 +145,8 @@
 //! `merge_pages_read`, `merge_pages_written`,
 //! `forced_merge_completions` (deamortized merges finished early, or waited for on the
 //! merge thread, because the new head tree filled), `filters_inserted`, `range_deletes` (calls), `range_tombstones` (intervals,
-//! all levels), `head_range_tombstones`, and per level `level_<i>_entries`, `_pages`,
+//! all levels), `head_range_tombstones`, `shared_writes` (point writes made under the
+//! shared lock, since open: Thread safety), and per level `level_<i>_entries`, `_pages`,
 //! `_filters`, `_range_tombstones`, `_capacity`.
 //!
 //! # Memory
@@ -164,9 +165,46 @@
 //! parallel: the head tree and its levels are read through the Pager's shared path (the
 //! buffer pool's latch protocol for pages read through the pool, the device's reader
 //! handles for pages read past it, a scan's pages of a level in one request), and nothing
-//! a read does changes the structure. Writes hold the lock exclusive, one at a time. An
-//! insert first walks the head tree under the shared lock, so that under
-//! the exclusive lock it finds its pages in the pool. The pages a search reads past the pool
+//! a read does changes the structure.
+//!
+//! Point writes (`insert`, `delete`) made while other operations are in progress run under
+//! the shared lock too (`Shareable::PARALLEL_POINT_WRITES`), beside the reads and beside
+//! each other: a write descends the head tree and changes its leaf in place under the
+//! leaf's latch (the buffer pool's frame latch, held exclusive), logging its logical record
+//! under that same latch (`Head::upsert_shared`, `Pager::write_shared`) and handing a full
+//! WAL buffer to the file after it lets go. Two writes of one key meet at one leaf, so the
+//! WAL holds them in the order they took effect, and a reader of the leaf sees it before or
+//! after a write, whole: a read that begins after a write returned sees it. A delete
+//! (Algorithm 4) searches first, under the shared lock: an absent key needs nothing (the
+//! search is the delete's instant); a filter entry or the key's removal then goes into the
+//! leaf under its latch. What the search found below the head tree holds until then, since
+//! the frozen head tree and the levels change only under the exclusive lock; a write of the
+//! key by another thread in between is ordered before the delete, which leaves the key
+//! absent either way. Such a write changes no page id, fence, level or range tombstone (a
+//! leaf with no room, a full head tree, and range deletes take the exclusive lock), so a
+//! descent made under the shared lock stays valid until its latch, and a range scan, which
+//! resumes from a key (`RangeCursor::next`; it keeps no position in the structure),
+//! returns every key of the head tree at the instant it read its leaf. The latch is the
+//! page's rather than one over the whole head tree: the head tree is a B+-tree in the
+//! buffer pool (its pages are the pool's budget, its durability the Pager's before-images
+//! and checkpoints), so the page latch the pool already holds for its readers orders the
+//! writes of a key, and writes of two leaves run at once. What a shared write cannot change
+//! under that latch, the engine's `&mut` state (the head tree's counts, the mutations a
+//! deamortized merge is paced by, the filters counted), goes to atomics
+//! ([`crate::kit::sorted::shared`]) that every `&mut` path folds in first; no shared write
+//! runs beside a `&mut` path. No device I/O happens under the leaf's latch but what the
+//! pool's shared path does for any reader (a miss is read outside the lock, as a search's,
+//! before anything is logged). What needs the exclusive lock is asked for
+//! (`SharedWrite::Maintain`) and runs right after the write: freezing a full head tree (or
+//! completing the merge a full head tree waits for), a step of a deamortized merge in
+//! progress every [`crate::kit::sorted::shared::MAINTAIN_EVERY`] shared writes (by their
+//! share of the pace; on the merge thread, serving its requests), and a checkpoint when the
+//! WAL reached its size. A head tree may thus exceed |L0| by one entry per writer that was
+//! beside the one that filled it, until that maintenance (the check of its capacity
+//! allows it meanwhile). Memory is as before: the pool holds the head tree. The other writes
+//! (range deletes, batches, bulk inserts) hold the lock exclusive, one at a time; such a
+//! point write first walks the head tree under the shared lock, so that under the
+//! exclusive lock it finds its pages in the pool. The pages a search reads past the pool
 //! belong to published structures only: a merge writes new extents, which no search reads
 //! until the merge is complete and taken in under the exclusive lock, and the extents it
 //! frees are reused only after the next checkpoint. A flush syncs the WAL outside the lock
@@ -196,19 +234,20 @@ mod merge;
 pub(crate) mod run;
 mod search;
 
-use crate::durable::Manifest;
 use crate::durable::Pager;
 use crate::durable::{logged_engine_methods, pager_store_methods, Logged};
+use crate::durable::{LogicalOp, Manifest};
 use crate::error::{Error, Result};
 use crate::io::Extent;
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::SerialEngine;
+use crate::kit::api::{SerialEngine, SharedWrite};
 use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::job::{MergeThread, Running};
 use crate::kit::sorted::pace;
 use crate::kit::sorted::reads::{sorted_serial_reads, SortedReads};
+use crate::kit::sorted::shared::SharedWrites;
 use crate::kit::sorted::tombs::Tombs;
 use crate::kit::sorted::tune::Retune;
 use crate::settings::Settings;
@@ -217,6 +256,7 @@ use crate::stats::{LevelShape, Stats};
 use merge::{MergeJob, Outcome, Params};
 use run::{Run, RunWriter};
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Frames the engine needs at least: head-tree splits touch a few pages at once.
 const MIN_FRAMES: usize = 8;
@@ -361,6 +401,13 @@ pub struct FdTree {
     /// Re-choose `k` as the tree grows (`k` left to the cost model; [`crate::kit::sorted::tune`]).
     retune: Option<Retune>,
     counters: Counters,
+    /// What point writes made under the shared lock did to the head tree that the fields
+    /// above do not hold yet (its counts, the mutations a merge in progress is paced by):
+    /// module doc, Thread safety.
+    shared: SharedWrites,
+    /// Filter entries those writes put into the head tree (`filters_inserted` counts
+    /// them with the serial ones').
+    shared_filters: AtomicU64,
 }
 
 impl FdTree {
@@ -400,6 +447,8 @@ impl FdTree {
             publish_due: false,
             retune,
             counters: Counters::default(),
+            shared: SharedWrites::default(),
+            shared_filters: AtomicU64::new(0),
         };
         t.checkpoint()?;
         Ok(t)
@@ -456,6 +505,8 @@ impl FdTree {
             publish_due: false,
             retune,
             counters: Counters::default(),
+            shared: SharedWrites::default(),
+            shared_filters: AtomicU64::new(0),
         };
         if let Some(fr) = state.frozen {
             t.start_job(fr)?;
@@ -471,7 +522,13 @@ impl FdTree {
 
     /// The active head tree's fill towards |L0|: its entries and its range tombstones.
     fn head_fill(&self) -> u64 {
-        self.head.entries + self.head_tombs.len() as u64
+        self.shared.entries(&self.head) + self.head_tombs.len() as u64
+    }
+
+    /// Move the counts of the writes made under the shared lock into the head tree's (on
+    /// `&mut`, no shared write beside it: module doc, Thread safety).
+    fn fold(&mut self) {
+        self.shared.fold(&mut self.head);
     }
 
     /// The active head tree reached its capacity and holds something to merge: it is
@@ -490,12 +547,13 @@ impl FdTree {
     /// Whether the active head tree holds anything a merge must carry down (its fences
     /// alone point into the levels and are rebuilt by every merge).
     fn head_has_work(&self) -> bool {
-        self.head.index_entries > 0 || !self.head_tombs.is_empty()
+        self.shared.counted(&self.head).index_entries > 0 || !self.head_tombs.is_empty()
     }
 
     /// Freeze the active head tree (and its range tombstones), start a new one, and start
     /// merging the frozen one; run it to completion at once unless deamortized.
     fn freeze_and_merge(&mut self) -> Result<()> {
+        self.fold();
         let old = std::mem::replace(&mut self.head, Head::create(&mut self.pager, self.p.lay)?);
         self.frozen_tombs = std::mem::take(&mut self.head_tombs);
         self.start_job(old)?;
@@ -507,6 +565,12 @@ impl FdTree {
 
     /// Advance a deamortized merge, or start a merge when L0 reached its capacity.
     fn after_mutation(&mut self) -> Result<()> {
+        self.after_mutations(1)
+    }
+
+    /// [`FdTree::after_mutation`] for `n` mutations at once (the shared writes since the
+    /// last maintenance): a stepped merge advances by `n` steps of the pace.
+    fn after_mutations(&mut self, n: u64) -> Result<()> {
         if self.job.as_ref().is_some_and(Running::on_thread) {
             // The merge thread's requests are served once per operation, which waits
             // while the merge is behind the new head tree's fill, and for its end when
@@ -525,7 +589,7 @@ impl FdTree {
                 // front-loaded so that the frozen head tree leaves the pool early
                 // ([`pace::front_loaded`]).
                 let work = self.job.as_ref().map_or(0, Running::work);
-                pace::front_loaded(work, self.head_fill(), self.p.cap0)
+                pace::front_loaded(work, self.head_fill(), self.p.cap0).saturating_mul(n)
             };
             self.advance_job(units)?;
         }
@@ -588,6 +652,7 @@ impl FdTree {
 
     /// Publish a completed merge in memory: new levels, new head tree; free the old.
     fn complete(&mut self, out: Outcome) -> Result<()> {
+        self.fold();
         let lay = self.p.lay;
         for r in &out.replaced {
             self.pager.free_extent(r.extent());
@@ -667,12 +732,99 @@ impl FdTree {
     }
 }
 
+/// Point writes under the shared lock (module doc, Thread safety).
+impl FdTree {
+    /// An insert beside other operations: an upsert into the head tree's leaf under its
+    /// latch, logged there ([`Head::upsert_shared`]), unless the head tree is full already
+    /// or the leaf must split (then nothing is done and the exclusive path inserts).
+    fn insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
+        let e = Entry::new(key, value, Kind::Normal);
+        self.upsert_shared(e, &LogicalOp::Insert(key, value))
+    }
+
+    /// Algorithm 4 beside other operations, as the serial delete: the search first (an
+    /// absent key needs nothing: the search is the delete's instant); then a filter entry
+    /// into the head tree when an older level holds a live entry, else the key's removal
+    /// from the head tree. What the search found below the head tree holds until the
+    /// write: only the exclusive path freezes the head tree or publishes a merge. A write
+    /// of the key by another thread between the search and this one's latch is ordered
+    /// before it, and the delete leaves the key absent all the same.
+    fn delete_shared(&self, key: u64) -> Result<SharedWrite> {
+        let lay = self.p.lay;
+        let f = self.head.find(&self.pager, lay, key)?;
+        let below = if self.head_tombs.covers(key) {
+            None
+        } else {
+            let (levels, pager) = self.levels();
+            levels.find_below_head(pager, key, f.fence)?
+        };
+        let present = match f.entry {
+            Some(e) => e.kind == Kind::Normal,
+            None => below.is_some_and(|e| e.kind == Kind::Normal),
+        };
+        if !present {
+            return Ok(SharedWrite::Done);
+        }
+        let op = LogicalOp::Delete(key);
+        match below {
+            Some(b) if b.kind == Kind::Normal => {
+                let w = self.upsert_shared(Entry::new(key, b.val, Kind::Filter), &op)?;
+                if w != SharedWrite::Exclusive {
+                    self.shared_filters.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(w)
+            }
+            _ => match self.head.remove_shared(&self.pager, lay, key, &op)? {
+                None => Ok(SharedWrite::Exclusive),
+                Some(removed) => Ok(self.shared_done(-i64::from(removed))),
+            },
+        }
+    }
+
+    /// `e` into the head tree under its leaf's latch, `op` logged there.
+    fn upsert_shared(&self, e: Entry, op: &LogicalOp) -> Result<SharedWrite> {
+        // A full head tree is frozen on the exclusive path (the shared writes that filled
+        // it asked for that): at most one entry more per writer beside the one that
+        // filled it.
+        if self.head_fill() >= self.p.cap0 {
+            return Ok(SharedWrite::Exclusive);
+        }
+        match self.head.upsert_shared(&self.pager, self.p.lay, e, op)? {
+            None => Ok(SharedWrite::Exclusive),
+            Some(added) => Ok(self.shared_done(i64::from(added))),
+        }
+    }
+
+    /// Count a shared write that changed the head tree by `added` index entries; the
+    /// maintenance when the head tree is full, a merge in progress is due a step, or a
+    /// checkpoint is due.
+    fn shared_done(&self, added: i64) -> SharedWrite {
+        let tombs = self.head_tombs.len() as u64;
+        let merging = self.job.is_some();
+        self.shared
+            .done(added, &self.head, tombs, self.p.cap0, merging, &self.pager)
+    }
+
+    /// Under the exclusive lock after shared writes asked for it: their counts into the
+    /// head tree, the merge in progress advanced by their mutations (or the head tree
+    /// frozen when full), then the memory charge and a checkpoint when due, as after a
+    /// serial write.
+    fn maintain(&mut self) -> Result<()> {
+        self.fold();
+        let n = self.shared.maintained();
+        if n > 0 || self.head_full() {
+            self.after_mutations(n.max(1))?;
+        }
+        self.after_op()
+    }
+}
+
 impl Logged for FdTree {
     pager_store_methods!();
 
     fn engine_state(&self) -> serde_json::Value {
         serde_json::json!(State {
-            head: self.head.clone(),
+            head: self.shared.counted(&self.head),
             frozen: self.frozen.clone(),
             merge_extents: self.job.as_ref().map(Running::owned).unwrap_or_default(),
             levels: self.levels.clone(),
@@ -687,6 +839,11 @@ impl Logged for FdTree {
 
     /// The checkpoint published every completed merge; a full head tree (waiting for it,
     /// or filled by the merge completed first) is frozen now.
+    fn before_checkpoint(&mut self) -> Result<()> {
+        self.fold();
+        Ok(())
+    }
+
     fn after_checkpoint(&mut self) -> Result<()> {
         self.checkpoint_due = false;
         self.publish_due = false;
@@ -699,6 +856,7 @@ impl Logged for FdTree {
 
     /// Algorithm 2: insert into L0, then merge when it reaches its capacity.
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
+        self.fold();
         self.head.upsert(
             &mut self.pager,
             self.p.lay,
@@ -709,6 +867,7 @@ impl Logged for FdTree {
 
     /// Algorithm 4 (see the module doc).
     fn delete_unlogged(&mut self, key: u64) -> Result<()> {
+        self.fold();
         let head = self.head.clone();
         let f = head.find(&self.pager, self.p.lay, key)?;
         // A range tombstone of the head tree deletes the key in every older level.
@@ -750,6 +909,7 @@ impl Logged for FdTree {
     /// (at most the head tree), no read of any level.
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
         self.counters.range_deletes += 1;
+        self.fold();
         self.head
             .remove_range(&mut self.pager, self.p.lay, lo, hi)?;
         if !self.levels.is_empty() || self.frozen.is_some() {
@@ -759,12 +919,13 @@ impl Logged for FdTree {
     }
 
     fn holds_nothing(&self) -> bool {
-        self.levels.is_empty() && self.head.entries == 0 && self.job.is_none()
+        self.levels.is_empty() && self.shared.entries(&self.head) == 0 && self.job.is_none()
     }
 
     /// Build the levels of an empty tree directly from sorted input: the bottom level from
     /// the entries, the levels above from its fences, then the head tree.
     fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        self.fold();
         let n = sorted.len() as u64;
         // The bottom level holds the entries plus one internal fence per page.
         let stored = n + n.div_ceil(self.p.lay.cap() as u64 - 1) + 1;
@@ -822,19 +983,21 @@ impl SerialEngine for FdTree {
 
     fn stats(&self) -> Stats {
         let c = &self.counters;
+        let head = self.shared.counted(&self.head);
+        let filters_inserted = c.filters_inserted + self.shared_filters.load(Ordering::Relaxed);
         let mut engine_counters = counters(&[
             ("levels", self.levels.len() as u64 + 1),
             ("k", self.p.k),
             ("k_changes", c.k_changes),
             (
                 "entries",
-                self.head.entries
+                head.entries
                     + self.frozen.as_ref().map_or(0, |h| h.entries)
                     + self.levels.iter().map(|r| r.entries).sum::<u64>(),
             ),
             (
                 "index_entries",
-                self.head.index_entries
+                head.index_entries
                     + self.frozen.as_ref().map_or(0, |h| h.index_entries)
                     + self.levels.iter().map(|r| r.index_entries).sum::<u64>(),
             ),
@@ -842,7 +1005,7 @@ impl SerialEngine for FdTree {
                 "filter_entries_in_runs",
                 self.levels.iter().map(|r| r.filters).sum::<u64>(),
             ),
-            ("head_entries", self.head.entries),
+            ("head_entries", head.entries),
             ("head_height", u64::from(self.head.height)),
             ("head_pages", self.head.pages),
             ("head_capacity", self.p.cap0),
@@ -851,13 +1014,14 @@ impl SerialEngine for FdTree {
             ("merge_pages_read", c.merge_pages_read),
             ("merge_pages_written", c.merge_pages_written),
             ("forced_merge_completions", c.forced_merge_completions),
-            ("filters_inserted", c.filters_inserted),
+            ("filters_inserted", filters_inserted),
             ("range_deletes", c.range_deletes),
             (
                 "range_tombstones",
                 self.tombs().map(|t| t.len() as u64).sum::<u64>(),
             ),
             ("head_range_tombstones", self.head_tombs.len() as u64),
+            ("shared_writes", self.shared.total()),
         ]);
         engine_counters.extend(counters(&self.merges.counters()));
         for (i, r) in self.levels.iter().enumerate() {

@@ -35,6 +35,7 @@ use super::run::{probe_page, read_page_cached, read_pages, Run};
 use super::{FdTree, Params};
 use crate::durable::{PageRead, Pager};
 use crate::error::{Error, Result};
+use crate::kit::api::SharedWrite;
 use crate::kit::sorted::entry::{index_pos, Entry, Layout, Probe, NONE};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
@@ -224,9 +225,22 @@ impl SortedReads for FdTree {
     }
 
     /// An insert changes the head tree only: its path and leaf. (A delete searches the
-    /// levels first, under the writer lock: the paper's baseline behaviour.)
+    /// levels first, Algorithm 4: under the shared lock when it runs there, else under
+    /// the exclusive one.)
     fn warm_write(&self, key: u64) {
         let _ = self.head.find(&self.pager, self.p.lay, key);
+    }
+
+    fn head_insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
+        self.insert_shared(key, value)
+    }
+
+    fn head_delete_shared(&self, key: u64) -> Result<SharedWrite> {
+        self.delete_shared(key)
+    }
+
+    fn head_maintain(&mut self) -> Result<()> {
+        self.maintain()
     }
 }
 
@@ -526,6 +540,11 @@ mod tests {
     /// An FD-tree of 512-byte pages over memory: a head tree of 8 pages, k = 3, merges
     /// inline (the same structure each time), a pool of `frames`.
     fn fdtree(frames: u64) -> super::FdTree {
+        fdtree_with(frames, false)
+    }
+
+    /// [`fdtree`] with deamortized merges as asked.
+    fn fdtree_with(frames: u64, deamortize: bool) -> super::FdTree {
         use crate::io::{MemDevice, MemVfs, Storage};
         let opts = Options::new(EngineKind::FdTree)
             .page_size(512)
@@ -533,7 +552,7 @@ mod tests {
             .fdtree(super::super::FdTreeOptions {
                 k: Some(3),
                 head_tree_bytes: 8 * 512,
-                deamortize: false,
+                deamortize,
                 io_unit_bytes: 4 * 512,
             })
             .resolved()
@@ -554,6 +573,24 @@ mod tests {
         serial_reads_answer_as_the_shared(|| fdtree(8192), true);
         for frames in [16, 40] {
             serial_reads_answer_as_the_shared(|| fdtree(frames), false);
+        }
+    }
+
+    #[test]
+    fn shared_writes_agree_with_a_model() {
+        use crate::kit::sorted::shared::testing::shared_writes_match_a_model;
+        for (seed, deamortize) in [(1, false), (2, true)] {
+            for frames in [16, 4096] {
+                shared_writes_match_a_model(fdtree_with(frames, deamortize), seed);
+            }
+        }
+    }
+
+    #[test]
+    fn threads_write_into_the_head_tree_beside_each_other_and_a_scan() {
+        use crate::kit::sorted::shared::testing::threads_write_beside_each_other;
+        for deamortize in [false, true] {
+            threads_write_beside_each_other(fdtree_with(64, deamortize));
         }
     }
 }

@@ -148,7 +148,8 @@
 //! waits for their requests), `merge_in_progress`,
 //! `forced_merge_completions` (rolling merges finished at once because C0 filled),
 //! `merge_pages_read`, `merge_pages_written`, `range_deletes` (calls applied),
-//! `range_tombstones` (intervals of all levels), `c0_range_tombstones`, and per level i
+//! `range_tombstones` (intervals of all levels), `c0_range_tombstones`, `shared_writes`
+//! (point writes made under the shared lock, since open: Thread safety), and per level i
 //! `component_<i>_entries`, `_tombstones`, `_range_tombstones`, `_pages`, `_height`,
 //! `_capacity`.
 //!
@@ -170,8 +171,41 @@
 //! parallel: C0 and its components are read through the Pager's shared path (the buffer
 //! pool's latch protocol for pages read through the pool, the device's reader handles for
 //! pages read past it, a scan's run of leaves in one request), and nothing a read does
-//! changes the structure. Writes hold the lock exclusive, one at a time. An insert first walks C0 under the shared lock, so that under
-//! the exclusive lock it finds its pages in the pool. The pages a search reads past the pool
+//! changes the structure.
+//!
+//! Point writes (`insert`, `delete`) made while other operations are in progress run under
+//! the shared lock too (`Shareable::PARALLEL_POINT_WRITES`), beside the reads and beside
+//! each other: a write descends C0 and changes its leaf in place under the leaf's latch
+//! (the buffer pool's frame latch, held exclusive), logging its logical record under that
+//! same latch (`Head::upsert_shared`, `Pager::write_shared`) and handing a full WAL buffer
+//! to the file after it lets go. Two writes of one key meet at one leaf, so the WAL holds
+//! them in the order they took effect, and a reader of the leaf sees it before or after a
+//! write, whole: a read that begins after a write returned sees it. Such a write changes no
+//! page id, level, extent or range tombstone (a leaf with no room, a full C0, and range
+//! deletes take the exclusive lock), so a descent made under the shared lock stays valid
+//! until its latch, what a delete's search found below C0 holds until its write, and a
+//! range scan, which resumes from a key (`RangeCursor::next`; it keeps no position in
+//! the structure), returns every key of C0 at the instant it read its leaf. The frozen C0
+//! and the components change only under the exclusive lock. The latch is the page's rather
+//! than one over all of C0: C0 is a B+-tree in the buffer pool (its pages are the pool's
+//! budget, its durability the Pager's before-images and checkpoints), so the page latch
+//! the pool already holds for its readers orders the writes of a key, and writes of two
+//! leaves run at once. What a shared write cannot change under that latch, the engine's
+//! `&mut` state (C0's counts, the mutations a rolling merge is paced by), goes to atomics
+//! ([`crate::kit::sorted::shared`]) that every `&mut` path folds in first; no shared write
+//! runs beside a `&mut` path. No device I/O happens under the leaf's latch but what the
+//! pool's shared path does for any reader (a miss is read outside the lock, as a search's,
+//! before anything is logged). What needs the exclusive lock is asked for
+//! (`SharedWrite::Maintain`) and runs right after the write: freezing a full C0 (or
+//! completing the merge a full C0 waits for), a step of a rolling merge in progress
+//! every [`crate::kit::sorted::shared::MAINTAIN_EVERY`] shared writes (by their share of
+//! the pace; on the merge thread, serving its requests), and a checkpoint when the WAL
+//! reached its size. A C0 may thus exceed |C0| by one entry per writer that was beside
+//! the one that filled it, until that maintenance (the check of Invariant 2 allows it
+//! meanwhile). Memory is as before: the pool holds C0. The other writes (range deletes,
+//! batches, bulk inserts) hold the lock exclusive, one at a time; such a point write first
+//! walks C0 under the shared lock, so that under the exclusive lock it finds its pages in
+//! the pool. The pages a search reads past the pool
 //! belong to published structures only: a merge writes new extents, which no search reads
 //! until the merge is complete and taken in under the exclusive lock, and the extents it
 //! frees are reused only after the next checkpoint. A flush syncs the WAL outside the lock
@@ -201,18 +235,19 @@ pub mod component;
 mod merge;
 mod search;
 
-use crate::durable::Manifest;
 use crate::durable::Pager;
 use crate::durable::{logged_engine_methods, pager_store_methods, Logged};
+use crate::durable::{LogicalOp, Manifest};
 use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::SerialEngine;
+use crate::kit::api::{SerialEngine, SharedWrite};
 use crate::kit::sorted::entry::{self, Entry, Kind, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::job::{MergeThread, Running};
 use crate::kit::sorted::pace;
 use crate::kit::sorted::reads::{sorted_serial_reads, SortedLevels, SortedReads};
+use crate::kit::sorted::shared::SharedWrites;
 use crate::kit::sorted::tombs::Tombs;
 use crate::kit::sorted::tune::Retune;
 use crate::settings::Settings;
@@ -368,6 +403,10 @@ pub struct Lsm {
     /// [`crate::kit::sorted::tune`]).
     retune: Option<Retune>,
     counters: Counters,
+    /// What point writes made under the shared lock did to C0 that the fields above do not
+    /// hold yet (its counts, the mutations a merge in progress is paced by): module doc,
+    /// Thread safety.
+    shared: SharedWrites,
 }
 
 impl Lsm {
@@ -409,6 +448,7 @@ impl Lsm {
             search_before_delete: o.search_before_delete,
             retune,
             counters: Counters::default(),
+            shared: SharedWrites::default(),
         };
         t.checkpoint()?;
         Ok(t)
@@ -467,6 +507,7 @@ impl Lsm {
             search_before_delete: o.search_before_delete,
             retune,
             counters: Counters::default(),
+            shared: SharedWrites::default(),
         };
         if t.c0_full() {
             // The checkpoint taken just before a freeze saved a full C0: it is frozen now,
@@ -490,14 +531,15 @@ impl Lsm {
     /// C0 is full: its entries (fences included, as before range tombstones) and its
     /// range tombstones reach |C0|, and it holds something to merge.
     fn c0_full(&self) -> bool {
-        let held = self.c0.index_entries > 0 || !self.c0_tombs.is_empty();
-        held && self.c0.entries + self.c0_tombs.len() as u64 >= self.p.cap0
+        let c0 = self.shared.counted(&self.c0);
+        let held = c0.index_entries > 0 || !self.c0_tombs.is_empty();
+        held && c0.entries + self.c0_tombs.len() as u64 >= self.p.cap0
     }
 
     /// C0 holds twice its capacity: a batch or bulk insert went on filling it while its
     /// freeze waited for the end of the operation's checkpoint; it is frozen at once.
     fn c0_overfull(&self) -> bool {
-        self.c0.entries + self.c0_tombs.len() as u64 >= 2 * self.p.cap0
+        self.c0_fill() >= 2 * self.p.cap0
     }
 
     /// Level i + 1's fill against |C(i+1)|: its entries and its range tombstones (so that
@@ -506,18 +548,35 @@ impl Lsm {
         self.components[i].map_or(0, |c| c.entries) + self.tombs[i].len() as u64
     }
 
+    /// C0's fill towards |C0|: its entries (the shared writes' counted) and its range
+    /// tombstones.
+    fn c0_fill(&self) -> u64 {
+        self.shared.entries(&self.c0) + self.c0_tombs.len() as u64
+    }
+
+    /// Move the counts of the writes made under the shared lock into C0's (on `&mut`, no
+    /// shared write beside it: module doc, Thread safety).
+    fn fold(&mut self) {
+        self.shared.fold(&mut self.c0);
+    }
+
     /// Advance a rolling merge in progress; start one when C0 is full.
     fn after_mutation(&mut self) -> Result<()> {
+        self.after_mutations(1)
+    }
+
+    /// [`Lsm::after_mutation`] for `n` mutations at once (the shared writes since the last
+    /// maintenance): a stepped merge advances by `n` steps of the pace.
+    fn after_mutations(&mut self, n: u64) -> Result<()> {
         if self.job.as_ref().is_some_and(Running::on_thread) {
             // The merge thread's requests are served once per operation, which waits
             // while the merge is behind C0's fill, and for its end when C0 is full
             // (`Running::advance`).
-            let fill = self.c0.entries + self.c0_tombs.len() as u64;
-            let wait = fill >= self.p.cap0;
+            let wait = self.c0_fill() >= self.p.cap0;
             self.counters.forced_merge_completions += u64::from(wait);
             self.advance_job(if wait { u64::MAX } else { 0 })?;
         } else if self.job.is_some() {
-            let fill = self.c0.entries + self.c0_tombs.len() as u64;
+            let fill = self.c0_fill();
             let units = if fill >= self.p.cap0 {
                 // C0 is full before the merge completed: finish it now.
                 self.counters.forced_merge_completions += 1;
@@ -526,7 +585,7 @@ impl Lsm {
                 // The work left, spread over the mutations C0 has room for, so that the
                 // merge completes as C0 fills (the FD-tree's, §3.4 there).
                 let work = self.job.as_ref().map_or(0, Running::work);
-                pace::spread(work, fill, self.p.cap0, pace::margin(self.p.cap0))
+                pace::spread(work, fill, self.p.cap0, pace::margin(self.p.cap0)).saturating_mul(n)
             };
             self.advance_job(units)?;
         }
@@ -553,6 +612,7 @@ impl Lsm {
     /// unless deamortized.
     fn freeze_and_merge(&mut self) -> Result<()> {
         let lay = self.p.lay;
+        self.fold();
         let old = std::mem::replace(&mut self.c0, Head::create(&mut self.pager, lay)?);
         let entries: Vec<Entry> = old
             .all_entries(&mut self.pager, lay)?
@@ -581,7 +641,7 @@ impl Lsm {
     /// Advance the merge in progress by `units` entries, or serve the merge thread's
     /// requests at its pace ([`Running::advance`]), or to its end when `units` is `u64::MAX`.
     fn advance_job(&mut self, units: u64) -> Result<()> {
-        let fill = (self.c0.entries + self.c0_tombs.len() as u64, self.p.cap0);
+        let fill = (self.c0_fill(), self.p.cap0);
         let Some(job) = self.job.as_mut() else {
             return Ok(());
         };
@@ -685,12 +745,80 @@ impl Lsm {
     }
 }
 
+/// Point writes under the shared lock (module doc, Thread safety).
+impl Lsm {
+    /// An insert beside other operations: an upsert into C0's leaf under its latch,
+    /// logged there ([`Head::upsert_shared`]), unless C0 is full already or the leaf
+    /// must split (then nothing is done and the exclusive path inserts).
+    fn insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
+        let e = Entry::new(key, value, Kind::Normal);
+        self.upsert_shared(e, &LogicalOp::Insert(key, value))
+    }
+
+    /// A delete beside other operations, as the serial one: with
+    /// `search_before_delete`, an absent key needs nothing (the search is the delete's
+    /// instant); a blind tombstone into C0, or, while nothing older than C0 exists, the
+    /// key's removal from C0 (which leaves C0's shape as it was).
+    fn delete_shared(&self, key: u64) -> Result<SharedWrite> {
+        if self.search_before_delete {
+            let (levels, pager) = self.levels();
+            if levels.lookup(pager, key)?.is_none() {
+                return Ok(SharedWrite::Done);
+            }
+        }
+        let op = LogicalOp::Delete(key);
+        if self.holds_older() {
+            return self.upsert_shared(Entry::new(key, 0, TOMBSTONE), &op);
+        }
+        // Nothing older than C0 exists while the shared lock is held: only the exclusive
+        // path freezes C0 or publishes a merge.
+        match self.c0.remove_shared(&self.pager, self.p.lay, key, &op)? {
+            None => Ok(SharedWrite::Exclusive),
+            Some(removed) => Ok(self.shared_done(-i64::from(removed))),
+        }
+    }
+
+    /// `e` into C0 under its leaf's latch, `op` logged there.
+    fn upsert_shared(&self, e: Entry, op: &LogicalOp) -> Result<SharedWrite> {
+        // A full C0 is frozen on the exclusive path (the shared writes that filled it
+        // asked for that): at most one entry more per writer beside the one that filled it.
+        if self.c0_fill() >= self.p.cap0 {
+            return Ok(SharedWrite::Exclusive);
+        }
+        match self.c0.upsert_shared(&self.pager, self.p.lay, e, op)? {
+            None => Ok(SharedWrite::Exclusive),
+            Some(added) => Ok(self.shared_done(i64::from(added))),
+        }
+    }
+
+    /// Count a shared write that changed C0 by `added` index entries; the maintenance
+    /// when C0 is full, a merge in progress is due a step, or a checkpoint is due.
+    fn shared_done(&self, added: i64) -> SharedWrite {
+        let tombs = self.c0_tombs.len() as u64;
+        let merging = self.job.is_some();
+        self.shared
+            .done(added, &self.c0, tombs, self.p.cap0, merging, &self.pager)
+    }
+
+    /// Under the exclusive lock after shared writes asked for it: their counts into C0,
+    /// the merge in progress advanced by their mutations (or C0 frozen when full), then
+    /// the memory charge and a checkpoint when due, as after a serial write.
+    fn maintain(&mut self) -> Result<()> {
+        self.fold();
+        let n = self.shared.maintained();
+        if n > 0 || self.c0_full() {
+            self.after_mutations(n.max(1))?;
+        }
+        self.after_op()
+    }
+}
+
 impl Logged for Lsm {
     pager_store_methods!();
 
     fn engine_state(&self) -> serde_json::Value {
         serde_json::json!(State {
-            c0: self.c0.clone(),
+            c0: self.shared.counted(&self.c0),
             components: self.components.clone(),
             c0_tombs: self.c0_tombs.clone(),
             tombs: self.tombs.clone(),
@@ -703,6 +831,7 @@ impl Logged for Lsm {
     /// A merge in progress is completed: a checkpoint publishes whole merges only, and the
     /// frozen C0 lives in memory alone. (A full C0 is frozen after the checkpoint.)
     fn before_checkpoint(&mut self) -> Result<()> {
+        self.fold();
         while self.job.is_some() {
             self.advance_job(u64::MAX)?;
         }
@@ -721,6 +850,7 @@ impl Logged for Lsm {
     }
 
     fn insert_unlogged(&mut self, key: u64, value: u64) -> Result<()> {
+        self.fold();
         self.c0.upsert(
             &mut self.pager,
             self.p.lay,
@@ -732,6 +862,7 @@ impl Logged for Lsm {
     /// A blind tombstone; with no component and no frozen C0, nothing older can hold the
     /// key.
     fn delete_unlogged(&mut self, key: u64) -> Result<()> {
+        self.fold();
         if !self.holds_older() {
             self.c0.remove(&mut self.pager, self.p.lay, key)?;
             return Ok(());
@@ -748,6 +879,7 @@ impl Logged for Lsm {
     /// suffices, as for a point delete.
     fn delete_range_unlogged(&mut self, lo: u64, hi: u64) -> Result<()> {
         self.counters.range_deletes += 1;
+        self.fold();
         self.c0.remove_range(&mut self.pager, self.p.lay, lo, hi)?;
         if self.holds_older() {
             self.c0_tombs.add(lo, hi);
@@ -759,11 +891,14 @@ impl Logged for Lsm {
     /// nothing (none exist without a component, Invariant 3; `load_empty` clears them all
     /// the same).
     fn holds_nothing(&self) -> bool {
-        self.c0.entries == 0 && self.job.is_none() && self.components.iter().all(Option::is_none)
+        self.shared.entries(&self.c0) == 0
+            && self.job.is_none()
+            && self.components.iter().all(Option::is_none)
     }
 
     /// Build one component of an empty index directly from sorted input.
     fn load_empty(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        self.fold();
         let n = sorted.len() as u64;
         self.retune_for(n);
         let level = self.level_for(n);
@@ -804,6 +939,7 @@ impl SerialEngine for Lsm {
 
     fn stats(&self) -> Stats {
         let c = &self.counters;
+        let c0 = self.shared.counted(&self.c0);
         let live: Vec<&Component> = self.components.iter().flatten().collect();
         let mut engine_counters = counters(&[
             ("components", live.len() as u64),
@@ -811,11 +947,11 @@ impl SerialEngine for Lsm {
             ("k_changes", self.counters.k_changes),
             (
                 "entries",
-                self.c0.index_entries
+                c0.index_entries
                     + self.frozen.as_ref().map_or(0, |es| es.len() as u64)
                     + live.iter().map(|c| c.entries).sum::<u64>(),
             ),
-            ("c0_entries", self.c0.index_entries),
+            ("c0_entries", c0.index_entries),
             (
                 "frozen_c0_entries",
                 self.frozen.as_ref().map_or(0, |es| es.len() as u64),
@@ -830,6 +966,7 @@ impl SerialEngine for Lsm {
             ("merge_pages_written", c.merge_pages_written),
             ("range_deletes", c.range_deletes),
             ("c0_range_tombstones", self.c0_tombs.len() as u64),
+            ("shared_writes", self.shared.total()),
             (
                 "range_tombstones",
                 self.all_tombs().map(|t| t.len() as u64).sum(),

@@ -8,6 +8,7 @@ use super::component::{self, Component};
 use super::{Lsm, Params};
 use crate::durable::{PageRead, Pager};
 use crate::error::Result;
+use crate::kit::api::SharedWrite;
 use crate::kit::sorted::entry::{Entry, Layout};
 use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
@@ -117,6 +118,18 @@ impl SortedReads for Lsm {
     /// A write changes C0 only (blind: no component is read): its path and leaf.
     fn warm_write(&self, key: u64) {
         let _ = self.c0.find(&self.pager, self.p.lay, key);
+    }
+
+    fn head_insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
+        self.insert_shared(key, value)
+    }
+
+    fn head_delete_shared(&self, key: u64) -> Result<SharedWrite> {
+        self.delete_shared(key)
+    }
+
+    fn head_maintain(&mut self) -> Result<()> {
+        self.maintain()
     }
 }
 
@@ -364,6 +377,12 @@ mod tests {
     /// An LSM-tree of 512-byte pages over memory: C0 of 8 pages, k = 3, merges inline
     /// (the same structure each time), a pool of `frames`.
     fn lsm(frames: u64) -> super::Lsm {
+        lsm_with(frames, false, false)
+    }
+
+    /// [`lsm`] with rolling merges (`deamortize`) and a search before each delete as
+    /// asked.
+    fn lsm_with(frames: u64, deamortize: bool, search_before_delete: bool) -> super::Lsm {
         use crate::io::{MemDevice, MemVfs, Storage};
         let opts = Options::new(EngineKind::Lsm)
             .page_size(512)
@@ -372,8 +391,8 @@ mod tests {
                 k: Some(3),
                 c0_bytes: 8 * 512,
                 io_unit_bytes: 4 * 512,
-                search_before_delete: false,
-                deamortize: false,
+                search_before_delete,
+                deamortize,
             })
             .resolved()
             .unwrap();
@@ -393,6 +412,24 @@ mod tests {
         serial_reads_answer_as_the_shared(|| lsm(8192), true);
         for frames in [16, 40] {
             serial_reads_answer_as_the_shared(|| lsm(frames), false);
+        }
+    }
+
+    #[test]
+    fn shared_writes_agree_with_a_model() {
+        use crate::kit::sorted::shared::testing::shared_writes_match_a_model;
+        for (seed, deamortize, search) in [(1, false, false), (2, true, false), (3, true, true)] {
+            for frames in [16, 4096] {
+                shared_writes_match_a_model(lsm_with(frames, deamortize, search), seed);
+            }
+        }
+    }
+
+    #[test]
+    fn threads_write_into_c0_beside_each_other_and_a_scan() {
+        use crate::kit::sorted::shared::testing::threads_write_beside_each_other;
+        for (deamortize, search) in [(false, false), (true, false), (true, true)] {
+            threads_write_beside_each_other(lsm_with(64, deamortize, search));
         }
     }
 }

@@ -126,6 +126,15 @@ enum Placed {
     Full,
 }
 
+/// Where a shared upsert puts its entry in its leaf ([`Head::upsert_shared`]).
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    /// Over the key's entry at this slot.
+    Replace(usize),
+    /// A new entry at this slot (the leaf has room).
+    Insert(usize),
+}
+
 /// The result of looking `key` up in a head tree.
 pub struct Found {
     /// The index entry of `key` in this head tree.
@@ -342,6 +351,76 @@ impl Head {
             sep = Entry::new(up.key, new, up.kind);
             level += 1;
         }
+    }
+
+    /// [`Head::upsert`] from one of many threads (a shared writer beside readers and other
+    /// shared writers, the engine's lock held shared): when the key's leaf holds the key
+    /// or has room, `e` is put there and `op` logged under the leaf's latch
+    /// ([`Pager::write_shared`]), so the log holds a key's writes in the order they took
+    /// effect. `Some(true)` when the entry is new (the caller counts it: the counts here
+    /// change only on `&mut`), `Some(false)` when it replaced the key's; `None` when the
+    /// leaf is full (a split, for the exclusive path) or does not decode (the exclusive
+    /// path meets the error): nothing was logged or changed. The descent is valid because
+    /// splits, the only change of a head tree's shape, run on `&mut`.
+    pub fn upsert_shared(
+        &self,
+        pager: &Pager,
+        lay: Layout,
+        e: Entry,
+        op: &crate::durable::LogicalOp,
+    ) -> Result<Option<bool>> {
+        debug_assert!(!e.is_fence());
+        let pos = e.pos();
+        let (_, leaf) = self.descend(pager, lay, pos)?;
+        let decide = |b: &[u8]| {
+            let n = lay.checked_count(b).ok()?;
+            match lay.search(b, n, pos).ok()? {
+                Ok(i) => Some(Slot::Replace(i)),
+                Err(i) if n < lay.cap() => Some(Slot::Insert(i)),
+                Err(_) => None,
+            }
+        };
+        let change = |b: &mut [u8], at: Slot| match at {
+            Slot::Replace(i) => {
+                lay.set(b, i, e);
+                false
+            }
+            Slot::Insert(i) => {
+                lay.insert_at(b, i, e);
+                true
+            }
+        };
+        pager.write_shared(leaf, op, decide, change)
+    }
+
+    /// [`Head::remove`] from one of many threads, as [`Head::upsert_shared`] is the upsert:
+    /// the index entry of `key` is removed, if its leaf holds one, and `op` is logged under
+    /// the leaf's latch either way (a removal of an absent key changes nothing, as replay
+    /// finds). `Some(true)` when an entry went (the caller counts it), `Some(false)` when
+    /// none was there; `None` when the leaf does not decode (nothing logged).
+    pub fn remove_shared(
+        &self,
+        pager: &Pager,
+        lay: Layout,
+        key: u64,
+        op: &crate::durable::LogicalOp,
+    ) -> Result<Option<bool>> {
+        let pos = entry::index_pos(key);
+        let (_, leaf) = self.descend(pager, lay, pos)?;
+        let decide = |b: &[u8]| {
+            lay.checked_count(b)
+                .and_then(|n| lay.search(b, n, pos))
+                .ok()
+                .map(|at| at.ok())
+        };
+        let change = |b: &mut [u8], at: Option<usize>| match at {
+            Some(i) => {
+                lay.remove_at(b, i);
+                true
+            }
+            None => false,
+        };
+        pager.write_shared(leaf, op, decide, change)
     }
 
     /// Remove the index entry of `key` if present (§3.3, Deletion: "first performed on the

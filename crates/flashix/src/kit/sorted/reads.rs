@@ -17,13 +17,17 @@
 //! over `&mut Pager`, through the Pager's exclusive path (the pool's exclusive mode, the
 //! device's own requests past it), which spares every page the shared path's latching,
 //! pinning and miss planning ([`PageRead`]). A write changes only the head tree (C0),
-//! whose path it can bring into the pool beforehand.
+//! whose path it can bring into the pool beforehand. A point write that fits its leaf is
+//! made under the shared lock, under that leaf's latch (`Shareable::PARALLEL_POINT_WRITES`,
+//! [`super::shared`]): readers see the leaf before or after it, whole, and since such a
+//! write changes no page id, level or extent, nothing a read or a scan's position names
+//! (a key) becomes stale.
 
 use super::entry::{Entry, Kind};
 use super::memo::{scan_many_with_memo, PageMemo};
 use crate::durable::{PageRead, Pager};
 use crate::error::Result;
-use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
+use crate::kit::api::{RangeCursor, SerialEngine, Shareable, SharedWrite};
 
 /// An index of sorted levels whose reads change nothing (module doc): the hooks by which
 /// [`Shareable`] and [`sorted_serial_reads!`] serve its searches and scans.
@@ -45,6 +49,16 @@ pub(crate) trait SortedReads: SerialEngine + Sync {
     /// Bring into the pool the pages a point write of `key` will change, beside the
     /// readers (`Shareable::prepare_write`). Errors are left for the write to meet.
     fn warm_write(&self, key: u64);
+
+    /// `Shareable::insert_shared`: the insert made into the head tree under its leaf's
+    /// latch, beside readers and other shared writes.
+    fn head_insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite>;
+
+    /// `Shareable::delete_shared`, as [`SortedReads::head_insert_shared`] is the insert.
+    fn head_delete_shared(&self, key: u64) -> Result<SharedWrite>;
+
+    /// `Shareable::maintain`: what the shared writes asked for, under the exclusive lock.
+    fn head_maintain(&mut self) -> Result<()>;
 }
 
 /// The reads of a [`SortedReads`] engine, written once over a page source: `&Pager` on
@@ -124,6 +138,19 @@ impl<E: SortedReads> Shareable for E {
     const RESTARTS: bool = true;
     const SERIAL_READS_ALONE: bool = true;
     const PARALLEL_GETS: bool = true;
+    const PARALLEL_POINT_WRITES: bool = true;
+
+    fn insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
+        self.head_insert_shared(key, value)
+    }
+
+    fn delete_shared(&self, key: u64) -> Result<SharedWrite> {
+        self.head_delete_shared(key)
+    }
+
+    fn maintain(&mut self) -> Result<()> {
+        self.head_maintain()
+    }
 
     /// A batch reads its pages through the pool's shared mode or past it, each run of a
     /// level's pages in one request, and changes nothing.
