@@ -20,6 +20,11 @@ use rustc_hash::FxHashMap;
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 
+/// Dirty unpinned frames a reader's miss beside other threads passes over at the LRU end
+/// for a clean one ([`BufferPool::claim`] with `clean`) before it writes back a batch from
+/// the LRU end instead: about one batch of write-backs (`super::shared`).
+const PASS_OVER: usize = 16;
+
 /// Called before dirty frames are written back.
 pub trait WriteBarrier {
     /// Make everything up to `lsn` durable.
@@ -291,13 +296,24 @@ impl BufferPool {
         self.lru_free_of(false)
     }
 
-    /// [`BufferPool::lru_free`], passing over dirty frames when `clean` is set.
+    /// [`BufferPool::lru_free`], passing over dirty frames when `clean` is set: at most
+    /// [`PASS_OVER`] unpinned ones (`None` then: the caller writes the LRU end back). A
+    /// reader that went further would take the clean frames of a pool whose other frames
+    /// are dirty — a write-heavy index's internal nodes, whose leaves each write dirties —
+    /// one after another, and every descent would read them again.
     fn lru_free_of(&mut self, clean: bool) -> Option<FrameId> {
         let mut f = self.tail;
         let mut chances = self.map.len();
+        let mut passed = 0;
         while f != NIL {
             let prev = self.frames[f].prev;
             let passed_over = clean && self.frames[f].dirty;
+            if passed_over && !self.pinned(f) {
+                passed += 1;
+                if passed > PASS_OVER {
+                    return None;
+                }
+            }
             if !self.pinned(f) && !passed_over {
                 let referenced = self.frames[f]
                     .latch
@@ -539,7 +555,8 @@ impl BufferPool {
     /// it and nothing evicts it. `None` when that victim is dirty (the caller writes it back
     /// first and claims again: the order of evictions is the LRU order, as in `fetch`) or
     /// every frame is pinned. With `clean`, a reader beside other threads passes over
-    /// dirty frames: it takes the least recently used *clean* unpinned frame, leaving the
+    /// dirty frames (at most [`PASS_OVER`]; past that `None`, and the caller writes the
+    /// LRU end back): it takes the least recently used *clean* unpinned frame, leaving the
     /// write-back of dirty ones to the writer (which cleans ahead of its own evictions,
     /// `super::SharedPool::clean_ahead`), so that it does not hold its engine's lock
     /// across a page write; `None` then only when every unpinned frame is dirty. Counted

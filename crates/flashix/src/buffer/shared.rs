@@ -29,7 +29,8 @@
 //!    *loading* (or frees the frame if the read failed) and wakes the waiters.
 //! 3. A reader that finds the page *loading* waits on the condition variable and looks
 //!    again: one device read per page however many readers want it at once.
-//! 4. When that victim is dirty (for [`Miss::LoadClean`]: when every unpinned frame is),
+//! 4. When that victim is dirty (for [`Miss::LoadClean`]: when the unpinned frames at the
+//!    LRU end are, past a few),
 //!    the reader writes the least recently used one back (for [`Miss::LoadClean`]: up to
 //!    `WRITE_BACK_BATCH` of them, in one submission) with the mutex released (pinned, out
 //!    of the index, sealed in a copy taken under its latch held shared; the WAL rule's
