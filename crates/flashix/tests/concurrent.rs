@@ -142,7 +142,7 @@ fn run_all(label: &str, histories: impl Iterator<Item = Concurrent>) -> Summary 
 /// (`Shareable::PARALLEL_POINT_WRITES`): a history of several threads then makes some that
 /// way.
 fn writes_in_parallel(e: EngineKind) -> bool {
-    e == EngineKind::BTree
+    e == EngineKind::BTree || e == EngineKind::PioBTree
 }
 
 fn memory(e: EngineKind) {

@@ -171,24 +171,27 @@ mod rdelete;
 mod shared;
 
 use crate::durable::Manifest;
-use crate::durable::{logged_engine_methods, Logged};
+use crate::durable::{Logged, LogicalOp};
 use crate::durable::{Pager, Store};
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
+use crate::kit::api::{RangeCursor, SerialEngine, Shareable, SharedWrite};
 use crate::kit::bnode::node;
 use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::Stats;
 use lsmap::LsMap;
-use opq::{Op, Opq, OpqEntry};
+use opq::{Op, Opq, OpqEntry, SharedOpq};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Fill of bulk-loaded leaves and internal nodes: the B+-tree's (FD-tree paper, App. D).
 const BULK_FILL: f64 = 0.7;
+
+/// [`PioBTree`]'s `filled_at` when no shared append left the OPQ full.
+const NOT_FILLED: u64 = u64::MAX;
 
 /// Durable roots, saved in the manifest.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -227,6 +230,9 @@ struct Counters {
     range_tombstones_applied: u64,
     leaves_freed_unread: u64,
     leaves_skipped_by_tombstones: AtomicU64,
+    /// Inserts and deletes appended to the OPQ under the engine's shared lock, beside
+    /// other operations ([`shared`]).
+    shared_writes: AtomicU64,
 }
 
 impl PioOptions {
@@ -417,7 +423,11 @@ pub struct PioBTree {
     cap: usize,
     pio_max: usize,
     bcnt: usize,
-    opq: Opq,
+    /// The OPQ, behind its own lock (Thread safety).
+    opq: SharedOpq,
+    /// Where the WAL record of the shared append that filled the OPQ starts, while that
+    /// full OPQ waits for its flush ([`NOT_FILLED`] otherwise; Thread safety).
+    filled_at: AtomicU64,
     /// LSMap (§3.2.2): last segment id of leaves, by first page.
     lsmap: LsMap,
     /// The LSMap had a slot for every page of the index at open (it has unless slots for
@@ -430,7 +440,7 @@ impl PioBTree {
     /// Memory besides the pool, charged to the budget (`Logged::charge_memory`): the OPQ
     /// (with its index and range tombstones) and the LSMap.
     fn structure_bytes(&self) -> u64 {
-        self.opq.memory_bytes() + self.lsmap.memory_bytes()
+        self.opq.read().memory_bytes() + self.lsmap.memory_bytes()
     }
 
     fn new(pager: Pager, options: &Settings, o: &PioOptions, s: State) -> Result<PioBTree> {
@@ -453,11 +463,12 @@ impl PioBTree {
             cap: node::capacity(options.page_size),
             pio_max: o.pio_max as usize,
             bcnt: o.bcnt as usize,
-            opq: if opq_index(options, o, segs) > 0 {
+            opq: SharedOpq::new(if opq_index(options, o, segs) > 0 {
                 Opq::new(opq_cap, o.speriod as usize)
             } else {
                 Opq::new(opq_cap, o.speriod as usize).without_index()
-            },
+            }),
+            filled_at: AtomicU64::new(NOT_FILLED),
             lsmap: LsMap::new(segs),
             lsmap_covers_all: true,
             counters: Counters::default(),
@@ -600,39 +611,59 @@ impl PioBTree {
 
     /// Append an update to the OPQ; a full OPQ is flushed (§3.1.3).
     fn enqueue(&mut self, e: OpqEntry) -> Result<()> {
-        self.opq.push(e);
+        self.opq.get_mut().push(e);
         self.flush_if_full()
     }
 
-    /// A full OPQ applies its range tombstones to the tree, then, if it is still full,
-    /// gives a batch of `bcnt` point entries to `bupdate` (§3.1.3). The tombstones go
-    /// first: the point entries of their ranges are newer (see [`opq`]).
+    /// A full OPQ applies its range tombstones to the tree, then, while it is still full,
+    /// gives batches of `bcnt` point entries to `bupdate` (§3.1.3): one, after a single
+    /// append. The tombstones go first: the point entries of their ranges are newer (see
+    /// [`opq`]).
     fn flush_if_full(&mut self) -> Result<()> {
-        if self.opq.is_full() {
+        if self.opq.get_mut().is_full() {
             self.apply_tombs()?;
         }
-        if self.opq.is_full() {
-            let batch = self.opq.take_batch(self.bcnt);
+        while self.opq.get_mut().is_full() {
+            let batch = self.opq.get_mut().take_batch(self.bcnt);
             self.bupdate(batch)?;
         }
         Ok(())
+    }
+
+    /// Flush the OPQ a shared append filled ([`shared`]), first thing under the engine's
+    /// exclusive lock: every operation then meets the OPQ as the serial path leaves it
+    /// between operations (never full), so the OPQ goes through the states recovery's
+    /// serial replay of the WAL takes it through, the same batches at the same appends.
+    /// On a full device the WAL names the filling operation's record as the one to drop
+    /// at recovery, as the serial path names the operation whose append filled the OPQ
+    /// ([`Logged::note_no_space`]): replayed, its flush would fail the same way.
+    fn settle(&mut self) -> Result<()> {
+        let start = std::mem::replace(self.filled_at.get_mut(), NOT_FILLED);
+        if !self.opq.get_mut().is_full() {
+            return Ok(());
+        }
+        let r = self.flush_if_full().and_then(|()| self.charge_memory());
+        r.map_err(|e| {
+            let named = (start != NOT_FILLED).then_some(start);
+            self.note_no_space(e, named)
+        })
     }
 
     /// Apply every OPQ entry to the tree (before a checkpoint): the range tombstones
     /// first, then the point batches.
     fn flush_opq(&mut self) -> Result<()> {
         self.apply_tombs()?;
-        while !self.opq.is_empty() {
-            let batch = self.opq.take_batch(self.bcnt);
+        while !self.opq.get_mut().is_empty() {
+            let batch = self.opq.get_mut().take_batch(self.bcnt);
             self.bupdate(batch)?;
         }
-        self.opq.release();
+        self.opq.get_mut().release();
         Ok(())
     }
 
     /// Take the OPQ's range tombstones and delete their ranges in the tree.
     fn apply_tombs(&mut self) -> Result<()> {
-        let tombs = self.opq.take_tombs();
+        let tombs = self.opq.get_mut().take_tombs();
         for (lo, hi) in tombs.iter() {
             self.delete_range_in_tree(lo, hi)?;
         }
@@ -646,7 +677,7 @@ impl PioBTree {
             return Ok(());
         }
         self.counters.range_deletes += 1;
-        self.opq.delete_range(lo, hi);
+        self.opq.get_mut().delete_range(lo, hi);
         self.flush_if_full()
     }
 
@@ -725,7 +756,7 @@ impl PioBTree {
     }
 
     fn is_empty(&self) -> bool {
-        self.opq.is_empty() && self.leaf_records == 0 && self.height == 1
+        self.opq.read().is_empty() && self.leaf_records == 0 && self.height == 1
     }
 }
 
@@ -782,12 +813,39 @@ impl Logged for PioBTree {
     }
 }
 
-/// Searches, MPSearch and range searches run beside each other (module doc, Thread
-/// safety; [`shared`]).
+/// Searches, MPSearch, range searches and OPQ appends run beside each other (module doc,
+/// Thread safety; [`shared`]).
 impl Shareable for PioBTree {
     const PARALLEL_GETS: bool = true;
     const PARALLEL_SCANS: bool = true;
     const SERIAL_READS_ALONE: bool = true;
+    const PARALLEL_POINT_WRITES: bool = true;
+
+    fn insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
+        let e = OpqEntry {
+            key,
+            value,
+            op: Op::Put,
+        };
+        self.write_shared(LogicalOp::Insert(key, value), e)
+    }
+
+    fn delete_shared(&self, key: u64) -> Result<SharedWrite> {
+        let e = OpqEntry {
+            key,
+            value: 0,
+            op: Op::Delete,
+        };
+        self.write_shared(LogicalOp::Delete(key), e)
+    }
+
+    /// After a shared append, under the exclusive lock: the flush of the OPQ it filled
+    /// (unless a write that came first made it), then the checkpoint that came due (which
+    /// empties the OPQ first), as the serial write's `after_op` takes it.
+    fn maintain(&mut self) -> Result<()> {
+        self.settle()?;
+        Logged::after_op(self).map_err(|e| self.note_no_space(e, None))
+    }
 
     fn get_shared(&self, key: u64) -> Result<Option<u64>> {
         self.search_one_shared(key)
@@ -802,8 +860,42 @@ impl Shareable for PioBTree {
     }
 }
 
+/// The logged methods every engine has ([`crate::durable::logged_engine_methods`]), each
+/// after the flush of an OPQ a shared append left full ([`PioBTree::settle`]).
 impl SerialEngine for PioBTree {
-    logged_engine_methods!();
+    fn insert(&mut self, key: u64, value: u64) -> Result<()> {
+        self.settle()?;
+        Logged::logged(self, LogicalOp::Insert(key, value))
+    }
+
+    fn delete(&mut self, key: u64) -> Result<()> {
+        self.settle()?;
+        Logged::logged(self, LogicalOp::Delete(key))
+    }
+
+    fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        self.settle()?;
+        Logged::bulk_logged(self, sorted)
+    }
+
+    fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
+        self.settle()?;
+        Logged::logged(self, LogicalOp::DeleteRange(lo, hi))
+    }
+
+    fn apply_batch(&mut self, ops: &[LogicalOp]) -> Result<()> {
+        self.settle()?;
+        Logged::logged(self, LogicalOp::Batch(ops.to_vec()))
+    }
+
+    fn flush_ticket(&mut self) -> Result<Option<crate::durable::FlushTicket>> {
+        Logged::log(self).prepare_flush()
+    }
+
+    fn close(&mut self) -> Result<()> {
+        self.settle()?;
+        Logged::checkpoint(self)
+    }
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {
         self.search_one(key)
@@ -819,14 +911,20 @@ impl SerialEngine for PioBTree {
 
     fn stats(&self) -> Stats {
         let c = &self.counters;
+        // Read under one hold of the OPQ's lock, released before anything else takes it.
+        let (opq_entries, tombs, opq_capacity, opq_sorts, opq_bytes) = {
+            let q = self.opq.read();
+            let tombs = q.tombs().len() as u64;
+            (q.len() as u64, tombs, q.capacity() as u64, q.sorts, q.memory_bytes())
+        };
         let engine_counters = counters(&[
             ("height", u64::from(self.height)),
             ("leaves", self.leaves),
             ("leaf_records", self.leaf_records),
             ("leaf_segments", u64::from(self.segs)),
-            ("opq_entries", self.opq.len() as u64),
+            ("opq_entries", opq_entries),
             ("range_deletes", c.range_deletes),
-            ("range_tombstones", self.opq.tombs().len() as u64),
+            ("range_tombstones", tombs),
             ("range_tombstones_applied", c.range_tombstones_applied),
             ("leaves_freed_unread", c.leaves_freed_unread),
             (
@@ -834,8 +932,8 @@ impl SerialEngine for PioBTree {
                 c.leaves_skipped_by_tombstones.load(Ordering::Relaxed),
             ),
             ("leaf_records_bound", u64::from(self.leaf_records_bound)),
-            ("opq_capacity", self.opq.capacity() as u64),
-            ("opq_sorts", self.opq.sorts),
+            ("opq_capacity", opq_capacity),
+            ("opq_sorts", opq_sorts),
             ("opq_hits", c.opq_hits.load(Ordering::Relaxed)),
             ("lsmap_entries", self.lsmap.len()),
             ("bupdates", c.bupdates),
@@ -849,14 +947,15 @@ impl SerialEngine for PioBTree {
             ("redistributions", c.redistributions),
             ("mpsearches", c.mpsearches.load(Ordering::Relaxed)),
             ("psync_reads", c.psync_reads.load(Ordering::Relaxed)),
+            ("shared_writes", c.shared_writes.load(Ordering::Relaxed)),
         ]);
         let mut s = self.pager.stats(
             EngineKind::PioBTree,
             engine_counters,
-            self.pager.memory_bytes() + self.structure_bytes(),
+            self.pager.memory_bytes() + opq_bytes + self.lsmap.memory_bytes(),
         );
         s.shape.leaves = Some(self.leaves);
-        s.shape.write_buffer_entries = Some(self.opq.capacity() as u64);
+        s.shape.write_buffer_entries = Some(opq_capacity);
         s.shape.leaf_splits = Some(c.leaf_splits);
         s
     }

@@ -16,12 +16,12 @@
 
 use super::leaf::{self, LeafImage, Pages};
 use super::mpsearch::{match_leaf, scan_children, scan_next, targets, Internal, Target};
-use super::opq::Op;
+use super::opq::{Appended, Op, OpqEntry};
 use super::{Fenced, PioBTree};
-use crate::durable::Pager;
+use crate::durable::{LogicalOp, Pager, Store};
 use crate::error::{Error, Result};
 use crate::io::PageId;
-use crate::kit::api::RangeCursor;
+use crate::kit::api::{RangeCursor, SharedWrite};
 use crate::kit::bnode::{node, spine};
 use crate::page;
 use std::sync::atomic::Ordering;
@@ -115,6 +115,39 @@ impl Pages for Pooled<'_> {
 }
 
 impl PioBTree {
+    /// An insert or delete (`op`, whose OPQ entry is `e`) beside other operations, under
+    /// the engine's shared lock: its WAL record is buffered and the entry appended under
+    /// the OPQ's lock ([`super::opq::SharedOpq::append_shared`]), and the WAL's full
+    /// buffer, if any, handed to the file after that lock is released.
+    /// [`SharedWrite::Exclusive`], having done nothing, when the OPQ is full or its array
+    /// would grow; [`SharedWrite::Maintain`] when the append filled the OPQ (its flush, a
+    /// batch update, then runs under the exclusive lock, as the paper's §4.2 locks the
+    /// whole index for an OPQ flush) or a checkpoint came due.
+    pub(super) fn write_shared(&self, op: LogicalOp, e: OpqEntry) -> Result<SharedWrite> {
+        let appended = self.opq.append_shared(e, || {
+            let start = self.pager.wal_bytes_shared();
+            self.pager.log_op_shared(&op);
+            start
+        });
+        let filled = match appended {
+            Appended::Refused => return Ok(SharedWrite::Exclusive),
+            Appended::Done => false,
+            Appended::Filled(start) => {
+                // No other append comes before the flush (the OPQ is full), and the
+                // flush waits for the exclusive lock, which waits for this shared hold.
+                self.filled_at.store(start, Ordering::Relaxed);
+                true
+            }
+        };
+        self.counters.shared_writes.fetch_add(1, Ordering::Relaxed);
+        self.pager.hand_off_shared()?;
+        let due = self.pager.wal_bytes_shared() >= self.pager.checkpoint_wal_bytes();
+        Ok(match filled || due {
+            true => SharedWrite::Maintain,
+            false => SharedWrite::Done,
+        })
+    }
+
     /// One psync read (as the serial path counts them) that read `pages` pages.
     fn count_psync(&self, pages: u64) {
         if pages > 0 {
@@ -127,7 +160,11 @@ impl PioBTree {
     /// LSMap knows (all of them when it knows none), read in one request from the first
     /// the pool misses; the leaf stays in the pool, as in the serial path.
     pub(super) fn search_one_shared(&self, key: u64) -> Result<Option<u64>> {
-        if let Some(e) = self.opq.lookup(key) {
+        // The OPQ's lock is held for the lookup alone, not across the page reads: the
+        // tree does not change under the engine's shared lock, so the answer is the key's
+        // at the lookup's instant.
+        let queued = self.opq.read().lookup(key);
+        if let Some(e) = queued {
             self.counters.opq_hits.fetch_add(1, Ordering::Relaxed);
             return Ok((e.op == Op::Put).then_some(e.value));
         }
@@ -164,13 +201,18 @@ impl PioBTree {
         let mut out = vec![None; keys.len()];
         let mut pending: Vec<(u64, usize)> = Vec::new();
         let mut hits = 0;
-        for (i, &k) in keys.iter().enumerate() {
-            match self.opq.lookup(k) {
-                Some(e) => {
-                    hits += 1;
-                    out[i] = (e.op == Op::Put).then_some(e.value);
+        {
+            // Every key looked up under one hold of the OPQ's lock, released before the
+            // page reads.
+            let q = self.opq.read();
+            for (i, &k) in keys.iter().enumerate() {
+                match q.lookup(k) {
+                    Some(e) => {
+                        hits += 1;
+                        out[i] = (e.op == Op::Put).then_some(e.value);
+                    }
+                    None => pending.push((k, i)),
                 }
-                None => pending.push((k, i)),
             }
         }
         if hits > 0 {
