@@ -915,7 +915,13 @@ impl SerialEngine for PioBTree {
         let (opq_entries, tombs, opq_capacity, opq_sorts, opq_bytes) = {
             let q = self.opq.read();
             let tombs = q.tombs().len() as u64;
-            (q.len() as u64, tombs, q.capacity() as u64, q.sorts, q.memory_bytes())
+            (
+                q.len() as u64,
+                tombs,
+                q.capacity() as u64,
+                q.sorts,
+                q.memory_bytes(),
+            )
         };
         let engine_counters = counters(&[
             ("height", u64::from(self.height)),

@@ -734,6 +734,214 @@ mod tests {
         }
     }
 
+    /// Point writes through the shared path (`insert_shared`, `delete_shared`; the
+    /// maintenance they ask for run at once or left to the next exclusive write, as when
+    /// another thread's write takes the exclusive lock first; the serial write where they
+    /// refuse) take the OPQ and the tree through the serial path's states, operation by
+    /// operation: the same OPQ, batch updates and pages written as a twin driven through
+    /// the serial writes (so also as recovery's serial replay of the WAL), and every
+    /// shared and serial search answers as a `BTreeMap` model.
+    #[test]
+    fn shared_appends_take_the_serial_paths_states() {
+        use crate::kit::api::{RangeCursor, SerialEngine, Shareable, SharedWrite};
+        use crate::testing::Rng;
+        let (mut serial, mut shared) = twins(40);
+        let pairs: Vec<(u64, u64)> = (0..2000u64).map(|k| (k * 3, k)).collect();
+        for e in [&mut serial, &mut shared] {
+            e.bulk_insert(&pairs).unwrap();
+        }
+        let mut model: BTreeMap<u64, u64> = pairs.iter().copied().collect();
+        let mut rng = Rng::new(11);
+        let (mut made, mut refused, mut filled, mut late) = (0u64, 0u64, 0u64, 0u64);
+        for i in 0..6000u64 {
+            let k = rng.below(6500);
+            let r = match rng.below(10) {
+                0..=2 => {
+                    serial.delete(k).unwrap();
+                    model.remove(&k);
+                    Some(shared.delete_shared(k).unwrap())
+                }
+                3 if i % 50 == 3 => {
+                    // A range delete takes the exclusive lock.
+                    serial.delete_range(k, k + 30).unwrap();
+                    model.retain(|&x, _| !(k..=k + 30).contains(&x));
+                    shared.delete_range(k, k + 30).unwrap();
+                    None
+                }
+                _ => {
+                    serial.insert(k, i).unwrap();
+                    model.insert(k, i);
+                    Some(shared.insert_shared(k, i).unwrap())
+                }
+            };
+            match r {
+                None => {}
+                Some(SharedWrite::Done) => made += 1,
+                Some(SharedWrite::Maintain) => {
+                    made += 1;
+                    if shared.opq.get_mut().is_full() {
+                        filled += 1;
+                    }
+                    // Half the time another thread's exclusive write comes first.
+                    match rng.below(2) {
+                        0 => shared.maintain().unwrap(),
+                        _ => late += 1,
+                    }
+                }
+                Some(SharedWrite::Exclusive) => {
+                    refused += 1;
+                    // Refused, it changed nothing: the write is made the serial way.
+                    match model.get(&k) {
+                        Some(&v) => shared.insert(k, v).unwrap(),
+                        None => shared.delete(k).unwrap(),
+                    }
+                }
+            }
+            // Reads meet a full OPQ whose flush waits, as reads beside it do.
+            let probe = rng.below(6500);
+            let want = model.get(&probe).copied();
+            assert_eq!(
+                shared.get_shared(probe).unwrap(),
+                want,
+                "op {i}: get {probe}"
+            );
+            if i % 97 == 0 {
+                let mut cur = RangeCursor::bounded(probe, probe + 200);
+                let mut out = Vec::new();
+                while cur.next.is_some() {
+                    shared.scan_shared(&mut cur, &mut out).unwrap();
+                }
+                let want: Vec<(u64, u64)> = model
+                    .range(probe..=probe + 200)
+                    .map(|(&k, &v)| (k, v))
+                    .collect();
+                assert_eq!(out, want, "op {i}: scan from {probe}");
+            }
+            // The flush a full OPQ waits for is the next exclusive step's first one: only
+            // then do the twins' states meet.
+            if shared.opq.get_mut().is_full() {
+                continue;
+            }
+            let (a, b) = (serial.opq.get_mut(), shared.opq.get_mut());
+            assert_eq!(
+                a.sorted_region(),
+                b.sorted_region(),
+                "op {i}: sorted region"
+            );
+            assert_eq!((a.len(), a.used()), (b.len(), b.used()), "op {i}: OPQ size");
+            let (a, b) = (serial.stats(), shared.stats());
+            for c in [
+                "bupdates",
+                "bupdate_entries",
+                "leaf_splits",
+                "shrinks",
+                "leaves",
+            ] {
+                assert_eq!(a.engine_counters[c], b.engine_counters[c], "op {i}: {c}");
+            }
+            assert_eq!(
+                serial.pager.device_stats().writes,
+                shared.pager.device_stats().writes,
+                "op {i}: pages written"
+            );
+            assert_eq!(a.memory_bytes, b.memory_bytes, "op {i}: memory");
+        }
+        assert!(made > 1000 && refused > 0 && filled > 10 && late > 5);
+        assert_eq!(
+            shared.stats().engine_counters["shared_writes"],
+            made,
+            "every shared append counted"
+        );
+        assert_eq!(serial.stats().engine_counters["shared_writes"], 0);
+        shared.close().unwrap();
+        for e in [&mut serial, &mut shared] {
+            e.check_integrity().unwrap();
+            let mut cur = RangeCursor::bounded(0, u64::MAX);
+            let mut out = Vec::new();
+            while cur.next.is_some() {
+                e.scan(&mut cur, &mut out).unwrap();
+            }
+            assert_eq!(out, model.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>());
+        }
+    }
+
+    /// Threads insert and delete the same few keys beside readers (their writes appended
+    /// under the OPQ's lock, the OPQ filling and flushing again and again); after a
+    /// flush the index, dropped without a close and reopened, replays its WAL into the
+    /// state the threads left: the WAL holds every key's writes in the order of the OPQ.
+    #[test]
+    fn shared_appends_replay_to_the_state_they_left() {
+        let pio = PioOptions {
+            leaf_segments: Some(2),
+            opq_bytes: Some(200 * PIO_OPQ_ENTRY_BYTES),
+            pio_max: 16,
+            speriod: 7,
+            bcnt: 40,
+        };
+        let opts = Options::new(EngineKind::PioBTree)
+            .page_size(512)
+            .buffer_pool_bytes(64 * 512 + 200 * PIO_OPQ_ENTRY_BYTES)
+            .checkpoint_wal_bytes(64 << 20)
+            .pio(pio);
+        let (db, dev, vfs) = crate::testing::mem_db(opts).unwrap();
+        let pairs: Vec<(u64, u64)> = (0..3000u64).map(|k| (k * 2, 1)).collect();
+        db.bulk_insert(&pairs).unwrap();
+        // Keys below WRITTEN are the writers'; the even ones above stay as loaded.
+        const WRITTEN: u64 = 600;
+        std::thread::scope(|s| {
+            let db = &db;
+            for t in 0..4u64 {
+                s.spawn(move || {
+                    let mut x = t + 7;
+                    for i in 0..4000u64 {
+                        x = x
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        // Few keys, so that the threads' writes of a key interleave; more
+                        // than the OPQ holds, so that it fills and is flushed.
+                        let k = (x >> 33) % WRITTEN;
+                        match (x >> 20) % 4 {
+                            0 => db.delete(k).unwrap(),
+                            _ => db.insert(k, (t << 32) | i).unwrap(),
+                        }
+                    }
+                });
+            }
+            s.spawn(move || {
+                let mut x = 3u64;
+                for _ in 0..3000 {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    let k = (x >> 33) % 6000;
+                    if k >= WRITTEN && k % 2 == 0 {
+                        assert_eq!(db.get(k).unwrap(), Some(1), "get({k})");
+                    }
+                    let keys: Vec<u64> = (0..20).map(|i| (k + i * 31) % 6000).collect();
+                    for (&key, v) in keys.iter().zip(db.get_many(&keys).unwrap()) {
+                        if key >= WRITTEN && key % 2 == 0 {
+                            assert_eq!(v, Some(1), "get_many: {key}");
+                        }
+                    }
+                }
+            });
+        });
+        let live: Vec<(u64, u64)> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
+        let c = db.stats().engine_counters;
+        assert!(c["shared_writes"] > 0, "no write appended beside another");
+        assert!(
+            c["bupdates"] > 10,
+            "the OPQ was not flushed again and again"
+        );
+        db.flush().unwrap();
+        drop(db);
+        let db = crate::testing::reopen_mem(&dev, &vfs).unwrap();
+        let replayed: Vec<(u64, u64)> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
+        assert_eq!(replayed.len(), live.len());
+        for (a, b) in live.iter().zip(&replayed) {
+            assert_eq!(a, b, "the replay differs from the live index");
+        }
+        db.check_integrity().unwrap();
+    }
+
     #[test]
     fn shared_searches_beside_a_writer_in_memory() {
         readers_beside_a_writer(DeviceSpec::Memory);
