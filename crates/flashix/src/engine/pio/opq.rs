@@ -420,6 +420,18 @@ impl Opq {
         })
     }
 
+    /// The newest entry of `key` in the sorted region alone, and in the appended region
+    /// alone: the two halves of a lookup, for the model check of a broken one.
+    #[cfg(all(test, flashix_shuttle))]
+    pub fn halves(&self, key: u64) -> (Option<OpqEntry>, Option<OpqEntry>) {
+        let head = &self.entries[..self.sorted];
+        let sorted = head
+            .binary_search_by_key(&key, |e| e.key)
+            .ok()
+            .map(|i| head[i]);
+        (sorted, self.appended(key))
+    }
+
     /// The newest point entry of `key`.
     fn point(&self, key: u64) -> Option<OpqEntry> {
         if let Some(e) = self.appended(key) {

@@ -478,6 +478,200 @@ fn collect_leaves(out: Vec<Option<LeafImage>>, pids: &[PageId]) -> Result<Vec<Le
         .collect()
 }
 
+/// Model checks of the OPQ's lock protocol (the engine's Thread safety) under `shuttle`,
+/// which runs the threads in many interleavings: `RUSTFLAGS="--cfg flashix_shuttle" cargo
+/// test -p flashix --lib engine::pio::shared::model`. The real [`SharedOpq`] inside a
+/// model engine behind the readers-writer lock `Parallel` holds: two writers append to
+/// one shared key and one private key each through
+/// [`SharedOpq::append_shared`], logging to a model WAL; an OPQ of four entries sorted
+/// every second append fills, and its flush (a batch into the model tree) runs under the
+/// engine's exclusive lock, made by the writer whose append filled it or by one that
+/// found it full; a reader looks up a writer's private key under the shared lock. Every
+/// read must see at least the last append that returned before it began, and at the end
+/// the WAL's last record of each key must be the key's value in the OPQ and tree (the
+/// order recovery replays). The broken variants, which log outside the OPQ's lock or
+/// look up the sorted region and the appended region under two holds of it (a sort
+/// between them moves the entry), must be caught.
+///
+/// [`SharedOpq`]: super::opq::SharedOpq
+/// [`SharedOpq::append_shared`]: super::opq::SharedOpq::append_shared
+#[cfg(all(test, flashix_shuttle))]
+mod model {
+    use super::super::opq::{Appended, Op, Opq, OpqEntry, SharedOpq};
+    use shuttle::sync::atomic::{AtomicU64, Ordering};
+    use shuttle::sync::{Arc, Mutex, RwLock};
+    use std::collections::BTreeMap;
+
+    /// Which part of the protocol the scenario breaks.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Broken {
+        Nothing,
+        /// A writer logs its record before it takes the OPQ's lock to append.
+        LogOutsideTheLock,
+        /// A reader looks up the sorted region, releases the OPQ's lock, then looks up
+        /// the appended region.
+        SplitLookup,
+    }
+
+    /// The engine as `Parallel` serves it: the OPQ with its lock, the tree the flushes
+    /// write (changed only under the exclusive lock), the WAL.
+    struct Engine {
+        opq: SharedOpq,
+        tree: BTreeMap<u64, u64>,
+        wal: Mutex<Vec<OpqEntry>>,
+    }
+
+    /// Batches of this many entries flush a full OPQ.
+    const BCNT: usize = 2;
+
+    impl Engine {
+        /// Flush a full OPQ into the tree (the engine's `settle` and `flush_if_full`).
+        fn settle(&mut self) {
+            while self.opq.get_mut().is_full() {
+                for e in self.opq.get_mut().take_batch(BCNT) {
+                    match e.op {
+                        Op::Put => self.tree.insert(e.key, e.value),
+                        Op::Delete => self.tree.remove(&e.key),
+                    };
+                }
+            }
+        }
+
+        /// The serial write, under the exclusive lock: settle, log, append, flush.
+        fn serial(&mut self, e: OpqEntry) {
+            self.settle();
+            self.wal.lock().unwrap().push(e);
+            self.opq.get_mut().push(e);
+            self.settle();
+        }
+
+        /// The key's value: the OPQ, then the tree.
+        fn lookup(&self, key: u64, broken: Broken) -> Option<u64> {
+            let queued = match broken {
+                Broken::SplitLookup => {
+                    let sorted = self.opq.read().halves(key).0;
+                    let appended = self.opq.read().halves(key).1;
+                    appended.or(sorted)
+                }
+                _ => self.opq.read().lookup(key),
+            };
+            match queued {
+                Some(e) => (e.op == Op::Put).then_some(e.value),
+                None => self.tree.get(&key).copied(),
+            }
+        }
+    }
+
+    /// The key both writers write, and writer `t`'s own.
+    const SHARED: u64 = 1;
+    fn private(t: u64) -> u64 {
+        10 + t
+    }
+
+    fn scenario(broken: Broken) {
+        let engine = Arc::new(RwLock::new(Engine {
+            opq: SharedOpq::new(Opq::new(4, 2)),
+            tree: BTreeMap::new(),
+            wal: Mutex::new(Vec::new()),
+        }));
+        // The last value of writer 0's private key whose append returned.
+        let returned = Arc::new(AtomicU64::new(0));
+        let writers: Vec<_> = (0..2u64)
+            .map(|t| {
+                let (engine, returned) = (Arc::clone(&engine), Arc::clone(&returned));
+                shuttle::thread::spawn(move || {
+                    for i in 1..=3u64 {
+                        for key in [SHARED, private(t)] {
+                            let e = OpqEntry {
+                                key,
+                                value: t * 100 + i,
+                                op: Op::Put,
+                            };
+                            let appended = {
+                                let en = engine.read().unwrap();
+                                let wal = &en.wal;
+                                match broken {
+                                    Broken::LogOutsideTheLock => {
+                                        wal.lock().unwrap().push(e);
+                                        shuttle::thread::yield_now();
+                                        en.opq.append_shared(e, || 0)
+                                    }
+                                    _ => en.opq.append_shared(e, || {
+                                        wal.lock().unwrap().push(e);
+                                        0
+                                    }),
+                                }
+                            };
+                            match appended {
+                                Appended::Done => {}
+                                Appended::Filled(_) => engine.write().unwrap().settle(),
+                                Appended::Refused => {
+                                    // Refused by the broken writer too: its record is
+                                    // logged again by the serial write, as the last.
+                                    engine.write().unwrap().serial(e)
+                                }
+                            }
+                            if key == private(0) {
+                                returned.store(e.value, Ordering::SeqCst);
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        let reader = {
+            let (engine, returned) = (Arc::clone(&engine), Arc::clone(&returned));
+            shuttle::thread::spawn(move || {
+                for _ in 0..4 {
+                    let before = returned.load(Ordering::SeqCst);
+                    let seen = engine.read().unwrap().lookup(private(0), broken);
+                    assert!(
+                        seen.unwrap_or(0) >= before,
+                        "a read saw {seen:?}, older than the append of {before} that \
+                         returned before it began"
+                    );
+                }
+            })
+        };
+        for t in writers.into_iter().chain([reader]) {
+            t.join().unwrap();
+        }
+        let mut en = engine.write().unwrap();
+        let mut last = BTreeMap::new();
+        for e in en.wal.lock().unwrap().iter() {
+            last.insert(e.key, e.value);
+        }
+        for (&key, &v) in &last {
+            let live = en.lookup(key, Broken::Nothing);
+            assert_eq!(
+                live,
+                Some(v),
+                "key {key}: the WAL's order differs from the OPQ's"
+            );
+        }
+        let q = en.opq.get_mut();
+        assert!(q.used() < q.capacity(), "a full OPQ was left unflushed");
+    }
+
+    #[test]
+    fn appends_lookups_sorts_and_flushes_keep_the_wal_order_and_linearizability() {
+        shuttle::check_random(|| scenario(Broken::Nothing), 2000);
+        shuttle::check_pct(|| scenario(Broken::Nothing), 2000, 3);
+    }
+
+    #[test]
+    #[should_panic(expected = "the WAL's order differs from the OPQ's")]
+    fn an_append_that_logs_outside_the_opq_lock_is_caught() {
+        shuttle::check_random(|| scenario(Broken::LogOutsideTheLock), 2000);
+    }
+
+    #[test]
+    #[should_panic(expected = "that returned before it began")]
+    fn a_lookup_that_lets_the_lock_go_between_the_regions_is_caught() {
+        shuttle::check_random(|| scenario(Broken::SplitLookup), 2000);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{Db, DeviceSpec, EngineKind, Options, PioOptions, PIO_OPQ_ENTRY_BYTES};
