@@ -49,7 +49,8 @@
 //!    slot for every reachable leaf ([`lsmap`], Thread safety).
 //! 4. The OPQ's sorted region is strictly increasing; its range tombstones are sorted,
 //!    disjoint and coalesced; point entries and tombstones together stay below its
-//!    capacity (a full OPQ is flushed at once). (That every point entry a tombstone
+//!    capacity (a full OPQ is flushed at once), reaching it only while the flush a
+//!    shared append asked for waits for the exclusive lock (Thread safety). (That every point entry a tombstone
 //!    covers is newer than it is not checkable: the OPQ keeps no order between them.)
 //! 5. `leaves` equals the tree and `leaf_records` equals its records (is at least that
 //!    many when `leaf_records_bound` is set); no page is reachable twice and no reachable
@@ -57,9 +58,10 @@
 //!
 //! # Durability and recovery (§3.4)
 //! The shared [`Pager`]: every operation is appended to the WAL as a logical redo record
-//! *before* it enters the OPQ ([`crate::durable::Logged::logged`]), and `flush` syncs the WAL
-//! (group commit), so an OPQ entry is durable when `flush` returns — the paper's first WAL
-//! condition. Pages change in place under full-page before-images (the paper's "flush undo
+//! *before* it enters the OPQ ([`crate::durable::Logged::logged`]; an append beside other
+//! operations logs under the OPQ's lock, so the WAL's order is the OPQ's: Thread safety),
+//! and `flush` syncs the WAL (group commit), so an OPQ entry is durable when `flush`
+//! returns — the paper's first WAL condition. Pages change in place under full-page before-images (the paper's "flush undo
 //! log"): the first change of a page after a checkpoint logs its checkpoint contents, and
 //! the WAL rule makes that durable before the page is written (the second condition).
 //! A checkpoint first empties the OPQ into the tree (§3.4: "PIO B-tree also flushes all the
@@ -100,16 +102,58 @@
 //! them; a point search, the segments of its leaf it reads ahead of the pool.
 //!
 //! # Thread safety
-//! Served to many threads by `kit::parallel::Parallel`. Point searches (`get`), MPSearch
-//! (`get_many`) and range searches (scan batches) run beside each other on `&self`
-//! under its shared lock ([`shared`]); every update, range delete, batch update, flush
-//! of the OPQ and checkpoint runs alone under its exclusive lock, as do the checks. A
-//! flush takes its WAL ticket under the lock and syncs outside it, so concurrent flushes
-//! share one sync (group commit); a range scan's batches interleave with other threads'
-//! operations (`crate::Db`'s guarantees). Why the shared searches are safe:
-//! - Under the shared lock nothing changes the tree, the OPQ or the manifest state: the
-//!   searches only read them. The OPQ is read with `&self` lookups ([`Opq::lookup`],
-//!   `range`, `tombs`) that change nothing.
+//! Served to many threads by `kit::parallel::Parallel`, with the paper's locking of its
+//! concurrent version (§4.2): "for every speriod, the entire OPQ is exclusively locked
+//! for the OPQ entries to be sorted", and the index is "exclusively locked for every OPQ
+//! flush operation". What runs beside what:
+//! - Under Parallel's shared lock, on `&self` ([`shared`]): point searches (`get`),
+//!   MPSearch (`get_many`), range searches (scan batches), and the inserts and deletes
+//!   that arrive while other operations are in progress (`Shareable::insert_shared`,
+//!   `delete_shared`), which append to the OPQ. Any number of each run at once.
+//! - The OPQ has a readers-writer lock of its own ([`opq::SharedOpq`]). An append holds
+//!   it exclusive for its in-memory step: it buffers the operation's WAL record
+//!   (`Pager::log_op_shared`), appends the entry and, when a sort period has passed,
+//!   sorts the appended region into the sorted region, so the whole OPQ is exclusively
+//!   locked for the sort; the WAL's full buffer is handed to the file after the lock is
+//!   released (`Pager::hand_off_shared`). A search holds it shared only while it looks
+//!   its keys up (a point search's key, MPSearch's keys, a scan batch's range and
+//!   tombstones), never across a page read.
+//! - Under Parallel's exclusive lock, alone: every flush of the OPQ (batch update) and
+//!   everything else that changes the tree or the OPQ but an append (range deletes, bulk
+//!   loads, batches, checkpoints, recovery), the checks, the writes made while no other
+//!   operation is in progress (the serial path, as before the engine was shared), and
+//!   the appends the OPQ refuses: a shared append is refused, having done nothing, when
+//!   the OPQ is full or when the entry would grow the OPQ's array (the pool gives up
+//!   those bytes first, under the exclusive lock: the memory budget holds as in the
+//!   serial path). The append that fills the OPQ asks for its flush
+//!   (`SharedWrite::Maintain`), which Parallel runs under the exclusive lock right
+//!   after; a write that takes that lock first makes the flush first
+//!   ([`PioBTree::settle`]). So an operation under the exclusive lock never finds the
+//!   OPQ full, and an append never finds it full either: it is full only while that
+//!   flush waits for the lock. The append that brings a checkpoint due asks for it the
+//!   same way.
+//! - A flush takes its WAL ticket under the exclusive lock and syncs outside it, so
+//!   concurrent flushes share one sync (group commit); a range scan's batches interleave
+//!   with other threads' operations (`crate::Db`'s guarantees).
+//!
+//! Why this is safe:
+//! - Under Parallel's shared lock nothing changes the tree or the manifest state, and
+//!   the OPQ changes only by appends (with their sorts) under the OPQ's lock; its range
+//!   tombstones and the rest of its state change only under the exclusive lock. A
+//!   search's answer is then the one the serial search gives at the instant it looked
+//!   its key up in the OPQ: a key the OPQ lacks then is answered by the tree, which no
+//!   append changes. So every point search and every key of a `get_many` sees each
+//!   append that returned before it began (its lookup waits for any append in progress)
+//!   and is linearizable with the appends; a scan batch returns the tree merged with the
+//!   OPQ's entries of its range as they were at one instant.
+//! - The WAL holds the appends in the OPQ's order: a shared append logs under the OPQ's
+//!   lock, right before its entry goes in, and the writes under the exclusive lock run
+//!   alone. With the flush of a full OPQ made before any other operation, the OPQ goes
+//!   through exactly the states a serial run of the same operations in that order gives
+//!   it, the same batches at the same appends: those recovery's serial replay of the WAL
+//!   takes it through (Durability). A full device met by the flush a shared append asked
+//!   for is recorded in the WAL naming that append's record, as the serial path names
+//!   the operation whose append filled the OPQ.
 //! - Pages are read through the Pager's shared path: the buffer pool's shared mode (pins,
 //!   one device read per page however many readers want it) and the device's reader
 //!   handles, plus a psync read of a group of runs through one of those handles (its
@@ -121,8 +165,9 @@
 //!   search records a leaf's last segment with a compare-and-swap of its word, and only
 //!   the true value (the leaf does not change while it is read). The map has a slot for
 //!   every reachable leaf (invariant 3), so that shared searches never need to grow it.
-//! - The counters searches bump (`mpsearches`, `psync_reads`, `opq_hits`,
-//!   `leaves_skipped_by_tombstones`) are relaxed atomics: exact.
+//! - The counters searches and shared appends bump (`mpsearches`, `psync_reads`,
+//!   `opq_hits`, `leaves_skipped_by_tombstones`, `shared_writes`) are relaxed atomics:
+//!   exact. The OPQ's own (`opq_sorts`) change under its lock.
 //! - Between operations the pool holds no dirty page: every operation that changes pages
 //!   ends with a write-through (batch updates, range deletes) or a checkpoint (a bulk
 //!   load), and `charge_memory`, run after every operation, writes back any page left
@@ -155,8 +200,14 @@
 //!   leaves, a point search's node or leaf) for which a search read pages.
 //!
 //! An insert or delete reads nothing (it appends to the OPQ), so the writer has no page
-//! to warm beside the readers (`Shareable::prepare_write` does nothing); the batch update
-//! that one insert in a full OPQ starts runs under the exclusive lock.
+//! to warm beside the readers (`Shareable::prepare_write` does nothing). The shuttle model
+//! check in [`shared`] runs the OPQ's lock protocol (appends, sorts, lookups, a flush
+//! under the exclusive lock) in many interleavings.
+//!
+//! Past the paper, not done: appends into a second OPQ while the first is flushed, so
+//! that writers do not stop for a flush. A flush changes the tree, which the searches
+//! under the shared lock read without latches, so it needs the exclusive lock whatever
+//! queue the writers append to, and a second queue would take OPQ bytes from the budget.
 
 mod options;
 pub use options::{PioOptions, PIO_OPQ_ENTRY_BYTES};

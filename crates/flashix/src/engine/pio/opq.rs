@@ -34,6 +34,12 @@
 //! at the default `speriod`) are allocated up front. A tombstone takes one of the
 //! `capacity` slots (16 bytes held, charged to the OPQ's `memory_bytes`), so a full OPQ
 //! counts both.
+//!
+//! # Thread safety
+//! The engine keeps the OPQ behind a readers-writer lock of its own ([`SharedOpq`]):
+//! appends made beside other operations, with the sorts they start, hold it exclusive;
+//! lookups hold it shared; everything else reaches the OPQ with the engine to itself.
+//! Such an append never fills the OPQ past its capacity nor grows its array.
 
 use crate::kit::sorted::tombs::Tombs;
 use crate::util::sync::RwLock;
