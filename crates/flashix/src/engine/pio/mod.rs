@@ -50,8 +50,9 @@
 //! 4. The OPQ's sorted region is strictly increasing; its range tombstones are sorted,
 //!    disjoint and coalesced; point entries and tombstones together stay below its
 //!    capacity (a full OPQ is flushed at once), reaching it only while the flush a
-//!    shared append asked for waits for the exclusive lock (Thread safety). (That every point entry a tombstone
-//!    covers is newer than it is not checkable: the OPQ keeps no order between them.)
+//!    shared append asked for waits for the exclusive lock (Thread safety). (That every
+//!    point entry a tombstone covers is newer than it is not checkable: the OPQ keeps no
+//!    order between them.)
 //! 5. `leaves` equals the tree and `leaf_records` equals its records (is at least that
 //!    many when `leaf_records_bound` is set); no page is reachable twice and no reachable
 //!    page is free in the extent allocator.
@@ -61,9 +62,10 @@
 //! *before* it enters the OPQ ([`crate::durable::Logged::logged`]; an append beside other
 //! operations logs under the OPQ's lock, so the WAL's order is the OPQ's: Thread safety),
 //! and `flush` syncs the WAL (group commit), so an OPQ entry is durable when `flush`
-//! returns — the paper's first WAL condition. Pages change in place under full-page before-images (the paper's "flush undo
-//! log"): the first change of a page after a checkpoint logs its checkpoint contents, and
-//! the WAL rule makes that durable before the page is written (the second condition).
+//! returns — the paper's first WAL condition. Pages change in place under full-page
+//! before-images (the paper's "flush undo log"): the first change of a page after a
+//! checkpoint logs its checkpoint contents, and the WAL rule makes that durable before
+//! the page is written (the second condition).
 //! A checkpoint first empties the OPQ into the tree (§3.4: "PIO B-tree also flushes all the
 //! OPQ entries ... when the DBMS system needs to checkpoint"), so a checkpoint image never
 //! depends on queued entries. After a crash, recovery writes the before-images back —
