@@ -142,7 +142,10 @@ fn run_all(label: &str, histories: impl Iterator<Item = Concurrent>) -> Summary 
 /// (`Shareable::PARALLEL_POINT_WRITES`): a history of several threads then makes some that
 /// way.
 fn writes_in_parallel(e: EngineKind) -> bool {
-    matches!(e, EngineKind::BTree | EngineKind::Lsm | EngineKind::FdTree)
+    matches!(
+        e,
+        EngineKind::BTree | EngineKind::Lsm | EngineKind::FdTree | EngineKind::PioBTree
+    )
 }
 
 fn memory(e: EngineKind) {

@@ -82,7 +82,8 @@ impl PioBTree {
                 "a reachable leaf has no LSMap slot (shared searches could not learn it)".into(),
             ));
         }
-        let sorted = self.opq.sorted_region();
+        let opq = self.opq.get_mut();
+        let sorted = opq.sorted_region();
         if sorted.windows(2).any(|p| p[0].key >= p[1].key) {
             return Err(Error::corruption(
                 "OPQ",
@@ -90,20 +91,23 @@ impl PioBTree {
                 "PIO B-tree invariant violated: the OPQ's sorted region is out of order",
             ));
         }
-        self.opq.tombs().check().map_err(|e| {
+        opq.tombs().check().map_err(|e| {
             Error::corruption("OPQ", None, format!("PIO B-tree invariant violated: {e}"))
         })?;
         // Range tombstones take OPQ slots: a full OPQ is flushed before another is added.
-        if self.opq.used() >= self.opq.capacity() {
+        // Full only while the flush of a shared append that filled it waits for the
+        // exclusive lock (`filled_at`; Thread safety).
+        let waiting = *self.filled_at.get_mut() != super::NOT_FILLED;
+        if opq.used() > opq.capacity() || (opq.used() == opq.capacity() && !waiting) {
             return Err(Error::corruption(
                 "OPQ",
                 None,
                 format!(
                     "PIO B-tree invariant violated: {} OPQ entries and {} range tombstones \
                      reach its capacity {} (a full OPQ is flushed at once)",
-                    self.opq.len(),
-                    self.opq.tombs().len(),
-                    self.opq.capacity()
+                    opq.len(),
+                    opq.tombs().len(),
+                    opq.capacity()
                 ),
             ));
         }

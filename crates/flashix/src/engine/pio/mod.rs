@@ -49,19 +49,23 @@
 //!    slot for every reachable leaf ([`lsmap`], Thread safety).
 //! 4. The OPQ's sorted region is strictly increasing; its range tombstones are sorted,
 //!    disjoint and coalesced; point entries and tombstones together stay below its
-//!    capacity (a full OPQ is flushed at once). (That every point entry a tombstone
-//!    covers is newer than it is not checkable: the OPQ keeps no order between them.)
+//!    capacity (a full OPQ is flushed at once), reaching it only while the flush a
+//!    shared append asked for waits for the exclusive lock (Thread safety). (That every
+//!    point entry a tombstone covers is newer than it is not checkable: the OPQ keeps no
+//!    order between them.)
 //! 5. `leaves` equals the tree and `leaf_records` equals its records (is at least that
 //!    many when `leaf_records_bound` is set); no page is reachable twice and no reachable
 //!    page is free in the extent allocator.
 //!
 //! # Durability and recovery (§3.4)
 //! The shared [`Pager`]: every operation is appended to the WAL as a logical redo record
-//! *before* it enters the OPQ ([`crate::durable::Logged::logged`]), and `flush` syncs the WAL
-//! (group commit), so an OPQ entry is durable when `flush` returns — the paper's first WAL
-//! condition. Pages change in place under full-page before-images (the paper's "flush undo
-//! log"): the first change of a page after a checkpoint logs its checkpoint contents, and
-//! the WAL rule makes that durable before the page is written (the second condition).
+//! *before* it enters the OPQ ([`crate::durable::Logged::logged`]; an append beside other
+//! operations logs under the OPQ's lock, so the WAL's order is the OPQ's: Thread safety),
+//! and `flush` syncs the WAL (group commit), so an OPQ entry is durable when `flush`
+//! returns — the paper's first WAL condition. Pages change in place under full-page
+//! before-images (the paper's "flush undo log"): the first change of a page after a
+//! checkpoint logs its checkpoint contents, and the WAL rule makes that durable before
+//! the page is written (the second condition).
 //! A checkpoint first empties the OPQ into the tree (§3.4: "PIO B-tree also flushes all the
 //! OPQ entries ... when the DBMS system needs to checkpoint"), so a checkpoint image never
 //! depends on queued entries. After a crash, recovery writes the before-images back —
@@ -100,16 +104,58 @@
 //! them; a point search, the segments of its leaf it reads ahead of the pool.
 //!
 //! # Thread safety
-//! Served to many threads by `kit::parallel::Parallel`. Point searches (`get`), MPSearch
-//! (`get_many`) and range searches (scan batches) run beside each other on `&self`
-//! under its shared lock ([`shared`]); every update, range delete, batch update, flush
-//! of the OPQ and checkpoint runs alone under its exclusive lock, as do the checks. A
-//! flush takes its WAL ticket under the lock and syncs outside it, so concurrent flushes
-//! share one sync (group commit); a range scan's batches interleave with other threads'
-//! operations (`crate::Db`'s guarantees). Why the shared searches are safe:
-//! - Under the shared lock nothing changes the tree, the OPQ or the manifest state: the
-//!   searches only read them. The OPQ is read with `&self` lookups ([`Opq::lookup`],
-//!   `range`, `tombs`) that change nothing.
+//! Served to many threads by `kit::parallel::Parallel`, with the paper's locking of its
+//! concurrent version (§4.2): "for every speriod, the entire OPQ is exclusively locked
+//! for the OPQ entries to be sorted", and the index is "exclusively locked for every OPQ
+//! flush operation". What runs beside what:
+//! - Under Parallel's shared lock, on `&self` ([`shared`]): point searches (`get`),
+//!   MPSearch (`get_many`), range searches (scan batches), and the inserts and deletes
+//!   that arrive while other operations are in progress (`Shareable::insert_shared`,
+//!   `delete_shared`), which append to the OPQ. Any number of each run at once.
+//! - The OPQ has a readers-writer lock of its own ([`opq::SharedOpq`]). An append holds
+//!   it exclusive for its in-memory step: it buffers the operation's WAL record
+//!   (`Pager::log_op_shared`), appends the entry and, when a sort period has passed,
+//!   sorts the appended region into the sorted region, so the whole OPQ is exclusively
+//!   locked for the sort; the WAL's full buffer is handed to the file after the lock is
+//!   released (`Pager::hand_off_shared`). A search holds it shared only while it looks
+//!   its keys up (a point search's key, MPSearch's keys, a scan batch's range and
+//!   tombstones), never across a page read.
+//! - Under Parallel's exclusive lock, alone: every flush of the OPQ (batch update) and
+//!   everything else that changes the tree or the OPQ but an append (range deletes, bulk
+//!   loads, batches, checkpoints, recovery), the checks, the writes made while no other
+//!   operation is in progress (the serial path, as before the engine was shared), and
+//!   the appends the OPQ refuses: a shared append is refused, having done nothing, when
+//!   the OPQ is full or when the entry would grow the OPQ's array (the pool gives up
+//!   those bytes first, under the exclusive lock: the memory budget holds as in the
+//!   serial path). The append that fills the OPQ asks for its flush
+//!   (`SharedWrite::Maintain`), which Parallel runs under the exclusive lock right
+//!   after; a write that takes that lock first makes the flush first
+//!   ([`PioBTree::settle`]). So an operation under the exclusive lock never finds the
+//!   OPQ full, and an append never finds it full either: it is full only while that
+//!   flush waits for the lock. The append that brings a checkpoint due asks for it the
+//!   same way.
+//! - A flush takes its WAL ticket under the exclusive lock and syncs outside it, so
+//!   concurrent flushes share one sync (group commit); a range scan's batches interleave
+//!   with other threads' operations (`crate::Db`'s guarantees).
+//!
+//! Why this is safe:
+//! - Under Parallel's shared lock nothing changes the tree or the manifest state, and
+//!   the OPQ changes only by appends (with their sorts) under the OPQ's lock; its range
+//!   tombstones and the rest of its state change only under the exclusive lock. A
+//!   search's answer is then the one the serial search gives at the instant it looked
+//!   its key up in the OPQ: a key the OPQ lacks then is answered by the tree, which no
+//!   append changes. So every point search and every key of a `get_many` sees each
+//!   append that returned before it began (its lookup waits for any append in progress)
+//!   and is linearizable with the appends; a scan batch returns the tree merged with the
+//!   OPQ's entries of its range as they were at one instant.
+//! - The WAL holds the appends in the OPQ's order: a shared append logs under the OPQ's
+//!   lock, right before its entry goes in, and the writes under the exclusive lock run
+//!   alone. With the flush of a full OPQ made before any other operation, the OPQ goes
+//!   through exactly the states a serial run of the same operations in that order gives
+//!   it, the same batches at the same appends: those recovery's serial replay of the WAL
+//!   takes it through (Durability). A full device met by the flush a shared append asked
+//!   for is recorded in the WAL naming that append's record, as the serial path names
+//!   the operation whose append filled the OPQ.
 //! - Pages are read through the Pager's shared path: the buffer pool's shared mode (pins,
 //!   one device read per page however many readers want it) and the device's reader
 //!   handles, plus a psync read of a group of runs through one of those handles (its
@@ -121,8 +167,9 @@
 //!   search records a leaf's last segment with a compare-and-swap of its word, and only
 //!   the true value (the leaf does not change while it is read). The map has a slot for
 //!   every reachable leaf (invariant 3), so that shared searches never need to grow it.
-//! - The counters searches bump (`mpsearches`, `psync_reads`, `opq_hits`,
-//!   `leaves_skipped_by_tombstones`) are relaxed atomics: exact.
+//! - The counters searches and shared appends bump (`mpsearches`, `psync_reads`,
+//!   `opq_hits`, `leaves_skipped_by_tombstones`, `shared_writes`) are relaxed atomics:
+//!   exact. The OPQ's own (`opq_sorts`) change under its lock.
 //! - Between operations the pool holds no dirty page: every operation that changes pages
 //!   ends with a write-through (batch updates, range deletes) or a checkpoint (a bulk
 //!   load), and `charge_memory`, run after every operation, writes back any page left
@@ -155,8 +202,14 @@
 //!   leaves, a point search's node or leaf) for which a search read pages.
 //!
 //! An insert or delete reads nothing (it appends to the OPQ), so the writer has no page
-//! to warm beside the readers (`Shareable::prepare_write` does nothing); the batch update
-//! that one insert in a full OPQ starts runs under the exclusive lock.
+//! to warm beside the readers (`Shareable::prepare_write` does nothing). The shuttle model
+//! check in [`shared`] runs the OPQ's lock protocol (appends, sorts, lookups, a flush
+//! under the exclusive lock) in many interleavings.
+//!
+//! Past the paper, not done: appends into a second OPQ while the first is flushed, so
+//! that writers do not stop for a flush. A flush changes the tree, which the searches
+//! under the shared lock read without latches, so it needs the exclusive lock whatever
+//! queue the writers append to, and a second queue would take OPQ bytes from the budget.
 
 mod options;
 pub use options::{PioOptions, PIO_OPQ_ENTRY_BYTES};
@@ -171,24 +224,27 @@ mod rdelete;
 mod shared;
 
 use crate::durable::Manifest;
-use crate::durable::{logged_engine_methods, Logged};
+use crate::durable::{Logged, LogicalOp};
 use crate::durable::{Pager, Store};
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::io::Storage;
 use crate::kind::EngineKind;
-use crate::kit::api::{RangeCursor, SerialEngine, Shareable};
+use crate::kit::api::{RangeCursor, SerialEngine, Shareable, SharedWrite};
 use crate::kit::bnode::node;
 use crate::settings::Settings;
 use crate::stats::counters;
 use crate::stats::Stats;
 use lsmap::LsMap;
-use opq::{Op, Opq, OpqEntry};
+use opq::{Op, Opq, OpqEntry, SharedOpq};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Fill of bulk-loaded leaves and internal nodes: the B+-tree's (FD-tree paper, App. D).
 const BULK_FILL: f64 = 0.7;
+
+/// [`PioBTree`]'s `filled_at` when no shared append left the OPQ full.
+const NOT_FILLED: u64 = u64::MAX;
 
 /// Durable roots, saved in the manifest.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -227,6 +283,9 @@ struct Counters {
     range_tombstones_applied: u64,
     leaves_freed_unread: u64,
     leaves_skipped_by_tombstones: AtomicU64,
+    /// Inserts and deletes appended to the OPQ under the engine's shared lock, beside
+    /// other operations ([`shared`]).
+    shared_writes: AtomicU64,
 }
 
 impl PioOptions {
@@ -417,7 +476,11 @@ pub struct PioBTree {
     cap: usize,
     pio_max: usize,
     bcnt: usize,
-    opq: Opq,
+    /// The OPQ, behind its own lock (Thread safety).
+    opq: SharedOpq,
+    /// Where the WAL record of the shared append that filled the OPQ starts, while that
+    /// full OPQ waits for its flush ([`NOT_FILLED`] otherwise; Thread safety).
+    filled_at: AtomicU64,
     /// LSMap (§3.2.2): last segment id of leaves, by first page.
     lsmap: LsMap,
     /// The LSMap had a slot for every page of the index at open (it has unless slots for
@@ -430,7 +493,7 @@ impl PioBTree {
     /// Memory besides the pool, charged to the budget (`Logged::charge_memory`): the OPQ
     /// (with its index and range tombstones) and the LSMap.
     fn structure_bytes(&self) -> u64 {
-        self.opq.memory_bytes() + self.lsmap.memory_bytes()
+        self.opq.read().memory_bytes() + self.lsmap.memory_bytes()
     }
 
     fn new(pager: Pager, options: &Settings, o: &PioOptions, s: State) -> Result<PioBTree> {
@@ -453,11 +516,12 @@ impl PioBTree {
             cap: node::capacity(options.page_size),
             pio_max: o.pio_max as usize,
             bcnt: o.bcnt as usize,
-            opq: if opq_index(options, o, segs) > 0 {
+            opq: SharedOpq::new(if opq_index(options, o, segs) > 0 {
                 Opq::new(opq_cap, o.speriod as usize)
             } else {
                 Opq::new(opq_cap, o.speriod as usize).without_index()
-            },
+            }),
+            filled_at: AtomicU64::new(NOT_FILLED),
             lsmap: LsMap::new(segs),
             lsmap_covers_all: true,
             counters: Counters::default(),
@@ -600,39 +664,59 @@ impl PioBTree {
 
     /// Append an update to the OPQ; a full OPQ is flushed (§3.1.3).
     fn enqueue(&mut self, e: OpqEntry) -> Result<()> {
-        self.opq.push(e);
+        self.opq.get_mut().push(e);
         self.flush_if_full()
     }
 
-    /// A full OPQ applies its range tombstones to the tree, then, if it is still full,
-    /// gives a batch of `bcnt` point entries to `bupdate` (§3.1.3). The tombstones go
-    /// first: the point entries of their ranges are newer (see [`opq`]).
+    /// A full OPQ applies its range tombstones to the tree, then, while it is still full,
+    /// gives batches of `bcnt` point entries to `bupdate` (§3.1.3): one, after a single
+    /// append. The tombstones go first: the point entries of their ranges are newer (see
+    /// [`opq`]).
     fn flush_if_full(&mut self) -> Result<()> {
-        if self.opq.is_full() {
+        if self.opq.get_mut().is_full() {
             self.apply_tombs()?;
         }
-        if self.opq.is_full() {
-            let batch = self.opq.take_batch(self.bcnt);
+        while self.opq.get_mut().is_full() {
+            let batch = self.opq.get_mut().take_batch(self.bcnt);
             self.bupdate(batch)?;
         }
         Ok(())
+    }
+
+    /// Flush the OPQ a shared append filled ([`shared`]), first thing under the engine's
+    /// exclusive lock: every operation then meets the OPQ as the serial path leaves it
+    /// between operations (never full), so the OPQ goes through the states recovery's
+    /// serial replay of the WAL takes it through, the same batches at the same appends.
+    /// On a full device the WAL names the filling operation's record as the one to drop
+    /// at recovery, as the serial path names the operation whose append filled the OPQ
+    /// ([`Logged::note_no_space`]): replayed, its flush would fail the same way.
+    fn settle(&mut self) -> Result<()> {
+        let start = std::mem::replace(self.filled_at.get_mut(), NOT_FILLED);
+        if !self.opq.get_mut().is_full() {
+            return Ok(());
+        }
+        let r = self.flush_if_full().and_then(|()| self.charge_memory());
+        r.map_err(|e| {
+            let named = (start != NOT_FILLED).then_some(start);
+            self.note_no_space(e, named)
+        })
     }
 
     /// Apply every OPQ entry to the tree (before a checkpoint): the range tombstones
     /// first, then the point batches.
     fn flush_opq(&mut self) -> Result<()> {
         self.apply_tombs()?;
-        while !self.opq.is_empty() {
-            let batch = self.opq.take_batch(self.bcnt);
+        while !self.opq.get_mut().is_empty() {
+            let batch = self.opq.get_mut().take_batch(self.bcnt);
             self.bupdate(batch)?;
         }
-        self.opq.release();
+        self.opq.get_mut().release();
         Ok(())
     }
 
     /// Take the OPQ's range tombstones and delete their ranges in the tree.
     fn apply_tombs(&mut self) -> Result<()> {
-        let tombs = self.opq.take_tombs();
+        let tombs = self.opq.get_mut().take_tombs();
         for (lo, hi) in tombs.iter() {
             self.delete_range_in_tree(lo, hi)?;
         }
@@ -646,7 +730,7 @@ impl PioBTree {
             return Ok(());
         }
         self.counters.range_deletes += 1;
-        self.opq.delete_range(lo, hi);
+        self.opq.get_mut().delete_range(lo, hi);
         self.flush_if_full()
     }
 
@@ -725,7 +809,7 @@ impl PioBTree {
     }
 
     fn is_empty(&self) -> bool {
-        self.opq.is_empty() && self.leaf_records == 0 && self.height == 1
+        self.opq.read().is_empty() && self.leaf_records == 0 && self.height == 1
     }
 }
 
@@ -782,12 +866,39 @@ impl Logged for PioBTree {
     }
 }
 
-/// Searches, MPSearch and range searches run beside each other (module doc, Thread
-/// safety; [`shared`]).
+/// Searches, MPSearch, range searches and OPQ appends run beside each other (module doc,
+/// Thread safety; [`shared`]).
 impl Shareable for PioBTree {
     const PARALLEL_GETS: bool = true;
     const PARALLEL_SCANS: bool = true;
     const SERIAL_READS_ALONE: bool = true;
+    const PARALLEL_POINT_WRITES: bool = true;
+
+    fn insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
+        let e = OpqEntry {
+            key,
+            value,
+            op: Op::Put,
+        };
+        self.write_shared(LogicalOp::Insert(key, value), e)
+    }
+
+    fn delete_shared(&self, key: u64) -> Result<SharedWrite> {
+        let e = OpqEntry {
+            key,
+            value: 0,
+            op: Op::Delete,
+        };
+        self.write_shared(LogicalOp::Delete(key), e)
+    }
+
+    /// After a shared append, under the exclusive lock: the flush of the OPQ it filled
+    /// (unless a write that came first made it), then the checkpoint that came due (which
+    /// empties the OPQ first), as the serial write's `after_op` takes it.
+    fn maintain(&mut self) -> Result<()> {
+        self.settle()?;
+        Logged::after_op(self).map_err(|e| self.note_no_space(e, None))
+    }
 
     fn get_shared(&self, key: u64) -> Result<Option<u64>> {
         self.search_one_shared(key)
@@ -802,8 +913,42 @@ impl Shareable for PioBTree {
     }
 }
 
+/// The logged methods every engine has ([`crate::durable::logged_engine_methods`]), each
+/// after the flush of an OPQ a shared append left full ([`PioBTree::settle`]).
 impl SerialEngine for PioBTree {
-    logged_engine_methods!();
+    fn insert(&mut self, key: u64, value: u64) -> Result<()> {
+        self.settle()?;
+        Logged::logged(self, LogicalOp::Insert(key, value))
+    }
+
+    fn delete(&mut self, key: u64) -> Result<()> {
+        self.settle()?;
+        Logged::logged(self, LogicalOp::Delete(key))
+    }
+
+    fn bulk_insert(&mut self, sorted: &[(u64, u64)]) -> Result<()> {
+        self.settle()?;
+        Logged::bulk_logged(self, sorted)
+    }
+
+    fn delete_range(&mut self, lo: u64, hi: u64) -> Result<()> {
+        self.settle()?;
+        Logged::logged(self, LogicalOp::DeleteRange(lo, hi))
+    }
+
+    fn apply_batch(&mut self, ops: &[LogicalOp]) -> Result<()> {
+        self.settle()?;
+        Logged::logged(self, LogicalOp::Batch(ops.to_vec()))
+    }
+
+    fn flush_ticket(&mut self) -> Result<Option<crate::durable::FlushTicket>> {
+        Logged::log(self).prepare_flush()
+    }
+
+    fn close(&mut self) -> Result<()> {
+        self.settle()?;
+        Logged::checkpoint(self)
+    }
 
     fn get(&mut self, key: u64) -> Result<Option<u64>> {
         self.search_one(key)
@@ -819,14 +964,26 @@ impl SerialEngine for PioBTree {
 
     fn stats(&self) -> Stats {
         let c = &self.counters;
+        // Read under one hold of the OPQ's lock, released before anything else takes it.
+        let (opq_entries, tombs, opq_capacity, opq_sorts, opq_bytes) = {
+            let q = self.opq.read();
+            let tombs = q.tombs().len() as u64;
+            (
+                q.len() as u64,
+                tombs,
+                q.capacity() as u64,
+                q.sorts,
+                q.memory_bytes(),
+            )
+        };
         let engine_counters = counters(&[
             ("height", u64::from(self.height)),
             ("leaves", self.leaves),
             ("leaf_records", self.leaf_records),
             ("leaf_segments", u64::from(self.segs)),
-            ("opq_entries", self.opq.len() as u64),
+            ("opq_entries", opq_entries),
             ("range_deletes", c.range_deletes),
-            ("range_tombstones", self.opq.tombs().len() as u64),
+            ("range_tombstones", tombs),
             ("range_tombstones_applied", c.range_tombstones_applied),
             ("leaves_freed_unread", c.leaves_freed_unread),
             (
@@ -834,8 +991,8 @@ impl SerialEngine for PioBTree {
                 c.leaves_skipped_by_tombstones.load(Ordering::Relaxed),
             ),
             ("leaf_records_bound", u64::from(self.leaf_records_bound)),
-            ("opq_capacity", self.opq.capacity() as u64),
-            ("opq_sorts", self.opq.sorts),
+            ("opq_capacity", opq_capacity),
+            ("opq_sorts", opq_sorts),
             ("opq_hits", c.opq_hits.load(Ordering::Relaxed)),
             ("lsmap_entries", self.lsmap.len()),
             ("bupdates", c.bupdates),
@@ -849,14 +1006,15 @@ impl SerialEngine for PioBTree {
             ("redistributions", c.redistributions),
             ("mpsearches", c.mpsearches.load(Ordering::Relaxed)),
             ("psync_reads", c.psync_reads.load(Ordering::Relaxed)),
+            ("shared_writes", c.shared_writes.load(Ordering::Relaxed)),
         ]);
         let mut s = self.pager.stats(
             EngineKind::PioBTree,
             engine_counters,
-            self.pager.memory_bytes() + self.structure_bytes(),
+            self.pager.memory_bytes() + opq_bytes + self.lsmap.memory_bytes(),
         );
         s.shape.leaves = Some(self.leaves);
-        s.shape.write_buffer_entries = Some(self.opq.capacity() as u64);
+        s.shape.write_buffer_entries = Some(opq_capacity);
         s.shape.leaf_splits = Some(c.leaf_splits);
         s
     }

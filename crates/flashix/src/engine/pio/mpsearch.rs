@@ -127,7 +127,7 @@ impl PioBTree {
     /// internal node and the leaf's segments inside their page bytes, decoding no node
     /// (decoding each node cost more CPU than the search's device read saves).
     pub(super) fn search_one(&mut self, key: u64) -> Result<Option<u64>> {
-        if let Some(e) = self.opq.lookup(key) {
+        if let Some(e) = self.opq.get_mut().lookup(key) {
             *self.counters.opq_hits.get_mut() += 1;
             return Ok((e.op == Op::Put).then_some(e.value));
         }
@@ -158,7 +158,7 @@ impl PioBTree {
         let mut out = vec![None; keys.len()];
         let mut pending: Vec<(u64, usize)> = Vec::new();
         for (i, &k) in keys.iter().enumerate() {
-            match self.opq.lookup(k) {
+            match self.opq.get_mut().lookup(k) {
                 Some(e) => {
                     *self.counters.opq_hits.get_mut() += 1;
                     out[i] = (e.op == Op::Put).then_some(e.value);
@@ -267,13 +267,17 @@ impl PioBTree {
             Some(h) if h <= hi => h.saturating_sub(1),
             _ => hi,
         };
-        let tombs = self.opq.tombs();
+        // The tombstones change only under the engine's exclusive lock.
         let before = nodes.len();
-        nodes.retain(|n| {
-            let lo = n.lo.max(next);
-            let top = n.hi.map_or(u64::MAX, |h| h.saturating_sub(1)).min(end);
-            tombs.is_empty() || lo > top || !tombs.spans(lo, top)
-        });
+        {
+            let q = self.opq.read();
+            let tombs = q.tombs();
+            nodes.retain(|n| {
+                let lo = n.lo.max(next);
+                let top = n.hi.map_or(u64::MAX, |h| h.saturating_sub(1)).min(end);
+                tombs.is_empty() || lo > top || !tombs.spans(lo, top)
+            });
+        }
         let skipped = (before - nodes.len()) as u64;
         if skipped > 0 {
             self.counters
@@ -301,12 +305,18 @@ impl PioBTree {
             let live = leaf::live(img.records);
             tree.extend(live.into_iter().filter(|(k, _)| (next..=end).contains(k)));
         }
-        // The OPQ's range tombstones hide the leaves' entries they cover (older).
-        if !self.opq.tombs().is_empty() {
-            let mut hidden = self.opq.tombs().cursor();
-            tree.retain(|(k, _)| !hidden.covers(*k));
-        }
-        let queued = self.opq.range(next, end);
+        // The OPQ's range tombstones hide the leaves' entries they cover (older). Its
+        // entries of the range are taken under one hold of its lock: the batch returns
+        // the tree (which only the engine's exclusive lock changes) with the OPQ as it
+        // was at that instant.
+        let queued = {
+            let q = self.opq.read();
+            if !q.tombs().is_empty() {
+                let mut hidden = q.tombs().cursor();
+                tree.retain(|(k, _)| !hidden.covers(*k));
+            }
+            q.range(next, end)
+        };
         let mut q = queued.into_iter().peekable();
         out.reserve(tree.len());
         for (k, v) in tree {

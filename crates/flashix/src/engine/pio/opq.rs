@@ -34,9 +34,17 @@
 //! at the default `speriod`) are allocated up front. A tombstone takes one of the
 //! `capacity` slots (16 bytes held, charged to the OPQ's `memory_bytes`), so a full OPQ
 //! counts both.
+//!
+//! # Thread safety
+//! The engine keeps the OPQ behind a readers-writer lock of its own ([`SharedOpq`]):
+//! appends made beside other operations, with the sorts they start, hold it exclusive;
+//! lookups hold it shared; everything else reaches the OPQ with the engine to itself.
+//! Such an append never fills the OPQ past its capacity nor grows its array.
 
 use crate::kit::sorted::tombs::Tombs;
+use crate::util::sync::RwLock;
 use std::collections::BTreeMap;
+use std::ops::Deref;
 
 /// The operation of an entry (§3.1.3: insert, delete, update; an update of this map is a
 /// put, as an insert is: both are upserts).
@@ -84,6 +92,69 @@ fn index_slots(capacity: usize, speriod: usize) -> usize {
 /// number the cost model chose.
 pub fn index_bytes(capacity: usize, speriod: usize) -> u64 {
     index_slots(capacity.max(1), speriod.max(1)) as u64 * 4
+}
+
+/// The OPQ behind a lock of its own (the engine's Thread safety; the PIO B-tree paper's
+/// §4.2): a point write made beside other operations appends under it held exclusive
+/// ([`SharedOpq::append_shared`]), and the periodic sort that append may start runs
+/// there too, so the whole OPQ is exclusively locked for the sort; searches look it up
+/// under it held shared ([`SharedOpq::read`]), and only for their in-memory step, never
+/// across a page read; the paths that have the engine to themselves (batch updates,
+/// range deletes, checkpoints, recovery, the checks) reach it through
+/// [`SharedOpq::get_mut`], taking no lock.
+pub struct SharedOpq {
+    lock: RwLock<Opq>,
+}
+
+impl SharedOpq {
+    pub fn new(q: Opq) -> SharedOpq {
+        SharedOpq {
+            lock: RwLock::new(q),
+        }
+    }
+
+    /// The OPQ, to a thread that has the engine to itself. A panic under the lock (a
+    /// bug) leaves it poisoned; the OPQ is used anyway, as the engine's own lock is.
+    pub fn get_mut(&mut self) -> &mut Opq {
+        self.lock.get_mut().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The OPQ shared with other readers, held until the guard drops: appends wait for
+    /// it, so a lookup through one guard sees one state of the OPQ.
+    pub fn read(&self) -> impl Deref<Target = Opq> + '_ {
+        self.lock.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Append `e` beside other threads' appends and lookups, under the lock held
+    /// exclusive: first `log` (the operation's WAL record, buffered, so that the WAL holds
+    /// the appends in the OPQ's order; it returns where the record starts), then the
+    /// append, then the sort if a sort period has passed ([`Opq::push`]).
+    pub fn append_shared(&self, e: OpqEntry, log: impl FnOnce() -> u64) -> Appended {
+        let mut q = self.lock.write().unwrap_or_else(|e| e.into_inner());
+        if !q.room_for_shared_append() {
+            return Appended::Refused;
+        }
+        let start = log();
+        q.push(e);
+        match q.is_full() {
+            true => Appended::Filled(start),
+            false => Appended::Done,
+        }
+    }
+}
+
+/// What [`SharedOpq::append_shared`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Appended {
+    /// Nothing: the OPQ is full (its flush, a batch update, changes the tree, so it waits
+    /// for the engine's exclusive lock), or the append would grow the OPQ's array (whose
+    /// bytes the buffer pool gives up first, under that lock: the memory budget).
+    Refused,
+    /// Appended.
+    Done,
+    /// Appended, and the OPQ is full: it is to be flushed under the engine's exclusive
+    /// lock before any other append. The operation's WAL record starts at this offset.
+    Filled(u64),
 }
 
 /// The operation queue.
@@ -224,6 +295,12 @@ impl Opq {
         self.used() >= self.capacity
     }
 
+    /// The OPQ is not full and one more point entry does not grow its array
+    /// ([`SharedOpq::append_shared`]).
+    fn room_for_shared_append(&self) -> bool {
+        !self.is_full() && self.entries.len() < self.entries.capacity()
+    }
+
     /// Delete `[lo, hi]` (`lo <= hi`): drop the point entries of the range from both
     /// regions (older than the new tombstone), then add the interval.
     pub fn delete_range(&mut self, lo: u64, hi: u64) {
@@ -347,6 +424,18 @@ impl Opq {
                 op: Op::Delete,
             })
         })
+    }
+
+    /// The newest entry of `key` in the sorted region alone, and in the appended region
+    /// alone: the two halves of a lookup, for the model check of a broken one.
+    #[cfg(all(test, flashix_shuttle))]
+    pub fn halves(&self, key: u64) -> (Option<OpqEntry>, Option<OpqEntry>) {
+        let head = &self.entries[..self.sorted];
+        let sorted = head
+            .binary_search_by_key(&key, |e| e.key)
+            .ok()
+            .map(|i| head[i]);
+        (sorted, self.appended(key))
     }
 
     /// The newest point entry of `key`.

@@ -16,12 +16,12 @@
 
 use super::leaf::{self, LeafImage, Pages};
 use super::mpsearch::{match_leaf, scan_children, scan_next, targets, Internal, Target};
-use super::opq::Op;
+use super::opq::{Appended, Op, OpqEntry};
 use super::{Fenced, PioBTree};
-use crate::durable::Pager;
+use crate::durable::{LogicalOp, Pager, Store};
 use crate::error::{Error, Result};
 use crate::io::PageId;
-use crate::kit::api::RangeCursor;
+use crate::kit::api::{RangeCursor, SharedWrite};
 use crate::kit::bnode::{node, spine};
 use crate::page;
 use std::sync::atomic::Ordering;
@@ -115,6 +115,39 @@ impl Pages for Pooled<'_> {
 }
 
 impl PioBTree {
+    /// An insert or delete (`op`, whose OPQ entry is `e`) beside other operations, under
+    /// the engine's shared lock: its WAL record is buffered and the entry appended under
+    /// the OPQ's lock ([`super::opq::SharedOpq::append_shared`]), and the WAL's full
+    /// buffer, if any, handed to the file after that lock is released.
+    /// [`SharedWrite::Exclusive`], having done nothing, when the OPQ is full or its array
+    /// would grow; [`SharedWrite::Maintain`] when the append filled the OPQ (its flush, a
+    /// batch update, then runs under the exclusive lock, as the paper's §4.2 locks the
+    /// whole index for an OPQ flush) or a checkpoint came due.
+    pub(super) fn write_shared(&self, op: LogicalOp, e: OpqEntry) -> Result<SharedWrite> {
+        let appended = self.opq.append_shared(e, || {
+            let start = self.pager.wal_bytes_shared();
+            self.pager.log_op_shared(&op);
+            start
+        });
+        let filled = match appended {
+            Appended::Refused => return Ok(SharedWrite::Exclusive),
+            Appended::Done => false,
+            Appended::Filled(start) => {
+                // No other append comes before the flush (the OPQ is full), and the
+                // flush waits for the exclusive lock, which waits for this shared hold.
+                self.filled_at.store(start, Ordering::Relaxed);
+                true
+            }
+        };
+        self.counters.shared_writes.fetch_add(1, Ordering::Relaxed);
+        self.pager.hand_off_shared()?;
+        let due = self.pager.wal_bytes_shared() >= self.pager.checkpoint_wal_bytes();
+        Ok(match filled || due {
+            true => SharedWrite::Maintain,
+            false => SharedWrite::Done,
+        })
+    }
+
     /// One psync read (as the serial path counts them) that read `pages` pages.
     fn count_psync(&self, pages: u64) {
         if pages > 0 {
@@ -127,7 +160,11 @@ impl PioBTree {
     /// LSMap knows (all of them when it knows none), read in one request from the first
     /// the pool misses; the leaf stays in the pool, as in the serial path.
     pub(super) fn search_one_shared(&self, key: u64) -> Result<Option<u64>> {
-        if let Some(e) = self.opq.lookup(key) {
+        // The OPQ's lock is held for the lookup alone, not across the page reads: the
+        // tree does not change under the engine's shared lock, so the answer is the key's
+        // at the lookup's instant.
+        let queued = self.opq.read().lookup(key);
+        if let Some(e) = queued {
             self.counters.opq_hits.fetch_add(1, Ordering::Relaxed);
             return Ok((e.op == Op::Put).then_some(e.value));
         }
@@ -164,13 +201,18 @@ impl PioBTree {
         let mut out = vec![None; keys.len()];
         let mut pending: Vec<(u64, usize)> = Vec::new();
         let mut hits = 0;
-        for (i, &k) in keys.iter().enumerate() {
-            match self.opq.lookup(k) {
-                Some(e) => {
-                    hits += 1;
-                    out[i] = (e.op == Op::Put).then_some(e.value);
+        {
+            // Every key looked up under one hold of the OPQ's lock, released before the
+            // page reads.
+            let q = self.opq.read();
+            for (i, &k) in keys.iter().enumerate() {
+                match q.lookup(k) {
+                    Some(e) => {
+                        hits += 1;
+                        out[i] = (e.op == Op::Put).then_some(e.value);
+                    }
+                    None => pending.push((k, i)),
                 }
-                None => pending.push((k, i)),
             }
         }
         if hits > 0 {
@@ -436,6 +478,200 @@ fn collect_leaves(out: Vec<Option<LeafImage>>, pids: &[PageId]) -> Result<Vec<Le
         .collect()
 }
 
+/// Model checks of the OPQ's lock protocol (the engine's Thread safety) under `shuttle`,
+/// which runs the threads in many interleavings: `RUSTFLAGS="--cfg flashix_shuttle" cargo
+/// test -p flashix --lib engine::pio::shared::model`. The real [`SharedOpq`] inside a
+/// model engine behind the readers-writer lock `Parallel` holds: two writers append to
+/// one shared key and one private key each through
+/// [`SharedOpq::append_shared`], logging to a model WAL; an OPQ of four entries sorted
+/// every second append fills, and its flush (a batch into the model tree) runs under the
+/// engine's exclusive lock, made by the writer whose append filled it or by one that
+/// found it full; a reader looks up a writer's private key under the shared lock. Every
+/// read must see at least the last append that returned before it began, and at the end
+/// the WAL's last record of each key must be the key's value in the OPQ and tree (the
+/// order recovery replays). The broken variants, which log outside the OPQ's lock or
+/// look up the sorted region and the appended region under two holds of it (a sort
+/// between them moves the entry), must be caught.
+///
+/// [`SharedOpq`]: super::opq::SharedOpq
+/// [`SharedOpq::append_shared`]: super::opq::SharedOpq::append_shared
+#[cfg(all(test, flashix_shuttle))]
+mod model {
+    use super::super::opq::{Appended, Op, Opq, OpqEntry, SharedOpq};
+    use shuttle::sync::atomic::{AtomicU64, Ordering};
+    use shuttle::sync::{Arc, Mutex, RwLock};
+    use std::collections::BTreeMap;
+
+    /// Which part of the protocol the scenario breaks.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Broken {
+        Nothing,
+        /// A writer logs its record before it takes the OPQ's lock to append.
+        LogOutsideTheLock,
+        /// A reader looks up the sorted region, releases the OPQ's lock, then looks up
+        /// the appended region.
+        SplitLookup,
+    }
+
+    /// The engine as `Parallel` serves it: the OPQ with its lock, the tree the flushes
+    /// write (changed only under the exclusive lock), the WAL.
+    struct Engine {
+        opq: SharedOpq,
+        tree: BTreeMap<u64, u64>,
+        wal: Mutex<Vec<OpqEntry>>,
+    }
+
+    /// Batches of this many entries flush a full OPQ.
+    const BCNT: usize = 2;
+
+    impl Engine {
+        /// Flush a full OPQ into the tree (the engine's `settle` and `flush_if_full`).
+        fn settle(&mut self) {
+            while self.opq.get_mut().is_full() {
+                for e in self.opq.get_mut().take_batch(BCNT) {
+                    match e.op {
+                        Op::Put => self.tree.insert(e.key, e.value),
+                        Op::Delete => self.tree.remove(&e.key),
+                    };
+                }
+            }
+        }
+
+        /// The serial write, under the exclusive lock: settle, log, append, flush.
+        fn serial(&mut self, e: OpqEntry) {
+            self.settle();
+            self.wal.lock().unwrap().push(e);
+            self.opq.get_mut().push(e);
+            self.settle();
+        }
+
+        /// The key's value: the OPQ, then the tree.
+        fn lookup(&self, key: u64, broken: Broken) -> Option<u64> {
+            let queued = match broken {
+                Broken::SplitLookup => {
+                    let sorted = self.opq.read().halves(key).0;
+                    let appended = self.opq.read().halves(key).1;
+                    appended.or(sorted)
+                }
+                _ => self.opq.read().lookup(key),
+            };
+            match queued {
+                Some(e) => (e.op == Op::Put).then_some(e.value),
+                None => self.tree.get(&key).copied(),
+            }
+        }
+    }
+
+    /// The key both writers write, and writer `t`'s own.
+    const SHARED: u64 = 1;
+    fn private(t: u64) -> u64 {
+        10 + t
+    }
+
+    fn scenario(broken: Broken) {
+        let engine = Arc::new(RwLock::new(Engine {
+            opq: SharedOpq::new(Opq::new(4, 2)),
+            tree: BTreeMap::new(),
+            wal: Mutex::new(Vec::new()),
+        }));
+        // The last value of writer 0's private key whose append returned.
+        let returned = Arc::new(AtomicU64::new(0));
+        let writers: Vec<_> = (0..2u64)
+            .map(|t| {
+                let (engine, returned) = (Arc::clone(&engine), Arc::clone(&returned));
+                shuttle::thread::spawn(move || {
+                    for i in 1..=3u64 {
+                        for key in [SHARED, private(t)] {
+                            let e = OpqEntry {
+                                key,
+                                value: t * 100 + i,
+                                op: Op::Put,
+                            };
+                            let appended = {
+                                let en = engine.read().unwrap();
+                                let wal = &en.wal;
+                                match broken {
+                                    Broken::LogOutsideTheLock => {
+                                        wal.lock().unwrap().push(e);
+                                        shuttle::thread::yield_now();
+                                        en.opq.append_shared(e, || 0)
+                                    }
+                                    _ => en.opq.append_shared(e, || {
+                                        wal.lock().unwrap().push(e);
+                                        0
+                                    }),
+                                }
+                            };
+                            match appended {
+                                Appended::Done => {}
+                                Appended::Filled(_) => engine.write().unwrap().settle(),
+                                Appended::Refused => {
+                                    // Refused by the broken writer too: its record is
+                                    // logged again by the serial write, as the last.
+                                    engine.write().unwrap().serial(e)
+                                }
+                            }
+                            if key == private(0) {
+                                returned.store(e.value, Ordering::SeqCst);
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        let reader = {
+            let (engine, returned) = (Arc::clone(&engine), Arc::clone(&returned));
+            shuttle::thread::spawn(move || {
+                for _ in 0..4 {
+                    let before = returned.load(Ordering::SeqCst);
+                    let seen = engine.read().unwrap().lookup(private(0), broken);
+                    assert!(
+                        seen.unwrap_or(0) >= before,
+                        "a read saw {seen:?}, older than the append of {before} that \
+                         returned before it began"
+                    );
+                }
+            })
+        };
+        for t in writers.into_iter().chain([reader]) {
+            t.join().unwrap();
+        }
+        let mut en = engine.write().unwrap();
+        let mut last = BTreeMap::new();
+        for e in en.wal.lock().unwrap().iter() {
+            last.insert(e.key, e.value);
+        }
+        for (&key, &v) in &last {
+            let live = en.lookup(key, Broken::Nothing);
+            assert_eq!(
+                live,
+                Some(v),
+                "key {key}: the WAL's order differs from the OPQ's"
+            );
+        }
+        let q = en.opq.get_mut();
+        assert!(q.used() < q.capacity(), "a full OPQ was left unflushed");
+    }
+
+    #[test]
+    fn appends_lookups_sorts_and_flushes_keep_the_wal_order_and_linearizability() {
+        shuttle::check_random(|| scenario(Broken::Nothing), 2000);
+        shuttle::check_pct(|| scenario(Broken::Nothing), 2000, 3);
+    }
+
+    #[test]
+    #[should_panic(expected = "the WAL's order differs from the OPQ's")]
+    fn an_append_that_logs_outside_the_opq_lock_is_caught() {
+        shuttle::check_random(|| scenario(Broken::LogOutsideTheLock), 2000);
+    }
+
+    #[test]
+    #[should_panic(expected = "that returned before it began")]
+    fn a_lookup_that_lets_the_lock_go_between_the_regions_is_caught() {
+        shuttle::check_random(|| scenario(Broken::SplitLookup), 2000);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{Db, DeviceSpec, EngineKind, Options, PioOptions, PIO_OPQ_ENTRY_BYTES};
@@ -690,6 +926,214 @@ mod tests {
             assert!(reads[0] > 0, "the pool of {frames} frames was never missed");
             shared.check_integrity().unwrap();
         }
+    }
+
+    /// Point writes through the shared path (`insert_shared`, `delete_shared`; the
+    /// maintenance they ask for run at once or left to the next exclusive write, as when
+    /// another thread's write takes the exclusive lock first; the serial write where they
+    /// refuse) take the OPQ and the tree through the serial path's states, operation by
+    /// operation: the same OPQ, batch updates and pages written as a twin driven through
+    /// the serial writes (so also as recovery's serial replay of the WAL), and every
+    /// shared and serial search answers as a `BTreeMap` model.
+    #[test]
+    fn shared_appends_take_the_serial_paths_states() {
+        use crate::kit::api::{RangeCursor, SerialEngine, Shareable, SharedWrite};
+        use crate::testing::Rng;
+        let (mut serial, mut shared) = twins(40);
+        let pairs: Vec<(u64, u64)> = (0..2000u64).map(|k| (k * 3, k)).collect();
+        for e in [&mut serial, &mut shared] {
+            e.bulk_insert(&pairs).unwrap();
+        }
+        let mut model: BTreeMap<u64, u64> = pairs.iter().copied().collect();
+        let mut rng = Rng::new(11);
+        let (mut made, mut refused, mut filled, mut late) = (0u64, 0u64, 0u64, 0u64);
+        for i in 0..6000u64 {
+            let k = rng.below(6500);
+            let r = match rng.below(10) {
+                0..=2 => {
+                    serial.delete(k).unwrap();
+                    model.remove(&k);
+                    Some(shared.delete_shared(k).unwrap())
+                }
+                3 if i % 50 == 3 => {
+                    // A range delete takes the exclusive lock.
+                    serial.delete_range(k, k + 30).unwrap();
+                    model.retain(|&x, _| !(k..=k + 30).contains(&x));
+                    shared.delete_range(k, k + 30).unwrap();
+                    None
+                }
+                _ => {
+                    serial.insert(k, i).unwrap();
+                    model.insert(k, i);
+                    Some(shared.insert_shared(k, i).unwrap())
+                }
+            };
+            match r {
+                None => {}
+                Some(SharedWrite::Done) => made += 1,
+                Some(SharedWrite::Maintain) => {
+                    made += 1;
+                    if shared.opq.get_mut().is_full() {
+                        filled += 1;
+                    }
+                    // Half the time another thread's exclusive write comes first.
+                    match rng.below(2) {
+                        0 => shared.maintain().unwrap(),
+                        _ => late += 1,
+                    }
+                }
+                Some(SharedWrite::Exclusive) => {
+                    refused += 1;
+                    // Refused, it changed nothing: the write is made the serial way.
+                    match model.get(&k) {
+                        Some(&v) => shared.insert(k, v).unwrap(),
+                        None => shared.delete(k).unwrap(),
+                    }
+                }
+            }
+            // Reads meet a full OPQ whose flush waits, as reads beside it do.
+            let probe = rng.below(6500);
+            let want = model.get(&probe).copied();
+            assert_eq!(
+                shared.get_shared(probe).unwrap(),
+                want,
+                "op {i}: get {probe}"
+            );
+            if i % 97 == 0 {
+                let mut cur = RangeCursor::bounded(probe, probe + 200);
+                let mut out = Vec::new();
+                while cur.next.is_some() {
+                    shared.scan_shared(&mut cur, &mut out).unwrap();
+                }
+                let want: Vec<(u64, u64)> = model
+                    .range(probe..=probe + 200)
+                    .map(|(&k, &v)| (k, v))
+                    .collect();
+                assert_eq!(out, want, "op {i}: scan from {probe}");
+            }
+            // The flush a full OPQ waits for is the next exclusive step's first one: only
+            // then do the twins' states meet.
+            if shared.opq.get_mut().is_full() {
+                continue;
+            }
+            let (a, b) = (serial.opq.get_mut(), shared.opq.get_mut());
+            assert_eq!(
+                a.sorted_region(),
+                b.sorted_region(),
+                "op {i}: sorted region"
+            );
+            assert_eq!((a.len(), a.used()), (b.len(), b.used()), "op {i}: OPQ size");
+            let (a, b) = (serial.stats(), shared.stats());
+            for c in [
+                "bupdates",
+                "bupdate_entries",
+                "leaf_splits",
+                "shrinks",
+                "leaves",
+            ] {
+                assert_eq!(a.engine_counters[c], b.engine_counters[c], "op {i}: {c}");
+            }
+            assert_eq!(
+                serial.pager.device_stats().writes,
+                shared.pager.device_stats().writes,
+                "op {i}: pages written"
+            );
+            assert_eq!(a.memory_bytes, b.memory_bytes, "op {i}: memory");
+        }
+        assert!(made > 1000 && refused > 0 && filled > 10 && late > 5);
+        assert_eq!(
+            shared.stats().engine_counters["shared_writes"],
+            made,
+            "every shared append counted"
+        );
+        assert_eq!(serial.stats().engine_counters["shared_writes"], 0);
+        shared.close().unwrap();
+        for e in [&mut serial, &mut shared] {
+            e.check_integrity().unwrap();
+            let mut cur = RangeCursor::bounded(0, u64::MAX);
+            let mut out = Vec::new();
+            while cur.next.is_some() {
+                e.scan(&mut cur, &mut out).unwrap();
+            }
+            assert_eq!(out, model.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>());
+        }
+    }
+
+    /// Threads insert and delete the same few keys beside readers (their writes appended
+    /// under the OPQ's lock, the OPQ filling and flushing again and again); after a
+    /// flush the index, dropped without a close and reopened, replays its WAL into the
+    /// state the threads left: the WAL holds every key's writes in the order of the OPQ.
+    #[test]
+    fn shared_appends_replay_to_the_state_they_left() {
+        let pio = PioOptions {
+            leaf_segments: Some(2),
+            opq_bytes: Some(200 * PIO_OPQ_ENTRY_BYTES),
+            pio_max: 16,
+            speriod: 7,
+            bcnt: 40,
+        };
+        let opts = Options::new(EngineKind::PioBTree)
+            .page_size(512)
+            .buffer_pool_bytes(64 * 512 + 200 * PIO_OPQ_ENTRY_BYTES)
+            .checkpoint_wal_bytes(64 << 20)
+            .pio(pio);
+        let (db, dev, vfs) = crate::testing::mem_db(opts).unwrap();
+        let pairs: Vec<(u64, u64)> = (0..3000u64).map(|k| (k * 2, 1)).collect();
+        db.bulk_insert(&pairs).unwrap();
+        // Keys below WRITTEN are the writers'; the even ones above stay as loaded.
+        const WRITTEN: u64 = 600;
+        std::thread::scope(|s| {
+            let db = &db;
+            for t in 0..4u64 {
+                s.spawn(move || {
+                    let mut x = t + 7;
+                    for i in 0..4000u64 {
+                        x = x
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        // Few keys, so that the threads' writes of a key interleave; more
+                        // than the OPQ holds, so that it fills and is flushed.
+                        let k = (x >> 33) % WRITTEN;
+                        match (x >> 20) % 4 {
+                            0 => db.delete(k).unwrap(),
+                            _ => db.insert(k, (t << 32) | i).unwrap(),
+                        }
+                    }
+                });
+            }
+            s.spawn(move || {
+                let mut x = 3u64;
+                for _ in 0..3000 {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    let k = (x >> 33) % 6000;
+                    if k >= WRITTEN && k % 2 == 0 {
+                        assert_eq!(db.get(k).unwrap(), Some(1), "get({k})");
+                    }
+                    let keys: Vec<u64> = (0..20).map(|i| (k + i * 31) % 6000).collect();
+                    for (&key, v) in keys.iter().zip(db.get_many(&keys).unwrap()) {
+                        if key >= WRITTEN && key % 2 == 0 {
+                            assert_eq!(v, Some(1), "get_many: {key}");
+                        }
+                    }
+                }
+            });
+        });
+        let live: Vec<(u64, u64)> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
+        let c = db.stats().engine_counters;
+        assert!(c["shared_writes"] > 0, "no write appended beside another");
+        assert!(
+            c["bupdates"] > 10,
+            "the OPQ was not flushed again and again"
+        );
+        db.flush().unwrap();
+        drop(db);
+        let db = crate::testing::reopen_mem(&dev, &vfs).unwrap();
+        let replayed: Vec<(u64, u64)> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
+        assert_eq!(replayed.len(), live.len());
+        for (a, b) in live.iter().zip(&replayed) {
+            assert_eq!(a, b, "the replay differs from the live index");
+        }
+        db.check_integrity().unwrap();
     }
 
     #[test]
