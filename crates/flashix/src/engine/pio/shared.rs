@@ -1082,42 +1082,53 @@ mod tests {
         db.bulk_insert(&pairs).unwrap();
         // Keys below WRITTEN are the writers'; the even ones above stay as loaded.
         const WRITTEN: u64 = 600;
-        std::thread::scope(|s| {
-            let db = &db;
-            for t in 0..4u64 {
+        // Whether the threads' calls overlap is the scheduler's: rounds, a bounded number,
+        // until some write was appended beside another operation.
+        let shared_writes = |db: &crate::Db| db.stats().engine_counters["shared_writes"];
+        for round in 0..10u64 {
+            if round > 0 && shared_writes(&db) > 0 {
+                break;
+            }
+            let start = std::sync::Barrier::new(5);
+            std::thread::scope(|s| {
+                let (db, start) = (&db, &start);
+                for t in 0..4u64 {
+                    s.spawn(move || {
+                        start.wait();
+                        let mut x = t + 7 + round * 101;
+                        for i in 0..4000u64 {
+                            x = x
+                                .wrapping_mul(6364136223846793005)
+                                .wrapping_add(1442695040888963407);
+                            // Few keys, so that the threads' writes of a key interleave; more
+                            // than the OPQ holds, so that it fills and is flushed.
+                            let k = (x >> 33) % WRITTEN;
+                            match (x >> 20) % 4 {
+                                0 => db.delete(k).unwrap(),
+                                _ => db.insert(k, (t << 32) | i).unwrap(),
+                            }
+                        }
+                    });
+                }
                 s.spawn(move || {
-                    let mut x = t + 7;
-                    for i in 0..4000u64 {
-                        x = x
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
-                        // Few keys, so that the threads' writes of a key interleave; more
-                        // than the OPQ holds, so that it fills and is flushed.
-                        let k = (x >> 33) % WRITTEN;
-                        match (x >> 20) % 4 {
-                            0 => db.delete(k).unwrap(),
-                            _ => db.insert(k, (t << 32) | i).unwrap(),
+                    start.wait();
+                    let mut x = 3u64;
+                    for _ in 0..3000 {
+                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        let k = (x >> 33) % 6000;
+                        if k >= WRITTEN && k % 2 == 0 {
+                            assert_eq!(db.get(k).unwrap(), Some(1), "get({k})");
+                        }
+                        let keys: Vec<u64> = (0..20).map(|i| (k + i * 31) % 6000).collect();
+                        for (&key, v) in keys.iter().zip(db.get_many(&keys).unwrap()) {
+                            if key >= WRITTEN && key % 2 == 0 {
+                                assert_eq!(v, Some(1), "get_many: {key}");
+                            }
                         }
                     }
                 });
-            }
-            s.spawn(move || {
-                let mut x = 3u64;
-                for _ in 0..3000 {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-                    let k = (x >> 33) % 6000;
-                    if k >= WRITTEN && k % 2 == 0 {
-                        assert_eq!(db.get(k).unwrap(), Some(1), "get({k})");
-                    }
-                    let keys: Vec<u64> = (0..20).map(|i| (k + i * 31) % 6000).collect();
-                    for (&key, v) in keys.iter().zip(db.get_many(&keys).unwrap()) {
-                        if key >= WRITTEN && key % 2 == 0 {
-                            assert_eq!(v, Some(1), "get_many: {key}");
-                        }
-                    }
-                }
             });
-        });
+        }
         let live: Vec<(u64, u64)> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
         let c = db.stats().engine_counters;
         assert!(c["shared_writes"] > 0, "no write appended beside another");

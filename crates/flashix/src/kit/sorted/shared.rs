@@ -243,9 +243,12 @@ pub(crate) mod testing {
         db.bulk_insert(&stable).unwrap();
         // Thread t owns the odd keys k with (k / 2) % THREADS == t; shared keys lie above.
         let shared_key = |j: u64| SPACE + 2 * j + 1;
+        // All start together, so that their calls overlap.
+        let start = std::sync::Barrier::new(THREADS as usize + 1);
         let lasts: Vec<(LastWrites, LastWrites)> = std::thread::scope(|s| {
-            let db = &db;
+            let (db, start) = (&db, &start);
             let scanner = s.spawn(move || {
+                start.wait();
                 let mut rng = Rng::new(99);
                 for _ in 0..150 {
                     let lo = rng.below(SPACE);
@@ -272,6 +275,7 @@ pub(crate) mod testing {
             let writers: Vec<_> = (0..THREADS)
                 .map(|t| {
                     s.spawn(move || {
+                        start.wait();
                         let mut rng = Rng::new(1000 + t);
                         let mut own = BTreeMap::new();
                         let mut shared = BTreeMap::new();
