@@ -60,8 +60,8 @@ pub(crate) trait Logged {
     /// Make the structure durable and switch the manifest: [`Logged::before_checkpoint`],
     /// the store's checkpoint with [`Logged::engine_state`], [`Logged::after_checkpoint`];
     /// then charge the structures again ([`Logged::charge_memory`]): a checkpoint may
-    /// change them (the FBX-tree's snapshot page list grew by 576 bytes at a million
-    /// entries, uncharged until the next operation).
+    /// change them (the FBX-tree's snapshot page list grows with it, and would stay
+    /// uncharged until the next operation).
     fn checkpoint(&mut self) -> Result<()> {
         self.before_checkpoint()?;
         let state = self.engine_state();
