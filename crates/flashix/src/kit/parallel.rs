@@ -117,7 +117,7 @@ const RUNS: usize = 4;
 const POLITE: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// One operation in progress ([`Parallel`]'s `active`).
-struct Busy<'a>(&'a AtomicUsize);
+pub(crate) struct Busy<'a>(&'a AtomicUsize);
 
 impl Drop for Busy<'_> {
     fn drop(&mut self) {
@@ -170,6 +170,14 @@ impl<E: Shareable> Parallel<E> {
     /// operation that arrives meanwhile.
     fn shares_now(&self) -> bool {
         !E::SERIAL_READS_ALONE || self.active.load(Ordering::Relaxed) > 0
+    }
+
+    /// An operation counted in progress until the guard drops, for tests: every call meanwhile
+    /// takes the path it takes beside other operations, however the threads that make the
+    /// calls happen to be scheduled.
+    #[cfg(test)]
+    pub(crate) fn in_progress(&self) -> Busy<'_> {
+        self.busy().0
     }
 
     /// Count an operation in progress until the guard drops; whether another one is.

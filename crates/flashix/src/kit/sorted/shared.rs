@@ -243,8 +243,10 @@ pub(crate) mod testing {
         db.bulk_insert(&stable).unwrap();
         // Thread t owns the odd keys k with (k / 2) % THREADS == t; shared keys lie above.
         let shared_key = |j: u64| SPACE + 2 * j + 1;
-        // All start together, so that their calls overlap.
+        // All start together, so that their calls overlap; and however the scheduler runs
+        // them, every call takes the path it takes beside others.
         let start = std::sync::Barrier::new(THREADS as usize + 1);
+        let beside = db.in_progress();
         let lasts: Vec<(LastWrites, LastWrites)> = std::thread::scope(|s| {
             let (db, start) = (&db, &start);
             let scanner = s.spawn(move || {
@@ -312,6 +314,7 @@ pub(crate) mod testing {
             scanner.join().unwrap();
             lasts
         });
+        drop(beside);
         db.check_integrity().unwrap();
         for (own, _) in &lasts {
             for (&k, &w) in own {
