@@ -652,13 +652,13 @@ mod model {
     #[test]
     #[should_panic(expected = "while it was being changed")]
     fn a_writer_that_does_not_take_the_latch_is_caught() {
-        shuttle::check_random(|| writes_scenario(Broken::UnlatchedWrites), 2000);
+        crate::util::sync::check_seeded(|| writes_scenario(Broken::UnlatchedWrites), 2000, 2000, 4);
     }
 
     #[test]
     #[should_panic(expected = "was lost")]
     fn a_write_back_that_forgets_a_change_made_while_it_copied_is_caught() {
-        shuttle::check_pct(|| writes_scenario(Broken::LostChanges), 20000, 4);
+        crate::util::sync::check_seeded(|| writes_scenario(Broken::LostChanges), 2000, 20000, 4);
     }
 
     #[test]
@@ -670,13 +670,13 @@ mod model {
     #[test]
     #[should_panic(expected = "while it was being loaded")]
     fn a_reader_that_does_not_wait_for_a_load_is_caught() {
-        shuttle::check_random(|| scenario(Broken::Loading), 2000);
+        crate::util::sync::check_seeded(|| scenario(Broken::Loading), 2000, 2000, 3);
     }
 
     #[test]
     #[should_panic(expected = "while it was being loaded")]
     fn an_eviction_that_ignores_a_hits_pin_is_caught() {
-        shuttle::check_random(|| scenario(Broken::HitPins), 2000);
+        crate::util::sync::check_seeded(|| scenario(Broken::HitPins), 2000, 2000, 3);
     }
 }
 

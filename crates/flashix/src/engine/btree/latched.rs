@@ -380,6 +380,6 @@ mod model {
     #[test]
     #[should_panic(expected = "B-link tree broken")]
     fn a_writer_that_does_not_move_right_past_a_split_is_caught() {
-        shuttle::check_random(|| scenario(true), 1000);
+        crate::util::sync::check_seeded(|| scenario(true), 1000, 1000, 3);
     }
 }

@@ -662,7 +662,7 @@ mod model {
     #[test]
     #[should_panic(expected = "the WAL's order differs from the OPQ's")]
     fn an_append_that_logs_outside_the_opq_lock_is_caught() {
-        shuttle::check_random(|| scenario(Broken::LogOutsideTheLock), 2000);
+        crate::util::sync::check_seeded(|| scenario(Broken::LogOutsideTheLock), 2000, 2000, 3);
     }
 
     #[test]
@@ -670,8 +670,7 @@ mod model {
     fn a_lookup_that_lets_the_lock_go_between_the_regions_is_caught() {
         // The window is one scheduling point wide: random schedules, then PCT's, whose
         // priority changes find a preemption at a chosen point.
-        shuttle::check_random(|| scenario(Broken::SplitLookup), 2000);
-        shuttle::check_pct(|| scenario(Broken::SplitLookup), 20000, 3);
+        crate::util::sync::check_seeded(|| scenario(Broken::SplitLookup), 2000, 20000, 3);
     }
 }
 
