@@ -247,7 +247,7 @@ use crate::kit::sorted::head::Head;
 use crate::kit::sorted::job::{MergeThread, Running};
 use crate::kit::sorted::pace;
 use crate::kit::sorted::reads::{sorted_serial_reads, SortedReads};
-use crate::kit::sorted::shared::SharedWrites;
+use crate::kit::sorted::shared::{SharedHead, SharedWrites};
 use crate::kit::sorted::tombs::Tombs;
 use crate::kit::sorted::tune::Retune;
 use crate::settings::Settings;
@@ -739,7 +739,7 @@ impl FdTree {
     /// or the leaf must split (then nothing is done and the exclusive path inserts).
     fn insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
         let e = Entry::new(key, value, Kind::Normal);
-        self.upsert_shared(e, &LogicalOp::Insert(key, value))
+        self.shared_head().upsert(e, &LogicalOp::Insert(key, value))
     }
 
     /// Algorithm 4 beside other operations, as the serial delete: the search first (an
@@ -768,41 +768,28 @@ impl FdTree {
         let op = LogicalOp::Delete(key);
         match below {
             Some(b) if b.kind == Kind::Normal => {
-                let w = self.upsert_shared(Entry::new(key, b.val, Kind::Filter), &op)?;
+                let filter = Entry::new(key, b.val, Kind::Filter);
+                let w = self.shared_head().upsert(filter, &op)?;
                 if w != SharedWrite::Exclusive {
                     self.shared_filters.fetch_add(1, Ordering::Relaxed);
                 }
                 Ok(w)
             }
-            _ => match self.head.remove_shared(&self.pager, lay, key, &op)? {
-                None => Ok(SharedWrite::Exclusive),
-                Some(removed) => Ok(self.shared_done(-i64::from(removed))),
-            },
+            _ => self.shared_head().remove(key, &op),
         }
     }
 
-    /// `e` into the head tree under its leaf's latch, `op` logged there.
-    fn upsert_shared(&self, e: Entry, op: &LogicalOp) -> Result<SharedWrite> {
-        // A full head tree is frozen on the exclusive path (the shared writes that filled
-        // it asked for that): at most one entry more per writer beside the one that
-        // filled it.
-        if self.head_fill() >= self.p.cap0 {
-            return Ok(SharedWrite::Exclusive);
+    /// The head tree as the shared writes see it.
+    fn shared_head(&self) -> SharedHead<'_> {
+        SharedHead {
+            head: &self.head,
+            tombs: &self.head_tombs,
+            cap: self.p.cap0,
+            merging: self.job.is_some(),
+            lay: self.p.lay,
+            pager: &self.pager,
+            writes: &self.shared,
         }
-        match self.head.upsert_shared(&self.pager, self.p.lay, e, op)? {
-            None => Ok(SharedWrite::Exclusive),
-            Some(added) => Ok(self.shared_done(i64::from(added))),
-        }
-    }
-
-    /// Count a shared write that changed the head tree by `added` index entries; the
-    /// maintenance when the head tree is full, a merge in progress is due a step, or a
-    /// checkpoint is due.
-    fn shared_done(&self, added: i64) -> SharedWrite {
-        let tombs = self.head_tombs.len() as u64;
-        let merging = self.job.is_some();
-        self.shared
-            .done(added, &self.head, tombs, self.p.cap0, merging, &self.pager)
     }
 
     /// Under the exclusive lock after shared writes asked for it: their counts into the

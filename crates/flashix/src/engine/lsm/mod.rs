@@ -247,7 +247,7 @@ use crate::kit::sorted::head::Head;
 use crate::kit::sorted::job::{MergeThread, Running};
 use crate::kit::sorted::pace;
 use crate::kit::sorted::reads::{sorted_serial_reads, SortedLevels, SortedReads};
-use crate::kit::sorted::shared::SharedWrites;
+use crate::kit::sorted::shared::{SharedHead, SharedWrites};
 use crate::kit::sorted::tombs::Tombs;
 use crate::kit::sorted::tune::Retune;
 use crate::settings::Settings;
@@ -752,7 +752,7 @@ impl Lsm {
     /// must split (then nothing is done and the exclusive path inserts).
     fn insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
         let e = Entry::new(key, value, Kind::Normal);
-        self.upsert_shared(e, &LogicalOp::Insert(key, value))
+        self.shared_head().upsert(e, &LogicalOp::Insert(key, value))
     }
 
     /// A delete beside other operations, as the serial one: with
@@ -768,36 +768,26 @@ impl Lsm {
         }
         let op = LogicalOp::Delete(key);
         if self.holds_older() {
-            return self.upsert_shared(Entry::new(key, 0, TOMBSTONE), &op);
+            return self
+                .shared_head()
+                .upsert(Entry::new(key, 0, TOMBSTONE), &op);
         }
         // Nothing older than C0 exists while the shared lock is held: only the exclusive
         // path freezes C0 or publishes a merge.
-        match self.c0.remove_shared(&self.pager, self.p.lay, key, &op)? {
-            None => Ok(SharedWrite::Exclusive),
-            Some(removed) => Ok(self.shared_done(-i64::from(removed))),
-        }
+        self.shared_head().remove(key, &op)
     }
 
-    /// `e` into C0 under its leaf's latch, `op` logged there.
-    fn upsert_shared(&self, e: Entry, op: &LogicalOp) -> Result<SharedWrite> {
-        // A full C0 is frozen on the exclusive path (the shared writes that filled it
-        // asked for that): at most one entry more per writer beside the one that filled it.
-        if self.c0_fill() >= self.p.cap0 {
-            return Ok(SharedWrite::Exclusive);
+    /// C0 as the shared writes see it.
+    fn shared_head(&self) -> SharedHead<'_> {
+        SharedHead {
+            head: &self.c0,
+            tombs: &self.c0_tombs,
+            cap: self.p.cap0,
+            merging: self.job.is_some(),
+            lay: self.p.lay,
+            pager: &self.pager,
+            writes: &self.shared,
         }
-        match self.c0.upsert_shared(&self.pager, self.p.lay, e, op)? {
-            None => Ok(SharedWrite::Exclusive),
-            Some(added) => Ok(self.shared_done(i64::from(added))),
-        }
-    }
-
-    /// Count a shared write that changed C0 by `added` index entries; the maintenance
-    /// when C0 is full, a merge in progress is due a step, or a checkpoint is due.
-    fn shared_done(&self, added: i64) -> SharedWrite {
-        let tombs = self.c0_tombs.len() as u64;
-        let merging = self.job.is_some();
-        self.shared
-            .done(added, &self.c0, tombs, self.p.cap0, merging, &self.pager)
     }
 
     /// Under the exclusive lock after shared writes asked for it: their counts into C0,
