@@ -247,7 +247,7 @@ use crate::kit::sorted::head::Head;
 use crate::kit::sorted::job::{MergeThread, Running};
 use crate::kit::sorted::pace;
 use crate::kit::sorted::reads::{sorted_serial_reads, SortedReads};
-use crate::kit::sorted::shared::{SharedHead, SharedWrites};
+use crate::kit::sorted::shared::SharedWrites;
 use crate::kit::sorted::tombs::Tombs;
 use crate::kit::sorted::tune::Retune;
 use crate::settings::Settings;
@@ -732,16 +732,9 @@ impl FdTree {
     }
 }
 
-/// Point writes under the shared lock (module doc, Thread safety).
+/// Point writes under the shared lock (module doc, Thread safety); an insert is the
+/// sorted kit's (`SortedReads::shared_head`).
 impl FdTree {
-    /// An insert beside other operations: an upsert into the head tree's leaf under its
-    /// latch, logged there ([`Head::upsert_shared`]), unless the head tree is full already
-    /// or the leaf must split (then nothing is done and the exclusive path inserts).
-    fn insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
-        let e = Entry::new(key, value, Kind::Normal);
-        self.shared_head().upsert(e, &LogicalOp::Insert(key, value))
-    }
-
     /// Algorithm 4 beside other operations, as the serial delete: the search first (an
     /// absent key needs nothing: the search is the delete's instant); then a filter entry
     /// into the head tree when an older level holds a live entry, else the key's removal
@@ -776,19 +769,6 @@ impl FdTree {
                 Ok(w)
             }
             _ => self.shared_head().remove(key, &op),
-        }
-    }
-
-    /// The head tree as the shared writes see it.
-    fn shared_head(&self) -> SharedHead<'_> {
-        SharedHead {
-            head: &self.head,
-            tombs: &self.head_tombs,
-            cap: self.p.cap0,
-            merging: self.job.is_some(),
-            lay: self.p.lay,
-            pager: &self.pager,
-            writes: &self.shared,
         }
     }
 

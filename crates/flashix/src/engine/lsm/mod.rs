@@ -247,7 +247,7 @@ use crate::kit::sorted::head::Head;
 use crate::kit::sorted::job::{MergeThread, Running};
 use crate::kit::sorted::pace;
 use crate::kit::sorted::reads::{sorted_serial_reads, SortedLevels, SortedReads};
-use crate::kit::sorted::shared::{SharedHead, SharedWrites};
+use crate::kit::sorted::shared::SharedWrites;
 use crate::kit::sorted::tombs::Tombs;
 use crate::kit::sorted::tune::Retune;
 use crate::settings::Settings;
@@ -745,16 +745,9 @@ impl Lsm {
     }
 }
 
-/// Point writes under the shared lock (module doc, Thread safety).
+/// Point writes under the shared lock (module doc, Thread safety); an insert is the
+/// sorted kit's (`SortedReads::shared_head`).
 impl Lsm {
-    /// An insert beside other operations: an upsert into C0's leaf under its latch,
-    /// logged there ([`Head::upsert_shared`]), unless C0 is full already or the leaf
-    /// must split (then nothing is done and the exclusive path inserts).
-    fn insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
-        let e = Entry::new(key, value, Kind::Normal);
-        self.shared_head().upsert(e, &LogicalOp::Insert(key, value))
-    }
-
     /// A delete beside other operations, as the serial one: with
     /// `search_before_delete`, an absent key needs nothing (the search is the delete's
     /// instant); a blind tombstone into C0, or, while nothing older than C0 exists, the
@@ -775,19 +768,6 @@ impl Lsm {
         // Nothing older than C0 exists while the shared lock is held: only the exclusive
         // path freezes C0 or publishes a merge.
         self.shared_head().remove(key, &op)
-    }
-
-    /// C0 as the shared writes see it.
-    fn shared_head(&self) -> SharedHead<'_> {
-        SharedHead {
-            head: &self.c0,
-            tombs: &self.c0_tombs,
-            cap: self.p.cap0,
-            merging: self.job.is_some(),
-            lay: self.p.lay,
-            pager: &self.pager,
-            writes: &self.shared,
-        }
     }
 
     /// Under the exclusive lock after shared writes asked for it: their counts into C0,
