@@ -868,73 +868,15 @@ fn merges_on_the_merge_thread_match_a_model_and_survive_a_drop_mid_merge() {
     assert!(slots(&db) >= 2);
 }
 
-/// Threads writing at once, each on keys of its own (inserts and deletes, with a reader
-/// beside them so that the writes run beside other operations, under the engine's shared
-/// lock): every thread reads its own writes, and the records they logged under their
-/// leaves' latches replay, after a flush and a drop without a checkpoint, to what each
-/// thread wrote last.
-fn threads_write_and_the_log_replays_it(o: Options) {
-    const THREADS: u64 = 3;
-    const OPS: u64 = 4_000;
-    let (db, dev, vfs) = mem_db(o).unwrap();
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    let models: Vec<BTreeMap<u64, Option<u64>>> = std::thread::scope(|s| {
-        let (db, stop) = (&db, &stop);
-        let reader = s.spawn(move || {
-            let mut rng = Rng::new(5);
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let _ = db.get(rng.below(20_000)).unwrap();
-            }
-        });
-        let writers: Vec<_> = (0..THREADS)
-            .map(|t| {
-                s.spawn(move || {
-                    let mut rng = Rng::new(t);
-                    let mut model = BTreeMap::new();
-                    for i in 0..OPS {
-                        let k = rng.below(20_000 / THREADS) * THREADS + t;
-                        let w = if rng.below(4) == 0 {
-                            db.delete(k).unwrap();
-                            None
-                        } else {
-                            db.insert(k, i).unwrap();
-                            Some(i)
-                        };
-                        model.insert(k, w);
-                        assert_eq!(db.get(k).unwrap(), w, "thread {t} key {k}");
-                    }
-                    model
-                })
-            })
-            .collect();
-        let models = writers.into_iter().map(|w| w.join().unwrap()).collect();
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        reader.join().unwrap();
-        models
-    });
-    assert!(
-        counter(&db, "shared_writes") > 0,
-        "no write ran under the shared lock"
-    );
-    db.check_integrity().unwrap();
-    let want: BTreeMap<u64, u64> = models
-        .iter()
-        .flatten()
-        .filter_map(|(&k, &w)| w.map(|v| (k, v)))
-        .collect();
-    let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
-    assert_eq!(got, want);
-    db.flush().unwrap();
-    drop(db);
-    let db = reopen_mem(&dev, &vfs).unwrap();
-    db.check_integrity().unwrap();
-    let got: BTreeMap<u64, u64> = db.range(..).unwrap().map(|kv| kv.unwrap()).collect();
-    assert_eq!(got, want, "after replay");
-}
-
+/// Threads writing at once on keys of their own, beside a reader, replay from the log: see
+/// `flashix::testing::threads_write_and_the_log_replays_it`.
 #[test]
 fn writes_beside_each_other_replay_from_the_log() {
     for deamortize in [false, true] {
-        threads_write_and_the_log_replays_it(deamortized(opts(512, 64, 3, 4, 3), deamortize));
+        flashix::testing::threads_write_and_the_log_replays_it(deamortized(
+            opts(512, 64, 3, 4, 3),
+            deamortize,
+        ))
+        .unwrap();
     }
 }

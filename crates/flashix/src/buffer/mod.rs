@@ -6,4 +6,4 @@ mod pool;
 mod shared;
 
 pub use pool::{BufferPool, PageCheck, WriteBarrier};
-pub use shared::{Miss, SharedIo, SharedPool};
+pub use shared::{Miss, NewFrame, SharedIo, SharedPool};

@@ -92,6 +92,14 @@ struct State {
     pool: BufferPool,
 }
 
+/// A frame made for a new page ahead of its bytes ([`SharedPool::reserve`]): pinned,
+/// zeroed and clean, for a page no other thread knows.
+pub struct NewFrame {
+    pid: PageId,
+    pin: Pin,
+    bytes: (*const u8, usize),
+}
+
 /// A reader's pin: through the hit index, or under the mutex (with the frame's latch).
 enum Pin {
     Hit(Hit),
@@ -242,20 +250,25 @@ impl SharedPool {
         Ok(Some(r?.map(|(t, _)| t)))
     }
 
-    /// Make a frame for new page `pid` (one no other thread knows yet: just allocated)
-    /// from one of many threads, its bytes zeroed and then set by `init` under its latch
-    /// held exclusive, and mark it dirty (a new page needs no before-image, so no LSN).
-    /// Its frame is claimed as a miss beside other threads claims one
-    /// ([`Miss::LoadClean`]), reading nothing.
-    pub fn create(
-        &self,
-        io: &dyn SharedIo,
-        pid: PageId,
-        init: impl FnOnce(&mut [u8]),
-    ) -> Result<()> {
+    /// A frame for new page `pid` (one no other thread knows yet: just allocated) from one
+    /// of many threads, zeroed, clean and pinned, claimed as a miss beside other threads
+    /// claims one ([`Miss::LoadClean`], reading nothing; dirty frames at the LRU end are
+    /// written back first). This is the part of making a new page that may wait and
+    /// write, so a caller that must not make others wait for I/O reserves the frame
+    /// before it takes the latch it will set the page's bytes under. The frame must be
+    /// given to [`SharedPool::fill`] (its bytes, then dirty: a new page needs no
+    /// before-image, so no LSN) or [`SharedPool::release`]; its pin holds it until then.
+    pub fn reserve(&self, io: &dyn SharedIo, pid: PageId) -> Result<NewFrame> {
         let Some((pin, bytes)) = self.pin_for(io, pid, Miss::LoadClean, true)? else {
             return Err(Error::PageMiss);
         };
+        Ok(NewFrame { pid, pin, bytes })
+    }
+
+    /// Set a reserved frame's bytes: zeroed, then `init`, under its latch held exclusive;
+    /// marked dirty and unpinned. No I/O, no wait but for the pool's mutex.
+    pub fn fill(&self, frame: NewFrame, init: impl FnOnce(&mut [u8])) {
+        let NewFrame { pid, pin, bytes } = frame;
         {
             let _alone = pin.latch().bytes.write().unwrap_or_else(|e| e.into_inner());
             // SAFETY: the frame is pinned until `unpin` below and its latch is held
@@ -266,7 +279,16 @@ impl SharedPool {
         }
         self.lock().pool.changed_shared(pid, 0);
         self.unpin(pin);
-        Ok(())
+    }
+
+    /// Give up a reserved frame unused: unpinned and dropped from the pool unwritten (its
+    /// page is free again, and a frame of it must not outlive it: the page may next be
+    /// written past the pool).
+    pub fn release(&self, frame: NewFrame) {
+        let NewFrame { pid, pin, .. } = frame;
+        self.unpin(pin);
+        // No other thread knows the page, so none pins it or writes it back (it is clean).
+        self.lock().pool.discard(pid);
     }
 
     fn unpin(&self, pin: Pin) {
@@ -372,7 +394,7 @@ impl SharedPool {
     }
 
     /// [`SharedPool::pin`]; with `new`, a miss zeroes the frame instead of reading the
-    /// page (a page just allocated, [`SharedPool::create`]).
+    /// page (a page just allocated, [`SharedPool::reserve`]).
     #[allow(clippy::type_complexity)]
     fn pin_for(
         &self,

@@ -21,5 +21,5 @@ pub use log::Log;
 pub(crate) use logged::{logged_engine_methods, pager_store_methods, Logged, Store};
 pub use manifest::{Manifest, OptionsRecord, MANIFEST};
 pub(crate) use pager::PageRead;
-pub use pager::{Pager, PagerConfig};
+pub use pager::{NewPage, Pager, PagerConfig};
 pub use wal::LogicalOp;

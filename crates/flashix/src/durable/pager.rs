@@ -42,7 +42,7 @@ use super::logged::Store;
 use super::manifest::{wal_name, Manifest, OptionsRecord};
 use super::outside::{self, Plan};
 use super::wal::{LogicalOp, Record};
-use crate::buffer::{BufferPool, Miss, SharedIo, SharedPool, WriteBarrier};
+use crate::buffer::{BufferPool, Miss, NewFrame, SharedIo, SharedPool, WriteBarrier};
 use crate::error::{Error, Result};
 use crate::io::watch::{Watched, WriteWatch};
 use crate::io::{Device, DeviceStats, Extent, ExtentAllocator, PageId, SharedReader, Vfs};
@@ -200,6 +200,45 @@ pub struct Pager {
     config: PagerConfig,
     /// [`page::stamp_of`] the current WAL generation.
     stamp: u32,
+}
+
+/// A page reserved for a shared writer ([`Pager::reserve_page_shared`]): allocated, its
+/// frame pinned in the pool, known to no other thread. [`NewPage::fill`] makes it a page;
+/// dropped unfilled, it is given back.
+pub struct NewPage<'a> {
+    pager: &'a Pager,
+    pid: PageId,
+    /// `None` once filled or given back.
+    frame: Option<NewFrame>,
+}
+
+impl NewPage<'_> {
+    /// Set the page's bytes with `init`, stamped with the current generation (no I/O):
+    /// the page id.
+    pub fn fill(mut self, init: impl FnOnce(&mut [u8])) -> PageId {
+        if let Some(frame) = self.frame.take() {
+            let stamp = self.pager.stamp;
+            self.pager.pool.fill(frame, |b| {
+                init(b);
+                page::set_stamp(b, stamp);
+            });
+        }
+        self.pid
+    }
+}
+
+impl Drop for NewPage<'_> {
+    fn drop(&mut self) {
+        if let Some(frame) = self.frame.take() {
+            // The frame first, so that the page is not handed out again while the pool
+            // still holds a frame of it.
+            self.pager.pool.release(frame);
+            shared(&self.pager.alloc).unalloc(Extent {
+                start: self.pid,
+                len: 1,
+            });
+        }
+    }
 }
 
 impl Pager {
@@ -665,16 +704,32 @@ impl Pager {
 
     /// A new page from one of many threads (a shared writer's split), its bytes set by
     /// `init` and stamped with the current generation: it is not in the checkpoint image,
-    /// so it needs no before-image ([`Pager::alloc_page`]'s). The caller holds no latch
-    /// another thread could hold while it waits for this one's.
+    /// so it needs no before-image ([`Pager::alloc_page`]'s). Making its frame may write
+    /// back dirty pages: a caller that holds a latch others wait for reserves the page
+    /// first, with none held ([`Pager::reserve_page_shared`]).
     pub fn alloc_page_shared(&self, init: impl FnOnce(&mut [u8])) -> Result<PageId> {
+        Ok(self.reserve_page_shared()?.fill(init))
+    }
+
+    /// A new page for a shared writer, allocated and its frame made (what may wait for
+    /// the allocator's mutex and write dirty pages back, [`SharedPool::reserve`]) before
+    /// the writer takes the latch under which it sets the page's bytes
+    /// ([`NewPage::fill`]). Dropped unfilled, the page is given back: its frame leaves
+    /// the pool unwritten and the allocator takes it back at once
+    /// ([`ExtentAllocator::unalloc`]): nothing links to it and nothing wrote it.
+    pub fn reserve_page_shared(&self) -> Result<NewPage<'_>> {
         let pid = shared(&self.alloc).alloc_page()?;
-        let stamp = self.stamp;
-        self.pool.create(&SharedPagerIo(self), pid, |b| {
-            init(b);
-            page::set_stamp(b, stamp);
-        })?;
-        Ok(pid)
+        match self.pool.reserve(&SharedPagerIo(self), pid) {
+            Ok(frame) => Ok(NewPage {
+                pager: self,
+                pid,
+                frame: Some(frame),
+            }),
+            Err(e) => {
+                shared(&self.alloc).unalloc(Extent { start: pid, len: 1 });
+                Err(e)
+            }
+        }
     }
 
     /// [`Pager::write_shared`] of a change that logs no operation of its own (a shared
@@ -1102,6 +1157,55 @@ mod tests {
 
     fn images(pager: &Pager) -> u64 {
         pager.wal_stats().page_images
+    }
+
+    /// A page reserved for a shared writer ([`Pager::reserve_page_shared`]) is made before
+    /// the writer takes its latch: the write-back its frame needs happens there, and its
+    /// fill writes nothing. Dropped unfilled it is given back: the allocator is as before
+    /// and hands the same page out next, and no frame of it stays in the pool.
+    #[test]
+    fn a_reserved_page_writes_back_before_its_fill_and_goes_back_unused() {
+        let dev = MemDevice::new(PAGE);
+        let mut pager = Pager::create(
+            Box::new(dev.reopen()),
+            Arc::new(MemVfs::new()),
+            config(),
+            serde_json::json!({}),
+        )
+        .unwrap();
+        for _ in 0..2 {
+            let p = pager.alloc_page().unwrap();
+            fill(&mut pager, p, 3);
+        }
+        // Both frames of the pool are dirty.
+        let writes = |p: &Pager| p.device_stats().writes;
+        let before = pager.allocator().state();
+        let w = writes(&pager);
+        let np = pager.reserve_page_shared().unwrap();
+        let pid = np.pid;
+        assert!(
+            writes(&pager) > w,
+            "no dirty page was written back for the frame"
+        );
+        drop(np);
+        assert_eq!(
+            pager.allocator().state(),
+            before,
+            "the page was not given back"
+        );
+        assert!(!pager.pool.with(|p| p.contains(pid)), "its frame stayed");
+
+        let np = pager.reserve_page_shared().unwrap();
+        assert_eq!(np.pid, pid);
+        let w = writes(&pager);
+        let filled = np.fill(|b| {
+            b[page::HEADER] = 5;
+            page::set_kind(b, 1);
+        });
+        assert_eq!(filled, pid);
+        assert_eq!(writes(&pager), w, "the fill wrote");
+        assert_eq!(pager.read_shared(pid, |b| b[page::HEADER]).unwrap(), 5);
+        assert_ne!(pager.allocator().state(), before);
     }
 
     /// Reads outside the engine's lock (`super::outside`): a read armed to stop stops at a

@@ -171,6 +171,23 @@ impl ExtentAllocator {
         }
     }
 
+    /// Take back an extent [`ExtentAllocator::alloc`] handed out that nothing refers to and
+    /// nothing wrote (a shared writer's page reserved for a split that turned out not to
+    /// be needed): it is free at once, without waiting for a commit, since no manifest,
+    /// durable or to come, and no page on the device names it; an extent at the end lowers
+    /// the end again. Allocations from the state it leaves are those from the state before
+    /// the `alloc`, when no other allocation came between.
+    pub(crate) fn unalloc(&mut self, e: Extent) {
+        if e.len == 0 {
+            return;
+        }
+        if e.end() == self.high_water {
+            self.high_water = e.start;
+        } else {
+            self.insert_free(e);
+        }
+    }
+
     /// Pages ever handed out (the device's used length).
     pub fn high_water(&self) -> PageId {
         self.high_water
@@ -221,6 +238,25 @@ impl ExtentAllocator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_extent_taken_back_is_free_at_once_as_before_its_alloc() {
+        let mut a = ExtentAllocator::new(1);
+        let x = a.alloc(6).unwrap();
+        a.free(Extent { start: 2, len: 2 });
+        a.commit();
+        // From the free list, and from the end.
+        for len in [1, 2, 3] {
+            let before = a.state();
+            let e = a.alloc(len).unwrap();
+            a.unalloc(e);
+            assert_eq!(a.state(), before, "alloc({len}) taken back");
+            assert_eq!(a.alloc(len).unwrap(), e, "alloc({len}) again");
+            a.unalloc(e);
+        }
+        assert_eq!(a.pending_pages(), 0);
+        assert!(!a.is_free(x.start));
+    }
 
     #[test]
     fn freed_extents_wait_for_commit() {

@@ -229,6 +229,98 @@ pub fn merges_on_a_file_across_drops(o: Options, dir: &Path, seed: u64) -> Resul
     Ok(db)
 }
 
+/// A check of shared writes for the FD-tree and the LSM-tree (`o` on a fresh `MemDevice`
+/// and `MemVfs`): threads writing at once, each on keys of its own (inserts and deletes,
+/// with a reader beside them so that the writes run beside other operations, under the
+/// engine's shared lock). Every thread must read its own writes, some write must have run
+/// under the shared lock (`shared_writes`), and the records the threads logged under their
+/// leaves' latches must replay, after a flush and a drop without a checkpoint, to what each
+/// thread wrote last.
+pub fn threads_write_and_the_log_replays_it(o: Options) -> Result<(), String> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const THREADS: u64 = 3;
+    const OPS: u64 = 4_000;
+    let contents = |db: &Db| -> Result<BTreeMap<u64, u64>, String> {
+        db.range(..)
+            .map_err(|e| e.to_string())?
+            .collect::<Result<BTreeMap<u64, u64>, Error>>()
+            .map_err(|e| e.to_string())
+    };
+    let (db, dev, vfs) = mem_db(o).map_err(|e| e.to_string())?;
+    let stop = AtomicBool::new(false);
+    let models = std::thread::scope(|s| -> Result<Vec<BTreeMap<u64, Option<u64>>>, String> {
+        let (db, stop) = (&db, &stop);
+        let reader = s.spawn(move || -> Result<(), String> {
+            let mut rng = Rng::new(5);
+            while !stop.load(Ordering::Relaxed) {
+                db.get(rng.below(20_000))
+                    .map_err(|e| format!("reader: {e}"))?;
+            }
+            Ok(())
+        });
+        let writers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                s.spawn(move || -> Result<BTreeMap<u64, Option<u64>>, String> {
+                    let mut rng = Rng::new(t);
+                    let mut model = BTreeMap::new();
+                    for i in 0..OPS {
+                        let k = rng.below(20_000 / THREADS) * THREADS + t;
+                        let w = if rng.below(4) == 0 {
+                            db.delete(k)
+                                .map_err(|e| format!("thread {t} delete {k}: {e}"))?;
+                            None
+                        } else {
+                            db.insert(k, i)
+                                .map_err(|e| format!("thread {t} insert {k}: {e}"))?;
+                            Some(i)
+                        };
+                        model.insert(k, w);
+                        let got = db.get(k).map_err(|e| format!("thread {t} get {k}: {e}"))?;
+                        if got != w {
+                            return Err(format!("thread {t} key {k}: {got:?}, wrote {w:?}"));
+                        }
+                    }
+                    Ok(model)
+                })
+            })
+            .collect();
+        let models: Result<Vec<_>, String> = writers
+            .into_iter()
+            .map(|w| w.join().map_err(|_| "a writer panicked".to_string())?)
+            .collect();
+        // The reader stops whether or not a writer failed, so that the scope can end.
+        stop.store(true, Ordering::Relaxed);
+        reader
+            .join()
+            .map_err(|_| "the reader panicked".to_string())??;
+        models
+    })?;
+    let shared = db.stats().engine_counters.get("shared_writes").copied();
+    if shared.unwrap_or(0) == 0 {
+        return Err(format!(
+            "no write ran under the shared lock (shared_writes {shared:?})"
+        ));
+    }
+    db.check_integrity().map_err(|e| e.to_string())?;
+    let want: BTreeMap<u64, u64> = models
+        .iter()
+        .flatten()
+        .filter_map(|(&k, &w)| w.map(|v| (k, v)))
+        .collect();
+    if contents(&db)? != want {
+        return Err("the index differs from what the threads wrote last".to_string());
+    }
+    db.flush().map_err(|e| e.to_string())?;
+    drop(db);
+    let db = reopen_mem(&dev, &vfs).map_err(|e| format!("reopen: {e}"))?;
+    db.check_integrity()
+        .map_err(|e| format!("after replay: {e}"))?;
+    if contents(&db)? != want {
+        return Err("after replay: the index differs from what the threads wrote last".to_string());
+    }
+    Ok(())
+}
+
 /// The name of the WAL file the manifest in `vfs` names (a checkpoint also creates the
 /// next generation's WAL ahead, empty, so the directory may hold two).
 pub fn current_wal_name(vfs: &dyn crate::io::Vfs) -> Result<String, Error> {

@@ -5,11 +5,12 @@
 
 use super::latched::{LeafDone, LeafPlan};
 use super::BTree;
-use crate::durable::{outside, LogicalOp, Store};
+use crate::durable::{outside, LogicalOp, NewPage, Store};
 use crate::error::Result;
 use crate::io::PageId;
 use crate::kit::api::SharedWrite;
 use crate::kit::bnode::{leaves, node};
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::Ordering;
 
 impl BTree {
@@ -24,26 +25,53 @@ impl BTree {
         let leaf = self.walk_down(k, None)?;
         let cap = self.leaf_cap;
         let op = LogicalOp::Insert(k, v);
-        let decide = |_: PageId, b: &[u8]| match node::search(b, k) {
-            Ok(i) => Some(LeafPlan::Replace(i)),
-            Err(i) if node::count(b) < cap => Some(LeafPlan::Add(i)),
-            Err(i) if self.splits_shared() => Some(LeafPlan::Split(i)),
-            Err(_) => None,
-        };
-        let change = |pid: PageId, b: &mut [u8], plan: LeafPlan| match plan {
-            LeafPlan::Replace(i) => {
-                node::set_val(b, i, v);
-                Ok(LeafDone::Replaced)
+        // Pages for a split, reserved with no latch held (making one may write dirty pages
+        // back): a split found under the leaf's latch with fewer lets go of the latch,
+        // reserves them and looks again. It needs at most two, so this ends after two
+        // looks more at the most; what it does not use is given back when dropped.
+        let pages: RefCell<Vec<NewPage<'_>>> = RefCell::default();
+        let want = Cell::new(0);
+        let done = loop {
+            let decide = |pid: PageId, b: &[u8]| match node::search(b, k) {
+                Ok(i) => Some(LeafPlan::Replace(i)),
+                Err(i) if node::count(b) < cap => Some(LeafPlan::Add(i)),
+                Err(i) if self.splits_shared() => {
+                    let need = self.split_pages(pid);
+                    if pages.borrow().len() < need {
+                        want.set(need);
+                        return None;
+                    }
+                    Some(LeafPlan::Split(i))
+                }
+                Err(_) => None,
+            };
+            let change = |pid: PageId, b: &mut [u8], plan: LeafPlan| match plan {
+                LeafPlan::Replace(i) => {
+                    node::set_val(b, i, v);
+                    Ok(LeafDone::Replaced)
+                }
+                LeafPlan::Add(i) => {
+                    node::insert_at(b, i, k, v);
+                    Ok(LeafDone::Added)
+                }
+                LeafPlan::Split(i) => {
+                    self.split_leaf_shared(pid, b, i, (k, v), &mut pages.borrow_mut())
+                }
+            };
+            want.set(0);
+            if let Some(done) = self.at_node_shared(leaf, k, 0, Some(&op), decide, change)? {
+                break done;
             }
-            LeafPlan::Add(i) => {
-                node::insert_at(b, i, k, v);
-                Ok(LeafDone::Added)
+            if want.get() == 0 {
+                return Ok(SharedWrite::Exclusive);
             }
-            LeafPlan::Split(i) => self.split_leaf_shared(pid, b, i, (k, v)),
+            while pages.borrow().len() < want.get() {
+                let page = self.pager.reserve_page_shared()?;
+                pages.borrow_mut().push(page);
+            }
         };
-        let Some(done) = self.at_node_shared(leaf, k, 0, Some(&op), decide, change)? else {
-            return Ok(SharedWrite::Exclusive);
-        };
+        // Given back with no latch held.
+        drop(pages);
         match done? {
             LeafDone::Replaced => {}
             LeafDone::Added => {

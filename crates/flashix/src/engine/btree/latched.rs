@@ -8,8 +8,16 @@
 //!
 //! Lock order: a thread holds at most one node's latch, besides the frames of the pages it
 //! creates while it holds it (no other thread knows them yet), so no two threads wait for
-//! each other's latches. A split takes the frames it creates from the pool while it holds
-//! its node's latch; with too few frames for every thread's pins at once a split waits for
+//! each other's latches. A split's new pages (the right node, and the new root at the
+//! root) are allocated and their frames made with no latch held
+//! (`crate::durable::Pager::reserve_page_shared`), since making a frame may write dirty
+//! pages back: a writer that finds under a node's latch that it must split and has fewer
+//! pages in hand lets go of the latch, reserves them, and looks again, from the same node
+//! (moving right) for a leaf and from a new descent for a parent. Under the latch it only
+//! sets their bytes, so no reader of the node waits for that I/O. A page it reserved and
+//! did not use (the node had room, or split by another thread, when it looked again) is
+//! given back unlinked and unwritten: its frame leaves the pool and the allocator takes it
+//! back at once. With too few frames for every thread's pins at once a split waits for
 //! the exclusive lock instead ([`SHARED_SPLIT_FRAMES`]).
 //!
 //! Why a separator may go up after the latch is released: from the moment the old node
@@ -28,12 +36,12 @@
 //! merges, bulk loads, checkpoints, the checks — see, since they run alone.
 
 use super::{level_error, walk_to, BTree};
-use crate::durable::LogicalOp;
+use crate::durable::{LogicalOp, NewPage};
 use crate::error::{Error, Result};
 use crate::io::PageId;
 use crate::kit::bnode::node::{self, Side};
 use crate::page::DATA_FILE;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Frames the pool needs at least for splits beside other threads: a split pins its node,
@@ -105,6 +113,14 @@ pub(super) enum LeafDone {
 }
 
 impl BTree {
+    /// The pages a split of node `pid` makes, under its latch: the new right node, and
+    /// the new root when `pid` is the root (which stays so while its latch is held: only
+    /// that latch's holder changes the root beside other threads, and a node that is not
+    /// the root never becomes it).
+    pub(super) fn split_pages(&self, pid: PageId) -> usize {
+        1 + usize::from(self.top.load().0 == pid)
+    }
+
     /// Whether a split may run beside other threads ([`SHARED_SPLIT_FRAMES`]).
     pub(super) fn splits_shared(&self) -> bool {
         self.pager.pool_frames() >= SHARED_SPLIT_FRAMES
@@ -173,23 +189,29 @@ impl BTree {
     /// Split the full leaf `pid` (its bytes `b`, under its latch) with `(k, v)` inserted
     /// at `slot`: the upper half goes to a new right leaf, written first, which takes over
     /// the leaf's place in its level; the leaf keeps the lower half and links to it.
+    /// The new pages come from `pages`, reserved before the leaf's latch was taken
+    /// ([`BTree::split_pages`]), so that no reader of the leaf waits for the I/O that
+    /// making them may need.
     pub(super) fn split_leaf_shared(
         &self,
         pid: PageId,
         b: &mut [u8],
         slot: usize,
         (k, v): (u64, u64),
+        pages: &mut Vec<NewPage<'_>>,
     ) -> Result<LeafDone> {
         let side = node::side(b).unwrap_or(Side::END);
         let mut es = node::entries(b);
         es.insert(slot, (k, v));
         let mid = es.len() / 2;
         let sep = es[mid].0;
-        let right = self
-            .pager
-            .alloc_page_shared(|rb| node::init_blink(rb, 0, side.right, side, &es[mid..]))?;
+        let init = |rb: &mut [u8]| node::init_blink(rb, 0, side.right, side, &es[mid..]);
+        let right = match pages.pop() {
+            Some(p) => p.fill(init),
+            None => self.pager.alloc_page_shared(init)?,
+        };
         node::init_blink(b, 0, right, Side::split(right, sep), &es[..mid]);
-        let grew = self.grow_if_root(pid, 0, sep, right)?;
+        let grew = self.grow_if_root(pid, 0, sep, right, pages)?;
         self.leaves.fetch_add(1, Ordering::Relaxed);
         self.counters.leaf_splits.fetch_add(1, Ordering::Relaxed);
         self.counters.shared_splits.fetch_add(1, Ordering::Relaxed);
@@ -200,7 +222,15 @@ impl BTree {
     /// under `pid`'s latch: if `pid` is the root, a new root above the two, published with
     /// the new height; true then. (Only the holder of the root's latch changes the root
     /// beside other threads, so the root read here stays the root until it lets go.)
-    fn grow_if_root(&self, pid: PageId, level: u32, sep: u64, right: PageId) -> Result<bool> {
+    /// The new root is one of `pages` when the caller reserved one, else a page made now.
+    fn grow_if_root(
+        &self,
+        pid: PageId,
+        level: u32,
+        sep: u64,
+        right: PageId,
+        pages: &mut Vec<NewPage<'_>>,
+    ) -> Result<bool> {
         let (root, height) = self.top.load();
         if root != pid {
             return Ok(false);
@@ -209,9 +239,11 @@ impl BTree {
             return Err(level_error(pid, level, height - 1));
         }
         let up = level + 1;
-        let new_root = self
-            .pager
-            .alloc_page_shared(|b| node::init_blink(b, up, pid, Side::END, &[(sep, right)]))?;
+        let init = |b: &mut [u8]| node::init_blink(b, up, pid, Side::END, &[(sep, right)]);
+        let new_root = match pages.pop() {
+            Some(p) => p.fill(init),
+            None => self.pager.alloc_page_shared(init)?,
+        };
         self.top.store(new_root, height + 1)?;
         self.counters.root_splits.fetch_add(1, Ordering::Relaxed);
         Ok(true)
@@ -228,13 +260,25 @@ impl BTree {
         mut level: u32,
     ) -> Result<()> {
         let cap = self.inner_cap;
+        // Pages for a split, reserved with no latch held, as the leaf's split
+        // (`BTree::insert_shared`): what one level does not use serves the next.
+        let pages: RefCell<Vec<NewPage<'_>>> = RefCell::default();
+        let want = Cell::new(0);
         loop {
             let (root, height) = self.top.load();
             let start = walk_to(&mut &self.pager, root, height, sep, level)?;
             // A separator the node holds already is corruption (below).
-            let decide = |_: PageId, b: &[u8]| match node::search(b, sep) {
+            let decide = |pid: PageId, b: &[u8]| match node::search(b, sep) {
                 Ok(_) => None,
-                Err(slot) => Some((slot, node::count(b) < cap)),
+                Err(slot) if node::count(b) < cap => Some((slot, true)),
+                Err(slot) => {
+                    let need = self.split_pages(pid);
+                    if pages.borrow().len() < need {
+                        want.set(need);
+                        return None;
+                    }
+                    Some((slot, false))
+                }
             };
             let change = |pid: PageId, b: &mut [u8], (slot, room): (usize, bool)| {
                 if room {
@@ -248,18 +292,23 @@ impl BTree {
                 // The middle separator moves up; its child becomes the new node's leftmost.
                 let m = es.len() / 2;
                 let (up_key, up_child) = es[m];
-                let new = self.pager.alloc_page_shared(|nb| {
-                    node::init_blink(nb, level, up_child, side, &es[m + 1..])
-                })?;
+                let init =
+                    |nb: &mut [u8]| node::init_blink(nb, level, up_child, side, &es[m + 1..]);
+                let mut reserved = pages.borrow_mut();
+                let new = match reserved.pop() {
+                    Some(p) => p.fill(init),
+                    None => self.pager.alloc_page_shared(init)?,
+                };
                 node::init_blink(b, level, link, Side::split(new, up_key), &es[..m]);
                 self.counters
                     .internal_splits
                     .fetch_add(1, Ordering::Relaxed);
-                match self.grow_if_root(pid, level, up_key, new)? {
+                match self.grow_if_root(pid, level, up_key, new, &mut reserved)? {
                     true => Ok(None),
                     false => Ok(Some((up_key, new))),
                 }
             };
+            want.set(0);
             let done = self.at_node_shared(start, sep, level, None, decide, change)?;
             match done {
                 Some(Ok(None)) => return Ok(()),
@@ -267,6 +316,12 @@ impl BTree {
                     (sep, child, level) = (up_key, new, level + 1);
                 }
                 Some(Err(e)) => return Err(e),
+                None if want.get() > 0 => {
+                    while pages.borrow().len() < want.get() {
+                        let page = self.pager.reserve_page_shared()?;
+                        pages.borrow_mut().push(page);
+                    }
+                }
                 None => {
                     return Err(Error::corruption(
                         DATA_FILE,

@@ -79,7 +79,8 @@
 //! before-image, on its first change since the checkpoint) under the WAL's lock while it
 //! holds the latch (`Pager::write_shared`; the WAL's write of a full buffer waits until
 //! the latch is released). A full leaf splits under its latch: the new right leaf is
-//! written first (a fresh page, `Pager::alloc_page_shared`), then the old leaf keeps the
+//! written first (a fresh page, reserved before the latch was taken, as making its frame
+//! may write dirty pages back: `Pager::reserve_page_shared`), then the old leaf keeps the
 //! lower half, links to it and takes the separator as its high key; the latch is released
 //! and the separator goes into the parent, found by descending again to level 1 and moving
 //! right under the parent's latch, and so on up while parents split; a split of the root

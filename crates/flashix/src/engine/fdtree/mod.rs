@@ -732,16 +732,20 @@ impl FdTree {
     }
 }
 
-/// Point writes under the shared lock (module doc, Thread safety).
-impl FdTree {
-    /// An insert beside other operations: an upsert into the head tree's leaf under its
-    /// latch, logged there ([`Head::upsert_shared`]), unless the head tree is full already
-    /// or the leaf must split (then nothing is done and the exclusive path inserts).
-    fn insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
-        let e = Entry::new(key, value, Kind::Normal);
-        self.upsert_shared(e, &LogicalOp::Insert(key, value))
-    }
+/// How a delete is made (Algorithm 4), as [`FdTree::delete_search`] found.
+enum DeleteBy {
+    /// The key is absent: the search is the delete's instant.
+    Nothing,
+    /// An older level holds the key with this value: a filter entry into the head tree
+    /// hides it.
+    Filter(u64),
+    /// Only the head tree holds the key: its entry is removed.
+    Removal,
+}
 
+/// Point writes under the shared lock (module doc, Thread safety); an insert is the
+/// sorted kit's (`SortedReads::shared_head`).
+impl FdTree {
     /// Algorithm 4 beside other operations, as the serial delete: the search first (an
     /// absent key needs nothing: the search is the delete's instant); then a filter entry
     /// into the head tree when an older level holds a live entry, else the key's removal
@@ -750,8 +754,28 @@ impl FdTree {
     /// of the key by another thread between the search and this one's latch is ordered
     /// before it, and the delete leaves the key absent all the same.
     fn delete_shared(&self, key: u64) -> Result<SharedWrite> {
-        let lay = self.p.lay;
-        let f = self.head.find(&self.pager, lay, key)?;
+        let op = LogicalOp::Delete(key);
+        match self.delete_search(key)? {
+            DeleteBy::Nothing => Ok(SharedWrite::Done),
+            DeleteBy::Filter(val) => {
+                let filter = Entry::new(key, val, Kind::Filter);
+                let w = self.shared_head().upsert(filter, &op)?;
+                if w != SharedWrite::Exclusive {
+                    self.shared_filters.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(w)
+            }
+            DeleteBy::Removal => self.shared_head().remove(key, &op),
+        }
+    }
+
+    /// Algorithm 4's search, for a delete on either path (both read as a search does,
+    /// through the shared path): how the delete of `key` is made. The key's entry in the
+    /// head tree decides whether it is present, else the newest entry of an older level;
+    /// a range tombstone of the head tree deletes the key in every older level, so none
+    /// of them is read then.
+    fn delete_search(&self, key: u64) -> Result<DeleteBy> {
+        let f = self.head.find(&self.pager, self.p.lay, key)?;
         let below = if self.head_tombs.covers(key) {
             None
         } else {
@@ -762,47 +786,11 @@ impl FdTree {
             Some(e) => e.kind == Kind::Normal,
             None => below.is_some_and(|e| e.kind == Kind::Normal),
         };
-        if !present {
-            return Ok(SharedWrite::Done);
-        }
-        let op = LogicalOp::Delete(key);
-        match below {
-            Some(b) if b.kind == Kind::Normal => {
-                let w = self.upsert_shared(Entry::new(key, b.val, Kind::Filter), &op)?;
-                if w != SharedWrite::Exclusive {
-                    self.shared_filters.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok(w)
-            }
-            _ => match self.head.remove_shared(&self.pager, lay, key, &op)? {
-                None => Ok(SharedWrite::Exclusive),
-                Some(removed) => Ok(self.shared_done(-i64::from(removed))),
-            },
-        }
-    }
-
-    /// `e` into the head tree under its leaf's latch, `op` logged there.
-    fn upsert_shared(&self, e: Entry, op: &LogicalOp) -> Result<SharedWrite> {
-        // A full head tree is frozen on the exclusive path (the shared writes that filled
-        // it asked for that): at most one entry more per writer beside the one that
-        // filled it.
-        if self.head_fill() >= self.p.cap0 {
-            return Ok(SharedWrite::Exclusive);
-        }
-        match self.head.upsert_shared(&self.pager, self.p.lay, e, op)? {
-            None => Ok(SharedWrite::Exclusive),
-            Some(added) => Ok(self.shared_done(i64::from(added))),
-        }
-    }
-
-    /// Count a shared write that changed the head tree by `added` index entries; the
-    /// maintenance when the head tree is full, a merge in progress is due a step, or a
-    /// checkpoint is due.
-    fn shared_done(&self, added: i64) -> SharedWrite {
-        let tombs = self.head_tombs.len() as u64;
-        let merging = self.job.is_some();
-        self.shared
-            .done(added, &self.head, tombs, self.p.cap0, merging, &self.pager)
+        Ok(match below {
+            _ if !present => DeleteBy::Nothing,
+            Some(b) if b.kind == Kind::Normal => DeleteBy::Filter(b.val),
+            _ => DeleteBy::Removal,
+        })
     }
 
     /// Under the exclusive lock after shared writes asked for it: their counts into the
@@ -868,32 +856,17 @@ impl Logged for FdTree {
     /// Algorithm 4 (see the module doc).
     fn delete_unlogged(&mut self, key: u64) -> Result<()> {
         self.fold();
-        let head = self.head.clone();
-        let f = head.find(&self.pager, self.p.lay, key)?;
-        // A range tombstone of the head tree deletes the key in every older level.
-        let below = if self.head_tombs.covers(key) {
-            None
-        } else {
-            let (levels, pager) = self.levels();
-            levels.find_below_head(pager, key, f.fence)?
-        };
-        let present = match f.entry {
-            Some(e) => e.kind == Kind::Normal,
-            None => below.is_some_and(|e| e.kind == Kind::Normal),
-        };
-        if !present {
-            return Ok(());
-        }
-        match below {
-            Some(b) if b.kind == Kind::Normal => {
+        match self.delete_search(key)? {
+            DeleteBy::Nothing => return Ok(()),
+            DeleteBy::Filter(val) => {
                 self.head.upsert(
                     &mut self.pager,
                     self.p.lay,
-                    Entry::new(key, b.val, Kind::Filter),
+                    Entry::new(key, val, Kind::Filter),
                 )?;
                 self.counters.filters_inserted += 1;
             }
-            _ => {
+            DeleteBy::Removal => {
                 self.head.remove(&mut self.pager, self.p.lay, key)?;
             }
         }

@@ -41,6 +41,7 @@ use crate::kit::sorted::head::Head;
 use crate::kit::sorted::memo::PageMemo;
 use crate::kit::sorted::newest::{merge_newest_first, Source};
 use crate::kit::sorted::reads::{SortedLevels, SortedReads};
+use crate::kit::sorted::shared::SharedHead;
 use crate::kit::sorted::tombs::Tombs;
 use crate::page::DATA_FILE;
 
@@ -231,8 +232,16 @@ impl SortedReads for FdTree {
         let _ = self.head.find(&self.pager, self.p.lay, key);
     }
 
-    fn head_insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
-        self.insert_shared(key, value)
+    fn shared_head(&self) -> SharedHead<'_> {
+        SharedHead {
+            head: &self.head,
+            tombs: &self.head_tombs,
+            cap: self.p.cap0,
+            merging: self.job.is_some(),
+            lay: self.p.lay,
+            pager: &self.pager,
+            writes: &self.shared,
+        }
     }
 
     fn head_delete_shared(&self, key: u64) -> Result<SharedWrite> {

@@ -745,16 +745,9 @@ impl Lsm {
     }
 }
 
-/// Point writes under the shared lock (module doc, Thread safety).
+/// Point writes under the shared lock (module doc, Thread safety); an insert is the
+/// sorted kit's (`SortedReads::shared_head`).
 impl Lsm {
-    /// An insert beside other operations: an upsert into C0's leaf under its latch,
-    /// logged there ([`Head::upsert_shared`]), unless C0 is full already or the leaf
-    /// must split (then nothing is done and the exclusive path inserts).
-    fn insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
-        let e = Entry::new(key, value, Kind::Normal);
-        self.upsert_shared(e, &LogicalOp::Insert(key, value))
-    }
-
     /// A delete beside other operations, as the serial one: with
     /// `search_before_delete`, an absent key needs nothing (the search is the delete's
     /// instant); a blind tombstone into C0, or, while nothing older than C0 exists, the
@@ -768,36 +761,13 @@ impl Lsm {
         }
         let op = LogicalOp::Delete(key);
         if self.holds_older() {
-            return self.upsert_shared(Entry::new(key, 0, TOMBSTONE), &op);
+            return self
+                .shared_head()
+                .upsert(Entry::new(key, 0, TOMBSTONE), &op);
         }
         // Nothing older than C0 exists while the shared lock is held: only the exclusive
         // path freezes C0 or publishes a merge.
-        match self.c0.remove_shared(&self.pager, self.p.lay, key, &op)? {
-            None => Ok(SharedWrite::Exclusive),
-            Some(removed) => Ok(self.shared_done(-i64::from(removed))),
-        }
-    }
-
-    /// `e` into C0 under its leaf's latch, `op` logged there.
-    fn upsert_shared(&self, e: Entry, op: &LogicalOp) -> Result<SharedWrite> {
-        // A full C0 is frozen on the exclusive path (the shared writes that filled it
-        // asked for that): at most one entry more per writer beside the one that filled it.
-        if self.c0_fill() >= self.p.cap0 {
-            return Ok(SharedWrite::Exclusive);
-        }
-        match self.c0.upsert_shared(&self.pager, self.p.lay, e, op)? {
-            None => Ok(SharedWrite::Exclusive),
-            Some(added) => Ok(self.shared_done(i64::from(added))),
-        }
-    }
-
-    /// Count a shared write that changed C0 by `added` index entries; the maintenance
-    /// when C0 is full, a merge in progress is due a step, or a checkpoint is due.
-    fn shared_done(&self, added: i64) -> SharedWrite {
-        let tombs = self.c0_tombs.len() as u64;
-        let merging = self.job.is_some();
-        self.shared
-            .done(added, &self.c0, tombs, self.p.cap0, merging, &self.pager)
+        self.shared_head().remove(key, &op)
     }
 
     /// Under the exclusive lock after shared writes asked for it: their counts into C0,

@@ -25,7 +25,8 @@
 
 use super::entry::{Entry, Kind};
 use super::memo::{scan_many_with_memo, PageMemo};
-use crate::durable::{PageRead, Pager};
+use super::shared::SharedHead;
+use crate::durable::{LogicalOp, PageRead, Pager};
 use crate::error::Result;
 use crate::kit::api::{RangeCursor, SerialEngine, Shareable, SharedWrite};
 
@@ -50,11 +51,13 @@ pub(crate) trait SortedReads: SerialEngine + Sync {
     /// readers (`Shareable::prepare_write`). Errors are left for the write to meet.
     fn warm_write(&self, key: u64);
 
-    /// `Shareable::insert_shared`: the insert made into the head tree under its leaf's
-    /// latch, beside readers and other shared writes.
-    fn head_insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite>;
+    /// The head tree as the shared writes see it, under the engine's shared lock: an
+    /// insert is the same in both engines (`Shareable::insert_shared`, an upsert into the
+    /// head tree under its leaf's latch), a delete is each engine's own.
+    fn shared_head(&self) -> SharedHead<'_>;
 
-    /// `Shareable::delete_shared`, as [`SortedReads::head_insert_shared`] is the insert.
+    /// `Shareable::delete_shared`: what decides the delete (a search, the levels below the
+    /// head tree) is the engine's; it is made through [`SortedReads::shared_head`].
     fn head_delete_shared(&self, key: u64) -> Result<SharedWrite>;
 
     /// `Shareable::maintain`: what the shared writes asked for, under the exclusive lock.
@@ -140,8 +143,12 @@ impl<E: SortedReads> Shareable for E {
     const PARALLEL_GETS: bool = true;
     const PARALLEL_POINT_WRITES: bool = true;
 
+    /// An upsert into the head tree's leaf under its latch, logged there
+    /// ([`SharedHead::upsert`]), unless the head tree is full already or the leaf must
+    /// split (then nothing is done and the exclusive path inserts).
     fn insert_shared(&self, key: u64, value: u64) -> Result<SharedWrite> {
-        self.head_insert_shared(key, value)
+        let e = Entry::new(key, value, Kind::Normal);
+        self.shared_head().upsert(e, &LogicalOp::Insert(key, value))
     }
 
     fn delete_shared(&self, key: u64) -> Result<SharedWrite> {

@@ -10,10 +10,15 @@
 //! ([`SharedWrites::fold`]) — every `&mut` path runs under the exclusive lock, with no
 //! shared write beside it — and what the engine must do under the exclusive lock (freeze a
 //! full head tree, advance a merge, checkpoint a full log) is asked for with
-//! [`SharedWrite::Maintain`] ([`SharedWrites::done`]).
+//! [`SharedWrite::Maintain`] ([`SharedWrites::done`]). The writes themselves, an upsert or
+//! a removal in a head tree's leaf and its count, are the same in both engines: each lends
+//! its head tree as a [`SharedHead`] and states only what decides which write a delete is.
 
+use super::entry::{Entry, Layout};
 use super::head::Head;
-use crate::durable::{Pager, Store};
+use super::tombs::Tombs;
+use crate::durable::{LogicalOp, Pager, Store};
+use crate::error::Result;
 use crate::kit::api::SharedWrite;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
@@ -107,6 +112,64 @@ impl SharedWrites {
     /// Point writes made under the shared lock since open.
     pub fn total(&self) -> u64 {
         self.total.load(Ordering::Relaxed)
+    }
+}
+
+/// An engine's head tree as a shared write sees it, borrowed under the engine's shared
+/// lock: the tree, its range tombstones, its capacity, whether a merge is in progress, and
+/// the counts of [`SharedWrites`]. None of these change while the shared lock is held
+/// (only the exclusive path freezes the head tree, takes in a range delete or starts and
+/// ends a merge), so each write reads them once.
+pub(crate) struct SharedHead<'a> {
+    /// The active head tree (the FD-tree's L0, the LSM-tree's C0).
+    pub head: &'a Head,
+    /// Its range tombstones, which count towards its fill.
+    pub tombs: &'a Tombs,
+    /// Its capacity (|L0|, |C0|).
+    pub cap: u64,
+    /// A merge is in progress (shared writes step it by their share).
+    pub merging: bool,
+    /// The page layout of its entries.
+    pub lay: Layout,
+    /// The engine's pager, on its shared path.
+    pub pager: &'a Pager,
+    /// The counts of the shared writes not yet in the head tree's.
+    pub writes: &'a SharedWrites,
+}
+
+impl SharedHead<'_> {
+    /// `e` into the head tree under its leaf's latch, `op` logged there
+    /// ([`Head::upsert_shared`]); [`SharedWrite::Exclusive`], with nothing done, when the
+    /// head tree is full already or the leaf must split.
+    pub fn upsert(&self, e: Entry, op: &LogicalOp) -> Result<SharedWrite> {
+        // A full head tree is frozen on the exclusive path (the shared writes that filled
+        // it asked for that): at most one entry more per writer beside the one that
+        // filled it.
+        if self.writes.entries(self.head) + self.tombs.len() as u64 >= self.cap {
+            return Ok(SharedWrite::Exclusive);
+        }
+        match self.head.upsert_shared(self.pager, self.lay, e, op)? {
+            None => Ok(SharedWrite::Exclusive),
+            Some(added) => Ok(self.done(i64::from(added))),
+        }
+    }
+
+    /// The index entry of `key` out of the head tree under its leaf's latch, `op` logged
+    /// there ([`Head::remove_shared`]); [`SharedWrite::Exclusive`] when the leaf does not
+    /// decode (the exclusive path meets the error).
+    pub fn remove(&self, key: u64, op: &LogicalOp) -> Result<SharedWrite> {
+        match self.head.remove_shared(self.pager, self.lay, key, op)? {
+            None => Ok(SharedWrite::Exclusive),
+            Some(removed) => Ok(self.done(-i64::from(removed))),
+        }
+    }
+
+    /// Count a shared write that changed the head tree by `added` index entries
+    /// ([`SharedWrites::done`]).
+    fn done(&self, added: i64) -> SharedWrite {
+        let tombs = self.tombs.len() as u64;
+        self.writes
+            .done(added, self.head, tombs, self.cap, self.merging, self.pager)
     }
 }
 
