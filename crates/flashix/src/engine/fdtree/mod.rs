@@ -522,7 +522,7 @@ impl FdTree {
 
     /// The active head tree's fill towards |L0|: its entries and its range tombstones.
     fn head_fill(&self) -> u64 {
-        self.shared.entries(&self.head) + self.head_tombs.len() as u64
+        self.shared.fill(&self.head, &self.head_tombs)
     }
 
     /// Move the counts of the writes made under the shared lock into the head tree's (on

@@ -551,7 +551,7 @@ impl Lsm {
     /// C0's fill towards |C0|: its entries (the shared writes' counted) and its range
     /// tombstones.
     fn c0_fill(&self) -> u64 {
-        self.shared.entries(&self.c0) + self.c0_tombs.len() as u64
+        self.shared.fill(&self.c0, &self.c0_tombs)
     }
 
     /// Move the counts of the writes made under the shared lock into C0's (on `&mut`, no

@@ -50,6 +50,12 @@ impl SharedWrites {
             .saturating_add_signed(self.added.load(Ordering::Relaxed))
     }
 
+    /// How full `head` is with the shared writes counted: its entries and its range
+    /// tombstones `tombs` (what its capacity bounds).
+    pub fn fill(&self, head: &Head, tombs: &Tombs) -> u64 {
+        self.entries(head) + tombs.len() as u64
+    }
+
     /// `head` with the shared writes' counts in it (what a manifest saves, what the
     /// counters report).
     pub fn counted(&self, head: &Head) -> Head {
@@ -145,7 +151,7 @@ impl SharedHead<'_> {
         // A full head tree is frozen on the exclusive path (the shared writes that filled
         // it asked for that): at most one entry more per writer beside the one that
         // filled it.
-        if self.writes.entries(self.head) + self.tombs.len() as u64 >= self.cap {
+        if self.writes.fill(self.head, self.tombs) >= self.cap {
             return Ok(SharedWrite::Exclusive);
         }
         match self.head.upsert_shared(self.pager, self.lay, e, op)? {
